@@ -1,0 +1,70 @@
+package io.hicache.bench;
+
+/**
+ * Measures a subject against its reference in alternating rounds (subject, reference, reference, subject, ...)
+ * so that drift on a noisy machine hits both alike, and reports the medians. Not thread-safe.
+ */
+final class Comparison {
+    /** A unit of work to time: runs once and returns how many items (pages, bytes) it processed. */
+    @FunctionalInterface
+    interface Workload {
+        long run() throws Exception;
+    }
+
+    /**
+     * Medians over the measured rounds.
+     *
+     * @param subjectPerSecond   the subject's items per second
+     * @param referencePerSecond the reference's items per second
+     * @param ratio              the median of the per-round ratios subject / reference
+     */
+    record Result(double subjectPerSecond, double referencePerSecond, double ratio) {
+    }
+
+    private final int warmupRounds;
+    private final int rounds;
+    private final long roundNanos;
+
+    Comparison(int warmupRounds, int rounds, long roundNanos) {
+        this.warmupRounds = warmupRounds;
+        this.rounds = rounds;
+        this.roundNanos = roundNanos;
+    }
+
+    /** The settings for a full run, or for a quick one that only checks a suite works. */
+    static Comparison forRun(boolean quick) {
+        return quick ? new Comparison(1, 3, 20_000_000L) : new Comparison(4, 8, 250_000_000L);
+    }
+
+    Result measure(Workload subject, Workload reference) throws Exception {
+        for (int i = 0; i < warmupRounds; i++) {
+            rate(subject);
+            rate(reference);
+        }
+        double[] s = new double[rounds];
+        double[] r = new double[rounds];
+        double[] ratios = new double[rounds];
+        for (int i = 0; i < rounds; i++) {
+            if (i % 2 == 0) {
+                s[i] = rate(subject);
+                r[i] = rate(reference);
+            } else {
+                r[i] = rate(reference);
+                s[i] = rate(subject);
+            }
+            ratios[i] = s[i] / r[i];
+        }
+        return new Result(Forks.median(s), Forks.median(r), Forks.median(ratios));
+    }
+
+    private double rate(Workload w) throws Exception {
+        long items = 0;
+        long start = System.nanoTime();
+        long elapsed;
+        do {
+            items += w.run();
+            elapsed = System.nanoTime() - start;
+        } while (elapsed < roundNanos);
+        return items * 1e9 / elapsed;
+    }
+}

@@ -1,0 +1,5 @@
+/**
+ * Benchmark suites and the {@code hicache bench} frame: each suite measures HiCache's code and a reference side
+ * by side in one run and reports ratios, as a table and as {@code bench-results/<suite>.json}.
+ */
+package io.hicache.bench;

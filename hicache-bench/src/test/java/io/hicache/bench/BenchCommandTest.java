@@ -1,0 +1,75 @@
+package io.hicache.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.server.cli.HiCacheCli;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The bench frame works end to end; figures are not judged here (benchmarks are not unit tests). */
+class BenchCommandTest {
+    @Test
+    void keysSuiteWritesItsRows(@TempDir Path dir) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = HiCacheCli.fromClassPath().run(List.of("bench", "keys", "--quick", "--out", dir.toString()),
+                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        String printed = out.toString(StandardCharsets.UTF_8);
+        assertEquals(0, status, printed + err.toString(StandardCharsets.UTF_8));
+        assertTrue(printed.contains("page_hash_p64") && printed.contains("jdk_sha256_same_bytes"), printed);
+        String json = Files.readString(dir.resolve("keys.json"));
+        for (String field : List.of("\"suite\": \"keys\"", "\"machine\"", "\"date\"", "\"command\"", "\"metric\"",
+                "\"value\"", "\"unit\"", "\"reference\"", "\"reference_value\"", "\"ratio\"")) {
+            assertTrue(json.contains(field), field + " missing from " + json);
+        }
+        assertEquals(2 * KeysSuite.PAGE_SIZES.length, json.split("\"metric\"").length - 1, json);
+    }
+
+    @Test
+    void forkedRunsComeBackAndMergeByMedian() throws Exception {
+        List<BenchRow> rows = Forks.run("keys", true, 2);
+        assertEquals(2 * KeysSuite.PAGE_SIZES.length, rows.size(), rows::toString);
+        assertTrue(rows.stream().allMatch(r -> r.value() > 0 && r.referenceValue() > 0 && r.ratio() > 0), rows::toString);
+
+        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher");
+        BenchRow b = new BenchRow("m", 5, "u", "ref", 20, 0.5, "higher");
+        BenchRow c = new BenchRow("m", 3, "u", "ref", 30, 0.2, "higher");
+        BenchRow merged = Forks.median(List.of(List.of(a), List.of(b), List.of(c))).getFirst();
+        assertEquals(3, merged.value());
+        assertEquals(20, merged.referenceValue());
+        assertEquals(0.2, merged.ratio(), "the ratio is the median of the forks' ratios");
+    }
+
+    @Test
+    void unknownSuitesAreUsageErrors() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int status = HiCacheCli.fromClassPath().run(List.of("bench", "nosuch"), new PrintStream(new ByteArrayOutputStream()),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        assertEquals(2, status);
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown suite 'nosuch'; suites: "));
+    }
+
+    @Test
+    void jsonEscapesAndNests() {
+        assertEquals("{\n  \"a\": \"x\\\"y\\n\",\n  \"b\": [\n    1,\n    2.5\n  ]\n}\n",
+                Json.write(orderedMap("a", "x\"y\n", "b", List.of(1, 2.5))));
+        assertEquals("16112300\n", Json.write(16_112_279.4));
+        assertEquals("0.0644491\n", Json.write(0.06444912));
+    }
+
+    private static Map<String, Object> orderedMap(String k1, Object v1, String k2, Object v2) {
+        Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put(k1, v1);
+        m.put(k2, v2);
+        return m;
+    }
+}

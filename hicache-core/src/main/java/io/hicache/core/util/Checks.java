@@ -1,0 +1,63 @@
+package io.hicache.core.util;
+
+import java.util.Objects;
+
+/**
+ * Argument and state checks whose messages name the parameter and its value, so a failure explains itself
+ * without a debugger. Static and stateless.
+ */
+public final class Checks {
+    private Checks() {
+    }
+
+    /** Throws {@link IllegalArgumentException} with the formatted message unless {@code condition} holds. */
+    public static void requireArgument(boolean condition, String format, Object... args) {
+        if (!condition) {
+            throw new IllegalArgumentException(String.format(format, args));
+        }
+    }
+
+    /** Throws {@link IllegalStateException} with the formatted message unless {@code condition} holds. */
+    public static void requireState(boolean condition, String format, Object... args) {
+        if (!condition) {
+            throw new IllegalStateException(String.format(format, args));
+        }
+    }
+
+    /** Returns {@code value} if it is at least 1, else throws naming {@code name}. */
+    public static int checkPositive(int value, String name) {
+        if (value < 1) {
+            throw new IllegalArgumentException(name + " must be at least 1, was " + value);
+        }
+        return value;
+    }
+
+    /** Returns {@code value} if it is at least 1, else throws naming {@code name}. */
+    public static long checkPositive(long value, String name) {
+        if (value < 1) {
+            throw new IllegalArgumentException(name + " must be at least 1, was " + value);
+        }
+        return value;
+    }
+
+    /** Returns {@code value} if it is at least 0, else throws naming {@code name}. */
+    public static long checkNotNegative(long value, String name) {
+        if (value < 0) {
+            throw new IllegalArgumentException(name + " must not be negative, was " + value);
+        }
+        return value;
+    }
+
+    /** Returns {@code value} if it lies in [{@code min}, {@code max}], else throws naming {@code name}. */
+    public static long checkInRange(long value, long min, long max, String name) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], was " + value);
+        }
+        return value;
+    }
+
+    /** Returns {@code value} unless null, else throws {@link NullPointerException} naming {@code name}. */
+    public static <T> T checkNotNull(T value, String name) {
+        return Objects.requireNonNull(value, () -> name + " must not be null");
+    }
+}

@@ -1,0 +1,19 @@
+package io.hicache.testkit;
+
+import io.hicache.core.store.PageStore;
+import io.hicache.core.store.PageStores;
+import io.hicache.core.store.StoreConfig;
+import java.util.Optional;
+
+/** The reference store passes the kit, corruption case included. */
+class InMemoryPageStoreConformanceTest extends PageStoreConformanceKit {
+    @Override
+    protected PageStore openStore() {
+        return PageStores.open(StoreConfig.of("memory"));
+    }
+
+    @Override
+    protected Optional<PageCorrupter> corrupter() {
+        return Optional.of((store, key) -> ((InMemoryPageStore) store).corrupt(key));
+    }
+}
