@@ -10,7 +10,7 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.TreeMap;
 
-/** {@code hicache bench <suite>}: runs a benchmark suite, prints its table and writes its JSON. */
+/** {@code hicache bench <suite>}: runs a benchmark suite, prints its table and writes its JSON. Stateless. */
 public final class BenchCommand implements Subcommand {
     @Override
     public String name() {

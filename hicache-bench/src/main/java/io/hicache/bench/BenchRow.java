@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
 /**
- * One measured figure next to the reference it is compared with, both measured in the same run.
+ * One measured figure next to the reference it is compared with, both measured in the same run. Immutable.
  *
  * @param metric         what was measured, with its parameters in the name ({@code page_hash_p64})
  * @param value          the figure for HiCache's code

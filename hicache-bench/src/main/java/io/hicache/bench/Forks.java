@@ -16,7 +16,8 @@ import java.util.ServiceLoader;
  * Runs a suite in fresh JVMs, one after another, and merges their rows by median. JIT compilation differs from
  * one JVM to the next, and with it a workload's speed; one JVM can make a reference look 40% faster than the
  * next one does (seen with {@code keys} at page size 1). Forks sample that variance instead of betting on one
- * draw. Each fork still measures subject and reference in alternating rounds.
+ * draw. Each fork still measures subject and reference in alternating rounds. Stateless; the forks of one call
+ * run one after another, never together, so they do not compete for the cores.
  */
 final class Forks {
     private static final String ROW_PREFIX = "@row\t";

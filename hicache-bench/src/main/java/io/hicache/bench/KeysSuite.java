@@ -13,7 +13,7 @@ import java.util.SplittableRandom;
 /**
  * {@code keys}: page-hash throughput of {@link PageHasher} (chaining, token encoding, packed output) against
  * the JDK's raw SHA-256 over exactly the same bytes, prepared in advance: the prior hash and the page's
- * tokens, one digest per page. The ratio is what the key scheme costs beyond SHA-256 itself.
+ * tokens, one digest per page. The ratio is what the key scheme costs beyond SHA-256 itself. Stateless.
  */
 public final class KeysSuite implements BenchSuite {
     static final int[] PAGE_SIZES = {1, 16, 64, 256};

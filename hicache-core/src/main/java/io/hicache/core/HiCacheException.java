@@ -6,7 +6,7 @@ import java.util.Objects;
 /**
  * The one unchecked exception for operational failures in HiCache. Bad arguments are reported with the
  * JDK's {@link IllegalArgumentException}; everything that goes wrong with a correct call carries an
- * {@link ErrorCode} so callers can react to the kind of failure without parsing messages.
+ * {@link ErrorCode} so callers can react to the kind of failure without parsing messages. Immutable.
  */
 public class HiCacheException extends RuntimeException {
     @Serial

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.util.Properties;
 
-/** The version of this build of HiCache, as Maven stamped it. */
+/** The version of this build of HiCache, as Maven stamped it. Read once; thread-safe. */
 public final class HiCacheVersion {
     private static final String VERSION = read();
 

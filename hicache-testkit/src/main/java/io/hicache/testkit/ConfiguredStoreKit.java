@@ -8,7 +8,8 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The conformance kit against a store built from configuration: what {@code ./hicache conformance --store NAME}
- * runs. {@link #run(StoreConfig, boolean)} sets the target and runs the kit; only one such run at a time.
+ * runs. {@link #run(StoreConfig, boolean)} sets the target and runs the kit. Thread-safe: concurrent calls of
+ * {@code run} wait for each other, because the target is static.
  */
 public class ConfiguredStoreKit extends PageStoreConformanceKit {
     private static final ReentrantLock ONE_RUN_AT_A_TIME = new ReentrantLock();

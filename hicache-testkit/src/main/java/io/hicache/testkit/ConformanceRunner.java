@@ -20,8 +20,7 @@ import org.junit.platform.launcher.core.LauncherFactory;
 /**
  * Runs a conformance kit class outside a build tool, through the JUnit Platform launcher, and reports every
  * case. The command line's {@code conformance} uses it, and so do the tests that show the kit catches broken
- * stores. Each call is independent; calls may not overlap when they share static state such as
- * {@link ConfiguredStoreKit}'s target.
+ * stores. Stateless and thread-safe: each call builds its own launcher.
  */
 public final class ConformanceRunner {
     private ConformanceRunner() {

@@ -69,6 +69,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  *
  * <p>Every page's bytes are derived from its key ({@link PagePattern}) and checked byte by byte; targets start
  * filled with a sentinel so that memory a store should not have written is caught.
+ *
+ * <p>JUnit makes one instance per case; an instance is used by one case's threads only. The kit owns the
+ * store it opens and the off-heap memory of its pages, and releases both when the case ends.
  */
 @TestMethodOrder(MethodOrderer.MethodName.class)
 public abstract class PageStoreConformanceKit {
@@ -114,6 +117,10 @@ public abstract class PageStoreConformanceKit {
 
     @AfterEach
     final void cleanUpAfterCase() throws Exception {
+        if (store == null) {
+            arena.close();
+            return; // openStore() failed; that failure is the case's result
+        }
         try {
             for (PageStore s : extraStores) {
                 s.close();

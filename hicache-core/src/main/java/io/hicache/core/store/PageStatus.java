@@ -19,11 +19,11 @@ public enum PageStatus {
     SIZE_MISMATCH,
     /** put: the store refused the page (full, over a quota). */
     REJECTED,
-    /** The deadline passed before this page was done. */
+    /** The deadline passed before this page was done. A get's target bytes are undefined. */
     TIMED_OUT,
-    /** The deadline was cancelled before this page was done. */
+    /** The deadline was cancelled before this page was done. A get's target bytes are undefined. */
     CANCELLED,
-    /** An I/O or server error; the result's detail says which. */
+    /** An I/O or server error; the result's detail says which. A get's target bytes are undefined. */
     FAILED;
 
     /** True for the outcomes that leave the page stored (put) or delivered (get): OK and EXISTS. */

@@ -21,8 +21,9 @@ import java.util.concurrent.CompletableFuture;
  *   <li><b>Verified reads.</b> Every stored page carries a checksum that get checks; a page that fails it is
  *       {@link PageStatus#CORRUPT}, a miss, never wrong bytes reported as {@link PageStatus#OK}.
  *   <li><b>Memory.</b> Pages move between the store and caller-owned off-heap memory ({@link PageBatch});
- *       the store never keeps a reference to it. A get writes a target only when it reports OK or
- *       CORRUPT; on any other status the target is untouched.
+ *       the store never keeps a reference to it. Only a target whose page is OK holds page bytes;
+ *       MISS and SIZE_MISMATCH leave the target untouched, and after any other status its bytes are
+ *       undefined (a read may have stopped halfway).
  *   <li><b>Deadlines.</b> Every call takes a {@link Deadline}. Pages not done when it passes (or is
  *       cancelled) are reported as TIMED_OUT (or CANCELLED), and the future completes promptly after it.
  *       When a future completes, the store has stopped touching the batch's memory. Cancelling the

@@ -2,7 +2,7 @@ package io.hicache.core.store;
 
 /**
  * A snapshot of a page store's counters since it was opened, plus what it holds now. Counts are pages
- * unless the name says bytes; {@code -1} means the store cannot tell.
+ * unless the name says bytes; {@code -1} means the store cannot tell. An immutable snapshot.
  *
  * @param leadingHitQueries leading-hit queries answered
  * @param getPages          pages asked for by gets

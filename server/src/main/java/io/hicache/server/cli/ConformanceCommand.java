@@ -15,7 +15,7 @@ import java.util.Set;
 
 /**
  * {@code hicache conformance --store NAME}: runs the page store conformance kit against any store the
- * configuration can build (a user's bucket, a mounted disk) and prints one line per case.
+ * configuration can build (a user's bucket, a mounted disk) and prints one line per case. Stateless.
  */
 public final class ConformanceCommand implements Subcommand {
     @Override

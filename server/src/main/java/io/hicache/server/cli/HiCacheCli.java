@@ -10,7 +10,7 @@ import java.util.TreeMap;
 
 /**
  * The {@code hicache} command line, which {@code ./hicache} runs. It dispatches to the {@link Subcommand}s on
- * the class path; bad arguments print usage to standard error and exit with status 2.
+ * the class path; bad arguments print usage to standard error and exit with status 2. Immutable once built.
  */
 public final class HiCacheCli {
     private final Map<String, Subcommand> commands;

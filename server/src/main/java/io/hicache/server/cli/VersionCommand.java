@@ -5,7 +5,7 @@ import java.io.PrintStream;
 import java.util.List;
 import java.util.Set;
 
-/** {@code hicache version}: this build's version and the runtime it runs on. */
+/** {@code hicache version}: this build's version and the runtime it runs on. Stateless. */
 public final class VersionCommand implements Subcommand {
     @Override
     public String name() {
