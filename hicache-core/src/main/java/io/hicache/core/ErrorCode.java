@@ -17,6 +17,22 @@ public enum ErrorCode {
     /** The page store failed an operation as a whole (not a per-page outcome). */
     STORE_IO(203),
 
+    /** No device runtime can run here, or the device cannot be used (no driver, no such device). */
+    DEVICE_UNAVAILABLE(300),
+    /** A KV pool does not fit in the device's free memory. */
+    DEVICE_OUT_OF_MEMORY(301),
+    /** A copy between host and device memory failed. */
+    COPY_FAILED(302),
+    /** A page allocator has fewer free pages than were asked for. */
+    PAGES_EXHAUSTED(303),
+
+    /** The host page pool's slab or index cannot be created, mapped or opened. */
+    HOST_POOL_UNAVAILABLE(400),
+    /** The host page pool would not fit in the tmpfs or in memory. */
+    HOST_POOL_TOO_LARGE(401),
+    /** Another process has the host page pool open. */
+    HOST_POOL_IN_USE(402),
+
     /** An internal invariant broke; this is a bug in HiCache. */
     INTERNAL(900);
 

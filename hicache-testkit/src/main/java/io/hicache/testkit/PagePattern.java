@@ -5,8 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Page contents that any reader can verify from the key alone: a xorshift stream seeded by the key, the salt
- * and the page length. No two keys (or salts, or lengths) give the same bytes, and no page is all zeros, so
+ * Page contents that any reader can verify from the key alone (or from a number, such as a page index): a
+ * xorshift stream seeded by the key, the salt and the page length. No two keys (or salts, or lengths) give the same bytes, and no page is all zeros, so
  * a store that returns another page, a stale page or untouched memory is caught. Stateless.
  */
 public final class PagePattern {
@@ -25,7 +25,21 @@ public final class PagePattern {
 
     /** Fills {@code page} with the pattern of {@code key} and {@code salt}. */
     public static void fill(MemorySegment page, StoreKey key, long salt) {
-        long state = seed(key, salt, page.byteSize());
+        fillSeeded(page, seed(key, salt, page.byteSize()));
+    }
+
+    /** Fills {@code page} with the pattern of a plain number, such as a page index and a side tag. */
+    public static void fill(MemorySegment page, long seed) {
+        fillSeeded(page, mix(seed, page.byteSize()));
+    }
+
+    /** The first offset where {@code page} differs from the pattern of {@code seed}, or -1. */
+    public static long firstMismatch(MemorySegment page, long seed) {
+        return firstMismatchSeeded(page, mix(seed, page.byteSize()));
+    }
+
+    private static void fillSeeded(MemorySegment page, long seed) {
+        long state = seed;
         long size = page.byteSize();
         long offset = 0;
         for (; offset + Long.BYTES <= size; offset += Long.BYTES) {
@@ -43,7 +57,11 @@ public final class PagePattern {
      * when every byte matches.
      */
     public static long firstMismatch(MemorySegment page, StoreKey key, long salt) {
-        long state = seed(key, salt, page.byteSize());
+        return firstMismatchSeeded(page, seed(key, salt, page.byteSize()));
+    }
+
+    private static long firstMismatchSeeded(MemorySegment page, long seed) {
+        long state = seed;
         long size = page.byteSize();
         long offset = 0;
         for (; offset + Long.BYTES <= size; offset += Long.BYTES) {
@@ -94,8 +112,13 @@ public final class PagePattern {
     }
 
     private static long seed(StoreKey key, long salt, long length) {
-        long s = key.hash().prefix64() ^ (key.namespace().id().hashCode() * 0x9E3779B97F4A7C15L) ^ (salt * 0xC2B2AE3D27D4EB4FL)
-                ^ (length * 0x165667B19E3779F9L);
+        return mix(key.hash().prefix64() ^ (key.namespace().id().hashCode() * 0x9E3779B97F4A7C15L)
+                ^ (salt * 0xC2B2AE3D27D4EB4FL), length);
+    }
+
+    private static long mix(long seed, long length) {
+        long s = (seed + 0x632BE59BD9B4E019L) * 0x9E3779B97F4A7C15L ^ (length * 0x165667B19E3779F9L);
+        s ^= s >>> 29;
         return s == 0 ? 0x2545F4914F6CDD1DL : s;
     }
 

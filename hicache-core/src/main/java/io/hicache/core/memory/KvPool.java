@@ -1,0 +1,60 @@
+package io.hicache.core.memory;
+
+import io.hicache.core.page.PageFormat;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A KV pool on a device: {@link #pages()} pages of {@link #format()} in device memory, laid out as
+ * {@link DeviceLayout} says, with a page allocator and batched copies to and from a {@link HostSlab}.
+ *
+ * <p>Copies take page indices on both sides, in pairs: the i-th source page goes to the i-th destination
+ * page. Indices may be scattered and in any order; a destination may not appear twice in one copy. Copies
+ * run asynchronously, in submission order per direction (as on a CUDA stream: one for loads, one for
+ * backups); loads and backups may overlap each other. The caller owns the pages it names: it keeps them
+ * allocated, and does not read a destination, until the copy is done.
+ *
+ * <p>Thread-safe. Closing the pool waits for its copies, then frees its device memory; the runtime that
+ * created it closes it at the latest when the runtime closes.
+ */
+public interface KvPool extends AutoCloseable {
+    /** Geometry and page size; its layout fixes the flat order of {@link #readPage} and {@link #writePage}. */
+    PageFormat format();
+
+    /** Pages in the pool. */
+    int pages();
+
+    /** The allocator of this pool's pages. */
+    PageAllocator allocator();
+
+    /**
+     * Copies device pages to host pages, all layers at once (a backup, device to host). Every layer's
+     * signal completes together.
+     *
+     * @throws IllegalArgumentException for mismatched lists, indices out of range, a repeated destination, or
+     *     a slab of another geometry or page size
+     */
+    KvCopy backup(int[] devicePages, HostSlab host, int[] hostSlots);
+
+    /**
+     * Copies host pages to device pages one layer at a time (a load), signalling each layer as it lands.
+     *
+     * @throws IllegalArgumentException as for {@link #backup}
+     */
+    KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages);
+
+    /**
+     * Writes one page from host memory in the flat order of {@link #format()}, synchronously. Not ordered with
+     * copies in flight: for tests, verification and hand-over of single pages.
+     */
+    void writePage(int devicePage, MemorySegment flat);
+
+    /** Reads one page into host memory in the flat order of {@link #format()}, synchronously. */
+    void readPage(int devicePage, MemorySegment flat);
+
+    /** Bytes of device memory the pool occupies. */
+    long bytes();
+
+    /** Waits for copies in flight, then frees the device memory. Idempotent. */
+    @Override
+    void close();
+}
