@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 
@@ -27,6 +28,8 @@ import java.util.List;
 public final class Namespace {
     /** Longest model id or extra key accepted, in characters. */
     public static final int MAX_TEXT_LENGTH = 512;
+    /** Bytes written by {@link #writeIdTo}: the id as raw bytes. */
+    public static final int ID_BYTES = 16;
 
     private final String modelId;
     private final KvDtype kvDtype;
@@ -34,6 +37,7 @@ public final class Namespace {
     private final int tpRank;
     private final int tpSize;
     private final String extraKey;
+    private final byte[] idBytes;
     private final String id;
 
     private Namespace(String modelId, KvDtype kvDtype, PageByteOrder pageByteOrder, int tpRank, int tpSize,
@@ -53,7 +57,8 @@ public final class Namespace {
         this.tpRank = tpRank;
         this.tpSize = tpSize;
         this.extraKey = extraKey;
-        this.id = digest();
+        this.idBytes = digest();
+        this.id = HexFormat.of().formatHex(idBytes);
     }
 
     /** A namespace without an extra key. */
@@ -135,7 +140,12 @@ public final class Namespace {
         return id;
     }
 
-    private String digest() {
+    /** Writes the id's 16 raw bytes to {@code dst[offset ..]}. */
+    public void writeIdTo(byte[] dst, int offset) {
+        System.arraycopy(idBytes, 0, dst, offset, ID_BYTES);
+    }
+
+    private byte[] digest() {
         // Length-prefixed fields under a version tag: no two field tuples encode alike.
         ByteArrayOutputStream out = new ByteArrayOutputStream(128);
         for (String field : new String[] {"hicache-namespace-v1", modelId, kvDtype.configName(),
@@ -147,7 +157,7 @@ public final class Namespace {
         }
         try {
             byte[] sha = MessageDigest.getInstance("SHA-256").digest(out.toByteArray());
-            return HexFormat.of().formatHex(sha, 0, 16);
+            return Arrays.copyOf(sha, ID_BYTES);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("this JDK has no SHA-256", e);
         }

@@ -1,0 +1,133 @@
+package io.hicache.core.memory.host;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.StoreKey;
+import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import net.openhft.chronicle.map.ChronicleMap;
+import net.openhft.chronicle.map.ChronicleMapBuilder;
+
+/**
+ * The host pool's persistent index: store key to slot, page checksum and state, in a Chronicle Map file next to
+ * the slab, so a restarted process finds its pages again.
+ *
+ * <pre>
+ * key   (48 bytes): namespace id (16) | page hash (32)
+ * value (16 bytes): version (1) | state (1) | unused (2) | slot (4, LE) | CRC-32C (4, LE) | unused (4)
+ * </pre>
+ *
+ * The map is sized to one entry per slot and never grows past it, which keeps Chronicle's crash recovery
+ * within the case it handles (recovering a map that outgrew its configured size loses entries).
+ *
+ * <p>Thread-safe (Chronicle Map is). Owns the map file's mapping; {@link #close()} releases it.
+ */
+final class HostIndex implements AutoCloseable {
+    static final int KEY_BYTES = Namespace.ID_BYTES + PageHash.BYTES;
+    static final int VALUE_BYTES = 16;
+    private static final byte VERSION = 1;
+    private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final ThreadLocal<byte[]> VALUE_BUFFER = ThreadLocal.withInitial(() -> new byte[VALUE_BYTES]);
+
+    /** One index entry, decoded. */
+    record Entry(byte[] key, int state, int slot, int checksum) {
+    }
+
+    private final ChronicleMap<byte[], byte[]> map;
+
+    private HostIndex(ChronicleMap<byte[], byte[]> map) {
+        this.map = map;
+    }
+
+    private static ChronicleMapBuilder<byte[], byte[]> builder(int entries) {
+        return ChronicleMapBuilder.of(byte[].class, byte[].class)
+                .name("hicache-host-index")
+                .constantKeySizeBySample(new byte[KEY_BYTES])
+                .constantValueSizeBySample(new byte[VALUE_BYTES])
+                .entries(Math.max(entries, 1024));
+    }
+
+    /**
+     * Opens the index at {@code file}, creating it if absent. {@code recover} runs Chronicle's recovery, which
+     * the previous owner's crash calls for: it releases locks a killed process held and drops entries it left
+     * half written.
+     */
+    static HostIndex open(Path file, int entries, boolean recover) {
+        try {
+            ChronicleMapBuilder<byte[], byte[]> b = builder(entries);
+            return new HostIndex(recover ? b.recoverPersistedTo(file.toFile(), true) : b.createPersistedTo(file.toFile()));
+        } catch (IOException | RuntimeException e) {
+            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool index " + file + ": " + e,
+                    e);
+        }
+    }
+
+    /** The index key of {@code key}. */
+    static byte[] key(StoreKey key) {
+        byte[] bytes = new byte[KEY_BYTES];
+        key.namespace().writeIdTo(bytes, 0);
+        key.hash().writeTo(bytes, Namespace.ID_BYTES);
+        return bytes;
+    }
+
+    /** Claims {@code key} for a write into {@code slot}; false if the key is already indexed (stored or being written). */
+    boolean claimForWrite(byte[] key, int slot) {
+        return map.putIfAbsent(key, value(SlotStates.WRITING, slot, 0)) == null;
+    }
+
+    /** Marks {@code key} ready in {@code slot} with the page's checksum. */
+    void markReady(byte[] key, int slot, int checksum) {
+        map.put(key, value(SlotStates.READY, slot, checksum));
+    }
+
+    void remove(byte[] key) {
+        map.remove(key);
+    }
+
+    /** The slot of {@code key} if it is ready, else -1. */
+    int readySlot(byte[] key) {
+        byte[] value = map.getUsing(key, VALUE_BUFFER.get());
+        if (value == null || value[1] != SlotStates.READY) {
+            return -1;
+        }
+        return (int) INT_LE.get(value, 4);
+    }
+
+    /** Every entry, decoded (a snapshot; entries changed meanwhile may or may not appear). */
+    List<Entry> entries() {
+        List<Entry> all = new ArrayList<>(map.size());
+        for (Map.Entry<byte[], byte[]> e : map.entrySet()) {
+            byte[] v = e.getValue();
+            boolean known = v.length == VALUE_BYTES && v[0] == VERSION;
+            all.add(new Entry(e.getKey(), known ? v[1] : -1, known ? (int) INT_LE.get(v, 4) : -1,
+                    known ? (int) INT_LE.get(v, 8) : 0));
+        }
+        return all;
+    }
+
+    int size() {
+        return map.size();
+    }
+
+    private static byte[] value(int state, int slot, int checksum) {
+        byte[] v = new byte[VALUE_BYTES];
+        v[0] = VERSION;
+        v[1] = (byte) state;
+        INT_LE.set(v, 4, slot);
+        INT_LE.set(v, 8, checksum);
+        return v;
+    }
+
+    @Override
+    public void close() {
+        map.close();
+    }
+}
