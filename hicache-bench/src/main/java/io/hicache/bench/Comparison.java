@@ -33,7 +33,12 @@ final class Comparison {
 
     /** The settings for a full run, or for a quick one that only checks a suite works. */
     static Comparison forRun(boolean quick) {
-        return quick ? new Comparison(1, 3, 20_000_000L) : new Comparison(4, 8, 250_000_000L);
+        return forRun(quick, 4, 8, 250);
+    }
+
+    /** Settings with {@code warmup} and {@code rounds} rounds of {@code roundMillis} each, or a quick run. */
+    static Comparison forRun(boolean quick, int warmup, int rounds, long roundMillis) {
+        return quick ? new Comparison(1, 3, 20_000_000L) : new Comparison(warmup, rounds, roundMillis * 1_000_000L);
     }
 
     Result measure(Workload subject, Workload reference) throws Exception {

@@ -32,6 +32,11 @@ public final class HiCacheCli {
     }
 
     public static void main(String[] args) {
+        // One line per log record, unless the user configured JDK logging otherwise.
+        if (System.getProperty("java.util.logging.SimpleFormatter.format") == null
+                && System.getProperty("java.util.logging.config.file") == null) {
+            System.setProperty("java.util.logging.SimpleFormatter.format", "%1$tF %1$tT %4$s %3$s: %5$s%6$s%n");
+        }
         int status = fromClassPath().run(List.of(args), System.out, System.err);
         System.out.flush();
         System.exit(status);
