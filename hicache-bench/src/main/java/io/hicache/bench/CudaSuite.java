@@ -1,0 +1,266 @@
+package io.hicache.bench;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.memory.HostRegistration;
+import io.hicache.core.memory.HostSlab;
+import io.hicache.core.memory.KvCopy;
+import io.hicache.core.memory.KvPool;
+import io.hicache.core.memory.cuda.ContiguousCopy;
+import io.hicache.core.memory.cuda.CudaDeviceRuntime;
+import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.core.page.HostLayout;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageFormat;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.Random;
+
+/**
+ * {@code cuda}: the CUDA device runtime on a GPU, in one run.
+ *
+ * <ul>
+ *   <li>The link's ceiling: one 1 GiB copy each way between pinned host memory (a registered /dev/shm mapping, as
+ *       the host slab is) and the device, against the same copy from unpinned host memory.
+ *   <li>8192 scattered pages of 16 KiB, 64 KiB and 256 KiB, each host layout, both directions, through the copy
+ *       kernel, against one contiguous pinned copy of the same bytes; and through the copy engine (one
+ *       {@code cuMemcpy2DAsync} per page and part), against the kernel.
+ *   <li>A per-layer load of one request's pages: when each layer becomes ready.
+ * </ul>
+ *
+ * Pages are Llama-3.1-8B's on 8 tensor-parallel ranks, as in {@link MemorySuite}: 16 KiB per token, so pages of 1,
+ * 4 and 16 tokens, moved as runs of 256 B, 1 KiB and 4 KiB. After each configuration a sample of pages is read back
+ * and compared byte for byte: a fast copy of the wrong bytes fails the suite. Stateless.
+ */
+public final class CudaSuite implements BenchSuite {
+    static final int[] PAGE_TOKENS = {1, 4, 16};
+    static final int PAGES = 8192;
+    private static final long GIB = 1L << 30;
+
+    @Override
+    public String name() {
+        return "cuda";
+    }
+
+    @Override
+    public String description() {
+        return "CUDA: pinned link ceiling; 8192 scattered pages through the kernel and the copy engine; per-layer load";
+    }
+
+    @Override
+    public List<BenchRow> run(boolean quick) throws Exception {
+        Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
+        if (why.isPresent()) {
+            throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "the cuda suite needs a CUDA device: " + why.get());
+        }
+        List<BenchRow> rows = new ArrayList<>();
+        int pages = quick ? 1024 : PAGES;
+        long slabBytes = Math.max(GIB, 2L * pages * new PageFormat(MemorySuite.GEOMETRY, 16, HostLayout.PAGE_FIRST).pageBytes());
+        Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-bench-cuda", ".slab");
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true); Arena arena = Arena.ofShared()) {
+            MemorySegment slab = map(file, slabBytes, arena);
+            try (HostRegistration pinned = runtime.registerHost(slab)) {
+                if (!pinned.pinned()) {
+                    throw new IllegalStateException("the CUDA runtime did not pin the slab");
+                }
+                ceilings(runtime, slab, quick, rows, arena);
+                for (int tokens : PAGE_TOKENS) {
+                    scattered(runtime, slab, tokens, pages, quick, rows, arena);
+                }
+                layerTimes(runtime, slab, quick, rows);
+            }
+        } finally {
+            Files.deleteIfExists(file);
+        }
+        return rows;
+    }
+
+    private static MemorySegment map(Path file, long bytes, Arena arena) throws IOException {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment m = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+            m.fill((byte) 0x3C);
+            return m;
+        }
+    }
+
+    /* ---------------------------------------------------------------- the link's ceiling */
+
+    private static void ceilings(CudaDeviceRuntime runtime, MemorySegment pinned, boolean quick, List<BenchRow> rows,
+            Arena arena) throws Exception {
+        long bytes = quick ? GIB / 4 : GIB;
+        MemorySegment unpinned = arena.allocate(bytes, 4096);
+        unpinned.fill((byte) 0x5A);
+        Comparison comparison = Comparison.forRun(quick, 2, 6, 300);
+        try (ContiguousCopy device = new ContiguousCopy(runtime, bytes); ContiguousCopy scratch = new ContiguousCopy(runtime,
+                bytes)) {
+            for (boolean toHost : new boolean[] {false, true}) {
+                Comparison.Workload pinnedCopy = () -> {
+                    device.copy(pinned, bytes, toHost);
+                    return bytes;
+                };
+                Comparison.Workload pageable = () -> {
+                    scratch.copyPageable(unpinned, bytes, toHost);
+                    return bytes;
+                };
+                rows.add(BenchRow.higherIsBetter("pinned_copy_" + direction(toHost) + "_" + (bytes >> 20) + "m", "GB/s",
+                        "pageable_copy_same_bytes", comparison.measure(pinnedCopy, pageable), 1e-9));
+            }
+        }
+    }
+
+    /* ---------------------------------------------------------------- scattered pages */
+
+    private static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, boolean quick,
+            List<BenchRow> rows, Arena arena) throws Exception {
+        Random random = new Random(tokens);
+        int devicePages = 2 * pages;
+        int hostSlots = 2 * pages;
+        Comparison comparison = Comparison.forRun(quick, 2, 6, 250);
+        Comparison slow = Comparison.forRun(quick, 1, 3, 250);
+        PageFormat deviceFormat = new PageFormat(MemorySuite.GEOMETRY, tokens, HostLayout.PAGE_FIRST_DIRECT);
+        long bytes = (long) pages * deviceFormat.pageBytes();
+        try (KvPool kernelPool = runtime.createPool(deviceFormat, devicePages, true);
+                KvPool enginePool = runtime.createPool(deviceFormat, devicePages, false);
+                ContiguousCopy contiguous = new ContiguousCopy(runtime, bytes)) {
+            fillPages(slab, deviceFormat.pageBytes(), hostSlots, arena);
+            for (HostLayout layout : HostLayout.values()) {
+                PageFormat format = new PageFormat(MemorySuite.GEOMETRY, tokens, layout);
+                HostSlab host = new HostSlab(slab, format, hostSlots);
+                int[] device = pick(random, devicePages, pages);
+                int[] slots = pick(random, hostSlots, pages);
+                String size = (format.pageBytes() >> 10) + "k_" + layout;
+                for (boolean toHost : new boolean[] {false, true}) {
+                    Comparison.Workload kernel = () -> copy(kernelPool, host, device, slots, toHost, bytes);
+                    Comparison.Workload engine = () -> copy(enginePool, host, device, slots, toHost, bytes);
+                    Comparison.Workload reference = () -> {
+                        contiguous.copy(slab, bytes, toHost);
+                        return bytes;
+                    };
+                    rows.add(BenchRow.higherIsBetter("kernel_" + direction(toHost) + "_" + size, "GB/s",
+                            "contiguous_pinned_copy", comparison.measure(kernel, reference), 1e-9));
+                    rows.add(BenchRow.higherIsBetter("kernel_vs_copy_engine_" + direction(toHost) + "_" + size, "GB/s",
+                            "per_page_cumemcpy2dasync", slow.measure(kernel, engine), 1e-9));
+                }
+                verify(kernelPool, host, device, slots, arena);
+                verify(enginePool, host, device, slots, arena);
+            }
+        }
+    }
+
+    private static long copy(KvPool pool, HostSlab host, int[] device, int[] slots, boolean toHost, long bytes)
+            throws InterruptedException {
+        KvCopy c = toHost ? pool.backup(device, host, slots) : pool.load(host, slots, device);
+        if (!c.await(Deadline.after(Duration.ofMinutes(2)))) {
+            throw new IllegalStateException("a copy took over two minutes");
+        }
+        return bytes;
+    }
+
+    /** Loads a sample of host pages and checks each device page byte for byte against its host page. */
+    private static void verify(KvPool pool, HostSlab host, int[] device, int[] slots, Arena arena)
+            throws InterruptedException {
+        int sample = Math.min(64, device.length);
+        int[] d = java.util.Arrays.copyOf(device, sample);
+        int[] s = java.util.Arrays.copyOf(slots, sample);
+        copy(pool, host, d, s, false, 0);
+        MemorySegment fromDevice = arena.allocate(host.format().pageBytes());
+        MemorySegment fromHost = arena.allocate(host.format().pageBytes());
+        for (int i = 0; i < sample; i++) {
+            pool.readPage(d[i], fromDevice);
+            host.readPage(s[i], fromHost);
+            if (fromDevice.mismatch(fromHost) >= 0) {
+                throw new IllegalStateException("device page " + d[i] + " differs from host slot " + s[i] + " after a load ("
+                        + host.layout() + ", " + host.format().pageBytes() + "-byte pages)");
+            }
+        }
+    }
+
+    /** Gives every page of the slab different, non-zero bytes. */
+    private static void fillPages(MemorySegment slab, long pageBytes, int slots, Arena arena) {
+        for (int s = 0; s < slots; s++) {
+            long base = s * pageBytes;
+            for (long off = 0; off < pageBytes; off += Long.BYTES) {
+                slab.set(ValueLayout.JAVA_LONG_UNALIGNED, base + off, (s + 1) * 0x9E3779B97F4A7C15L ^ off);
+            }
+        }
+    }
+
+    /* ---------------------------------------------------------------- per-layer load */
+
+    private static void layerTimes(CudaDeviceRuntime runtime, MemorySegment slab, boolean quick, List<BenchRow> rows)
+            throws Exception {
+        PageFormat format = new PageFormat(MemorySuite.GEOMETRY, 16, HostLayout.PAGE_FIRST_DIRECT);
+        int pages = quick ? 128 : 512;
+        int layers = format.geometry().layers();
+        HostSlab host = new HostSlab(slab, format, pages);
+        int[] slots = new int[pages];
+        int[] device = new int[pages];
+        for (int i = 0; i < pages; i++) {
+            slots[i] = i;
+            device[i] = (i * 7) % pages;
+        }
+        long bytes = (long) pages * format.pageBytes();
+        try (KvPool pool = runtime.createPool(format, pages); ContiguousCopy contiguous = new ContiguousCopy(runtime, bytes)) {
+            double[] first = new double[7];
+            double[] last = new double[7];
+            double[] reference = new double[7];
+            for (int rep = 0; rep < first.length + 2; rep++) {
+                long[] ready = new long[layers];
+                long start = System.nanoTime();
+                KvCopy load = pool.load(host, slots, device);
+                for (int l = 0; l < layers; l++) {
+                    int layer = l;
+                    load.layerDone(l).thenRun(() -> ready[layer] = System.nanoTime());
+                }
+                if (!load.await(Deadline.after(Duration.ofMinutes(1)))) {
+                    throw new IllegalStateException("a load took over a minute");
+                }
+                for (int l = 1; l < layers; l++) {
+                    if (ready[l] < ready[l - 1]) {
+                        throw new IllegalStateException("layer " + l + " was ready before layer " + (l - 1));
+                    }
+                }
+                long referenceStart = System.nanoTime();
+                contiguous.copy(slab, bytes, false);
+                long referenceEnd = System.nanoTime();
+                if (rep >= 2) {
+                    first[rep - 2] = (ready[0] - start) / 1e6;
+                    last[rep - 2] = (ready[layers - 1] - start) / 1e6;
+                    reference[rep - 2] = (referenceEnd - referenceStart) / 1e6;
+                }
+            }
+            double total = Forks.median(last);
+            String what = "load_" + pages + "_pages_" + (format.pageBytes() >> 10) + "k";
+            rows.add(BenchRow.lowerIsBetter(what + "_first_layer_ready", Forks.median(first), "ms",
+                    "all_layers_time_divided_by_" + layers, total / layers));
+            rows.add(BenchRow.lowerIsBetter(what + "_all_layers_ready", total, "ms", "contiguous_pinned_copy_same_bytes",
+                    Forks.median(reference)));
+        }
+    }
+
+    private static String direction(boolean toHost) {
+        return toHost ? "d2h" : "h2d";
+    }
+
+    private static int[] pick(Random random, int limit, int count) {
+        List<Integer> all = new ArrayList<>(limit);
+        for (int i = 0; i < limit; i++) {
+            all.add(i);
+        }
+        Collections.shuffle(all, random);
+        return all.subList(0, count).stream().mapToInt(Integer::intValue).toArray();
+    }
+}

@@ -1,0 +1,147 @@
+package io.hicache.bench;
+
+import io.hicache.core.memory.DeviceInfo;
+import io.hicache.core.memory.cuda.CudaDeviceRuntime;
+import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.testkit.ConformanceReport;
+import io.hicache.testkit.ConformanceRunner;
+import io.hicache.testkit.CudaCopyEngineRuntimeKit;
+import io.hicache.testkit.CudaKernelRuntimeKit;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * The one GPU entry point: on the GPU machine it runs the device runtime kit against the CUDA runtime (kernel path,
+ * then copy-engine path), then the {@code cuda} bench suite, writes everything under the folder given with
+ * {@code --out} ({@code conformance.txt}, {@code cuda.json}, {@code gpu-run.log}) and prints a short table last.
+ * Exit status 0 when both kits pass and the suite runs, 1 otherwise, 2 without a usable GPU.
+ *
+ * <pre>
+ * scripts/pack-gpu.sh
+ * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick]
+ * </pre>
+ */
+public final class GpuRun {
+    private GpuRun() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path out = null;
+        boolean quick = false;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--out" -> out = Path.of(args[++i]);
+                case "--quick" -> quick = true;
+                default -> {
+                    System.err.println("usage: GpuRun --out DIR [--quick]");
+                    System.exit(2);
+                }
+            }
+        }
+        if (out == null) {
+            System.err.println("usage: GpuRun --out DIR [--quick]");
+            System.exit(2);
+        }
+        Files.createDirectories(out);
+        try (OutputStream file = Files.newOutputStream(out.resolve("gpu-run.log"));
+                PrintStream log = new PrintStream(new Tee(System.out, file), true, StandardCharsets.UTF_8)) {
+            System.exit(run(out, quick, log));
+        }
+    }
+
+    private static int run(Path out, boolean quick, PrintStream log) throws IOException {
+        Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
+        if (why.isPresent()) {
+            log.println("no usable GPU: " + why.get());
+            return 2;
+        }
+        DeviceInfo info;
+        boolean kernel;
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true)) {
+            info = runtime.info();
+            kernel = runtime.usesKernel();
+        }
+        log.printf(Locale.ROOT, "device: %s, %.1f GiB (%.1f free), copy kernel %s%n", info.name(), info.totalBytes() / 1073741824.0,
+                info.freeBytes() / 1073741824.0, kernel ? "loaded" : "NOT loaded");
+
+        ConformanceReport kernelKit = ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel");
+        ConformanceReport engineKit = ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine");
+        ByteArrayOutputStream kits = new ByteArrayOutputStream();
+        try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
+            kernelKit.print(p);
+            p.println();
+            engineKit.print(p);
+        }
+        Files.write(out.resolve("conformance.txt"), kits.toByteArray());
+        log.print(kits.toString(StandardCharsets.UTF_8));
+
+        BenchReport report = null;
+        try {
+            List<BenchRow> rows = new CudaSuite().run(quick);
+            report = BenchReport.of("cuda", rows, "bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT"
+                    + (quick ? " --quick" : ""), 0);
+            report.write(out);
+            report.print(log);
+        } catch (Exception e) {
+            log.println("the cuda suite failed: " + e);
+            e.printStackTrace(log);
+        }
+
+        log.println();
+        log.println("summary (" + info.name() + ")");
+        log.printf(Locale.ROOT, "  kit, copy kernel: %d passed, %d failed, %d skipped%n", kernelKit.count(ConformanceReport.Outcome.PASSED),
+                kernelKit.count(ConformanceReport.Outcome.FAILED), kernelKit.count(ConformanceReport.Outcome.SKIPPED));
+        log.printf(Locale.ROOT, "  kit, copy engine: %d passed, %d failed, %d skipped%n", engineKit.count(ConformanceReport.Outcome.PASSED),
+                engineKit.count(ConformanceReport.Outcome.FAILED), engineKit.count(ConformanceReport.Outcome.SKIPPED));
+        for (ConformanceReport r : List.of(kernelKit, engineKit)) {
+            r.cases(ConformanceReport.Outcome.FAILED).forEach(c -> log.println("  FAILED " + c.name() + ": " + c.detail()));
+        }
+        if (report != null) {
+            for (BenchRow row : report.rows()) {
+                if (!row.metric().contains("page_first_") || row.metric().contains("page_first_direct")) {
+                    log.printf(Locale.ROOT, "  %-52s %10.2f %-5s ratio %.3f%n", row.metric(), row.value(), row.unit(), row.ratio());
+                }
+            }
+        }
+        boolean ok = kernelKit.passed() && engineKit.passed() && report != null;
+        log.println(ok ? "result: OK" : "result: FAILED");
+        return ok ? 0 : 1;
+    }
+
+    /** Writes to two streams. */
+    private static final class Tee extends OutputStream {
+        private final OutputStream a;
+        private final OutputStream b;
+
+        Tee(OutputStream a, OutputStream b) {
+            this.a = a;
+            this.b = b;
+        }
+
+        @Override
+        public void write(int c) throws IOException {
+            a.write(c);
+            b.write(c);
+        }
+
+        @Override
+        public void write(byte[] buf, int off, int len) throws IOException {
+            a.write(buf, off, len);
+            b.write(buf, off, len);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            a.flush();
+            b.flush();
+        }
+    }
+}
