@@ -8,39 +8,49 @@
 //   2 page_first_direct  [slot][part][layer][token][row]
 //
 // The work is a flat range of 16-byte vectors: pair (outer), layer, part, then the run's vectors, so consecutive
-// threads touch consecutive bytes of one run on both sides. Each thread loads UNROLL vectors before it stores any,
+// threads touch consecutive bytes of one run on both sides. With part_outer, pair, part, layer: a page_first_direct
+// page is then one contiguous stretch of host memory, read or written in order. Each thread loads UNROLL vectors before it stores any,
 // keeping several reads in flight (host reads cross PCIe). Needs row_bytes % 16 == 0 and 16-byte aligned bases.
+// The entry points differ only in index arithmetic width and loads in flight; CudaDeviceRuntime picks one.
 #include <stdint.h>
 
-#define UNROLL 4
-
-extern "C" __global__ void __launch_bounds__(256)
-hicache_kv_copy(char* __restrict__ device, char* __restrict__ host, const int* __restrict__ pairs_index, int pairs,
-                int first_layer, int layer_count, int layers, int parts, int page_tokens, int row_bytes,
-                int device_pages, int host_slots, int layout, int to_host)
+// Index arithmetic in I (32-bit when a launch has fewer than 2^32 vectors: far cheaper divisions), offsets in 64 bits.
+template <int UNROLL, typename I>
+__device__ __forceinline__ void copy_runs(char* __restrict__ device, char* __restrict__ host,
+                                          const int* __restrict__ pairs_index, int pairs, int first_layer,
+                                          int layer_count, int layers, int parts, int page_tokens, int row_bytes,
+                                          int device_pages, int host_slots, int layout, int to_host, int part_outer)
 {
     const long long run_bytes = (long long) page_tokens * row_bytes;
-    const long long run_vecs = run_bytes >> 4;
+    const I run_vecs = (I) (run_bytes >> 4);
     const long long page_bytes = run_bytes * layers * parts;
-    const long long total = (long long) pairs * layer_count * parts * run_vecs;
-    const long long stride = (long long) gridDim.x * blockDim.x;
+    const I total = (I) pairs * (I) layer_count * (I) parts * run_vecs;
+    const I stride = (I) gridDim.x * (I) blockDim.x;
     const int* device_index = pairs_index;
     const int* host_index = pairs_index + pairs;
 
-    for (long long first = (long long) blockIdx.x * blockDim.x + threadIdx.x; first < total; first += stride * UNROLL) {
+    for (I first = (I) blockIdx.x * (I) blockDim.x + (I) threadIdx.x; first < total; first += stride * UNROLL) {
         uint4 data[UNROLL];
         uint4* target[UNROLL];
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
-            const long long v = first + u * stride;
+            const I v = first + (I) u * stride;
             target[u] = 0;
             if (v < total) {
-                const long long run = v / run_vecs;
-                const long long within = (v - run * run_vecs) << 4;
-                const int part = (int) (run % parts);
-                const long long rest = run / parts;
-                const int layer = first_layer + (int) (rest % layer_count);
-                const int pair = (int) (rest / layer_count);
+                const I run = v / run_vecs;
+                const long long within = (long long) (v - run * run_vecs) << 4;
+                int part, layer, pair;
+                if (part_outer) {
+                    layer = first_layer + (int) (run % (I) layer_count);
+                    const I rest = run / (I) layer_count;
+                    part = (int) (rest % (I) parts);
+                    pair = (int) (rest / (I) parts);
+                } else {
+                    part = (int) (run % (I) parts);
+                    const I rest = run / (I) parts;
+                    layer = first_layer + (int) (rest % (I) layer_count);
+                    pair = (int) (rest / (I) layer_count);
+                }
                 const long long d = device_index[pair];
                 const long long h = host_index[pair];
                 char* dev = device + (((long long) layer * parts + part) * device_pages + d) * run_bytes + within;
@@ -69,3 +79,19 @@ hicache_kv_copy(char* __restrict__ device, char* __restrict__ host, const int* _
         }
     }
 }
+
+#define HICACHE_KV_COPY(NAME, UNROLL, I) \
+extern "C" __global__ void __launch_bounds__(256) \
+NAME(char* __restrict__ device, char* __restrict__ host, const int* __restrict__ pairs_index, int pairs, \
+     int first_layer, int layer_count, int layers, int parts, int page_tokens, int row_bytes, int device_pages, \
+     int host_slots, int layout, int to_host, int part_outer) \
+{ \
+    copy_runs<UNROLL, I>(device, host, pairs_index, pairs, first_layer, layer_count, layers, parts, page_tokens, \
+                         row_bytes, device_pages, host_slots, layout, to_host, part_outer); \
+}
+
+// Any launch size: 64-bit index arithmetic.
+HICACHE_KV_COPY(hicache_kv_copy, 4, long long)
+// Launches of fewer than 2^32 vectors (64 GiB): 32-bit index arithmetic.
+HICACHE_KV_COPY(hicache_kv_copy_u32, 4, unsigned int)
+HICACHE_KV_COPY(hicache_kv_copy_u32_u8, 8, unsigned int)

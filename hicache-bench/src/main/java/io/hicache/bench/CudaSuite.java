@@ -10,10 +10,12 @@ import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.cuda.ContiguousCopy;
 import io.hicache.core.memory.cuda.CudaDeviceRuntime;
 import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.core.memory.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.util.Checks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -24,6 +26,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
@@ -36,7 +39,8 @@ import java.util.Random;
  *   <li>The link's ceiling: one 1 GiB copy each way between pinned host memory (a registered /dev/shm mapping, as
  *       the host slab is) and the device, against the same copy from unpinned host memory.
  *   <li>8192 scattered pages of 16 KiB, 64 KiB and 256 KiB, each host layout, both directions, through the copy
- *       kernel, against one contiguous pinned copy of the same bytes; and through the copy engine (one
+ *       kernel, against one contiguous pinned copy of the same bytes: one copy at a time, each awaited, and 8 copies
+ *       in flight against 8 contiguous copies in flight; and through the copy engine (one
  *       {@code cuMemcpy2DAsync} per page and part), against the kernel.
  *   <li>A per-layer load of one request's pages: when each layer becomes ready.
  * </ul>
@@ -48,6 +52,8 @@ import java.util.Random;
 public final class CudaSuite implements BenchSuite {
     static final int[] PAGE_TOKENS = {1, 4, 16};
     static final int PAGES = 8192;
+    /** Copies submitted back to back in the in-flight rows: how a server keeps the link busy. */
+    static final int IN_FLIGHT = 8;
     private static final long GIB = 1L << 30;
 
     @Override
@@ -62,30 +68,49 @@ public final class CudaSuite implements BenchSuite {
 
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
+        List<BenchRow> rows = new Progress();
+        int pages = quick ? 1024 : PAGES;
+        withPinnedSlab(pages, CudaTuning.DEFAULT, (runtime, slab, arena) -> {
+            ceilings(runtime, slab, quick, rows, arena);
+            Comparison comparison = Comparison.forRun(quick, 2, 6, 250);
+            Comparison slow = Comparison.forRun(quick, 1, 3, 250);
+            for (int tokens : PAGE_TOKENS) {
+                scattered(runtime, slab, tokens, pages, List.of(HostLayout.values()), comparison, slow, "", rows, arena);
+            }
+            layerTimes(runtime, slab, quick, rows);
+        });
+        return rows;
+    }
+
+    /** What runs against a runtime and its registered slab. */
+    @FunctionalInterface
+    interface SlabAction {
+        void run(CudaDeviceRuntime runtime, MemorySegment slab, Arena arena) throws Exception;
+    }
+
+    /**
+     * Opens device 0 shaped by {@code tuning}, maps a slab in /dev/shm big enough for {@code pages} pages of every
+     * size twice over, registers it, runs {@code action}, and releases all of it.
+     */
+    static void withPinnedSlab(int pages, CudaTuning tuning, SlabAction action) throws Exception {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
             throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "the cuda suite needs a CUDA device: " + why.get());
         }
-        List<BenchRow> rows = new ArrayList<>();
-        int pages = quick ? 1024 : PAGES;
         long slabBytes = Math.max(GIB, 2L * pages * new PageFormat(MemorySuite.GEOMETRY, 16, HostLayout.PAGE_FIRST).pageBytes());
         Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-bench-cuda", ".slab");
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true); Arena arena = Arena.ofShared()) {
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true, CudaDeviceRuntime.REGISTER_SLICE_BYTES, tuning);
+                Arena arena = Arena.ofShared()) {
             MemorySegment slab = map(file, slabBytes, arena);
             try (HostRegistration pinned = runtime.registerHost(slab)) {
                 if (!pinned.pinned()) {
                     throw new IllegalStateException("the CUDA runtime did not pin the slab");
                 }
-                ceilings(runtime, slab, quick, rows, arena);
-                for (int tokens : PAGE_TOKENS) {
-                    scattered(runtime, slab, tokens, pages, quick, rows, arena);
-                }
-                layerTimes(runtime, slab, quick, rows);
+                action.run(runtime, slab, arena);
             }
         } finally {
             Files.deleteIfExists(file);
         }
-        return rows;
     }
 
     private static MemorySegment map(Path file, long bytes, Arena arena) throws IOException {
@@ -123,20 +148,26 @@ public final class CudaSuite implements BenchSuite {
 
     /* ---------------------------------------------------------------- scattered pages */
 
-    private static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, boolean quick,
-            List<BenchRow> rows, Arena arena) throws Exception {
+    /**
+     * Moves {@code pages} random pages of {@code tokens} tokens each way for each of {@code layouts}: through the
+     * kernel against contiguous pinned copies of the same bytes (one at a time, then {@link #IN_FLIGHT} in flight),
+     * and (unless {@code engineComparison} is null)
+     * through the kernel against the copy engine; then verifies a sample of pages both ways. Row names start with
+     * {@code prefix}.
+     */
+    static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
+            Comparison comparison, Comparison engineComparison, String prefix, List<BenchRow> rows, Arena arena)
+            throws Exception {
         Random random = new Random(tokens);
         int devicePages = 2 * pages;
         int hostSlots = 2 * pages;
-        Comparison comparison = Comparison.forRun(quick, 2, 6, 250);
-        Comparison slow = Comparison.forRun(quick, 1, 3, 250);
         PageFormat deviceFormat = new PageFormat(MemorySuite.GEOMETRY, tokens, HostLayout.PAGE_FIRST_DIRECT);
         long bytes = (long) pages * deviceFormat.pageBytes();
         try (KvPool kernelPool = runtime.createPool(deviceFormat, devicePages, true);
                 KvPool enginePool = runtime.createPool(deviceFormat, devicePages, false);
                 ContiguousCopy contiguous = new ContiguousCopy(runtime, bytes)) {
             fillPages(slab, deviceFormat.pageBytes(), hostSlots, arena);
-            for (HostLayout layout : HostLayout.values()) {
+            for (HostLayout layout : layouts) {
                 PageFormat format = new PageFormat(MemorySuite.GEOMETRY, tokens, layout);
                 HostSlab host = new HostSlab(slab, format, hostSlots);
                 int[] device = pick(random, devicePages, pages);
@@ -149,43 +180,114 @@ public final class CudaSuite implements BenchSuite {
                         contiguous.copy(slab, bytes, toHost);
                         return bytes;
                     };
-                    rows.add(BenchRow.higherIsBetter("kernel_" + direction(toHost) + "_" + size, "GB/s",
+                    rows.add(BenchRow.higherIsBetter(prefix + "kernel_" + direction(toHost) + "_" + size, "GB/s",
                             "contiguous_pinned_copy", comparison.measure(kernel, reference), 1e-9));
-                    rows.add(BenchRow.higherIsBetter("kernel_vs_copy_engine_" + direction(toHost) + "_" + size, "GB/s",
-                            "per_page_cumemcpy2dasync", slow.measure(kernel, engine), 1e-9));
+                    Comparison.Workload kernels = () -> {
+                        List<KvCopy> copies = new ArrayList<>(IN_FLIGHT);
+                        for (int i = 0; i < IN_FLIGHT; i++) {
+                            copies.add(toHost ? kernelPool.backup(device, host, slots) : kernelPool.load(host, slots, device));
+                        }
+                        for (KvCopy c : copies) {
+                            await(c);
+                        }
+                        return IN_FLIGHT * bytes;
+                    };
+                    Comparison.Workload references = () -> {
+                        for (int i = 0; i < IN_FLIGHT; i++) {
+                            contiguous.enqueue(slab, bytes, toHost);
+                        }
+                        contiguous.await();
+                        return IN_FLIGHT * bytes;
+                    };
+                    rows.add(BenchRow.higherIsBetter(prefix + "kernel_" + direction(toHost) + "_" + size + "_" + IN_FLIGHT
+                            + "_in_flight", "GB/s", "contiguous_pinned_copies_" + IN_FLIGHT + "_in_flight",
+                            comparison.measure(kernels, references), 1e-9));
+                    if (engineComparison != null) {
+                        rows.add(BenchRow.higherIsBetter(prefix + "kernel_vs_copy_engine_" + direction(toHost) + "_" + size,
+                                "GB/s", "per_page_cumemcpy2dasync", engineComparison.measure(kernel, engine), 1e-9));
+                    }
                 }
                 verify(kernelPool, host, device, slots, arena);
-                verify(enginePool, host, device, slots, arena);
+                if (engineComparison != null) {
+                    verify(enginePool, host, device, slots, arena);
+                }
             }
         }
     }
 
     private static long copy(KvPool pool, HostSlab host, int[] device, int[] slots, boolean toHost, long bytes)
             throws InterruptedException {
-        KvCopy c = toHost ? pool.backup(device, host, slots) : pool.load(host, slots, device);
-        if (!c.await(Deadline.after(Duration.ofMinutes(2)))) {
-            throw new IllegalStateException("a copy took over two minutes");
-        }
+        await(toHost ? pool.backup(device, host, slots) : pool.load(host, slots, device));
         return bytes;
     }
 
-    /** Loads a sample of host pages and checks each device page byte for byte against its host page. */
+    static void await(KvCopy c) throws InterruptedException {
+        if (!c.await(Deadline.after(Duration.ofMinutes(2)))) {
+            throw new IllegalStateException("a copy took over two minutes");
+        }
+    }
+
+    /**
+     * Loads a sample of host pages and checks each device page byte for byte against its host page; then backs the
+     * same device pages up into host slots that were cleared and not used by the measured copies, and checks those.
+     */
     private static void verify(KvPool pool, HostSlab host, int[] device, int[] slots, Arena arena)
             throws InterruptedException {
         int sample = Math.min(64, device.length);
-        int[] d = java.util.Arrays.copyOf(device, sample);
-        int[] s = java.util.Arrays.copyOf(slots, sample);
+        int[] d = Arrays.copyOf(device, sample);
+        int[] s = Arrays.copyOf(slots, sample);
         copy(pool, host, d, s, false, 0);
-        MemorySegment fromDevice = arena.allocate(host.format().pageBytes());
-        MemorySegment fromHost = arena.allocate(host.format().pageBytes());
-        for (int i = 0; i < sample; i++) {
+        compare(pool, host, d, s, "load", arena);
+        int[] spare = unused(slots, host.slots(), sample);
+        MemorySegment zeros = arena.allocate(host.format().pageBytes());
+        for (int slot : spare) {
+            host.writePage(slot, zeros);
+        }
+        copy(pool, host, d, spare, true, 0);
+        compare(pool, host, d, spare, "backup", arena);
+    }
+
+    /** Checks each device page against its host slot, row by row: the two sides order a page's rows differently. */
+    private static void compare(KvPool pool, HostSlab host, int[] d, int[] s, String what, Arena arena) {
+        PageFormat deviceOrder = pool.format();
+        PageFormat hostOrder = host.format();
+        MemorySegment fromDevice = arena.allocate(deviceOrder.pageBytes());
+        MemorySegment fromHost = arena.allocate(hostOrder.pageBytes());
+        int parts = deviceOrder.geometry().attention().parts();
+        long row = deviceOrder.rowBytes();
+        for (int i = 0; i < d.length; i++) {
             pool.readPage(d[i], fromDevice);
             host.readPage(s[i], fromHost);
-            if (fromDevice.mismatch(fromHost) >= 0) {
-                throw new IllegalStateException("device page " + d[i] + " differs from host slot " + s[i] + " after a load ("
-                        + host.layout() + ", " + host.format().pageBytes() + "-byte pages)");
+            for (int part = 0; part < parts; part++) {
+                for (int layer = 0; layer < deviceOrder.geometry().layers(); layer++) {
+                    for (int token = 0; token < deviceOrder.pageSizeTokens(); token++) {
+                        long a = deviceOrder.rowOffset(part, layer, token);
+                        long b = hostOrder.rowOffset(part, layer, token);
+                        if (MemorySegment.mismatch(fromDevice, a, a + row, fromHost, b, b + row) >= 0) {
+                            throw new IllegalStateException("device page " + d[i] + " differs from host slot " + s[i]
+                                    + " at part " + part + ", layer " + layer + ", token " + token + " after a " + what
+                                    + " (" + host.layout() + ", " + hostOrder.pageBytes() + "-byte pages, " + pool + ")");
+                        }
+                    }
+                }
             }
         }
+    }
+
+    /** {@code count} host slots below {@code limit} that {@code used} does not hold. */
+    private static int[] unused(int[] used, int limit, int count) {
+        java.util.BitSet taken = new java.util.BitSet(limit);
+        for (int u : used) {
+            taken.set(u);
+        }
+        int[] out = new int[count];
+        int next = 0;
+        for (int i = 0; i < count; i++) {
+            next = taken.nextClearBit(next);
+            Checks.requireState(next < limit, "fewer than %d host slots are unused", count);
+            out[i] = next++;
+        }
+        return out;
     }
 
     /** Gives every page of the slab different, non-zero bytes. */
@@ -251,11 +353,23 @@ public final class CudaSuite implements BenchSuite {
         }
     }
 
+    /** The rows, each printed as it is measured, so a failure later in a long run keeps what came before. */
+    static final class Progress extends ArrayList<BenchRow> {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public boolean add(BenchRow row) {
+            System.out.printf(java.util.Locale.ROOT, "  %-50s %10.3f %-5s vs %-28s %10.3f  ratio %.3f%n", row.metric(),
+                    row.value(), row.unit(), row.reference(), row.referenceValue(), row.ratio());
+            return super.add(row);
+        }
+    }
+
     private static String direction(boolean toHost) {
         return toHost ? "d2h" : "h2d";
     }
 
-    private static int[] pick(Random random, int limit, int count) {
+    static int[] pick(Random random, int limit, int count) {
         List<Integer> all = new ArrayList<>(limit);
         for (int i = 0; i < limit; i++) {
             all.add(i);

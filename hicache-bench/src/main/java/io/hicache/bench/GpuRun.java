@@ -5,8 +5,10 @@ import io.hicache.core.memory.cuda.CudaDeviceRuntime;
 import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
 import io.hicache.testkit.ConformanceReport;
 import io.hicache.testkit.ConformanceRunner;
+import io.hicache.testkit.CudaAlternateTuningRuntimeKit;
 import io.hicache.testkit.CudaCopyEngineRuntimeKit;
 import io.hicache.testkit.CudaKernelRuntimeKit;
+import io.hicache.testkit.CudaSmallSlicesRuntimeKit;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -20,44 +22,51 @@ import java.util.Optional;
 
 /**
  * The one GPU entry point: on the GPU machine it runs the device runtime kit against the CUDA runtime (kernel path,
- * then copy-engine path), then the {@code cuda} bench suite, writes everything under the folder given with
- * {@code --out} ({@code conformance.txt}, {@code cuda.json}, {@code gpu-run.log}) and prints a short table last.
- * Exit status 0 when both kits pass and the suite runs, 1 otherwise, 2 without a usable GPU.
+ * copy-engine path, copy engine across small registration slices, kernel shaped unlike the default), then the
+ * {@code cuda} bench suite, writes everything under the folder given with {@code --out} ({@code conformance.txt},
+ * {@code cuda.json}, {@code gpu-run.log}) and prints a short table last. {@code --experiment tuning} replaces the
+ * suite with {@link CudaTuningExperiment} ({@code cuda-tuning.json}), {@code --experiment latency} with
+ * {@link CudaLatencyExperiment} ({@code cuda-latency.json}). Exit status 0 when every kit passes and the
+ * suite runs, 1 otherwise, 2 without a usable GPU.
  *
  * <pre>
  * scripts/pack-gpu.sh
- * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick]
+ * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--experiment tuning|latency]
  * </pre>
  */
 public final class GpuRun {
+    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--experiment tuning|latency]";
+
     private GpuRun() {
     }
 
     public static void main(String[] args) throws Exception {
         Path out = null;
         boolean quick = false;
+        String experiment = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--quick" -> quick = true;
+                case "--experiment" -> experiment = args[++i];
                 default -> {
-                    System.err.println("usage: GpuRun --out DIR [--quick]");
+                    System.err.println(USAGE);
                     System.exit(2);
                 }
             }
         }
-        if (out == null) {
-            System.err.println("usage: GpuRun --out DIR [--quick]");
+        if (out == null || (experiment != null && !experiment.equals("tuning") && !experiment.equals("latency"))) {
+            System.err.println(USAGE);
             System.exit(2);
         }
         Files.createDirectories(out);
         try (OutputStream file = Files.newOutputStream(out.resolve("gpu-run.log"));
                 PrintStream log = new PrintStream(new Tee(System.out, file), true, StandardCharsets.UTF_8)) {
-            System.exit(run(out, quick, log));
+            System.exit(run(out, quick, experiment, log));
         }
     }
 
-    private static int run(Path out, boolean quick, PrintStream log) throws IOException {
+    private static int run(Path out, boolean quick, String experiment, PrintStream log) throws IOException {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
             log.println("no usable GPU: " + why.get());
@@ -74,34 +83,44 @@ public final class GpuRun {
 
         ConformanceReport kernelKit = ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel");
         ConformanceReport engineKit = ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine");
+        ConformanceReport slicesKit = ConformanceRunner.run(CudaSmallSlicesRuntimeKit.class,
+                "CUDA runtime, copy engine, 16 KiB registration slices");
+        ConformanceReport alternateKit = ConformanceRunner.run(CudaAlternateTuningRuntimeKit.class,
+                "CUDA runtime, copy kernel, " + CudaAlternateTuningRuntimeKit.alternate());
+        List<ConformanceReport> allKits = List.of(kernelKit, engineKit, slicesKit, alternateKit);
         ByteArrayOutputStream kits = new ByteArrayOutputStream();
         try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
-            kernelKit.print(p);
-            p.println();
-            engineKit.print(p);
+            for (ConformanceReport r : allKits) {
+                r.print(p);
+                p.println();
+            }
         }
         Files.write(out.resolve("conformance.txt"), kits.toByteArray());
         log.print(kits.toString(StandardCharsets.UTF_8));
 
         BenchReport report = null;
         try {
-            List<BenchRow> rows = new CudaSuite().run(quick);
-            report = BenchReport.of("cuda", rows, "bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT"
-                    + (quick ? " --quick" : ""), 0);
+            String command = "bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT" + (quick ? " --quick" : "")
+                    + (experiment != null ? " --experiment " + experiment : "");
+            if (experiment == null) {
+                report = BenchReport.of("cuda", new CudaSuite().run(quick), command, 0);
+            } else if (experiment.equals("tuning")) {
+                report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command, 0);
+            } else {
+                report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command, 0);
+            }
             report.write(out);
             report.print(log);
         } catch (Exception e) {
-            log.println("the cuda suite failed: " + e);
+            log.println((experiment != null ? "the " + experiment + " experiment" : "the cuda suite") + " failed: " + e);
             e.printStackTrace(log);
         }
 
         log.println();
         log.println("summary (" + info.name() + ")");
-        log.printf(Locale.ROOT, "  kit, copy kernel: %d passed, %d failed, %d skipped%n", kernelKit.count(ConformanceReport.Outcome.PASSED),
-                kernelKit.count(ConformanceReport.Outcome.FAILED), kernelKit.count(ConformanceReport.Outcome.SKIPPED));
-        log.printf(Locale.ROOT, "  kit, copy engine: %d passed, %d failed, %d skipped%n", engineKit.count(ConformanceReport.Outcome.PASSED),
-                engineKit.count(ConformanceReport.Outcome.FAILED), engineKit.count(ConformanceReport.Outcome.SKIPPED));
-        for (ConformanceReport r : List.of(kernelKit, engineKit)) {
+        for (ConformanceReport r : allKits) {
+            log.printf(Locale.ROOT, "  kit, %s: %d passed, %d failed, %d skipped%n", r.target(), r.count(ConformanceReport.Outcome.PASSED),
+                    r.count(ConformanceReport.Outcome.FAILED), r.count(ConformanceReport.Outcome.SKIPPED));
             r.cases(ConformanceReport.Outcome.FAILED).forEach(c -> log.println("  FAILED " + c.name() + ": " + c.detail()));
         }
         if (report != null) {
@@ -111,7 +130,7 @@ public final class GpuRun {
                 }
             }
         }
-        boolean ok = kernelKit.passed() && engineKit.passed() && report != null;
+        boolean ok = allKits.stream().allMatch(ConformanceReport::passed) && report != null;
         log.println(ok ? "result: OK" : "result: FAILED");
         return ok ? 0 : 1;
     }

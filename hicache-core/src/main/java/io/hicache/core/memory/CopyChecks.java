@@ -29,12 +29,19 @@ public final class CopyChecks {
         for (int i = 0; i < sources.length; i++) {
             int s = sources[i];
             int d = destinations[i];
-            Checks.requireArgument(s >= 0 && s < sourceLimit, "%s[%d] = %d is out of range [0, %d)", sourceName, i, s,
-                    sourceLimit);
-            Checks.requireArgument(d >= 0 && d < destinationLimit, "%s[%d] = %d is out of range [0, %d)",
-                    destinationName, i, d, destinationLimit);
-            Checks.requireArgument(!seen.get(d), "%s[%d] = %d is named twice: two pages cannot land on one",
-                    destinationName, i, d);
+            // Tested inline, messages built only on failure: this runs once per page of every copy.
+            if (s < 0 || s >= sourceLimit) {
+                throw new IllegalArgumentException(String.format("%s[%d] = %d is out of range [0, %d)", sourceName, i, s,
+                        sourceLimit));
+            }
+            if (d < 0 || d >= destinationLimit) {
+                throw new IllegalArgumentException(String.format("%s[%d] = %d is out of range [0, %d)", destinationName,
+                        i, d, destinationLimit));
+            }
+            if (seen.get(d)) {
+                throw new IllegalArgumentException(String.format("%s[%d] = %d is named twice: two pages cannot land on one",
+                        destinationName, i, d));
+            }
             seen.set(d);
         }
     }

@@ -29,15 +29,33 @@ public final class ContiguousCopy implements AutoCloseable {
 
     /** Copies {@code length} bytes from the start of {@code host} to the device, or back, and waits for it. */
     public void copy(MemorySegment host, long length, boolean toHost) {
+        enqueue(host, length, toHost);
+        await();
+    }
+
+    /** Enqueues the copy {@link #copy} makes, without waiting: several can be in flight, one after another. */
+    public void enqueue(MemorySegment host, long length, boolean toHost) {
         Checks.requireArgument(length <= bytes && length <= host.byteSize(), "cannot copy %d bytes: buffer %d, host %d",
                 length, bytes, host.byteSize());
         Checks.requireArgument(runtime.isRegistered(host.asSlice(0, length)), "the host memory is not registered");
         runtime.makeCurrent();
-        if (toHost) {
-            JCudaDriver.cuMemcpyDtoHAsync(RawPointers.host(host.address()), buffer, length, stream);
-        } else {
-            JCudaDriver.cuMemcpyHtoDAsync(buffer, RawPointers.host(host.address()), length, stream);
+        // One copy per registration slice: the driver wants one registration per copy.
+        long done = 0;
+        while (done < length) {
+            long address = host.address() + done;
+            long piece = Math.min(length - done, runtime.sliceEnd(address) - address);
+            if (toHost) {
+                JCudaDriver.cuMemcpyDtoHAsync(RawPointers.host(address), buffer.withByteOffset(done), piece, stream);
+            } else {
+                JCudaDriver.cuMemcpyHtoDAsync(buffer.withByteOffset(done), RawPointers.host(address), piece, stream);
+            }
+            done += piece;
         }
+    }
+
+    /** Waits for every copy enqueued so far. */
+    public void await() {
+        runtime.makeCurrent();
         JCudaDriver.cuStreamSynchronize(stream);
     }
 

@@ -16,7 +16,10 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -33,6 +36,8 @@ import jcuda.driver.JCudaDriver;
  * The device runtime on a CUDA GPU, through JCuda's driver API. It works in the device's primary context (the
  * one PyTorch and other libraries in the same process use), pins host slabs with {@code cuMemHostRegister} in
  * slices of at most 1 GiB, mapped for device access, and loads the copy kernel from PTX shipped as a resource.
+ * The kernel reaches a slab through unified addresses whatever the slices; a copy through the copy engine is cut
+ * where it would cross from one slice into the next, since the driver wants one registration per copy.
  * Where the PTX cannot be loaded (a driver older than the nvcc that built it) it falls back to the copy engine and
  * says so in its log and in {@link #info()}.
  *
@@ -41,16 +46,19 @@ import jcuda.driver.JCudaDriver;
  */
 public final class CudaDeviceRuntime implements DeviceRuntime {
     private static final System.Logger LOG = System.getLogger(CudaDeviceRuntime.class.getName());
-    static final long REGISTER_SLICE_BYTES = 1L << 30;
+    /** The most host memory one {@code cuMemHostRegister} call pins. */
+    public static final long REGISTER_SLICE_BYTES = 1L << 30;
     private static final String PTX = "kv_transfer.ptx";
 
     private final int ordinal;
+    private final long registerSliceBytes;
     private final CUdevice device = new CUdevice();
     private final CUcontext context = new CUcontext();
     private final String name;
     private final int multiprocessors;
+    private final CudaTuning tuning;
     private final CUmodule module;
-    private final CUfunction kernel;
+    private final Map<CudaTuning.Kernel, CUfunction> kernels;
     private final String kernelProblem;
     private final Set<CudaKvPool> pools = ConcurrentHashMap.newKeySet();
     private final List<Registration> registrations = new CopyOnWriteArrayList<>();
@@ -63,9 +71,31 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
      *     exist
      */
     public CudaDeviceRuntime(int ordinal, boolean useKernel) {
+        this(ordinal, useKernel, REGISTER_SLICE_BYTES);
+    }
+
+    /**
+     * As {@link #CudaDeviceRuntime(int, boolean)}, pinning host memory in slices of {@code registerSliceBytes} (a
+     * multiple of 4 KiB, at most 1 GiB). Small slices let tests cover copies that cross slice boundaries.
+     */
+    public CudaDeviceRuntime(int ordinal, boolean useKernel, long registerSliceBytes) {
+        this(ordinal, useKernel, registerSliceBytes, CudaTuning.DEFAULT);
+    }
+
+    /**
+     * As {@link #CudaDeviceRuntime(int, boolean, long)}, with copies shaped by {@code tuning} instead of
+     * {@link CudaTuning#DEFAULT}: the bench compares shapes with it.
+     */
+    public CudaDeviceRuntime(int ordinal, boolean useKernel, long registerSliceBytes, CudaTuning tuning) {
+        Checks.checkNotNull(tuning, "tuning");
+        this.tuning = tuning;
         CudaProbe.unavailableReason().ifPresent(why -> {
             throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, why);
         });
+        Checks.requireArgument(registerSliceBytes > 0 && registerSliceBytes % 4096 == 0
+                && registerSliceBytes <= REGISTER_SLICE_BYTES, "registerSliceBytes must be a multiple of 4 KiB up to 1 GiB, was %d",
+                registerSliceBytes);
+        this.registerSliceBytes = registerSliceBytes;
         this.ordinal = ordinal;
         try {
             JCudaDriver.cuDeviceGet(device, ordinal);
@@ -86,23 +116,30 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
                     + e.getMessage(), e);
         }
         CUmodule loaded = null;
-        CUfunction function = null;
+        Map<CudaTuning.Kernel, CUfunction> functions = new EnumMap<>(CudaTuning.Kernel.class);
         String problem = useKernel ? null : "copy kernels turned off (device.copy-path = memcpy)";
         if (useKernel) {
+            CUmodule candidate = new CUmodule();
             try {
-                loaded = new CUmodule();
-                JCudaDriver.cuModuleLoadData(loaded, ptx());
-                function = new CUfunction();
-                JCudaDriver.cuModuleGetFunction(function, loaded, "hicache_kv_copy");
+                JCudaDriver.cuModuleLoadData(candidate, ptx());
+                loaded = candidate;
+                for (CudaTuning.Kernel k : CudaTuning.Kernel.values()) {
+                    CUfunction function = new CUfunction();
+                    JCudaDriver.cuModuleGetFunction(function, loaded, k.entryPoint());
+                    functions.put(k, function);
+                }
             } catch (CudaException | IOException e) {
+                if (loaded != null) {
+                    JCudaDriver.cuModuleUnload(loaded);
+                }
                 loaded = null;
-                function = null;
+                functions.clear();
                 problem = "the copy kernel cannot be loaded (" + e.getMessage() + "); copies use the copy engine";
                 LOG.log(Level.WARNING, "CUDA device " + ordinal + ": " + problem);
             }
         }
         this.module = loaded;
-        this.kernel = function;
+        this.kernels = Collections.unmodifiableMap(functions);
         this.kernelProblem = problem;
     }
 
@@ -132,7 +169,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
 
     @Override
     public KvPool createPool(PageFormat format, int pages) {
-        return createPool(format, pages, kernel != null);
+        return createPool(format, pages, usesKernel());
     }
 
     /**
@@ -143,11 +180,11 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         Checks.requireState(!closed.get(), "the CUDA device runtime is closed");
         Checks.checkNotNull(format, "format");
         Checks.checkPositive(pages, "pages");
-        Checks.requireState(!useKernel || kernel != null, "the copy kernel is not available: %s", kernelProblem);
+        Checks.requireState(!useKernel || usesKernel(), "the copy kernel is not available: %s", kernelProblem);
         Checks.requireArgument(!useKernel || format.rowBytes() % 16 == 0,
                 "the copy kernel moves 16-byte vectors: a row of %d bytes (%s) does not divide; use device.copy-path=memcpy",
                 format.rowBytes(), format.geometry());
-        CudaKvPool pool = new CudaKvPool(this, format, pages, useKernel ? kernel : null);
+        CudaKvPool pool = new CudaKvPool(this, format, pages, useKernel);
         pools.add(pool);
         LOG.log(Level.DEBUG, () -> "CUDA KV pool: " + pages + " pages, " + Units.formatBytes(DeviceLayout.poolBytes(format,
                 pages)));
@@ -164,6 +201,20 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         return r;
     }
 
+    /**
+     * The end of the registration slice that holds {@code address}, or -1 when it is not registered. A copy through
+     * the copy engine must not cross it: the driver finds one registration per copy.
+     */
+    long sliceEnd(long address) {
+        for (Registration r : registrations) {
+            if (!r.closed.get() && address >= r.address && address < r.address + r.bytes) {
+                long slice = (address - r.address) / registerSliceBytes;
+                return Math.min(r.address + r.bytes, r.address + (slice + 1) * registerSliceBytes);
+            }
+        }
+        return -1;
+    }
+
     /** True when {@code memory} lies inside one registered range. */
     boolean isRegistered(MemorySegment memory) {
         long start = memory.address();
@@ -176,7 +227,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         return false;
     }
 
-    /** Host memory pinned in slices of at most 1 GiB, each mapped for device access. */
+    /** Host memory pinned in slices (at most 1 GiB each), each mapped for device access. */
     private final class Registration implements HostRegistration {
         final long address;
         final long bytes;
@@ -187,8 +238,8 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
             this.address = address;
             this.bytes = bytes;
             try {
-                for (long offset = 0; offset < bytes; offset += REGISTER_SLICE_BYTES) {
-                    long length = Math.min(REGISTER_SLICE_BYTES, bytes - offset);
+                for (long offset = 0; offset < bytes; offset += registerSliceBytes) {
+                    long length = Math.min(registerSliceBytes, bytes - offset);
                     JCudaDriver.cuMemHostRegister(RawPointers.host(address + offset), length,
                             JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP | JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE);
                     slices.add(address + offset);
@@ -256,7 +307,17 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
 
     /** True when copies use the kernel; false when they use the copy engine. */
     public boolean usesKernel() {
-        return kernel != null;
+        return !kernels.isEmpty();
+    }
+
+    /** How copies are shaped. */
+    public CudaTuning tuning() {
+        return tuning;
+    }
+
+    /** The loaded entry point of {@code k}; only while {@link #usesKernel()}. */
+    CUfunction kernel(CudaTuning.Kernel k) {
+        return kernels.get(k);
     }
 
     void released(CudaKvPool pool) {

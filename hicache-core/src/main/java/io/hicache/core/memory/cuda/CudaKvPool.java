@@ -12,27 +12,32 @@ import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicBoolean;
 import jcuda.CudaException;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
-import jcuda.driver.CUfunction;
 import jcuda.driver.CUmemorytype;
+import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
 /**
  * A KV pool in CUDA device memory ({@code cuMemAlloc}), laid out as {@link DeviceLayout} says. Copies to and from a
- * registered host slab run on two streams (loads, backups) either through the copy kernel (one launch for a
- * backup, one per layer for a load, each followed by an event) or, as the fallback and the benchmark's reference,
+ * registered host slab run on two {@link CudaStream}s (loads, backups) either through the copy kernel (one launch
+ * for a backup, one per layer for a load, each followed by an event; a load's layers alternate between the lanes
+ * {@link CudaTuning#loadLanes()} asks for) or, as the fallback and the benchmark's reference,
  * through the copy engine: one {@code cuMemcpy2DAsync} per page and part covering the layers of the launch (per
  * page, part and layer for {@code page_first}, whose host rows are strided).
  *
- * <p>Thread-safe. Owns its device memory and streams; {@link #close()} waits for its copies and frees them.
+ * <p>Thread-safe. Owns its device memory, streams and launch arguments; {@link #close()} waits for its copies and
+ * frees them.
  */
 final class CudaKvPool implements KvPool {
     private static final int THREADS = 256;
-    private static final int UNROLL = 4;
+    /** The 32-bit kernels' index arithmetic holds a launch's vectors plus one grid stride of loads below this. */
+    private static final long NARROW_LIMIT = 1L << 31;
 
     private final CudaDeviceRuntime runtime;
     private final PageFormat format;
@@ -42,15 +47,19 @@ final class CudaKvPool implements KvPool {
     private final PageAllocator allocator;
     private final CudaStream loads;
     private final CudaStream backups;
-    private final CUfunction kernel;
+    private final boolean useKernel;
+    private final CudaTuning tuning;
+    private final LaunchArguments loadArguments = new LaunchArguments();
+    private final LaunchArguments backupArguments = new LaunchArguments();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, CUfunction kernel) {
+    CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, boolean useKernel) {
         this.runtime = runtime;
         this.format = format;
         this.pages = pages;
         this.bytes = DeviceLayout.poolBytes(format, pages);
-        this.kernel = kernel;
+        this.useKernel = useKernel;
+        this.tuning = runtime.tuning();
         runtime.makeCurrent();
         try {
             JCudaDriver.cuMemAlloc(memory, bytes);
@@ -61,8 +70,10 @@ final class CudaKvPool implements KvPool {
         }
         this.allocator = new PageAllocator("CUDA KV pool", pages);
         long ring = Math.max(1 << 16, 8L * pages);
-        this.loads = new CudaStream(runtime.context(), "load-" + Integer.toHexString(System.identityHashCode(this)), ring);
-        this.backups = new CudaStream(runtime.context(), "backup-" + Integer.toHexString(System.identityHashCode(this)), ring);
+        String id = Integer.toHexString(System.identityHashCode(this));
+        // Loads launch once per layer: several lanes let a layer's launch overlap the previous layer's tail.
+        this.loads = new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring);
+        this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
     }
 
     @Override
@@ -87,7 +98,7 @@ final class CudaKvPool implements KvPool {
 
     /** True when copies use the kernel, false when they use the copy engine. */
     boolean usesKernel() {
-        return kernel != null;
+        return useKernel;
     }
 
     @Override
@@ -97,7 +108,7 @@ final class CudaKvPool implements KvPool {
         int[] pairs = pairs(devicePages, hostSlots);
         int layers = format.geometry().layers();
         return backups.submit(layers, pairs, (stream, indexAddress, signals) -> {
-            copy(stream, host, devicePages, hostSlots, indexAddress, 0, layers, true);
+            copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, 0, layers, true);
             stream.recordAll(signals, "backup of " + devicePages.length + " pages");
         }, "backup of " + devicePages.length + " pages");
     }
@@ -110,8 +121,8 @@ final class CudaKvPool implements KvPool {
         int layers = format.geometry().layers();
         return loads.submit(layers, pairs, (stream, indexAddress, signals) -> {
             for (int layer = 0; layer < layers; layer++) {
-                copy(stream, host, devicePages, hostSlots, indexAddress, layer, 1, false);
-                stream.recordLayer(signals, layer, layer == layers - 1, "load of layer " + layer);
+                copy(stream.lane(layer), host, devicePages, hostSlots, indexAddress, layer, 1, false);
+                stream.recordLayer(signals, layer, layer, layer == layers - 1, "load of layer " + layer);
             }
         }, "load of " + devicePages.length + " pages");
     }
@@ -132,37 +143,52 @@ final class CudaKvPool implements KvPool {
     }
 
     /** Enqueues the copy of layers [firstLayer, firstLayer + layerCount) of every pair. */
-    private void copy(CudaStream stream, HostSlab host, int[] devicePages, int[] hostSlots, long indexAddress, int firstLayer,
+    private void copy(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, long indexAddress, int firstLayer,
             int layerCount, boolean toHost) {
-        if (kernel != null) {
+        if (useKernel) {
             launch(stream, host, devicePages.length, indexAddress, firstLayer, layerCount, toHost);
         } else {
             copyEngine(stream, host, devicePages, hostSlots, firstLayer, layerCount, toHost);
         }
     }
 
-    private void launch(CudaStream stream, HostSlab host, int pairs, long indexAddress, int firstLayer, int layerCount,
+    private void launch(CUstream stream, HostSlab host, int pairs, long indexAddress, int firstLayer, int layerCount,
             boolean toHost) {
         int parts = format.geometry().attention().parts();
         long vectors = (long) pairs * layerCount * parts * (DeviceLayout.chunkBytes(format) / 16);
-        long blocksWanted = (vectors + (long) THREADS * UNROLL - 1) / ((long) THREADS * UNROLL);
-        int blocks = (int) Math.max(1, Math.min(blocksWanted, 8L * runtime.multiprocessors()));
-        Pointer params = Pointer.to(
-                Pointer.to(new long[] {memory.address()}),
-                Pointer.to(new long[] {host.memory().address()}),
-                Pointer.to(new long[] {indexAddress}),
-                Pointer.to(new int[] {pairs}),
-                Pointer.to(new int[] {firstLayer}),
-                Pointer.to(new int[] {layerCount}),
-                Pointer.to(new int[] {format.geometry().layers()}),
-                Pointer.to(new int[] {parts}),
-                Pointer.to(new int[] {format.pageSizeTokens()}),
-                Pointer.to(new int[] {(int) format.rowBytes()}),
-                Pointer.to(new int[] {pages}),
-                Pointer.to(new int[] {host.slots()}),
-                Pointer.to(new int[] {layoutCode(host.layout())}),
-                Pointer.to(new int[] {toHost ? 1 : 0}));
-        JCudaDriver.cuLaunchKernel(kernel, blocks, 1, 1, THREADS, 1, 1, 0, stream.handle(), params, null);
+        CudaTuning.Kernel kernel = tuning.kernel();
+        int blocks = blocks(vectors, kernel.unroll());
+        if (kernel != CudaTuning.Kernel.WIDE
+                && (vectors >= NARROW_LIMIT || (long) blocks * THREADS * kernel.unroll() >= NARROW_LIMIT)) {
+            kernel = CudaTuning.Kernel.WIDE;
+            blocks = blocks(vectors, kernel.unroll());
+        }
+        // Walking a page in host order only changes anything for page_first_direct, whose pages are contiguous.
+        boolean partOuter = tuning.hostOrder() && host.layout() == HostLayout.PAGE_FIRST_DIRECT;
+        // Loads and backups run on their own streams, each under its own lock: each has its own arguments.
+        LaunchArguments a = toHost ? backupArguments : loadArguments;
+        a.setLong(0, memory.address());
+        a.setLong(1, host.memory().address());
+        a.setLong(2, indexAddress);
+        a.setInt(3, pairs);
+        a.setInt(4, firstLayer);
+        a.setInt(5, layerCount);
+        a.setInt(6, format.geometry().layers());
+        a.setInt(7, parts);
+        a.setInt(8, format.pageSizeTokens());
+        a.setInt(9, (int) format.rowBytes());
+        a.setInt(10, pages);
+        a.setInt(11, host.slots());
+        a.setInt(12, layoutCode(host.layout()));
+        a.setInt(13, toHost ? 1 : 0);
+        a.setInt(14, partOuter ? 1 : 0);
+        JCudaDriver.cuLaunchKernel(runtime.kernel(kernel), blocks, 1, 1, THREADS, 1, 1, 0, stream, a.kernelParams, null);
+    }
+
+    /** Enough blocks for one pass, at most eight per multiprocessor: beyond that threads loop over the rest. */
+    private int blocks(long vectors, int unroll) {
+        long wanted = (vectors + (long) THREADS * unroll - 1) / ((long) THREADS * unroll);
+        return (int) Math.max(1, Math.min(wanted, 8L * runtime.multiprocessors()));
     }
 
     private static int layoutCode(HostLayout layout) {
@@ -173,7 +199,7 @@ final class CudaKvPool implements KvPool {
         };
     }
 
-    private void copyEngine(CudaStream stream, HostSlab host, int[] devicePages, int[] hostSlots, int firstLayer,
+    private void copyEngine(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, int firstLayer,
             int layerCount, boolean toHost) {
         int parts = format.geometry().attention().parts();
         long run = DeviceLayout.chunkBytes(format);
@@ -200,7 +226,35 @@ final class CudaKvPool implements KvPool {
         }
     }
 
-    private void copy2d(CudaStream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
+    /**
+     * Copies {@code height} rows of {@code width} bytes, a pitch apart on each side, as few 2D copies as the host
+     * registration slices allow: rows are grouped while they stay inside one slice.
+     */
+    private void copy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
+            long height, boolean toHost) {
+        long row = 0;
+        while (row < height) {
+            long first = hostAddress + row * hostPitch;
+            long sliceEnd = runtime.sliceEnd(first);
+            Checks.requireState(sliceEnd > 0, "host memory at 0x%x is not registered", first);
+            long rows = 1;
+            while (row + rows < height && hostAddress + (row + rows) * hostPitch + width <= sliceEnd) {
+                rows++;
+            }
+            if (first + width > sliceEnd) {
+                // One row straddles two slices: copy its two parts apart.
+                long head = sliceEnd - first;
+                memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, head, 1, toHost);
+                memcpy2d(stream, deviceOffset + row * devicePitch + head, devicePitch, sliceEnd, hostPitch, width - head, 1,
+                        toHost);
+            } else {
+                memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, width, rows, toHost);
+            }
+            row += rows;
+        }
+    }
+
+    private void memcpy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
             long height, boolean toHost) {
         CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
         c.WidthInBytes = width;
@@ -220,7 +274,7 @@ final class CudaKvPool implements KvPool {
             c.dstDevice = memory.withByteOffset(deviceOffset);
             c.dstPitch = devicePitch;
         }
-        JCudaDriver.cuMemcpy2DAsync(c, stream.handle());
+        JCudaDriver.cuMemcpy2DAsync(c, stream);
     }
 
     @Override
@@ -286,13 +340,48 @@ final class CudaKvPool implements KvPool {
         }
         loads.close();
         backups.close();
+        loadArguments.close();
+        backupArguments.close();
         runtime.makeCurrent();
         JCudaDriver.cuMemFree(memory);
         runtime.released(this);
     }
 
+    /**
+     * The copy kernel's arguments in native memory, with the array of pointers to them that {@code cuLaunchKernel}
+     * takes: rewritten before each launch (the driver copies them at the call), so a launch allocates nothing and
+     * JCuda passes one address. Used under its stream's lock; the pool closes it.
+     */
+    private static final class LaunchArguments implements AutoCloseable {
+        private static final int COUNT = 15;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment values = arena.allocate(8L * COUNT, 8);
+        final Pointer kernelParams;
+
+        LaunchArguments() {
+            MemorySegment pointers = arena.allocate(8L * COUNT, 8);
+            for (int i = 0; i < COUNT; i++) {
+                pointers.setAtIndex(ValueLayout.JAVA_LONG, i, values.address() + 8L * i);
+            }
+            this.kernelParams = RawPointers.host(pointers.address());
+        }
+
+        void setLong(int index, long value) {
+            values.setAtIndex(ValueLayout.JAVA_LONG, index, value);
+        }
+
+        void setInt(int index, int value) {
+            values.set(ValueLayout.JAVA_INT, 8L * index, value);
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+
     @Override
     public String toString() {
-        return "CudaKvPool[" + pages + " pages, " + format + ", " + (kernel != null ? "kernel" : "copy engine") + "]";
+        return "CudaKvPool[" + pages + " pages, " + format + ", " + (useKernel ? "kernel, " + tuning : "copy engine") + "]";
     }
 }

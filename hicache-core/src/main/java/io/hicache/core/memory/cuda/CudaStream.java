@@ -16,10 +16,13 @@ import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
 
 /**
- * A CUDA stream with its completion thread. Copies are enqueued in submission order under a lock; after each
- * launch an event is recorded, and the completion thread ("hicache-cuda-NAME") waits on the events in order and
- * signals the copy's layers, so per-layer futures complete in stream order. The thread never dies on a failed
- * copy: it fails that copy's signals, logs and counts, and goes on.
+ * An ordered queue of copies on one or more CUDA streams ("lanes"), with its completion thread. Copies are enqueued
+ * in submission order under a lock; after each launch an event is recorded on its lane, and the completion thread
+ * ("hicache-cuda-NAME") waits on the events in the order they were recorded and signals the copy's layers. With
+ * several lanes a copy's layers alternate between them, so one layer's launch overlaps the previous layer's tail;
+ * each copy's index list is uploaded on the first lane once the previous copy's last event has fired, and the other
+ * lanes wait for that upload, so copies still run in submission order. The thread never dies on a failed copy: it fails that copy's signals, logs and counts, and goes
+ * on.
  *
  * <p>Thread-safe. The owning pool closes it after its copies are done.
  */
@@ -39,7 +42,8 @@ final class CudaStream implements AutoCloseable {
     private static final Pending STOP = new Pending(null, null, 0, false, "stop");
 
     private final CUcontext context;
-    private final CUstream stream = new CUstream();
+    private final CUstream[] lanes;
+    private CUevent previousLast;
     private final IndexRing indices;
     private final BlockingQueue<Pending> pending = new LinkedBlockingQueue<>();
     private final ConcurrentLinkedQueue<CUevent> freeEvents = new ConcurrentLinkedQueue<>();
@@ -47,16 +51,21 @@ final class CudaStream implements AutoCloseable {
     private final Thread completions;
     private volatile boolean closed;
 
-    CudaStream(CUcontext context, String name, long indexCapacityInts) {
+    CudaStream(CUcontext context, String name, int laneCount, long indexCapacityInts) {
         this.context = context;
         JCudaDriver.cuCtxSetCurrent(context);
-        JCudaDriver.cuStreamCreate(stream, CUstream_flags.CU_STREAM_NON_BLOCKING);
+        this.lanes = new CUstream[laneCount];
+        for (int i = 0; i < laneCount; i++) {
+            lanes[i] = new CUstream();
+            JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
+        }
         this.indices = new IndexRing(indexCapacityInts);
         this.completions = Thread.ofPlatform().daemon().name("hicache-cuda-" + name).start(this::completeInOrder);
     }
 
-    CUstream handle() {
-        return stream;
+    /** The lane that launch number {@code launch} of a copy goes on. */
+    CUstream lane(int launch) {
+        return lanes[launch % lanes.length];
     }
 
     /**
@@ -76,7 +85,19 @@ final class CudaStream implements AutoCloseable {
             }
             try {
                 JCudaDriver.cuCtxSetCurrent(context);
-                long indexAddress = indices.upload(pairs);
+                // The first lane waits for the previous copy, uploads the index list, and the other lanes wait for
+                // that upload: so this copy starts after the previous one ends, on every lane.
+                if (lanes.length > 1 && previousLast != null) {
+                    JCudaDriver.cuStreamWaitEvent(lanes[0], previousLast, 0);
+                }
+                long indexAddress = indices.upload(pairs, lanes[0]);
+                if (lanes.length > 1) {
+                    CUevent uploaded = record(lanes[0], false);
+                    pending.add(new Pending(uploaded, signals, -2, false, what));
+                    for (int i = 1; i < lanes.length; i++) {
+                        JCudaDriver.cuStreamWaitEvent(lanes[i], uploaded, 0);
+                    }
+                }
                 try {
                     launches.enqueue(this, indexAddress, signals);
                 } catch (RuntimeException e) {
@@ -95,27 +116,52 @@ final class CudaStream implements AutoCloseable {
         return signals;
     }
 
-    /** Records that layer {@code layer} of the copy is enqueued; {@code last} when it is the copy's last launch. */
-    void recordLayer(LayerSignals signals, int layer, boolean last, String what) {
-        pending.add(new Pending(record(), signals, layer, last, what));
+    /**
+     * Records that layer {@code layer} of the copy, launched as launch number {@code launch}, is enqueued; {@code last}
+     * when it is the copy's last launch.
+     */
+    void recordLayer(LayerSignals signals, int layer, int launch, boolean last, String what) {
+        if (last) {
+            joinLanesInto(lane(launch), signals, what);
+        }
+        pending.add(new Pending(record(lane(launch), last), signals, layer, last, what));
     }
 
-    /** Records that the whole copy is enqueued (a backup). */
+    /**
+     * Makes {@code target} wait for everything enqueued so far on the other lanes, so that the event recorded on it next
+     * means the whole copy is done: the next copy waits on that one event.
+     */
+    private void joinLanesInto(CUstream target, LayerSignals signals, String what) {
+        for (CUstream lane : lanes) {
+            if (lane != target) {
+                CUevent done = record(lane, false);
+                JCudaDriver.cuStreamWaitEvent(target, done, 0);
+                pending.add(new Pending(done, signals, -2, false, what));
+            }
+        }
+    }
+
+    /** Records that the whole copy, launched on the first lane, is enqueued (a backup). */
     void recordAll(LayerSignals signals, String what) {
-        pending.add(new Pending(record(), signals, -1, true, what));
+        pending.add(new Pending(record(lanes[0], true), signals, -1, true, what));
     }
 
     private void recordEnd(LayerSignals signals, String what) {
-        pending.add(new Pending(record(), signals, -2, true, what));
+        // The end marker follows everything this copy enqueued, on every lane.
+        joinLanesInto(lanes[0], signals, what);
+        pending.add(new Pending(record(lanes[0], true), signals, -2, true, what));
     }
 
-    private CUevent record() {
+    private CUevent record(CUstream lane, boolean endsCopy) {
         CUevent event = freeEvents.poll();
         if (event == null) {
             event = new CUevent();
             JCudaDriver.cuEventCreate(event, CUevent_flags.CU_EVENT_DISABLE_TIMING);
         }
-        JCudaDriver.cuEventRecord(event, stream);
+        JCudaDriver.cuEventRecord(event, lane);
+        if (endsCopy) {
+            previousLast = event;
+        }
         return event;
     }
 
@@ -175,11 +221,15 @@ final class CudaStream implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         JCudaDriver.cuCtxSetCurrent(context);
-        JCudaDriver.cuStreamSynchronize(stream);
+        for (CUstream lane : lanes) {
+            JCudaDriver.cuStreamSynchronize(lane);
+        }
         for (CUevent e : freeEvents) {
             JCudaDriver.cuEventDestroy(e);
         }
         indices.close();
-        JCudaDriver.cuStreamDestroy(stream);
+        for (CUstream lane : lanes) {
+            JCudaDriver.cuStreamDestroy(lane);
+        }
     }
 }

@@ -1,19 +1,26 @@
 package io.hicache.core.memory.cuda;
 
 import io.hicache.core.util.Checks;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
-import jcuda.Pointer;
+import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 
 /**
- * Device memory for the page index lists of a stream's copies: each copy takes a region, filled by a synchronous
- * upload, and gives it back when the copy completes. Copies on one stream complete in order, so regions come back
- * in the order they were taken: a ring. A copy waits for room rather than reuse memory a kernel may still read.
+ * Device memory for the page index lists of a stream's copies, with a pinned host mirror to stage them: each copy
+ * takes a region, writes its list into the mirror and enqueues an asynchronous upload ahead of its launches, and
+ * gives the region back when the copy completes (by then the upload has long run, so the mirror can be rewritten).
+ * Copies on one stream complete in order, so regions come back in the order they were taken: a ring. A copy waits
+ * for room rather than reuse memory a kernel may still read.
  *
  * <p>Thread-safe. The owning stream frees it.
  */
 final class IndexRing implements AutoCloseable {
     private final RawPointers.DeviceAllocation memory = RawPointers.newDeviceAllocation();
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment mirror;
     private final long capacityInts;
     private final ArrayDeque<long[]> taken = new ArrayDeque<>();
     private long head;
@@ -21,16 +28,28 @@ final class IndexRing implements AutoCloseable {
 
     IndexRing(long capacityInts) {
         this.capacityInts = Checks.checkPositive(capacityInts, "capacityInts");
-        JCudaDriver.cuMemAlloc(memory, capacityInts * Integer.BYTES);
+        long bytes = capacityInts * Integer.BYTES;
+        this.mirror = arena.allocate(bytes, 4096);
+        try {
+            JCudaDriver.cuMemAlloc(memory, bytes);
+            JCudaDriver.cuMemHostRegister(RawPointers.host(mirror.address()), bytes, 0);
+        } catch (RuntimeException e) {
+            if (memory.address() != 0) {
+                JCudaDriver.cuMemFree(memory);
+            }
+            arena.close();
+            throw e;
+        }
     }
 
     /**
-     * Takes a region for {@code indices} and uploads them; waits while the ring is too full.
+     * Takes a region for {@code indices} and enqueues their upload on {@code stream}; waits while the ring is too full.
+     * Work enqueued on {@code stream} after this call sees the indices.
      *
      * @return the region's device address
      * @throws IllegalArgumentException when the list is larger than the whole ring
      */
-    long upload(int[] indices) throws InterruptedException {
+    long upload(int[] indices, CUstream stream) throws InterruptedException {
         long n = indices.length;
         Checks.requireArgument(n <= capacityInts, "%d page indices do not fit an index ring of %d", n, capacityInts);
         long start;
@@ -49,8 +68,11 @@ final class IndexRing implements AutoCloseable {
                 wait();
             }
         }
+        long offset = start * Integer.BYTES;
         try {
-            JCudaDriver.cuMemcpyHtoD(memory.withByteOffset(start * Integer.BYTES), Pointer.to(indices), n * Integer.BYTES);
+            MemorySegment.copy(indices, 0, mirror, ValueLayout.JAVA_INT, offset, indices.length);
+            JCudaDriver.cuMemcpyHtoDAsync(memory.withByteOffset(offset), RawPointers.host(mirror.address() + offset),
+                    n * Integer.BYTES, stream);
         } catch (RuntimeException e) {
             synchronized (this) {
                 // Nothing ran with this region: give it back (it is the newest, under the stream's lock).
@@ -60,7 +82,7 @@ final class IndexRing implements AutoCloseable {
             }
             throw e;
         }
-        return memory.address() + start * Integer.BYTES;
+        return memory.address() + offset;
     }
 
     /** Gives back the oldest region. */
@@ -79,5 +101,7 @@ final class IndexRing implements AutoCloseable {
     @Override
     public void close() {
         JCudaDriver.cuMemFree(memory);
+        JCudaDriver.cuMemHostUnregister(RawPointers.host(mirror.address()));
+        arena.close();
     }
 }
