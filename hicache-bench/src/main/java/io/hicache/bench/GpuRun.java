@@ -26,16 +26,17 @@ import java.util.Optional;
  * {@code cuda} bench suite, writes everything under the folder given with {@code --out} ({@code conformance.txt},
  * {@code cuda.json}, {@code gpu-run.log}) and prints a short table last. {@code --experiment tuning} replaces the
  * suite with {@link CudaTuningExperiment} ({@code cuda-tuning.json}), {@code --experiment latency} with
- * {@link CudaLatencyExperiment} ({@code cuda-latency.json}). Exit status 0 when every kit passes and the
+ * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
+ * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}). Exit status 0 when every kit passes and the
  * suite runs, 1 otherwise, 2 without a usable GPU.
  *
  * <pre>
  * scripts/pack-gpu.sh
- * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--experiment tuning|latency]
+ * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--experiment tuning|latency|hugepages]
  * </pre>
  */
 public final class GpuRun {
-    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--experiment tuning|latency]";
+    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--experiment tuning|latency|hugepages]";
 
     private GpuRun() {
     }
@@ -55,7 +56,7 @@ public final class GpuRun {
                 }
             }
         }
-        if (out == null || (experiment != null && !experiment.equals("tuning") && !experiment.equals("latency"))) {
+        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages").contains(experiment))) {
             System.err.println(USAGE);
             System.exit(2);
         }
@@ -106,8 +107,10 @@ public final class GpuRun {
                 report = BenchReport.of("cuda", new CudaSuite().run(quick), command, 0);
             } else if (experiment.equals("tuning")) {
                 report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command, 0);
-            } else {
+            } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command, 0);
+            } else {
+                report = BenchReport.of("cuda-hugepages", CudaHugePageExperiment.run(quick), command, 0);
             }
             report.write(out);
             report.print(log);
