@@ -531,6 +531,43 @@ public abstract class PageStoreConformanceKit {
     }
 
     @Test
+    void anEvictingStoreKeepsAcceptingPutsAndStaysUnderItsCapacity() {
+        assumeTrue(store.capabilities().has(Capability.EVICTING), "store does not declare EVICTING");
+        assumeTrue(clearAllAllowed(), "this case fills the store, evicting pages it does not own");
+        long capacity = store.stats().capacityBytes();
+        assumeTrue(capacity > 0 && capacity <= (256L << 20),
+                "the store's capacity (" + capacity + " bytes) is unknown or too large to fill here; give the store under "
+                        + "test 256 MiB or less to run this case");
+        int pageBytes = 64 * 1024;
+        int batch = 16;
+        long storedBefore = store.stats().storedBytes();
+        List<StoreKey> first = keys(ns, batch);
+        assertAllSucceed(put(first, pageBytes), "put");
+        // What one batch takes in the store, headers and padding included (the store may not have been empty).
+        long batchBytes = Math.max((long) batch * pageBytes, store.stats().storedBytes() - storedBefore);
+        List<StoreKey> last = first;
+        long most = 0;
+        int batches = (int) (3 * capacity / batchBytes) + 2;
+        for (int b = 0; b < batches; b++) {
+            last = keys(ns, batch);
+            BatchResult put = put(last, pageBytes);
+            assertEquals(batch, put.count(PageStatus.OK), () -> "a store at its capacity must keep accepting puts: " + put);
+            long stored = store.stats().storedBytes();
+            most = Math.max(most, stored);
+            assertTrue(stored <= capacity + batchBytes, "the store holds " + stored + " bytes, over its capacity of "
+                    + capacity + " by more than one batch (" + batchBytes + " bytes)");
+        }
+        assertTrue(most > capacity / 2, "the case never came near the capacity: " + most + " of " + capacity);
+        assertTrue(hits(first) < batch, "three capacities later, the first batch was never evicted");
+        MemorySegment[] targets = sentinelPages(batch, pageBytes);
+        BatchResult got = get(last, targets);
+        assertEquals(batch, got.count(PageStatus.OK), () -> "the newest batch was evicted: " + got);
+        for (int i = 0; i < batch; i++) {
+            assertPattern(targets[i], last.get(i));
+        }
+    }
+
+    @Test
     void statsCountWhatHappened() {
         StoreStats before = store.stats();
         List<StoreKey> keys = keys(ns, 4);
