@@ -9,12 +9,15 @@ import java.util.List;
 /**
  * Keys paired with the off-heap memory of their pages: the sources of a put or the targets of a get.
  * Validated once at construction: same number of keys and pages, nothing null, every page a non-empty
- * native segment (page bytes never live on the Java heap).
+ * native segment (page bytes never live on the Java heap) that other threads may access (not from a confined
+ * arena: stores work on their own threads).
  *
  * <p>Immutable, but it does not own the memory: the caller keeps the segments alive, and must not touch a
  * get's targets until the get's future completes.
  */
 public final class PageBatch {
+    /** Stands for any thread but the caller's: never started. */
+    private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
     private final List<StoreKey> keys;
     private final MemorySegment[] pages;
 
@@ -51,6 +54,9 @@ public final class PageBatch {
         Checks.requireArgument(page.isNative(),
                 "pages[%d] is a heap segment: pages must be off-heap (native) memory", index);
         Checks.requireArgument(page.byteSize() > 0, "pages[%d] is empty: a page has at least 1 byte", index);
+        // Stores do I/O on their own threads: memory only its creating thread may touch fails there, late and per page.
+        Checks.requireArgument(page.isAccessibleBy(ANOTHER_THREAD), "pages[%d] is confined to the thread that allocated "
+                + "it, so a store's threads cannot read or write it: allocate pages from a shared or automatic arena", index);
         return page;
     }
 

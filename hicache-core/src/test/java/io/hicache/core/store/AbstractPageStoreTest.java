@@ -85,7 +85,7 @@ class AbstractPageStoreTest {
 
     @Test
     void aThrowingBackendGivesFailedPagesNotExceptions() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofConfined()) {
+        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
             store.thrown = new IllegalStateException("disk on fire");
             PageBatch batch = PageBatch.of(List.of(K1, K2), List.of(arena.allocate(8), arena.allocate(8)));
             BatchResult put = store.put(batch, soon()).join();
@@ -99,7 +99,7 @@ class AbstractPageStoreTest {
 
     @Test
     void malformedAnswersAreFailuresToo() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofConfined()) {
+        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
             store.answer = BatchResult.of(PageStatus.OK);
             PageBatch batch = PageBatch.of(List.of(K1, K2), List.of(arena.allocate(8), arena.allocate(8)));
             BatchResult get = store.get(batch, soon()).join();
@@ -111,7 +111,7 @@ class AbstractPageStoreTest {
 
     @Test
     void anOverDeadlineNeverReachesTheBackend() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofConfined()) {
+        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
             PageBatch batch = PageBatch.of(List.of(K1), List.of(arena.allocate(8)));
             assertEquals(PageStatus.TIMED_OUT, store.put(batch, Deadline.expired()).join().status(0));
             Deadline cancelled = soon();
@@ -126,7 +126,7 @@ class AbstractPageStoreTest {
 
     @Test
     void badArgumentsThrowBeforeAnyIo() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofConfined()) {
+        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
             PageBatch tooBig = PageBatch.of(List.of(K1), List.of(arena.allocate(129)));
             var big = assertThrows(IllegalArgumentException.class, () -> store.put(tooBig, soon()));
             assertTrue(big.getMessage().contains("129 bytes, over the 128-byte maximum"), big.getMessage());
@@ -160,7 +160,7 @@ class AbstractPageStoreTest {
 
     @Test
     void checksumCoversEveryByte() {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             MemorySegment page = arena.allocate(4096);
             int before = PageChecksum.of(page);
             page.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 4095, (byte) 1);

@@ -22,7 +22,7 @@ class BatchTypesTest {
 
     @Test
     void batchesRejectBadPagesNamingTheIndex() {
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             MemorySegment page = arena.allocate(64);
             assertEquals(2, PageBatch.of(List.of(K1, K2), List.of(page, page)).size());
             var heap = assertThrows(IllegalArgumentException.class,
@@ -35,6 +35,12 @@ class BatchTypesTest {
             assertThrows(IllegalArgumentException.class, () -> PageBatch.builder(1).add(K1, MemorySegment.ofArray(new long[2])));
             assertEquals(128, PageBatch.builder(2).add(K1, page).add(K2, page).build().totalBytes());
         }
+        try (Arena confined = Arena.ofConfined()) {
+            MemorySegment mine = confined.allocate(64);
+            var e = assertThrows(IllegalArgumentException.class, () -> PageBatch.of(List.of(K1), List.of(mine)));
+            assertTrue(e.getMessage().contains("pages[0] is confined"), e.getMessage());
+        }
+        assertEquals(1, PageBatch.of(List.of(K1), List.of(Arena.ofAuto().allocate(64))).size());
     }
 
     @Test

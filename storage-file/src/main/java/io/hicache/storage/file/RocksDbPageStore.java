@@ -1,0 +1,482 @@
+package io.hicache.storage.file;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Units;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.PageFormat;
+import io.hicache.core.store.AbstractPageStore;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.Capability;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageStatus;
+import io.hicache.core.store.StoreCapabilities;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import org.rocksdb.ByteBufferGetStatus;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.Status;
+import org.rocksdb.WriteBatch;
+
+/**
+ * The {@code rocksdb} page store: pages as values in a RocksDB database ({@link RocksDbHandles} says which options
+ * and why), keyed by namespace id then page hash, so a namespace is one key range. A put of a batch is one write
+ * batch; a get of a batch is one multi-get that lands each value straight in the caller's memory. Each page's
+ * length and CRC-32C sit beside it in a second column family and are checked on every read.
+ *
+ * <p>Copies on the data path: a put hands the page to RocksDB from the caller's memory (RocksDB copies it into its
+ * write batch, then into the memtable, and writes it to the write-ahead log and, at flush, to a blob file); a get
+ * copies once, from RocksDB's read buffer into the caller's memory. No page byte passes through the Java heap.
+ *
+ * <p>The store keeps at most {@code rocksdb.capacity} page bytes, deleting the oldest pages first (down to
+ * {@code rocksdb.low-water}) on a background thread ({@link CapacityGate}). Capacity counts page bytes: the space on
+ * disk trails deletions until RocksDB's blob garbage collection and compactions run. A read in flight is never
+ * disturbed by a deletion (RocksDB reads a consistent version).
+ *
+ * <p>Thread-safe: reads run concurrently; writes, deletions and evictions take one lock (RocksDB serialises writes
+ * anyway). The opener closes it; closing waits for calls in flight and releases every native handle once.
+ */
+public final class RocksDbPageStore extends AbstractPageStore {
+    private static final System.Logger LOG = System.getLogger(RocksDbPageStore.class.getName());
+    private static final int PREFERRED_BATCH = 128;
+
+    private final RocksDbStoreConfig config;
+    private final StoreRoot root;
+    private final RocksDbHandles rocks;
+    private final ConcurrentHashMap<PageId, PageMeta> metas = new ConcurrentHashMap<>();
+    private final ConcurrentSkipListMap<Long, PageId> oldestFirst = new ConcurrentSkipListMap<>();
+    private final AtomicLong sequence = new AtomicLong();
+    private final AtomicLong storedBytes = new AtomicLong();
+    private final ReentrantLock writeLock = new ReentrantLock();
+    private final ExecutorService calls;
+    private final CapacityGate gate;
+
+    private RocksDbPageStore(RocksDbStoreConfig config, StoreRoot root) throws IOException, RocksDBException {
+        super("rocksdb", root.path().toString(), new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.EVICTING),
+                PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
+        this.config = config;
+        this.root = root;
+        this.rocks = new RocksDbHandles(config, root.path().resolve("db"));
+        long start = System.nanoTime();
+        loadMeta();
+        long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
+                : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + storedBytes.get()));
+        AtomicInteger threadNumber = new AtomicInteger();
+        this.calls = Executors.newFixedThreadPool(config.ioThreads(), r -> Thread.ofPlatform().daemon()
+                .name("hicache-rocksdb-io-" + threadNumber.incrementAndGet()).unstarted(r));
+        this.gate = new CapacityGate("rocksdb", Math.max(1, capacity), config.lowWater(), storedBytes.get(), this::evict);
+        gate.start();
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        LOG.log(Level.INFO, () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
+                + Units.formatBytes(storedBytes.get()) + ") loaded in " + millis + " ms; capacity "
+                + Units.formatBytes(gate.capacityBytes()));
+    }
+
+    /**
+     * Opens the store {@code config} describes.
+     *
+     * @throws HiCacheException {@link ErrorCode#STORE_UNAVAILABLE} when the folder or the database cannot be used
+     */
+    public static RocksDbPageStore open(RocksDbStoreConfig config) {
+        StoreRoot root = new StoreRoot(config.root(), "rocksdb");
+        try {
+            return new RocksDbPageStore(config, root);
+        } catch (IOException | RocksDBException | RuntimeException e) {
+            root.close();
+            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot open the rocksdb store at " + root.path() + ": "
+                    + e.getMessage(), e);
+        }
+    }
+
+    /** Reads every page's meta record, oldest first, into memory: the index of what is stored. */
+    private void loadMeta() throws RocksDBException {
+        try (RocksIterator it = rocks.db.newIterator(rocks.meta)) {
+            for (it.seekToFirst(); it.isValid(); it.next()) {
+                PageId id = PageId.fromBytes(it.key());
+                PageMeta m = PageMeta.fromBytes(it.value());
+                metas.put(id, m);
+                oldestFirst.put(m.sequence(), id);
+                storedBytes.addAndGet(m.length());
+                sequence.accumulateAndGet(m.sequence(), Math::max);
+            }
+            it.status();
+        }
+    }
+
+    /* ---------------------------------------------------------------- reads */
+
+    @Override
+    protected CompletableFuture<Integer> doLeadingHits(List<StoreKey> keys, Deadline deadline) {
+        int hits = 0;
+        while (hits < keys.size() && !deadline.isOver() && metas.containsKey(PageId.of(keys.get(hits)))) {
+            hits++;
+        }
+        return CompletableFuture.completedFuture(hits);
+    }
+
+    @Override
+    protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
+        return async(targets.size(), deadline, () -> read(targets));
+    }
+
+    private BatchResult read(PageBatch targets) throws RocksDBException {
+        int n = targets.size();
+        BatchResult.Builder result = BatchResult.builder(n);
+        PageMeta[] expected = new PageMeta[n];
+        List<Integer> asked = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            PageMeta m = metas.get(PageId.of(targets.key(i)));
+            if (m == null) {
+                result.set(i, PageStatus.MISS);
+            } else if (m.length() != targets.page(i).byteSize()) {
+                result.set(i, PageStatus.SIZE_MISMATCH, "stored page is " + m.length() + " bytes, target is "
+                        + targets.page(i).byteSize());
+            } else {
+                expected[i] = m;
+                asked.add(i);
+            }
+        }
+        if (asked.isEmpty()) {
+            return result.build();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            List<ByteBuffer> keys = new ArrayList<>(asked.size());
+            List<ByteBuffer> values = new ArrayList<>(asked.size());
+            for (int i : asked) {
+                keys.add(keyBuffer(arena, PageId.of(targets.key(i))));
+                values.add(targets.page(i).asByteBuffer());
+            }
+            List<ByteBufferGetStatus> got = rocks.db.multiGetByteBuffers(rocks.readOptions,
+                    Collections.nCopies(asked.size(), rocks.pages), keys, values);
+            for (int j = 0; j < asked.size(); j++) {
+                int i = asked.get(j);
+                ByteBufferGetStatus s = got.get(j);
+                Status.Code code = s.status.getCode();
+                if (code == Status.Code.NotFound) {
+                    result.set(i, PageStatus.MISS); // deleted since the lookup
+                } else if (code == Status.Code.Corruption) {
+                    result.set(i, PageStatus.CORRUPT, "RocksDB: " + s.status.getState());
+                } else if (code != Status.Code.Ok) {
+                    result.set(i, PageStatus.FAILED, "RocksDB: " + s.status.getCodeString());
+                } else if (s.requiredSize != expected[i].length()) {
+                    result.set(i, PageStatus.CORRUPT, "stored value is " + s.requiredSize + " bytes, its record says "
+                            + expected[i].length());
+                } else if (PageChecksum.of(targets.page(i)) != expected[i].crc()) {
+                    result.set(i, PageStatus.CORRUPT, "page checksum mismatch");
+                } else {
+                    result.set(i, PageStatus.OK);
+                }
+            }
+        }
+        return result.build();
+    }
+
+    private static ByteBuffer keyBuffer(Arena arena, PageId id) {
+        MemorySegment key = arena.allocate(PageId.BYTES);
+        MemorySegment.copy(id.toBytes(), 0, key, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, PageId.BYTES);
+        return key.asByteBuffer();
+    }
+
+    /* ---------------------------------------------------------------- writes */
+
+    @Override
+    protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+        for (int i = 0; i < sources.size(); i++) {
+            if (sources.page(i).byteSize() > gate.capacityBytes()) {
+                return CompletableFuture.completedFuture(BatchResult.all(sources.size(), PageStatus.REJECTED,
+                        "page " + i + " of " + sources.page(i).byteSize() + " bytes does not fit a store of "
+                                + gate.capacityBytes() + " bytes"));
+            }
+        }
+        return async(sources.size(), deadline, () -> write(sources, deadline));
+    }
+
+    private BatchResult write(PageBatch sources, Deadline deadline) throws RocksDBException, InterruptedException {
+        int n = sources.size();
+        long reserve = sources.totalBytes();
+        if (!gate.reserve(reserve, deadline)) {
+            return BatchResult.all(n, PageStatus.stoppedBy(deadline),
+                    "no room: the store is over its capacity and deletion did not catch up before the deadline");
+        }
+        PageStatus[] statuses = new PageStatus[n];
+        Map<PageId, PageMeta> added = new java.util.LinkedHashMap<>();
+        long written = 0;
+        writeLock.lock();
+        try (Arena arena = Arena.ofConfined(); WriteBatch batch = new WriteBatch()) {
+            for (int i = 0; i < n; i++) {
+                PageId id = PageId.of(sources.key(i));
+                if (metas.containsKey(id) || added.containsKey(id)) {
+                    statuses[i] = PageStatus.EXISTS;
+                    continue;
+                }
+                MemorySegment page = sources.page(i);
+                PageMeta m = new PageMeta(sequence.incrementAndGet(), page.byteSize(), PageChecksum.of(page));
+                ByteBuffer key = keyBuffer(arena, id);
+                batch.put(rocks.pages, key, page.asByteBuffer());
+                key.rewind();
+                batch.put(rocks.meta, key, direct(arena, m.toBytes()));
+                added.put(id, m);
+                statuses[i] = PageStatus.OK;
+                written += page.byteSize();
+            }
+            if (!added.isEmpty()) {
+                rocks.db.write(rocks.writeOptions, batch);
+                added.forEach((id, m) -> {
+                    metas.put(id, m);
+                    oldestFirst.put(m.sequence(), id);
+                });
+                storedBytes.addAndGet(written);
+            }
+        } catch (RocksDBException | RuntimeException e) {
+            gate.release(reserve);
+            throw e;
+        } finally {
+            writeLock.unlock();
+        }
+        gate.release(reserve - written);
+        return BatchResult.of(statuses);
+    }
+
+    private static ByteBuffer direct(Arena arena, byte[] bytes) {
+        MemorySegment s = arena.allocate(bytes.length);
+        MemorySegment.copy(bytes, 0, s, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes.length);
+        return s.asByteBuffer();
+    }
+
+    /* ---------------------------------------------------------------- removal */
+
+    @Override
+    protected CompletableFuture<BatchResult> doDelete(List<StoreKey> keys, Deadline deadline) {
+        return async(keys.size(), deadline, () -> {
+            List<PageId> ids = keys.stream().map(PageId::of).toList();
+            boolean[] removed = remove(ids);
+            PageStatus[] statuses = new PageStatus[ids.size()];
+            for (int i = 0; i < statuses.length; i++) {
+                statuses[i] = removed[i] ? PageStatus.OK : PageStatus.MISS;
+            }
+            return BatchResult.of(statuses);
+        });
+    }
+
+    /** Deletes the pages that are stored, in one write batch; says which were. */
+    private boolean[] remove(List<PageId> ids) throws RocksDBException {
+        boolean[] removed = new boolean[ids.size()];
+        writeLock.lock();
+        try (WriteBatch batch = new WriteBatch()) {
+            Set<PageId> seen = new java.util.HashSet<>();
+            for (int i = 0; i < ids.size(); i++) {
+                if (!metas.containsKey(ids.get(i)) || !seen.add(ids.get(i))) {
+                    continue;
+                }
+                byte[] key = ids.get(i).toBytes();
+                batch.delete(rocks.pages, key);
+                batch.delete(rocks.meta, key);
+                removed[i] = true;
+            }
+            if (batch.count() > 0) {
+                rocks.db.write(rocks.writeOptions, batch);
+                for (int i = 0; i < ids.size(); i++) {
+                    if (removed[i]) {
+                        forget(ids.get(i));
+                    }
+                }
+            }
+        } finally {
+            writeLock.unlock();
+        }
+        return removed;
+    }
+
+    private void forget(PageId id) {
+        PageMeta m = metas.remove(id);
+        if (m != null) {
+            oldestFirst.remove(m.sequence());
+            storedBytes.addAndGet(-m.length());
+            gate.release(m.length());
+        }
+    }
+
+    /** Oldest-first deletion of about {@code bytes}. */
+    private long evict(long bytes) throws RocksDBException {
+        List<PageId> victims = new ArrayList<>();
+        List<Long> lengths = new ArrayList<>();
+        long planned = 0;
+        for (Map.Entry<Long, PageId> e : oldestFirst.entrySet()) {
+            if (planned >= bytes) {
+                break;
+            }
+            PageMeta m = metas.get(e.getValue());
+            if (m != null) {
+                victims.add(e.getValue());
+                lengths.add(m.length());
+                planned += m.length();
+            }
+        }
+        boolean[] removed = remove(victims);
+        long freed = 0;
+        for (int i = 0; i < removed.length; i++) {
+            freed += removed[i] ? lengths.get(i) : 0;
+        }
+        return freed;
+    }
+
+    @Override
+    protected CompletableFuture<Void> doClear(Namespace namespace, Deadline deadline) {
+        byte[] begin = PageId.namespacePrefix(namespace.id());
+        return clearRange(begin, rangeEnd(begin), id -> id.namespaceId().equals(namespace.id()));
+    }
+
+    @Override
+    protected CompletableFuture<Void> doClearAll(Deadline deadline) {
+        byte[] begin = new byte[Namespace.ID_BYTES];
+        byte[] end = new byte[PageId.BYTES + 1];
+        Arrays.fill(end, (byte) 0xFF);
+        return clearRange(begin, end, id -> true);
+    }
+
+    /** A key above every key that starts with {@code prefix}: the prefix, then more 0xFF bytes than a key has. */
+    private static byte[] rangeEnd(byte[] prefix) {
+        byte[] end = Arrays.copyOf(prefix, PageId.BYTES + 1);
+        Arrays.fill(end, prefix.length, end.length, (byte) 0xFF);
+        return end;
+    }
+
+    private CompletableFuture<Void> clearRange(byte[] begin, byte[] end, java.util.function.Predicate<PageId> which) {
+        return supply(() -> {
+            writeLock.lock();
+            try {
+                rocks.db.deleteRange(rocks.pages, rocks.writeOptions, begin, end);
+                rocks.db.deleteRange(rocks.meta, rocks.writeOptions, begin, end);
+                for (PageId id : List.copyOf(metas.keySet())) {
+                    if (which.test(id)) {
+                        forget(id);
+                    }
+                }
+            } finally {
+                writeLock.unlock();
+            }
+            return null;
+        });
+    }
+
+    /* ---------------------------------------------------------------- plumbing */
+
+    /** Work that may throw. */
+    @FunctionalInterface
+    private interface Call<T> {
+        T run() throws Exception;
+    }
+
+    /** Runs a batch call on the store's threads; past its deadline when it starts, it does nothing. */
+    private CompletableFuture<BatchResult> async(int size, Deadline deadline, Call<BatchResult> call) {
+        return supply(() -> deadline.isOver()
+                ? BatchResult.all(size, PageStatus.stoppedBy(deadline), "not started: deadline " + deadline)
+                : call.run());
+    }
+
+    private <T> CompletableFuture<T> supply(Call<T> call) {
+        Supplier<T> wrapped = () -> {
+            try {
+                return call.run();
+            } catch (RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
+                }
+                throw new HiCacheException(ErrorCode.STORE_IO, "rocksdb store: " + e.getMessage(), e);
+            }
+        };
+        try {
+            return CompletableFuture.supplyAsync(wrapped, calls);
+        } catch (RejectedExecutionException e) {
+            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_CLOSED, "the rocksdb store is closing"));
+        }
+    }
+
+    @Override
+    protected long storedPages() {
+        return metas.size();
+    }
+
+    @Override
+    protected long storedBytes() {
+        return storedBytes.get();
+    }
+
+    @Override
+    protected long capacityBytes() {
+        return gate.capacityBytes();
+    }
+
+    /** Native handles still open: 0 after close. For tests. */
+    int openHandles() {
+        return rocks.openHandles();
+    }
+
+    /**
+     * Flips one byte of the stored page {@code key}'s value without updating its checksum record: a stand-in for bit
+     * rot that RocksDB's own checks cannot see. For tests only.
+     */
+    void corruptForTest(StoreKey key) throws RocksDBException {
+        byte[] id = PageId.of(key).toBytes();
+        byte[] value = rocks.db.get(rocks.pages, id);
+        if (value == null) {
+            throw new IllegalArgumentException("no page stored under " + key);
+        }
+        value[value.length / 2] = (byte) ~value[value.length / 2];
+        rocks.db.put(rocks.pages, id, value);
+    }
+
+    @Override
+    protected void doClose() {
+        calls.shutdown();
+        try {
+            if (!calls.awaitTermination(2, TimeUnit.MINUTES)) {
+                LOG.log(Level.WARNING, "rocksdb store at " + root.path() + ": calls still running after 2 minutes");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        gate.close();
+        writeLock.lock();
+        try {
+            rocks.close();
+        } finally {
+            writeLock.unlock();
+        }
+        root.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RocksDbPageStore[" + root.path() + ", " + Units.formatBytes(storedBytes.get()) + " of "
+                + Units.formatBytes(gate.capacityBytes()) + (config.fsync() ? ", fsync" : "") + "]";
+    }
+}

@@ -1,0 +1,49 @@
+package io.hicache.storage.file;
+
+import io.hicache.core.store.PageStore;
+import io.hicache.testkit.PageCorrupter;
+import io.hicache.testkit.PageStoreConformanceKit;
+import java.nio.file.Path;
+import java.util.Optional;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The conformance kit against the RocksDB store, with and without fsync. */
+class RocksDbPageStoreConformanceTest {
+    abstract static class Kit extends PageStoreConformanceKit {
+        abstract RocksDbStoreConfig config();
+
+        @Override
+        protected PageStore openStore() {
+            return RocksDbPageStore.open(config());
+        }
+
+        @Override
+        protected Optional<PageCorrupter> corrupter() {
+            return Optional.of((store, key) -> ((RocksDbPageStore) store).corruptForTest(key));
+        }
+    }
+
+    @Nested
+    class Default extends Kit {
+        @TempDir
+        static Path root;
+
+        @Override
+        RocksDbStoreConfig config() {
+            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(FilePageStoreConformanceTest.CAPACITY);
+        }
+    }
+
+    @Nested
+    class Fsync extends Kit {
+        @TempDir
+        static Path root;
+
+        @Override
+        RocksDbStoreConfig config() {
+            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(FilePageStoreConformanceTest.CAPACITY)
+                    .withFsync(true);
+        }
+    }
+}

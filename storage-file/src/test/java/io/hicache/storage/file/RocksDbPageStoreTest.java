@@ -1,0 +1,125 @@
+package io.hicache.storage.file;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Settings;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
+import io.hicache.core.store.PageStores;
+import io.hicache.core.store.StoreConfig;
+import io.hicache.testkit.PagePattern;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RocksDbPageStoreTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void closeReleasesEveryNativeHandleOnceAndFreesTheFolder() {
+        Path root = dir.resolve("store");
+        RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root));
+        assertTrue(store.openHandles() >= 8, "handles: " + store.openHandles());
+        store.close();
+        assertEquals(0, store.openHandles());
+        store.close(); // a second close does nothing
+        assertEquals(0, store.openHandles());
+        RocksDbPageStore.open(RocksDbStoreConfig.at(root)).close(); // the database's own lock was released too
+    }
+
+    @Test
+    void aSecondStoreOnTheSameFolderIsRefused() {
+        Path root = dir.resolve("store");
+        try (RocksDbPageStore first = RocksDbPageStore.open(RocksDbStoreConfig.at(root))) {
+            assertEquals(0, first.stats().storedPages());
+            var e = org.junit.jupiter.api.Assertions.assertThrows(HiCacheException.class,
+                    () -> RocksDbPageStore.open(RocksDbStoreConfig.at(root)));
+            assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
+            assertTrue(e.getMessage().contains("already open"), e.getMessage());
+        }
+    }
+
+    @Test
+    void oldestPagesGoFirstAndTheIndexSurvivesAReopen() throws Exception {
+        Path root = dir.resolve("store");
+        int pageBytes = 64 * 1024;
+        List<StoreKey> keys = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            keys.add(FilePageStoreTest.key(9, i));
+        }
+        try (Arena arena = Arena.ofShared()) {
+            try (RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
+                for (int i = 0; i < keys.size(); i += 8) {
+                    List<StoreKey> batch = keys.subList(i, i + 8);
+                    BatchResult r = put(store, batch, arena, pageBytes);
+                    assertEquals(8, r.count(PageStatus.OK), r::toString);
+                    assertTrue(store.stats().storedBytes() <= 40L * pageBytes, store.stats()::toString);
+                }
+                waitUntil(() -> store.stats().storedBytes() <= 32L * pageBytes);
+                assertEquals(0, hits(store, keys.subList(0, 1)), "the oldest page is still there");
+                assertEquals(8, hits(store, keys.subList(56, 64)), "the newest pages are gone");
+            }
+            try (RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
+                assertEquals(8, hits(store, keys.subList(56, 64)));
+                MemorySegment target = arena.allocate(pageBytes);
+                BatchResult got = await(store.get(PageBatch.of(keys.subList(63, 64), List.of(target)), deadline()));
+                assertEquals(PageStatus.OK, got.status(0));
+                assertTrue(PagePattern.matches(target, keys.get(63)));
+            }
+        }
+    }
+
+    @Test
+    void theStoreIsFoundByNameAndConfiguredLikeEveryStore() {
+        Settings settings = Settings.builder().flag("rocksdb.root", dir.resolve("named").toString())
+                .flag("rocksdb.capacity", "64MiB").build();
+        try (var store = PageStores.open(new StoreConfig("rocksdb", settings))) {
+            assertEquals("rocksdb", store.name());
+            assertEquals(64L << 20, store.stats().capacityBytes());
+        }
+        assertTrue(Files.isDirectory(dir.resolve("named").resolve("db")));
+    }
+
+    private static BatchResult put(RocksDbPageStore store, List<StoreKey> keys, Arena arena, int bytes) {
+        List<MemorySegment> pages = new ArrayList<>();
+        for (StoreKey k : keys) {
+            MemorySegment p = arena.allocate(bytes);
+            PagePattern.fill(p, k);
+            pages.add(p);
+        }
+        return await(store.put(PageBatch.of(keys, pages), deadline()));
+    }
+
+    private static int hits(RocksDbPageStore store, List<StoreKey> keys) {
+        return await(store.leadingHits(keys, deadline()));
+    }
+
+    private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < end, "timed out");
+            Thread.sleep(10);
+        }
+    }
+
+    private static Deadline deadline() {
+        return Deadline.after(Duration.ofSeconds(30));
+    }
+
+    private static <T> T await(java.util.concurrent.CompletableFuture<T> f) {
+        return f.orTimeout(60, java.util.concurrent.TimeUnit.SECONDS).join();
+    }
+}
