@@ -1,0 +1,103 @@
+package io.hicache.testkit;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A child JVM running a main class of this class path with this JVM's flags, whose standard output is collected line
+ * by line, for tests that kill a process in the middle of its work. Only lines that ended in a newline count: a kill
+ * in the middle of {@code "ok 5 9087"} leaves {@code "ok 5 90"}, which would name something else.
+ *
+ * <p>Thread-safe. The test that starts it kills it; {@link #kill()} waits for the process and its output.
+ */
+public final class ChildJvm {
+    private final Process process;
+    private final List<String> lines = new ArrayList<>();
+    private final CompletableFuture<Void> reader;
+
+    private ChildJvm(Process process) {
+        this.process = process;
+        this.reader = CompletableFuture.runAsync(this::collect);
+    }
+
+    /** Starts {@code mainClass} with {@code args}; its standard error goes to this JVM's. */
+    public static ChildJvm start(Class<?> mainClass, List<String> args) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElseThrow());
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass.getName()));
+        command.addAll(args);
+        return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+    }
+
+    private void collect() {
+        try (InputStream in = process.getInputStream()) {
+            ByteArrayOutputStream line = new ByteArrayOutputStream();
+            byte[] chunk = new byte[64 * 1024];
+            int n;
+            while ((n = in.read(chunk)) >= 0) {
+                for (int i = 0; i < n; i++) {
+                    if (chunk[i] == '\n') {
+                        synchronized (lines) {
+                            lines.add(line.toString(StandardCharsets.UTF_8));
+                            lines.notifyAll();
+                        }
+                        line.reset();
+                    } else {
+                        line.write(chunk[i]);
+                    }
+                }
+            }
+        } catch (IOException e) {
+            // the pipe closes when the child dies
+        } finally {
+            synchronized (lines) {
+                lines.notifyAll();
+            }
+        }
+    }
+
+    /** Waits until the child printed a line starting with {@code prefix}; false if it died or time ran out first. */
+    public boolean awaitLine(String prefix, long timeout, TimeUnit unit) throws InterruptedException {
+        long end = System.nanoTime() + unit.toNanos(timeout);
+        synchronized (lines) {
+            while (true) {
+                if (lines.stream().anyMatch(l -> l.startsWith(prefix))) {
+                    return true;
+                }
+                long left = end - System.nanoTime();
+                if (left <= 0 || (reader.isDone())) {
+                    return false;
+                }
+                lines.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+            }
+        }
+    }
+
+    /**
+     * Kills the child with SIGKILL, waits for it and for the last of its output, and returns every whole line it
+     * printed. The kill goes through the process handle: {@link Process#destroyForcibly()} would also close this end
+     * of the child's output, dropping the lines it printed last.
+     */
+    public List<String> kill() throws Exception {
+        process.toHandle().destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+        reader.get(30, TimeUnit.SECONDS);
+        return lines();
+    }
+
+    /** The whole lines printed so far. */
+    public List<String> lines() {
+        synchronized (lines) {
+            return List.copyOf(lines);
+        }
+    }
+}
