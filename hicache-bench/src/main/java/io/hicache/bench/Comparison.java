@@ -24,11 +24,25 @@ final class Comparison {
     private final int warmupRounds;
     private final int rounds;
     private final long roundNanos;
+    private final long minItemsPerRound;
 
     Comparison(int warmupRounds, int rounds, long roundNanos) {
+        this(warmupRounds, rounds, roundNanos, 0);
+    }
+
+    private Comparison(int warmupRounds, int rounds, long roundNanos, long minItemsPerRound) {
         this.warmupRounds = warmupRounds;
         this.rounds = rounds;
         this.roundNanos = roundNanos;
+        this.minItemsPerRound = minItemsPerRound;
+    }
+
+    /**
+     * This comparison with every round lasting until it has also processed {@code items} (bytes, pages): for
+     * suites that must move a set amount, such as enough bytes that a cache cannot hold them.
+     */
+    Comparison withMinItemsPerRound(long items) {
+        return new Comparison(warmupRounds, rounds, roundNanos, items);
     }
 
     /** The settings for a full run, or for a quick one that only checks a suite works. */
@@ -69,7 +83,7 @@ final class Comparison {
         do {
             items += w.run();
             elapsed = System.nanoTime() - start;
-        } while (elapsed < roundNanos);
+        } while (elapsed < roundNanos || items < minItemsPerRound);
         return items * 1e9 / elapsed;
     }
 }

@@ -47,7 +47,8 @@ import org.rocksdb.WriteBatch;
 /**
  * The {@code rocksdb} page store: pages as values in a RocksDB database ({@link RocksDbHandles} says which options
  * and why), keyed by namespace id then page hash, so a namespace is one key range. A put of a batch is one write
- * batch; a get of a batch is one multi-get that lands each value straight in the caller's memory. Each page's
+ * batch; a get of a batch is a multi-get per chunk of at least 16 pages, the chunks in parallel on the store's
+ * threads, landing each value straight in the caller's memory. Each page's
  * length and CRC-32C sit beside it in a second column family and are checked on every read.
  *
  * <p>Copies on the data path: a put hands the page to RocksDB from the caller's memory (RocksDB copies it into its
@@ -65,6 +66,8 @@ import org.rocksdb.WriteBatch;
 public final class RocksDbPageStore extends AbstractPageStore {
     private static final System.Logger LOG = System.getLogger(RocksDbPageStore.class.getName());
     private static final int PREFERRED_BATCH = 128;
+    /** Pages per multi-get below which splitting a get costs more than it saves. */
+    private static final int MIN_GET_CHUNK = 16;
 
     private final RocksDbStoreConfig config;
     private final StoreRoot root;
@@ -142,15 +145,34 @@ public final class RocksDbPageStore extends AbstractPageStore {
 
     @Override
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
-        return async(targets.size(), deadline, () -> read(targets));
+        // One multi-get reads its pages one after another: a large batch is split over the store's threads.
+        int n = targets.size();
+        int chunks = Math.max(1, Math.min(config.ioThreads(), n / MIN_GET_CHUNK));
+        BatchResult.Builder result = BatchResult.builder(n);
+        CompletableFuture<?>[] parts = new CompletableFuture<?>[chunks];
+        for (int c = 0; c < chunks; c++) {
+            int from = (int) ((long) n * c / chunks);
+            int to = (int) ((long) n * (c + 1) / chunks);
+            parts[c] = supply(() -> {
+                if (deadline.isOver()) {
+                    for (int i = from; i < to; i++) {
+                        result.set(i, PageStatus.stoppedBy(deadline));
+                    }
+                } else {
+                    read(targets, from, to, result);
+                }
+                return null;
+            });
+        }
+        // The chunks set disjoint outcomes; allOf orders their writes before build().
+        return CompletableFuture.allOf(parts).thenApply(done -> result.build());
     }
 
-    private BatchResult read(PageBatch targets) throws RocksDBException {
-        int n = targets.size();
-        BatchResult.Builder result = BatchResult.builder(n);
-        PageMeta[] expected = new PageMeta[n];
-        List<Integer> asked = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
+    /** Reads pages [from, to) of {@code targets} with one multi-get, setting their outcomes in {@code result}. */
+    private void read(PageBatch targets, int from, int to, BatchResult.Builder result) throws RocksDBException {
+        PageMeta[] expected = new PageMeta[to];
+        List<Integer> asked = new ArrayList<>(to - from);
+        for (int i = from; i < to; i++) {
             PageMeta m = metas.get(PageId.of(targets.key(i)));
             if (m == null) {
                 result.set(i, PageStatus.MISS);
@@ -163,7 +185,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
             }
         }
         if (asked.isEmpty()) {
-            return result.build();
+            return;
         }
         try (Arena arena = Arena.ofConfined()) {
             List<ByteBuffer> keys = new ArrayList<>(asked.size());
@@ -194,7 +216,6 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 }
             }
         }
-        return result.build();
     }
 
     private static ByteBuffer keyBuffer(Arena arena, PageId id) {
