@@ -1,5 +1,5 @@
 /**
- * Will hold the S3 page store on the AWS SDK for Java v2 (issue: storage-s3). Nothing is implemented here yet: the module exists so the build, its dependencies
- * and their convergence are in place before that issue lands. See docs/architecture.md.
+ * The S3 page store ({@link io.hicache.storage.s3.S3PageStore}, {@code s3}): one object per page in a bucket of any
+ * S3-compatible service, on the AWS SDK for Java v2's asynchronous client. See docs/storage.md.
  */
 package io.hicache.storage.s3;

@@ -1,0 +1,308 @@
+package io.hicache.storage.s3;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.PageFormat;
+import io.hicache.core.store.AbstractPageStore;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.Capability;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageStatus;
+import io.hicache.core.store.StoreCapabilities;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
+import software.amazon.awssdk.core.async.AsyncRequestBody;
+import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
+import software.amazon.awssdk.core.exception.ApiCallTimeoutException;
+import software.amazon.awssdk.core.exception.SdkException;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.Delete;
+import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
+import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.ObjectIdentifier;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.model.S3Object;
+
+/**
+ * The {@code s3} page store: one object per page in a bucket of any S3-compatible service, named
+ * {@code PREFIX<namespace id>/<page hash>}, with the page's CRC-32C in its metadata, checked on every read. Built on
+ * the SDK's asynchronous client (Netty): a batch's requests go out in parallel, at most {@code s3.concurrency} in
+ * flight across the store ({@link RequestLimiter}); bodies go out of and come into the caller's off-heap memory
+ * directly ({@code fromByteBufferUnsafe}; {@link IntoSegment}). The leading-hit query sends HEADs in parallel and
+ * stops at the first miss.
+ *
+ * <p>Every attempt of every request is bounded by {@code s3.request-timeout}; throttling, server errors and
+ * timeouts are retried with exponential backoff up to {@code s3.max-attempts}; and no request outlives its call's
+ * deadline, so a call completes by its deadline (plus at most one request timeout) whatever the server does, with
+ * an outcome per page. Opening the store checks that the bucket exists and the credentials work.
+ *
+ * <p>Declares PERSISTENT and SHARED: any number of stores, anywhere, on the same bucket and prefix see each other's
+ * pages. Has no capacity of its own: size the bucket with a lifecycle rule. Thread-safe; the opener closes it,
+ * which closes the client and its connections.
+ */
+public final class S3PageStore extends AbstractPageStore {
+    private static final System.Logger LOG = System.getLogger(S3PageStore.class.getName());
+    private static final int PREFERRED_BATCH = 128;
+    /** DeleteObjects takes at most this many keys. */
+    private static final int DELETE_BATCH = 1000;
+
+    private final S3StoreConfig config;
+    private final S3AsyncClient s3;
+    private final RequestLimiter limiter;
+
+    private S3PageStore(S3StoreConfig config, S3AsyncClient s3) {
+        super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
+                new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES,
+                        PREFERRED_BATCH));
+        this.config = config;
+        this.s3 = s3;
+        this.limiter = new RequestLimiter(config.concurrency());
+    }
+
+    /**
+     * Opens the store and checks the bucket.
+     *
+     * @throws HiCacheException {@link ErrorCode#STORE_UNAVAILABLE} when the bucket does not exist, the credentials
+     *     are refused or missing, or the service cannot be reached, saying which
+     */
+    public static S3PageStore open(S3StoreConfig config) {
+        S3AsyncClient client = S3Clients.build(config);
+        try {
+            S3Clients.checkBucket(client, config);
+        } catch (RuntimeException e) {
+            client.close();
+            throw e;
+        }
+        return new S3PageStore(config, client);
+    }
+
+    /** The object name of {@code key}'s page. */
+    public String objectKey(StoreKey key) {
+        return config.prefix() + key.namespace().id() + "/" + key.hash().toHex();
+    }
+
+    /** The store's bucket. */
+    public String bucket() {
+        return config.bucket();
+    }
+
+    /* ---------------------------------------------------------------- lookups and reads */
+
+    @Override
+    protected CompletableFuture<Integer> doLeadingHits(List<StoreKey> keys, Deadline deadline) {
+        int n = keys.size();
+        AtomicInteger firstMiss = new AtomicInteger(n);
+        List<CompletableFuture<Boolean>> heads = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int index = i;
+            String key = objectKey(keys.get(i));
+            heads.add(limiter.submit(() -> {
+                // A key past a known miss no longer counts: do not ask about it.
+                if (index > firstMiss.get() || deadline.isOver()) {
+                    return CompletableFuture.completedFuture(false);
+                }
+                return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
+                        .handle((response, error) -> {
+                            if (error != null) {
+                                firstMiss.accumulateAndGet(index, Math::min);
+                                if (!(unwrap(error) instanceof NoSuchKeyException) && !isNotFound(error)) {
+                                    LOG.log(Level.DEBUG, () -> "s3 store: HEAD " + key + " failed: " + unwrap(error));
+                                }
+                                return false;
+                            }
+                            return true;
+                        });
+            }));
+        }
+        return CompletableFuture.allOf(heads.toArray(CompletableFuture[]::new)).handle((done, error) -> {
+            int hits = 0;
+            while (hits < n && heads.get(hits).getNow(false)) {
+                hits++;
+            }
+            return hits;
+        });
+    }
+
+    @Override
+    protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
+        return perPage(targets.size(), deadline, i -> {
+            MemorySegment target = targets.page(i);
+            IntoSegment into = new IntoSegment(target);
+            String key = objectKey(targets.key(i));
+            CompletableFuture<IntoSegment.Outcome> get = s3.getObject(
+                    b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)), into);
+            return guard(get.thenApply(o -> o), into, deadline).exceptionally(error -> failure("GET " + key, error, deadline));
+        });
+    }
+
+    /* ---------------------------------------------------------------- writes */
+
+    @Override
+    protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+        return perPage(sources.size(), deadline, i -> {
+            MemorySegment page = sources.page(i);
+            String key = objectKey(sources.key(i));
+            Map<String, String> metadata = Map.of(IntoSegment.CRC_METADATA, IntoSegment.hex(PageChecksum.of(page)));
+            // No copy: the SDK reads the caller's memory as it sends (and again if it retries).
+            AsyncRequestBody body = AsyncRequestBody.fromByteBufferUnsafe(page.asByteBuffer());
+            CompletableFuture<IntoSegment.Outcome> put = s3.putObject(b -> b.bucket(config.bucket()).key(key)
+                    .contentLength(page.byteSize()).contentType("application/octet-stream").metadata(metadata)
+                    .overrideConfiguration(timeouts(deadline)), body)
+                    .thenApply(response -> new IntoSegment.Outcome(PageStatus.OK, null));
+            return guard(put, null, deadline).exceptionally(error -> failure("PUT " + key, error, deadline));
+        });
+    }
+
+    /* ---------------------------------------------------------------- removal */
+
+    @Override
+    protected CompletableFuture<BatchResult> doDelete(List<StoreKey> keys, Deadline deadline) {
+        // S3 reports a delete of a missing object as done: a HEAD first tells OK from MISS.
+        return perPage(keys.size(), deadline, i -> {
+            String key = objectKey(keys.get(i));
+            return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
+                    .thenCompose(head -> s3.deleteObject(b -> b.bucket(config.bucket()).key(key)
+                            .overrideConfiguration(timeouts(deadline))))
+                    .thenApply(deleted -> new IntoSegment.Outcome(PageStatus.OK, null))
+                    .exceptionally(error -> failure("DELETE " + key, error, deadline));
+        });
+    }
+
+    @Override
+    protected CompletableFuture<Void> doClear(Namespace namespace, Deadline deadline) {
+        return deleteAll(config.prefix() + namespace.id() + "/", null, deadline);
+    }
+
+    @Override
+    protected CompletableFuture<Void> doClearAll(Deadline deadline) {
+        return deleteAll(config.prefix(), null, deadline);
+    }
+
+    /** Lists the objects under {@code prefix} a page at a time and deletes each page of them in one request. */
+    private CompletableFuture<Void> deleteAll(String prefix, String continuation, Deadline deadline) {
+        ListObjectsV2Request.Builder list = ListObjectsV2Request.builder().bucket(config.bucket()).prefix(prefix)
+                .maxKeys(DELETE_BATCH).overrideConfiguration(timeouts(deadline));
+        if (continuation != null) {
+            list.continuationToken(continuation);
+        }
+        return s3.listObjectsV2(list.build()).thenCompose((ListObjectsV2Response page) -> {
+            List<ObjectIdentifier> ids = page.contents().stream().map(S3Object::key)
+                    .map(k -> ObjectIdentifier.builder().key(k).build()).toList();
+            CompletableFuture<?> deleted = ids.isEmpty() ? CompletableFuture.completedFuture(null)
+                    : s3.deleteObjects(DeleteObjectsRequest.builder().bucket(config.bucket())
+                            .delete(Delete.builder().objects(ids).quiet(true).build())
+                            .overrideConfiguration(timeouts(deadline)).build());
+            return deleted.thenCompose(ignored -> Boolean.TRUE.equals(page.isTruncated())
+                    ? deleteAll(prefix, page.nextContinuationToken(), deadline)
+                    : CompletableFuture.completedFuture(null));
+        });
+    }
+
+    /* ---------------------------------------------------------------- plumbing */
+
+    /**
+     * Each attempt within {@code s3.request-timeout}, the whole request (retries included) within what is left of
+     * the call's deadline.
+     */
+    private AwsRequestOverrideConfiguration timeouts(Deadline deadline) {
+        Duration left = Duration.ofNanos(Math.max(1_000_000, deadline.remainingNanos()));
+        return AwsRequestOverrideConfiguration.builder().apiCallAttemptTimeout(config.requestTimeout())
+                .apiCallTimeout(left).build();
+    }
+
+    /**
+     * Bounds a request's future by the deadline plus one request timeout, however the client behaves; a GET given up
+     * on is abandoned, so it writes no more into its target.
+     */
+    private CompletableFuture<IntoSegment.Outcome> guard(CompletableFuture<IntoSegment.Outcome> request, IntoSegment into,
+            Deadline deadline) {
+        long limit = Math.max(0, deadline.remainingNanos()) + config.requestTimeout().toNanos();
+        return request.orTimeout(limit, TimeUnit.NANOSECONDS).whenComplete((outcome, error) -> {
+            if (error != null && into != null) {
+                into.abandon();
+            }
+        });
+    }
+
+    /** Runs one request per page through the limiter; a page still waiting when the deadline passes is not sent. */
+    private CompletableFuture<BatchResult> perPage(int size, Deadline deadline,
+            Function<Integer, CompletableFuture<IntoSegment.Outcome>> request) {
+        List<CompletableFuture<IntoSegment.Outcome>> pages = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            int index = i;
+            pages.add(limiter.submit(() -> deadline.isOver()
+                    ? CompletableFuture.completedFuture(new IntoSegment.Outcome(PageStatus.stoppedBy(deadline), null))
+                    : request.apply(index)));
+        }
+        return CompletableFuture.allOf(pages.toArray(CompletableFuture[]::new)).handle((done, error) -> {
+            BatchResult.Builder result = BatchResult.builder(size);
+            for (int i = 0; i < size; i++) {
+                IntoSegment.Outcome o = pages.get(i).isCompletedExceptionally()
+                        ? failure("request", pages.get(i).handle((v, e) -> e).join(), deadline) : pages.get(i).join();
+                result.set(i, o.status(), o.detail());
+            }
+            return result.build();
+        });
+    }
+
+    /** What a failed request means for its page. */
+    private static IntoSegment.Outcome failure(String what, Throwable error, Deadline deadline) {
+        Throwable cause = unwrap(error);
+        if (cause instanceof NoSuchKeyException || isNotFound(cause)) {
+            return new IntoSegment.Outcome(PageStatus.MISS, null);
+        }
+        if (cause instanceof ApiCallTimeoutException || cause instanceof ApiCallAttemptTimeoutException
+                || cause instanceof TimeoutException) {
+            return new IntoSegment.Outcome(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
+                    what + " timed out: " + cause.getMessage());
+        }
+        String message = cause instanceof S3Exception s ? "HTTP " + s.statusCode() + " " + s.awsErrorDetails().errorCode()
+                : cause instanceof SdkException ? cause.getMessage() : cause.toString();
+        return new IntoSegment.Outcome(PageStatus.FAILED, what + " failed: " + message);
+    }
+
+    private static boolean isNotFound(Throwable t) {
+        return unwrap(t) instanceof S3Exception s && s.statusCode() == 404;
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException)
+                && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    /** Requests in flight now: for tests. */
+    int requestsInFlight() {
+        return limiter.running();
+    }
+
+    @Override
+    protected void doClose() {
+        s3.close();
+    }
+
+    @Override
+    public String toString() {
+        return "S3PageStore[" + location() + "]";
+    }
+}

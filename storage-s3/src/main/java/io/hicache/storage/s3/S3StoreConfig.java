@@ -1,0 +1,129 @@
+package io.hicache.storage.s3;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Setting;
+import io.hicache.core.config.Settings;
+import io.hicache.core.util.Checks;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The S3 store's configuration, read and checked once.
+ *
+ * @param bucket          the bucket; it must exist (checked at open)
+ * @param prefix          prepended to every object name; empty or ending in {@code /}
+ * @param endpoint        the service's address, or empty for AWS's own for the region
+ * @param region          the signing region
+ * @param pathStyle       bucket in the path ({@code http://host/bucket/key}) rather than the host name; what MinIO,
+ *                        Ceph and S3Proxy usually want
+ * @param accessKey       explicit credentials, or empty for the SDK's default chain (environment, profile, instance
+ *                        role)
+ * @param secretKey       the secret of {@code accessKey}
+ * @param concurrency     requests in flight at once, across all calls
+ * @param requestTimeout  the most one attempt of one request may take
+ * @param maxAttempts     attempts per request (first try plus retries on throttling, server errors, timeouts)
+ * @param connectTimeout  the most opening a connection may take
+ */
+public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint, String region, boolean pathStyle,
+        Optional<String> accessKey, Optional<String> secretKey, int concurrency, Duration requestTimeout, int maxAttempts,
+        Duration connectTimeout) {
+    public static final Setting<String> BUCKET = Setting.string("s3.bucket", null, "the bucket (must exist)");
+    public static final Setting<String> PREFIX = Setting.string("s3.prefix", "hicache/",
+            "prefix of every object name; empty or ending in /");
+    public static final Setting<String> ENDPOINT = Setting.string("s3.endpoint", "",
+            "the service's URL (MinIO, Ceph, S3Proxy); empty for AWS");
+    public static final Setting<String> REGION = Setting.string("s3.region", "us-east-1", "the signing region");
+    public static final Setting<Boolean> PATH_STYLE = Setting.bool("s3.path-style", false,
+            "put the bucket in the path rather than the host name (MinIO, Ceph and S3Proxy usually want this)");
+    public static final Setting<String> ACCESS_KEY = Setting.string("s3.access-key", "",
+            "access key; empty uses the SDK's default credentials chain (environment, profile, instance role)");
+    public static final Setting<String> SECRET_KEY = Setting.string("s3.secret-key", "", "secret of s3.access-key");
+    public static final Setting<Integer> CONCURRENCY = Setting.integer("s3.concurrency", 64, 1, 4096,
+            "requests in flight at once, across all calls");
+    public static final Setting<Duration> REQUEST_TIMEOUT = Setting.duration("s3.request-timeout", "10s",
+            "the most one attempt of one request may take");
+    public static final Setting<Integer> MAX_ATTEMPTS = Setting.integer("s3.max-attempts", 3, 1, 20,
+            "attempts per request: the first try plus retries on throttling, server errors and timeouts");
+    public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("s3.connect-timeout", "2s",
+            "the most opening a connection may take");
+
+    /** Every setting read here. */
+    public static final List<Setting<?>> SETTINGS = List.of(BUCKET, PREFIX, ENDPOINT, REGION, PATH_STYLE, ACCESS_KEY,
+            SECRET_KEY, CONCURRENCY, REQUEST_TIMEOUT, MAX_ATTEMPTS, CONNECT_TIMEOUT);
+
+    public S3StoreConfig {
+        Checks.checkNotNull(bucket, "bucket");
+        Checks.requireArgument(bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"),
+                "s3.bucket '%s' is not a valid bucket name (3 to 63 lowercase letters, digits, '.' and '-')", bucket);
+        Checks.checkNotNull(prefix, "prefix");
+        Checks.requireArgument(prefix.isEmpty() || (prefix.endsWith("/") && !prefix.startsWith("/")),
+                "s3.prefix '%s' must be empty or end in '/' (and not start with one)", prefix);
+        Checks.requireArgument(prefix.length() <= 512, "s3.prefix is %d characters, over 512", prefix.length());
+        Checks.checkNotNull(endpoint, "endpoint");
+        endpoint.ifPresent(uri -> Checks.requireArgument(uri.getScheme() != null && uri.getHost() != null
+                && (uri.getScheme().equals("http") || uri.getScheme().equals("https")),
+                "s3.endpoint '%s' must be an http or https URL", uri));
+        Checks.requireArgument(region != null && !region.isBlank(), "s3.region must be set");
+        Checks.requireArgument(accessKey.isPresent() == secretKey.isPresent(),
+                "s3.access-key and s3.secret-key go together: give both or neither");
+        Checks.checkPositive(concurrency, "concurrency");
+        Checks.requireArgument(!requestTimeout.isNegative() && !requestTimeout.isZero(), "s3.request-timeout must be positive");
+        Checks.checkPositive(maxAttempts, "maxAttempts");
+        Checks.requireArgument(!connectTimeout.isNegative() && !connectTimeout.isZero(), "s3.connect-timeout must be positive");
+    }
+
+    /**
+     * Reads the configuration.
+     *
+     * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad or missing setting
+     */
+    public static S3StoreConfig from(Settings settings) {
+        String bucket = settings.get(BUCKET);
+        try {
+            String endpoint = settings.get(ENDPOINT).trim();
+            return new S3StoreConfig(bucket.trim(), settings.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
+                    : Optional.of(URI.create(endpoint)), settings.get(REGION), settings.get(PATH_STYLE),
+                    nonEmpty(settings.get(ACCESS_KEY)), nonEmpty(settings.get(SECRET_KEY)), settings.get(CONCURRENCY),
+                    settings.get(REQUEST_TIMEOUT), settings.get(MAX_ATTEMPTS), settings.get(CONNECT_TIMEOUT));
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
+    /** A store on {@code endpoint} (path style) with explicit keys and the defaults otherwise: for tests. */
+    public static S3StoreConfig local(URI endpoint, String bucket, String accessKey, String secretKey) {
+        return new S3StoreConfig(bucket, "hicache/", Optional.of(endpoint), "us-east-1", true, Optional.of(accessKey),
+                Optional.of(secretKey), 64, Duration.ofSeconds(10), 3, Duration.ofSeconds(2));
+    }
+
+    public S3StoreConfig withPrefix(String newPrefix) {
+        return new S3StoreConfig(bucket, newPrefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency,
+                requestTimeout, maxAttempts, connectTimeout);
+    }
+
+    public S3StoreConfig withTimeouts(Duration request, int attempts) {
+        return new S3StoreConfig(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency, request,
+                attempts, connectTimeout);
+    }
+
+    public S3StoreConfig withConcurrency(int requests) {
+        return new S3StoreConfig(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, requests,
+                requestTimeout, maxAttempts, connectTimeout);
+    }
+
+    private static Optional<String> nonEmpty(String s) {
+        return s == null || s.isBlank() ? Optional.empty() : Optional.of(s.trim());
+    }
+
+    /** The secret is never printed. */
+    @Override
+    public String toString() {
+        return "S3StoreConfig[bucket=" + bucket + ", prefix=" + prefix + ", endpoint=" + endpoint.map(URI::toString)
+                .orElse("AWS") + ", region=" + region + ", pathStyle=" + pathStyle + ", credentials="
+                + (accessKey.isPresent() ? "explicit" : "default chain") + ", concurrency=" + concurrency
+                + ", requestTimeout=" + requestTimeout + ", maxAttempts=" + maxAttempts + "]";
+    }
+}

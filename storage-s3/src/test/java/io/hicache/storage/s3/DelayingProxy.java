@@ -1,0 +1,103 @@
+package io.hicache.storage.s3;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * A TCP proxy of the tests' own on 127.0.0.1, in front of a server: it forwards bytes both ways, after a delay per
+ * chunk, or not at all (a server that hangs: connections accepted, requests read, nothing answered). Thread-safe;
+ * closing it closes every connection.
+ */
+final class DelayingProxy implements AutoCloseable {
+    /** What the proxy does with the bytes it gets. */
+    enum Mode { PASS, DELAY, HANG }
+
+    private final ServerSocket listener;
+    private final int targetPort;
+    private final List<Socket> sockets = new CopyOnWriteArrayList<>();
+    private volatile Mode mode = Mode.PASS;
+    private volatile long delayMillis;
+
+    DelayingProxy(int targetPort) throws IOException {
+        this.targetPort = targetPort;
+        this.listener = new ServerSocket(0, 128, InetAddress.getLoopbackAddress());
+        Thread.ofVirtual().name("delaying-proxy-accept").start(this::acceptLoop);
+    }
+
+    URI endpoint() {
+        return URI.create("http://127.0.0.1:" + listener.getLocalPort());
+    }
+
+    void pass() {
+        mode = Mode.PASS;
+    }
+
+    void delay(long millis) {
+        delayMillis = millis;
+        mode = Mode.DELAY;
+    }
+
+    void hang() {
+        mode = Mode.HANG;
+    }
+
+    private void acceptLoop() {
+        while (!listener.isClosed()) {
+            try {
+                Socket client = listener.accept();
+                Socket server = new Socket();
+                server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 2000);
+                sockets.add(client);
+                sockets.add(server);
+                Thread.ofVirtual().start(() -> pump(client, server));
+                Thread.ofVirtual().start(() -> pump(server, client));
+            } catch (IOException e) {
+                // closed, or the server is down: the client sees its connection closed
+            }
+        }
+    }
+
+    private void pump(Socket from, Socket to) {
+        byte[] chunk = new byte[64 * 1024];
+        try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+            int n;
+            while ((n = in.read(chunk)) >= 0) {
+                while (mode == Mode.HANG && !from.isClosed()) {
+                    Thread.sleep(20);
+                }
+                if (mode == Mode.DELAY) {
+                    Thread.sleep(delayMillis);
+                }
+                out.write(chunk, 0, n);
+                out.flush();
+            }
+        } catch (IOException | InterruptedException e) {
+            // a side closed
+        } finally {
+            closeQuietly(from);
+            closeQuietly(to);
+        }
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException e) {
+            // already closed
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        listener.close();
+        sockets.forEach(DelayingProxy::closeQuietly);
+    }
+}
