@@ -1,0 +1,238 @@
+package io.hicache.bench;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
+import io.hicache.storage.s3.S3PageStore;
+import io.hicache.storage.s3.S3StoreConfig;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Properties;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.gaul.s3proxy.BlobStores;
+import org.gaul.s3proxy.S3Proxy;
+import org.gaul.s3proxy.auth.AuthenticationType;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+
+/**
+ * {@code s3}: the S3 store against S3Proxy (objects in memory) on 127.0.0.1 in this JVM. Batches of 128 pages of
+ * 256 KiB and 1 MiB, get and put, against the same SDK used as a naive user would: a synchronous client, one request
+ * at a time, bodies copied through a {@code byte[]}; in alternating rounds. Then the latency of single-page requests,
+ * median and 99th percentile, the store against the same naive client. Server and client share this machine's
+ * cores, so gets also report the process's CPU seconds per GB moved. Gets are checked against the bytes put.
+ * Stateless; the server and its objects go when the suite ends.
+ */
+public final class S3Suite implements BenchSuite {
+    static final int BATCH = 128;
+    static final int[] PAGE_BYTES = {256 * 1024, 1024 * 1024};
+    private static final String BUCKET = "hicache-bench";
+    private static final String ACCESS_KEY = "bench";
+    private static final String SECRET_KEY = "bench-secret";
+
+    @Override
+    public String name() {
+        return "s3";
+    }
+
+    @Override
+    public String description() {
+        return "S3 store on S3Proxy over loopback: batched get/put of 128 pages (256 KiB, 1 MiB) vs a naive SDK loop; "
+                + "single-page latency";
+    }
+
+    @Override
+    public List<BenchRow> run(boolean quick) throws Exception {
+        java.util.logging.Logger.getLogger("org.gaul").setLevel(java.util.logging.Level.WARNING);
+        S3Proxy proxy = startServer();
+        URI endpoint = URI.create("http://127.0.0.1:" + proxy.getPort());
+        List<BenchRow> rows = new ArrayList<>();
+        try (S3Client naive = S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint).forcePathStyle(true)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+                .build()) {
+            naive.createBucket(b -> b.bucket(BUCKET));
+            try (S3PageStore store = S3PageStore.open(S3StoreConfig.local(endpoint, BUCKET, ACCESS_KEY, SECRET_KEY));
+                    Arena arena = Arena.ofShared()) {
+                Comparison comparison = Comparison.forRun(quick, 1, 6, 300);
+                for (int pageBytes : PAGE_BYTES) {
+                    batches(store, naive, pageBytes, comparison, arena, rows);
+                }
+                latency(store, naive, quick ? 20 : 400, arena, rows);
+            }
+        } finally {
+            proxy.stop();
+        }
+        return rows;
+    }
+
+    private static S3Proxy startServer() throws Exception {
+        Properties p = new Properties();
+        p.setProperty("jclouds.identity", ACCESS_KEY);
+        p.setProperty("jclouds.credential", SECRET_KEY);
+        S3Proxy proxy = S3Proxy.builder().blobStore(BlobStores.create("transient", p))
+                .endpoint(URI.create("http://127.0.0.1:0"))
+                .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
+                .ignoreUnknownHeaders(true).stopTimeout(0).build();
+        proxy.start();
+        while (!"STARTED".equals(proxy.getState())) {
+            Thread.sleep(5);
+        }
+        return proxy;
+    }
+
+    private static void batches(S3PageStore store, S3Client naive, int pageBytes, Comparison comparison, Arena arena,
+            List<BenchRow> rows) throws Exception {
+        Namespace ns = Namespace.of("bench/s3/" + pageBytes, KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+        List<StoreKey> keys = keys(ns, BATCH);
+        List<MemorySegment> sources = pages(arena, BATCH, pageBytes, true);
+        List<MemorySegment> targets = pages(arena, BATCH, pageBytes, false);
+        long batchBytes = (long) BATCH * pageBytes;
+        String size = pageBytes >= (1 << 20) ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
+        // The same keys every round: puts overwrite, so the server's memory holds one batch per side.
+        Comparison.Workload put = () -> {
+            require(store.put(PageBatch.of(keys, sources), deadline()).get(5, TimeUnit.MINUTES), "put");
+            return batchBytes;
+        };
+        Comparison.Workload naivePut = () -> {
+            for (int i = 0; i < BATCH; i++) {
+                byte[] body = sources.get(i).toArray(ValueLayout.JAVA_BYTE);
+                String key = "naive/" + store.objectKey(keys.get(i));
+                naive.putObject(b -> b.bucket(BUCKET).key(key), RequestBody.fromBytes(body));
+            }
+            return batchBytes;
+        };
+        rows.add(BenchRow.higherIsBetter("s3_put_128_pages_" + size, "GB/s", "naive_sdk_loop_via_byte_array",
+                comparison.measure(put, naivePut), 1e-9));
+        Comparison.Workload get = () -> {
+            require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
+            return batchBytes;
+        };
+        Comparison.Workload naiveGet = () -> {
+            for (int i = 0; i < BATCH; i++) {
+                String key = "naive/" + store.objectKey(keys.get(i));
+                ResponseBytes<GetObjectResponse> body = naive.getObjectAsBytes(b -> b.bucket(BUCKET).key(key));
+                MemorySegment.copy(body.asByteArray(), 0, targets.get(i), ValueLayout.JAVA_BYTE, 0, pageBytes);
+            }
+            return batchBytes;
+        };
+        rows.add(BenchRow.higherIsBetter("s3_get_128_pages_" + size, "GB/s", "naive_sdk_loop_via_byte_array",
+                comparison.measure(get, naiveGet), 1e-9));
+        // Client and server share this machine's cores: what each way costs in CPU says more than speed alone.
+        rows.add(BenchRow.lowerIsBetter("s3_get_128_pages_" + size + "_cpu_seconds_per_gb", cpuSecondsPerGb(get, batchBytes),
+                "cpu-s/GB", "naive_sdk_loop_cpu_seconds_per_gb", cpuSecondsPerGb(naiveGet, batchBytes)));
+        require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
+        for (int i = 0; i < BATCH; i++) {
+            if (MemorySegment.mismatch(sources.get(i), 0, pageBytes, targets.get(i), 0, pageBytes) >= 0) {
+                throw new IllegalStateException("the S3 store returned wrong bytes for page " + i);
+            }
+        }
+    }
+
+    /** Process CPU time (this JVM: client and server) per GB moved, over a few runs of {@code work}. */
+    private static double cpuSecondsPerGb(Comparison.Workload work, long bytesPerRun) throws Exception {
+        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        int runs = 4;
+        long before = os.getProcessCpuTime();
+        for (int i = 0; i < runs; i++) {
+            work.run();
+        }
+        return (os.getProcessCpuTime() - before) / 1e9 / (runs * bytesPerRun / 1e9);
+    }
+
+    /** Single-page requests one after another, store and naive client alternating: median and 99th percentile. */
+    private static void latency(S3PageStore store, S3Client naive, int requests, Arena arena, List<BenchRow> rows)
+            throws Exception {
+        int pageBytes = 256 * 1024;
+        Namespace ns = Namespace.of("bench/s3/latency", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+        StoreKey key = keys(ns, 1).getFirst();
+        MemorySegment source = pages(arena, 1, pageBytes, true).getFirst();
+        MemorySegment target = pages(arena, 1, pageBytes, false).getFirst();
+        String naiveKey = "naive/" + store.objectKey(key);
+        double[][] ms = new double[4][requests];
+        for (int r = -requests / 10; r < requests; r++) {
+            long a = System.nanoTime();
+            require(store.put(PageBatch.of(List.of(key), List.of(source)), deadline()).get(1, TimeUnit.MINUTES), "put");
+            long b = System.nanoTime();
+            byte[] body = source.toArray(ValueLayout.JAVA_BYTE);
+            naive.putObject(x -> x.bucket(BUCKET).key(naiveKey), RequestBody.fromBytes(body));
+            long c = System.nanoTime();
+            require(store.get(PageBatch.of(List.of(key), List.of(target)), deadline()).get(1, TimeUnit.MINUTES), "get");
+            long d = System.nanoTime();
+            MemorySegment.copy(naive.getObjectAsBytes(x -> x.bucket(BUCKET).key(naiveKey)).asByteArray(), 0, target,
+                    ValueLayout.JAVA_BYTE, 0, pageBytes);
+            long e = System.nanoTime();
+            if (r >= 0) {
+                ms[0][r] = (b - a) / 1e6;
+                ms[1][r] = (c - b) / 1e6;
+                ms[2][r] = (d - c) / 1e6;
+                ms[3][r] = (e - d) / 1e6;
+            }
+        }
+        String[] what = {"put", "get"};
+        for (int op = 0; op < 2; op++) {
+            double[] mine = ms[2 * op].clone();
+            double[] theirs = ms[2 * op + 1].clone();
+            Arrays.sort(mine);
+            Arrays.sort(theirs);
+            rows.add(BenchRow.lowerIsBetter("s3_" + what[op] + "_one_256k_page_p50", percentile(mine, 0.5), "ms",
+                    "naive_sdk_p50", percentile(theirs, 0.5)));
+            rows.add(BenchRow.lowerIsBetter("s3_" + what[op] + "_one_256k_page_p99", percentile(mine, 0.99), "ms",
+                    "naive_sdk_p99", percentile(theirs, 0.99)));
+        }
+    }
+
+    private static double percentile(double[] sorted, double p) {
+        return sorted[Math.min(sorted.length - 1, (int) Math.ceil(p * sorted.length) - 1)];
+    }
+
+    private static List<StoreKey> keys(Namespace ns, int count) {
+        List<StoreKey> keys = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            keys.add(ns.key(PageHash.fromHex(String.format("%016x", i) + "0".repeat(47) + "1")));
+        }
+        return keys;
+    }
+
+    private static List<MemorySegment> pages(Arena arena, int count, int bytes, boolean fill) {
+        SplittableRandom random = new SplittableRandom(bytes);
+        List<MemorySegment> out = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            MemorySegment page = arena.allocate(bytes, 4096);
+            if (fill) {
+                for (long off = 0; off < bytes; off += 8) {
+                    page.set(ValueLayout.JAVA_LONG_UNALIGNED, off, random.nextLong());
+                }
+            }
+            out.add(page);
+        }
+        return out;
+    }
+
+    private static void require(BatchResult r, String what) {
+        if (r.count(PageStatus.OK) + r.count(PageStatus.EXISTS) != r.size()) {
+            throw new IllegalStateException(what + " failed: " + r);
+        }
+    }
+
+    private static Deadline deadline() {
+        return Deadline.after(Duration.ofMinutes(2));
+    }
+}
