@@ -1,0 +1,686 @@
+package io.hicache.core.tree;
+
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHasher;
+import io.hicache.core.key.PageHashes;
+import io.hicache.core.util.Checks;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.PriorityQueue;
+
+/**
+ * The page-aligned radix tree over token ids behind HiCache, with SGLang HiRadixCache's semantics: a node is on the
+ * device (D), on the device and backed up to the host (D+H), or on the host only (H); device eviction is leaf-first
+ * and demotes backed-up nodes to H and deletes the rest, so along every path the evicted nodes form a suffix; host
+ * eviction removes H leaves nobody protects. Matching splits a node where a match ends inside it. Each page carries
+ * its chained page hash, computed at insert.
+ *
+ * <p>A data structure only: it decides and records which slots belong to which node; the cache allocates slots,
+ * copies bytes and frees what the tree hands back. Not thread-safe: its owner serialises every call (the cache's
+ * lock). Token runs live off the heap, so the tree's heap use per cached page is the page's hash, its device page
+ * and its host slot (about 40 bytes) plus each node's share of its fixed cost.
+ */
+public final class RadixTree {
+    private final int pageSize;
+    private final EvictionPolicy policy;
+    private final PageHasher hasher;
+    private final TreeNode root = new TreeNode();
+    private long clock;
+    private long devicePages;
+    private long evictableDevicePages;
+    private long hostPages;
+    private long nodes;
+
+    public RadixTree(int pageSizeTokens, EvictionPolicy policy) {
+        this.pageSize = Checks.checkPositive(pageSizeTokens, "pageSizeTokens");
+        this.policy = Checks.checkNotNull(policy, "policy");
+        this.hasher = new PageHasher(pageSizeTokens);
+        root.tokens = MemorySegment.NULL;
+        root.hashes = PageHashes.empty();
+        root.device = new int[0];
+        root.lockRef = 1; // the root is never evicted
+    }
+
+    public int pageSize() {
+        return pageSize;
+    }
+
+    public TreeNode root() {
+        return root;
+    }
+
+    /* ---------------------------------------------------------------- match */
+
+    /** The longest cached prefix of {@code tokens}' whole pages; splits the node where the match ends inside one. */
+    public MatchResult match(int[] tokens) {
+        MemorySegment query = MemorySegment.ofArray(tokens);
+        int total = tokens.length / pageSize;
+        long now = ++clock;
+        TreeNode node = root;
+        TreeNode lastDevice = root;
+        TreeNode lastHost = root;
+        int device = 0;
+        int host = 0;
+        int at = 0;
+        while (at < total) {
+            TreeNode child = child(node, tokens, at);
+            if (child == null) {
+                break;
+            }
+            int same = samePages(child, query, at, total - at);
+            if (same < child.pages) {
+                child = split(child, same);
+            }
+            child.lastAccess = now;
+            node = child;
+            at += same;
+            if (child.device != null) {
+                device += same;
+                lastDevice = child;
+            } else {
+                host += same;
+            }
+            if (child.backedUp()) {
+                lastHost = child;
+            }
+        }
+        return new MatchResult(device, host, lastDevice, lastHost, node);
+    }
+
+    /** The device pages of the path from the root down to {@code last}, which must be on the device. */
+    public int[] devicePagesTo(TreeNode last) {
+        int count = 0;
+        for (TreeNode n = last; n != root; n = n.parent) {
+            Checks.requireState(n.device != null, "%s is not on the device", n);
+            count += n.pages;
+        }
+        int[] out = new int[count];
+        for (TreeNode n = last; n != root; n = n.parent) {
+            count -= n.pages;
+            System.arraycopy(n.device, 0, out, count, n.pages);
+        }
+        return out;
+    }
+
+    /** The host-only nodes from below {@code lastDevice} down to {@code last}, top first: what a load-back brings. */
+    public List<TreeNode> evictedPath(TreeNode lastDevice, TreeNode last) {
+        List<TreeNode> path = new ArrayList<>();
+        for (TreeNode n = last; n != lastDevice && n != root; n = n.parent) {
+            Checks.requireState(n.device == null, "%s is on the device below the last device node", n);
+            path.add(n);
+        }
+        java.util.Collections.reverse(path);
+        return path;
+    }
+
+    /* ---------------------------------------------------------------- insert */
+
+    /** What an {@link #insert} did. */
+    public record InsertResult(TreeNode last, int[] duplicatePages, List<TreeNode> backupCandidates, int newPages) {
+    }
+
+    /**
+     * Caches {@code tokens}' whole pages, whose KV is in {@code devicePages} (one per page). Matched nodes that were
+     * evicted take the given pages (the KV was computed again); matched nodes on the device keep theirs, and the given
+     * pages that differ come back as duplicates for the caller to free; the rest becomes a new leaf. With
+     * {@code hitThreshold} above 0, matched device nodes and the new leaf count a hit, and those at the threshold
+     * that are not backed up come back as backup candidates (write-through policies); 0 counts nothing (write-back,
+     * or a chunk of an unfinished request).
+     */
+    public InsertResult insert(int[] tokens, int[] devicePages, int hitThreshold) {
+        int total = tokens.length / pageSize;
+        Checks.requireArgument(devicePages.length == total, "%d device pages for %d whole pages of tokens",
+                devicePages.length, total);
+        MemorySegment query = MemorySegment.ofArray(tokens);
+        long now = ++clock;
+        List<TreeNode> candidates = new ArrayList<>();
+        int[] dup = new int[total];
+        int dups = 0;
+        TreeNode node = root;
+        int at = 0;
+        while (at < total) {
+            TreeNode child = child(node, tokens, at);
+            if (child == null) {
+                break;
+            }
+            int same = samePages(child, query, at, total - at);
+            if (same < child.pages) {
+                child = split(child, same);
+            }
+            child.lastAccess = now;
+            if (child.device == null) {
+                giveDevice(child, Arrays.copyOfRange(devicePages, at, at + same));
+            } else {
+                for (int i = 0; i < same; i++) {
+                    if (child.device[i] != devicePages[at + i]) {
+                        dup[dups++] = devicePages[at + i];
+                    }
+                }
+                countHit(child, hitThreshold, candidates);
+            }
+            node = child;
+            at += same;
+        }
+        int added = 0;
+        if (at < total) {
+            TreeNode leaf = newNode(tokens, at, total - at, node);
+            leaf.lastAccess = now;
+            giveDevice(leaf, Arrays.copyOfRange(devicePages, at, total));
+            added = leaf.pages;
+            countHit(leaf, hitThreshold, candidates);
+            node = leaf;
+        }
+        return new InsertResult(node, Arrays.copyOf(dup, dups), candidates, added);
+    }
+
+    private static void countHit(TreeNode n, int threshold, List<TreeNode> candidates) {
+        if (threshold <= 0) {
+            return;
+        }
+        n.hitCount++;
+        if (n.hitCount >= threshold && n.host == null && n.device != null && n.pending == null) {
+            candidates.add(n);
+        }
+    }
+
+    /**
+     * Inserts pages fetched into the host pool as host-only nodes under {@code anchor} (a prefetch's landing): the
+     * pages of {@code tokens[from ..]} already in the tree keep their own copy, and the given slots for them come back
+     * for the caller to free.
+     *
+     * @return the given host slots the tree did not take
+     */
+    public int[] insertHost(TreeNode anchor, int[] tokens, int from, int pages, int[] hostSlots, PageHashes hashes) {
+        Checks.requireArgument(hostSlots.length == pages && hashes.size() == pages, "%d pages, %d slots, %d hashes",
+                pages, hostSlots.length, hashes.size());
+        MemorySegment query = MemorySegment.ofArray(tokens);
+        long now = ++clock;
+        int fromPage = from / pageSize;
+        int end = fromPage + pages;
+        int[] unused = new int[pages];
+        int unusedCount = 0;
+        TreeNode node = anchor;
+        int at = fromPage;
+        while (at < end) {
+            TreeNode child = child(node, tokens, at);
+            if (child == null) {
+                break;
+            }
+            int same = samePages(child, query, at, end - at);
+            if (same < child.pages) {
+                child = split(child, same);
+            }
+            child.lastAccess = now;
+            if (child.host == null && child.device != null && child.pending == null) {
+                // On the device only: the fetched copy makes it D+H.
+                child.host = Arrays.copyOfRange(hostSlots, at - fromPage, at - fromPage + same);
+                child.hostReady = true;
+                hostPages += same;
+            } else {
+                System.arraycopy(hostSlots, at - fromPage, unused, unusedCount, same);
+                unusedCount += same;
+            }
+            node = child;
+            at += same;
+        }
+        if (at < end) {
+            TreeNode leaf = newNode(tokens, at * pageSize, end - at, node, hashes.slice(at - fromPage, pages));
+            leaf.lastAccess = now;
+            leaf.host = Arrays.copyOfRange(hostSlots, at - fromPage, pages);
+            leaf.hostReady = true;
+            hostPages += leaf.pages;
+        }
+        return Arrays.copyOf(unused, unusedCount);
+    }
+
+    /* ---------------------------------------------------------------- pins */
+
+    /** Pins the device pages of {@code node} and its ancestors. */
+    public void lock(TreeNode node) {
+        for (TreeNode n = node; n != root; n = n.parent) {
+            if (n.lockRef++ == 0 && n.device != null) {
+                evictableDevicePages -= n.pages;
+            }
+        }
+    }
+
+    /** Undoes one {@link #lock}. */
+    public void unlock(TreeNode node) {
+        for (TreeNode n = node; n != root; n = n.parent) {
+            Checks.requireState(n.lockRef > 0, "%s is not locked", n);
+            if (--n.lockRef == 0 && n.device != null) {
+                evictableDevicePages += n.pages;
+            }
+        }
+    }
+
+    /** Pins the host slots of {@code node} against host eviction. */
+    public void protectHost(TreeNode node) {
+        node.hostRef++;
+    }
+
+    /** Undoes one {@link #protectHost}. */
+    public void releaseHost(TreeNode node) {
+        Checks.requireState(node.hostRef > 0, "%s is not protected", node);
+        node.hostRef--;
+    }
+
+    /* ---------------------------------------------------------------- copies */
+
+    /**
+     * Starts a backup of {@code node} into {@code hostSlots}: records them (not ready yet), and locks the node so its
+     * device pages stay until the copy is done.
+     */
+    public TreeNode.PendingCopy beginBackup(TreeNode node, int[] hostSlots) {
+        Checks.requireState(node.device != null && node.host == null && node.pending == null,
+                "%s cannot be backed up now", node);
+        Checks.requireArgument(hostSlots.length == node.pages, "%d slots for %d pages", hostSlots.length, node.pages);
+        TreeNode.PendingCopy p = new TreeNode.PendingCopy(true);
+        p.nodes.add(node);
+        node.pending = p;
+        node.host = hostSlots.clone();
+        node.hostReady = false;
+        hostPages += node.pages;
+        lock(node);
+        return p;
+    }
+
+    /**
+     * Ends a backup: on success every node it covers (a split adds halves) is backed up; on failure they lose the
+     * slots, which are returned for the caller to release. Unlocks {@code lockedNode}, the node it locked.
+     */
+    public int[] finishBackup(TreeNode.PendingCopy p, TreeNode lockedNode, boolean ok) {
+        Checks.requireArgument(p.toHost, "not a backup");
+        int[] slots = new int[0];
+        for (TreeNode n : p.nodes) {
+            n.pending = null;
+            if (ok) {
+                n.hostReady = true;
+            } else {
+                int at = slots.length;
+                slots = Arrays.copyOf(slots, at + n.pages);
+                System.arraycopy(n.host, 0, slots, at, n.pages);
+                n.host = null;
+                n.hostReady = false;
+                hostPages -= n.pages;
+            }
+        }
+        unlock(lockedNode);
+        return slots;
+    }
+
+    /**
+     * Starts loading host-only {@code path} (top first, hanging under a device node) into {@code devicePages}: the
+     * nodes get the pages now and the path is locked; while the load is pending no node of it is evicted from
+     * either tier.
+     */
+    public TreeNode.PendingCopy beginLoad(List<TreeNode> path, int[] devicePages) {
+        TreeNode.PendingCopy p = new TreeNode.PendingCopy(false);
+        int at = 0;
+        for (TreeNode n : path) {
+            Checks.requireState(n.device == null && n.backedUp() && n.pending == null, "%s cannot be loaded now", n);
+            p.nodes.add(n);
+            n.pending = p;
+            giveDevice(n, Arrays.copyOfRange(devicePages, at, at + n.pages));
+            at += n.pages;
+        }
+        Checks.requireArgument(at == devicePages.length, "%d device pages for %d pages", devicePages.length, at);
+        lock(path.getLast());
+        return p;
+    }
+
+    /**
+     * Ends a load: unlocks {@code lockedNode}; on failure the nodes lose their device pages again, which are
+     * returned for the caller to free.
+     */
+    public int[] finishLoad(TreeNode.PendingCopy p, TreeNode lockedNode, boolean ok) {
+        Checks.requireArgument(!p.toHost, "not a load");
+        for (TreeNode n : p.nodes) {
+            n.pending = null;
+        }
+        unlock(lockedNode);
+        int[] freed = new int[0];
+        for (TreeNode n : p.nodes) {
+            if (!ok && n.device != null) {
+                int at = freed.length;
+                freed = Arrays.copyOf(freed, at + n.pages);
+                System.arraycopy(n.device, 0, freed, at, n.pages);
+                takeDevice(n);
+            }
+        }
+        return freed;
+    }
+
+    /* ---------------------------------------------------------------- eviction */
+
+    /** What a device eviction did. */
+    public record DeviceEviction(int[] freedPages, List<TreeNode> needBackup) {
+    }
+
+    /**
+     * Frees at least {@code pages} device pages if it can: device leaves in policy order, skipping locked ones and
+     * those with a copy in flight; a backed-up leaf becomes host-only, one that is not is removed, or, when
+     * {@code backupFirst} (write-back), is returned to be backed up before it can go.
+     */
+    public DeviceEviction evictDevice(int pages, boolean backupFirst) {
+        PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        collectDeviceLeaves(root, heap);
+        int[] freed = new int[Math.max(0, pages)];
+        int count = 0;
+        List<TreeNode> needBackup = new ArrayList<>();
+        int promised = 0;
+        while (count + promised < pages && !heap.isEmpty()) {
+            TreeNode n = heap.poll();
+            if (n.lockRef > 0 || n.pending != null || n.device == null) {
+                continue;
+            }
+            if (!n.backedUp() && (backupFirst || n.hasChildren())) {
+                // Write-back backs it up before it goes; a leaf with host-only children cannot simply be removed.
+                needBackup.add(n);
+                promised += n.pages;
+                continue;
+            }
+            if (count + n.pages > freed.length) {
+                freed = Arrays.copyOf(freed, count + n.pages);
+            }
+            System.arraycopy(n.device, 0, freed, count, n.pages);
+            count += n.pages;
+            TreeNode parent = n.parent;
+            if (n.backedUp()) {
+                takeDevice(n);
+            } else {
+                takeDevice(n);
+                remove(n);
+            }
+            if (parent != root && parent.device != null && allChildrenEvicted(parent)) {
+                heap.add(parent);
+            }
+        }
+        return new DeviceEviction(Arrays.copyOf(freed, count), needBackup);
+    }
+
+    /** Evicts a backed-up node's device pages (after a write-back backup); returns them for the caller to free. */
+    public int[] demote(TreeNode n) {
+        Checks.requireState(n.device != null && n.backedUp() && n.lockRef == 0 && n.pending == null,
+                "%s cannot be demoted", n);
+        int[] pages = n.device;
+        takeDevice(n);
+        return pages;
+    }
+
+    /**
+     * Frees at least {@code pages} host slots if it can: host-only leaves that nobody protects, in policy order; each
+     * is removed from the tree.
+     */
+    public int[] evictHost(int pages) {
+        PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        collectHostLeaves(root, heap);
+        int[] freed = new int[Math.max(0, pages)];
+        int count = 0;
+        while (count < pages && !heap.isEmpty()) {
+            TreeNode n = heap.poll();
+            if (!hostEvictable(n)) {
+                continue;
+            }
+            if (count + n.pages > freed.length) {
+                freed = Arrays.copyOf(freed, count + n.pages);
+            }
+            System.arraycopy(n.host, 0, freed, count, n.pages);
+            count += n.pages;
+            TreeNode parent = n.parent;
+            hostPages -= n.pages;
+            n.host = null;
+            remove(n);
+            if (parent != root && !parent.hasChildren() && hostEvictable(parent)) {
+                heap.add(parent);
+            }
+        }
+        return Arrays.copyOf(freed, count);
+    }
+
+    private static boolean hostEvictable(TreeNode n) {
+        return n.device == null && n.backedUp() && n.hostRef == 0 && n.pending == null && !n.hasChildren();
+    }
+
+    private void collectDeviceLeaves(TreeNode n, PriorityQueue<TreeNode> heap) {
+        for (TreeNode c : n.children()) {
+            collectDeviceLeaves(c, heap);
+        }
+        if (n != root && n.device != null && allChildrenEvicted(n)) {
+            heap.add(n);
+        }
+    }
+
+    private void collectHostLeaves(TreeNode n, PriorityQueue<TreeNode> heap) {
+        for (TreeNode c : n.children()) {
+            collectHostLeaves(c, heap);
+        }
+        if (n != root && hostEvictable(n)) {
+            heap.add(n);
+        }
+    }
+
+    private static boolean allChildrenEvicted(TreeNode n) {
+        for (TreeNode c : n.children()) {
+            if (c.device != null) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /* ---------------------------------------------------------------- structure */
+
+    private TreeNode child(TreeNode node, int[] tokens, int page) {
+        if (node.children == null) {
+            return null;
+        }
+        for (TreeNode c = node.children.get(pageKey(tokens, page * pageSize)); c != null; c = c.sameKey) {
+            if (firstPageEquals(c, tokens, page * pageSize)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private boolean firstPageEquals(TreeNode c, int[] tokens, int from) {
+        for (int i = 0; i < pageSize; i++) {
+            if (c.tokens.getAtIndex(ValueLayout.JAVA_INT, i) != tokens[from + i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Whole pages of {@code node} equal to the query from page {@code at}, at most {@code limit}. */
+    private int samePages(TreeNode node, MemorySegment query, int at, int limit) {
+        int pages = Math.min(node.pages, limit);
+        long bytes = (long) pages * pageSize * Integer.BYTES;
+        long from = (long) at * pageSize * Integer.BYTES;
+        long mismatch = MemorySegment.mismatch(node.tokens, 0, bytes, query, from, from + bytes);
+        return mismatch < 0 ? pages : (int) (mismatch / Integer.BYTES / pageSize);
+    }
+
+    /** Splits {@code node} after {@code at} pages; returns the new upper half, which takes its place. */
+    private TreeNode split(TreeNode node, int at) {
+        TreeNode upper = new TreeNode();
+        long cut = (long) at * pageSize * Integer.BYTES;
+        upper.tokens = node.tokens.asSlice(0, cut);
+        upper.pages = at;
+        upper.hashes = node.hashes.slice(0, at);
+        upper.device = node.device == null ? null : Arrays.copyOfRange(node.device, 0, at);
+        upper.host = node.host == null ? null : Arrays.copyOfRange(node.host, 0, at);
+        upper.hostReady = node.hostReady;
+        upper.lockRef = node.lockRef;
+        upper.hitCount = node.hitCount;
+        upper.lastAccess = node.lastAccess;
+        upper.pending = node.pending;
+        if (node.pending != null) {
+            node.pending.nodes.add(upper);
+        }
+        TreeNode parent = node.parent;
+        parent.removeChild(pageKey(node), node);
+        node.tokens = node.tokens.asSlice(cut);
+        node.pages -= at;
+        node.hashes = node.hashes.slice(at, node.hashes.size());
+        node.device = node.device == null ? null : Arrays.copyOfRange(node.device, at, node.device.length);
+        node.host = node.host == null ? null : Arrays.copyOfRange(node.host, at, node.host.length);
+        parent.addChild(pageKey(upper), upper);
+        upper.addChild(pageKey(node), node);
+        nodes++;
+        return upper;
+    }
+
+    private TreeNode newNode(int[] tokens, int fromPage, int pages, TreeNode parent) {
+        PageHashes hashes = parent == root ? hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize)
+                : hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize, parent.lastHash());
+        return newNode(tokens, fromPage * pageSize, pages, parent, hashes);
+    }
+
+    private TreeNode newNode(int[] tokens, int fromToken, int pages, TreeNode parent, PageHashes hashes) {
+        TreeNode n = new TreeNode();
+        long bytes = (long) pages * pageSize * Integer.BYTES;
+        n.tokens = Arena.ofAuto().allocate(bytes, Integer.BYTES);
+        MemorySegment.copy(tokens, fromToken, n.tokens, ValueLayout.JAVA_INT, 0, pages * pageSize);
+        n.pages = pages;
+        n.hashes = hashes;
+        parent.addChild(pageKey(n), n);
+        nodes++;
+        return n;
+    }
+
+    private void remove(TreeNode n) {
+        Checks.requireState(!n.hasChildren() && n.device == null && n.host == null, "%s cannot be removed", n);
+        n.parent.removeChild(pageKey(n), n);
+        nodes--;
+    }
+
+    private void giveDevice(TreeNode n, int[] pages) {
+        n.device = pages;
+        devicePages += n.pages;
+        if (n.lockRef == 0) {
+            evictableDevicePages += n.pages;
+        }
+    }
+
+    private void takeDevice(TreeNode n) {
+        n.device = null;
+        devicePages -= n.pages;
+        if (n.lockRef == 0) {
+            evictableDevicePages -= n.pages;
+        }
+    }
+
+    /** The child key of a run starting at {@code tokens[from]}: a 64-bit mix of its first page (the token itself for pages of 1). */
+    long pageKey(int[] tokens, int from) {
+        if (pageSize == 1) {
+            return tokens[from];
+        }
+        long h = 0x9E3779B97F4A7C15L;
+        for (int i = 0; i < pageSize; i++) {
+            h = (h ^ (tokens[from + i] & 0xFFFFFFFFL)) * 0xBF58476D1CE4E5B9L;
+            h ^= h >>> 29;
+        }
+        return h;
+    }
+
+    private long pageKey(TreeNode n) {
+        if (pageSize == 1) {
+            return n.tokens.getAtIndex(ValueLayout.JAVA_INT, 0);
+        }
+        long h = 0x9E3779B97F4A7C15L;
+        for (int i = 0; i < pageSize; i++) {
+            h = (h ^ (n.tokens.getAtIndex(ValueLayout.JAVA_INT, i) & 0xFFFFFFFFL)) * 0xBF58476D1CE4E5B9L;
+            h ^= h >>> 29;
+        }
+        return h;
+    }
+
+    /* ---------------------------------------------------------------- accounting */
+
+    /** Device pages held by the tree. */
+    public long devicePages() {
+        return devicePages;
+    }
+
+    /** Device pages no lock holds: what eviction could free. */
+    public long evictableDevicePages() {
+        return evictableDevicePages;
+    }
+
+    /** Host slots held by the tree (including backups in flight). */
+    public long hostPages() {
+        return hostPages;
+    }
+
+    /** Nodes in the tree, without the root. */
+    public long nodes() {
+        return nodes;
+    }
+
+    /** The hash chain of page {@code index} past the root, for the tokens of a path: for tests. */
+    PageHash hashOf(TreeNode n, int page) {
+        return n.hashes.get(page);
+    }
+
+    /**
+     * Checks the tree's invariants and returns its slots, for tests: evicted nodes form a suffix of every path, a
+     * node is on some tier, pins are never negative and a node's lock count covers its children's, child keys match,
+     * hashes chain, and the counters add up.
+     *
+     * @throws IllegalStateException naming the first broken invariant
+     */
+    public Slots checkInvariants() {
+        Slots slots = new Slots(new ArrayList<>(), new ArrayList<>());
+        long[] totals = new long[3];
+        check(root, slots, totals);
+        Checks.requireState(totals[0] == devicePages, "device pages %d, counted %d", devicePages, totals[0]);
+        Checks.requireState(totals[1] == evictableDevicePages, "evictable pages %d, counted %d", evictableDevicePages,
+                totals[1]);
+        Checks.requireState(totals[2] == hostPages, "host pages %d, counted %d", hostPages, totals[2]);
+        return slots;
+    }
+
+    /** Every device page and host slot the tree holds. */
+    public record Slots(List<Integer> device, List<Integer> host) {
+    }
+
+    private void check(TreeNode n, Slots slots, long[] totals) {
+        for (TreeNode c : n.children()) {
+            Checks.requireState(c.parent == n, "%s has the wrong parent", c);
+            Checks.requireState(c.device != null || c.host != null, "%s is on no tier", c);
+            Checks.requireState(n == root || n.device != null || c.device == null,
+                    "%s is on the device under an evicted parent", c);
+            Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
+            Checks.requireState(n == root || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
+            Checks.requireState(c.pages > 0 && c.hashes.size() == c.pages, "%s has %d hashes", c, c.hashes.size());
+            PageHash prior = n == root ? null : n.lastHash();
+            int[] first = new int[pageSize];
+            for (int i = 0; i < pageSize; i++) {
+                first[i] = c.token(i);
+            }
+            PageHashes expect = prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
+            Checks.requireState(expect.get(0).equals(c.hashes.get(0)), "%s does not chain from its parent", c);
+            if (c.device != null) {
+                totals[0] += c.pages;
+                if (c.lockRef == 0) {
+                    totals[1] += c.pages;
+                }
+                for (int p : c.device) {
+                    slots.device().add(p);
+                }
+            }
+            if (c.host != null) {
+                totals[2] += c.pages;
+                for (int s : c.host) {
+                    slots.host().add(s);
+                }
+            }
+            check(c, slots, totals);
+        }
+    }
+}

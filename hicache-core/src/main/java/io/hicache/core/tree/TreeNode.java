@@ -1,0 +1,192 @@
+package io.hicache.core.tree;
+
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHashes;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One run of whole pages in the {@link RadixTree}: its tokens (off the heap), one page hash per page, and where its
+ * pages are: {@link #devicePages()} (null once evicted from the device) and {@link #hostSlots()} (null until backed
+ * up to the host pool). A node that is on neither tier is removed from the tree.
+ *
+ * <p>Pins: {@link #lockRef()} counts the requests and copies that need the device pages of this node (a lock on a
+ * node is a lock on its whole path to the root); {@link #hostRef()} counts what needs its host slots (a prefetch
+ * anchored here, an upload to the page store); a copy in flight ({@link #pending()}) also keeps the node on both
+ * tiers. Not thread-safe: only the tree's owner touches it, under
+ * the cache's lock.
+ */
+public final class TreeNode {
+    private static final java.util.concurrent.atomic.AtomicLong NEXT_ID = new java.util.concurrent.atomic.AtomicLong();
+
+    final long id;
+    TreeNode parent;
+    /** Children by {@link RadixTree#pageKey} of their first page; a rare collision chains through {@link #sameKey}. */
+    Map<Long, TreeNode> children;
+    TreeNode sameKey;
+    MemorySegment tokens;
+    int pages;
+    PageHashes hashes;
+    int[] device;
+    int[] host;
+    /** False while the host slots are being written (backup or prefetch in flight): not yet a copy to rely on. */
+    boolean hostReady;
+    int lockRef;
+    int hostRef;
+    int hitCount;
+    long lastAccess;
+    /** A device-to-host or host-to-device copy in flight over this node's pages (shared by split halves). */
+    PendingCopy pending;
+
+    TreeNode() {
+        this.id = NEXT_ID.getAndIncrement();
+    }
+
+    /** A copy in flight over some nodes' pages; a node split while it runs adds its new half. */
+    public static final class PendingCopy {
+        final List<TreeNode> nodes = new ArrayList<>(1);
+        final boolean toHost;
+
+        PendingCopy(boolean toHost) {
+            this.toHost = toHost;
+        }
+
+        /** True for a backup (device to host), false for a load. */
+        public boolean toHost() {
+            return toHost;
+        }
+
+        /** The nodes it covers now. */
+        public List<TreeNode> nodes() {
+            return nodes;
+        }
+    }
+
+    public long id() {
+        return id;
+    }
+
+    public TreeNode parent() {
+        return parent;
+    }
+
+    public boolean isRoot() {
+        return parent == null;
+    }
+
+    /** Whole pages in this node. */
+    public int pages() {
+        return pages;
+    }
+
+    /** Device pages, one per page, or null when evicted from the device. Not to be modified. */
+    public int[] devicePages() {
+        return device;
+    }
+
+    /** Host pool slots, one per page, or null when not backed up. Not to be modified. */
+    public int[] hostSlots() {
+        return host;
+    }
+
+    public boolean onDevice() {
+        return device != null;
+    }
+
+    /** True when the host holds a finished copy of every page. */
+    public boolean backedUp() {
+        return host != null && hostReady;
+    }
+
+    public PageHashes hashes() {
+        return hashes;
+    }
+
+    /** The hash of the last page: where a child's chain starts. */
+    public PageHash lastHash() {
+        return hashes.last();
+    }
+
+    public int lockRef() {
+        return lockRef;
+    }
+
+    public int hostRef() {
+        return hostRef;
+    }
+
+    public int hitCount() {
+        return hitCount;
+    }
+
+    public long lastAccess() {
+        return lastAccess;
+    }
+
+    /** The copy in flight over this node, or null. */
+    public PendingCopy pending() {
+        return pending;
+    }
+
+    /** The token at {@code index} of this node. */
+    public int token(int index) {
+        return tokens.getAtIndex(ValueLayout.JAVA_INT, index);
+    }
+
+    /** Children, in no particular order (collisions included). */
+    public Collection<TreeNode> children() {
+        if (children == null || children.isEmpty()) {
+            return List.of();
+        }
+        List<TreeNode> all = new ArrayList<>(children.size());
+        for (TreeNode c : children.values()) {
+            for (TreeNode n = c; n != null; n = n.sameKey) {
+                all.add(n);
+            }
+        }
+        return all;
+    }
+
+    boolean hasChildren() {
+        return children != null && !children.isEmpty();
+    }
+
+    void addChild(long key, TreeNode child) {
+        if (children == null) {
+            children = new HashMap<>(4);
+        }
+        child.sameKey = children.put(key, child);
+        child.parent = this;
+    }
+
+    void removeChild(long key, TreeNode child) {
+        TreeNode head = children.get(key);
+        if (head == child) {
+            if (child.sameKey == null) {
+                children.remove(key);
+            } else {
+                children.put(key, child.sameKey);
+            }
+        } else {
+            TreeNode n = head;
+            while (n != null && n.sameKey != child) {
+                n = n.sameKey;
+            }
+            if (n != null) {
+                n.sameKey = child.sameKey;
+            }
+        }
+        child.sameKey = null;
+    }
+
+    @Override
+    public String toString() {
+        return "TreeNode#" + id + "[" + pages + " pages, " + (device != null ? "device" : "-") + (host != null
+                ? (hostReady ? "+host" : "+host(pending)") : "") + ", lock " + lockRef + ", hostRef " + hostRef + "]";
+    }
+}
