@@ -51,6 +51,16 @@ public final class TreeNode {
     public static final class PendingCopy {
         final List<TreeNode> nodes = new ArrayList<>(1);
         final boolean toHost;
+        private Object attachment;
+
+        /** What the owner keeps with the copy (the cache: its device copy, so later readers can wait for it). */
+        public Object attachment() {
+            return attachment;
+        }
+
+        public void attach(Object value) {
+            attachment = value;
+        }
 
         PendingCopy(boolean toHost) {
             this.toHost = toHost;

@@ -1,0 +1,62 @@
+package io.hicache.core.cache;
+
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The cache's counters: tokens served by tier, evictions, backups, uploads, prefetches, bytes moved each way, and
+ * failures by cause. Thread-safe and lock-free; {@link #snapshot} reads them all with the queue depths.
+ */
+final class CacheMetrics {
+    final LongAdder promptTokens = new LongAdder();
+    final LongAdder deviceHitTokens = new LongAdder();
+    final LongAdder hostHitTokens = new LongAdder();
+    final LongAdder storageHitTokens = new LongAdder();
+    final LongAdder computedTokens = new LongAdder();
+    final LongAdder deviceEvictedPages = new LongAdder();
+    final LongAdder deviceDeletedPages = new LongAdder();
+    final LongAdder hostEvictedPages = new LongAdder();
+    final LongAdder backupsStarted = new LongAdder();
+    final LongAdder backupsCompleted = new LongAdder();
+    final LongAdder backupsSkipped = new LongAdder();
+    final LongAdder loadsStarted = new LongAdder();
+    final LongAdder loadsCompleted = new LongAdder();
+    final LongAdder uploadedPages = new LongAdder();
+    final LongAdder uploadSkippedPages = new LongAdder();
+    final LongAdder prefetchesStarted = new LongAdder();
+    final LongAdder prefetchesCompleted = new LongAdder();
+    final LongAdder prefetchesRevoked = new LongAdder();
+    final LongAdder prefetchedPages = new LongAdder();
+    final Map<String, LongAdder> prefetchesSkipped = new ConcurrentHashMap<>();
+    final LongAdder bytesDeviceToHost = new LongAdder();
+    final LongAdder bytesHostToDevice = new LongAdder();
+    final LongAdder bytesHostToStore = new LongAdder();
+    final LongAdder bytesStoreToHost = new LongAdder();
+    final Map<String, LongAdder> failures = new ConcurrentHashMap<>();
+
+    void skipPrefetch(String reason) {
+        prefetchesSkipped.computeIfAbsent(reason, r -> new LongAdder()).increment();
+    }
+
+    void fail(String cause) {
+        failures.computeIfAbsent(cause, c -> new LongAdder()).increment();
+    }
+
+    CacheStats snapshot(Map<String, Integer> queueDepths, long devicePages, long hostPages, long treeNodes) {
+        return new CacheStats(promptTokens.sum(), deviceHitTokens.sum(), hostHitTokens.sum(), storageHitTokens.sum(),
+                computedTokens.sum(), deviceEvictedPages.sum(), deviceDeletedPages.sum(), hostEvictedPages.sum(),
+                backupsStarted.sum(), backupsCompleted.sum(), backupsSkipped.sum(), loadsStarted.sum(),
+                loadsCompleted.sum(), uploadedPages.sum(), uploadSkippedPages.sum(), prefetchesStarted.sum(),
+                prefetchesCompleted.sum(), prefetchesRevoked.sum(), prefetchedPages.sum(), sums(prefetchesSkipped),
+                bytesDeviceToHost.sum(), bytesHostToDevice.sum(), bytesHostToStore.sum(), bytesStoreToHost.sum(),
+                sums(failures), Map.copyOf(queueDepths), devicePages, hostPages, treeNodes);
+    }
+
+    private static Map<String, Long> sums(Map<String, LongAdder> counters) {
+        Map<String, Long> out = new TreeMap<>();
+        counters.forEach((k, v) -> out.put(k, v.sum()));
+        return out;
+    }
+}

@@ -1,0 +1,335 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.memory.KvCopy;
+import io.hicache.core.tree.MatchResult;
+import io.hicache.core.tree.RadixTree;
+import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.Checks;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * One engine request's view of the cache, from its prompt to its end. The sequence (docs/embedding.md):
+ *
+ * <ol>
+ *   <li>{@link HiCache#request}: matches the prompt, pins the cached device prefix, may start a prefetch;
+ *   <li>{@link #prefetchDone()}: before scheduling, until true (per the prefetch policy);
+ *   <li>{@link #loadBack(int)}: brings the host-only part of the prefix to the device, layer by layer;
+ *   <li>{@link #prefixPages()}: the device pages of the cached prefix; {@link #allocate(int)} pages for the rest;
+ *   <li>{@link #commit(int[], int[], boolean)}: caches what was computed (on finish, or per chunk);
+ *   <li>{@link #close()}: releases the pins and the pages not committed; {@link #abort()} is the same.
+ * </ol>
+ *
+ * <p>Thread-safe (every method takes the cache's lock), though an engine drives one request from one thread. Owns
+ * the device pages it allocated until they are committed or it closes.
+ */
+public final class CacheRequest implements AutoCloseable {
+    private final HiCache cache;
+    private final String id;
+    private int[] tokens;
+    private MatchResult match;
+    /** The node whose path this request pins on the device; the root when none. */
+    private TreeNode locked;
+    private final Set<Integer> owned = new LinkedHashSet<>();
+    private final List<KvCopy> loads = new ArrayList<>();
+    Prefetcher.Op prefetch;
+    private boolean closed;
+
+    CacheRequest(HiCache cache, String id, int[] tokens) {
+        this.cache = cache;
+        this.id = id;
+        this.tokens = tokens;
+        RadixTree tree = cache.tree;
+        this.match = tree.match(tokens);
+        this.locked = match.lastDeviceNode();
+        tree.lock(locked);
+        int page = cache.config.pageSizeTokens();
+        cache.metrics.promptTokens.add(tokens.length);
+        cache.metrics.deviceHitTokens.add((long) match.devicePages() * page);
+        cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
+        this.prefetch = cache.prefetcher.maybeStart(this, match);
+    }
+
+    public String id() {
+        return id;
+    }
+
+    int[] tokens() {
+        return tokens;
+    }
+
+    /** Prompt tokens on the device now (whole pages). */
+    public int deviceTokens() {
+        cache.lock.lock();
+        try {
+            return match.devicePages() * cache.config.pageSizeTokens();
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /** Prompt tokens only the host holds (whole pages): what {@link #loadBack} would bring. */
+    public int hostTokens() {
+        cache.lock.lock();
+        try {
+            return match.hostPages() * cache.config.pageSizeTokens();
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /**
+     * Whether the request may go ahead: true when it started no prefetch, or when its prefetch has ended per the
+     * policy ({@code best_effort}: now; {@code wait_complete}: when every page the store had has arrived;
+     * {@code timeout}: that, or when the time allowed has passed). When it ends, the fetched pages join the tree as
+     * host-only pages and the match is refreshed to include them.
+     */
+    public boolean prefetchDone() {
+        cache.lock.lock();
+        try {
+            checkOpen();
+            if (prefetch == null) {
+                return true;
+            }
+            if (!cache.prefetcher.tryFinish(prefetch, false)) {
+                return false;
+            }
+            prefetch = null;
+            rematch();
+            return true;
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /**
+     * Loads the host-only part of the cached prefix to the device, all or nothing: nothing when it is shorter than
+     * {@code load-back-threshold} tokens or longer than {@code budgetTokens}. The returned copy signals each layer as
+     * it lands; it also waits for loads of the same pages that other requests started. Pages come from the device
+     * pool, evicting if needed.
+     */
+    public LoadBack loadBack(int budgetTokens) {
+        cache.lock.lock();
+        try {
+            checkOpen();
+            rematch();
+            List<TreeNode> path = cache.tree.evictedPath(match.lastDeviceNode(), match.lastNode());
+            int pages = 0;
+            for (TreeNode n : path) {
+                pages += n.pages();
+            }
+            int page = cache.config.pageSizeTokens();
+            int tokensToLoad = pages * page;
+            if (pages > 0 && tokensToLoad >= cache.config.loadBackThresholdTokens() && tokensToLoad <= budgetTokens) {
+                int[] devicePages = cache.allocateDevice(pages);
+                TreeNode.PendingCopy pending = cache.tree.beginLoad(path, devicePages);
+                int[] slots = new int[pages];
+                int at = 0;
+                for (TreeNode n : path) {
+                    System.arraycopy(n.hostSlots(), 0, slots, at, n.pages());
+                    at += n.pages();
+                }
+                KvCopy copy = cache.device.load(cache.host.slab(), slots, devicePages);
+                pending.attach(copy);
+                cache.metrics.loadsStarted.increment();
+                TreeNode last = path.getLast();
+                int loaded = pages;
+                copy.done().whenComplete((v, error) -> cache.complete(() -> finishLoad(pending, last,
+                        error == null, loaded)));
+                relock(last);
+                rematch();
+            }
+            return new LoadBack(pendingLoads(), match.devicePages() * page);
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    private void finishLoad(TreeNode.PendingCopy pending, TreeNode last, boolean ok, int pages) {
+        int[] freed = cache.tree.finishLoad(pending, last, ok);
+        cache.freeDevice(freed);
+        if (ok) {
+            cache.metrics.loadsCompleted.increment();
+            cache.metrics.bytesHostToDevice.add((long) pages * cache.format.pageBytes());
+            for (TreeNode n : pending.nodes()) {
+                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.DEVICE, n.hashes());
+            }
+        } else {
+            cache.metrics.fail("load: copy failed");
+        }
+    }
+
+    /** Loads in flight over the pinned device prefix (this request's or another's): the engine waits for them. */
+    private List<KvCopy> pendingLoads() {
+        loads.clear();
+        for (TreeNode n = locked; n != null && !n.isRoot(); n = n.parent()) {
+            TreeNode.PendingCopy p = n.pending();
+            if (p != null && !p.toHost() && p.attachment() instanceof KvCopy c && !loads.contains(c)) {
+                loads.add(c);
+            }
+        }
+        return List.copyOf(loads);
+    }
+
+    /** The device pages of the cached prefix, pinned by this request: the KV the engine reuses. */
+    public int[] prefixPages() {
+        cache.lock.lock();
+        try {
+            checkOpen();
+            return locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /** {@code count} device pages for KV the engine computes; the request owns them until it commits or closes. */
+    public int[] allocate(int count) {
+        Checks.checkNotNegative(count, "count");
+        cache.lock.lock();
+        try {
+            checkOpen();
+            int[] pages = cache.allocateDevice(count);
+            for (int p : pages) {
+                owned.add(p);
+            }
+            return pages;
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /**
+     * Caches {@code tokens}' whole pages, whose KV is in {@code pages} (one per whole page: the prefix pages, then
+     * pages this request allocated). Pages of this request the tree does not need (another request cached the same
+     * tokens first) are freed; a trailing partial page stays the request's until it closes. A finished request
+     * counts hits for the write policy and starts backups; a chunk of an unfinished one does not.
+     */
+    public void commit(int[] tokens, int[] pages, boolean finished) {
+        cache.lock.lock();
+        try {
+            checkOpen();
+            int page = cache.config.pageSizeTokens();
+            Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
+                    pages.length, tokens.length / page);
+            RadixTree.InsertResult r = cache.tree.insert(tokens, pages,
+                    finished ? cache.config.writePolicy().hitThreshold() : 0);
+            for (int p : pages) {
+                owned.remove(p);
+            }
+            for (int p : r.duplicatePages()) {
+                cache.freeDevice(new int[] {p});
+            }
+            cache.metrics.computedTokens.add((long) r.newPages() * page);
+            if (r.newPages() > 0) {
+                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.DEVICE, r.last().hashes());
+            }
+            for (TreeNode n : r.backupCandidates()) {
+                cache.startBackup(n);
+            }
+            this.tokens = tokens.clone();
+            relock(r.last());
+            match = cache.tree.match(this.tokens);
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /** Releases what the request holds: its pins, its prefetch, and device pages it did not commit. */
+    @Override
+    public void close() {
+        cache.lock.lock();
+        try {
+            closeLocked();
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /** The same as {@link #close()}: an aborted request releases everything it held. */
+    public void abort() {
+        close();
+    }
+
+    void closeLocked() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (prefetch != null) {
+            cache.prefetcher.tryFinish(prefetch, true);
+            prefetch = null;
+        }
+        cache.tree.unlock(locked);
+        int[] mine = owned.stream().mapToInt(Integer::intValue).toArray();
+        owned.clear();
+        cache.freeDevice(mine);
+        cache.forget(this);
+    }
+
+    /** Device pages this request allocated and has not committed: for tests. */
+    Set<Integer> ownedPages() {
+        return owned;
+    }
+
+    /** Matches again (after a prefetch landed or a load began): the pinned device part can only have grown. */
+    private void rematch() {
+        match = cache.tree.match(tokens);
+        relock(match.lastDeviceNode());
+    }
+
+    private void relock(TreeNode to) {
+        if (to == locked) {
+            return;
+        }
+        cache.tree.lock(to);
+        cache.tree.unlock(locked);
+        locked = to;
+    }
+
+    private void checkOpen() {
+        Checks.requireState(!closed, "request '%s' is closed", id);
+        cache.checkOpen();
+    }
+
+    @Override
+    public String toString() {
+        return "CacheRequest[" + id + ", " + tokens.length + " tokens]";
+    }
+
+    /**
+     * The device side of a request's prefix after a load-back: how many tokens are on the device, and the loads (this
+     * request's, or others' over the same pages) to wait for before using them, layer by layer. Immutable.
+     *
+     * @param copies       loads in flight over the prefix
+     * @param deviceTokens prompt tokens on the device once they land
+     */
+    public record LoadBack(List<KvCopy> copies, int deviceTokens) {
+        /** True when nothing is in flight. */
+        public boolean isDone() {
+            return copies.stream().allMatch(c -> c.done().isDone());
+        }
+
+        /** Waits for layer {@code layer} of every load; false when the deadline passed first. */
+        public boolean awaitLayer(int layer, Deadline deadline) throws InterruptedException {
+            for (KvCopy c : copies) {
+                if (!c.awaitLayer(layer, deadline)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** Waits for every load; false when the deadline passed first. */
+        public boolean await(Deadline deadline) throws InterruptedException {
+            for (KvCopy c : copies) {
+                if (!c.await(deadline)) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+}

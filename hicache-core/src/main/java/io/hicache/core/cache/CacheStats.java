@@ -1,0 +1,45 @@
+package io.hicache.core.cache;
+
+import java.util.Map;
+
+/**
+ * A snapshot of the cache's counters (totals since it opened) and gauges (now). Immutable.
+ *
+ * @param promptTokens        tokens of every prompt given to {@link HiCache#request}
+ * @param deviceHitTokens     of those, found on the device
+ * @param hostHitTokens       found only in the host pool (and loaded back or available to load)
+ * @param storageHitTokens    fetched from the page store by prefetches that requests used
+ * @param computedTokens      committed by requests beyond what the cache served: computed by the engine
+ * @param deviceEvictedPages  device pages freed by demoting backed-up nodes to host-only
+ * @param deviceDeletedPages  device pages freed by removing nodes that were not backed up
+ * @param hostEvictedPages    host slots freed by host eviction
+ * @param backupsStarted      device-to-host backups started
+ * @param backupsCompleted    and completed
+ * @param backupsSkipped      not started: no host room, or the pages are already there
+ * @param loadsStarted        host-to-device loads started
+ * @param loadsCompleted      and completed
+ * @param uploadedPages       pages written to the page store
+ * @param uploadSkippedPages  pages the store already had, or that could not be written
+ * @param prefetchesStarted   prefetches from the page store started
+ * @param prefetchesCompleted and ended with pages used
+ * @param prefetchesRevoked   ended because the store had too few of the pages
+ * @param prefetchedPages     pages fetched and landed in the tree
+ * @param prefetchesSkipped   prefetches not started, by reason
+ * @param bytesDeviceToHost   bytes copied from device to host
+ * @param bytesHostToDevice   bytes copied from host to device
+ * @param bytesHostToStore    bytes written to the page store
+ * @param bytesStoreToHost    bytes read from the page store
+ * @param failures            failures by cause (a failed store call, a failed copy, a full queue, ...)
+ * @param queueDepths         entries waiting in each background loop's queue, now
+ * @param devicePages         device pages the tree holds, now
+ * @param hostPages           host slots the tree holds, now
+ * @param treeNodes           nodes in the tree, now
+ */
+public record CacheStats(long promptTokens, long deviceHitTokens, long hostHitTokens, long storageHitTokens,
+        long computedTokens, long deviceEvictedPages, long deviceDeletedPages, long hostEvictedPages, long backupsStarted,
+        long backupsCompleted, long backupsSkipped, long loadsStarted, long loadsCompleted, long uploadedPages,
+        long uploadSkippedPages, long prefetchesStarted, long prefetchesCompleted, long prefetchesRevoked,
+        long prefetchedPages, Map<String, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,
+        long bytesHostToStore, long bytesStoreToHost, Map<String, Long> failures, Map<String, Integer> queueDepths,
+        long devicePages, long hostPages, long treeNodes) {
+}

@@ -1,0 +1,512 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHashes;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.memory.DeviceRuntime;
+import io.hicache.core.memory.KvCopy;
+import io.hicache.core.memory.KvPool;
+import io.hicache.core.memory.host.HostPagePool;
+import io.hicache.core.memory.host.HostPoolSizing;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageFormat;
+import io.hicache.core.store.PageStore;
+import io.hicache.core.store.PageStores;
+import io.hicache.core.store.StoreConfig;
+import io.hicache.core.tree.RadixTree;
+import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.Checks;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The three-tier prefix cache an engine embeds: HiRadixCache over a device KV pool (L1), the host page pool (L2)
+ * and, optionally, a page store (L3). An engine opens one per model rank, then for each request follows the short
+ * sequence of {@link CacheRequest} (docs/embedding.md): request, prefetch check, load back, allocate, commit, close.
+ *
+ * <p>Background work runs on named loops with bounded queues ({@code hicache-completions}, {@code -upload},
+ * {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}); a failed copy or store call becomes a miss
+ * or a skipped backup, counted in {@link #stats()}, never a dead thread or a damaged tree.
+ *
+ * <p>Thread-safe: one lock guards the tree and the allocators (an engine's scheduler thread is the main caller;
+ * loops take the lock briefly to apply results). Owns the device pool, the host pool and the page store it opened;
+ * {@link #close()} stops the loops and closes them. The device runtime belongs to the caller.
+ */
+public final class HiCache implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
+
+    final HiCacheConfig config;
+    final Namespace namespace;
+    final PageFormat format;
+    final RadixTree tree;
+    final KvPool device;
+    final HostPagePool host;
+    final Optional<PageStore> store;
+    final ReentrantLock lock = new ReentrantLock();
+    final CacheMetrics metrics = new CacheMetrics();
+    final KvEvents events;
+    final Loop<Runnable> completions;
+    final Uploader uploader;
+    final Prefetcher prefetcher;
+    private final Loop<Boolean> hostEvictor;
+    /** Ready host pages left by an earlier run, which no node owns: the first to go when the host needs room. */
+    private final BitSet leftovers = new BitSet();
+    private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device, HostPagePool host,
+            Optional<PageStore> store) {
+        this.config = config;
+        this.namespace = namespace;
+        this.format = format;
+        this.tree = new RadixTree(config.pageSizeTokens(), config.eviction());
+        this.device = device;
+        this.host = host;
+        this.store = store;
+        this.events = new KvEvents(config.queueCapacity());
+        host.forEachReady((slot, key) -> leftovers.set(slot));
+        this.completions = new Loop<>("completions", config.queueCapacity(), this::runLocked, metrics);
+        this.uploader = new Uploader(this);
+        this.prefetcher = new Prefetcher(this);
+        this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
+    }
+
+    /**
+     * Opens a cache for one rank of a model: a device pool of {@code devicePages} pages on {@code runtime}, a host
+     * pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page store named by
+     * {@code hicache-storage-backend} if any.
+     *
+     * @param namespace the model, dtype, ranks and extra key its page keys carry
+     * @throws HiCacheException when a part cannot be opened; whatever was opened is closed again
+     */
+    public static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
+            DeviceRuntime runtime) {
+        return open(config, namespace, geometry, devicePages, runtime, null);
+    }
+
+    /**
+     * As {@link #open(HiCacheConfig, Namespace, KvGeometry, int, DeviceRuntime)}, with {@code store} as the page store
+     * instead of the one {@code hicache-storage-backend} names (null: that one, or none). The cache takes ownership
+     * of {@code store} and closes it.
+     */
+    public static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
+            DeviceRuntime runtime, PageStore store) {
+        Checks.checkNotNull(config, "config");
+        Checks.checkNotNull(namespace, "namespace");
+        PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
+        Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
+                "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
+                config.host().layout(), format.byteOrder());
+        KvPool pool = runtime.createPool(format, devicePages);
+        HostPagePool host = null;
+        try {
+            host = HostPagePool.open(config.host(), format, HostPoolSizing.slots(config.host(), format, devicePages), runtime);
+            Optional<PageStore> l3 = store != null ? Optional.of(store) : config.storageBackend().map(name ->
+                    PageStores.open(new StoreConfig(name, config.settings())));
+            return new HiCache(config, namespace, format, pool, host, l3);
+        } catch (RuntimeException e) {
+            if (host != null) {
+                host.close();
+            }
+            pool.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Starts a request for {@code promptTokens}: matches the longest cached prefix, pins its device part, and starts
+     * a prefetch of what the page store may hold past it (per policy). The caller closes the request.
+     *
+     * @throws IllegalArgumentException when a request with this id is open
+     */
+    public CacheRequest request(String id, int[] promptTokens) {
+        Checks.checkNotNull(id, "id");
+        Checks.checkNotNull(promptTokens, "promptTokens");
+        lock.lock();
+        try {
+            checkOpen();
+            Checks.requireArgument(!requests.containsKey(id), "request '%s' is already open", id);
+            CacheRequest r = new CacheRequest(this, id, promptTokens.clone());
+            requests.put(id, r);
+            return r;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The open request {@code id}, if any. */
+    public Optional<CacheRequest> find(String id) {
+        lock.lock();
+        try {
+            return Optional.ofNullable(requests.get(id));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void forget(CacheRequest r) {
+        requests.remove(r.id(), r);
+    }
+
+    /** The stream of KV events; call {@link KvEvents#enable()} to start it. */
+    public KvEvents events() {
+        return events;
+    }
+
+    /** Counters and gauges now. */
+    public CacheStats stats() {
+        Map<String, Integer> depths = new LinkedHashMap<>();
+        depths.put("completions", completions.depth());
+        depths.put("upload", uploader.depth());
+        depths.put("prefetch-query", prefetcher.queryDepth());
+        depths.put("prefetch-io", prefetcher.ioDepth());
+        lock.lock();
+        try {
+            return metrics.snapshot(depths, tree.devicePages(), tree.hostPages(), tree.nodes());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public PageFormat format() {
+        return format;
+    }
+
+    public Namespace namespace() {
+        return namespace;
+    }
+
+    public HiCacheConfig config() {
+        return config;
+    }
+
+    /** The device pool: the engine computes KV into the pages a request allocates from it. */
+    public KvPool devicePool() {
+        return device;
+    }
+
+    /** The host pool (L2). */
+    public HostPagePool hostPool() {
+        return host;
+    }
+
+    /* ---------------------------------------------------------------- device pages */
+
+    /**
+     * {@code count} device pages, evicting (leaf-first, by policy) when the pool is short; a write-back eviction
+     * backs pages up first and waits for it.
+     *
+     * @throws HiCacheException {@link ErrorCode#PAGES_EXHAUSTED} when locked pages leave too little to evict
+     */
+    int[] allocateDevice(int count) {
+        int[] pages = device.allocator().tryAllocate(count);
+        if (pages == null) {
+            evictDevice(count - device.allocator().available());
+            pages = device.allocator().tryAllocate(count);
+        }
+        if (pages == null) {
+            throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
+                    + device.allocator().available() + " free, " + tree.evictableDevicePages() + " evictable of "
+                    + tree.devicePages() + " cached; the rest are pinned by requests or copies");
+        }
+        return pages;
+    }
+
+    void freeDevice(int[] pages) {
+        if (pages.length > 0) {
+            device.allocator().free(pages);
+        }
+    }
+
+    private void evictDevice(int pages) {
+        RadixTree.DeviceEviction e = tree.evictDevice(pages, config.writePolicy() == WritePolicy.WRITE_BACK);
+        freeDevice(e.freedPages());
+        metrics.deviceEvictedPages.add(e.freedPages().length);
+        for (TreeNode n : e.needBackup()) {
+            // Write-back (or a node with host-only children): back it up now, then demote it.
+            BackupOp op = startBackup(n);
+            if (op != null && op.awaitAndFinish(Deadline.after(config.storageTimeout()))) {
+                freeDevice(tree.demote(n));
+                metrics.deviceEvictedPages.add(n.pages());
+                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, n.hashes());
+            }
+        }
+    }
+
+    /* ---------------------------------------------------------------- host slots */
+
+    /** {@code count} reserved host slots, evicting host pages when short; null (nothing reserved) if it cannot. */
+    int[] reserveHost(int count) {
+        int[] slots = host.tryReserve(count);
+        if (slots == null) {
+            evictHost(count - host.freeSlots());
+            slots = host.tryReserve(count);
+        }
+        if (slots != null && occupancy() >= config.hostHighWater()) {
+            hostEvictor.offer(Boolean.TRUE);
+        }
+        return slots;
+    }
+
+    private double occupancy() {
+        return 1.0 - (double) host.freeSlots() / host.capacity();
+    }
+
+    /** Frees {@code pages} host slots: leftovers of an earlier run first, then host-only leaves of the tree. */
+    void evictHost(int pages) {
+        int freed = 0;
+        for (int s = leftovers.nextSetBit(0); s >= 0 && freed < pages; s = leftovers.nextSetBit(s + 1)) {
+            leftovers.clear(s);
+            host.release(s);
+            freed++;
+        }
+        if (freed < pages) {
+            int[] slots = tree.evictHost(pages - freed);
+            host.release(slots);
+            metrics.hostEvictedPages.add(slots.length);
+        }
+    }
+
+    /** What the host evictor loop does when the pool passes its high-water mark: evict down to the low-water mark. */
+    private void evictHostToLowWater() {
+        lock.lock();
+        try {
+            if (closed.get()) {
+                return;
+            }
+            int target = (int) Math.ceil(host.capacity() * (1 - config.hostLowWater()));
+            if (host.freeSlots() < target) {
+                evictHost(target - host.freeSlots());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Lets a leftover of an earlier run go, so a fresh write of its key can begin. */
+    boolean dropLeftover(StoreKey key) {
+        int slot = host.find(key);
+        if (slot >= 0 && leftovers.get(slot)) {
+            leftovers.clear(slot);
+            host.release(slot);
+            return true;
+        }
+        return false;
+    }
+
+    /* ---------------------------------------------------------------- backups */
+
+    /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
+    BackupOp startBackup(TreeNode n) {
+        int[] slots = reserveHost(n.pages());
+        if (slots == null) {
+            metrics.backupsSkipped.increment();
+            return null;
+        }
+        PageHashes hashes = n.hashes();
+        for (int i = 0; i < slots.length; i++) {
+            StoreKey key = namespace.key(hashes.get(i));
+            if (!host.beginWrite(slots[i], key) && !(dropLeftover(key) && host.beginWrite(slots[i], key))) {
+                for (int j = 0; j < i; j++) {
+                    host.abortWrite(slots[j]);
+                }
+                host.release(slots);
+                metrics.backupsSkipped.increment();
+                metrics.fail("backup: host page already claimed");
+                return null;
+            }
+        }
+        TreeNode.PendingCopy pending = tree.beginBackup(n, slots);
+        KvCopy copy = device.backup(n.devicePages(), host.slab(), slots);
+        pending.attach(copy);
+        metrics.backupsStarted.increment();
+        BackupOp op = new BackupOp(n, pending, slots, copy);
+        copy.done().whenComplete((v, error) -> complete(() -> finishBackup(op, error == null)));
+        return op;
+    }
+
+    /** Applies a finished backup, once: commits the host pages, or gives the slots back when the copy failed. */
+    void finishBackup(BackupOp op, boolean ok) {
+        if (!op.finish()) {
+            return;
+        }
+        if (ok) {
+            for (int s : op.slots) {
+                host.commitWrite(s);
+            }
+            tree.finishBackup(op.pending, op.node, true);
+            metrics.backupsCompleted.increment();
+            metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
+            for (TreeNode n : op.pending.nodes()) {
+                publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, n.hashes());
+                store.ifPresent(s -> uploader.upload(n));
+            }
+        } else {
+            metrics.fail("backup: copy failed");
+            for (int s : op.slots) {
+                host.abortWrite(s);
+            }
+            host.release(tree.finishBackup(op.pending, op.node, false));
+        }
+    }
+
+    /** A backup in flight. */
+    final class BackupOp {
+        final TreeNode node;
+        final TreeNode.PendingCopy pending;
+        final int[] slots;
+        final KvCopy copy;
+        private boolean finished;
+
+        BackupOp(TreeNode node, TreeNode.PendingCopy pending, int[] slots, KvCopy copy) {
+            this.node = node;
+            this.pending = pending;
+            this.slots = slots;
+            this.copy = copy;
+        }
+
+        /** True for the first caller only. */
+        boolean finish() {
+            if (finished) {
+                return false;
+            }
+            finished = true;
+            return true;
+        }
+
+        /** Waits for the copy (with the lock held: the copy does not need it) and applies it; true if it worked. */
+        boolean awaitAndFinish(Deadline deadline) {
+            boolean ok;
+            try {
+                ok = copy.await(deadline);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                ok = false;
+            } catch (HiCacheException e) {
+                ok = false;
+            }
+            if (!ok && !copy.done().isDone()) {
+                return false; // still running: the completion loop will apply it
+            }
+            finishBackup(this, ok);
+            return ok;
+        }
+    }
+
+    /* ---------------------------------------------------------------- plumbing */
+
+    void publish(KvEvent.Type type, KvEvent.Tier tier, PageHashes hashes) {
+        events.publish(new KvEvent(type, tier, namespace, hashes));
+    }
+
+    /** Applies a copy's completion on the completion loop; never dropped (run here if the loop has closed). */
+    void complete(Runnable task) {
+        if (!completions.put(task)) {
+            runLocked(task);
+        }
+    }
+
+    /** Runs {@code task} under the lock. */
+    private void runLocked(Runnable task) {
+        lock.lock();
+        try {
+            task.run();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void checkOpen() {
+        if (closed.get()) {
+            throw new HiCacheException(ErrorCode.STORE_CLOSED, "the cache is closed");
+        }
+    }
+
+    /** Requests open now: for tests. */
+    List<CacheRequest> openRequests() {
+        lock.lock();
+        try {
+            return new ArrayList<>(requests.values());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Checks the tree's invariants and that every device page and host slot has exactly one owner: for tests. */
+    void checkConsistency() {
+        lock.lock();
+        try {
+            CacheConsistency.check(this, requests.values(), leftovers);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Waits until the background loops have nothing queued or running: for tests and orderly shutdown. */
+    void quiesce(Duration timeout) throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < end) {
+            if (completions.depth() == 0 && uploader.idle() && prefetcher.idle() && pendingCopies() == 0) {
+                return;
+            }
+            Thread.sleep(2);
+        }
+    }
+
+    private long pendingCopies() {
+        lock.lock();
+        try {
+            return CacheConsistency.pendingCopies(tree);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Stops the loops (letting queued work finish for up to 30 s each), closes open requests, then the page store,
+     * the host pool and the device pool.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        prefetcher.close();
+        uploader.close();
+        try {
+            quiesce(Duration.ofSeconds(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        completions.close();
+        hostEvictor.close();
+        lock.lock();
+        try {
+            for (CacheRequest r : new ArrayList<>(requests.values())) {
+                r.closeLocked();
+            }
+        } finally {
+            lock.unlock();
+        }
+        store.ifPresent(s -> {
+            try {
+                s.close();
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "closing the page store failed", e);
+            }
+        });
+        host.close();
+        device.close();
+    }
+}

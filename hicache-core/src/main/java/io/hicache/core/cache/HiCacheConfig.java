@@ -1,0 +1,124 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Setting;
+import io.hicache.core.config.Settings;
+import io.hicache.core.memory.host.HostPoolConfig;
+import io.hicache.core.tree.EvictionPolicy;
+import io.hicache.core.util.Checks;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The cache's configuration, with SGLang's option names and defaults where SGLang has the option, read and checked
+ * once. The page store named by {@code hicache-storage-backend} reads its own settings ({@code file.root}, ...)
+ * from the same {@link #settings()}.
+ *
+ * @param pageSizeTokens         tokens per page ({@code page-size})
+ * @param writePolicy            when device pages are backed up to the host
+ * @param prefetchPolicy         when a prefetch from the page store stops
+ * @param eviction               eviction order ({@code radix-eviction-policy})
+ * @param prefetchThresholdTokens the fewest tokens worth a prefetch (SGLang's {@code prefetch_threshold})
+ * @param prefetchTimeoutBase    the {@code timeout} policy's fixed part
+ * @param prefetchTimeoutPerKiToken the {@code timeout} policy's part per 1024 tokens
+ * @param loadBackThresholdTokens the fewest host tokens worth loading back to the device
+ * @param storageBackend         the page store's name, or empty for none
+ * @param storageBatchPages      pages per page store call
+ * @param storageTimeout         the deadline of one page store call
+ * @param recomputeTokensPerSecond the engine's prefill speed, for skipping prefetches slower than recomputing; 0
+ *                               turns the check off
+ * @param hostHighWater          host pool occupancy at which background host eviction starts
+ * @param hostLowWater           where it stops
+ * @param queueCapacity          entries each background loop's queue holds before new work is skipped
+ * @param host                   the host pool's configuration
+ * @param settings               all the raw settings, for the page store
+ */
+public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, PrefetchPolicy prefetchPolicy,
+        EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
+        Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
+        int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
+        double hostLowWater, int queueCapacity, HostPoolConfig host, Settings settings) {
+    public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
+            "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
+    public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
+            WritePolicy::configName, WritePolicy.WRITE_THROUGH,
+            "write_through (back up on the first hit), write_through_selective (on the second) or write_back (on eviction)");
+    public static final Setting<PrefetchPolicy> PREFETCH_POLICY = Setting.choice("hicache-storage-prefetch-policy",
+            PrefetchPolicy.class, PrefetchPolicy::configName, PrefetchPolicy.BEST_EFFORT,
+            "when a prefetch stops: best_effort, wait_complete or timeout");
+    public static final Setting<String> EVICTION = Setting.string("radix-eviction-policy", "lru", "lru or lfu");
+    public static final Setting<Integer> PREFETCH_THRESHOLD = Setting.integer("prefetch-threshold", 256, 1, Integer.MAX_VALUE,
+            "the fewest tokens worth prefetching from the page store");
+    public static final Setting<Duration> PREFETCH_TIMEOUT_BASE = Setting.duration("prefetch-timeout-base", "1s",
+            "the timeout policy's fixed part");
+    public static final Setting<Duration> PREFETCH_TIMEOUT_PER_KI_TOKEN = Setting.duration("prefetch-timeout-per-ki-token",
+            "250ms", "the timeout policy's part per 1024 tokens");
+    public static final Setting<Integer> LOAD_BACK_THRESHOLD = Setting.integer("load-back-threshold", 10, 0,
+            Integer.MAX_VALUE, "the fewest host tokens worth loading back to the device");
+    public static final Setting<String> STORAGE_BACKEND = Setting.string("hicache-storage-backend", "",
+            "the page store (L3) by name: file, rocksdb, s3, ...; empty for none");
+    public static final Setting<Integer> STORAGE_BATCH = Setting.integer("hicache-storage-batch-pages", 128, 1, 65536,
+            "pages per page store call");
+    public static final Setting<Duration> STORAGE_TIMEOUT = Setting.duration("hicache-storage-timeout", "10s",
+            "the deadline of one page store call");
+    public static final Setting<Double> RECOMPUTE_SPEED = Setting.decimal("hicache-recompute-tokens-per-second", 0, 0,
+            1e12, "the engine's prefill speed; a prefetch expected to take longer than recomputing is skipped (0: off)");
+    public static final Setting<Double> HOST_HIGH_WATER = Setting.decimal("hicache-host-high-water", 0.95, 0.1, 1.0,
+            "host pool occupancy at which background host eviction starts");
+    public static final Setting<Double> HOST_LOW_WATER = Setting.decimal("hicache-host-low-water", 0.85, 0.05, 1.0,
+            "host pool occupancy where background host eviction stops");
+    public static final Setting<Integer> QUEUE_CAPACITY = Setting.integer("hicache-queue-capacity", 4096, 16, 1 << 20,
+            "entries each background loop's queue holds before new work is skipped (and counted)");
+
+    /** Every setting read here, the host pool's included. */
+    public static final List<Setting<?>> SETTINGS;
+
+    static {
+        List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
+                PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
+                STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
+                QUEUE_CAPACITY));
+        all.addAll(HostPoolConfig.SETTINGS);
+        SETTINGS = List.copyOf(all);
+    }
+
+    public HiCacheConfig {
+        Checks.checkPositive(pageSizeTokens, "pageSizeTokens");
+        Checks.checkNotNull(writePolicy, "writePolicy");
+        Checks.checkNotNull(prefetchPolicy, "prefetchPolicy");
+        Checks.checkNotNull(eviction, "eviction");
+        Checks.requireArgument(hostLowWater < hostHighWater, "hicache-host-low-water (%s) must be below the high water (%s)",
+                hostLowWater, hostHighWater);
+        Checks.checkNotNull(storageBackend, "storageBackend");
+        Checks.checkNotNull(host, "host");
+        Checks.checkNotNull(settings, "settings");
+    }
+
+    /**
+     * Reads the configuration.
+     *
+     * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
+     */
+    public static HiCacheConfig from(Settings settings) {
+        try {
+            String backend = settings.get(STORAGE_BACKEND).trim();
+            return new HiCacheConfig(settings.get(PAGE_SIZE), settings.get(WRITE_POLICY), settings.get(PREFETCH_POLICY),
+                    EvictionPolicy.named(settings.get(EVICTION)),
+                    settings.get(PREFETCH_THRESHOLD), settings.get(PREFETCH_TIMEOUT_BASE),
+                    settings.get(PREFETCH_TIMEOUT_PER_KI_TOKEN), settings.get(LOAD_BACK_THRESHOLD),
+                    backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
+                    settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
+                    settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), HostPoolConfig.from(settings), settings);
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
+    /** The prefetch threshold in whole pages (at least one). */
+    int prefetchThresholdPages() {
+        return Math.max(1, (prefetchThresholdTokens + pageSizeTokens - 1) / pageSizeTokens);
+    }
+}

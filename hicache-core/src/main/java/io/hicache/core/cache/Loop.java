@@ -1,0 +1,100 @@
+package io.hicache.core.cache;
+
+import java.lang.System.Logger.Level;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * A named background thread ({@code hicache-NAME}) working through a bounded queue. Work that does not fit the queue
+ * is refused (the caller skips it and counts that), so a slow store never stalls the engine. The thread never dies
+ * on a failed item: it counts the failure under the loop's name, logs it and goes on. Thread-safe; the cache closes
+ * it.
+ */
+final class Loop<T> implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Loop.class.getName());
+
+    private final String name;
+    private final BlockingQueue<T> queue;
+    private final Consumer<T> work;
+    private final CacheMetrics metrics;
+    private final Thread thread;
+    private volatile boolean closed;
+
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics) {
+        this.name = name;
+        this.queue = new ArrayBlockingQueue<>(capacity);
+        this.work = work;
+        this.metrics = metrics;
+        this.thread = Thread.ofPlatform().daemon().name("hicache-" + name).start(this::run);
+    }
+
+    /** Queues {@code item}; false (and counted) when the queue is full or the loop closed. */
+    boolean offer(T item) {
+        if (closed || !queue.offer(item)) {
+            metrics.fail(name + ": queue full");
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * Queues {@code item}, waiting for room: for work that must not be dropped (a copy's completion). False when the
+     * loop closed, so the caller runs it itself.
+     */
+    boolean put(T item) {
+        try {
+            while (!closed) {
+                if (queue.offer(item, 50, TimeUnit.MILLISECONDS)) {
+                    return true;
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return false;
+    }
+
+    int depth() {
+        return queue.size();
+    }
+
+    private void run() {
+        while (!closed || !queue.isEmpty()) {
+            T item;
+            try {
+                item = queue.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                continue;
+            }
+            if (item == null) {
+                continue;
+            }
+            try {
+                work.accept(item);
+            } catch (Throwable t) {
+                metrics.fail(name + ": " + t.getClass().getSimpleName());
+                LOG.log(Level.WARNING, "hicache-" + name + ": a task failed; the loop goes on", t);
+            }
+        }
+    }
+
+    /** Lets the queued work finish (up to {@code waitMillis}), then stops the thread. */
+    void close(long waitMillis) {
+        closed = true;
+        try {
+            thread.join(waitMillis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            thread.interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        close(30_000);
+    }
+}

@@ -1,0 +1,404 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHasher;
+import io.hicache.core.key.PageHashes;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.HostLayout;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
+import io.hicache.core.store.PageStore;
+import io.hicache.core.tree.MatchResult;
+import io.hicache.core.tree.TreeNode;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Prefetch from the page store into the host pool (L3 to L2), as SGLang does it, plus a cost check SGLang lacks.
+ * A request whose deepest match is backed up (or that matched nothing) and whose uncached tail is at least
+ * {@code prefetch-threshold} tokens gets host slots for the tail and an operation that runs on two loops:
+ * {@code hicache-prefetch-query} asks the store how many of the tail's pages it has (in batches, stopping at the
+ * first miss) and revokes the operation below the threshold; {@code hicache-prefetch-io} fetches them into the host
+ * slab, batch by batch, stopping at the first page that does not arrive. The request ends the operation when its
+ * policy allows ({@link #tryFinish}); the pages that arrived become host-only nodes under the anchor.
+ *
+ * <p>Not started: past {@code 0.8 * (host pool - device pool)} pages held by prefetches, without host room, and
+ * (when {@code hicache-recompute-tokens-per-second} is set) when fetching at the store's measured speed would take
+ * longer than recomputing; each reason is counted.
+ *
+ * <p>Thread-safe: an operation's fields are guarded by its own monitor; tree changes happen under the cache's lock.
+ */
+final class Prefetcher implements AutoCloseable {
+    private final HiCache cache;
+    private final Loop<Op> query;
+    private final Loop<Op> io;
+    private final AtomicInteger active = new AtomicInteger();
+    /** Loop tasks running now: an operation can be finished while its last batch is still in the I/O loop. */
+    private final AtomicInteger busy = new AtomicInteger();
+    private final AtomicLong heldPages = new AtomicLong();
+    /** The store's measured read speed (bytes per second, moving average); 0 until measured. */
+    private volatile double storeBytesPerSecond;
+
+    Prefetcher(HiCache cache) {
+        this.cache = cache;
+        this.query = new Loop<>("prefetch-query", cache.config.queueCapacity(), this::runQuery, cache.metrics);
+        this.io = new Loop<>("prefetch-io", cache.config.queueCapacity(), this::runIo, cache.metrics);
+    }
+
+    /** One prefetch. Fields below {@code monitor fields} are guarded by the op's monitor. */
+    final class Op {
+        final CacheRequest request;
+        final TreeNode anchor;
+        final PageHash anchorHash;
+        final int fromToken;
+        final int pages;
+        final int[] slots;
+        final long startNanos = System.nanoTime();
+        // monitor fields
+        PageHashes hashes;
+        int limit;
+        int landed;
+        int inFlightFrom = -1;
+        int inFlightTo = -1;
+        boolean queried;
+        boolean ioDone;
+        boolean revoked;
+        boolean finished;
+
+        Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
+            this.request = request;
+            this.anchor = anchor;
+            this.anchorHash = anchor.isRoot() ? null : anchor.lastHash();
+            this.fromToken = fromToken;
+            this.pages = pages;
+            this.slots = slots;
+            this.limit = pages;
+        }
+    }
+
+    /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
+    Op maybeStart(CacheRequest r, MatchResult m) {
+        if (cache.store.isEmpty()) {
+            return null;
+        }
+        int pageSize = cache.config.pageSizeTokens();
+        int pages = r.tokens().length / pageSize - m.matchedPages();
+        if (pages < cache.config.prefetchThresholdPages()) {
+            return null;
+        }
+        TreeNode anchor = m.lastNode();
+        if (!anchor.isRoot() && !anchor.backedUp()) {
+            // SGLang's rule: the tail hangs off a node only the device holds; prefetching would pin device memory.
+            cache.metrics.skipPrefetch("anchor_not_backed_up");
+            return null;
+        }
+        long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
+        if (heldPages.get() + pages > budget) {
+            cache.metrics.skipPrefetch("rate_limited");
+            return null;
+        }
+        double recompute = cache.config.recomputeTokensPerSecond();
+        double speed = storeBytesPerSecond;
+        if (recompute > 0 && speed > 0) {
+            double fetchSeconds = (double) pages * cache.format.pageBytes() / speed;
+            double recomputeSeconds = (double) pages * pageSize / recompute;
+            if (fetchSeconds > recomputeSeconds) {
+                cache.metrics.skipPrefetch("slower_than_recompute");
+                return null;
+            }
+        }
+        int[] slots = cache.reserveHost(pages);
+        if (slots == null) {
+            cache.metrics.skipPrefetch("no_host_room");
+            return null;
+        }
+        if (!anchor.isRoot()) {
+            cache.tree.protectHost(anchor);
+        }
+        Op op = new Op(r, anchor, m.matchedPages() * pageSize, pages, slots);
+        heldPages.addAndGet(pages);
+        active.incrementAndGet();
+        if (!query.offer(op)) {
+            cache.host.release(slots);
+            if (!anchor.isRoot()) {
+                cache.tree.releaseHost(anchor);
+            }
+            heldPages.addAndGet(-pages);
+            active.decrementAndGet();
+            cache.metrics.skipPrefetch("queue_full");
+            return null;
+        }
+        cache.metrics.prefetchesStarted.increment();
+        return op;
+    }
+
+    /* ---------------------------------------------------------------- the query loop */
+
+    private void runQuery(Op op) {
+        busy.incrementAndGet();
+        try {
+            query(op);
+        } finally {
+            busy.decrementAndGet();
+        }
+    }
+
+    private void query(Op op) {
+        PageStore store = cache.store.orElseThrow();
+        int pageSize = cache.config.pageSizeTokens();
+        int[] tokens = op.request.tokens();
+        PageHasher h = new PageHasher(pageSize);
+        int to = op.fromToken + op.pages * pageSize;
+        PageHashes hashes = op.anchorHash == null ? h.hashPages(tokens, op.fromToken, to)
+                : h.hashPages(tokens, op.fromToken, to, op.anchorHash);
+        int hits = 0;
+        int batch = cache.config.storageBatchPages();
+        try {
+            for (int from = 0; from < op.pages; from += batch) {
+                synchronized (op) {
+                    if (op.finished) {
+                        break;
+                    }
+                }
+                List<StoreKey> keys = keys(hashes, from, Math.min(op.pages, from + batch));
+                int n = store.leadingHits(keys, deadline()).get(timeoutMillis(), TimeUnit.MILLISECONDS);
+                hits += n;
+                if (n < keys.size()) {
+                    break;
+                }
+            }
+        } catch (Exception e) {
+            cache.metrics.fail("prefetch: hit query " + e.getClass().getSimpleName());
+            // What was counted before the failure still stands.
+        }
+        boolean revoke = hits < cache.config.prefetchThresholdPages();
+        int[] trimmed;
+        synchronized (op) {
+            op.hashes = hashes;
+            op.queried = true;
+            if (op.finished) {
+                return;
+            }
+            if (revoke) {
+                op.revoked = true;
+                op.ioDone = true;
+                trimmed = new int[0];
+            } else {
+                trimmed = Arrays.copyOfRange(op.slots, hits, op.limit);
+                op.limit = hits;
+            }
+        }
+        cache.host.release(trimmed);
+        if (revoke) {
+            cache.metrics.prefetchesRevoked.increment();
+            return;
+        }
+        if (!io.offer(op)) {
+            synchronized (op) {
+                op.ioDone = true;
+            }
+        }
+    }
+
+    /* ---------------------------------------------------------------- the I/O loop */
+
+    private void runIo(Op op) {
+        busy.incrementAndGet();
+        try {
+            fetch(op);
+        } finally {
+            busy.decrementAndGet();
+        }
+    }
+
+    private void fetch(Op op) {
+        PageStore store = cache.store.orElseThrow();
+        int batch = cache.config.storageBatchPages();
+        long pageBytes = cache.format.pageBytes();
+        boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
+        while (true) {
+            int from;
+            int to;
+            synchronized (op) {
+                if (op.finished || op.landed >= op.limit) {
+                    op.ioDone = true;
+                    return;
+                }
+                from = op.landed;
+                to = Math.min(op.limit, from + batch);
+                op.inFlightFrom = from;
+                op.inFlightTo = to;
+            }
+            int begun = 0;
+            int ok = 0;
+            long start = System.nanoTime();
+            try (Arena staging = Arena.ofShared()) {
+                List<StoreKey> keys = keys(op.hashes, from, to);
+                while (begun < keys.size() && cache.host.beginWrite(op.slots[from + begun], keys.get(begun))) {
+                    begun++;
+                }
+                if (begun > 0) {
+                    List<MemorySegment> targets = new ArrayList<>(begun);
+                    for (int i = 0; i < begun; i++) {
+                        targets.add(direct ? cache.host.slab().page(op.slots[from + i]) : staging.allocate(pageBytes, 64));
+                    }
+                    BatchResult r = store.get(PageBatch.of(keys.subList(0, begun), targets), deadline())
+                            .get(timeoutMillis(), TimeUnit.MILLISECONDS);
+                    while (ok < begun && r.status(ok) == PageStatus.OK) {
+                        ok++;
+                    }
+                    if (ok < begun) {
+                        cache.metrics.fail("prefetch: " + Uploader.firstFailure(r));
+                    }
+                    for (int i = 0; i < ok; i++) {
+                        if (!direct) {
+                            cache.host.writePage(op.slots[from + i], targets.get(i));
+                        }
+                        cache.host.commitWrite(op.slots[from + i]);
+                    }
+                }
+            } catch (Exception e) {
+                cache.metrics.fail("prefetch: get " + e.getClass().getSimpleName());
+            } finally {
+                for (int i = ok; i < begun; i++) {
+                    cache.host.abortWrite(op.slots[from + i]);
+                }
+            }
+            if (ok > 0) {
+                double seconds = (System.nanoTime() - start) / 1e9;
+                double speed = ok * pageBytes / Math.max(seconds, 1e-6);
+                storeBytesPerSecond = storeBytesPerSecond == 0 ? speed : 0.8 * storeBytesPerSecond + 0.2 * speed;
+                cache.metrics.bytesStoreToHost.add(ok * pageBytes);
+            }
+            synchronized (op) {
+                op.inFlightFrom = -1;
+                op.inFlightTo = -1;
+                if (op.finished) {
+                    // The request went on without these pages: give every slot of the batch back.
+                    cache.host.release(Arrays.copyOfRange(op.slots, from, to));
+                    op.ioDone = true;
+                    return;
+                }
+                op.landed += ok;
+                if (ok < to - from) {
+                    op.ioDone = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /* ---------------------------------------------------------------- ending */
+
+    /**
+     * Ends {@code op} if its policy allows (always when {@code force}): the pages that arrived join the tree as
+     * host-only nodes, the slots not used go back, the anchor is unprotected. True when it has ended. Call with the
+     * cache's lock held.
+     */
+    boolean tryFinish(Op op, boolean force) {
+        int landed;
+        int[] release;
+        PageHashes hashes;
+        synchronized (op) {
+            if (op.finished) {
+                return true;
+            }
+            if (!force && !mayEnd(op)) {
+                return false;
+            }
+            op.finished = true;
+            landed = op.revoked ? 0 : op.landed;
+            hashes = op.hashes;
+            // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds.
+            List<Integer> free = new ArrayList<>();
+            for (int i = landed; i < op.limit; i++) {
+                if (i < op.inFlightFrom || i >= op.inFlightTo) {
+                    free.add(op.slots[i]);
+                }
+            }
+            release = free.stream().mapToInt(Integer::intValue).toArray();
+        }
+        cache.host.release(release);
+        if (landed > 0) {
+            int[] unused = cache.tree.insertHost(op.anchor, op.request.tokens(), op.fromToken, landed,
+                    Arrays.copyOf(op.slots, landed), hashes.slice(0, landed));
+            cache.host.release(unused);
+            int kept = landed - unused.length;
+            cache.metrics.prefetchedPages.add(kept);
+            cache.metrics.storageHitTokens.add((long) kept * cache.config.pageSizeTokens());
+            cache.metrics.prefetchesCompleted.increment();
+            cache.publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, hashes.slice(0, landed));
+        }
+        if (!op.anchor.isRoot()) {
+            cache.tree.releaseHost(op.anchor);
+        }
+        heldPages.addAndGet(-op.pages);
+        active.decrementAndGet();
+        return true;
+    }
+
+    private boolean mayEnd(Op op) {
+        if (op.revoked) {
+            return true;
+        }
+        return switch (cache.config.prefetchPolicy()) {
+            case BEST_EFFORT -> true;
+            case WAIT_COMPLETE -> op.ioDone;
+            case TIMEOUT -> op.ioDone || System.nanoTime() - op.startNanos > timeoutNanos(op);
+        };
+    }
+
+    private long timeoutNanos(Op op) {
+        long perKi = cache.config.prefetchTimeoutPerKiToken().toNanos();
+        long tokens = (long) op.pages * cache.config.pageSizeTokens();
+        return cache.config.prefetchTimeoutBase().toNanos() + perKi * tokens / 1024;
+    }
+
+    private List<StoreKey> keys(PageHashes hashes, int from, int to) {
+        List<StoreKey> keys = new ArrayList<>(to - from);
+        for (int i = from; i < to; i++) {
+            keys.add(cache.namespace.key(hashes.get(i)));
+        }
+        return keys;
+    }
+
+    private Deadline deadline() {
+        return Deadline.after(cache.config.storageTimeout());
+    }
+
+    private long timeoutMillis() {
+        return cache.config.storageTimeout().toMillis() + 5_000;
+    }
+
+    int queryDepth() {
+        return query.depth();
+    }
+
+    int ioDepth() {
+        return io.depth();
+    }
+
+    /** True when no prefetch is unfinished and neither loop has work. */
+    boolean idle() {
+        return active.get() == 0 && busy.get() == 0 && query.depth() == 0 && io.depth() == 0;
+    }
+
+    /** Host slots held by unfinished prefetches (reserved, in flight or landed): for the consistency check. */
+    long heldPages() {
+        return heldPages.get();
+    }
+
+    @Override
+    public void close() {
+        query.close();
+        io.close();
+    }
+}

@@ -1,0 +1,168 @@
+package io.hicache.core.cache;
+
+import static io.hicache.core.cache.TestEngine.concat;
+import static io.hicache.core.cache.TestEngine.prompt;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.testkit.InMemoryPageStore;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class HiCacheTest {
+    static Map<String, String> settings(String... kv) {
+        Map<String, String> m = new HashMap<>(Map.of("page-size", "4", "prefetch-threshold", "8",
+                "hicache-ratio", "4"));
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put(kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+
+    @Test
+    void aRepeatedPromptIsServedFromTheDeviceAndBackedUpToTheHost() throws Exception {
+        try (TestEngine e = new TestEngine(settings(), 64, null)) {
+            int[] p = prompt(1000, 40);
+            assertEquals(0, e.serve("a", p).deviceTokens());
+            e.quiesce();
+            TestEngine.Served again = e.serve("b", concat(p, prompt(5000, 8)));
+            assertEquals(40, again.deviceTokens());
+            assertEquals(2, again.computedPages());
+            e.quiesce();
+            CacheStats s = e.cache.stats();
+            assertTrue(s.backupsCompleted() >= 2, s::toString);
+            assertEquals(12, s.hostPages(), "write-through backed every page up");
+            e.cache.checkConsistency();
+        }
+    }
+
+    @Test
+    void evictedPrefixesComeBackFromTheHostWithTheirBytes() throws Exception {
+        try (TestEngine e = new TestEngine(settings(), 24, null)) {
+            List<int[]> prompts = List.of(prompt(0, 64), prompt(10_000, 64), prompt(20_000, 64), prompt(30_000, 64));
+            for (int i = 0; i < prompts.size(); i++) {
+                e.serve("fill-" + i, prompts.get(i));
+                e.quiesce();
+            }
+            // 4 x 16 pages through a 24-page device: the first prompt is host-only now.
+            TestEngine.Served back = e.serve("back", prompts.get(0));
+            assertEquals(64, back.deviceTokens() + back.hostTokens());
+            assertTrue(back.hostTokens() > 0, "nothing was evicted to the host: " + back);
+            assertEquals(back.hostTokens(), back.loadedTokens(), "all or nothing");
+            e.quiesce();
+            assertTrue(e.cache.stats().deviceEvictedPages() > 0);
+            e.cache.checkConsistency();
+        }
+    }
+
+    @Test
+    void writeThroughSelectiveBacksUpOnTheSecondHit() throws Exception {
+        try (TestEngine e = new TestEngine(settings("hicache-write-policy", "write_through_selective"), 64, null)) {
+            int[] p = prompt(1, 32);
+            e.serve("a", p);
+            e.quiesce();
+            assertEquals(0, e.cache.stats().backupsStarted());
+            e.serve("b", p);
+            e.quiesce();
+            assertEquals(1, e.cache.stats().backupsCompleted());
+            e.cache.checkConsistency();
+        }
+    }
+
+    @Test
+    void writeBackCopiesOnlyWhatIsEvicted() throws Exception {
+        try (TestEngine e = new TestEngine(settings("hicache-write-policy", "write_back"), 20, null)) {
+            e.serve("a", prompt(0, 64));
+            e.quiesce();
+            assertEquals(0, e.cache.stats().backupsStarted());
+            e.serve("b", prompt(50_000, 64)); // needs room: a's pages are backed up, then demoted
+            e.quiesce();
+            assertTrue(e.cache.stats().backupsCompleted() > 0);
+            TestEngine.Served back = e.serve("c", prompt(0, 64));
+            assertEquals(64, back.deviceTokens() + back.hostTokens());
+            e.quiesce();
+            e.cache.checkConsistency();
+        }
+    }
+
+    @Test
+    void aSecondEngineGetsThePrefixFromThePageStore() throws Exception {
+        InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
+        int[] p = prompt(777, 64);
+        try (TestEngine first = new TestEngine(settings(), 64, unclosable(shared))) {
+            first.serve("a", p);
+            first.quiesce();
+            assertEquals(16, first.cache.stats().uploadedPages());
+        }
+        try (TestEngine second = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
+                unclosable(shared))) {
+            TestEngine.Served s = second.serve("b", p);
+            assertEquals(0, s.deviceTokens());
+            assertEquals(64, s.loadedTokens(), "the whole prompt came from the store, through the host");
+            assertEquals(0, s.computedPages());
+            second.quiesce();
+            assertEquals(64, second.cache.stats().storageHitTokens());
+            second.cache.checkConsistency();
+        } finally {
+            shared.close();
+        }
+    }
+
+    @Test
+    void bestEffortGoesOnWithWhateverArrivedAndStillChecksBytes() throws Exception {
+        InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
+        int[] p = prompt(4242, 256);
+        try (TestEngine first = new TestEngine(settings(), 128, unclosable(shared))) {
+            first.serve("a", p);
+            first.quiesce();
+        }
+        try (TestEngine second = new TestEngine(settings(), 128, unclosable(shared))) {
+            TestEngine.Served s = second.serve("b", p); // best_effort: ends at the first check
+            assertEquals(256, s.deviceTokens() + s.loadedTokens() + s.computedPages() * 4);
+            second.quiesce();
+            second.cache.checkConsistency();
+        } finally {
+            shared.close();
+        }
+    }
+
+    @Test
+    void abortReleasesEverythingTheRequestHeld() throws Exception {
+        try (TestEngine e = new TestEngine(settings(), 32, null)) {
+            e.serve("a", prompt(0, 32));
+            e.quiesce();
+            CacheRequest r = e.cache.request("b", concat(prompt(0, 32), prompt(900, 32)));
+            int[] pages = r.allocate(8);
+            assertEquals(8, pages.length);
+            r.abort();
+            e.quiesce();
+            e.cache.checkConsistency();
+            assertEquals(0, e.cache.openRequests().size());
+            var ex = assertThrows(IllegalStateException.class, () -> r.allocate(1));
+            assertTrue(ex.getMessage().contains("closed"), ex.getMessage());
+        }
+    }
+
+    @Test
+    void aPoolPinnedByRequestsSaysWhyItCannotAllocate() throws Exception {
+        try (TestEngine e = new TestEngine(settings(), 8, null)) {
+            CacheRequest r = e.cache.request("big", prompt(0, 64));
+            r.allocate(8);
+            var ex = assertThrows(HiCacheException.class, () -> r.allocate(1));
+            assertEquals(ErrorCode.PAGES_EXHAUSTED, ex.code());
+            assertTrue(ex.getMessage().contains("pinned"), ex.getMessage());
+            r.close();
+            e.cache.checkConsistency();
+        }
+    }
+
+    /** The store, with close() doing nothing: shared by two engines in a test, closed by the test. */
+    static io.hicache.core.store.PageStore unclosable(InMemoryPageStore store) {
+        return io.hicache.testkit.FaultyPageStore.sharing(store);
+    }
+}

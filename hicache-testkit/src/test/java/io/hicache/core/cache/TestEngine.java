@@ -1,0 +1,145 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHasher;
+import io.hicache.core.key.PageHashes;
+import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.store.PageStore;
+import io.hicache.testkit.PagePattern;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * A pretend inference engine over a real {@link HiCache} on the emulated device: it "computes" each page's KV as a
+ * pattern derived from the page's key, so any page it gets back from the cache can be checked byte for byte.
+ * Not thread-safe.
+ */
+final class TestEngine implements AutoCloseable {
+    static final KvGeometry GEOMETRY = KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16);
+    static final Namespace NS = Namespace.of("test-engine", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+
+    final HiCache cache;
+    final EmulatedDeviceRuntime runtime;
+    final Path hostDir;
+    final int page;
+    private final PageHasher hasher;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment flat;
+
+    /** An engine whose cache has {@code devicePages} device pages, configured by {@code settings} (host.dir is set here). */
+    TestEngine(Map<String, String> settings, int devicePages, PageStore store) {
+        Path shm = Path.of("/dev/shm");
+        try {
+            hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+                    "hicache-engine");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Settings.Builder b = Settings.builder().flag("host.dir", hostDir.toString());
+        settings.forEach(b::flag);
+        HiCacheConfig config = HiCacheConfig.from(b.build());
+        this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
+        this.cache = HiCache.open(config, NS, GEOMETRY, devicePages, runtime, store);
+        this.page = config.pageSizeTokens();
+        this.hasher = new PageHasher(page);
+        this.flat = arena.allocate(cache.format().pageBytes(), 64);
+    }
+
+    /** What serving one prompt found. */
+    record Served(int deviceTokens, int hostTokens, int loadedTokens, int computedPages) {
+    }
+
+    /**
+     * Serves {@code prompt} the way an engine would: request, wait for the prefetch, load back, check the cached
+     * prefix's bytes, compute the rest, commit, close.
+     */
+    Served serve(String id, int[] prompt) throws InterruptedException {
+        try (CacheRequest r = cache.request(id, prompt)) {
+            int device = r.deviceTokens();
+            int host = r.hostTokens();
+            long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (!r.prefetchDone()) {
+                if (System.nanoTime() > until) {
+                    throw new AssertionError("the prefetch never ended");
+                }
+                Thread.sleep(1);
+            }
+            CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
+            if (!lb.await(Deadline.after(Duration.ofSeconds(10)))) {
+                throw new AssertionError("a load-back did not finish");
+            }
+            int[] prefix = r.prefixPages();
+            verify(prompt, prefix);
+            int whole = prompt.length / page;
+            int[] fresh = r.allocate(whole - prefix.length);
+            PageHashes hashes = hasher.hashPages(prompt);
+            for (int i = 0; i < fresh.length; i++) {
+                PagePattern.fill(flat, NS.key(hashes.get(prefix.length + i)));
+                cache.devicePool().writePage(fresh[i], flat);
+            }
+            int[] all = Arrays.copyOf(prefix, whole);
+            System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
+            r.commit(Arrays.copyOf(prompt, whole * page), all, true);
+            return new Served(device, host, lb.deviceTokens() - device, fresh.length);
+        }
+    }
+
+    /** Checks that {@code pages} hold the KV of {@code prompt}'s first pages. */
+    void verify(int[] prompt, int[] pages) {
+        PageHashes hashes = hasher.hashPages(prompt);
+        for (int i = 0; i < pages.length; i++) {
+            cache.devicePool().readPage(pages[i], flat);
+            if (!PagePattern.matches(flat, NS.key(hashes.get(i)))) {
+                throw new AssertionError("page " + i + " (device page " + pages[i] + ") of the prefix has wrong bytes");
+            }
+        }
+    }
+
+    /** Waits until background work is done. */
+    void quiesce() throws InterruptedException {
+        cache.quiesce(Duration.ofSeconds(30));
+    }
+
+    /** {@code pages} pages of tokens: base, base+1, ... */
+    static int[] prompt(int base, int tokens) {
+        int[] t = new int[tokens];
+        for (int i = 0; i < tokens; i++) {
+            t[i] = base + i;
+        }
+        return t;
+    }
+
+    static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    @Override
+    public void close() {
+        cache.close();
+        runtime.close();
+        arena.close();
+        try (Stream<Path> all = Files.walk(hostDir)) {
+            for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
