@@ -15,8 +15,12 @@ final class CacheConsistency {
     private CacheConsistency() {
     }
 
-    static void check(HiCache cache, Collection<CacheRequest> requests, BitSet leftovers) {
-        RadixTree.Slots slots = cache.tree.checkInvariants();
+    /**
+     * {@code full}: also re-hash every node's first page and account for every host slot (needs the loops idle);
+     * otherwise the tree's structure, pins and the device pages' owners (valid at any time under the lock).
+     */
+    static void check(HiCache cache, Collection<CacheRequest> requests, BitSet leftovers, boolean full) {
+        RadixTree.Slots slots = cache.tree.checkInvariants(full);
         BitSet device = new BitSet();
         for (int p : slots.device()) {
             Checks.requireState(!device.get(p), "device page %d belongs to two nodes", p);
@@ -32,6 +36,9 @@ final class CacheConsistency {
             boolean allocated = cache.device.allocator().isAllocated(p);
             Checks.requireState(allocated == device.get(p), allocated ? "device page %d is allocated but has no owner"
                     : "device page %d has an owner but is free", p);
+        }
+        if (!full) {
+            return;
         }
         BitSet host = new BitSet();
         for (int s : slots.host()) {

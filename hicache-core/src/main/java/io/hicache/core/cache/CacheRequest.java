@@ -132,6 +132,7 @@ public final class CacheRequest implements AutoCloseable {
                     System.arraycopy(n.hostSlots(), 0, slots, at, n.pages());
                     at += n.pages();
                 }
+                cache.outstanding.incrementAndGet();
                 KvCopy copy = cache.device.load(cache.host.slab(), slots, devicePages);
                 pending.attach(copy);
                 cache.metrics.loadsStarted.increment();
@@ -149,6 +150,14 @@ public final class CacheRequest implements AutoCloseable {
     }
 
     private void finishLoad(TreeNode.PendingCopy pending, TreeNode last, boolean ok, int pages) {
+        try {
+            applyLoad(pending, last, ok, pages);
+        } finally {
+            cache.outstanding.decrementAndGet();
+        }
+    }
+
+    private void applyLoad(TreeNode.PendingCopy pending, TreeNode last, boolean ok, int pages) {
         int[] freed = cache.tree.finishLoad(pending, last, ok);
         cache.freeDevice(freed);
         if (ok) {

@@ -64,6 +64,8 @@ public final class HiCache implements AutoCloseable {
     private final BitSet leftovers = new BitSet();
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Copies started and not yet applied: counted down only after what they start next (an upload) is counted. */
+    final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
     private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device, HostPagePool host,
             Optional<PageStore> store) {
@@ -232,7 +234,14 @@ public final class HiCache implements AutoCloseable {
     private void evictDevice(int pages) {
         RadixTree.DeviceEviction e = tree.evictDevice(pages, config.writePolicy() == WritePolicy.WRITE_BACK);
         freeDevice(e.freedPages());
-        metrics.deviceEvictedPages.add(e.freedPages().length);
+        for (PageHashes h : e.demoted()) {
+            metrics.deviceEvictedPages.add(h.size());
+            publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
+        }
+        for (PageHashes h : e.deleted()) {
+            metrics.deviceDeletedPages.add(h.size());
+            publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
+        }
         for (TreeNode n : e.needBackup()) {
             // Write-back (or a node with host-only children): back it up now, then demote it.
             BackupOp op = startBackup(n);
@@ -253,7 +262,7 @@ public final class HiCache implements AutoCloseable {
             evictHost(count - host.freeSlots());
             slots = host.tryReserve(count);
         }
-        if (slots != null && occupancy() >= config.hostHighWater()) {
+        if (slots != null && occupancy() >= config.hostHighWater() && hostEvictor.depth() == 0) {
             hostEvictor.offer(Boolean.TRUE);
         }
         return slots;
@@ -272,9 +281,12 @@ public final class HiCache implements AutoCloseable {
             freed++;
         }
         if (freed < pages) {
-            int[] slots = tree.evictHost(pages - freed);
-            host.release(slots);
-            metrics.hostEvictedPages.add(slots.length);
+            RadixTree.HostEviction e = tree.evictHostReporting(pages - freed);
+            host.release(e.freedSlots());
+            metrics.hostEvictedPages.add(e.freedSlots().length);
+            for (PageHashes h : e.removed()) {
+                publish(KvEvent.Type.REMOVED, KvEvent.Tier.HOST, h);
+            }
         }
     }
 
@@ -328,6 +340,7 @@ public final class HiCache implements AutoCloseable {
             }
         }
         TreeNode.PendingCopy pending = tree.beginBackup(n, slots);
+        outstanding.incrementAndGet();
         KvCopy copy = device.backup(n.devicePages(), host.slab(), slots);
         pending.attach(copy);
         metrics.backupsStarted.increment();
@@ -341,6 +354,14 @@ public final class HiCache implements AutoCloseable {
         if (!op.finish()) {
             return;
         }
+        try {
+            applyBackup(op, ok);
+        } finally {
+            outstanding.decrementAndGet();
+        }
+    }
+
+    private void applyBackup(BackupOp op, boolean ok) {
         if (ok) {
             for (int s : op.slots) {
                 host.commitWrite(s);
@@ -445,9 +466,24 @@ public final class HiCache implements AutoCloseable {
 
     /** Checks the tree's invariants and that every device page and host slot has exactly one owner: for tests. */
     void checkConsistency() {
+        checkConsistency(true);
+    }
+
+    /** As {@link #checkConsistency()}; {@code full} false checks only what holds at any moment (see CacheConsistency). */
+    void checkConsistency(boolean full) {
         lock.lock();
         try {
-            CacheConsistency.check(this, requests.values(), leftovers);
+            CacheConsistency.check(this, requests.values(), leftovers, full);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** True when no request pins anything and no copy is in flight: every device page is evictable. For tests. */
+    boolean nothingPinned() {
+        lock.lock();
+        try {
+            return tree.evictableDevicePages() == tree.devicePages();
         } finally {
             lock.unlock();
         }
@@ -457,7 +493,8 @@ public final class HiCache implements AutoCloseable {
     void quiesce(Duration timeout) throws InterruptedException {
         long end = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < end) {
-            if (completions.depth() == 0 && uploader.idle() && prefetcher.idle() && pendingCopies() == 0) {
+            if (outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
+                    && pendingCopies() == 0) {
                 return;
             }
             Thread.sleep(2);

@@ -32,7 +32,10 @@ final class Loop<T> implements AutoCloseable {
 
     /** Queues {@code item}; false (and counted) when the queue is full or the loop closed. */
     boolean offer(T item) {
-        if (closed || !queue.offer(item)) {
+        if (closed) {
+            return false;
+        }
+        if (!queue.offer(item)) {
             metrics.fail(name + ": queue full");
             return false;
         }

@@ -56,6 +56,8 @@ final class Prefetcher implements AutoCloseable {
     /** One prefetch. Fields below {@code monitor fields} are guarded by the op's monitor. */
     final class Op {
         final CacheRequest request;
+        /** The prompt as it was when the prefetch started (a commit may replace the request's). */
+        final int[] tokens;
         final TreeNode anchor;
         final PageHash anchorHash;
         final int fromToken;
@@ -75,6 +77,7 @@ final class Prefetcher implements AutoCloseable {
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
             this.request = request;
+            this.tokens = request.tokens();
             this.anchor = anchor;
             this.anchorHash = anchor.isRoot() ? null : anchor.lastHash();
             this.fromToken = fromToken;
@@ -154,7 +157,7 @@ final class Prefetcher implements AutoCloseable {
     private void query(Op op) {
         PageStore store = cache.store.orElseThrow();
         int pageSize = cache.config.pageSizeTokens();
-        int[] tokens = op.request.tokens();
+        int[] tokens = op.tokens;
         PageHasher h = new PageHasher(pageSize);
         int to = op.fromToken + op.pages * pageSize;
         PageHashes hashes = op.anchorHash == null ? h.hashPages(tokens, op.fromToken, to)
@@ -328,7 +331,7 @@ final class Prefetcher implements AutoCloseable {
         }
         cache.host.release(release);
         if (landed > 0) {
-            int[] unused = cache.tree.insertHost(op.anchor, op.request.tokens(), op.fromToken, landed,
+            int[] unused = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
                     Arrays.copyOf(op.slots, landed), hashes.slice(0, landed));
             cache.host.release(unused);
             int kept = landed - unused.length;

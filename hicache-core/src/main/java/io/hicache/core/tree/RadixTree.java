@@ -357,8 +357,16 @@ public final class RadixTree {
 
     /* ---------------------------------------------------------------- eviction */
 
-    /** What a device eviction did. */
-    public record DeviceEviction(int[] freedPages, List<TreeNode> needBackup) {
+    /**
+     * What a device eviction did.
+     *
+     * @param freedPages the device pages to free
+     * @param needBackup nodes to back up before they can go (write-back)
+     * @param demoted    hashes of the runs now host-only
+     * @param deleted    hashes of the runs removed from the tree
+     */
+    public record DeviceEviction(int[] freedPages, List<TreeNode> needBackup, List<PageHashes> demoted,
+            List<PageHashes> deleted) {
     }
 
     /**
@@ -372,6 +380,8 @@ public final class RadixTree {
         int[] freed = new int[Math.max(0, pages)];
         int count = 0;
         List<TreeNode> needBackup = new ArrayList<>();
+        List<PageHashes> demoted = new ArrayList<>();
+        List<PageHashes> deleted = new ArrayList<>();
         int promised = 0;
         while (count + promised < pages && !heap.isEmpty()) {
             TreeNode n = heap.poll();
@@ -390,17 +400,18 @@ public final class RadixTree {
             System.arraycopy(n.device, 0, freed, count, n.pages);
             count += n.pages;
             TreeNode parent = n.parent;
+            takeDevice(n);
             if (n.backedUp()) {
-                takeDevice(n);
+                demoted.add(n.hashes);
             } else {
-                takeDevice(n);
+                deleted.add(n.hashes);
                 remove(n);
             }
             if (parent != root && parent.device != null && allChildrenEvicted(parent)) {
                 heap.add(parent);
             }
         }
-        return new DeviceEviction(Arrays.copyOf(freed, count), needBackup);
+        return new DeviceEviction(Arrays.copyOf(freed, count), needBackup, demoted, deleted);
     }
 
     /** Evicts a backed-up node's device pages (after a write-back backup); returns them for the caller to free. */
@@ -412,11 +423,21 @@ public final class RadixTree {
         return pages;
     }
 
+    /** What a host eviction did: the slots to release, and the hashes of the runs removed. */
+    public record HostEviction(int[] freedSlots, List<PageHashes> removed) {
+    }
+
     /**
      * Frees at least {@code pages} host slots if it can: host-only leaves that nobody protects, in policy order; each
      * is removed from the tree.
      */
     public int[] evictHost(int pages) {
+        return evictHostReporting(pages).freedSlots();
+    }
+
+    /** As {@link #evictHost}, saying which runs went. */
+    public HostEviction evictHostReporting(int pages) {
+        List<PageHashes> removed = new ArrayList<>();
         PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
         collectHostLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
@@ -434,12 +455,13 @@ public final class RadixTree {
             TreeNode parent = n.parent;
             hostPages -= n.pages;
             n.host = null;
+            removed.add(n.hashes);
             remove(n);
             if (parent != root && !parent.hasChildren() && hostEvictable(parent)) {
                 heap.add(parent);
             }
         }
-        return Arrays.copyOf(freed, count);
+        return new HostEviction(Arrays.copyOf(freed, count), removed);
     }
 
     private static boolean hostEvictable(TreeNode n) {
@@ -635,9 +657,14 @@ public final class RadixTree {
      * @throws IllegalStateException naming the first broken invariant
      */
     public Slots checkInvariants() {
+        return checkInvariants(true);
+    }
+
+    /** As {@link #checkInvariants()}; {@code hashes} false skips re-hashing each node's first page (the costly part). */
+    public Slots checkInvariants(boolean hashes) {
         Slots slots = new Slots(new ArrayList<>(), new ArrayList<>());
         long[] totals = new long[3];
-        check(root, slots, totals);
+        check(root, slots, totals, hashes);
         Checks.requireState(totals[0] == devicePages, "device pages %d, counted %d", devicePages, totals[0]);
         Checks.requireState(totals[1] == evictableDevicePages, "evictable pages %d, counted %d", evictableDevicePages,
                 totals[1]);
@@ -649,7 +676,7 @@ public final class RadixTree {
     public record Slots(List<Integer> device, List<Integer> host) {
     }
 
-    private void check(TreeNode n, Slots slots, long[] totals) {
+    private void check(TreeNode n, Slots slots, long[] totals, boolean hashes) {
         for (TreeNode c : n.children()) {
             Checks.requireState(c.parent == n, "%s has the wrong parent", c);
             Checks.requireState(c.device != null || c.host != null, "%s is on no tier", c);
@@ -658,13 +685,15 @@ public final class RadixTree {
             Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
             Checks.requireState(n == root || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
             Checks.requireState(c.pages > 0 && c.hashes.size() == c.pages, "%s has %d hashes", c, c.hashes.size());
-            PageHash prior = n == root ? null : n.lastHash();
-            int[] first = new int[pageSize];
-            for (int i = 0; i < pageSize; i++) {
-                first[i] = c.token(i);
+            if (hashes) {
+                PageHash prior = n == root ? null : n.lastHash();
+                int[] first = new int[pageSize];
+                for (int i = 0; i < pageSize; i++) {
+                    first[i] = c.token(i);
+                }
+                PageHashes expect = prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
+                Checks.requireState(expect.get(0).equals(c.hashes.get(0)), "%s does not chain from its parent", c);
             }
-            PageHashes expect = prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
-            Checks.requireState(expect.get(0).equals(c.hashes.get(0)), "%s does not chain from its parent", c);
             if (c.device != null) {
                 totals[0] += c.pages;
                 if (c.lockRef == 0) {
@@ -680,7 +709,7 @@ public final class RadixTree {
                     slots.host().add(s);
                 }
             }
-            check(c, slots, totals);
+            check(c, slots, totals, hashes);
         }
     }
 }
