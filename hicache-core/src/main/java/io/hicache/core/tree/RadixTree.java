@@ -67,15 +67,11 @@ public final class RadixTree {
         int host = 0;
         int at = 0;
         while (at < total) {
-            TreeNode child = child(node, tokens, at);
+            TreeNode child = descend(node, tokens, query, at, total - at, now);
             if (child == null) {
                 break;
             }
-            int same = samePages(child, query, at, total - at);
-            if (same < child.pages) {
-                child = split(child, same);
-            }
-            child.lastAccess = now;
+            int same = child.pages;
             node = child;
             at += same;
             if (child.device != null) {
@@ -143,15 +139,11 @@ public final class RadixTree {
         TreeNode node = root;
         int at = 0;
         while (at < total) {
-            TreeNode child = child(node, tokens, at);
+            TreeNode child = descend(node, tokens, query, at, total - at, now);
             if (child == null) {
                 break;
             }
-            int same = samePages(child, query, at, total - at);
-            if (same < child.pages) {
-                child = split(child, same);
-            }
-            child.lastAccess = now;
+            int same = child.pages;
             if (child.device == null) {
                 giveDevice(child, Arrays.copyOfRange(devicePages, at, at + same));
             } else {
@@ -206,15 +198,11 @@ public final class RadixTree {
         TreeNode node = anchor;
         int at = fromPage;
         while (at < end) {
-            TreeNode child = child(node, tokens, at);
+            TreeNode child = descend(node, tokens, query, at, end - at, now);
             if (child == null) {
                 break;
             }
-            int same = samePages(child, query, at, end - at);
-            if (same < child.pages) {
-                child = split(child, same);
-            }
-            child.lastAccess = now;
+            int same = child.pages;
             if (child.host == null && child.device != null && child.pending == null) {
                 // On the device only: the fetched copy makes it D+H.
                 child.host = Arrays.copyOfRange(hostSlots, at - fromPage, at - fromPage + same);
@@ -496,6 +484,24 @@ public final class RadixTree {
     }
 
     /* ---------------------------------------------------------------- structure */
+
+    /**
+     * One step down: the child of {@code node} whose run matches the query from page {@code at} (at most
+     * {@code limit} pages), split where the match ends inside it, so the whole returned node matches; null when no
+     * child's first page does.
+     */
+    private TreeNode descend(TreeNode node, int[] tokens, MemorySegment query, int at, int limit, long now) {
+        TreeNode child = child(node, tokens, at);
+        if (child == null) {
+            return null;
+        }
+        int same = samePages(child, query, at, limit);
+        if (same < child.pages) {
+            child = split(child, same);
+        }
+        child.lastAccess = now;
+        return child;
+    }
 
     private TreeNode child(TreeNode node, int[] tokens, int page) {
         if (node.children == null) {

@@ -1,0 +1,196 @@
+package io.hicache.bench;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.cache.CacheRequest;
+import io.hicache.core.cache.HiCache;
+import io.hicache.core.cache.HiCacheConfig;
+import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.PageAllocator;
+import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.tree.EvictionPolicy;
+import io.hicache.core.tree.MatchResult;
+import io.hicache.core.tree.RadixTree;
+import io.hicache.testkit.InMemoryPageStore;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * {@code replay}: a multi-turn chat workload in the shape of SGLang's {@code bench_multiturn.py}. Many clients each
+ * hold a conversation: a system prompt they all share, then rounds in which the prompt is the whole conversation so far plus new
+ * input, and the answer joins the conversation. Clients take turns, so by a client's next round the others have
+ * pushed its history out of a device pool sized at a quarter of the working set. Replayed twice in one run: with
+ * device-only caching (the radix tree alone, evicted pages are lost) and with the three tiers (the cache on the
+ * emulated device, a host pool of half the working set, an in-memory page store). Reports the share of prompt
+ * tokens served from L1, L2 and L3 and the share computed, and the ratio of tokens served from cache. Stateless.
+ */
+public final class ReplaySuite implements BenchSuite {
+    private static final int PAGE = 16;
+    private static final int SYSTEM_TOKENS = 512;
+    private static final int INPUT_TOKENS = 256;
+    private static final int OUTPUT_TOKENS = 128;
+    private static final KvGeometry GEOMETRY = KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16);
+
+    @Override
+    public String name() {
+        return "replay";
+    }
+
+    @Override
+    public String description() {
+        return "multi-turn chat replay: prompt tokens served from L1/L2/L3 vs device-only caching, device at 1/4 of "
+                + "the working set";
+    }
+
+    /** Prompt tokens by where they came from. */
+    private record Tally(long prompt, long device, long host, long storage) {
+        long served() {
+            return device + host + storage;
+        }
+
+        double share(long part) {
+            return 100.0 * part / prompt;
+        }
+    }
+
+    @Override
+    public List<BenchRow> run(boolean quick) throws Exception {
+        int clients = quick ? 8 : 48;
+        int rounds = quick ? 3 : 6;
+        long workingSetTokens = (long) clients * (SYSTEM_TOKENS + (long) rounds * (INPUT_TOKENS + OUTPUT_TOKENS));
+        int devicePages = (int) (workingSetTokens / PAGE / 4);
+        List<int[]> workload = workload(clients, rounds);
+        Tally deviceOnly = deviceOnly(workload, devicePages);
+        Tally tiers = threeTiers(workload, devicePages);
+        List<BenchRow> rows = new ArrayList<>();
+        rows.add(BenchRow.higherIsBetter("replay_prompt_tokens_served_from_cache", tiers.served(), "tokens",
+                "device_only_caching", deviceOnly.served()));
+        rows.add(BenchRow.lowerIsBetter("replay_prompt_tokens_computed", tiers.prompt - tiers.served(), "tokens",
+                "device_only_caching", deviceOnly.prompt - deviceOnly.served()));
+        // Shares of all prompt tokens (the reference is the whole: 100%).
+        rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l1", tiers.share(tiers.device), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l2", tiers.share(tiers.host), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l3", tiers.share(tiers.storage), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter("replay_device_only_share_from_l1", deviceOnly.share(deviceOnly.device), "%",
+                "all", 100));
+        return rows;
+    }
+
+    /**
+     * Every turn's full sequence (prompt then answer), in the order the clients take turns. All clients share one
+     * system prompt, as deployments usually do; each conversation then goes its own way.
+     */
+    private static List<int[]> workload(int clients, int rounds) {
+        SplittableRandom random = new SplittableRandom(7);
+        int[] system = tokens(random, SYSTEM_TOKENS);
+        List<int[]> history = new ArrayList<>();
+        for (int c = 0; c < clients; c++) {
+            history.add(system);
+        }
+        List<int[]> turns = new ArrayList<>();
+        for (int r = 0; r < rounds; r++) {
+            for (int c = 0; c < clients; c++) {
+                int[] prompt = concat(history.get(c), tokens(random, INPUT_TOKENS));
+                int[] turn = concat(prompt, tokens(random, OUTPUT_TOKENS));
+                turns.add(turn);
+                history.set(c, turn);
+            }
+        }
+        return turns;
+    }
+
+    /** The radix tree alone on a device pool: what is evicted is gone. */
+    private static Tally deviceOnly(List<int[]> turns, int devicePages) {
+        RadixTree tree = new RadixTree(PAGE, EvictionPolicy.LRU);
+        PageAllocator allocator = new PageAllocator("device", devicePages);
+        long prompt = 0;
+        long device = 0;
+        for (int[] turn : turns) {
+            int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
+            MatchResult m = tree.match(promptTokens);
+            prompt += promptTokens.length;
+            device += (long) m.devicePages() * PAGE;
+            tree.lock(m.lastDeviceNode());
+            int[] prefix = m.lastDeviceNode().isRoot() ? new int[0] : tree.devicePagesTo(m.lastDeviceNode());
+            int whole = turn.length / PAGE;
+            int need = whole - prefix.length;
+            int[] fresh = allocator.tryAllocate(need);
+            if (fresh == null) {
+                allocator.free(tree.evictDevice(need - allocator.available(), false).freedPages());
+                fresh = allocator.tryAllocate(need);
+            }
+            tree.unlock(m.lastDeviceNode());
+            if (fresh == null) {
+                continue; // a sequence longer than the pool: not cached at all
+            }
+            int[] all = concat(prefix, fresh);
+            allocator.free(tree.insert(Arrays.copyOf(turn, whole * PAGE), all, 1).duplicatePages());
+        }
+        return new Tally(prompt, device, 0, 0);
+    }
+
+    /** The cache on the emulated device, with a host pool of half the working set and an in-memory page store. */
+    private static Tally threeTiers(List<int[]> turns, int devicePages) throws Exception {
+        Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-replay");
+        Settings settings = Settings.builder().flag("host.dir", dir.toString()).flag("page-size", Integer.toString(PAGE))
+                .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
+                .flag("prefetch-threshold", "64").build();
+        long prompt = 0;
+        long device = 0;
+        long loaded = 0;
+        long storageBefore;
+        try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2);
+                HiCache cache = HiCache.open(HiCacheConfig.from(settings), Namespace.of("replay", KvDtype.BFLOAT16,
+                        PageByteOrder.LAYER_MAJOR, 0, 1), GEOMETRY, devicePages, runtime, new InMemoryPageStore(8L << 30))) {
+            storageBefore = cache.stats().storageHitTokens();
+            int n = 0;
+            for (int[] turn : turns) {
+                int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
+                try (CacheRequest r = cache.request("turn-" + n++, promptTokens)) {
+                    prompt += promptTokens.length;
+                    int onDevice = r.deviceTokens();
+                    device += onDevice;
+                    while (!r.prefetchDone()) {
+                        Thread.sleep(0, 200_000);
+                    }
+                    CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
+                    if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
+                        throw new IllegalStateException("a load-back did not finish");
+                    }
+                    loaded += lb.deviceTokens() - onDevice;
+                    int[] prefix = r.prefixPages();
+                    int whole = turn.length / PAGE;
+                    int[] fresh = r.allocate(whole - prefix.length);
+                    r.commit(Arrays.copyOf(turn, whole * PAGE), concat(prefix, fresh), true);
+                }
+            }
+            long storage = cache.stats().storageHitTokens() - storageBefore;
+            return new Tally(prompt, device, loaded - storage, storage);
+        } finally {
+            FileSuite.deleteTree(dir);
+        }
+    }
+
+    private static int[] tokens(SplittableRandom random, int n) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = random.nextInt(152_064);
+        }
+        return t;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+}

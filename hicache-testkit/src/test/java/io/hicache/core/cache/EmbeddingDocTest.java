@@ -1,0 +1,64 @@
+package io.hicache.core.cache;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.lang.reflect.Method;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import javax.tools.JavaCompiler;
+import javax.tools.ToolProvider;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Compiles the example in docs/embedding.md, runs it, and checks what it says. */
+class EmbeddingDocTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void theExampleInTheDocsCompilesAndRuns() throws Exception {
+        String doc = Files.readString(Path.of("..", "docs", "embedding.md"));
+        Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(doc);
+        assertTrue(block.find(), "docs/embedding.md has no java block");
+        String source = block.group(1);
+        Matcher name = Pattern.compile("public class (\\w+)").matcher(source);
+        assertTrue(name.find(), "the example declares no public class");
+        Path file = dir.resolve(name.group(1) + ".java");
+        Files.writeString(file, source);
+        JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+        ByteArrayOutputStream errors = new ByteArrayOutputStream();
+        int status = javac.run(null, null, errors, "-d", dir.toString(), "-classpath",
+                System.getProperty("java.class.path"), file.toString());
+        assertEquals(0, status, () -> "the example does not compile:\n" + errors.toString(StandardCharsets.UTF_8));
+
+        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir,
+                "hicache-doc");
+        PrintStream out = System.out;
+        ByteArrayOutputStream printed = new ByteArrayOutputStream();
+        try (URLClassLoader loader = new URLClassLoader(new URL[] {dir.toUri().toURL()}, getClass().getClassLoader())) {
+            Method main = loader.loadClass(name.group(1)).getMethod("main", String[].class);
+            System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
+            main.invoke(null, (Object) new String[] {hostDir.toString()});
+        } finally {
+            System.setOut(out);
+            try (Stream<Path> all = Files.walk(hostDir)) {
+                for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        List<String> lines = printed.toString(StandardCharsets.UTF_8).lines().toList();
+        assertTrue(lines.contains("first: 0 of 200 prompt tokens came from the cache"), lines::toString);
+        assertTrue(lines.contains("second: 192 of 200 prompt tokens came from the cache"), lines::toString);
+    }
+}
