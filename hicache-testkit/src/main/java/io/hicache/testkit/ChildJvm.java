@@ -94,6 +94,20 @@ public final class ChildJvm {
         return lines();
     }
 
+    /**
+     * Asks the child to stop with SIGTERM (its shutdown hooks run), waits up to {@code timeout} for it and for the last
+     * of its output, and returns its exit status; kills it and throws if it did not stop in time.
+     */
+    public int terminate(java.time.Duration timeout) throws Exception {
+        process.toHandle().destroy();
+        if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+            kill();
+            throw new IllegalStateException("the child did not stop within " + timeout + " of SIGTERM");
+        }
+        reader.get(30, TimeUnit.SECONDS);
+        return process.exitValue();
+    }
+
     /** The whole lines printed so far. */
     public List<String> lines() {
         synchronized (lines) {

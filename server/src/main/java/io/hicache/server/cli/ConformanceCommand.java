@@ -1,6 +1,5 @@
 package io.hicache.server.cli;
 
-import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
@@ -8,9 +7,7 @@ import io.hicache.core.store.StoreConfig;
 import io.hicache.testkit.ConfiguredStoreKit;
 import io.hicache.testkit.ConformanceReport;
 import java.io.PrintStream;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -46,10 +43,7 @@ public final class ConformanceCommand implements Subcommand {
                 """);
         for (PageStoreProvider p : PageStores.providers()) {
             b.append("  ").append(p.name()).append(": ").append(p.description()).append('\n');
-            for (Setting<?> s : p.settings()) {
-                b.append(String.format("      --%-30s %s (%s)%n", s.key() + " " + metavar(s), s.description(),
-                        s.defaultText().map(d -> "default " + d).orElse("required")));
-            }
+            CommandSettings.describe(b, p.settings(), "      ");
         }
         b.append("""
 
@@ -57,21 +51,6 @@ public final class ConformanceCommand implements Subcommand {
                   hicache conformance --store memory
                   hicache conformance --store memory --memory.capacity 256MiB""");
         return b.toString();
-    }
-
-    /** How a setting's value is shown in help: {@code BYTES}, {@code DURATION}, {@code N}, {@code a|b}. */
-    static String metavar(Setting<?> s) {
-        String type = s.type();
-        if (type.contains("|")) {
-            return type;
-        }
-        if (type.startsWith("integer")) {
-            return "N";
-        }
-        if (type.startsWith("number")) {
-            return "X";
-        }
-        return type.toUpperCase(Locale.ROOT);
     }
 
     @Override
@@ -82,15 +61,7 @@ public final class ConformanceCommand implements Subcommand {
         }
         String storeName = parsed.option("store").orElseThrow(() -> new Args.UsageException("--store NAME is required"));
         PageStoreProvider provider = PageStores.provider(storeName);
-        Settings.Builder settings = Settings.builder();
-        parsed.option("config").ifPresent(file -> settings.file(Path.of(file)));
-        settings.environment(System.getenv());
-        parsed.options().forEach((key, value) -> {
-            if (!key.equals("store") && !key.equals("config")) {
-                settings.flag(key, value);
-            }
-        });
-        Settings built = settings.build();
+        Settings built = CommandSettings.from(parsed, Set.of("store"));
         built.requireKnown(provider.settings());
         ConformanceReport report = ConfiguredStoreKit.run(new StoreConfig(storeName, built), parsed.has("allow-clear-all"));
         report.print(out);

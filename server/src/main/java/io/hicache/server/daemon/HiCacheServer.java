@@ -1,0 +1,206 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Settings;
+import io.hicache.core.config.Units;
+import io.hicache.core.store.PageStore;
+import io.hicache.core.store.PageStores;
+import io.hicache.core.store.StoreConfig;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.InetSocketAddress;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The HiCache daemon: a host tier ({@link SlabCache}) in front of an L3 page store, served over the binary protocol
+ * of docs/protocol.md on Netty, with Prometheus metrics and a health endpoint over HTTP.
+ *
+ * <p>Threads: Netty's acceptor and event loops, {@code server.workers} request workers
+ * ({@code hicache-server-worker-N}), the write-behind, the lease sweeper and the metrics endpoint; all stop on close.
+ * {@link #close()} is graceful: it stops accepting, lets requests in flight finish, closes connections, writes every
+ * page not yet in L3 behind, then closes the store and frees the slab.
+ *
+ * <p>Thread-safe. The starter closes it.
+ */
+public final class HiCacheServer implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(HiCacheServer.class.getName());
+    /** Where the file store keeps pages when {@code file.root} is not set: relative to the working directory. */
+    public static final String DEFAULT_FILE_ROOT = "hicache-data/file";
+
+    final ServerConfig config;
+    final SlabCache cache;
+    final Leases leases;
+    private final Operations operations;
+    final ServerMetrics metrics = new ServerMetrics();
+    final ExecutorService workers;
+    final AtomicInteger inFlight = new AtomicInteger();
+    private final EventLoopGroup acceptor;
+    private final EventLoopGroup loops;
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final Channel listener;
+    private final MetricsEndpoint endpoint;
+    private final ScheduledExecutorService sweeper;
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private final String storeDescription;
+
+    private HiCacheServer(ServerConfig config, SlabCache cache, String storeDescription) throws Exception {
+        this.config = config;
+        this.cache = cache;
+        this.storeDescription = storeDescription;
+        this.leases = new Leases(cache);
+        this.operations = new Operations(this);
+        AtomicInteger n = new AtomicInteger();
+        this.workers = Executors.newFixedThreadPool(config.workers(), r -> Thread.ofPlatform().daemon()
+                .name("hicache-server-worker-" + n.incrementAndGet()).unstarted(r));
+        this.acceptor = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        this.loops = new MultiThreadIoEventLoopGroup(0, NioIoHandler.newFactory());
+        this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
+                .name("hicache-server-lease-sweeper").unstarted(r));
+        sweeper.scheduleAtFixedRate(leases::expire, 1, 1, TimeUnit.SECONDS);
+        ServerBootstrap b = new ServerBootstrap().group(acceptor, loops).channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        // The declared length is checked against the limit before a byte of the frame is buffered.
+                        ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(config.maxFrameBytes(), 0, 4, 0, 4, true));
+                        ch.pipeline().addLast(new ServerHandler(HiCacheServer.this, operations));
+                    }
+                });
+        this.listener = b.bind(config.bind(), config.port()).sync().channel();
+        MetricsEndpoint http = null;
+        if (config.metricsPort() >= 0) {
+            try {
+                http = new MetricsEndpoint(config.bind(), config.metricsPort(), () -> metrics.render(cache),
+                        () -> !closing.get());
+            } catch (IOException e) {
+                listener.close().sync();
+                throw new HiCacheException(ErrorCode.CONFIG_INVALID, "cannot serve metrics on " + config.bind() + ":"
+                        + config.metricsPort() + " (" + e.getMessage() + "); set server.metrics-port to a free port, 0 "
+                        + "for any free one, or -1 for none", e);
+            }
+        }
+        this.endpoint = http;
+    }
+
+    /**
+     * Starts a daemon: the slab, the L3 store, the listener and the metrics endpoint, logging what it chose.
+     *
+     * @throws HiCacheException when a part cannot start (the parts already started are stopped)
+     */
+    public static HiCacheServer start(ServerConfig config) {
+        Optional<PageStore> store = Optional.empty();
+        SlabCache cache = null;
+        try {
+            if (!config.store().isEmpty()) {
+                Settings settings = config.settings();
+                if (config.store().equals("file") && settings.lookup("file.root").isEmpty()) {
+                    settings = settings.with("file.root", DEFAULT_FILE_ROOT);
+                }
+                store = Optional.of(PageStores.open(new StoreConfig(config.store(), settings)));
+            }
+            cache = new SlabCache(config, store);
+            String described = store.map(s -> s.name() + " at " + s.location()).orElse("none");
+            HiCacheServer server = new HiCacheServer(config, cache, described);
+            LOG.log(Level.INFO, server.describe());
+            return server;
+        } catch (Exception e) {
+            if (cache != null) {
+                cache.close();
+            } else {
+                store.ifPresent(PageStore::close);
+            }
+            if (e instanceof HiCacheException h) {
+                throw h;
+            }
+            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "the daemon could not start: " + e, e);
+        }
+    }
+
+    /** One line saying what it runs: address, slab, store, limits. */
+    public String describe() {
+        return "HiCache daemon on " + config.bind() + ":" + port() + " (protocol " + io.hicache.server.protocol.Wire.VERSION
+                + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
+                + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: " + storeDescription
+                + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; metrics: "
+                + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics");
+    }
+
+    /** The port the daemon listens on. */
+    public int port() {
+        return ((InetSocketAddress) listener.localAddress()).getPort();
+    }
+
+    /** The metrics endpoint's port, or -1 when off. */
+    public int metricsPort() {
+        return endpoint == null ? -1 : endpoint.port();
+    }
+
+    boolean shuttingDown() {
+        return closing.get();
+    }
+
+    /** Graceful shutdown (see the class comment); waits at most {@code server.shutdown-timeout} for each stage. */
+    @Override
+    public void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
+        long timeoutMillis = config.shutdownTimeout().toMillis();
+        listener.close().awaitUninterruptibly(timeoutMillis);
+        long end = System.currentTimeMillis() + timeoutMillis;
+        while (inFlight.get() > 0 && System.currentTimeMillis() < end) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        channels.close().awaitUninterruptibly(timeoutMillis);
+        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(timeoutMillis);
+        acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(timeoutMillis);
+        workers.shutdown();
+        try {
+            workers.awaitTermination(timeoutMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        sweeper.shutdownNow();
+        if (endpoint != null) {
+            endpoint.close();
+        }
+        cache.close();
+        LOG.log(Level.INFO, "HiCache daemon stopped");
+    }
+
+    /** Unwritable above the in-flight limit, writable again below half of it (Netty wants a low mark of 1 or more). */
+    private static WriteBufferWaterMark waterMark(long maxInFlightBytes) {
+        int high = (int) Math.min(Integer.MAX_VALUE, Math.max(2, maxInFlightBytes));
+        return new WriteBufferWaterMark(Math.max(1, high / 2), high);
+    }
+}

@@ -1,0 +1,50 @@
+package io.hicache.server.daemon;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Executors;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * {@code /metrics} (Prometheus text format) and {@code /health} ({@code 200 ok}, or {@code 503} while shutting down)
+ * over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}). Thread-safe; the
+ * server stops it.
+ */
+final class MetricsEndpoint implements AutoCloseable {
+    private final HttpServer http;
+
+    MetricsEndpoint(String bind, int port, Supplier<String> metrics, BooleanSupplier healthy) throws IOException {
+        http = HttpServer.create(new InetSocketAddress(bind, port), 16);
+        http.setExecutor(Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name("hicache-server-metrics")
+                .unstarted(r)));
+        http.createContext("/metrics", ex -> reply(ex, 200, "text/plain; version=0.0.4", metrics.get()));
+        http.createContext("/health", ex -> {
+            boolean ok = healthy.getAsBoolean();
+            reply(ex, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "shutting down\n");
+        });
+        http.start();
+    }
+
+    int port() {
+        return http.getAddress().getPort();
+    }
+
+    private static void reply(HttpExchange ex, int status, String type, String body) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", type);
+        ex.sendResponseHeaders(status, bytes.length);
+        try (OutputStream out = ex.getResponseBody()) {
+            out.write(bytes);
+        }
+    }
+
+    @Override
+    public void close() {
+        http.stop(0);
+    }
+}

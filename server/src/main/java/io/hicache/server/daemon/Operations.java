@@ -1,0 +1,292 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageStatus;
+import io.hicache.server.protocol.Codec;
+import io.hicache.server.protocol.ProtocolException;
+import io.hicache.server.protocol.Wire;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import java.util.zip.CRC32C;
+
+/**
+ * The daemon's operations: each request is parsed on the event loop (every field checked against the frame before
+ * anything is allocated for it) into {@link Work}, which first tries to finish there, without blocking (the pages
+ * are all in the slab, a put needs no eviction), and otherwise finishes on a worker thread (L3 reads, eviction,
+ * waiting for the write-behind). A page leaves the slab for the socket without a copy: the response wraps the slab's
+ * memory, and the page stays pinned until the write completes.
+ *
+ * <p>Stateless apart from the server it serves; thread-safe.
+ */
+final class Operations {
+    /** A request's identity and its deadline, fixed when it arrived. */
+    record Request(int op, long id, Deadline deadline) {
+    }
+
+    /** A parsed request's work. */
+    record Work(BooleanSupplier inline, Runnable onWorker) {
+        /** Work that is always quick: it runs on the event loop. */
+        static Work quick(Runnable r) {
+            return new Work(() -> {
+                r.run();
+                return true;
+            }, r);
+        }
+
+        /** Work that may block: it always goes to a worker. */
+        static Work slow(Runnable r) {
+            return new Work(() -> false, r);
+        }
+    }
+
+    private final HiCacheServer server;
+    private final SlabCache cache;
+
+    Operations(HiCacheServer server) {
+        this.server = server;
+        this.cache = server.cache;
+    }
+
+    /**
+     * Parses a request into its work, or null for an unknown operation.
+     *
+     * @throws ProtocolException if the payload is malformed
+     */
+    Work parse(Responder out, Request r, ByteBuf in) {
+        int maxPages = server.config.maxFrameBytes() / Wire.HASH_BYTES;
+        Work work = switch (r.op()) {
+            case Wire.LEADING_HITS -> {
+                List<StoreKey> keys = keys(in, Codec.readNamespace(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
+                yield new Work(() -> {
+                    int here = cache.leadingHitsHere(keys);
+                    if (here >= 0) {
+                        count(out, r, here);
+                    }
+                    return here >= 0;
+                }, () -> count(out, r, cache.leadingHits(keys, r.deadline())));
+            }
+            case Wire.GET, Wire.LEASE -> {
+                Namespace ns = Codec.readNamespace(in);
+                int n = Codec.readCount(in, Wire.HASH_BYTES + 4, maxPages);
+                int[] lengths = new int[n];
+                List<StoreKey> keys = keys(in, ns, n, lengths, null);
+                long leaseMillis = r.op() == Wire.LEASE
+                        ? Math.min(Codec.readUnsignedInt(in), server.config.maxLease().toMillis()) : 0;
+                yield new Work(() -> {
+                    SlabCache.Entry[] here = cache.pinAllHere(keys);
+                    if (here != null) {
+                        pages(out, r, here, lengths, leaseMillis);
+                    }
+                    return here != null;
+                }, () -> pages(out, r, cache.pinAll(keys, lengths, r.deadline()), lengths, leaseMillis));
+            }
+            case Wire.PUT -> {
+                Namespace ns = Codec.readNamespace(in);
+                int n = Codec.readCount(in, Wire.HASH_BYTES + 8, maxPages);
+                int[] lengths = new int[n];
+                int[] crcs = new int[n];
+                List<StoreKey> keys = keys(in, ns, n, lengths, crcs);
+                long total = 0;
+                for (int length : lengths) {
+                    total += length;
+                }
+                if (total != in.readableBytes()) {
+                    throw new ProtocolException("the page lengths add up to " + total + " bytes, the frame has "
+                            + in.readableBytes());
+                }
+                Put put = new Put(out, r, keys, lengths, crcs, in);
+                yield new Work(() -> put.advance(false), () -> put.advance(true));
+            }
+            case Wire.DELETE -> {
+                List<StoreKey> keys = keys(in, Codec.readNamespace(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
+                yield Work.slow(() -> out.statuses(r.op(), r.id(), cache.delete(keys, r.deadline())));
+            }
+            case Wire.CLEAR -> {
+                Namespace ns = Codec.readNamespace(in);
+                yield Work.slow(() -> clear(out, r, () -> cache.clear(ns, r.deadline())));
+            }
+            case Wire.CLEAR_ALL -> Work.slow(() -> clear(out, r, () -> cache.clearAll(r.deadline())));
+            case Wire.STATS -> Work.quick(() -> {
+                ByteBuf answer = out.begin(r.op(), r.id());
+                byte[] text = server.metrics.render(cache).getBytes(StandardCharsets.UTF_8);
+                answer.writeInt(text.length);
+                answer.writeBytes(text);
+                out.send(answer);
+            });
+            case Wire.HEALTH -> Work.quick(() -> {
+                ByteBuf answer = out.begin(r.op(), r.id());
+                answer.writeByte(server.shuttingDown() ? 1 : 0);
+                out.send(answer);
+            });
+            case Wire.RELEASE -> {
+                long lease = Codec.readLong(in);
+                yield Work.quick(() -> {
+                    ByteBuf answer = out.begin(r.op(), r.id());
+                    answer.writeByte(server.leases.release(out.context().channel(), lease) ? 1 : 0);
+                    out.send(answer);
+                });
+            }
+            default -> null;
+        };
+        if (work != null && r.op() != Wire.PUT && in.isReadable()) {
+            throw new ProtocolException(in.readableBytes() + " bytes after the end of the request");
+        }
+        return work;
+    }
+
+    /** Reads {@code n} keys, with a u32 length each if {@code lengths} is given, and a u32 CRC if {@code crcs} is. */
+    private static List<StoreKey> keys(ByteBuf in, Namespace ns, int n, int[] lengths, int[] crcs) {
+        List<StoreKey> keys = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            keys.add(ns.key(Codec.readHash(in)));
+            if (lengths != null) {
+                long length = Codec.readUnsignedInt(in);
+                if (length == 0 || length > Integer.MAX_VALUE) {
+                    throw new ProtocolException("page " + i + " has a length of " + length);
+                }
+                lengths[i] = (int) length;
+                if (crcs != null) {
+                    crcs[i] = (int) Codec.readUnsignedInt(in);
+                }
+            }
+        }
+        return keys;
+    }
+
+    private static void count(Responder out, Request r, int hits) {
+        ByteBuf answer = out.begin(r.op(), r.id());
+        answer.writeInt(hits);
+        out.send(answer);
+    }
+
+    /** A clear's work, which throws on failure. */
+    private interface Clearing {
+        void run() throws Exception;
+    }
+
+    private static void clear(Responder out, Request r, Clearing clearing) {
+        try {
+            clearing.run();
+            out.send(out.begin(r.op(), r.id()));
+        } catch (Exception e) {
+            out.fail(r.id(), Wire.E_INTERNAL, "clear failed: " + e, false);
+        }
+    }
+
+    /**
+     * Answers a GET (the pages' bytes follow the statuses) or a LEASE (their slab offsets instead, the pins handed to
+     * the lease) for pinned entries; entries not delivered are unpinned here.
+     */
+    private void pages(Responder out, Request r, SlabCache.Entry[] entries, int[] lengths, long leaseMillis) {
+        boolean lease = r.op() == Wire.LEASE;
+        ByteBuf meta = out.begin(r.op(), r.id());
+        int leaseIdAt = meta.writerIndex();
+        if (lease) {
+            meta.writeLong(0);
+        }
+        meta.writeInt(entries.length);
+        List<SlabCache.Entry> delivered = new ArrayList<>();
+        for (int i = 0; i < entries.length; i++) {
+            SlabCache.Entry e = entries[i];
+            PageStatus status = e == null ? PageStatus.MISS : e.length != lengths[i] ? PageStatus.SIZE_MISMATCH
+                    // A page the slab had no room for cannot be leased: the client should get it instead.
+                    : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
+            meta.writeByte(Wire.status(status));
+            meta.writeInt(e == null ? 0 : e.length);
+            meta.writeInt(e == null ? 0 : e.crc);
+            if (lease) {
+                meta.writeLong(status == PageStatus.OK ? e.offset : -1);
+            }
+            if (status == PageStatus.OK) {
+                delivered.add(e);
+            } else if (e != null) {
+                cache.unpin(e);
+            }
+        }
+        if (lease) {
+            meta.setLong(leaseIdAt, server.leases.grant(out.context().channel(), delivered, leaseMillis));
+            out.send(meta);
+            return;
+        }
+        CompositeByteBuf frame = out.context().alloc().compositeDirectBuffer(delivered.size() + 1);
+        frame.addComponent(true, meta);
+        for (SlabCache.Entry e : delivered) {
+            frame.addComponent(true, cache.body(e));
+        }
+        // The pages stay pinned until the socket has taken their bytes.
+        out.send(frame).addListener(f -> delivered.forEach(cache::unpin));
+    }
+
+    /** A PUT in progress: pages are stored in order, first on the event loop while no eviction is needed. */
+    private final class Put {
+        private final Responder out;
+        private final Request r;
+        private final List<StoreKey> keys;
+        private final int[] lengths;
+        private final int[] crcs;
+        private final ByteBuf in;
+        private final PageStatus[] statuses;
+        private int next;
+        private int at;
+
+        Put(Responder out, Request r, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf in) {
+            this.out = out;
+            this.r = r;
+            this.keys = keys;
+            this.lengths = lengths;
+            this.crcs = crcs;
+            this.in = in;
+            this.statuses = new PageStatus[keys.size()];
+            this.at = in.readerIndex();
+        }
+
+        /**
+         * Stores the pages not yet stored, answering when all are; {@code mayWait} false stops (returning false) at
+         * the first page that needs eviction or waiting.
+         */
+        boolean advance(boolean mayWait) {
+            Deadline deadline = r.deadline();
+            for (; next < keys.size(); next++) {
+                ByteBuf body = in.slice(at, lengths[next]);
+                PageStatus s;
+                if (deadline.isOver()) {
+                    s = PageStatus.stoppedBy(deadline);
+                } else if (lengths[next] > server.config.maxPageBytes()) {
+                    s = PageStatus.REJECTED;
+                } else if (checksum(body) != crcs[next]) {
+                    s = PageStatus.FAILED; // damaged on the way: not stored
+                } else {
+                    s = mayWait ? cache.put(keys.get(next), body, lengths[next], crcs[next], deadline)
+                            : cache.tryPut(keys.get(next), body, lengths[next], crcs[next]);
+                    if (s == null) {
+                        return false;
+                    }
+                }
+                statuses[next] = s;
+                at += lengths[next];
+            }
+            out.statuses(r.op(), r.id(), statuses);
+            return true;
+        }
+    }
+
+    private static int checksum(ByteBuf body) {
+        if (body.nioBufferCount() == 1) {
+            return PageChecksum.of(MemorySegment.ofBuffer(body.nioBuffer()));
+        }
+        CRC32C crc = new CRC32C();
+        for (ByteBuffer b : body.nioBuffers()) {
+            crc.update(b);
+        }
+        return (int) crc.getValue();
+    }
+}

@@ -1,0 +1,64 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.store.PageStatus;
+import io.hicache.server.protocol.Codec;
+import io.hicache.server.protocol.Wire;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+
+/**
+ * Writes one connection's answers: response frames with their request's id, ERROR frames, and the closing of the
+ * connection after a fatal one. Counts bytes and errors. Thread-safe (Netty queues writes from other threads onto
+ * the connection's event loop); one per connection.
+ */
+final class Responder {
+    private static final int MAX_MESSAGE_CHARS = 1000;
+
+    private final ChannelHandlerContext ctx;
+    private final ServerMetrics metrics;
+
+    Responder(ChannelHandlerContext ctx, ServerMetrics metrics) {
+        this.ctx = ctx;
+        this.metrics = metrics;
+    }
+
+    ChannelHandlerContext context() {
+        return ctx;
+    }
+
+    /** A response buffer to {@code op}, its header written (the length is filled in by {@link #send}). */
+    ByteBuf begin(int op, long requestId) {
+        return Codec.beginFrame(ctx.alloc().directBuffer(64), op | Wire.RESPONSE, requestId, 0);
+    }
+
+    /** Fills in the frame's length and writes it. */
+    ChannelFuture send(ByteBuf frame) {
+        Codec.endFrame(frame);
+        metrics.bytesOut.add(frame.readableBytes());
+        return ctx.writeAndFlush(frame);
+    }
+
+    /** A response of one status per page. */
+    void statuses(int op, long requestId, PageStatus[] statuses) {
+        ByteBuf out = begin(op, requestId);
+        out.writeInt(statuses.length);
+        for (PageStatus s : statuses) {
+            out.writeByte(Wire.status(s));
+        }
+        send(out);
+    }
+
+    /** An ERROR frame; with {@code close}, the connection is closed once it is written. */
+    void fail(long requestId, short code, String message, boolean close) {
+        metrics.error(Wire.errorName(code));
+        ByteBuf out = Codec.beginFrame(ctx.alloc().directBuffer(64), Wire.ERROR, requestId, 0);
+        out.writeShort(code);
+        Codec.writeString(out, message.length() > MAX_MESSAGE_CHARS ? message.substring(0, MAX_MESSAGE_CHARS) : message);
+        ChannelFuture written = send(out);
+        if (close) {
+            written.addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+}

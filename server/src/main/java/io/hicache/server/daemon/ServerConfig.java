@@ -1,0 +1,133 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Setting;
+import io.hicache.core.config.Settings;
+import io.hicache.core.util.Checks;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The daemon's configuration, read and checked once. Its L3 store reads its own settings ({@code file.root}, ...)
+ * from the same {@link #settings()}.
+ *
+ * @param bind              the address to listen on
+ * @param port              the port (0: any free one)
+ * @param authToken         the token clients must present; required when {@code bind} is not a loopback address
+ * @param maxConnections    open connections at most
+ * @param maxFrameBytes     the largest frame accepted; a declared length above it closes the connection unread
+ * @param maxPageBytes      the largest page stored
+ * @param maxInFlightBytes  bytes one connection may have in progress (requests being worked on, answers not yet
+ *                          sent) before the daemon stops reading from it
+ * @param hostDir           where the host slab lives (a tmpfs)
+ * @param hostBytes         the host slab's size
+ * @param minBlockBytes     the smallest block the slab allocator hands out
+ * @param store             the L3 store's name, or empty for none
+ * @param namespaceQuota    the most host bytes one namespace may hold (0: no quota)
+ * @param metricsPort       the Prometheus endpoint's port on {@code bind} (0: any free one, -1: off)
+ * @param workers           threads that run requests needing the store or eviction
+ * @param shutdownTimeout   how long a graceful shutdown waits for requests in flight and the write-behind
+ * @param maxLease          the longest lease a same-host client may hold
+ * @param settings          all the raw settings, for the L3 store
+ */
+public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
+        int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
+        long namespaceQuota, int metricsPort, int workers, Duration shutdownTimeout, Duration maxLease,
+        Settings settings) {
+    public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
+            "the address to listen on; anything but loopback requires server.auth-token");
+    public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
+    public static final Setting<String> AUTH_TOKEN = Setting.string("server.auth-token", "",
+            "the token clients must present; required when listening beyond loopback");
+    public static final Setting<Integer> MAX_CONNECTIONS = Setting.integer("server.max-connections", 1024, 1, 1 << 20,
+            "open connections at most");
+    public static final Setting<Long> MAX_FRAME = Setting.bytes("server.max-frame-bytes", "68MiB",
+            "the largest frame accepted; a larger declared length closes the connection before anything is read");
+    public static final Setting<Long> MAX_PAGE = Setting.bytes("server.max-page-bytes", "16MiB", "the largest page stored");
+    public static final Setting<Long> MAX_IN_FLIGHT = Setting.bytes("server.max-in-flight-bytes", "128MiB",
+            "bytes one connection may have in progress (requests being worked on, answers not yet sent) before the daemon "
+                    + "stops reading from it");
+    public static final Setting<Path> HOST_DIR = Setting.path("server.host-dir", "/dev/shm",
+            "folder of the host slab (a tmpfs)");
+    public static final Setting<Long> HOST_SIZE = Setting.bytes("server.host-size", "1GiB", "the host slab's size");
+    public static final Setting<Long> MIN_BLOCK = Setting.bytes("server.min-block-bytes", "4KiB",
+            "the smallest block of the host slab's allocator");
+    public static final Setting<String> STORE = Setting.string("server.store", "file",
+            "the L3 page store behind the host slab (file, rocksdb, s3, remote, ...); none for no L3");
+    public static final Setting<Long> NAMESPACE_QUOTA = Setting.bytes("server.namespace-quota", "0",
+            "the most host bytes one namespace may hold; 0 for no quota");
+    public static final Setting<Integer> METRICS_PORT = Setting.integer("server.metrics-port", 9464, -1, 65535,
+            "the port of the Prometheus and health endpoint on server.bind (0: any free one, -1: off)");
+    public static final Setting<Integer> WORKERS = Setting.integer("server.workers", 4, 1, 1024,
+            "threads that run requests needing the L3 store or eviction");
+    public static final Setting<Duration> SHUTDOWN_TIMEOUT = Setting.duration("server.shutdown-timeout", "30s",
+            "how long a graceful shutdown waits for requests in flight and the write-behind");
+    public static final Setting<Duration> MAX_LEASE = Setting.duration("server.max-lease", "60s",
+            "the longest lease a same-host client may hold on pages");
+
+    /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
+    static final int FRAME_SLACK_BYTES = 64 * 1024;
+
+    /** Every setting read here. */
+    public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
+            MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, WORKERS,
+            SHUTDOWN_TIMEOUT, MAX_LEASE);
+
+    public ServerConfig {
+        Checks.requireArgument(maxFrameBytes >= maxPageBytes + FRAME_SLACK_BYTES, "server.max-frame-bytes (%d) must exceed "
+                + "server.max-page-bytes (%d) by at least %d bytes, for a page's request", maxFrameBytes, maxPageBytes,
+                FRAME_SLACK_BYTES);
+        Checks.requireArgument(Long.bitCount(minBlockBytes) == 1 && minBlockBytes >= 512,
+                "server.min-block-bytes must be a power of two of at least 512, was %d", minBlockBytes);
+        Checks.requireArgument(hostBytes >= maxBlockBytes(maxPageBytes, minBlockBytes),
+                "server.host-size (%d) must hold at least one block of the largest page (%d)", hostBytes,
+                maxBlockBytes(maxPageBytes, minBlockBytes));
+        if (!isLoopback(bind)) {
+            Checks.requireArgument(!authToken.isBlank(),
+                    "server.bind %s is not a loopback address: set server.auth-token, which clients must then present", bind);
+        }
+    }
+
+    /**
+     * Reads the configuration.
+     *
+     * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
+     */
+    public static ServerConfig from(Settings settings) {
+        try {
+            long frame = settings.get(MAX_FRAME);
+            long page = settings.get(MAX_PAGE);
+            Checks.requireArgument(frame <= Integer.MAX_VALUE && page <= Integer.MAX_VALUE,
+                    "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
+            String store = settings.get(STORE).trim();
+            return new ServerConfig(settings.get(BIND).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
+                    settings.get(MAX_CONNECTIONS), (int) frame, (int) page, settings.get(MAX_IN_FLIGHT),
+                    settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
+                    store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
+                    settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT), settings.get(MAX_LEASE), settings);
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
+    /** The slab allocator's largest block: the smallest power of two of blocks that holds the largest page. */
+    static long maxBlockBytes(long maxPageBytes, long minBlockBytes) {
+        long b = minBlockBytes;
+        while (b < maxPageBytes) {
+            b <<= 1;
+        }
+        return b;
+    }
+
+    static boolean isLoopback(String host) {
+        try {
+            return InetAddress.getByName(host).isLoopbackAddress();
+        } catch (UnknownHostException e) {
+            return false;
+        }
+    }
+}

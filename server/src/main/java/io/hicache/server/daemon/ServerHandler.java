@@ -1,0 +1,231 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.Deadline;
+import io.hicache.server.protocol.Codec;
+import io.hicache.server.protocol.ProtocolException;
+import io.hicache.server.protocol.Wire;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.TooLongFrameException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
+
+/**
+ * One client connection of the daemon: the handshake, then requests ({@link Operations}), each answered with its
+ * request's id so that a client can pipeline. Work that cannot finish on the event loop goes to the worker threads.
+ * Reading from the connection pauses while it has {@code server.max-in-flight-bytes} in progress: requests on the
+ * workers, or answers the client has not taken yet.
+ *
+ * <p>A malformed request gets an ERROR answer and the connection stays; a malformed or refused handshake, a request
+ * before the handshake and a frame over the size limit get an ERROR answer and the connection is closed.
+ *
+ * <p>One instance per connection; its state is touched by the connection's event loop only.
+ */
+final class ServerHandler extends ChannelInboundHandlerAdapter {
+    private static final System.Logger LOG = System.getLogger(ServerHandler.class.getName());
+    private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
+
+    private final HiCacheServer server;
+    private final Operations operations;
+    private Responder out;
+    private boolean counted;
+    private boolean authenticated;
+    private long inFlightBytes;
+    private boolean paused;
+
+    ServerHandler(HiCacheServer server, Operations operations) {
+        this.server = server;
+        this.operations = operations;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        out = new Responder(ctx, server.metrics);
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        counted = true;
+        if (server.metrics.connections.incrementAndGet() > server.config.maxConnections()) {
+            server.metrics.connectionsRefused.increment();
+            out.fail(0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections() + ")", true);
+            return;
+        }
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (counted) {
+            server.metrics.connections.decrementAndGet();
+        }
+        server.leases.releaseAll(ctx.channel());
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf frame = (ByteBuf) msg;
+        server.metrics.bytesIn.add(frame.readableBytes() + 4L);
+        Operations.Request r;
+        try {
+            Codec.need(frame, Wire.HEADER_BYTES, "header");
+            int op = frame.readUnsignedByte();
+            frame.skipBytes(3);
+            long id = frame.readLong();
+            long timeoutMillis = frame.readUnsignedInt();
+            r = new Operations.Request(op, id, Deadline.after(timeoutMillis > 0 ? Duration.ofMillis(timeoutMillis)
+                    : DEFAULT_TIMEOUT));
+        } catch (ProtocolException e) {
+            frame.release();
+            out.fail(0, Wire.E_MALFORMED, e.getMessage(), true);
+            return;
+        }
+        if (r.op() == Wire.HELLO || !authenticated) {
+            try {
+                hello(r, frame);
+            } finally {
+                frame.release();
+            }
+            return;
+        }
+        if (server.shuttingDown()) {
+            frame.release();
+            out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
+            return;
+        }
+        Operations.Work work;
+        try {
+            work = operations.parse(out, r, frame);
+        } catch (ProtocolException e) {
+            frame.release();
+            out.fail(r.id(), Wire.E_MALFORMED, e.getMessage(), false);
+            return;
+        }
+        if (work == null) {
+            frame.release();
+            out.fail(r.id(), Wire.E_UNKNOWN_OP, "unknown operation " + Wire.opName(r.op()), false);
+            return;
+        }
+        long start = System.nanoTime();
+        boolean done;
+        try {
+            done = work.inline().getAsBoolean();
+        } catch (RuntimeException e) {
+            failed(r, e);
+            done = true;
+        }
+        if (done) {
+            frame.release();
+            server.metrics.request(r.op(), System.nanoTime() - start);
+            return;
+        }
+        long bytes = frame.capacity();
+        started(ctx, bytes);
+        try {
+            server.workers.execute(() -> {
+                try {
+                    work.onWorker().run();
+                } catch (RuntimeException e) {
+                    failed(r, e);
+                } finally {
+                    frame.release();
+                    server.metrics.request(r.op(), System.nanoTime() - start);
+                    ctx.channel().eventLoop().execute(() -> finished(ctx, bytes));
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            frame.release();
+            finished(ctx, bytes);
+            out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
+        }
+    }
+
+    private void failed(Operations.Request r, RuntimeException e) {
+        LOG.log(Level.WARNING, "request " + Wire.opName(r.op()) + " failed", e);
+        out.fail(r.id(), Wire.E_INTERNAL, String.valueOf(e.getMessage()), false);
+    }
+
+    /** The handshake: magic, version and token; anything else first closes the connection. */
+    private void hello(Operations.Request r, ByteBuf in) {
+        if (r.op() != Wire.HELLO) {
+            out.fail(r.id(), Wire.E_AUTH, "the first frame must be HELLO", true);
+            return;
+        }
+        try {
+            long magic = Codec.readUnsignedInt(in);
+            int version = Codec.readUnsignedShort(in);
+            String token = Codec.readString(in);
+            if (magic != Wire.MAGIC) {
+                out.fail(r.id(), Wire.E_MALFORMED, "not a HiCache client (bad magic)", true);
+                return;
+            }
+            if (version != Wire.VERSION) {
+                out.fail(r.id(), Wire.E_VERSION, "protocol version " + version + " is not spoken here (this daemon: "
+                        + Wire.VERSION + ")", true);
+                return;
+            }
+            if (!MessageDigest.isEqual(token.getBytes(StandardCharsets.UTF_8),
+                    server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
+                out.fail(r.id(), Wire.E_AUTH, "wrong auth token", true);
+                return;
+            }
+        } catch (ProtocolException e) {
+            out.fail(r.id(), Wire.E_MALFORMED, e.getMessage(), true);
+            return;
+        }
+        authenticated = true;
+        ByteBuf answer = out.begin(Wire.HELLO, r.id());
+        answer.writeShort(Wire.VERSION);
+        answer.writeInt(server.config.maxFrameBytes());
+        answer.writeInt(server.config.maxPageBytes());
+        Codec.writeString(answer, server.cache.file().toString());
+        out.send(answer);
+    }
+
+    private void started(ChannelHandlerContext ctx, long bytes) {
+        server.inFlight.incrementAndGet();
+        inFlightBytes += bytes;
+        updateReading(ctx);
+    }
+
+    private void finished(ChannelHandlerContext ctx, long bytes) {
+        server.inFlight.decrementAndGet();
+        inFlightBytes -= bytes;
+        updateReading(ctx);
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        updateReading(ctx); // answers piled up beyond server.max-in-flight-bytes, or drained below half of it
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    /** Stops reading while the connection has too many bytes in progress, and starts again below half of them. */
+    private void updateReading(ChannelHandlerContext ctx) {
+        long limit = server.config.maxInFlightBytes();
+        boolean pause = !ctx.channel().isWritable() || inFlightBytes >= limit || (paused && inFlightBytes > limit / 2);
+        if (pause != paused) {
+            paused = pause;
+            ctx.channel().config().setAutoRead(!pause);
+            if (pause) {
+                server.metrics.pausedReads.increment();
+            }
+        }
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof TooLongFrameException) {
+            out.fail(0, Wire.E_TOO_LARGE, "frame over the limit of " + server.config.maxFrameBytes() + " bytes", true);
+            return;
+        }
+        server.metrics.error("connection");
+        LOG.log(Level.DEBUG, () -> "closing a connection: " + cause);
+        ctx.close();
+    }
+}

@@ -1,0 +1,545 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageStatus;
+import io.hicache.core.store.PageStore;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The daemon's host tier: pages of any size in a slab mapped from a file on tmpfs, each in one contiguous block of a
+ * {@link BuddyAllocator}, indexed by store key. Puts land here and, when there is an L3 store, are written behind to
+ * it ({@link WriteBehind}); gets are served from here, or fetched from L3 and kept (promoted). When the slab is full
+ * the least recently used pages that L3 already has (or all, without L3) make room; a page being sent, read by a
+ * lease holder or not yet written behind is never evicted. Each namespace may have a quota of slab bytes.
+ *
+ * <p>Pages are immutable while here: a delete of a page in use frees its block when the last user lets go.
+ *
+ * <p>Thread-safe. Owns the slab, its file, the write-behind thread and the L3 store; closing it flushes the
+ * write-behind first.
+ */
+final class SlabCache implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(SlabCache.class.getName());
+    /** Eviction goes on until this fraction of the slab is free (1/64), so that it runs once per many puts. */
+    private static final long FREE_TARGET_FRACTION = 64;
+
+    /** A page in the slab. */
+    static final class Entry {
+        final StoreKey key;
+        final long offset;
+        final int order;
+        final int length;
+        final int crc;
+        final AtomicInteger pins = new AtomicInteger();
+        final AtomicBoolean freed = new AtomicBoolean();
+        volatile long lastUse;
+        volatile boolean dirty;
+        volatile boolean removed;
+
+        /** The page's bytes outside the slab, for a page read from L3 when the slab had no room; else null. */
+        final ByteBuf spill;
+
+        Entry(StoreKey key, long offset, int order, int length, int crc) {
+            this(key, offset, order, length, crc, null);
+        }
+
+        private Entry(StoreKey key, long offset, int order, int length, int crc, ByteBuf spill) {
+            this.key = key;
+            this.offset = offset;
+            this.order = order;
+            this.length = length;
+            this.crc = crc;
+            this.spill = spill;
+        }
+
+        /** True if the page is in the slab (at {@link #offset}), false if it is a spilled copy. */
+        boolean inSlab() {
+            return spill == null;
+        }
+    }
+
+    final ServerConfig config;
+    final Optional<PageStore> l3;
+    private final Path file;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment slab;
+    private final BuddyAllocator allocator;
+    private final ConcurrentHashMap<StoreKey, Entry> index = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, AtomicLong> namespaceBytes = new ConcurrentHashMap<>();
+    private final AtomicLong clock = new AtomicLong();
+    private final Object evictLock = new Object();
+    final WriteBehind writeBehind;
+    final LongAdder hostHits = new LongAdder();
+    final LongAdder storeHits = new LongAdder();
+    final LongAdder misses = new LongAdder();
+    final LongAdder evictedPages = new LongAdder();
+    final LongAdder rejectedPuts = new LongAdder();
+
+    SlabCache(ServerConfig config, Optional<PageStore> l3) throws IOException {
+        this.config = config;
+        this.l3 = l3;
+        long top = ServerConfig.maxBlockBytes(config.maxPageBytes(), config.minBlockBytes());
+        long bytes = config.hostBytes() / top * top;
+        int maxOrder = Long.numberOfTrailingZeros(top / config.minBlockBytes());
+        Files.createDirectories(config.hostDir());
+        this.file = Files.createTempFile(config.hostDir(), "hicache-server-", ".slab");
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            this.slab = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(file);
+            throw e;
+        }
+        this.allocator = new BuddyAllocator(bytes, config.minBlockBytes(), maxOrder);
+        this.writeBehind = new WriteBehind(this);
+    }
+
+    /** The slab's file: what a same-host client maps. */
+    Path file() {
+        return file;
+    }
+
+    long slabBytes() {
+        return slab.byteSize();
+    }
+
+    long freeBytes() {
+        return allocator.freeBytes();
+    }
+
+    int pages() {
+        return index.size();
+    }
+
+    /** Slab bytes held by a namespace's pages (blocks, so a little more than the pages' lengths). */
+    long namespaceBytes(Namespace ns) {
+        AtomicLong used = namespaceBytes.get(ns.id());
+        return used == null ? 0 : used.get();
+    }
+
+    /** The bytes of a pinned entry. */
+    MemorySegment bytes(Entry e) {
+        return e.inSlab() ? slab.asSlice(e.offset, e.length) : MemorySegment.ofBuffer(e.spill.nioBuffer(0, e.length));
+    }
+
+    /** A buffer over the bytes of a pinned entry, without a copy: valid while the entry stays pinned. */
+    ByteBuf body(Entry e) {
+        return e.inSlab() ? Unpooled.wrappedBuffer(bytes(e).asByteBuffer()) : e.spill.retainedSlice(0, e.length);
+    }
+
+    /* ---------------------------------------------------------------- writes */
+
+    /**
+     * Stores {@code length} bytes read from {@code src} under {@code key}, whose checksum the caller has verified
+     * to be {@code crc}; the caller keeps {@code src}. Evicts, and waits for the write-behind, as needed.
+     */
+    PageStatus put(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline) {
+        return store(key, src, length, crc, deadline);
+    }
+
+    /** As {@link #put}, if that needs no eviction and no waiting; null if it would (nothing was stored). */
+    PageStatus tryPut(StoreKey key, ByteBuf src, int length, int crc) {
+        return store(key, src, length, crc, null);
+    }
+
+    /** Stores a page; a null {@code deadline} means "only if no eviction is needed", answered null if it is. */
+    private PageStatus store(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline) {
+        if (index.containsKey(key)) {
+            return PageStatus.EXISTS;
+        }
+        int order = allocator.orderFor(length);
+        if (order < 0 || length > config.maxPageBytes()) {
+            rejectedPuts.increment();
+            return PageStatus.REJECTED;
+        }
+        long block = allocator.blockBytes(order);
+        AtomicLong used = namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong());
+        long quota = config.namespaceQuota();
+        // Reserve the block against the quota first, so that concurrent puts cannot all slip under it.
+        if (used.addAndGet(block) > quota && quota > 0 && (deadline == null
+                || !evictUntil(key.namespace().id(), () -> used.get() <= quota, deadline))) {
+            used.addAndGet(-block);
+            return refused(deadline);
+        }
+        long offset = deadline == null ? allocator.allocate(order) : allocate(order, deadline);
+        if (offset < 0) {
+            used.addAndGet(-block);
+            return refused(deadline);
+        }
+        MemorySegment target = slab.asSlice(offset, length);
+        src.getBytes(src.readerIndex(), target.asByteBuffer());
+        Entry e = new Entry(key, offset, order, length, crc);
+        e.lastUse = clock.incrementAndGet();
+        e.dirty = l3.isPresent();
+        if (index.putIfAbsent(key, e) != null) {
+            allocator.free(offset, order);
+            used.addAndGet(-block);
+            return PageStatus.EXISTS;
+        }
+        if (e.dirty) {
+            writeBehind.enqueue(e);
+        }
+        return PageStatus.OK;
+    }
+
+    private PageStatus refused(Deadline deadline) {
+        if (deadline == null) {
+            return null;
+        }
+        rejectedPuts.increment();
+        return deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.REJECTED;
+    }
+
+    /** A block of {@code order}, evicting to make room; -1 if there is none by the deadline. */
+    private long allocate(int order, Deadline deadline) {
+        long[] offset = {allocator.allocate(order)};
+        if (offset[0] < 0 && !evictUntil(null, () -> (offset[0] = allocator.allocate(order)) >= 0, deadline)) {
+            return -1;
+        }
+        return offset[0];
+    }
+
+    /**
+     * Evicts clean, unused pages, least recently used first (of one namespace if {@code namespaceId} is given), until
+     * {@code done} holds, and then on to the low-water mark of free slab so that the next puts need not evict; when
+     * only pages not yet in L3 are left, waits for the write-behind. False if {@code done} cannot be had by the
+     * deadline.
+     */
+    private boolean evictUntil(String namespaceId, BooleanSupplier done, Deadline deadline) {
+        while (true) {
+            boolean met;
+            synchronized (evictLock) {
+                met = done.getAsBoolean();
+                for (Entry e : met ? List.<Entry>of() : lruOrder(namespaceId)) {
+                    if (tryEvict(e) && (met || (met = done.getAsBoolean()))
+                            && (namespaceId != null || allocator.freeBytes() >= slab.byteSize() / FREE_TARGET_FRACTION)) {
+                        break;
+                    }
+                }
+            }
+            if (met || done.getAsBoolean()) {
+                return true;
+            }
+            if (deadline.isOver() || writeBehind.pendingPages() == 0) {
+                return false; // what is left is in use: waiting would not help
+            }
+            writeBehind.awaitProgress(Math.min(50, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()))));
+        }
+    }
+
+    private List<Entry> lruOrder(String namespaceId) {
+        List<Entry> all = new ArrayList<>();
+        for (Entry e : index.values()) {
+            if ((namespaceId == null || e.key.namespace().id().equals(namespaceId)) && !e.dirty && e.pins.get() == 0) {
+                all.add(e);
+            }
+        }
+        all.sort(Comparator.comparingLong(e -> e.lastUse));
+        return all;
+    }
+
+    private boolean tryEvict(Entry e) {
+        if (e.dirty || e.pins.get() != 0 || !index.remove(e.key, e)) {
+            return false;
+        }
+        e.removed = true;
+        evictedPages.increment();
+        freeIfUnused(e);
+        return true;
+    }
+
+    /* ---------------------------------------------------------------- reads */
+
+    /** The entry for {@code key}, pinned (the caller unpins it), or null. */
+    Entry pin(StoreKey key) {
+        Entry e = index.get(key);
+        if (e == null) {
+            return null;
+        }
+        e.pins.incrementAndGet();
+        if (e.removed) {
+            unpin(e);
+            return null;
+        }
+        e.lastUse = clock.incrementAndGet();
+        return e;
+    }
+
+    void unpin(Entry e) {
+        if (e.pins.decrementAndGet() == 0 && e.removed) {
+            freeIfUnused(e);
+        }
+    }
+
+    private void freeIfUnused(Entry e) {
+        if (e.pins.get() == 0 && e.freed.compareAndSet(false, true)) {
+            if (!e.inSlab()) {
+                e.spill.release();
+                return;
+            }
+            allocator.free(e.offset, e.order);
+            AtomicLong used = namespaceBytes.get(e.key.namespace().id());
+            if (used != null) {
+                used.addAndGet(-allocator.blockBytes(e.order));
+            }
+        }
+    }
+
+    /**
+     * Pins every page of {@code keys} if that needs no L3 access: each is here, or there is no L3 (a page not here is
+     * then a miss, a null slot). Null, with nothing pinned, if some page would have to be looked for in L3.
+     */
+    Entry[] pinAllHere(List<StoreKey> keys) {
+        Entry[] out = new Entry[keys.size()];
+        int found = 0;
+        for (int i = 0; i < keys.size(); i++) {
+            out[i] = pin(keys.get(i));
+            if (out[i] != null) {
+                found++;
+            } else if (l3.isPresent()) {
+                for (int j = 0; j < i; j++) {
+                    if (out[j] != null) {
+                        unpin(out[j]);
+                    }
+                }
+                return null;
+            }
+        }
+        hostHits.add(found);
+        misses.add(keys.size() - found);
+        return out;
+    }
+
+    /**
+     * Pins every page of {@code keys} that is here or in L3 (fetching those into the slab, in one batch, with the
+     * lengths the client expects); the slot of a page not found is null. A page here of another length is returned
+     * as is: the caller answers SIZE_MISMATCH.
+     */
+    Entry[] pinAll(List<StoreKey> keys, int[] lengths, Deadline deadline) {
+        Entry[] out = new Entry[keys.size()];
+        List<Integer> absent = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            out[i] = pin(keys.get(i));
+            if (out[i] != null) {
+                hostHits.increment();
+            } else {
+                absent.add(i);
+            }
+        }
+        if (!absent.isEmpty() && l3.isPresent() && !deadline.isOver()) {
+            promote(keys, lengths, absent, out, deadline);
+        }
+        for (int i : absent) {
+            if (out[i] == null) {
+                misses.increment();
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Fetches absent pages from L3 in one batch, into fresh blocks where the slab has room without waiting (those
+     * found become clean, pinned entries) and into spill buffers where it has not (pinned entries outside the
+     * index, freed when unpinned): a get larger than the slab is still answered in full.
+     */
+    private void promote(List<StoreKey> keys, int[] lengths, List<Integer> absent, Entry[] out, Deadline deadline) {
+        List<StoreKey> ask = new ArrayList<>();
+        List<MemorySegment> targets = new ArrayList<>();
+        List<Entry> places = new ArrayList<>(); // where each page goes: a block (offset, order) or a spill buffer
+        List<Integer> where = new ArrayList<>();
+        for (int i : absent) {
+            if (lengths[i] <= 0 || lengths[i] > config.maxPageBytes()) {
+                continue;
+            }
+            int order = allocator.orderFor(lengths[i]);
+            long[] offset = {allocator.allocate(order)};
+            if (offset[0] < 0) {
+                evictUntil(null, () -> (offset[0] = allocator.allocate(order)) >= 0, Deadline.expired());
+            }
+            Entry place;
+            if (offset[0] >= 0) {
+                place = new Entry(keys.get(i), offset[0], order, lengths[i], 0);
+            } else {
+                ByteBuf spill = ByteBufAllocator.DEFAULT.directBuffer(lengths[i], lengths[i]);
+                spill.writerIndex(lengths[i]);
+                place = new Entry(keys.get(i), -1, -1, lengths[i], 0, spill);
+            }
+            ask.add(keys.get(i));
+            targets.add(bytes(place));
+            places.add(place);
+            where.add(i);
+        }
+        if (ask.isEmpty()) {
+            return;
+        }
+        BatchResult r = null;
+        try {
+            r = l3.get().get(PageBatch.of(ask, targets), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            LOG.log(Level.DEBUG, () -> "L3 get failed: " + e);
+        }
+        for (int j = 0; j < ask.size(); j++) {
+            Entry place = places.get(j);
+            boolean found = r != null && r.status(j) == PageStatus.OK;
+            if (found) {
+                storeHits.increment();
+            }
+            if (place.inSlab()) {
+                if (found) {
+                    out[where.get(j)] = admit(ask.get(j), place.offset, place.order, place.length);
+                } else {
+                    allocator.free(place.offset, place.order);
+                }
+            } else if (found) {
+                Entry spilled = new Entry(place.key, -1, -1, place.length, PageChecksum.of(targets.get(j)), place.spill);
+                spilled.pins.incrementAndGet();
+                spilled.removed = true; // not in the index: freed when the caller unpins it
+                out[where.get(j)] = spilled;
+            } else {
+                place.spill.release();
+            }
+        }
+    }
+
+    /** A page fetched from L3 becomes a clean entry, pinned for the caller. */
+    private Entry admit(StoreKey key, long offset, int order, int length) {
+        Entry e = new Entry(key, offset, order, length, PageChecksum.of(slab.asSlice(offset, length)));
+        e.lastUse = clock.incrementAndGet();
+        e.pins.incrementAndGet();
+        Entry had = index.putIfAbsent(key, e);
+        if (had != null) {
+            allocator.free(offset, order);
+            return pin(key);
+        }
+        namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong()).addAndGet(allocator.blockBytes(order));
+        return e;
+    }
+
+    /** Leading keys here; -1 if the count would need L3 (a key is not here, and there is an L3). */
+    int leadingHitsHere(List<StoreKey> keys) {
+        int n = 0;
+        while (n < keys.size() && index.containsKey(keys.get(n))) {
+            n++;
+        }
+        return n < keys.size() && l3.isPresent() ? -1 : n;
+    }
+
+    /** Leading keys here, then in L3 from the first one not here. */
+    int leadingHits(List<StoreKey> keys, Deadline deadline) {
+        int n = 0;
+        while (n < keys.size() && index.containsKey(keys.get(n))) {
+            n++;
+        }
+        if (n < keys.size() && l3.isPresent() && !deadline.isOver()) {
+            try {
+                n += l3.get().leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            } catch (Exception e) {
+                LOG.log(Level.DEBUG, () -> "L3 leading-hit query failed: " + e);
+            }
+        }
+        return n;
+    }
+
+    /* ---------------------------------------------------------------- removal */
+
+    /** Removes the pages here and in L3; OK for each that was in either. */
+    PageStatus[] delete(List<StoreKey> keys, Deadline deadline) {
+        PageStatus[] out = new PageStatus[keys.size()];
+        for (int i = 0; i < keys.size(); i++) {
+            out[i] = remove(keys.get(i)) ? PageStatus.OK : PageStatus.MISS;
+        }
+        if (l3.isPresent()) {
+            try {
+                BatchResult r = l3.get().delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+                for (int i = 0; i < keys.size(); i++) {
+                    if (r.status(i) == PageStatus.OK) {
+                        out[i] = PageStatus.OK;
+                    }
+                }
+            } catch (Exception e) {
+                LOG.log(Level.DEBUG, () -> "L3 delete failed: " + e);
+            }
+        }
+        return out;
+    }
+
+    private boolean remove(StoreKey key) {
+        Entry e = index.remove(key);
+        if (e == null) {
+            return false;
+        }
+        e.removed = true;
+        e.dirty = false;
+        freeIfUnused(e);
+        return true;
+    }
+
+    void clear(Namespace ns, Deadline deadline) throws Exception {
+        for (StoreKey k : new ArrayList<>(index.keySet())) {
+            if (k.namespace().equals(ns)) {
+                remove(k);
+            }
+        }
+        if (l3.isPresent()) {
+            l3.get().clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    void clearAll(Deadline deadline) throws Exception {
+        for (StoreKey k : new ArrayList<>(index.keySet())) {
+            remove(k);
+        }
+        if (l3.isPresent()) {
+            l3.get().clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    static long timeout(Deadline deadline) {
+        return Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos())) + 1_000;
+    }
+
+    /** Gauges for the metrics endpoint. */
+    Map<String, Long> gauges() {
+        return Map.of("slab_bytes", slabBytes(), "slab_free_bytes", freeBytes(), "pages", (long) pages(),
+                "write_behind_pending_pages", (long) writeBehind.pendingPages());
+    }
+
+    /** Writes behind everything not yet in L3 (up to {@code timeout}), then frees the slab and its file. */
+    @Override
+    public void close() {
+        writeBehind.close(Duration.ofMillis(config.shutdownTimeout().toMillis()));
+        l3.ifPresent(PageStore::close);
+        arena.close();
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "cannot delete " + file, e);
+        }
+    }
+}
