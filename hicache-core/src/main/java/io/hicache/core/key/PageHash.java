@@ -88,9 +88,17 @@ public final class PageHash implements Comparable<PageHash> {
         return o instanceof PageHash h && h.w0 == w0 && h.w1 == w1 && h.w2 == w2 && h.w3 == w3;
     }
 
+    /**
+     * Mixes all 32 bytes: SHA-256 hashes would do with any 4 of them, but the daemon takes hashes from clients, and
+     * keys that differ only past their first bytes must not all land in one bucket of a hash map.
+     */
     @Override
     public int hashCode() {
-        return (int) (w0 ^ (w0 >>> 32));
+        long h = w0 * 0x9E3779B97F4A7C15L + w1;
+        h = h * 0x9E3779B97F4A7C15L + w2;
+        h = h * 0x9E3779B97F4A7C15L + w3;
+        h ^= h >>> 29;
+        return (int) (h ^ (h >>> 32));
     }
 
     /** Orders hashes as their bytes compare, unsigned. */

@@ -24,6 +24,20 @@ class PageHashTest {
     }
 
     @Test
+    void hashCodesSpreadHashesThatDifferOnlyInTheirLastBytes() {
+        // A client may send structured hashes (a counter at the end): they must not share one hash-map bucket.
+        for (int word = 0; word < 4; word++) {
+            java.util.Set<Integer> codes = new java.util.HashSet<>();
+            for (int i = 0; i < 10_000; i++) {
+                byte[] b = new byte[PageHash.BYTES];
+                java.nio.ByteBuffer.wrap(b).putLong(8 * word, i);
+                codes.add(PageHash.fromBytes(b, 0).hashCode());
+            }
+            assertTrue(codes.size() > 9_990, "word " + word + ": " + codes.size() + " distinct codes of 10000");
+        }
+    }
+
+    @Test
     void badHexIsRejectedWithTheText() {
         var shortHex = assertThrows(IllegalArgumentException.class, () -> PageHash.fromHex("abc"));
         assertTrue(shortHex.getMessage().contains("64 hex characters, got 3"), shortHex.getMessage());

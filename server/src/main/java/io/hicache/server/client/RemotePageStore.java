@@ -366,8 +366,23 @@ public final class RemotePageStore extends AbstractPageStore {
 
     /* ---------------------------------------------------------------- answers */
 
+    /** The answer to one frame's pages of a batch: without an answer, each of its pages gets the failure. */
+    private interface ChunkReply extends Reply<Void> {
+        int[] chunk();
+
+        BatchResult.Builder out();
+
+        @Override
+        default Void noAnswer(PageStatus status, String detail) {
+            for (int i : chunk()) {
+                out().set(i, status, detail);
+            }
+            return null;
+        }
+    }
+
     /** Per-page statuses (put, delete) into the batch's result. */
-    private record StatusReply(int[] chunk, BatchResult.Builder out) implements Reply<Void> {
+    private record StatusReply(int[] chunk, BatchResult.Builder out) implements ChunkReply {
         @Override
         public Void answer(ByteBuf in) {
             int n = Codec.readCount(in, 1, chunk.length);
@@ -380,18 +395,10 @@ public final class RemotePageStore extends AbstractPageStore {
             }
             return null;
         }
-
-        @Override
-        public Void noAnswer(PageStatus status, String detail) {
-            for (int i : chunk) {
-                out.set(i, status, detail);
-            }
-            return null;
-        }
     }
 
     /** A get's answer: statuses, then the bodies of the pages found, copied into their targets and verified. */
-    private record GetReply(PageBatch targets, int[] chunk, BatchResult.Builder out) implements Reply<Void> {
+    private record GetReply(PageBatch targets, int[] chunk, BatchResult.Builder out) implements ChunkReply {
         @Override
         public Void answer(ByteBuf in) {
             int n = Codec.readCount(in, GET_ANSWER_BYTES, chunk.length);
@@ -431,14 +438,6 @@ public final class RemotePageStore extends AbstractPageStore {
                     case MISS -> out.set(i, PageStatus.MISS);
                     default -> out.set(i, statuses[j], "the daemon answered " + statuses[j]);
                 }
-            }
-            return null;
-        }
-
-        @Override
-        public Void noAnswer(PageStatus status, String detail) {
-            for (int i : chunk) {
-                out.set(i, status, detail);
             }
             return null;
         }

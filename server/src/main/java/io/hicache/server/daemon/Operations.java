@@ -61,11 +61,11 @@ final class Operations {
      *
      * @throws ProtocolException if the payload is malformed
      */
-    Work parse(Responder out, Request r, ByteBuf in) {
+    Work parse(Responder out, Request r, ByteBuf in, NamespaceCache namespaces) {
         int maxPages = server.config.maxFrameBytes() / Wire.HASH_BYTES;
         Work work = switch (r.op()) {
             case Wire.LEADING_HITS -> {
-                List<StoreKey> keys = keys(in, Codec.readNamespace(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
+                List<StoreKey> keys = keys(in, namespaces.read(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
                 yield new Work(() -> {
                     int here = cache.leadingHitsHere(keys);
                     if (here >= 0) {
@@ -75,7 +75,7 @@ final class Operations {
                 }, () -> count(out, r, cache.leadingHits(keys, r.deadline())));
             }
             case Wire.GET, Wire.LEASE -> {
-                Namespace ns = Codec.readNamespace(in);
+                Namespace ns = namespaces.read(in);
                 int n = Codec.readCount(in, Wire.HASH_BYTES + 4, maxPages);
                 int[] lengths = new int[n];
                 List<StoreKey> keys = keys(in, ns, n, lengths, null);
@@ -90,7 +90,7 @@ final class Operations {
                 }, () -> pages(out, r, cache.pinAll(keys, lengths, r.deadline()), lengths, leaseMillis));
             }
             case Wire.PUT -> {
-                Namespace ns = Codec.readNamespace(in);
+                Namespace ns = namespaces.read(in);
                 int n = Codec.readCount(in, Wire.HASH_BYTES + 8, maxPages);
                 int[] lengths = new int[n];
                 int[] crcs = new int[n];
@@ -107,11 +107,11 @@ final class Operations {
                 yield new Work(() -> put.advance(false), () -> put.advance(true));
             }
             case Wire.DELETE -> {
-                List<StoreKey> keys = keys(in, Codec.readNamespace(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
+                List<StoreKey> keys = keys(in, namespaces.read(in), Codec.readCount(in, Wire.HASH_BYTES, maxPages), null, null);
                 yield Work.slow(() -> out.statuses(r.op(), r.id(), cache.delete(keys, r.deadline())));
             }
             case Wire.CLEAR -> {
-                Namespace ns = Codec.readNamespace(in);
+                Namespace ns = namespaces.read(in);
                 yield Work.slow(() -> clear(out, r, () -> cache.clear(ns, r.deadline())));
             }
             case Wire.CLEAR_ALL -> Work.slow(() -> clear(out, r, () -> cache.clearAll(r.deadline())));

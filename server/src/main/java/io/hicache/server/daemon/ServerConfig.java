@@ -29,6 +29,7 @@ import java.util.List;
  * @param store             the L3 store's name, or empty for none
  * @param namespaceQuota    the most host bytes one namespace may hold (0: no quota)
  * @param metricsPort       the Prometheus endpoint's port on {@code bind} (0: any free one, -1: off)
+ * @param ioThreads         event loop threads that read, parse and answer requests (0: one per two cores)
  * @param workers           threads that run requests needing the store or eviction
  * @param shutdownTimeout   how long a graceful shutdown waits for requests in flight and the write-behind
  * @param maxLease          the longest lease a same-host client may hold
@@ -36,7 +37,7 @@ import java.util.List;
  */
 public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
         int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
-        long namespaceQuota, int metricsPort, int workers, Duration shutdownTimeout, Duration maxLease,
+        long namespaceQuota, int metricsPort, int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease,
         Settings settings) {
     public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
             "the address to listen on; anything but loopback requires server.auth-token");
@@ -62,6 +63,9 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
             "the most host bytes one namespace may hold; 0 for no quota");
     public static final Setting<Integer> METRICS_PORT = Setting.integer("server.metrics-port", 9464, -1, 65535,
             "the port of the Prometheus and health endpoint on server.bind (0: any free one, -1: off)");
+    public static final Setting<Integer> IO_THREADS = Setting.integer("server.io-threads", 0, 0, 1024,
+            "event loop threads that read, parse and answer requests; 0 for one per two cores (the kernel's TCP work "
+                    + "needs the others)");
     public static final Setting<Integer> WORKERS = Setting.integer("server.workers", 4, 1, 1024,
             "threads that run requests needing the L3 store or eviction");
     public static final Setting<Duration> SHUTDOWN_TIMEOUT = Setting.duration("server.shutdown-timeout", "30s",
@@ -72,9 +76,14 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;
 
+    /** The event loop threads to start: {@link #ioThreads()}, or one per two cores. */
+    public int eventLoops() {
+        return ioThreads > 0 ? ioThreads : Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    }
+
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
-            MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, WORKERS,
+            MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
             SHUTDOWN_TIMEOUT, MAX_LEASE);
 
     public ServerConfig {
@@ -108,7 +117,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
                     settings.get(MAX_CONNECTIONS), (int) frame, (int) page, settings.get(MAX_IN_FLIGHT),
                     settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
                     store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
-                    settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT), settings.get(MAX_LEASE), settings);
+                    settings.get(IO_THREADS), settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT),
+                    settings.get(MAX_LEASE), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -31,6 +31,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     private final HiCacheServer server;
     private final Operations operations;
+    private final NamespaceCache namespaces = new NamespaceCache();
     private Responder out;
     private boolean counted;
     private boolean authenticated;
@@ -100,7 +101,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         Operations.Work work;
         try {
-            work = operations.parse(out, r, frame);
+            work = operations.parse(out, r, frame, namespaces);
         } catch (ProtocolException e) {
             frame.release();
             out.fail(r.id(), Wire.E_MALFORMED, e.getMessage(), false);

@@ -1,0 +1,155 @@
+package io.hicache.bench.server;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import java.util.stream.Stream;
+
+/**
+ * A server under test in a process of its own, on 127.0.0.1: the HiCache daemon in a child JVM, or Redis. Stopping
+ * sends SIGTERM, waits, and removes the process's scratch folder. Not thread-safe.
+ */
+final class ServerProcess implements AutoCloseable {
+    final String name;
+    final String version;
+    final int port;
+    private final Process process;
+    private final Path scratch;
+
+    private ServerProcess(String name, String version, int port, Process process, Path scratch) {
+        this.name = name;
+        this.version = version;
+        this.port = port;
+        this.process = process;
+        this.scratch = scratch;
+    }
+
+    /**
+     * The daemon with the in-memory setup Redis is compared in: the host slab in {@code /dev/shm}, no L3 store
+     * (Redis runs with persistence off), and the launcher's JVM and flags.
+     */
+    static ServerProcess hicache(long slabBytes) throws IOException, InterruptedException {
+        Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
+                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElseThrow());
+        command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib")).toList());
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.server.cli.HiCacheCli", "serve",
+                "--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
+                "--server.host-dir", scratch.toString(), "--server.host-size", slabBytes + "B"));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        int port = awaitLine(p, scratch, line -> {
+            String marker = "HiCache daemon on 127.0.0.1:";
+            int at = line.indexOf(marker);
+            return at < 0 ? null : Integer.valueOf(line.substring(at + marker.length()).split("\\D", 2)[0]);
+        });
+        return new ServerProcess("hicache", io.hicache.server.protocol.Wire.VERSION + "", port, p, scratch);
+    }
+
+    /** {@code redis-server} with persistence off, found on this machine or installed with apt-get. */
+    static ServerProcess redis() throws IOException, InterruptedException {
+        Path binary = RedisInstall.find();
+        String version = RedisInstall.version(binary);
+        Path scratch = Files.createTempDirectory("hicache-bench-redis-");
+        int port = freePort();
+        Process p = new ProcessBuilder(binary.toString(), "--bind", "127.0.0.1", "--port", Integer.toString(port),
+                "--save", "", "--appendonly", "no", "--dir", scratch.toString(), "--daemonize", "no",
+                "--protected-mode", "yes", "--loglevel", "warning").redirectErrorStream(true).start();
+        drain(p);
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            try (Socket s = new Socket()) {
+                s.connect(new InetSocketAddress("127.0.0.1", port), 200);
+                break;
+            } catch (IOException notYet) {
+                if (!p.isAlive() || System.nanoTime() > until) {
+                    p.destroyForcibly();
+                    throw new IOException("redis-server did not start on port " + port + ": " + notYet);
+                }
+                Thread.sleep(20);
+            }
+        }
+        return new ServerProcess("redis", version, port, p, scratch);
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket()) {
+            s.bind(new InetSocketAddress("127.0.0.1", 0));
+            return s.getLocalPort();
+        }
+    }
+
+    /** Reads the child's output until {@code parse} finds what it wants in a line; the rest is drained. */
+    private static int awaitLine(Process p, Path scratch, Function<String, Integer> parse) throws IOException {
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        StringBuilder seen = new StringBuilder();
+        String line;
+        while ((line = out.readLine()) != null) {
+            seen.append(line).append('\n');
+            Integer found = parse.apply(line);
+            if (found != null) {
+                drain(out);
+                return found;
+            }
+        }
+        p.destroyForcibly();
+        deleteTree(scratch);
+        throw new IOException("the daemon exited before it served:\n" + seen);
+    }
+
+    private static void drain(Process p) {
+        drain(new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)));
+    }
+
+    /** Keeps reading a child's output so that it never blocks on a full pipe; lines go to this process's stderr. */
+    private static void drain(BufferedReader out) {
+        Thread t = new Thread(() -> {
+            try {
+                String line;
+                while ((line = out.readLine()) != null) {
+                    System.err.println("  | " + line);
+                }
+            } catch (IOException ignored) {
+                // the child is gone
+            }
+        }, "bench-server-output");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    @Override
+    public void close() throws IOException {
+        process.destroy();
+        try {
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+        deleteTree(scratch);
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> all = Files.walk(dir)) {
+            for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}

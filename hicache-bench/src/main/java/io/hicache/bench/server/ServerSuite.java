@@ -1,0 +1,173 @@
+package io.hicache.bench.server;
+
+import io.hicache.bench.BenchRow;
+import io.hicache.bench.BenchSuite;
+import io.hicache.core.store.PageChecksum;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * {@code server}: the daemon against Redis 7 on loopback, each in its own process with nothing written to disk (the
+ * daemon with no L3 store, Redis with persistence off), driven by one load generator: 16 connections with 4
+ * requests in flight on each. For 64 KiB and 1 MiB pages, after eight warm-up rounds (the daemon is a fresh JVM whose
+ * JIT compiler needs them; Redis gets the same rounds), six rounds alternate which server goes first; a round sets
+ * 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed). Throughput is the
+ * median over rounds with the median of the paired rounds' ratios; latencies are percentiles over every request of
+ * the measured rounds. Before timing, each server's answer to one get is checked byte for byte against what was set.
+ * Stateless; the servers go when the suite ends.
+ */
+public final class ServerSuite implements BenchSuite {
+    static final int CONNECTIONS = 16;
+    static final int DEPTH = 4;
+    static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
+    private static final long ROUND_BYTES = 512L << 20;
+    private static final int BODIES = 8;
+
+    @Override
+    public String name() {
+        return "server";
+    }
+
+    @Override
+    public String description() {
+        return "daemon vs Redis 7 on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and 1 MiB pages, "
+                + "GB/s and p50/p99";
+    }
+
+    @Override
+    public List<BenchRow> run(boolean quick) throws Exception {
+        List<BenchRow> rows = new ArrayList<>();
+        try (ServerProcess redis = ServerProcess.redis(); ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
+                LoadGenerator toRedis = LoadGenerator.connect(new RespProtocol(), redis.port, CONNECTIONS, DEPTH);
+                LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH)) {
+            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis)};
+            String reference = "redis_" + redis.version;
+            for (int pageBytes : PAGE_BYTES) {
+                size(sides, pageBytes, quick, reference, rows);
+            }
+        }
+        return rows;
+    }
+
+    /** One server with its generator, and what was measured of it at one page size. */
+    private static final class Side {
+        final ServerProcess server;
+        final LoadProtocol protocol;
+        final LoadGenerator load;
+        final List<Double> setGbps = new ArrayList<>();
+        final List<Double> getGbps = new ArrayList<>();
+        final List<long[]> setLatency = new ArrayList<>();
+        final List<long[]> getLatency = new ArrayList<>();
+
+        Side(ServerProcess server, LoadProtocol protocol, LoadGenerator load) {
+            this.server = server;
+            this.protocol = protocol;
+            this.load = load;
+        }
+
+        void reset() {
+            setGbps.clear();
+            getGbps.clear();
+            setLatency.clear();
+            getLatency.clear();
+        }
+    }
+
+    private static void size(Side[] sides, int pageBytes, boolean quick, String reference, List<BenchRow> rows)
+            throws Exception {
+        int pages = (int) ((quick ? ROUND_BYTES / 32 : ROUND_BYTES) / pageBytes);
+        int warmup = quick ? 1 : 8; // the daemon is a fresh JVM: its JIT needs several rounds
+        int rounds = quick ? 1 : 6;
+        ByteBuf[] bodies = new ByteBuf[BODIES];
+        int[] crcs = new int[BODIES];
+        SplittableRandom random = new SplittableRandom(pageBytes);
+        for (int b = 0; b < BODIES; b++) {
+            bodies[b] = Unpooled.directBuffer(pageBytes);
+            while (bodies[b].isWritable(8)) {
+                bodies[b].writeLong(random.nextLong());
+            }
+            crcs[b] = PageChecksum.of(MemorySegment.ofBuffer(bodies[b].nioBuffer()));
+        }
+        try {
+            for (Side s : sides) {
+                s.reset();
+                PageCheck.verify(s.server.name, s.server.port, s.load, s.protocol, bodies[1], crcs[1]);
+            }
+            for (int r = 0; r < warmup + rounds; r++) {
+                long round = ((long) pageBytes << 16) | r;
+                int[] order = new SplittableRandom(round).ints(pages, 0, pages).toArray();
+                for (int i = 0; i < sides.length; i++) {
+                    Side s = sides[(i + r) % sides.length]; // alternate who goes first
+                    LoadGenerator.Phase set = s.load.run(pages, (alloc, id, index) -> s.protocol.set(alloc, id,
+                            LoadProtocol.PageKey.of(round, index), bodies[index % BODIES].retainedDuplicate(),
+                            crcs[index % BODIES]));
+                    LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {s.protocol.get(
+                            alloc, id, LoadProtocol.PageKey.of(round, order[index]), pageBytes)});
+                    s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
+                    if (r >= warmup) {
+                        s.setGbps.add((double) pages * pageBytes / set.nanos());
+                        s.getGbps.add((double) pages * pageBytes / get.nanos());
+                        s.setLatency.add(set.latencyNanos());
+                        s.getLatency.add(get.latencyNanos());
+                    }
+                }
+            }
+        } finally {
+            for (ByteBuf b : bodies) {
+                b.release();
+            }
+        }
+        String size = pageBytes >= (1 << 20) ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
+        Side mine = sides[0];
+        Side theirs = sides[1];
+        rows.add(throughput("server_set_" + size, mine.setGbps, theirs.setGbps, reference));
+        rows.add(throughput("server_get_" + size, mine.getGbps, theirs.getGbps, reference));
+        latency("server_set_" + size, mine.setLatency, theirs.setLatency, reference, rows);
+        latency("server_get_" + size, mine.getLatency, theirs.getLatency, reference, rows);
+    }
+
+    private static BenchRow throughput(String metric, List<Double> mine, List<Double> theirs, String reference) {
+        double[] ratios = new double[mine.size()];
+        for (int i = 0; i < ratios.length; i++) {
+            ratios[i] = mine.get(i) / theirs.get(i);
+        }
+        return new BenchRow(metric, median(mine), "GB/s", reference, median(theirs), median(ratios), "higher");
+    }
+
+    private static void latency(String metric, List<long[]> mine, List<long[]> theirs, String reference,
+            List<BenchRow> rows) {
+        long[] a = pooled(mine);
+        long[] b = pooled(theirs);
+        for (double p : new double[] {0.50, 0.99}) {
+            String name = metric + "_p" + Math.round(p * 100);
+            rows.add(BenchRow.lowerIsBetter(name, percentile(a, p) / 1e6, "ms", reference + "_p" + Math.round(p * 100),
+                    percentile(b, p) / 1e6));
+        }
+    }
+
+    private static long[] pooled(List<long[]> runs) {
+        long[] all = runs.stream().flatMapToLong(Arrays::stream).toArray();
+        Arrays.sort(all);
+        return all;
+    }
+
+    private static double percentile(long[] sorted, double p) {
+        return sorted[Math.min(sorted.length - 1, Math.max(0, (int) Math.ceil(p * sorted.length) - 1))];
+    }
+
+    private static double median(List<Double> values) {
+        return median(values.stream().mapToDouble(Double::doubleValue).toArray());
+    }
+
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int n = sorted.length;
+        return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    }
+}

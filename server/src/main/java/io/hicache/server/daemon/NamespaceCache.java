@@ -1,0 +1,38 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.key.Namespace;
+import io.hicache.server.protocol.Codec;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+
+/**
+ * The namespace a connection named last, by its encoded bytes. A connection nearly always speaks for one model and
+ * rank, and decoding a namespace costs two strings and a SHA-256 digest per request; comparing a few dozen bytes does
+ * not. One per connection; confined to its event loop.
+ */
+final class NamespaceCache {
+    private ByteBuf lastBytes = Unpooled.EMPTY_BUFFER;
+    private Namespace last;
+
+    /**
+     * Reads a namespace like {@link Codec#readNamespace}, returning the previous one's object when the bytes are the
+     * same.
+     *
+     * @throws io.hicache.server.protocol.ProtocolException if the namespace is malformed
+     */
+    Namespace read(ByteBuf in) {
+        int start = in.readerIndex();
+        int length = lastBytes.readableBytes();
+        if (last != null && in.readableBytes() >= length && ByteBufUtil.equals(in, start, lastBytes, 0, length)) {
+            in.skipBytes(length);
+            return last;
+        }
+        Namespace ns = Codec.readNamespace(in);
+        byte[] bytes = new byte[in.readerIndex() - start];
+        in.getBytes(start, bytes);
+        lastBytes = Unpooled.wrappedBuffer(bytes);
+        last = ns;
+        return ns;
+    }
+}
