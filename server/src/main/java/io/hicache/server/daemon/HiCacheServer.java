@@ -151,7 +151,7 @@ public final class HiCacheServer implements AutoCloseable {
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
                 + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: " + storeDescription
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
-                + " event loops, " + config.workers() + " workers; metrics: "
+                + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; metrics: "
                 + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics");
     }
 
