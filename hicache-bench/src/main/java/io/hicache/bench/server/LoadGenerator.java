@@ -55,7 +55,7 @@ final class LoadGenerator implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     }
 
-    /** Opens {@code connections} connections to 127.0.0.1:{@code port} and shakes hands on each. */
+    /** Opens {@code connections} connections to 127.0.0.1:{@code port} and sends each its hello. */
     static LoadGenerator connect(LoadProtocol protocol, int port, int connections, int depth) throws Exception {
         LoadGenerator g = new LoadGenerator(protocol, depth);
         try {
@@ -72,10 +72,7 @@ final class LoadGenerator implements AutoCloseable {
                 Channel ch = b.connect("127.0.0.1", port).sync().channel();
                 g.connections.add(ch.pipeline().get(Connection.class));
             }
-            if (protocol.hello(ByteBufAllocator.DEFAULT) instanceof ByteBuf probe) {
-                probe.release();
-                g.run(connections, (alloc, id, index) -> new ByteBuf[] {protocol.hello(alloc)});
-            }
+            g.run(connections, (alloc, id, index) -> new ByteBuf[] {protocol.hello(alloc)});
             return g;
         } catch (Exception | Error e) {
             g.close();

@@ -12,7 +12,7 @@ interface LoadProtocol {
     /** The name in reports ({@code hicache}, {@code redis}). */
     String name();
 
-    /** Bytes to send first on a new connection (a handshake), or null; its answer is decoded like any other. */
+    /** The first request on a new connection (a handshake, or a ping); its answer is decoded like any other. */
     ByteBuf hello(ByteBufAllocator alloc);
 
     /**

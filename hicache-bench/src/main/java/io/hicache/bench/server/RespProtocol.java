@@ -6,7 +6,7 @@ import io.netty.util.ByteProcessor;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Redis's RESP2: {@code SET key value}, {@code GET key} and {@code FLUSHALL SYNC}, keys being the page hash in hex.
+ * Redis's RESP2: {@code PING}, {@code SET key value}, {@code GET key} and {@code FLUSHALL SYNC}, keys being the page hash in hex.
  * Redis answers in request order, so the decoder numbers answers as they come. Stateless.
  */
 final class RespProtocol implements LoadProtocol {
@@ -17,9 +17,12 @@ final class RespProtocol implements LoadProtocol {
         return "redis";
     }
 
+    /** {@code PING}: Redis needs no handshake, but a round trip shows the connection works. */
     @Override
     public ByteBuf hello(ByteBufAllocator alloc) {
-        return null;
+        ByteBuf out = alloc.directBuffer(16);
+        out.writeCharSequence("*1\r\n$4\r\nPING\r\n", StandardCharsets.US_ASCII);
+        return out;
     }
 
     @Override

@@ -237,6 +237,7 @@ final class Operations {
         private final PageStatus[] statuses;
         private int next;
         private int at;
+        private int checkedUpTo;
 
         Put(Responder out, Request r, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf in) {
             this.out = out;
@@ -262,9 +263,10 @@ final class Operations {
                     s = PageStatus.stoppedBy(deadline);
                 } else if (lengths[next] > server.config.maxPageBytes()) {
                     s = PageStatus.REJECTED;
-                } else if (checksum(body) != crcs[next]) {
+                } else if (checkedUpTo <= next && checksum(body) != crcs[next]) {
                     s = PageStatus.FAILED; // damaged on the way: not stored
                 } else {
+                    checkedUpTo = next + 1; // a page left for the worker is not checked again there
                     s = mayWait ? cache.put(keys.get(next), body, lengths[next], crcs[next], deadline)
                             : cache.tryPut(keys.get(next), body, lengths[next], crcs[next]);
                     if (s == null) {
