@@ -476,6 +476,7 @@ final class SlabCache implements AutoCloseable {
         }
         if (l3.isPresent()) {
             try {
+                writeBehind.awaitBatchInFlight(deadline);
                 BatchResult r = l3.get().delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
                 for (int i = 0; i < keys.size(); i++) {
                     if (r.status(i) == PageStatus.OK) {
@@ -507,6 +508,7 @@ final class SlabCache implements AutoCloseable {
             }
         }
         if (l3.isPresent()) {
+            writeBehind.awaitBatchInFlight(deadline);
             l3.get().clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         }
     }
@@ -516,6 +518,7 @@ final class SlabCache implements AutoCloseable {
             remove(k);
         }
         if (l3.isPresent()) {
+            writeBehind.awaitBatchInFlight(deadline);
             l3.get().clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         }
     }

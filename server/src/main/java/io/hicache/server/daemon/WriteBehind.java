@@ -14,6 +14,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Writes pages put into the daemon's slab behind to its L3 store, on the thread {@code hicache-server-write-behind}:
@@ -31,6 +32,8 @@ final class WriteBehind {
     private final LinkedBlockingQueue<SlabCache.Entry> queue = new LinkedBlockingQueue<>();
     private final AtomicInteger pending = new AtomicInteger();
     private final Object progress = new Object();
+    /** Held while a batch is written; see {@link #awaitBatchInFlight}. */
+    private final ReentrantLock writing = new ReentrantLock();
     private final Thread thread;
     final LongAdder written = new LongAdder();
     final LongAdder failures = new LongAdder();
@@ -65,6 +68,17 @@ final class WriteBehind {
         }
     }
 
+    /**
+     * Waits (up to the deadline) for the batch being written, if any, to finish. A page removed from the slab before
+     * this call is then either skipped by later batches or, if a batch was already writing it, deleted from L3 again
+     * by that batch: after this returns, a delete or clear of L3 is not undone by a write that raced it.
+     */
+    void awaitBatchInFlight(Deadline deadline) throws InterruptedException {
+        if (writing.tryLock(Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS)) {
+            writing.unlock();
+        }
+    }
+
     private void run() {
         while (!abandoned && (!stopping || pending.get() > 0)) {
             List<SlabCache.Entry> batch = new ArrayList<>();
@@ -75,7 +89,12 @@ final class WriteBehind {
                 }
                 batch.add(first);
                 queue.drainTo(batch, BATCH - 1);
-                write(batch);
+                writing.lock();
+                try {
+                    write(batch);
+                } finally {
+                    writing.unlock();
+                }
             } catch (InterruptedException e) {
                 continue;
             } catch (Throwable t) {

@@ -216,6 +216,26 @@ class DaemonTest {
     }
 
     @Test
+    void aClearOrDeleteIsNotUndoneByAWriteBehindInFlight() throws Exception {
+        // fsync per page keeps the write-behind busy with the pages just put when the clear or delete arrives.
+        try (TestDaemon d = TestDaemon.start(Map.of("file.fsync", "true")); RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
+            for (int round = 0; round < 20; round++) {
+                Namespace ns = Pages.namespace("race-" + round);
+                List<StoreKey> keys = pages.keys(ns, 16);
+                assertEquals(16, put(client, pages.filled(keys, 16 * KIB)).count(PageStatus.OK));
+                if (round % 2 == 0) {
+                    client.clear(ns, deadline()).get(30, TimeUnit.SECONDS);
+                } else {
+                    client.delete(keys, deadline()).get(30, TimeUnit.SECONDS);
+                }
+                assertEquals(0, stored(client, keys), "round " + round + ": pages came back after the "
+                        + (round % 2 == 0 ? "clear" : "delete"));
+            }
+        }
+    }
+
+    @Test
     void metricsAndHealthAreServedOverHttp() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
                 RemotePageStore client = d.client(); Pages pages = new Pages()) {
