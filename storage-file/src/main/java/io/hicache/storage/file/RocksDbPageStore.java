@@ -9,6 +9,7 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.AbstractPageStore;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;

@@ -1,5 +1,6 @@
 /**
- * Will hold the NIXL transfer model with POSIX and OBJ plugins, and the NIXL page store (issue: storage-nixl). Nothing is implemented here yet: the module exists so the build, its dependencies
- * and their convergence are in place before that issue lands. See docs/architecture.md.
+ * The {@code nixl} page store (SGLang's HiCacheNixl) on a Java model of NVIDIA NIXL: the agent and plugin SPI in
+ * {@code agent}, the {@code POSIX} and {@code OBJ} plugins in {@code posix} and {@code obj}. See docs/nixl.md for what of
+ * NIXL exists here and what does not.
  */
 package io.hicache.storage.nixl;

@@ -24,9 +24,10 @@ import software.amazon.awssdk.services.s3.model.NoSuchBucketException;
 import software.amazon.awssdk.services.s3.model.S3Exception;
 
 /**
- * Builds the store's S3 client from its configuration, and checks the bucket before the store is used. Stateless.
+ * Builds an S3 client from an S3 configuration, and checks the bucket before it is used: for the S3 store and for
+ * the NIXL OBJ plugin. Stateless; the caller closes the clients it builds.
  */
-final class S3Clients {
+public final class S3Clients {
     /**
      * One set of Netty event loops for every S3 store in the process, made on first use and never shut down (daemon
      * threads): a client that owns its loops takes two seconds to close them, and stores are opened and closed far more
@@ -49,7 +50,7 @@ final class S3Clients {
      * where S3 requires them: the store keeps its own CRC-32C in the object's metadata, which every S3-compatible
      * service stores, whereas trailing checksums in chunked uploads are not understood everywhere.
      */
-    static S3AsyncClient build(S3StoreConfig config) {
+    public static S3AsyncClient build(S3StoreConfig config) {
         AwsCredentialsProvider credentials = config.accessKey().isPresent()
                 ? StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey().get(),
                         config.secretKey().orElseThrow()))
@@ -82,7 +83,7 @@ final class S3Clients {
      * Asks for the bucket, so that a missing bucket, refused or missing credentials and an unreachable service fail
      * here, each with its own message.
      */
-    static void checkBucket(S3AsyncClient s3, S3StoreConfig config) {
+    public static void checkBucket(S3AsyncClient s3, S3StoreConfig config) {
         String where = "bucket '" + config.bucket() + "'" + config.endpoint().map(e -> " at " + e).orElse(" on AWS ("
                 + config.region() + ")");
         long waitNanos = config.requestTimeout().multipliedBy(config.maxAttempts() + 1).toNanos();

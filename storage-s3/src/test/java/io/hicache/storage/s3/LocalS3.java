@@ -16,16 +16,16 @@ import software.amazon.awssdk.services.s3.S3Client;
  * A real S3 server for tests: S3Proxy inside the test JVM on 127.0.0.1, with SigV4 authentication, keeping objects
  * in a folder (so a server stopped and started again on the same port still has them). Not thread-safe.
  */
-final class LocalS3 implements AutoCloseable {
-    static final String ACCESS_KEY = "hicache-test";
-    static final String SECRET_KEY = "hicache-test-secret";
+public final class LocalS3 implements AutoCloseable {
+    public static final String ACCESS_KEY = "hicache-test";
+    public static final String SECRET_KEY = "hicache-test-secret";
 
     private final Path dir;
     private S3Proxy proxy;
     private int port;
 
     /** Starts a server on a free port with objects in {@code dir}, and creates {@code buckets}. */
-    LocalS3(Path dir, String... buckets) throws Exception {
+    public LocalS3(Path dir, String... buckets) throws Exception {
         this.dir = dir;
         start(0);
         try (S3Client client = client()) {
@@ -36,7 +36,7 @@ final class LocalS3 implements AutoCloseable {
     }
 
     /** Starts (again) on {@code port}, 0 for any free one. */
-    void start(int wanted) throws Exception {
+    public void start(int wanted) throws Exception {
         Properties p = new Properties();
         p.setProperty("jclouds.filesystem.basedir", dir.toString());
         p.setProperty("jclouds.identity", ACCESS_KEY);
@@ -53,28 +53,28 @@ final class LocalS3 implements AutoCloseable {
     }
 
     /** Stops the server; connections in flight are cut. */
-    void stop() throws Exception {
+    public void stop() throws Exception {
         if (proxy != null) {
             proxy.stop();
             proxy = null;
         }
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
-    URI endpoint() {
+    public URI endpoint() {
         return URI.create("http://127.0.0.1:" + port);
     }
 
     /** A store's configuration for {@code bucket} on this server. */
-    S3StoreConfig config(String bucket) {
+    public S3StoreConfig config(String bucket) {
         return S3StoreConfig.local(endpoint(), bucket, ACCESS_KEY, SECRET_KEY);
     }
 
     /** A plain synchronous client on this server, for setting up and damaging things. */
-    S3Client client() {
+    public S3Client client() {
         return S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint()).forcePathStyle(true)
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
                 .build();

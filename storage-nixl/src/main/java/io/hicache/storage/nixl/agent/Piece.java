@@ -1,0 +1,17 @@
+package io.hicache.storage.nixl.agent;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One descriptor as a backend sees it: {@code length} bytes at {@code offset} of a registered region, with the
+ * backend's state for that region. Immutable.
+ */
+public record Piece(MemoryRegion region, Object state, long offset, long length) {
+    /** The bytes of a DRAM piece. */
+    public MemorySegment dram() {
+        if (!(region instanceof MemoryRegion.Dram d)) {
+            throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "not host memory: " + region.type());
+        }
+        return d.segment().asSlice(offset, length);
+    }
+}

@@ -1,0 +1,78 @@
+package io.hicache.storage.nixl.agent;
+
+import java.util.Map;
+
+/**
+ * One registered region: the handle {@link NixlAgent#register} gives for each {@link MemoryRegion}, from which
+ * transfer descriptors are cut. Holds each serving backend's state for the region. Immutable; valid until its
+ * {@link Registration} is deregistered.
+ */
+public final class Region {
+    private final Registration owner;
+    private final MemoryRegion memory;
+    private final Map<NixlBackend, Object> states;
+
+    Region(Registration owner, MemoryRegion memory, Map<NixlBackend, Object> states) {
+        this.owner = owner;
+        this.memory = memory;
+        this.states = states;
+    }
+
+    /** What was registered. */
+    public MemoryRegion memory() {
+        return memory;
+    }
+
+    public MemoryType type() {
+        return memory.type();
+    }
+
+    public long length() {
+        return memory.length();
+    }
+
+    /** Whether its registration is still in force. */
+    public boolean isRegistered() {
+        return owner.isRegistered();
+    }
+
+    /**
+     * A descriptor of {@code length} bytes at {@code offset}.
+     *
+     * @throws NixlException {@link NixlStatus#ERR_INVALID_PARAM} when the range is empty or not inside the region
+     */
+    public XferDesc slice(long offset, long length) {
+        if (offset < 0 || length <= 0 || offset > memory.length() - length) {
+            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "descriptor [" + offset + ", +" + length + ") is not "
+                    + "inside the " + memory.length() + "-byte " + memory.type() + " region");
+        }
+        return new XferDesc(this, offset, length);
+    }
+
+    /** A descriptor of the whole region. */
+    public XferDesc whole() {
+        return new XferDesc(this, 0, memory.length());
+    }
+
+    Registration owner() {
+        return owner;
+    }
+
+    /** The backend's state, or null when the backend does not serve this region. */
+    Object stateFor(NixlBackend backend) {
+        return states.get(backend);
+    }
+
+    boolean servedBy(NixlBackend backend) {
+        return states.containsKey(backend);
+    }
+
+    Map<NixlBackend, Object> states() {
+        return states;
+    }
+
+    @Override
+    public String toString() {
+        return memory.toString();
+    }
+}

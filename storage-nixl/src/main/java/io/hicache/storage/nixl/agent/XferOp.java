@@ -1,0 +1,9 @@
+package io.hicache.storage.nixl.agent;
+
+/** The direction of a transfer, seen from the local memory, as in NIXL. */
+public enum XferOp {
+    /** Storage (or remote) to local memory. */
+    READ,
+    /** Local memory to storage (or remote). */
+    WRITE
+}
