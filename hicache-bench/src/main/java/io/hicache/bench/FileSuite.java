@@ -115,7 +115,7 @@ public final class FileSuite implements BenchSuite {
         deleteTree(root);
     }
 
-    private static List<StoreKey> keys(Namespace ns, int round) {
+    static List<StoreKey> keys(Namespace ns, int round) {
         List<StoreKey> keys = new ArrayList<>(BATCH);
         for (int i = 0; i < BATCH; i++) {
             keys.add(ns.key(PageHash.fromHex(String.format("%016x%016x", round, i) + "0".repeat(31) + "1")));
@@ -123,13 +123,13 @@ public final class FileSuite implements BenchSuite {
         return keys;
     }
 
-    private static void requireAll(BatchResult r, String what) {
+    static void requireAll(BatchResult r, String what) {
         if (r.count(PageStatus.OK) + r.count(PageStatus.EXISTS) != r.size()) {
             throw new IllegalStateException(what + " did not complete: " + r);
         }
     }
 
-    private static Deadline deadline() {
+    static Deadline deadline() {
         return Deadline.after(Duration.ofMinutes(10));
     }
 
@@ -157,7 +157,7 @@ public final class FileSuite implements BenchSuite {
      * random bytes held in memory (zeros might be short-cut by the virtual disk), and reading back a file written
      * earlier. Not thread-safe; deletes its files on close.
      */
-    private static final class Dd implements AutoCloseable {
+    static final class Dd implements AutoCloseable {
         private final Path dir;
         private final Path source;
         private final Path readFile;
