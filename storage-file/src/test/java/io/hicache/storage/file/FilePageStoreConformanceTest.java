@@ -3,10 +3,7 @@ package io.hicache.storage.file;
 import io.hicache.core.store.PageStore;
 import io.hicache.testkit.PageCorrupter;
 import io.hicache.testkit.PageStoreConformanceKit;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Optional;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.io.TempDir;
@@ -17,16 +14,8 @@ class FilePageStoreConformanceTest {
     static final long CAPACITY = 48L << 20;
 
     /** Flips a byte in the middle of the page's file, behind the store's back. */
-    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> {
-        Path file = ((FilePageStore) store).fileOf(key);
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long middle = ch.size() / 2;
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, middle);
-            b.put(0, (byte) ~b.get(0)).rewind();
-            ch.write(b, middle);
-        }
-    };
+    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> PageCorrupter.flipMiddleByte(
+            ((FilePageStore) store).fileOf(key));
 
     abstract static class Kit extends PageStoreConformanceKit {
         abstract FileStoreConfig config();

@@ -24,6 +24,8 @@ import java.util.stream.Stream;
  */
 final class FileLayout implements StorageLayout {
     static final String SUFFIX = ".page";
+    /** A temporary file older than this belongs to a write that died: no put takes ten minutes. */
+    private static final long ABANDONED_TEMP_MILLIS = 10 * 60 * 1000;
 
     private final List<Path> bases;
     private final Set<FileMode> readModes;
@@ -117,7 +119,11 @@ final class FileLayout implements StorageLayout {
             try (Stream<Path> walk = Files.walk(base, 3)) {
                 for (Path p : walk.toList()) {
                     String file = p.getFileName().toString();
-                    if (!file.endsWith(SUFFIX) || p.getNameCount() < 3) {
+                    if (file.startsWith(".") && file.endsWith(".tmp")) {
+                        removeIfAbandoned(p);
+                        continue;
+                    }
+                    if (!file.endsWith(SUFFIX)) {
                         continue;
                     }
                     String name = p.getParent().getParent().getFileName() + "/"
@@ -132,6 +138,21 @@ final class FileLayout implements StorageLayout {
             }
         }
         return found;
+    }
+
+    /**
+     * Removes a temporary file of a write that cannot still be running (a process died mid-put). Other stores may
+     * share the folders, so a recent one is left alone.
+     */
+    private static void removeIfAbandoned(Path temp) throws IOException {
+        try {
+            long age = System.currentTimeMillis() - Files.getLastModifiedTime(temp).toMillis();
+            if (age > ABANDONED_TEMP_MILLIS) {
+                Files.deleteIfExists(temp);
+            }
+        } catch (NoSuchFileException e) {
+            // its write finished meanwhile
+        }
     }
 
     @Override

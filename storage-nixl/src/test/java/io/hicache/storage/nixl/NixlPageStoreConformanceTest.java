@@ -5,10 +5,7 @@ import io.hicache.storage.s3.LocalS3;
 import io.hicache.storage.s3.S3StoreConfig;
 import io.hicache.testkit.PageCorrupter;
 import io.hicache.testkit.PageStoreConformanceKit;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -29,16 +26,8 @@ class NixlPageStoreConformanceTest {
     static final long CAPACITY = 48L << 20;
 
     /** Flips a byte in the middle of the page's file, behind the store's back. */
-    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> {
-        Path file = Path.of(((NixlPageStore) store).whereIs(key));
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            long middle = ch.size() / 2;
-            ByteBuffer b = ByteBuffer.allocate(1);
-            ch.read(b, middle);
-            b.put(0, (byte) ~b.get(0)).rewind();
-            ch.write(b, middle);
-        }
-    };
+    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> PageCorrupter.flipMiddleByte(
+            Path.of(((NixlPageStore) store).whereIs(key)));
 
     abstract static class PosixKit extends PageStoreConformanceKit {
         abstract Path root();

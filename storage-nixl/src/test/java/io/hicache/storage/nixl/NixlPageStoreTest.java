@@ -143,6 +143,21 @@ class NixlPageStoreTest {
     }
 
     @Test
+    void openingRemovesTheTemporaryFilesOfDeadWritesOnly() throws Exception {
+        Path dir = root.resolve("ns/abc");
+        Files.createDirectories(dir);
+        Path dead = Files.writeString(dir.resolve(".abc.page.1234.tmp"), "half a page");
+        Files.setLastModifiedTime(dead, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()
+                - Duration.ofHours(1).toMillis()));
+        Path live = Files.writeString(dir.resolve(".abd.page.5678.tmp"), "being written by another store");
+        try (NixlPageStore store = NixlPageStore.open(NixlStoreConfig.posix(List.of(root)))) {
+            assertEquals(0, store.stats().storedPages());
+        }
+        assertTrue(Files.notExists(dead), "an hour-old temporary file is removed");
+        assertTrue(Files.exists(live), "a fresh one may belong to a write in progress elsewhere");
+    }
+
+    @Test
     void itIsFoundByNameAndItsConfigurationIsChecked() {
         Settings settings = Settings.builder().flag("nixl.dirs", root.resolve("p") + "," + root.resolve("q"))
                 .flag("nixl.plugin", "POSIX").build();

@@ -53,7 +53,7 @@ final class IntoSegment implements AsyncResponseTransformer<GetObjectResponse, I
         CompletableFuture<Outcome> mine = result;
         Long length = response.contentLength();
         if (length == null || length != target.byteSize()) {
-            publisher.subscribe(new Discard());
+            publisher.subscribe(new DiscardBody());
             mine.complete(new Outcome(PageStatus.SIZE_MISMATCH, "stored page is " + length + " bytes, target is "
                     + target.byteSize()));
             return;
@@ -127,28 +127,5 @@ final class IntoSegment implements AsyncResponseTransformer<GetObjectResponse, I
 
     static String hex(int crc) {
         return String.format("%08x", crc);
-    }
-
-    /** Takes a body it will not use and cancels it. */
-    private static final class Discard implements Subscriber<ByteBuffer> {
-        @Override
-        public void onSubscribe(Subscription s) {
-            s.cancel();
-        }
-
-        @Override
-        public void onNext(ByteBuffer b) {
-            // cancelled
-        }
-
-        @Override
-        public void onError(Throwable t) {
-            // the outcome is already decided
-        }
-
-        @Override
-        public void onComplete() {
-            // the outcome is already decided
-        }
     }
 }

@@ -308,13 +308,11 @@ public final class NixlAgent implements AutoCloseable {
         CompletableFuture<NixlStatus> done = request.begin();
         int post = request.post();
         try {
-            request.prepared().post((status, detail) -> {
-                if (request.finish(post, status, detail) && status == NixlStatus.SUCCESS && notification != null) {
-                    notifications.add(new Notification(name, notification));
-                }
-            });
+            Runnable notify = notification == null ? null
+                    : () -> notifications.add(new Notification(name, notification));
+            request.prepared().post((status, detail) -> request.finish(post, status, detail, notify));
         } catch (RuntimeException e) {
-            request.finish(post, NixlStatus.ERR_BACKEND, "the backend refused the post: " + e);
+            request.finish(post, NixlStatus.ERR_BACKEND, "the backend refused the post: " + e, null);
         }
         if (stallTimeout != null && !done.isDone()) {
             CompletableFuture.delayedExecutor(Math.max(1, stallTimeout.toNanos()), TimeUnit.NANOSECONDS)

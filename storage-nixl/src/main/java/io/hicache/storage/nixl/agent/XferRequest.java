@@ -76,8 +76,11 @@ public final class XferRequest {
         return post;
     }
 
-    /** Records a post's end; false if it is stale (an earlier post) or already ended. */
-    boolean finish(int ofPost, NixlStatus finalStatus, String why) {
+    /**
+     * Records a post's end; false if it is stale (an earlier post) or already ended. {@code onSuccess} runs before
+     * waiters wake, so what it does (queue a notification) is visible to them.
+     */
+    boolean finish(int ofPost, NixlStatus finalStatus, String why, Runnable onSuccess) {
         CompletableFuture<NixlStatus> toComplete;
         NixlStatus reported;
         synchronized (this) {
@@ -88,6 +91,9 @@ public final class XferRequest {
             status = reported;
             detail = reported.isError() ? (why == null ? reported.name() : why) : null;
             toComplete = done;
+        }
+        if (reported == NixlStatus.SUCCESS && onSuccess != null) {
+            onSuccess.run();
         }
         toComplete.complete(reported);
         return true;

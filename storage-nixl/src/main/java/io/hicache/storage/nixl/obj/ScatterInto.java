@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import io.hicache.storage.s3.DiscardBody;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
@@ -62,7 +63,7 @@ final class ScatterInto implements AsyncResponseTransformer<GetObjectResponse, S
         long total = totalLength(response);
         Long length = response.contentLength();
         if (total != objectLength || length == null || length != bodyLength) {
-            publisher.subscribe(new Discard());
+            publisher.subscribe(new DiscardBody());
             mine.complete(new Outcome(NixlStatus.ERR_MISMATCH, "the object is " + total + " bytes, registered as "
                     + objectLength));
             return;
@@ -150,29 +151,6 @@ final class ScatterInto implements AsyncResponseTransformer<GetObjectResponse, S
     void abandon() {
         synchronized (lock) {
             abandoned = true;
-        }
-    }
-
-    /** Takes a body it will not use and cancels it. */
-    private static final class Discard implements Subscriber<ByteBuffer> {
-        @Override
-        public void onSubscribe(Subscription s) {
-            s.cancel();
-        }
-
-        @Override
-        public void onNext(ByteBuffer b) {
-            // cancelled
-        }
-
-        @Override
-        public void onError(Throwable t) {
-            // the outcome is already decided
-        }
-
-        @Override
-        public void onComplete() {
-            // the outcome is already decided
         }
     }
 }
