@@ -2,6 +2,7 @@ package io.hicache.storage.file;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.util.DirectIoOption;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,24 +17,10 @@ import java.nio.file.StandardOpenOption;
  * (some network and FUSE file systems; tmpfs takes it since Linux 6.6) fails with a message at start-up rather than on every page. Stateless.
  */
 final class DirectIoProbe {
-    /**
-     * The JDK's {@code O_DIRECT} open option, {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}, looked up by name:
-     * it is a JDK-specific class that javac warns about (and no flag silences), and a JDK without it should get a
-     * clear error rather than a linkage failure. Null when absent.
-     */
-    static final OpenOption DIRECT = lookup();
+    /** The JDK's {@code O_DIRECT} open option, or null without one ({@link DirectIoOption}). */
+    static final OpenOption DIRECT = DirectIoOption.DIRECT;
 
     private DirectIoProbe() {
-    }
-
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static OpenOption lookup() {
-        try {
-            Class<?> type = Class.forName("com.sun.nio.file.ExtendedOpenOption");
-            return (OpenOption) Enum.valueOf((Class) type, "DIRECT");
-        } catch (ReflectiveOperationException | IllegalArgumentException | ClassCastException e) {
-            return null;
-        }
     }
 
     static void check(Path root, int blockSize) {

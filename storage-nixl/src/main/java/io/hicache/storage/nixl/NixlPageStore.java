@@ -28,7 +28,6 @@ import io.hicache.storage.nixl.obj.ObjPlugin;
 import io.hicache.storage.nixl.posix.PosixPlugin;
 import io.hicache.storage.s3.S3Clients;
 import io.hicache.storage.s3.S3StoreConfig;
-import io.hicache.core.config.Settings;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
@@ -69,7 +68,7 @@ public final class NixlPageStore extends AbstractPageStore {
     private final CapacityGate gate;
 
     private NixlPageStore(NixlStoreConfig config, NixlAgent agent, String pluginName, StorageLayout layout,
-            long capacityBytes) throws IOException {
+            List<StorageLayout.Found> stored, long capacityBytes) {
         super("nixl", pluginName + " " + layout.location(), new StoreCapabilities(capacityBytes > 0
                 ? Set.of(Capability.PERSISTENT, Capability.SHARED, Capability.EVICTING)
                 : Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
@@ -79,7 +78,7 @@ public final class NixlPageStore extends AbstractPageStore {
         this.layout = layout;
         this.registrations = new RegistrationCache(agent, config.registrationCache());
         this.hostRegions = new HostRegions(agent);
-        for (StorageLayout.Found f : layout.scan()) {
+        for (StorageLayout.Found f : stored) {
             index.add(f.name(), f.bytes(), f.modifiedMillis());
         }
         this.gate = capacityBytes > 0 ? new CapacityGate("nixl", capacityBytes, config.highWater(), config.lowWater(),
@@ -104,27 +103,25 @@ public final class NixlPageStore extends AbstractPageStore {
             long capacity = config.capacityBytes();
             if (plugin.name().equals(PosixPlugin.NAME)) {
                 agent.createBackend(plugin.name(), config.posixParams());
-                FileLayout files = new FileLayout(config.dirs(), config.directIo());
-                layout = files;
+                layout = new FileLayout(config.dirs(), config.directIo());
                 if (config.directIo()) {
                     DirectProbe.check(agent, config.dirs().getFirst());
                 }
-                if (capacity == 0) {
-                    long stored = files.scan().stream().mapToLong(StorageLayout.Found::bytes).sum();
-                    capacity = (long) (0.9 * (Files.getFileStore(config.dirs().getFirst()).getUsableSpace() + stored));
-                }
             } else if (plugin.name().equals(ObjPlugin.NAME)) {
                 agent.createBackend(plugin.name(), config.objParams());
-                Settings.Builder s3 = Settings.builder();
-                config.objParams().forEach(s3::flag);
-                S3StoreConfig s3Config = S3StoreConfig.from(s3.build());
+                S3StoreConfig s3Config = ObjPlugin.s3Config(config.objParams());
                 layout = new ObjLayout(S3Clients.build(s3Config), s3Config.bucket(), s3Config.prefix(),
                         s3Config.requestTimeout().multipliedBy(s3Config.maxAttempts()));
             } else {
                 throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "the NIXL store has no page layout for plugin "
                         + plugin.name());
             }
-            NixlPageStore store = new NixlPageStore(config, agent, plugin.name(), layout, capacity);
+            List<StorageLayout.Found> found = layout.scan();
+            if (capacity == 0 && layout instanceof FileLayout) {
+                long stored = found.stream().mapToLong(StorageLayout.Found::bytes).sum();
+                capacity = (long) (0.9 * (Files.getFileStore(config.dirs().getFirst()).getUsableSpace() + stored));
+            }
+            NixlPageStore store = new NixlPageStore(config, agent, plugin.name(), layout, found, capacity);
             LOG.log(Level.INFO, () -> "nixl store: plugin " + store.pluginName + " at " + store.location() + ", "
                     + store.index.pages() + " pages found" + (store.gate == null ? ", no capacity limit"
                     : ", capacity " + Units.formatBytes(store.gate.capacityBytes())));

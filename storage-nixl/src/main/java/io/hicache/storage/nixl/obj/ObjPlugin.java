@@ -61,7 +61,7 @@ public final class ObjPlugin implements NixlPlugin {
 
     @Override
     public NixlBackend create(String agentName, Map<String, String> params) {
-        S3StoreConfig config = config(params);
+        S3StoreConfig config = s3Config(params);
         S3AsyncClient client = S3Clients.build(config);
         try {
             S3Clients.checkBucket(client, config);
@@ -72,8 +72,13 @@ public final class ObjPlugin implements NixlPlugin {
         return new ObjBackend(client, config.bucket(), config.requestTimeout().multipliedBy(config.maxAttempts()));
     }
 
-    /** The S3 configuration the parameters describe. */
-    static S3StoreConfig config(Map<String, String> params) {
+    /**
+     * The S3 configuration the parameters describe, the bucket from {@link #BUCKET_ENV} when none is given: what the
+     * plugin's backends use, and what a user of the same bucket (the store's deletes and listings) should use too.
+     *
+     * @throws NixlException {@link NixlStatus#ERR_INVALID_PARAM} naming the bad or missing parameter
+     */
+    public static S3StoreConfig s3Config(Map<String, String> params) {
         Settings.Builder b = Settings.builder();
         params.forEach(b::flag);
         String bucket = bucket(params);

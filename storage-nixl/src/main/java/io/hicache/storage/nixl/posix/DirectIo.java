@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl.posix;
 
+import io.hicache.core.util.DirectIoOption;
 import io.hicache.storage.nixl.agent.NixlException;
 import io.hicache.storage.nixl.agent.NixlStatus;
 import java.io.EOFException;
@@ -16,22 +17,13 @@ import java.nio.file.OpenOption;
  * where a write covers part of a block. Stateless apart from the block size.
  */
 final class DirectIo {
-    /** The JDK's {@code O_DIRECT} option ({@code com.sun.nio.file.ExtendedOpenOption.DIRECT}), or null without one. */
-    static final OpenOption DIRECT = lookup();
+    /** The JDK's {@code O_DIRECT} option, or null without one ({@link DirectIoOption}). */
+    static final OpenOption DIRECT = DirectIoOption.DIRECT;
 
     private final int blockBytes;
 
     DirectIo(int blockBytes) {
         this.blockBytes = blockBytes;
-    }
-
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private static OpenOption lookup() {
-        try {
-            return (OpenOption) Enum.valueOf((Class) Class.forName("com.sun.nio.file.ExtendedOpenOption"), "DIRECT");
-        } catch (ReflectiveOperationException | IllegalArgumentException | ClassCastException e) {
-            return null;
-        }
     }
 
     /** Reads {@code target.byteSize()} bytes at {@code offset}; a file that ends first is an error. */
