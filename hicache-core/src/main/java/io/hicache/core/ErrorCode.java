@@ -33,6 +33,11 @@ public enum ErrorCode {
     /** Another process has the host page pool open. */
     HOST_POOL_IN_USE(402),
 
+    /** A transfer peer cannot be reached, or a transfer engine is closed. */
+    TRANSFER_UNAVAILABLE(500),
+    /** A transfer peer refused a request: an unknown region, a range outside it, an incompatible handshake. */
+    TRANSFER_REFUSED(501),
+
     /** An internal invariant broke; this is a bug in HiCache. */
     INTERNAL(900);
 

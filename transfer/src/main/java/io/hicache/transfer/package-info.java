@@ -1,5 +1,7 @@
 /**
- * Will hold the transfer engine and prefill/decode disaggregation (issue: transfer). Nothing is implemented here yet: the module exists so the build, its dependencies
- * and their convergence are in place before that issue lands. See docs/architecture.md.
+ * The transfer engine: registered memory regions published as a segment, batched READ and WRITE requests to
+ * peers' segments with per-request states and deadlines, over transports behind {@link io.hicache.transfer.spi}
+ * (TCP on Netty, shared memory on one host). Prefill/decode disaggregation on top of it is in
+ * {@link io.hicache.transfer.pd}. See docs/transfer.md.
  */
 package io.hicache.transfer;

@@ -1,0 +1,29 @@
+package io.hicache.transfer;
+
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What a segment publishes about one registered region: enough for any transport to address it.
+ *
+ * @param name     the region's name, unique in its segment
+ * @param id       the number frames use for it on the wire
+ * @param bytes    its length
+ * @param shmPath  the file in a shared-memory folder that holds its bytes, or empty when its memory is private
+ * @param keys     per-transport access keys (an RDMA transport would publish its rkey here); may be empty
+ */
+public record RegionDescriptor(String name, int id, long bytes, String shmPath, Map<String, String> keys) {
+    public RegionDescriptor {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(shmPath, "shmPath");
+        keys = Map.copyOf(keys);
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("region " + name + " must have bytes > 0, got " + bytes);
+        }
+    }
+
+    /** Whether another process on the same host can map the region's memory. */
+    public boolean shared() {
+        return !shmPath.isEmpty();
+    }
+}

@@ -1,0 +1,99 @@
+package io.hicache.transfer;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The transfer engine's settings, validated once here. Immutable; change with the {@code with...} methods.
+ *
+ * @param name                 the engine's (and its segment's) name, for logs and peers
+ * @param bindHost             the address its listener binds to
+ * @param port                 its port; 0 picks a free one
+ * @param connectionsPerPeer   TCP connections opened to each peer; slices are spread over them
+ * @param sliceBytes           requests larger than this are cut into slices of this size (TCP)
+ * @param windowBytesPerConnection bytes in flight on one TCP connection before further slices wait
+ * @param ioThreads            Netty event loop threads of the engine (listener and connections)
+ * @param shmDir               where regions that a same-host peer may map are created
+ * @param sliceTimeoutMillis   a slice on the wire (or waiting for a connection) longer than this fails its connection
+ * @param connectTimeoutMillis one connection attempt
+ * @param heartbeatMillis      pings on the control connection; three missed pings declare a peer dead
+ * @param sliceRetries         how often a slice is moved to another connection after its connection failed
+ * @param transports           transport names in order of preference; the first both sides can use is taken
+ */
+public record TransferConfig(String name, String bindHost, int port, int connectionsPerPeer, int sliceBytes,
+        long windowBytesPerConnection, int ioThreads, Path shmDir, long sliceTimeoutMillis, long connectTimeoutMillis,
+        long heartbeatMillis, int sliceRetries, List<String> transports) {
+
+    public TransferConfig {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(bindHost, "bindHost");
+        Objects.requireNonNull(shmDir, "shmDir");
+        transports = List.copyOf(transports);
+        require(!name.isBlank() && name.length() <= 200, "name must be 1..200 characters");
+        require(port >= 0 && port <= 65535, "port must be 0..65535, got " + port);
+        require(connectionsPerPeer >= 1 && connectionsPerPeer <= 64, "connectionsPerPeer must be 1..64, got "
+                + connectionsPerPeer);
+        require(sliceBytes >= 4096 && sliceBytes <= (64 << 20), "sliceBytes must be 4 KiB..64 MiB, got " + sliceBytes);
+        require(windowBytesPerConnection >= sliceBytes, "windowBytesPerConnection (" + windowBytesPerConnection
+                + ") must be >= sliceBytes (" + sliceBytes + ")");
+        require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be 1..256, got " + ioThreads);
+        require(sliceTimeoutMillis >= 10, "sliceTimeoutMillis must be >= 10, got " + sliceTimeoutMillis);
+        require(connectTimeoutMillis >= 10, "connectTimeoutMillis must be >= 10, got " + connectTimeoutMillis);
+        require(heartbeatMillis >= 10, "heartbeatMillis must be >= 10, got " + heartbeatMillis);
+        require(sliceRetries >= 0 && sliceRetries <= 100, "sliceRetries must be 0..100, got " + sliceRetries);
+        require(!transports.isEmpty(), "transports must name at least one transport");
+    }
+
+    private static void require(boolean ok, String message) {
+        if (!ok) {
+            throw new IllegalArgumentException("transfer: " + message);
+        }
+    }
+
+    /**
+     * The defaults: loopback, a free port, 4 connections per peer, 256 KiB slices, 2 I/O threads, regions in
+     * {@code /dev/shm}, 10 s slice timeout, 2 s connect timeout, 1 s heartbeat, 3 retries, shared memory preferred
+     * over TCP.
+     */
+    public static TransferConfig defaults(String name) {
+        return new TransferConfig(name, "127.0.0.1", 0, 4, 256 << 10, 8L << 20, 2, Path.of("/dev/shm"), 10_000,
+                2_000, 1_000, 3, List.of("shm", "tcp"));
+    }
+
+    public TransferConfig withConnectionsPerPeer(int n) {
+        return new TransferConfig(name, bindHost, port, n, sliceBytes, windowBytesPerConnection, ioThreads, shmDir,
+                sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withSliceBytes(int bytes) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, bytes,
+                Math.max(windowBytesPerConnection, bytes), ioThreads, shmDir, sliceTimeoutMillis, connectTimeoutMillis,
+                heartbeatMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withWindowBytesPerConnection(long bytes) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, bytes, ioThreads, shmDir,
+                sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withIoThreads(int n) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection, n,
+                shmDir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withShmDir(Path dir) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
+                ioThreads, dir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withTimeouts(long sliceMillis, long connectMillis, long heartbeatEveryMillis) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
+                ioThreads, shmDir, sliceMillis, connectMillis, heartbeatEveryMillis, sliceRetries, transports);
+    }
+
+    public TransferConfig withTransports(List<String> names) {
+        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
+                ioThreads, shmDir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, names);
+    }
+}

@@ -1,0 +1,411 @@
+package io.hicache.transfer;
+
+import io.hicache.core.Deadline;
+import io.hicache.transfer.spi.Transport;
+import io.hicache.transfer.spi.TransportContext;
+import io.hicache.transfer.spi.TransportLink;
+import io.hicache.transfer.spi.TransportProvider;
+import io.hicache.transfer.tcp.ClientConnection;
+import io.hicache.transfer.tcp.Frames;
+import io.hicache.transfer.tcp.NettyLoops;
+import io.hicache.transfer.tcp.SegmentHost;
+import io.hicache.transfer.tcp.TcpListener;
+import io.netty.channel.EventLoopGroup;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The transfer engine: registers memory regions and publishes them as this process's segment; opens peers'
+ * segments and moves bytes to and from them in batches of READ and WRITE requests, over the best transport both
+ * sides support (shared memory on one host, else TCP). Also carries small messages between engines, which the
+ * prefill/decode protocol uses for its control plane.
+ *
+ * <p>Thread-safe. The opener closes it: closing closes opened segments (their batches fail), stops serving peers,
+ * unregisters every region and stops the engine's threads. Every wait inside is bounded by a configured timeout.
+ */
+public final class TransferEngine implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(TransferEngine.class.getName());
+
+    private final TransferConfig config;
+    private final EventLoopGroup loops;
+    private final ScheduledExecutorService timer;
+    private final TcpListener listener;
+    private final Map<String, Transport> transports = new LinkedHashMap<>();
+    private final Map<Integer, LocalRegion> byId = new ConcurrentHashMap<>();
+    private final Map<String, LocalRegion> byName = new ConcurrentHashMap<>();
+    private final Set<RemoteSegment> opened = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger nextId = new AtomicInteger(1);
+    private final String hostId;
+    private volatile MessageListener messages = (from, payload) -> { };
+    private volatile boolean closed;
+
+    private TransferEngine(TransferConfig config) {
+        this.config = config;
+        this.hostId = HostIdentity.id();
+        this.loops = NettyLoops.group("transfer-io-" + config.name(), config.ioThreads());
+        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "transfer-timer-" + config.name());
+            t.setDaemon(true);
+            return t;
+        });
+        TcpListener l = null;
+        try {
+            l = new TcpListener(loops, config.bindHost(), config.port(), new Host());
+            Map<String, TransportProvider> providers = new LinkedHashMap<>();
+            for (TransportProvider p : ServiceLoader.load(TransportProvider.class, TransferEngine.class.getClassLoader())) {
+                providers.putIfAbsent(p.name(), p);
+            }
+            TransportContext context = new TransportContext(config, timer);
+            for (String name : config.transports()) {
+                TransportProvider p = providers.get(name);
+                if (p == null) {
+                    throw new IllegalArgumentException("transfer: unknown transport '" + name + "'; known: "
+                            + providers.keySet());
+                }
+                transports.put(name, p.create(context));
+            }
+        } catch (RuntimeException e) {
+            if (l != null) {
+                l.close();
+            }
+            transports.values().forEach(Transport::close);
+            shutdownThreads();
+            throw e;
+        }
+        this.listener = l;
+    }
+
+    /** Starts an engine: binds its listener and creates its transports. */
+    public static TransferEngine open(TransferConfig config) {
+        return new TransferEngine(config);
+    }
+
+    /** The configuration. */
+    public TransferConfig config() {
+        return config;
+    }
+
+    /** {@code host:port} of the listener, which is how peers open this segment. */
+    public String address() {
+        return config.bindHost() + ":" + listener.port();
+    }
+
+    /** The segment as peers see it now. */
+    public SegmentDescriptor descriptor() {
+        List<RegionDescriptor> regions = new ArrayList<>();
+        for (LocalRegion r : byId.values()) {
+            regions.add(r.descriptor());
+        }
+        regions.sort((a, b) -> Integer.compare(a.id(), b.id()));
+        return new SegmentDescriptor(config.name(), address(), hostId, ProcessHandle.current().pid(),
+                List.copyOf(transports.keySet()), regions);
+    }
+
+    /** Regions registered now. */
+    public List<LocalRegion> regions() {
+        return List.copyOf(byId.values());
+    }
+
+    /**
+     * Registers memory the caller owns (host slab slots, a device pool's host-visible memory, aux buffers) under
+     * {@code name}. The caller keeps it alive until the region is closed.
+     *
+     * @throws IllegalArgumentException when the name is taken or the memory is empty
+     */
+    public LocalRegion register(String name, MemorySegment memory) {
+        return add(name, memory, Optional.empty(), () -> { });
+    }
+
+    /**
+     * Creates a region of {@code bytes} zeroed bytes in a file under the shared-memory folder, so that a peer on the
+     * same host can map it and move its bytes with one copy. Closing the region unmaps and deletes the file.
+     */
+    public LocalRegion registerShared(String name, long bytes) {
+        requireOpen();
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("a region needs bytes > 0, got " + bytes);
+        }
+        Path file = config.shmDir().resolve("hicache-xfer-" + safe(config.name()) + "-" + ProcessHandle.current()
+                .pid() + "-" + safe(name) + "-" + Long.toHexString(System.nanoTime()));
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE)) {
+            ch.truncate(bytes);
+            ch.position(bytes - 1).write(java.nio.ByteBuffer.allocate(1));
+            MemorySegment memory = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
+            return add(name, memory, Optional.of(file), () -> {
+                arena.close();
+                try {
+                    Files.deleteIfExists(file);
+                } catch (IOException e) {
+                    LOG.log(Level.WARNING, "could not delete " + file, e);
+                }
+            });
+        } catch (IOException | RuntimeException e) {
+            arena.close();
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            if (e instanceof IllegalArgumentException iae) {
+                throw iae;
+            }
+            throw TransferException.unavailable("cannot create shared region " + name + " of " + bytes
+                    + " bytes in " + config.shmDir() + ": " + e.getMessage());
+        }
+    }
+
+    private static String safe(String s) {
+        return s.replaceAll("[^A-Za-z0-9_.-]", "_");
+    }
+
+    private LocalRegion add(String name, MemorySegment memory, Optional<Path> file, Runnable free) {
+        requireOpen();
+        if (memory.byteSize() == 0) {
+            throw new IllegalArgumentException("region " + name + " is empty");
+        }
+        LocalRegion region = new LocalRegion(this, name, nextId.getAndIncrement(), memory, file, free);
+        if (byName.putIfAbsent(name, region) != null) {
+            free.run();
+            throw new IllegalArgumentException("a region named " + name + " is already registered");
+        }
+        byId.put(region.id(), region);
+        return region;
+    }
+
+    void unregister(LocalRegion region) {
+        if (byName.remove(region.name(), region)) {
+            byId.remove(region.id());
+            if (!region.retire(config.sliceTimeoutMillis())) {
+                LOG.warning(() -> region + " still had requests moving after " + config.sliceTimeoutMillis()
+                        + " ms; closing the connections that carry them");
+                listener.closeAccepted(config.sliceTimeoutMillis());
+            }
+            region.free();
+        }
+    }
+
+    /** Sets the receiver of peers' messages (replacing the previous one). */
+    public void onMessage(MessageListener listener) {
+        this.messages = listener;
+    }
+
+    /**
+     * Opens the segment listening at {@code address} ({@code host:port}): connects, fetches its descriptor, and
+     * links it over the first transport in this engine's preference that both sides support.
+     *
+     * @throws TransferException when it cannot be reached or described within {@code timeout}
+     */
+    public RemoteSegment openSegment(String address, Duration timeout) {
+        requireOpen();
+        Deadline deadline = Deadline.after(timeout);
+        int colon = address.lastIndexOf(':');
+        if (colon <= 0) {
+            throw new IllegalArgumentException("segment address must be host:port, got " + address);
+        }
+        AtomicReference<RemoteSegment> opening = new AtomicReference<>();
+        ClientConnection control;
+        try {
+            control = ClientConnection.connect(loops, address.substring(0, colon),
+                    Integer.parseInt(address.substring(colon + 1)), Math.min(config.connectTimeoutMillis(),
+                            Math.max(1, deadline.remaining().toMillis())), config.name(), "control to " + address,
+                    (c, slice) -> {
+                        RemoteSegment s = opening.get();
+                        if (slice == null && s != null) {
+                            s.die("control connection closed (" + c.closeReason() + ")");
+                        }
+                    }, (slices, reason) -> { }).get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            throw TransferException.unavailable("cannot connect to segment at " + address + ": "
+                    + (e.getCause() == null ? e : e.getCause()).getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw TransferException.unavailable("interrupted while opening " + address);
+        }
+        SegmentDescriptor remote;
+        try {
+            remote = SegmentDescriptor.decode(control.request(Frames.DESCRIBE).get(deadline.remainingNanos(),
+                    TimeUnit.NANOSECONDS));
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            control.close("describe failed");
+            throw TransferException.unavailable("segment at " + address + " did not describe itself: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            control.close("interrupted");
+            throw TransferException.unavailable("interrupted while opening " + address);
+        }
+        RemoteSegment segment = new RemoteSegment(this, control, remote, timer, config.heartbeatMillis());
+        opening.set(segment);
+        SegmentDescriptor local = descriptor();
+        for (Map.Entry<String, Transport> t : transports.entrySet()) {
+            if (remote.transports().contains(t.getKey()) && t.getValue().canReach(local, remote)) {
+                segment.attach(t.getKey(), t.getValue().link(segment));
+                break;
+            }
+        }
+        if (segment.link() == null) {
+            segment.close();
+            throw TransferException.unavailable("no transport reaches " + remote.name() + ": it offers "
+                    + remote.transports() + ", this engine has " + transports.keySet());
+        }
+        if (!control.isOpen()) {
+            segment.die("control connection closed while opening");
+        }
+        opened.add(segment);
+        return segment;
+    }
+
+    void forget(RemoteSegment segment) {
+        opened.remove(segment);
+    }
+
+    /**
+     * Submits {@code requests} to {@code segment}. Requests that cannot start (local memory not registered, a region
+     * the peer does not publish, a range outside it, a dead peer) fail at once with the reason; the others move in
+     * slices. Every request is final by {@code deadline} (see {@link TransferBatch}).
+     */
+    public TransferBatch submit(RemoteSegment segment, List<TransferRequest> requests, Deadline deadline) {
+        requireOpen();
+        TransportLink link = segment.link();
+        TransferBatch batch = new TransferBatch(requests.size(), link);
+        List<TransferBatch.SliceImpl> slices = new ArrayList<>();
+        for (TransferRequest req : requests) {
+            TransferBatch.Request r = batch.new Request();
+            batch.add(r);
+            String refusal = check(segment, req);
+            if (refusal != null) {
+                r.refuse(refusal);
+                continue;
+            }
+            RegionDescriptor region = segment.remote().region(req.remoteRegion()).orElseThrow();
+            long slice = config.sliceBytes();
+            long length = req.bytes();
+            for (long off = 0; off < length; off += slice) {
+                long n = Math.min(slice, length - off);
+                r.slices.add(batch.new SliceImpl(r, req.op(), req.local().asSlice(off, n), region,
+                        req.remoteOffset() + off, config.sliceRetries()));
+            }
+            r.outstanding.set(r.slices.size());
+            slices.addAll(r.slices);
+        }
+        if (!batch.isDone()) {
+            long delay = Math.max(0, deadline.remainingNanos());
+            timer.schedule(batch::expire, delay, TimeUnit.NANOSECONDS);
+            // the last resort, for a transport that failed to report a slice: far past every bound it has
+            timer.schedule(() -> batch.forceFinal("the transport never reported; gave up"),
+                    delay + TimeUnit.MILLISECONDS.toNanos(3 * config.sliceTimeoutMillis() + 1_000),
+                    TimeUnit.NANOSECONDS);
+        }
+        for (TransferBatch.SliceImpl s : slices) {
+            link.submit(s);
+        }
+        return batch;
+    }
+
+    private String check(RemoteSegment segment, TransferRequest req) {
+        if (!segment.alive()) {
+            return "peer " + segment.name() + " is dead: " + segment.deathReason();
+        }
+        if (!isRegistered(req.local())) {
+            return "local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
+                    + " bytes) is not inside a registered region";
+        }
+        Optional<RegionDescriptor> region = segment.remote().region(req.remoteRegion());
+        if (region.isEmpty()) {
+            return "segment " + segment.name() + " publishes no region " + req.remoteRegion();
+        }
+        if (req.remoteOffset() > region.get().bytes() - req.bytes()) {
+            return "range [" + req.remoteOffset() + ", +" + req.bytes() + ") is outside region "
+                    + req.remoteRegion() + " of " + region.get().bytes() + " bytes";
+        }
+        return null;
+    }
+
+    private boolean isRegistered(MemorySegment local) {
+        long start = local.address();
+        long end = start + local.byteSize();
+        for (LocalRegion r : byId.values()) {
+            long rs = r.memory().address();
+            if (start >= rs && end <= rs + r.memory().byteSize()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw TransferException.unavailable("transfer engine " + config.name() + " is closed");
+        }
+    }
+
+    /** Closes opened segments, stops serving, unregisters every region and stops the threads. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (RemoteSegment s : List.copyOf(opened)) {
+            s.close();
+        }
+        listener.close();
+        for (LocalRegion r : List.copyOf(byName.values())) {
+            unregister(r);
+        }
+        transports.values().forEach(Transport::close);
+        shutdownThreads();
+    }
+
+    private void shutdownThreads() {
+        timer.shutdownNow();
+        loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+
+    /** The listener's view of this engine. */
+    private final class Host implements SegmentHost {
+        @Override
+        public LocalRegion region(int id) {
+            return byId.get(id);
+        }
+
+        @Override
+        public byte[] describe() {
+            return descriptor().encode();
+        }
+
+        @Override
+        public void message(String from, byte[] payload) {
+            try {
+                messages.onMessage(from, payload);
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "message listener of " + config.name() + " failed on a message from " + from,
+                        e);
+            }
+        }
+    }
+}

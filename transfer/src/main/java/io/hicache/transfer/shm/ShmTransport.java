@@ -1,0 +1,89 @@
+package io.hicache.transfer.shm;
+
+import io.hicache.transfer.RegionDescriptor;
+import io.hicache.transfer.SegmentDescriptor;
+import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.Transport;
+import io.hicache.transfer.spi.TransportContext;
+import io.hicache.transfer.spi.TransportLink;
+import io.hicache.transfer.spi.TransportProvider;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The shared-memory transport, for two processes on one host: the peer's regions live in files under a tmpfs
+ * folder; this side maps them and the thread that moves a slice copies it directly between its memory and the
+ * mapping, so a handoff costs one memory copy. Reaches a peer on the same boot of the same host whose regions are
+ * all shared and whose files this process can open.
+ *
+ * <p>Thread-safe. The engine closes it, which stops its copy threads.
+ */
+public final class ShmTransport implements Transport {
+    public static final String NAME = "shm";
+
+    private final TransportContext context;
+    private final ExecutorService copiers;
+
+    ShmTransport(TransportContext context) {
+        this.context = context;
+        AtomicInteger n = new AtomicInteger();
+        int threads = context.config().ioThreads();
+        this.copiers = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> {
+                    Thread t = new Thread(r, "transfer-shm-" + context.config().name() + "-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public boolean canReach(SegmentDescriptor local, SegmentDescriptor remote) {
+        if (!local.hostId().equals(remote.hostId()) || remote.regions().isEmpty()) {
+            return false;
+        }
+        for (RegionDescriptor r : remote.regions()) {
+            if (!r.shared() || !Files.isReadable(Path.of(r.shmPath()))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public TransportLink link(PeerContext peer) {
+        return new ShmLink(peer, copiers, context.config().sliceTimeoutMillis());
+    }
+
+    @Override
+    public void close() {
+        copiers.shutdownNow();
+        try {
+            copiers.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Finds the shared-memory transport through {@link java.util.ServiceLoader}. */
+    public static final class Provider implements TransportProvider {
+        @Override
+        public String name() {
+            return NAME;
+        }
+
+        @Override
+        public Transport create(TransportContext context) {
+            return new ShmTransport(context);
+        }
+    }
+}

@@ -1,0 +1,15 @@
+package io.hicache.transfer.spi;
+
+import io.hicache.transfer.SegmentDescriptor;
+
+/** What a transport learns about the peer it links to. Thread-safe. */
+public interface PeerContext {
+    /** The peer's published segment. */
+    SegmentDescriptor remote();
+
+    /** Whether the engine still considers the peer alive (its control connection answers heartbeats). */
+    boolean alive();
+
+    /** Why the peer is considered dead, or null while it is alive. */
+    String deathReason();
+}

@@ -1,0 +1,22 @@
+package io.hicache.transfer.spi;
+
+/**
+ * A transport's path to one opened remote segment. Thread-safe: slices may be submitted from any thread.
+ * Closed by the engine when the remote segment is closed; closing fails the slices it still holds.
+ */
+public interface TransportLink extends AutoCloseable {
+    /** Takes a slice; its completion is reported through {@link Slice#done}. Never blocks on the network. */
+    void submit(Slice slice);
+
+    /**
+     * Asks that {@code slice}, which its batch no longer wants, be resolved promptly, even at the cost of tearing
+     * down the connection that carries it. A link for which in-flight slices end quickly anyway may ignore it.
+     */
+    void abandon(Slice slice);
+
+    /** Whether the link can still move slices (false after the peer was found dead or the link closed). */
+    boolean healthy();
+
+    @Override
+    void close();
+}

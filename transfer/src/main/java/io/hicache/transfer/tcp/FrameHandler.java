@@ -1,0 +1,166 @@
+package io.hicache.transfer.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.DefaultMaxMessagesRecvByteBufAllocator;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Reads frames so that page payloads land straight in their destination memory: the channel's receive buffer
+ * allocator asks this handler for the next buffer, and while a payload has a destination the buffer it hands out
+ * wraps that destination, so the socket read writes into registered memory and no byte is copied in user space.
+ * Headers and control payloads are read into small pooled buffers.
+ *
+ * <p>Runs on its channel's event loop only. Subclasses decide where payloads go.
+ */
+abstract class FrameHandler extends ChannelInboundHandlerAdapter {
+    private static final int CONTROL_READ_BYTES = 64 << 10;
+
+    private final ByteBuf header = Unpooled.directBuffer(Frames.HEADER_BYTES);
+    /** The frame being read, with its length set to its payload's. */
+    private Frames.Header current;
+    /** The frame as sent. */
+    private Frames.Header asked;
+    /** Where the current payload goes: memory, or null for a control payload (collected) or discarded bytes. */
+    private MemorySegment target;
+    private byte[] control;
+    private int payloadFilled;
+    /** The last buffer that wraps a payload target: bytes read into it are already in place. */
+    private ByteBuf handedOut;
+
+    /** Installs the allocator that serves this handler's buffers; call before the channel is registered. */
+    final void install(Channel channel) {
+        channel.config().setRecvByteBufAllocator(new Allocator());
+    }
+
+    /**
+     * Where the payload of {@code h} goes: a segment of exactly {@code h.length()} bytes, or null to collect it as
+     * a control payload ({@link #onFrame} gets it), or {@link #DISCARD} to drop it.
+     */
+    abstract MemorySegment payloadTarget(Frames.Header h);
+
+    /** A frame is complete. {@code payload} is the collected control payload, else null. */
+    abstract void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload);
+
+    /** Bytes of payload that follow header {@code h}: its length, except for requests whose length is asked for. */
+    int payloadBytes(Frames.Header h) {
+        return h.length();
+    }
+
+    /** Marker target for payload bytes to drop. */
+    static final MemorySegment DISCARD = MemorySegment.NULL;
+
+    private ByteBuf nextBuffer(ByteBufAllocator alloc) {
+        if (current == null) {
+            return alloc.directBuffer(Frames.HEADER_BYTES - header.writerIndex());
+        }
+        int remaining = current.length() - payloadFilled;
+        if (target != null && target != DISCARD) {
+            handedOut = Unpooled.wrappedBuffer(target.asSlice(payloadFilled, remaining).asByteBuffer()).clear();
+            return handedOut;
+        }
+        return alloc.directBuffer(Math.min(remaining, CONTROL_READ_BYTES));
+    }
+
+    @Override
+    public final void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        try {
+            while (in.isReadable()) {
+                if (current == null) {
+                    int n = Math.min(in.readableBytes(), Frames.HEADER_BYTES - header.writerIndex());
+                    header.writeBytes(in, n);
+                    if (header.writerIndex() == Frames.HEADER_BYTES) {
+                        startFrame(ctx, Frames.Header.parse(header));
+                        header.clear();
+                    }
+                } else {
+                    int n = Math.min(in.readableBytes(), current.length() - payloadFilled);
+                    if (target == null) {
+                        in.readBytes(control, payloadFilled, n);
+                    } else if (target != DISCARD && in != handedOut) {
+                        // bytes that arrived in a buffer we did not hand out (another handler's), copied once
+                        MemorySegment.copy(MemorySegment.ofBuffer(in.nioBuffer(in.readerIndex(), n)), 0, target,
+                                payloadFilled, n);
+                        in.skipBytes(n);
+                    } else {
+                        in.skipBytes(n);
+                    }
+                    payloadFilled += n;
+                    if (payloadFilled == current.length()) {
+                        finishFrame(ctx);
+                    }
+                }
+            }
+        } finally {
+            if (in == handedOut) {
+                handedOut = null;
+            }
+            in.release();
+        }
+    }
+
+    private void startFrame(ChannelHandlerContext ctx, Frames.Header h) {
+        int payload = payloadBytes(h);
+        current = payload == h.length() ? h : new Frames.Header(h.type(), h.region(), h.id(), h.offset(), payload);
+        asked = h;
+        payloadFilled = 0;
+        if (payload == 0) {
+            target = DISCARD;
+            finishFrame(ctx);
+            return;
+        }
+        target = payloadTarget(h);
+        if (target == null) {
+            if (h.length() > Frames.MAX_CONTROL_PAYLOAD) {
+                throw new IllegalStateException("control payload of " + h.length() + " bytes is over the limit");
+            }
+            control = new byte[h.length()];
+        } else if (target != DISCARD && target.byteSize() != h.length()) {
+            throw new IllegalStateException("payload target of " + target.byteSize() + " bytes for a frame of "
+                    + h.length());
+        }
+    }
+
+    private void finishFrame(ChannelHandlerContext ctx) {
+        Frames.Header h = asked;
+        byte[] payload = target == null ? control : null;
+        current = null;
+        target = null;
+        control = null;
+        onFrame(ctx, h, payload);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        header.release();
+    }
+
+    /** Hands out the buffers {@link #nextBuffer} chooses, with Netty's usual read loop accounting. */
+    private final class Allocator extends DefaultMaxMessagesRecvByteBufAllocator {
+        Allocator() {
+            super(64);
+        }
+
+        // Netty's signature still names the deprecated Handle; what is returned is an ExtendedHandle, as epoll needs
+        @Override
+        @SuppressWarnings("deprecation")
+        public Handle newHandle() {
+            return new MaxMessageHandle() {
+                @Override
+                public ByteBuf allocate(ByteBufAllocator alloc) {
+                    return nextBuffer(alloc);
+                }
+
+                @Override
+                public int guess() {
+                    return CONTROL_READ_BYTES;
+                }
+            };
+        }
+    }
+}

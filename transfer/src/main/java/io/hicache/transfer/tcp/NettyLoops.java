@@ -1,0 +1,42 @@
+package io.hicache.transfer.tcp;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+
+/**
+ * Event loop groups with named threads, on epoll where the native library loads and on NIO elsewhere. Stateless.
+ */
+public final class NettyLoops {
+    private NettyLoops() {
+    }
+
+    /** Whether epoll is used. */
+    public static boolean epoll() {
+        return Epoll.isAvailable();
+    }
+
+    /** A group of {@code threads} daemon threads named {@code name-N}. The caller shuts it down. */
+    public static EventLoopGroup group(String name, int threads) {
+        IoHandlerFactory factory = epoll() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
+    }
+
+    static Class<? extends SocketChannel> socketChannel() {
+        return epoll() ? EpollSocketChannel.class : NioSocketChannel.class;
+    }
+
+    static Class<? extends ServerChannel> serverChannel() {
+        return epoll() ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    }
+}

@@ -1,0 +1,156 @@
+package io.hicache.transfer.tcp;
+
+import io.hicache.transfer.LocalRegion;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.timeout.IdleStateEvent;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * The segment side of one connection: applies writes into registered regions (the payload lands in place), serves
+ * reads from them (sent without a copy), answers describe and ping, and hands messages to the engine. A request for
+ * an unknown region or a range outside it gets an ERROR frame naming the problem; its payload is read and dropped so
+ * the connection stays in step. Runs on the channel's event loop.
+ */
+final class ServerHandler extends FrameHandler {
+    private static final Logger LOG = Logger.getLogger(ServerHandler.class.getName());
+
+    private final SegmentHost host;
+    private String peer = "?";
+    /** The region a write payload is landing in, held acquired until the payload is complete. */
+    private LocalRegion writing;
+    private String writeError;
+
+    ServerHandler(SegmentHost host) {
+        this.host = host;
+    }
+
+    @Override
+    int payloadBytes(Frames.Header h) {
+        return h.type() == Frames.READ ? 0 : h.length();
+    }
+
+    @Override
+    MemorySegment payloadTarget(Frames.Header h) {
+        if (h.type() != Frames.WRITE) {
+            return null;
+        }
+        LocalRegion region = host.region(h.region());
+        writeError = check(region, h);
+        if (writeError != null) {
+            return DISCARD;
+        }
+        if (!region.acquire()) {
+            writeError = "region " + region.name() + " was unregistered";
+            return DISCARD;
+        }
+        writing = region;
+        return region.memory().asSlice(h.offset(), h.length());
+    }
+
+    private static String check(LocalRegion region, Frames.Header h) {
+        if (region == null) {
+            return "no region #" + h.region() + " in this segment";
+        }
+        if (!region.contains(h.offset(), h.length())) {
+            return "range [" + h.offset() + ", +" + h.length() + ") is outside " + region;
+        }
+        return null;
+    }
+
+    @Override
+    void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+        switch (h.type()) {
+            case Frames.HELLO -> peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
+            case Frames.DESCRIBE -> reply(ctx, Frames.DESCRIPTOR, 0, h.id(), host.describe());
+            case Frames.WRITE -> {
+                if (writing != null) {
+                    writing.release();
+                    writing = null;
+                    ctx.write(Frames.header(ctx.alloc(), Frames.WRITE_ACK, 0, h.id(), h.offset(), 0));
+                    flushSoon(ctx);
+                } else {
+                    reply(ctx, Frames.ERROR, 0, h.id(), (writeError == null ? "write failed" : writeError)
+                            .getBytes(StandardCharsets.UTF_8));
+                }
+                writeError = null;
+            }
+            case Frames.READ -> read(ctx, h);
+            case Frames.MESSAGE -> host.message(peer, payload == null ? new byte[0] : payload);
+            case Frames.PING -> reply(ctx, Frames.PONG, 0, h.id(), new byte[0]);
+            default -> {
+                LOG.warning(() -> "peer " + peer + " sent frame type " + h.type() + "; closing the connection");
+                ctx.close();
+            }
+        }
+    }
+
+    private void read(ChannelHandlerContext ctx, Frames.Header h) {
+        LocalRegion region = host.region(h.region());
+        String error = check(region, h);
+        if (error == null && !region.acquire()) {
+            error = "region " + region.name() + " was unregistered";
+        }
+        if (error != null) {
+            reply(ctx, Frames.ERROR, 0, h.id(), error.getBytes(StandardCharsets.UTF_8));
+            return;
+        }
+        ctx.write(Frames.header(ctx.alloc(), Frames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
+        ByteBuf data = Unpooled.wrappedBuffer(region.memory().asSlice(h.offset(), h.length()).asByteBuffer());
+        // the region stays acquired until the socket took the bytes, so unregistering waits for them
+        ctx.write(data).addListener((ChannelFutureListener) f -> region.release());
+        flushSoon(ctx);
+    }
+
+    private void reply(ChannelHandlerContext ctx, byte type, int region, long id, byte[] payload) {
+        ctx.write(Frames.header(ctx.alloc(), type, region, id, 0, payload.length));
+        if (payload.length > 0) {
+            ctx.write(Unpooled.wrappedBuffer(payload));
+        }
+        flushSoon(ctx);
+    }
+
+    private boolean flushPending;
+
+    /** Flushes once at the end of the current read burst rather than per frame. */
+    private void flushSoon(ChannelHandlerContext ctx) {
+        flushPending = true;
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (flushPending) {
+            flushPending = false;
+            ctx.flush();
+        }
+        ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt instanceof IdleStateEvent) {
+            LOG.fine(() -> "peer " + peer + " was silent too long; closing its connection");
+            ctx.close();
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (writing != null) {
+            writing.release();
+            writing = null;
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.log(Level.WARNING, "connection from " + peer + " failed; closing it", cause);
+        ctx.close();
+    }
+}
