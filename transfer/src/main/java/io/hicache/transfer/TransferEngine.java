@@ -57,6 +57,7 @@ public final class TransferEngine implements AutoCloseable {
     private final Map<Integer, LocalRegion> byId = new ConcurrentHashMap<>();
     private final Map<String, LocalRegion> byName = new ConcurrentHashMap<>();
     private final Set<RemoteSegment> opened = ConcurrentHashMap.newKeySet();
+    private final Map<String, Integer> inbound = new ConcurrentHashMap<>();
     private final AtomicInteger nextId = new AtomicInteger(1);
     private final String hostId;
     private volatile MessageListener messages = (from, payload) -> { };
@@ -207,6 +208,14 @@ public final class TransferEngine implements AutoCloseable {
             }
             region.free();
         }
+    }
+
+    /**
+     * Connections the engine named {@code peer} has open to this engine's listener. Zero means no more of its writes
+     * can land here (over TCP): what a decode waits for before it reuses pages a dead prefill was writing.
+     */
+    public int inboundConnections(String peer) {
+        return inbound.getOrDefault(peer, 0);
     }
 
     /** Sets the receiver of peers' messages (replacing the previous one). */
@@ -396,6 +405,11 @@ public final class TransferEngine implements AutoCloseable {
         @Override
         public byte[] describe() {
             return descriptor().encode();
+        }
+
+        @Override
+        public void connected(String from, int delta) {
+            inbound.merge(from, delta, (a, b) -> a + b == 0 ? null : a + b);
         }
 
         @Override

@@ -20,19 +20,7 @@ final class RedisInstall {
     }
 
     static Path find() throws IOException, InterruptedException {
-        Path found = lookup();
-        if (found != null) {
-            return found;
-        }
-        System.err.println("redis-server is not installed; installing Debian's redis-server with apt-get");
-        List<String> sudo = "root".equals(System.getProperty("user.name")) ? List.of() : List.of("sudo", "-n");
-        run(concat(sudo, List.of("apt-get", "update", "-q")));
-        run(concat(sudo, List.of("apt-get", "install", "-y", "-q", "redis-server")));
-        found = lookup();
-        if (found == null) {
-            throw new IOException("apt-get ran but redis-server is still not found");
-        }
-        return found;
+        return io.hicache.bench.DebianTools.find("redis-server", "redis-server");
     }
 
     /** The version, such as {@code 7.0.15}; Redis 7 is the reference, so another major version is refused. */
@@ -48,27 +36,5 @@ final class RedisInstall {
             throw new IOException("the reference is Redis 7; " + binary + " is " + m.group() + "");
         }
         return m.group(1) + "." + m.group(2) + "." + m.group(3);
-    }
-
-    private static Path lookup() {
-        for (String dir : (System.getenv().getOrDefault("PATH", "") + ":/usr/bin:/usr/sbin:/usr/local/bin").split(":")) {
-            Path p = Path.of(dir.isEmpty() ? "." : dir, "redis-server");
-            if (Files.isExecutable(p)) {
-                return p;
-            }
-        }
-        return null;
-    }
-
-    private static void run(List<String> command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).inheritIO().start();
-        if (!p.waitFor(10, TimeUnit.MINUTES) || p.exitValue() != 0) {
-            p.destroyForcibly();
-            throw new IOException("'" + String.join(" ", command) + "' failed; install redis-server 7 by hand");
-        }
-    }
-
-    private static List<String> concat(List<String> a, List<String> b) {
-        return java.util.stream.Stream.concat(a.stream(), b.stream()).toList();
     }
 }

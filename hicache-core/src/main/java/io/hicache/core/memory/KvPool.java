@@ -51,6 +51,16 @@ public interface KvPool extends AutoCloseable {
     /** Reads one page into host memory in the flat order of {@link #format()}, synchronously. */
     void readPage(int devicePage, MemorySegment flat);
 
+    /**
+     * The pool's memory when this process can address it directly (the emulated device keeps it in host memory), so
+     * a transfer engine can register it and peers can write pages into it; empty for a real device, whose memory a
+     * transport must reach through its own registration (GPUDirect RDMA). Laid out as {@link DeviceLayout} says.
+     * Valid until the pool closes.
+     */
+    default java.util.Optional<MemorySegment> hostVisibleMemory() {
+        return java.util.Optional.empty();
+    }
+
     /** Bytes of device memory the pool occupies. */
     long bytes();
 

@@ -15,4 +15,7 @@ public interface SegmentHost {
 
     /** A message from the peer that said hello as {@code from}. */
     void message(String from, byte[] payload);
+
+    /** A connection from the engine named {@code from} opened ({@code +1}) or closed ({@code -1}). */
+    void connected(String from, int delta);
 }

@@ -25,6 +25,7 @@ final class ServerHandler extends FrameHandler {
     /** The region a write payload is landing in, held acquired until the payload is complete. */
     private LocalRegion writing;
     private String writeError;
+    private boolean counted;
 
     ServerHandler(SegmentHost host) {
         this.host = host;
@@ -66,7 +67,11 @@ final class ServerHandler extends FrameHandler {
     @Override
     void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
         switch (h.type()) {
-            case Frames.HELLO -> peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
+            case Frames.HELLO -> {
+                peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
+                host.connected(peer, +1);
+                counted = true;
+            }
             case Frames.DESCRIBE -> reply(ctx, Frames.DESCRIPTOR, 0, h.id(), host.describe());
             case Frames.WRITE -> {
                 if (writing != null) {
@@ -141,6 +146,10 @@ final class ServerHandler extends FrameHandler {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        if (counted) {
+            counted = false;
+            host.connected(peer, -1);
+        }
         if (writing != null) {
             writing.release();
             writing = null;

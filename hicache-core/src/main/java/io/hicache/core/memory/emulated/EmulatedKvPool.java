@@ -65,6 +65,11 @@ final class EmulatedKvPool implements KvPool {
     }
 
     @Override
+    public java.util.Optional<MemorySegment> hostVisibleMemory() {
+        return java.util.Optional.of(memory);
+    }
+
+    @Override
     public long bytes() {
         return memory.byteSize();
     }

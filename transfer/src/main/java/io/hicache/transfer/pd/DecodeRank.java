@@ -1,0 +1,406 @@
+package io.hicache.transfer.pd;
+
+import io.hicache.core.page.AttentionKind;
+import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.RemoteSegment;
+import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.TransferException;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One decode rank: for each request it looks up the prefill instance at the request's bootstrap server, checks that
+ * page size and KV dtype match, sends the destination (pages it pre-allocated, an aux slot, the prefix it already
+ * holds) to the prefill ranks that hold its heads, and follows their status messages through {@link KvReceiver}s.
+ * It heartbeats every prefill bootstrap server it knows; a prefill that misses too many, or whose engine is found
+ * dead, fails every room bound to it.
+ *
+ * <p>Thread-safe. Protocol state changes run on one named thread ({@code pd-decode-<rank>}), which also runs the
+ * timeouts and heartbeats (the HTTP checks themselves run on their own thread, each bounded by the lookup timeout).
+ * The starter closes it.
+ */
+public final class DecodeRank implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(DecodeRank.class.getName());
+
+    private final TransferEngine engine;
+    private final RankSpec spec;
+    private final PdConfig config;
+    private final ScheduledExecutorService worker;
+    private final ScheduledExecutorService checks;
+    private final BootstrapClient bootstrap;
+    private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
+    private final Map<String, Prefill> prefills = new HashMap<>();
+
+    private DecodeRank(TransferEngine engine, RankSpec spec, PdConfig config) {
+        this.engine = engine;
+        this.spec = spec;
+        this.config = config;
+        this.bootstrap = new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis()));
+        this.worker = executor("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
+        this.checks = executor("pd-decode-heartbeat-" + spec.tpRank() + "-" + engine.config().name());
+        long sweep = Math.max(10, Math.min(1_000, Math.min(config.waitingTimeoutMillis(),
+                config.abortAckTimeoutMillis()) / 4));
+        worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
+        checks.scheduleWithFixedDelay(this::heartbeat, config.heartbeatMillis(), config.heartbeatMillis(),
+                TimeUnit.MILLISECONDS);
+        engine.onMessage((from, payload) -> worker.execute(() -> handleSafely(payload)));
+    }
+
+    private static ScheduledExecutorService executor(String name) {
+        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, name);
+            t.setDaemon(true);
+            return t;
+        });
+        e.setRemoveOnCancelPolicy(true);
+        return e;
+    }
+
+    /**
+     * Starts the rank. {@code kv} is its KV pool memory registered as {@link RankSpec#KV_REGION}, {@code aux} its aux
+     * slots registered as {@link RankSpec#AUX_REGION}; prefill ranks write into both.
+     */
+    public static DecodeRank start(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
+            PdConfig config) {
+        PrefillRank.check(kv, RankSpec.KV_REGION, spec.kvBytes());
+        PrefillRank.check(aux, RankSpec.AUX_REGION, spec.auxBytes());
+        return new DecodeRank(engine, spec, config);
+    }
+
+    /** This rank's spec. */
+    public RankSpec spec() {
+        return spec;
+    }
+
+    /** Rooms the rank still tracks. */
+    public int activeRooms() {
+        return rooms.size();
+    }
+
+    /**
+     * Starts receiving {@code room} from the prefill instance whose bootstrap server is {@code bootstrapUrl}: looks
+     * it up and opens its ranks (bootstrapping); {@link KvReceiver#init} then sends the destination.
+     */
+    public KvReceiver receiver(long room, String bootstrapUrl) {
+        Room r = new Room(room, bootstrapUrl);
+        if (rooms.putIfAbsent(room, r) != null) {
+            throw new IllegalStateException("room " + room + " is already being received");
+        }
+        worker.execute(() -> resolve(r));
+        return new KvReceiver(this, r);
+    }
+
+    // ---- called by KvReceiver
+
+    void init(Room room, int[] pages, int auxSlot, int prefixPages) {
+        worker.execute(() -> {
+            room.init = new int[][] {pages, {auxSlot, prefixPages}};
+            maybeSendInfo(room);
+        });
+    }
+
+    CompletableFuture<Boolean> abort(Room room) {
+        worker.execute(() -> {
+            boolean wasFinal = room.state.isFinal();
+            fail(room, "aborted");
+            if (room.infoSent && !(wasFinal && room.state == KvPoll.SUCCESS)) {
+                room.abortStartedNanos = System.nanoTime();
+                for (int r : room.targets) {
+                    room.prefill.segments.get(r).send(PdMessage.of("ABORT", "room", Long.toString(room.id), "from",
+                            engine.address()).encode());
+                }
+                maybeRelease(room);
+            } else {
+                room.released.complete(true); // nothing was asked of prefill, so nothing can be written
+            }
+        });
+        return room.released;
+    }
+
+    void forget(Room room) {
+        worker.execute(() -> {
+            if (room.released.isDone() || !room.infoSent || room.state == KvPoll.SUCCESS) {
+                rooms.remove(room.id, room);
+            } else {
+                room.forgetWhenReleased = true;
+            }
+        });
+    }
+
+    // ---- protocol, on the worker thread
+
+    private void resolve(Room room) {
+        try {
+            Prefill p = prefill(room.bootstrapUrl);
+            String refusal = spec.incompatibility(p.specs.get(0));
+            if (refusal != null) {
+                fail(room, "refused at handshake: " + refusal);
+                return;
+            }
+            room.prefill = p;
+            room.targets = KvPlan.prefillRanksFor(spec, p.specs.size());
+            for (int r : room.targets) {
+                p.segment(r);
+            }
+            room.resolved = true;
+            maybeSendInfo(room);
+        } catch (IOException | TransferException | IllegalArgumentException e) {
+            fail(room, "bootstrap via " + room.bootstrapUrl + " failed: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            fail(room, "interrupted during bootstrap");
+        }
+    }
+
+    private Prefill prefill(String url) throws IOException, InterruptedException {
+        Prefill p = prefills.get(url);
+        if (p != null && !p.dead) {
+            return p;
+        }
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.bootstrapTimeoutMillis());
+        List<RankSpec> specs = bootstrap.ranks(url);
+        while (specs.isEmpty()) {
+            if (System.nanoTime() - until > 0) {
+                throw new IOException("not all prefill ranks registered within " + config.bootstrapTimeoutMillis()
+                        + " ms");
+            }
+            Thread.sleep(50);
+            specs = bootstrap.ranks(url);
+        }
+        p = new Prefill(url, specs);
+        prefills.put(url, p);
+        return p;
+    }
+
+    private void maybeSendInfo(Room room) {
+        if (!room.resolved || room.init == null || room.infoSent || room.state == KvPoll.FAILED) {
+            return;
+        }
+        boolean mla = spec.model().attention() == AttentionKind.MLA;
+        for (int i = 0; i < room.targets.length; i++) {
+            boolean dummy = mla && i > 0; // MLA latents are whole on every rank: one prefill rank sends
+            RemoteSegment s = room.prefill.segments.get(room.targets[i]);
+            s.send(PdMessage.of("INFO", "room", Long.toString(room.id), "spec", spec.encode(), "pages",
+                    PdMessage.ints(room.init[0]), "aux", Integer.toString(room.init[1][0]), "prefix",
+                    Integer.toString(room.init[1][1]), "dummy", Boolean.toString(dummy)).encode());
+        }
+        room.infoSent = true;
+        room.infoSentNanos = System.nanoTime();
+        room.advance(KvPoll.WAITING_FOR_INPUT);
+    }
+
+    private void handleSafely(byte[] payload) {
+        try {
+            PdMessage m = PdMessage.decode(payload);
+            Room room = rooms.get(m.room());
+            if (room == null) {
+                return;
+            }
+            int rank = Integer.parseInt(m.get("rank"));
+            switch (m.type()) {
+                case "STATUS" -> {
+                    switch (m.get("state")) {
+                        case "TRANSFERRING" -> room.advance(KvPoll.TRANSFERRING);
+                        case "SUCCESS" -> {
+                            room.succeeded.add(rank);
+                            if (room.succeeded.size() == room.targets.length) {
+                                room.advance(KvPoll.SUCCESS);
+                            }
+                        }
+                        default -> fail(room, "prefill rank " + rank + ": " + m.get("reason"));
+                    }
+                }
+                case "ABORT_ACK" -> {
+                    room.acked.add(rank);
+                    maybeRelease(room);
+                }
+                default -> LOG.warning(() -> "decode got a " + m.type() + " message; ignored");
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "decode rank " + spec.tpRank() + " could not handle a message", e);
+        }
+    }
+
+    /**
+     * Releases an aborted room's pages once every prefill rank acknowledged (no write in flight), or once a dead
+     * prefill's connections to this engine are all closed (no write can land any more).
+     */
+    private void maybeRelease(Room room) {
+        if (room.released.isDone() || room.abortStartedNanos == 0) {
+            return;
+        }
+        boolean safe = true;
+        for (int r : room.targets) {
+            if (room.acked.contains(r)) {
+                continue;
+            }
+            RemoteSegment s = room.prefill.segments.get(r);
+            if (s.alive() || engine.inboundConnections(s.name()) > 0) {
+                safe = false;
+            }
+        }
+        if (safe) {
+            room.released.complete(true);
+            if (room.forgetWhenReleased) {
+                rooms.remove(room.id, room);
+            }
+        } else if (System.nanoTime() - room.abortStartedNanos > TimeUnit.MILLISECONDS.toNanos(
+                config.abortAckTimeoutMillis())) {
+            LOG.warning(() -> "room " + room.id + ": no abort acknowledgement within " + config.abortAckTimeoutMillis()
+                    + " ms; its pages stay quarantined");
+            room.released.complete(false);
+            if (room.forgetWhenReleased) {
+                rooms.remove(room.id, room);
+            }
+        }
+    }
+
+    private void fail(Room room, String reason) {
+        if (room.state == KvPoll.FAILED || room.state == KvPoll.SUCCESS) {
+            return;
+        }
+        room.reason = reason;
+        room.state = KvPoll.FAILED;
+    }
+
+    private void sweepSafely() {
+        try {
+            long now = System.nanoTime();
+            for (Room r : rooms.values()) {
+                if (r.infoSent && !r.state.isFinal() && now - r.infoSentNanos > TimeUnit.MILLISECONDS.toNanos(
+                        config.waitingTimeoutMillis())) {
+                    fail(r, "prefill did not finish within " + config.waitingTimeoutMillis() + " ms");
+                }
+                if (!r.infoSent && !r.state.isFinal() && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(
+                        config.bootstrapTimeoutMillis())) {
+                    fail(r, "not initialised within " + config.bootstrapTimeoutMillis() + " ms");
+                }
+                if (r.prefill != null && !r.state.isFinal() && r.prefill.dead) {
+                    fail(r, r.prefill.deathReason);
+                }
+                if (r.targets != null && !r.state.isFinal()) {
+                    for (int t : r.targets) {
+                        RemoteSegment s = r.prefill.segments.get(t);
+                        if (s != null && !s.alive()) {
+                            fail(r, "prefill rank " + t + " died: " + s.deathReason());
+                        }
+                    }
+                }
+                maybeRelease(r);
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "decode sweep failed; it runs again", e);
+        }
+    }
+
+    private void heartbeat() {
+        List<Prefill> known;
+        try {
+            known = worker.submit(() -> List.copyOf(prefills.values())).get(config.lookupTimeoutMillis(),
+                    TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            return;
+        }
+        for (Prefill p : known) {
+            if (p.dead) {
+                continue;
+            }
+            boolean ok;
+            try {
+                ok = bootstrap.healthy(p.url);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            worker.execute(() -> {
+                p.failures = ok ? 0 : p.failures + 1;
+                if (p.failures >= config.heartbeatMaxFailures()) {
+                    p.dead = true;
+                    p.deathReason = "prefill at " + p.url + " missed " + p.failures + " heartbeats";
+                }
+            });
+        }
+    }
+
+    @Override
+    public void close() {
+        checks.shutdownNow();
+        worker.shutdownNow();
+        try {
+            worker.awaitTermination(5, TimeUnit.SECONDS);
+            checks.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (Prefill p : prefills.values()) {
+            p.segments.values().forEach(RemoteSegment::close);
+        }
+    }
+
+    /** A prefill instance found through its bootstrap server. Worker thread only. */
+    private final class Prefill {
+        final String url;
+        final List<RankSpec> specs;
+        final Map<Integer, RemoteSegment> segments = new HashMap<>();
+        int failures;
+        volatile boolean dead;
+        volatile String deathReason;
+
+        Prefill(String url, List<RankSpec> specs) {
+            this.url = url;
+            this.specs = specs;
+        }
+
+        RemoteSegment segment(int rank) {
+            RemoteSegment s = segments.get(rank);
+            if (s == null) {
+                s = engine.openSegment(specs.get(rank).engineAddress(), Duration.ofMillis(config.lookupTimeoutMillis()));
+                segments.put(rank, s);
+            }
+            return s;
+        }
+    }
+
+    /** One request. Mutable fields belong to the worker thread; {@link #state} and {@link #reason} are read anywhere. */
+    static final class Room {
+        final long id;
+        final String bootstrapUrl;
+        final long createdNanos = System.nanoTime();
+        final Set<Integer> succeeded = new HashSet<>();
+        final Set<Integer> acked = new HashSet<>();
+        final CompletableFuture<Boolean> released = new CompletableFuture<>();
+        volatile KvPoll state = KvPoll.BOOTSTRAPPING;
+        volatile String reason;
+        Prefill prefill;
+        int[] targets;
+        int[][] init;
+        boolean resolved;
+        boolean infoSent;
+        long infoSentNanos;
+        long abortStartedNanos;
+        boolean forgetWhenReleased;
+
+        Room(long id, String bootstrapUrl) {
+            this.id = id;
+            this.bootstrapUrl = bootstrapUrl;
+        }
+
+        void advance(KvPoll to) {
+            if (state != KvPoll.FAILED && to.compareTo(state) > 0) {
+                state = to;
+            }
+        }
+    }
+}

@@ -1,0 +1,393 @@
+package io.hicache.transfer.pd;
+
+import io.hicache.core.Deadline;
+import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.RemoteSegment;
+import io.hicache.transfer.TransferBatch;
+import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.TransferException;
+import io.hicache.transfer.TransferRequest;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One prefill rank: registers with its instance's bootstrap server, takes each request's destination from the
+ * decode ranks (INFO messages), and sends the request's KV as it is computed through {@link KvSender}s: chunk by
+ * chunk, only the pages the decode does not hold, aux data last, then a SUCCESS status.
+ *
+ * <p>Thread-safe. All protocol state changes run on one named thread ({@code pd-prefill-<rank>}), which also runs
+ * the bootstrap-timeout sweep. The starter closes it (the engine and regions stay the starter's).
+ */
+public final class PrefillRank implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(PrefillRank.class.getName());
+
+    private final TransferEngine engine;
+    private final RankSpec spec;
+    private final LocalRegion kv;
+    private final LocalRegion aux;
+    private final PdConfig config;
+    private final ScheduledExecutorService worker;
+    private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
+    private final Map<String, RemoteSegment> decodes = new HashMap<>();
+    private final ArrayDeque<Integer> freeAuxSlots = new ArrayDeque<>();
+
+    private PrefillRank(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux, PdConfig config) {
+        this.engine = engine;
+        this.spec = spec;
+        this.kv = kv;
+        this.aux = aux;
+        this.config = config;
+        for (int i = 0; i < spec.auxSlots(); i++) {
+            freeAuxSlots.add(i);
+        }
+        ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "pd-prefill-" + spec.tpRank() + "-" + engine.config().name());
+            t.setDaemon(true);
+            return t;
+        });
+        w.setRemoveOnCancelPolicy(true);
+        this.worker = w;
+        long sweep = Math.max(10, Math.min(1_000, config.bootstrapTimeoutMillis() / 4));
+        worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
+        engine.onMessage((from, payload) -> worker.execute(() -> handleSafely(payload)));
+    }
+
+    /**
+     * Starts the rank and registers it with the bootstrap server at {@code bootstrapUrl}. {@code kv} is the rank's
+     * KV pool memory registered as {@link RankSpec#KV_REGION}; {@code aux} its aux staging, registered as
+     * {@link RankSpec#AUX_REGION}.
+     *
+     * @throws IOException when the bootstrap server does not take the registration after 5 tries
+     */
+    public static PrefillRank start(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
+            String bootstrapUrl, PdConfig config) throws IOException, InterruptedException {
+        check(kv, RankSpec.KV_REGION, spec.kvBytes());
+        check(aux, RankSpec.AUX_REGION, spec.auxBytes());
+        PrefillRank rank = new PrefillRank(engine, spec, kv, aux, config);
+        try {
+            new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis())).register(bootstrapUrl, spec);
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            rank.close();
+            throw e;
+        }
+        return rank;
+    }
+
+    static void check(LocalRegion region, String name, long bytes) {
+        if (!region.name().equals(name) || region.memory().byteSize() < bytes) {
+            throw new IllegalArgumentException("expected region '" + name + "' of at least " + bytes + " bytes, got "
+                    + region);
+        }
+    }
+
+    /** This rank's spec. */
+    public RankSpec spec() {
+        return spec;
+    }
+
+    /** The sender of {@code room}, created (bootstrapping) if the rank has not seen the room yet. */
+    public KvSender sender(long room) {
+        return new KvSender(this, rooms.computeIfAbsent(room, r -> new Room(r, System.nanoTime())));
+    }
+
+    /** Rooms the rank still tracks (not yet released by their senders). */
+    public int activeRooms() {
+        return rooms.size();
+    }
+
+    // ---- called by KvSender, from any thread
+
+    void send(Room room, int[] srcPages, boolean last, byte[] auxData) {
+        worker.execute(() -> {
+            try {
+                sendChunk(room, srcPages, last, auxData);
+            } catch (RuntimeException e) {
+                fail(room, "sending a chunk failed: " + e);
+            }
+        });
+    }
+
+    void release(Room room) {
+        worker.execute(() -> {
+            room.released = true;
+            forgetIfIdle(room);
+        });
+    }
+
+    // ---- protocol, on the worker thread
+
+    private void handleSafely(byte[] payload) {
+        try {
+            handle(PdMessage.decode(payload));
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "prefill rank " + spec.tpRank() + " could not handle a message", e);
+        }
+    }
+
+    private void handle(PdMessage m) {
+        Room room = rooms.computeIfAbsent(m.room(), r -> new Room(r, System.nanoTime()));
+        switch (m.type()) {
+            case "INFO" -> info(room, m);
+            case "ABORT" -> {
+                fail(room, "aborted by decode");
+                room.ackTo.add(m.get("from"));
+                maybeAck(room);
+            }
+            default -> LOG.warning(() -> "prefill got a " + m.type() + " message; ignored");
+        }
+    }
+
+    private void info(Room room, PdMessage m) {
+        RankSpec decode = RankSpec.decode(m.get("spec"));
+        RemoteSegment segment;
+        try {
+            segment = segment(decode.engineAddress());
+        } catch (TransferException e) {
+            fail(room, "cannot reach decode at " + decode.engineAddress() + ": " + e.getMessage());
+            return;
+        }
+        Destination d = new Destination(decode, segment, PdMessage.ints(m.get("pages")),
+                Integer.parseInt(m.get("aux")), Integer.parseInt(m.get("prefix")),
+                Boolean.parseBoolean(m.get("dummy")));
+        room.destinations.add(d);
+        String refusal = decode.incompatibility(spec);
+        if (refusal != null) {
+            fail(room, "refused at handshake: " + refusal);
+            return;
+        }
+        room.required = KvPlan.decodeRanksPerPrefillRank(decode.tpSize(), spec.tpSize());
+        if (room.destinations.size() >= room.required) {
+            room.advance(KvPoll.WAITING_FOR_INPUT);
+        }
+    }
+
+    private RemoteSegment segment(String address) {
+        RemoteSegment s = decodes.get(address);
+        if (s == null || !s.alive()) {
+            if (s != null) {
+                s.close();
+            }
+            s = engine.openSegment(address, Duration.ofMillis(config.lookupTimeoutMillis()));
+            RemoteSegment opened = s;
+            s.onDeath(() -> worker.execute(() -> {
+                for (Room r : rooms.values()) {
+                    if (r.destinations.stream().anyMatch(d -> d.segment == opened)) {
+                        fail(r, "decode " + address + " died: " + opened.deathReason());
+                    }
+                }
+            }));
+            decodes.put(address, s);
+        }
+        return s;
+    }
+
+    private void sendChunk(Room room, int[] srcPages, boolean last, byte[] auxData) {
+        if (room.state == KvPoll.FAILED) {
+            return;
+        }
+        int from = room.cursor;
+        room.cursor += srcPages.length;
+        if (room.state == KvPoll.WAITING_FOR_INPUT) {
+            room.advance(KvPoll.TRANSFERRING);
+            status(room, "TRANSFERRING", "");
+        }
+        for (Destination d : room.destinations) {
+            if (d.dummy) {
+                continue;
+            }
+            if (room.cursor > d.pages.length) {
+                fail(room, "prefill sent " + room.cursor + " pages, decode allocated " + d.pages.length);
+                return;
+            }
+            int skip = Math.max(0, Math.min(srcPages.length, d.prefix - from));
+            int n = srcPages.length - skip;
+            if (n == 0) {
+                continue;
+            }
+            int[] src = new int[n];
+            int[] dst = new int[n];
+            for (int i = 0; i < n; i++) {
+                src[i] = srcPages[skip + i];
+                dst[i] = d.pages[from + skip + i];
+            }
+            submit(room, d, KvPlan.writes(spec, kv.memory(), d.spec, src, dst));
+        }
+        if (last) {
+            room.lastAux = auxData == null ? new byte[0] : auxData;
+            maybeFinish(room);
+        }
+    }
+
+    private void submit(Room room, Destination d, List<TransferRequest> writes) {
+        room.inFlight++;
+        TransferBatch batch = engine.submit(d.segment, writes, Deadline.after(Duration.ofMillis(
+                config.chunkDeadlineMillis())));
+        batch.whenDone().whenComplete((b, e) -> worker.execute(() -> {
+            room.inFlight--;
+            if (!b.allDone()) {
+                fail(room, "transfer to decode " + d.spec.engineAddress() + " failed: " + b.firstFailure());
+            }
+            maybeAck(room);
+            maybeFinish(room);
+            forgetIfIdle(room);
+        }));
+    }
+
+    private void forgetIfIdle(Room room) {
+        if (room.released && room.inFlight == 0) {
+            freeAux(room);
+            rooms.remove(room.id, room);
+        }
+    }
+
+    private void maybeFinish(Room room) {
+        if (room.lastAux == null || room.inFlight > 0 || room.state != KvPoll.TRANSFERRING) {
+            return;
+        }
+        if (!room.auxSent) {
+            room.auxSent = true;
+            Integer slot = freeAuxSlots.poll();
+            if (slot == null) {
+                fail(room, "no free aux staging slot (" + spec.auxSlots() + " in use)");
+                return;
+            }
+            long at = (long) slot * spec.auxSlotBytes();
+            int len = Math.min(room.lastAux.length, spec.auxSlotBytes());
+            aux.memory().asSlice(at, spec.auxSlotBytes()).fill((byte) 0);
+            java.lang.foreign.MemorySegment.copy(java.lang.foreign.MemorySegment.ofArray(room.lastAux), 0,
+                    aux.memory(), at, len);
+            boolean any = false;
+            for (Destination d : room.destinations) {
+                if (!d.dummy) {
+                    any = true;
+                    submit(room, d, List.of(TransferRequest.write(aux.memory().asSlice(at, spec.auxSlotBytes()),
+                            RankSpec.AUX_REGION, (long) d.auxSlot * d.spec.auxSlotBytes())));
+                }
+            }
+            room.auxSlot = slot;
+            if (any) {
+                return; // finishes when the aux writes are done
+            }
+        }
+        freeAux(room);
+        room.advance(KvPoll.SUCCESS);
+        status(room, "SUCCESS", "");
+    }
+
+    private void freeAux(Room room) {
+        if (room.auxSlot >= 0) {
+            freeAuxSlots.add(room.auxSlot);
+            room.auxSlot = -1;
+        }
+    }
+
+    private void fail(Room room, String reason) {
+        if (room.state == KvPoll.FAILED) {
+            return;
+        }
+        room.reason = reason;
+        room.state = KvPoll.FAILED;
+        status(room, "FAILED", reason);
+        if (room.inFlight == 0) {
+            freeAux(room);
+        }
+    }
+
+    /** Acknowledges an abort once no write of the room is in flight: the decode may then reuse its pages. */
+    private void maybeAck(Room room) {
+        if (room.inFlight > 0 || room.ackTo.isEmpty()) {
+            return;
+        }
+        freeAux(room);
+        for (String address : room.ackTo) {
+            try {
+                segment(address).send(PdMessage.of("ABORT_ACK", "room", Long.toString(room.id), "rank",
+                        Integer.toString(spec.tpRank())).encode());
+            } catch (TransferException e) {
+                LOG.fine(() -> "abort ack to " + address + " not sent: " + e.getMessage());
+            }
+        }
+        room.ackTo.clear();
+    }
+
+    private void status(Room room, String state, String reason) {
+        for (Destination d : room.destinations) {
+            if (d.segment.alive()) {
+                d.segment.send(PdMessage.of("STATUS", "room", Long.toString(room.id), "rank",
+                        Integer.toString(spec.tpRank()), "state", state, "reason", reason).encode());
+            }
+        }
+    }
+
+    private void sweepSafely() {
+        try {
+            long now = System.nanoTime();
+            for (Room r : rooms.values()) {
+                if (r.state == KvPoll.BOOTSTRAPPING && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(
+                        config.bootstrapTimeoutMillis())) {
+                    fail(r, "no destination from decode within " + config.bootstrapTimeoutMillis() + " ms");
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "prefill sweep failed; it runs again", e);
+        }
+    }
+
+    /** Stops the rank's thread and closes its links to decodes. */
+    @Override
+    public void close() {
+        worker.shutdownNow();
+        try {
+            worker.awaitTermination(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (RemoteSegment s : decodes.values()) {
+            s.close();
+        }
+    }
+
+    /** Where one decode rank wants a room's KV. Worker thread only. */
+    private record Destination(RankSpec spec, RemoteSegment segment, int[] pages, int auxSlot, int prefix,
+            boolean dummy) {
+    }
+
+    /** One request. Mutable fields belong to the worker thread; {@link #state} and {@link #reason} are read anywhere. */
+    static final class Room {
+        final long id;
+        final long createdNanos;
+        final List<Destination> destinations = new ArrayList<>();
+        final List<String> ackTo = new ArrayList<>();
+        volatile KvPoll state = KvPoll.BOOTSTRAPPING;
+        volatile String reason;
+        int required = Integer.MAX_VALUE;
+        int cursor;
+        int inFlight;
+        byte[] lastAux;
+        boolean auxSent;
+        boolean released;
+        int auxSlot = -1;
+
+        Room(long id, long createdNanos) {
+            this.id = id;
+            this.createdNanos = createdNanos;
+        }
+
+        void advance(KvPoll to) {
+            if (state != KvPoll.FAILED && to.compareTo(state) > 0) {
+                state = to;
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+package io.hicache.transfer.pd;
+
+import io.hicache.core.memory.DeviceLayout;
+import io.hicache.core.page.AttentionKind;
+import io.hicache.core.page.HostLayout;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What a prefill or decode rank tells its peers about its KV: the whole model's geometry, the page size, its place in
+ * tensor parallelism, its KV pool (region {@code kv}, laid out as {@link DeviceLayout} says, {@code kvPages} pages of
+ * its own heads) and its aux slots (region {@code aux}), and the address of its transfer engine. Immutable.
+ */
+public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
+        int auxSlotBytes, String engineAddress) {
+    public static final String KV_REGION = "kv";
+    public static final String AUX_REGION = "aux";
+
+    public RankSpec {
+        if (tpSize < 1 || tpRank < 0 || tpRank >= tpSize) {
+            throw new IllegalArgumentException("tp rank " + tpRank + " of size " + tpSize + " is not valid");
+        }
+        if (kvPages < 1 || auxSlots < 1 || auxSlotBytes < 1 || pageSizeTokens < 1) {
+            throw new IllegalArgumentException("kvPages, auxSlots, auxSlotBytes and pageSizeTokens must be >= 1");
+        }
+        model.perRank(tpSize); // refuses head counts that do not split
+    }
+
+    /** The page format of this rank's pool (its share of the heads). */
+    public PageFormat format() {
+        return new PageFormat(model.perRank(tpSize), pageSizeTokens, HostLayout.LAYER_FIRST);
+    }
+
+    /** Index of the first KV head this rank holds (heads are replicated when there are fewer heads than ranks). */
+    public int firstHead() {
+        if (model.attention() == AttentionKind.MLA) {
+            return 0;
+        }
+        int perRank = model.perRank(tpSize).kvHeads();
+        return model.kvHeads() >= tpSize ? tpRank * perRank : tpRank / (tpSize / model.kvHeads());
+    }
+
+    /** KV heads this rank holds. */
+    public int heads() {
+        return model.perRank(tpSize).kvHeads();
+    }
+
+    /** Bytes of the KV region. */
+    public long kvBytes() {
+        return DeviceLayout.poolBytes(format(), kvPages);
+    }
+
+    /** Bytes of the aux region. */
+    public long auxBytes() {
+        return (long) auxSlots * auxSlotBytes;
+    }
+
+    /** The text form used by the bootstrap server and in messages. */
+    public String encode() {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("attention", model.attention().name());
+        m.put("layers", Integer.toString(model.layers()));
+        m.put("heads", Integer.toString(model.kvHeads()));
+        m.put("dim", Integer.toString(model.headDim()));
+        m.put("dtype", model.dtype().name());
+        m.put("page", Integer.toString(pageSizeTokens));
+        m.put("tp", Integer.toString(tpSize));
+        m.put("rank", Integer.toString(tpRank));
+        m.put("pages", Integer.toString(kvPages));
+        m.put("auxSlots", Integer.toString(auxSlots));
+        m.put("auxBytes", Integer.toString(auxSlotBytes));
+        m.put("address", engineAddress);
+        StringBuilder b = new StringBuilder();
+        m.forEach((k, v) -> b.append(b.isEmpty() ? "" : ";").append(k).append('=').append(v));
+        return b.toString();
+    }
+
+    /**
+     * Parses {@link #encode()}'s form.
+     *
+     * @throws IllegalArgumentException when a field is missing or malformed
+     */
+    public static RankSpec decode(String text) {
+        Map<String, String> m = new LinkedHashMap<>();
+        for (String part : text.trim().split(";")) {
+            int eq = part.indexOf('=');
+            if (eq > 0) {
+                m.put(part.substring(0, eq), part.substring(eq + 1));
+            }
+        }
+        try {
+            KvGeometry g = new KvGeometry(AttentionKind.valueOf(m.get("attention")), i(m, "layers"), i(m, "heads"),
+                    i(m, "dim"), KvDtype.valueOf(m.get("dtype")));
+            return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
+                    i(m, "auxBytes"), java.util.Objects.requireNonNull(m.get("address"), "address"));
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("not a rank spec: '" + text + "': " + e.getMessage(), e);
+        }
+    }
+
+    private static int i(Map<String, String> m, String key) {
+        String v = m.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing " + key);
+        }
+        return Integer.parseInt(v);
+    }
+
+    /**
+     * Why a decode rank with this spec cannot take KV from {@code prefill}, or null when it can: the model geometry
+     * (which includes the KV dtype) and the page size must be the same.
+     */
+    public String incompatibility(RankSpec prefill) {
+        if (pageSizeTokens != prefill.pageSizeTokens) {
+            return "page size differs: prefill " + prefill.pageSizeTokens + " tokens, decode " + pageSizeTokens;
+        }
+        if (model.dtype() != prefill.model.dtype()) {
+            return "KV dtype differs: prefill " + prefill.model.dtype() + ", decode " + model.dtype();
+        }
+        if (!model.equals(prefill.model)) {
+            return "model geometry differs: prefill " + prefill.model + ", decode " + model;
+        }
+        return null;
+    }
+}
