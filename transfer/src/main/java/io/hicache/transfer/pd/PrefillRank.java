@@ -101,6 +101,11 @@ public final class PrefillRank implements AutoCloseable {
         return new KvSender(this, rooms.computeIfAbsent(room, r -> new Room(r, System.nanoTime())));
     }
 
+    /** Whether the rank still tracks {@code room}: released rooms are dropped once no write of theirs is in flight. */
+    public boolean tracks(long room) {
+        return rooms.containsKey(room);
+    }
+
     /** Rooms the rank still tracks (not yet released by their senders). */
     public int activeRooms() {
         return rooms.size();
