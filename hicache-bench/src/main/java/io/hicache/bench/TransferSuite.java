@@ -49,7 +49,7 @@ public final class TransferSuite implements BenchSuite {
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
         int rounds = quick ? 2 : 7;
-        double roundSeconds = quick ? 0.2 : 1.0;
+        int roundSeconds = 1; // iperf3 takes whole seconds (-t 0 would run for ever)
         Path iperf = DebianTools.find("iperf3", "iperf3");
         try (Iperf3Server server = new Iperf3Server(iperf)) {
             for (int streams : new int[] {1, 4}) {
@@ -64,7 +64,7 @@ public final class TransferSuite implements BenchSuite {
     }
 
     private static BenchRow tcpVsIperf(Iperf3Server iperf, int connections, int requestBytes, int rounds,
-            double roundSeconds) throws Exception {
+            int roundSeconds) throws Exception {
         TransferConfig base = TransferConfig.defaults("bench").withTransports(List.of("tcp"))
                 .withConnectionsPerPeer(connections);
         double[] ours = new double[rounds];
@@ -175,15 +175,25 @@ public final class TransferSuite implements BenchSuite {
         }
 
         /** One client run of {@code seconds} with {@code streams} streams; bytes per second received. */
-        double run(int streams, double seconds) throws IOException, InterruptedException {
-            Process p = new ProcessBuilder(binary.toString(), "-c", "127.0.0.1", "-p", Integer.toString(port), "-P",
-                    Integer.toString(streams), "-t", String.format("%.1f", seconds), "-J").redirectErrorStream(true)
-                    .start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-                p.destroyForcibly();
-                throw new IOException("iperf3 client failed: " + out);
+        double run(int streams, int seconds) throws IOException, InterruptedException {
+            Path output = Files.createTempFile("hicache-iperf3", ".json");
+            try {
+                Process p = new ProcessBuilder(binary.toString(), "-c", "127.0.0.1", "-p", Integer.toString(port),
+                        "-P", Integer.toString(streams), "-t", Integer.toString(seconds), "-J")
+                        .redirectErrorStream(true).redirectOutput(output.toFile()).start();
+                boolean ended = p.waitFor(seconds + 30L, TimeUnit.SECONDS);
+                String out = Files.readString(output, StandardCharsets.UTF_8);
+                if (!ended || p.exitValue() != 0) {
+                    p.destroyForcibly();
+                    throw new IOException("iperf3 client failed or hung: " + out);
+                }
+                return parse(out);
+            } finally {
+                Files.deleteIfExists(output);
             }
+        }
+
+        private static double parse(String out) throws IOException {
             Matcher m = RECEIVED.matcher(out);
             if (!m.find()) {
                 throw new IOException("no sum_received in iperf3's output: " + out);

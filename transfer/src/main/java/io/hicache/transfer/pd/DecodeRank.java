@@ -55,7 +55,7 @@ public final class DecodeRank implements AutoCloseable {
         worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
         checks.scheduleWithFixedDelay(this::heartbeat, config.heartbeatMillis(), config.heartbeatMillis(),
                 TimeUnit.MILLISECONDS);
-        engine.onMessage((from, payload) -> worker.execute(() -> handleSafely(payload)));
+        engine.onMessage((from, payload) -> post(() -> handleSafely(payload)));
     }
 
     private static ScheduledExecutorService executor(String name) {
@@ -331,6 +331,15 @@ public final class DecodeRank implements AutoCloseable {
                     p.deathReason = "prefill at " + p.url + " missed " + p.failures + " heartbeats";
                 }
             });
+        }
+    }
+
+    /** Runs {@code task} on the protocol thread; dropped once the rank is closed. */
+    private void post(Runnable task) {
+        try {
+            worker.execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            // the rank is closed: late messages and completions have nobody to inform
         }
     }
 

@@ -60,7 +60,7 @@ public final class PrefillRank implements AutoCloseable {
         this.worker = w;
         long sweep = Math.max(10, Math.min(1_000, config.bootstrapTimeoutMillis() / 4));
         worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
-        engine.onMessage((from, payload) -> worker.execute(() -> handleSafely(payload)));
+        engine.onMessage((from, payload) -> post(() -> handleSafely(payload)));
     }
 
     /**
@@ -185,7 +185,7 @@ public final class PrefillRank implements AutoCloseable {
             }
             s = engine.openSegment(address, Duration.ofMillis(config.lookupTimeoutMillis()));
             RemoteSegment opened = s;
-            s.onDeath(() -> worker.execute(() -> {
+            s.onDeath(() -> post(() -> {
                 for (Room r : rooms.values()) {
                     if (r.destinations.stream().anyMatch(d -> d.segment == opened)) {
                         fail(r, "decode " + address + " died: " + opened.deathReason());
@@ -238,7 +238,7 @@ public final class PrefillRank implements AutoCloseable {
         room.inFlight++;
         TransferBatch batch = engine.submit(d.segment, writes, Deadline.after(Duration.ofMillis(
                 config.chunkDeadlineMillis())));
-        batch.whenDone().whenComplete((b, e) -> worker.execute(() -> {
+        batch.whenDone().whenComplete((b, e) -> post(() -> {
             room.inFlight--;
             if (!b.allDone()) {
                 fail(room, "transfer to decode " + d.spec.engineAddress() + " failed: " + b.firstFailure());
@@ -346,6 +346,15 @@ public final class PrefillRank implements AutoCloseable {
             }
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "prefill sweep failed; it runs again", e);
+        }
+    }
+
+    /** Runs {@code task} on the protocol thread; dropped once the rank is closed. */
+    private void post(Runnable task) {
+        try {
+            worker.execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            // the rank is closed: late messages and completions have nobody to inform
         }
     }
 

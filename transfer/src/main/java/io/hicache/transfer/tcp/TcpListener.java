@@ -35,7 +35,13 @@ public final class TcpListener implements AutoCloseable {
                         ch.pipeline().addLast(handler);
                     }
                 });
-        this.server = b.bind(bindHost, port).syncUninterruptibly().channel();
+        io.netty.channel.ChannelFuture bound = b.bind(bindHost, port);
+        if (!bound.awaitUninterruptibly(10, TimeUnit.SECONDS) || !bound.isSuccess()) {
+            bound.channel().close();
+            throw io.hicache.transfer.TransferException.unavailable("cannot listen on " + bindHost + ":" + port + ": "
+                    + (bound.cause() == null ? "bind did not finish within 10 s" : bound.cause().getMessage()));
+        }
+        this.server = bound.channel();
     }
 
     /** The bound port. */
