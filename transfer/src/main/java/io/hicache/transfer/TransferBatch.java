@@ -126,10 +126,6 @@ public final class TransferBatch {
         }
     }
 
-    List<Request> requests() {
-        return requests;
-    }
-
     private void requestFinal() {
         pending.countDown();
         if (pending.getCount() == 0) {

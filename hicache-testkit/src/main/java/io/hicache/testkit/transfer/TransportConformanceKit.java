@@ -218,9 +218,13 @@ public abstract class TransportConformanceKit {
 
     @Test
     void aRegionUnregisteredByItsOwnerRefusesRequests() throws Exception {
+        List<TransferRequest> write = List.of(TransferRequest.write(localRegion.memory().asSlice(0, 4096), "remote",
+                0));
+        TransferBatch before = local.submit(segment, write, Deadline.after(Duration.ofSeconds(10)));
+        assertTrue(before.await(Duration.ofSeconds(10)));
+        assertEquals(RequestState.DONE, before.state(0), "the region was in use (a transport may have mapped it)");
         remoteRegion.close();
-        TransferBatch batch = local.submit(segment, List.of(TransferRequest.read(localRegion.memory().asSlice(0,
-                4096), "remote", 0)), Deadline.after(Duration.ofSeconds(10)));
+        TransferBatch batch = local.submit(segment, write, Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(10)));
         assertEquals(RequestState.FAILED, batch.state(0), "a stale descriptor does not reach freed memory");
         assertTrue(remote.regions().isEmpty());

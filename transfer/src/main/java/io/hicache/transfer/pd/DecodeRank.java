@@ -14,8 +14,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -37,8 +35,8 @@ public final class DecodeRank implements AutoCloseable {
     private final TransferEngine engine;
     private final RankSpec spec;
     private final PdConfig config;
-    private final ScheduledExecutorService worker;
-    private final ScheduledExecutorService checks;
+    private final PdThread worker;
+    private final PdThread checks;
     private final BootstrapClient bootstrap;
     private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
     private final Map<String, Prefill> prefills = new HashMap<>();
@@ -48,24 +46,12 @@ public final class DecodeRank implements AutoCloseable {
         this.spec = spec;
         this.config = config;
         this.bootstrap = new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis()));
-        this.worker = executor("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
-        this.checks = executor("pd-decode-heartbeat-" + spec.tpRank() + "-" + engine.config().name());
-        long sweep = Math.max(10, Math.min(1_000, Math.min(config.waitingTimeoutMillis(),
-                config.abortAckTimeoutMillis()) / 4));
-        worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
-        checks.scheduleWithFixedDelay(this::heartbeat, config.heartbeatMillis(), config.heartbeatMillis(),
-                TimeUnit.MILLISECONDS);
-        engine.onMessage((from, payload) -> post(() -> handleSafely(payload)));
-    }
-
-    private static ScheduledExecutorService executor(String name) {
-        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            return t;
-        });
-        e.setRemoveOnCancelPolicy(true);
-        return e;
+        this.worker = new PdThread("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
+        this.checks = new PdThread("pd-decode-heartbeat-" + spec.tpRank() + "-" + engine.config().name());
+        worker.every(Math.max(10, Math.min(1_000, Math.min(config.waitingTimeoutMillis(),
+                config.abortAckTimeoutMillis()) / 4)), this::sweepSafely);
+        checks.every(config.heartbeatMillis(), this::heartbeat);
+        engine.onMessage((from, payload) -> worker.post(() -> handleSafely(payload)));
     }
 
     /**
@@ -98,24 +84,24 @@ public final class DecodeRank implements AutoCloseable {
         if (rooms.putIfAbsent(room, r) != null) {
             throw new IllegalStateException("room " + room + " is already being received");
         }
-        worker.execute(() -> resolve(r));
+        worker.post(() -> resolve(r));
         return new KvReceiver(this, r);
     }
 
     // ---- called by KvReceiver
 
     void init(Room room, int[] pages, int auxSlot, int prefixPages) {
-        worker.execute(() -> {
+        worker.post(() -> {
             room.init = new int[][] {pages, {auxSlot, prefixPages}};
             maybeSendInfo(room);
         });
     }
 
     CompletableFuture<Boolean> abort(Room room) {
-        worker.execute(() -> {
-            boolean wasFinal = room.state.isFinal();
+        worker.post(() -> {
+            boolean succeeded = room.state == KvPoll.SUCCESS;
             fail(room, "aborted");
-            if (room.infoSent && !(wasFinal && room.state == KvPoll.SUCCESS)) {
+            if (room.infoSent && !succeeded) {
                 room.abortStartedNanos = System.nanoTime();
                 for (int r : room.targets) {
                     room.prefill.segments.get(r).send(PdMessage.of("ABORT", "room", Long.toString(room.id), "from",
@@ -130,7 +116,7 @@ public final class DecodeRank implements AutoCloseable {
     }
 
     void forget(Room room) {
-        worker.execute(() -> {
+        worker.post(() -> {
             if (room.released.isDone() || !room.infoSent || room.state == KvPoll.SUCCESS) {
                 rooms.remove(room.id, room);
             } else {
@@ -308,7 +294,7 @@ public final class DecodeRank implements AutoCloseable {
     private void heartbeat() {
         List<Prefill> known;
         try {
-            known = worker.submit(() -> List.copyOf(prefills.values())).get(config.lookupTimeoutMillis(),
+            known = worker.executor().submit(() -> List.copyOf(prefills.values())).get(config.lookupTimeoutMillis(),
                     TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             return;
@@ -324,7 +310,7 @@ public final class DecodeRank implements AutoCloseable {
                 Thread.currentThread().interrupt();
                 return;
             }
-            worker.execute(() -> {
+            worker.post(() -> {
                 p.failures = ok ? 0 : p.failures + 1;
                 if (p.failures >= config.heartbeatMaxFailures()) {
                     p.dead = true;
@@ -334,25 +320,10 @@ public final class DecodeRank implements AutoCloseable {
         }
     }
 
-    /** Runs {@code task} on the protocol thread; dropped once the rank is closed. */
-    private void post(Runnable task) {
-        try {
-            worker.execute(task);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the rank is closed: late messages and completions have nobody to inform
-        }
-    }
-
     @Override
     public void close() {
-        checks.shutdownNow();
-        worker.shutdownNow();
-        try {
-            worker.awaitTermination(5, TimeUnit.SECONDS);
-            checks.awaitTermination(5, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        checks.close();
+        worker.close();
         for (Prefill p : prefills.values()) {
             p.segments.values().forEach(RemoteSegment::close);
         }

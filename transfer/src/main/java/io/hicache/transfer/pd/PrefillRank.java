@@ -15,8 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -37,7 +35,7 @@ public final class PrefillRank implements AutoCloseable {
     private final LocalRegion kv;
     private final LocalRegion aux;
     private final PdConfig config;
-    private final ScheduledExecutorService worker;
+    private final PdThread worker;
     private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
     private final Map<String, RemoteSegment> decodes = new HashMap<>();
     private final ArrayDeque<Integer> freeAuxSlots = new ArrayDeque<>();
@@ -51,16 +49,9 @@ public final class PrefillRank implements AutoCloseable {
         for (int i = 0; i < spec.auxSlots(); i++) {
             freeAuxSlots.add(i);
         }
-        ScheduledThreadPoolExecutor w = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "pd-prefill-" + spec.tpRank() + "-" + engine.config().name());
-            t.setDaemon(true);
-            return t;
-        });
-        w.setRemoveOnCancelPolicy(true);
-        this.worker = w;
-        long sweep = Math.max(10, Math.min(1_000, config.bootstrapTimeoutMillis() / 4));
-        worker.scheduleWithFixedDelay(this::sweepSafely, sweep, sweep, TimeUnit.MILLISECONDS);
-        engine.onMessage((from, payload) -> post(() -> handleSafely(payload)));
+        this.worker = new PdThread("pd-prefill-" + spec.tpRank() + "-" + engine.config().name());
+        worker.every(Math.max(10, Math.min(1_000, config.bootstrapTimeoutMillis() / 4)), this::sweepSafely);
+        engine.onMessage((from, payload) -> worker.post(() -> handleSafely(payload)));
     }
 
     /**
@@ -114,7 +105,7 @@ public final class PrefillRank implements AutoCloseable {
     // ---- called by KvSender, from any thread
 
     void send(Room room, int[] srcPages, boolean last, byte[] auxData) {
-        worker.execute(() -> {
+        worker.post(() -> {
             try {
                 sendChunk(room, srcPages, last, auxData);
             } catch (RuntimeException e) {
@@ -124,7 +115,7 @@ public final class PrefillRank implements AutoCloseable {
     }
 
     void release(Room room) {
-        worker.execute(() -> {
+        worker.post(() -> {
             room.released = true;
             forgetIfIdle(room);
         });
@@ -185,7 +176,7 @@ public final class PrefillRank implements AutoCloseable {
             }
             s = engine.openSegment(address, Duration.ofMillis(config.lookupTimeoutMillis()));
             RemoteSegment opened = s;
-            s.onDeath(() -> post(() -> {
+            s.onDeath(() -> worker.post(() -> {
                 for (Room r : rooms.values()) {
                     if (r.destinations.stream().anyMatch(d -> d.segment == opened)) {
                         fail(r, "decode " + address + " died: " + opened.deathReason());
@@ -238,7 +229,7 @@ public final class PrefillRank implements AutoCloseable {
         room.inFlight++;
         TransferBatch batch = engine.submit(d.segment, writes, Deadline.after(Duration.ofMillis(
                 config.chunkDeadlineMillis())));
-        batch.whenDone().whenComplete((b, e) -> post(() -> {
+        batch.whenDone().whenComplete((b, e) -> worker.post(() -> {
             room.inFlight--;
             if (!b.allDone()) {
                 fail(room, "transfer to decode " + d.spec.engineAddress() + " failed: " + b.firstFailure());
@@ -349,24 +340,10 @@ public final class PrefillRank implements AutoCloseable {
         }
     }
 
-    /** Runs {@code task} on the protocol thread; dropped once the rank is closed. */
-    private void post(Runnable task) {
-        try {
-            worker.execute(task);
-        } catch (java.util.concurrent.RejectedExecutionException closed) {
-            // the rank is closed: late messages and completions have nobody to inform
-        }
-    }
-
     /** Stops the rank's thread and closes its links to decodes. */
     @Override
     public void close() {
-        worker.shutdownNow();
-        try {
-            worker.awaitTermination(5, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        worker.close();
         for (RemoteSegment s : decodes.values()) {
             s.close();
         }

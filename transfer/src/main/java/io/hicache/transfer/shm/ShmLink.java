@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
@@ -58,6 +59,10 @@ final class ShmLink implements TransportLink {
                 failure = "peer " + peer.remote().name() + " is dead: " + peer.deathReason();
             } else if (!slice.wanted()) {
                 failure = "not wanted any more";
+            } else if (!Files.exists(Path.of(slice.region().shmPath()))) {
+                // the owner unregistered the region (its file is deleted on close): an old mapping would still
+                // accept the copy, into memory nobody reads
+                failure = "region " + slice.region().name() + " of " + peer.remote().name() + " was unregistered";
             } else {
                 MemorySegment remote = map(slice.region()).asSlice(slice.remoteOffset(), slice.local().byteSize());
                 if (slice.op() == TransferOp.READ) {
@@ -99,11 +104,6 @@ final class ShmLink implements TransportLink {
     @Override
     public void abandon(Slice slice) {
         // a copy in progress ends within one slice; nothing to tear down
-    }
-
-    @Override
-    public boolean healthy() {
-        return !closed && peer.alive();
     }
 
     @Override

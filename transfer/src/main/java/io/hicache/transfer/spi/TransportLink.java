@@ -14,9 +14,6 @@ public interface TransportLink extends AutoCloseable {
      */
     void abandon(Slice slice);
 
-    /** Whether the link can still move slices (false after the peer was found dead or the link closed). */
-    boolean healthy();
-
     @Override
     void close();
 }

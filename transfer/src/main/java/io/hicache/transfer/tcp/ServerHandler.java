@@ -26,6 +26,7 @@ final class ServerHandler extends FrameHandler {
     private LocalRegion writing;
     private String writeError;
     private boolean counted;
+    private boolean flushPending;
 
     ServerHandler(SegmentHost host) {
         this.host = host;
@@ -78,7 +79,7 @@ final class ServerHandler extends FrameHandler {
                     writing.release();
                     writing = null;
                     ctx.write(Frames.header(ctx.alloc(), Frames.WRITE_ACK, 0, h.id(), h.offset(), 0));
-                    flushSoon(ctx);
+                    flushSoon();
                 } else {
                     reply(ctx, Frames.ERROR, 0, h.id(), (writeError == null ? "write failed" : writeError)
                             .getBytes(StandardCharsets.UTF_8));
@@ -109,7 +110,7 @@ final class ServerHandler extends FrameHandler {
         ByteBuf data = Unpooled.wrappedBuffer(region.memory().asSlice(h.offset(), h.length()).asByteBuffer());
         // the region stays acquired until the socket took the bytes, so unregistering waits for them
         ctx.write(data).addListener((ChannelFutureListener) f -> region.release());
-        flushSoon(ctx);
+        flushSoon();
     }
 
     private void reply(ChannelHandlerContext ctx, byte type, int region, long id, byte[] payload) {
@@ -117,13 +118,11 @@ final class ServerHandler extends FrameHandler {
         if (payload.length > 0) {
             ctx.write(Unpooled.wrappedBuffer(payload));
         }
-        flushSoon(ctx);
+        flushSoon();
     }
 
-    private boolean flushPending;
-
     /** Flushes once at the end of the current read burst rather than per frame. */
-    private void flushSoon(ChannelHandlerContext ctx) {
+    private void flushSoon() {
         flushPending = true;
     }
 
@@ -159,7 +158,9 @@ final class ServerHandler extends FrameHandler {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        LOG.log(Level.WARNING, "connection from " + peer + " failed; closing it", cause);
+        // a peer that dies resets its connections, which is normal; a frame we cannot parse is not
+        LOG.log(cause instanceof java.io.IOException ? Level.FINE : Level.WARNING,
+                "connection from " + peer + " failed; closing it", cause);
         ctx.close();
     }
 }

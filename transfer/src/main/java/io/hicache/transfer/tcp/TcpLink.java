@@ -91,19 +91,6 @@ final class TcpLink implements TransportLink {
         }
     }
 
-    @Override
-    public synchronized boolean healthy() {
-        if (closed || !peer.alive()) {
-            return false;
-        }
-        for (Slot s : slots) {
-            if (s.conn != null && s.conn.isOpen() || s.connecting) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** Hands waiting slices to connections under their window. */
     private void pump() {
         while (true) {

@@ -77,7 +77,7 @@ public final class PrefillProcessMain {
                 Thread.sleep(1);
             }
             if (sender.poll() == KvPoll.WAITING_FOR_INPUT) {
-                MemorySegmentKv.fill(spec, pool, room, pages);
+                KvPatterns.fill(spec, pool.hostVisibleMemory().orElseThrow(), room, pages, 0, positions);
                 for (int from = 0; from < positions; from += CHUNK_PAGES) {
                     int to = Math.min(positions, from + CHUNK_PAGES);
                     byte[] aux = to == positions ? ByteBuffer.allocate(8).putLong(room).array() : null;
@@ -94,29 +94,23 @@ public final class PrefillProcessMain {
         } finally {
             sender.close();
             if (pages != null) {
-                // wait until no write reads these pages any more before they are reused
+                // the rank forgets a released room once no write reads its pages any more; only then reuse them
                 long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (rank.activeRooms() > 0 && hasRoom(rank, room) && System.nanoTime() < until) {
-                    Thread.onSpinWait();
+                while (rank.tracks(room) && System.nanoTime() < until) {
+                    try {
+                        Thread.sleep(1);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
                 }
                 pool.allocator().free(pages);
             }
         }
     }
 
-    private static boolean hasRoom(PrefillRank rank, long room) {
-        return rank.tracks(room);
-    }
-
     static synchronized void say(String line) {
         System.out.println(line);
         System.out.flush();
-    }
-
-    /** Fills the pool's memory directly, as a forward pass would. */
-    private static final class MemorySegmentKv {
-        static void fill(RankSpec spec, KvPool pool, long room, int[] pages) {
-            KvPatterns.fill(spec, pool.hostVisibleMemory().orElseThrow(), room, pages, 0, pages.length);
-        }
     }
 }
