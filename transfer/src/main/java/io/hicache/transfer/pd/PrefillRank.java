@@ -89,7 +89,9 @@ public final class PrefillRank implements AutoCloseable {
 
     /** The sender of {@code room}, created (bootstrapping) if the rank has not seen the room yet. */
     public KvSender sender(long room) {
-        return new KvSender(this, rooms.computeIfAbsent(room, r -> new Room(r, System.nanoTime())));
+        Room r = rooms.computeIfAbsent(room, id -> new Room(id, System.nanoTime()));
+        r.claimed = true;
+        return new KvSender(this, r);
     }
 
     /** Whether the rank still tracks {@code room}: released rooms are dropped once no write of theirs is in flight. */
@@ -132,6 +134,10 @@ public final class PrefillRank implements AutoCloseable {
     }
 
     private void handle(PdMessage m) {
+        if (m.type().equals("ABORT") && !rooms.containsKey(m.room())) {
+            ack(m.room(), m.get("from")); // a room this rank never had, or already forgot: nothing is in flight
+            return;
+        }
         Room room = rooms.computeIfAbsent(m.room(), r -> new Room(r, System.nanoTime()));
         switch (m.type()) {
             case "INFO" -> info(room, m);
@@ -307,14 +313,18 @@ public final class PrefillRank implements AutoCloseable {
         }
         freeAux(room);
         for (String address : room.ackTo) {
-            try {
-                segment(address).send(PdMessage.of("ABORT_ACK", "room", Long.toString(room.id), "rank",
-                        Integer.toString(spec.tpRank())).encode());
-            } catch (TransferException e) {
-                LOG.fine(() -> "abort ack to " + address + " not sent: " + e.getMessage());
-            }
+            ack(room.id, address);
         }
         room.ackTo.clear();
+    }
+
+    private void ack(long room, String address) {
+        try {
+            segment(address).send(PdMessage.of("ABORT_ACK", "room", Long.toString(room), "rank",
+                    Integer.toString(spec.tpRank())).encode());
+        } catch (TransferException e) {
+            LOG.fine(() -> "abort ack to " + address + " not sent: " + e.getMessage());
+        }
     }
 
     private void status(Room room, String state, String reason) {
@@ -333,6 +343,12 @@ public final class PrefillRank implements AutoCloseable {
                 if (r.state == KvPoll.BOOTSTRAPPING && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(
                         config.bootstrapTimeoutMillis())) {
                     fail(r, "no destination from decode within " + config.bootstrapTimeoutMillis() + " ms");
+                }
+                if (!r.claimed && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(config.bootstrapTimeoutMillis())) {
+                    // a decode named the room (or aborted it) but this rank's engine never asked to send it: nothing
+                    // was written, so forget it quietly; the decode's waiting timeout answers for it
+                    r.released = true;
+                    forgetIfIdle(r);
                 }
             }
         } catch (RuntimeException e) {
@@ -368,6 +384,8 @@ public final class PrefillRank implements AutoCloseable {
         byte[] lastAux;
         boolean auxSent;
         boolean released;
+        /** Whether the engine asked for the room's sender; a room only a decode named is dropped after a while. */
+        volatile boolean claimed;
         int auxSlot = -1;
 
         Room(long id, long createdNanos) {
