@@ -7,6 +7,7 @@ import io.hicache.core.memory.HostRegistration;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
+import io.hicache.core.memory.WaitMode;
 import io.hicache.core.memory.cuda.ContiguousCopy;
 import io.hicache.core.memory.cuda.CudaDeviceRuntime;
 import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
@@ -39,7 +40,8 @@ import java.util.Random;
  *   <li>The link's ceiling: one 1 GiB copy each way between pinned host memory (a registered /dev/shm mapping, as
  *       the host slab is) and the device, against the same copy from unpinned host memory.
  *   <li>8192 scattered pages of 16 KiB, 64 KiB and 256 KiB, each host layout, both directions, through the copy
- *       kernel, against one contiguous pinned copy of the same bytes: one copy at a time, each awaited, and 8 copies
+ *       kernel, against one contiguous pinned copy of the same bytes: one copy at a time, each awaited (both by
+ *       spinning, so that neither pays a thread's wake-up), and 8 copies
  *       in flight against 8 contiguous copies in flight; and through the copy engine (one
  *       {@code cuMemcpy2DAsync} per page and part), against the kernel.
  *   <li>A per-layer load of one request's pages: when each layer becomes ready.
@@ -55,6 +57,7 @@ public final class CudaSuite implements BenchSuite {
     /** Copies submitted back to back in the in-flight rows: how a server keeps the link busy. */
     static final int IN_FLIGHT = 8;
     private static final long GIB = 1L << 30;
+    static final Path DEFAULT_SLAB_DIR = Path.of("/dev/shm");
 
     @Override
     public String name() {
@@ -66,11 +69,24 @@ public final class CudaSuite implements BenchSuite {
         return "CUDA: pinned link ceiling; 8192 scattered pages through the kernel and the copy engine; per-layer load";
     }
 
+    /** Where the pinned slab's file is made: a tmpfs or hugetlbfs folder. */
+    private final Path slabDir;
+
+    /** The suite with its slab in /dev/shm, where the host pool keeps it by default. */
+    public CudaSuite() {
+        this(DEFAULT_SLAB_DIR);
+    }
+
+    /** The suite with its slab in {@code slabDir} (tmpfs or hugetlbfs: the only file systems CUDA can pin). */
+    public CudaSuite(Path slabDir) {
+        this.slabDir = slabDir;
+    }
+
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new Progress();
         int pages = quick ? 1024 : PAGES;
-        withPinnedSlab(pages, CudaTuning.DEFAULT, (runtime, slab, arena) -> {
+        withPinnedSlab(slabDir, pages, CudaTuning.DEFAULT, (runtime, slab, arena) -> {
             ceilings(runtime, slab, quick, rows, arena);
             Comparison comparison = Comparison.forRun(quick, 2, 6, 250);
             Comparison slow = Comparison.forRun(quick, 1, 3, 250);
@@ -93,12 +109,17 @@ public final class CudaSuite implements BenchSuite {
      * size twice over, registers it, runs {@code action}, and releases all of it.
      */
     static void withPinnedSlab(int pages, CudaTuning tuning, SlabAction action) throws Exception {
+        withPinnedSlab(DEFAULT_SLAB_DIR, pages, tuning, action);
+    }
+
+    /** As {@link #withPinnedSlab(int, CudaTuning, SlabAction)}, with the slab's file in {@code dir}. */
+    static void withPinnedSlab(Path dir, int pages, CudaTuning tuning, SlabAction action) throws Exception {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
             throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "the cuda suite needs a CUDA device: " + why.get());
         }
-        long slabBytes = Math.max(GIB, 2L * pages * new PageFormat(MemorySuite.GEOMETRY, 16, HostLayout.PAGE_FIRST).pageBytes());
-        Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-bench-cuda", ".slab");
+        long slabBytes = slabBytes(pages);
+        Path file = Files.createTempFile(dir, "hicache-bench-cuda", ".slab");
         try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true, CudaDeviceRuntime.REGISTER_SLICE_BYTES, tuning);
                 Arena arena = Arena.ofShared()) {
             MemorySegment slab = map(file, slabBytes, arena);
@@ -113,7 +134,12 @@ public final class CudaSuite implements BenchSuite {
         }
     }
 
-    private static MemorySegment map(Path file, long bytes, Arena arena) throws IOException {
+    /** A slab for {@code pages} pages of every size twice over, at least 1 GiB: a whole number of 2 MiB huge pages. */
+    static long slabBytes(int pages) {
+        return Math.max(GIB, 2L * pages * new PageFormat(MemorySuite.GEOMETRY, 16, HostLayout.PAGE_FIRST).pageBytes());
+    }
+
+    static MemorySegment map(Path file, long bytes, Arena arena) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment m = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
             m.fill((byte) 0x3C);
@@ -221,8 +247,9 @@ public final class CudaSuite implements BenchSuite {
         return bytes;
     }
 
+    /** Waits by spinning, as the reference's {@code cuStreamSynchronize} does: both sides pay the same to wake. */
     static void await(KvCopy c) throws InterruptedException {
-        if (!c.await(Deadline.after(Duration.ofMinutes(2)))) {
+        if (!c.await(Deadline.after(Duration.ofMinutes(2)), WaitMode.SPIN)) {
             throw new IllegalStateException("a copy took over two minutes");
         }
     }

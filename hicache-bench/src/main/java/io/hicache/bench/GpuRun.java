@@ -16,6 +16,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -27,16 +28,20 @@ import java.util.Optional;
  * {@code cuda.json}, {@code gpu-run.log}) and prints a short table last. {@code --experiment tuning} replaces the
  * suite with {@link CudaTuningExperiment} ({@code cuda-tuning.json}), {@code --experiment latency} with
  * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
- * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}). Exit status 0 when every kit passes and the
- * suite runs, 1 otherwise, 2 without a usable GPU.
+ * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}). {@code --slab-dir DIR} puts the suite's pinned
+ * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
+ * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
+ * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
  *
  * <pre>
  * scripts/pack-gpu.sh
- * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--experiment tuning|latency|hugepages]
+ * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--slab-dir DIR]...
+ *     [--experiment tuning|latency|hugepages [--no-kits]]
  * </pre>
  */
 public final class GpuRun {
-    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--experiment tuning|latency|hugepages]";
+    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--slab-dir DIR]... "
+            + "[--experiment tuning|latency|hugepages [--no-kits]]";
 
     private GpuRun() {
     }
@@ -45,29 +50,35 @@ public final class GpuRun {
         Path out = null;
         boolean quick = false;
         String experiment = null;
+        boolean kits = true;
+        List<Path> slabDirs = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--out" -> out = Path.of(args[++i]);
                 case "--quick" -> quick = true;
                 case "--experiment" -> experiment = args[++i];
+                case "--no-kits" -> kits = false;
+                case "--slab-dir" -> slabDirs.add(Path.of(args[++i]));
                 default -> {
                     System.err.println(USAGE);
                     System.exit(2);
                 }
             }
         }
-        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages").contains(experiment))) {
+        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages").contains(experiment))
+                || (experiment == null && !kits)) {
             System.err.println(USAGE);
             System.exit(2);
         }
         Files.createDirectories(out);
         try (OutputStream file = Files.newOutputStream(out.resolve("gpu-run.log"));
                 PrintStream log = new PrintStream(new Tee(System.out, file), true, StandardCharsets.UTF_8)) {
-            System.exit(run(out, quick, experiment, log));
+            System.exit(run(out, quick, experiment, kits, slabDirs, log));
         }
     }
 
-    private static int run(Path out, boolean quick, String experiment, PrintStream log) throws IOException {
+    private static int run(Path out, boolean quick, String experiment, boolean runKits, List<Path> slabDirs,
+            PrintStream log) throws IOException {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
             log.println("no usable GPU: " + why.get());
@@ -82,13 +93,7 @@ public final class GpuRun {
         log.printf(Locale.ROOT, "device: %s, %.1f GiB (%.1f free), copy kernel %s%n", info.name(), info.totalBytes() / 1073741824.0,
                 info.freeBytes() / 1073741824.0, kernel ? "loaded" : "NOT loaded");
 
-        ConformanceReport kernelKit = ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel");
-        ConformanceReport engineKit = ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine");
-        ConformanceReport slicesKit = ConformanceRunner.run(CudaSmallSlicesRuntimeKit.class,
-                "CUDA runtime, copy engine, 16 KiB registration slices");
-        ConformanceReport alternateKit = ConformanceRunner.run(CudaAlternateTuningRuntimeKit.class,
-                "CUDA runtime, copy kernel, " + CudaAlternateTuningRuntimeKit.alternate());
-        List<ConformanceReport> allKits = List.of(kernelKit, engineKit, slicesKit, alternateKit);
+        List<ConformanceReport> allKits = runKits ? kits() : List.of();
         ByteArrayOutputStream kits = new ByteArrayOutputStream();
         try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
             for (ConformanceReport r : allKits) {
@@ -96,21 +101,26 @@ public final class GpuRun {
                 p.println();
             }
         }
-        Files.write(out.resolve("conformance.txt"), kits.toByteArray());
-        log.print(kits.toString(StandardCharsets.UTF_8));
+        if (runKits) {
+            Files.write(out.resolve("conformance.txt"), kits.toByteArray());
+            log.print(kits.toString(StandardCharsets.UTF_8));
+        }
 
         BenchReport report = null;
         try {
-            String command = "bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT" + (quick ? " --quick" : "")
-                    + (experiment != null ? " --experiment " + experiment : "");
+            StringBuilder command = new StringBuilder("bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
+            command.append(quick ? " --quick" : "");
+            slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));
+            command.append(experiment != null ? " --experiment " + experiment : "").append(runKits ? "" : " --no-kits");
             if (experiment == null) {
-                report = BenchReport.of("cuda", new CudaSuite().run(quick), command, 0);
+                Path slabDir = slabDirs.isEmpty() ? CudaSuite.DEFAULT_SLAB_DIR : slabDirs.get(0);
+                report = BenchReport.of("cuda", new CudaSuite(slabDir).run(quick), command.toString(), 0);
             } else if (experiment.equals("tuning")) {
-                report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command, 0);
+                report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command.toString(), 0);
             } else if (experiment.equals("latency")) {
-                report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command, 0);
+                report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {
-                report = BenchReport.of("cuda-hugepages", CudaHugePageExperiment.run(quick), command, 0);
+                report = BenchReport.of("cuda-hugepages", CudaHugePageExperiment.run(quick, slabDirs), command.toString(), 0);
             }
             report.write(out);
             report.print(log);
@@ -136,6 +146,15 @@ public final class GpuRun {
         boolean ok = allKits.stream().allMatch(ConformanceReport::passed) && report != null;
         log.println(ok ? "result: OK" : "result: FAILED");
         return ok ? 0 : 1;
+    }
+
+    /** The device runtime kit against the four CUDA targets. */
+    private static List<ConformanceReport> kits() {
+        return List.of(ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel"),
+                ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine"),
+                ConformanceRunner.run(CudaSmallSlicesRuntimeKit.class, "CUDA runtime, copy engine, 16 KiB registration slices"),
+                ConformanceRunner.run(CudaAlternateTuningRuntimeKit.class,
+                        "CUDA runtime, copy kernel, " + CudaAlternateTuningRuntimeKit.alternate()));
     }
 
     /** Writes to two streams. */

@@ -16,6 +16,7 @@ import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.PageAllocator;
+import io.hicache.core.memory.WaitMode;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -267,6 +268,27 @@ public abstract class DeviceRuntimeConformanceKit {
                 expected.add(l);
             }
             assertEquals(expected, List.copyOf(order), "layers complete in order");
+        }
+    }
+
+    @Test
+    void aSpinningWaiterSeesEachLayerWithItsBytes() throws Exception {
+        PageFormat format = formatFor(HostLayout.PAGE_FIRST_DIRECT);
+        try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
+            HostSlab host = newSlab(format, HOST_SLOTS);
+            fillHost(host, range(HOST_SLOTS));
+            fillDevice(pool, range(DEVICE_PAGES));
+            int[] hostSlots = pick(HOST_SLOTS, DEVICE_PAGES);
+            int[] devicePages = pick(DEVICE_PAGES, DEVICE_PAGES);
+            KvCopy copy = pool.load(host, hostSlots, devicePages);
+            Deadline deadline = Deadline.after(copyTimeout());
+            for (int layer = 0; layer < format.geometry().layers(); layer++) {
+                assertTrue(copy.awaitLayer(layer, deadline, WaitMode.SPIN), "layer " + layer + " did not land in time");
+                int probe = layer % devicePages.length;
+                String bad = devicePageProblem(pool, devicePages[probe], HOST_SIDE + hostSlots[probe], layer + 1);
+                assertNull(bad, () -> "a spinning wait for layer returned before its bytes landed: " + bad);
+            }
+            assertTrue(copy.await(Deadline.expired(), WaitMode.SPIN), "a finished load is done");
         }
     }
 

@@ -34,7 +34,17 @@ public interface KvCopy {
      * @throws HiCacheException when the copy failed
      */
     default boolean awaitLayer(int layer, Deadline deadline) throws InterruptedException {
-        return await(layerDone(layer), deadline);
+        return awaitLayer(layer, deadline, WaitMode.PARK);
+    }
+
+    /**
+     * Waits for layer {@code layer} until {@code deadline}, parking or spinning as {@code mode} says.
+     *
+     * @return true when the layer is done, false when the deadline passed or was cancelled first
+     * @throws HiCacheException when the copy failed
+     */
+    default boolean awaitLayer(int layer, Deadline deadline, WaitMode mode) throws InterruptedException {
+        return await(layerDone(layer), deadline, mode);
     }
 
     /**
@@ -44,10 +54,32 @@ public interface KvCopy {
      * @throws HiCacheException when the copy failed
      */
     default boolean await(Deadline deadline) throws InterruptedException {
-        return await(done(), deadline);
+        return await(done(), deadline, WaitMode.PARK);
     }
 
-    private static boolean await(CompletableFuture<Void> future, Deadline deadline) throws InterruptedException {
+    /**
+     * Waits for the whole copy until {@code deadline}, parking or spinning as {@code mode} says.
+     *
+     * @return true when done, false when the deadline passed or was cancelled first
+     * @throws HiCacheException when the copy failed
+     */
+    default boolean await(Deadline deadline, WaitMode mode) throws InterruptedException {
+        return await(done(), deadline, mode);
+    }
+
+    private static boolean await(CompletableFuture<Void> future, Deadline deadline, WaitMode mode)
+            throws InterruptedException {
+        if (mode == WaitMode.SPIN) {
+            while (!future.isDone()) {
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
+                if (deadline.isOver()) {
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+        }
         try {
             future.get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
             return true;
