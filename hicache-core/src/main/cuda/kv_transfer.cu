@@ -14,8 +14,27 @@
 // The entry points differ only in index arithmetic width and loads in flight; CudaDeviceRuntime picks one.
 #include <stdint.h>
 
+// One 16-byte load. LOAD 0: a plain load. LOAD 1: with the L2::256B prefetch-size hint, which asks L2 to fetch the
+// whole 256-byte block a miss falls in (one larger read of host memory across PCIe instead of two or more).
+// LOAD 2: the same through the read-only (non-coherent) path; the kernel never writes what it reads.
+template <int LOAD>
+__device__ __forceinline__ uint4 load16(const uint4* p)
+{
+    uint4 v;
+    if (LOAD == 0) {
+        v = *p;
+    } else if (LOAD == 1) {
+        asm("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    } else {
+        asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    }
+    return v;
+}
+
 // Index arithmetic in I (32-bit when a launch has fewer than 2^32 vectors: far cheaper divisions), offsets in 64 bits.
-template <int UNROLL, typename I>
+template <int UNROLL, typename I, int LOAD>
 __device__ __forceinline__ void copy_runs(char* __restrict__ device, char* __restrict__ host,
                                           const int* __restrict__ pairs_index, int pairs, int first_layer,
                                           int layer_count, int layers, int parts, int page_tokens, int row_bytes,
@@ -68,7 +87,7 @@ __device__ __forceinline__ void copy_runs(char* __restrict__ device, char* __res
                 char* hst = host + host_offset;
                 const uint4* source = (const uint4*) (to_host ? dev : hst);
                 target[u] = (uint4*) (to_host ? hst : dev);
-                data[u] = *source;
+                data[u] = load16<LOAD>(source);
             }
         }
 #pragma unroll
@@ -80,18 +99,21 @@ __device__ __forceinline__ void copy_runs(char* __restrict__ device, char* __res
     }
 }
 
-#define HICACHE_KV_COPY(NAME, UNROLL, I) \
+#define HICACHE_KV_COPY(NAME, UNROLL, I, LOAD) \
 extern "C" __global__ void __launch_bounds__(256) \
 NAME(char* __restrict__ device, char* __restrict__ host, const int* __restrict__ pairs_index, int pairs, \
      int first_layer, int layer_count, int layers, int parts, int page_tokens, int row_bytes, int device_pages, \
      int host_slots, int layout, int to_host, int part_outer) \
 { \
-    copy_runs<UNROLL, I>(device, host, pairs_index, pairs, first_layer, layer_count, layers, parts, page_tokens, \
+    copy_runs<UNROLL, I, LOAD>(device, host, pairs_index, pairs, first_layer, layer_count, layers, parts, page_tokens, \
                          row_bytes, device_pages, host_slots, layout, to_host, part_outer); \
 }
 
 // Any launch size: 64-bit index arithmetic.
-HICACHE_KV_COPY(hicache_kv_copy, 4, long long)
+HICACHE_KV_COPY(hicache_kv_copy, 4, long long, 0)
 // Launches of fewer than 2^32 vectors (64 GiB): 32-bit index arithmetic.
-HICACHE_KV_COPY(hicache_kv_copy_u32, 4, unsigned int)
-HICACHE_KV_COPY(hicache_kv_copy_u32_u8, 8, unsigned int)
+HICACHE_KV_COPY(hicache_kv_copy_u32, 4, unsigned int, 0)
+HICACHE_KV_COPY(hicache_kv_copy_u32_u8, 8, unsigned int, 0)
+// The same with the 256-byte L2 prefetch hint, plain and read-only.
+HICACHE_KV_COPY(hicache_kv_copy_u32_l2_256, 4, unsigned int, 1)
+HICACHE_KV_COPY(hicache_kv_copy_u32_nc_l2_256, 4, unsigned int, 2)

@@ -184,6 +184,13 @@ public final class CudaSuite implements BenchSuite {
     static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
             Comparison comparison, Comparison engineComparison, String prefix, List<BenchRow> rows, Arena arena)
             throws Exception {
+        scattered(runtime, slab, tokens, pages, layouts, comparison, engineComparison, prefix, rows, arena, false);
+    }
+
+    /** As above; with {@code hostAscending} the pairs are handed over in ascending host slot order. */
+    static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
+            Comparison comparison, Comparison engineComparison, String prefix, List<BenchRow> rows, Arena arena,
+            boolean hostAscending) throws Exception {
         Random random = new Random(tokens);
         int devicePages = 2 * pages;
         int hostSlots = 2 * pages;
@@ -198,6 +205,9 @@ public final class CudaSuite implements BenchSuite {
                 HostSlab host = new HostSlab(slab, format, hostSlots);
                 int[] device = pick(random, devicePages, pages);
                 int[] slots = pick(random, hostSlots, pages);
+                if (hostAscending) {
+                    sortBySlot(device, slots);
+                }
                 String size = (format.pageBytes() >> 10) + "k_" + layout;
                 for (boolean toHost : new boolean[] {false, true}) {
                     Comparison.Workload kernel = () -> copy(kernelPool, host, device, slots, toHost, bytes);
@@ -394,6 +404,19 @@ public final class CudaSuite implements BenchSuite {
 
     private static String direction(boolean toHost) {
         return toHost ? "d2h" : "h2d";
+    }
+
+    /** Reorders both lists so that {@code slots} ascends, keeping each pair together. */
+    static void sortBySlot(int[] device, int[] slots) {
+        long[] packed = new long[slots.length];
+        for (int i = 0; i < slots.length; i++) {
+            packed[i] = (long) slots[i] << 32 | device[i];
+        }
+        Arrays.sort(packed);
+        for (int i = 0; i < slots.length; i++) {
+            slots[i] = (int) (packed[i] >>> 32);
+            device[i] = (int) packed[i];
+        }
     }
 
     static int[] pick(Random random, int limit, int count) {

@@ -18,11 +18,11 @@ final class CudaTuningExperiment {
      * and the walk order change nothing measurable, and that a second load lane matters: these vary the lanes.
      */
     static final List<CudaTuning> SHAPES = List.of(
-            new CudaTuning(Kernel.WIDE, 1, false),
             new CudaTuning(Kernel.NARROW, 2, true),
             new CudaTuning(Kernel.NARROW, 3, true),
-            new CudaTuning(Kernel.NARROW, 4, true),
-            new CudaTuning(Kernel.NARROW_UNROLL8, 4, true));
+            new CudaTuning(Kernel.NARROW_L2_256B, 2, true),
+            new CudaTuning(Kernel.NARROW_L2_256B, 3, true),
+            new CudaTuning(Kernel.NARROW_NC_L2_256B, 2, true));
 
     private CudaTuningExperiment() {
     }

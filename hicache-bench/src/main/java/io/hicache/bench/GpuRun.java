@@ -28,7 +28,8 @@ import java.util.Optional;
  * {@code cuda.json}, {@code gpu-run.log}) and prints a short table last. {@code --experiment tuning} replaces the
  * suite with {@link CudaTuningExperiment} ({@code cuda-tuning.json}), {@code --experiment latency} with
  * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
- * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}). {@code --slab-dir DIR} puts the suite's pinned
+ * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}), {@code --experiment order} with
+ * {@link CudaOrderExperiment} ({@code cuda-order.json}). {@code --slab-dir DIR} puts the suite's pinned
  * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
  * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
  * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
@@ -36,12 +37,12 @@ import java.util.Optional;
  * <pre>
  * scripts/pack-gpu.sh
  * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--slab-dir DIR]...
- *     [--experiment tuning|latency|hugepages [--no-kits]]
+ *     [--experiment tuning|latency|hugepages|order [--no-kits]]
  * </pre>
  */
 public final class GpuRun {
     private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--slab-dir DIR]... "
-            + "[--experiment tuning|latency|hugepages [--no-kits]]";
+            + "[--experiment tuning|latency|hugepages|order [--no-kits]]";
 
     private GpuRun() {
     }
@@ -65,7 +66,7 @@ public final class GpuRun {
                 }
             }
         }
-        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages").contains(experiment))
+        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages", "order").contains(experiment))
                 || (experiment == null && !kits)) {
             System.err.println(USAGE);
             System.exit(2);
@@ -117,6 +118,8 @@ public final class GpuRun {
                 report = BenchReport.of("cuda", new CudaSuite(slabDir).run(quick), command.toString(), 0);
             } else if (experiment.equals("tuning")) {
                 report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command.toString(), 0);
+            } else if (experiment.equals("order")) {
+                report = BenchReport.of("cuda-order", CudaOrderExperiment.run(quick), command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {

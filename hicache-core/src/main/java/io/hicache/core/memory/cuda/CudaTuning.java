@@ -25,7 +25,11 @@ public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
         /** 32-bit index arithmetic, 4 vectors in flight; launches of 2^31 vectors or more use {@link #WIDE}. */
         NARROW("hicache_kv_copy_u32", 4),
         /** 32-bit index arithmetic, 8 vectors in flight; launches of 2^31 vectors or more use {@link #WIDE}. */
-        NARROW_UNROLL8("hicache_kv_copy_u32_u8", 8);
+        NARROW_UNROLL8("hicache_kv_copy_u32_u8", 8),
+        /** {@link #NARROW} with loads that ask L2 to fetch 256-byte blocks (PTX {@code .L2::256B}). */
+        NARROW_L2_256B("hicache_kv_copy_u32_l2_256", 4),
+        /** {@link #NARROW_L2_256B} through the read-only data path ({@code ld.global.nc}). */
+        NARROW_NC_L2_256B("hicache_kv_copy_u32_nc_l2_256", 4);
 
         private final String entryPoint;
         private final int unroll;
