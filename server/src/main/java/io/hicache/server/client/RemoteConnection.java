@@ -9,6 +9,7 @@ import io.hicache.server.protocol.ProtocolException;
 import io.hicache.server.protocol.Wire;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -182,8 +183,8 @@ final class RemoteConnection {
         long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1);
         Codec.beginFrame(header, op, id, millis);
         header.setInt(0, Wire.HEADER_BYTES + payload.readableBytes());
-        ch.write(header);
-        ch.writeAndFlush(payload).addListener(f -> {
+        // One write per frame: two (header, then payload) from several threads could interleave on the wire.
+        ch.writeAndFlush(Unpooled.wrappedBuffer(header, payload)).addListener(f -> {
             if (!f.isSuccess()) {
                 complete(id, PageStatus.FAILED, "cannot send to the daemon at " + address + ": " + f.cause());
             }
