@@ -231,11 +231,10 @@ public abstract class DeviceRuntimeConformanceKit {
     @MethodSource("formats")
     void loadSignalsLayersInOrderAndEachLayerHasLandedWhenSignalled(String name, PageFormat format) throws Exception {
         try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
-            HostSlab host = newSlab(format, HOST_SLOTS);
-            fillHost(host, range(HOST_SLOTS));
-            fillDevice(pool, range(DEVICE_PAGES));
-            int[] hostSlots = pick(HOST_SLOTS, DEVICE_PAGES);
-            int[] devicePages = pick(DEVICE_PAGES, DEVICE_PAGES);
+            FilledLoad load = fillForLoad(pool);
+            HostSlab host = load.host();
+            int[] hostSlots = load.hostSlots();
+            int[] devicePages = load.devicePages();
             int layers = format.geometry().layers();
             ConcurrentLinkedQueue<Integer> order = new ConcurrentLinkedQueue<>();
             ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
@@ -271,16 +270,25 @@ public abstract class DeviceRuntimeConformanceKit {
         }
     }
 
+    /** A host slab and a pool filled with their patterns, and a random load between them. */
+    private record FilledLoad(HostSlab host, int[] hostSlots, int[] devicePages) {
+    }
+
+    private FilledLoad fillForLoad(KvPool pool) {
+        HostSlab host = newSlab(pool.format(), HOST_SLOTS);
+        fillHost(host, range(HOST_SLOTS));
+        fillDevice(pool, range(DEVICE_PAGES));
+        return new FilledLoad(host, pick(HOST_SLOTS, DEVICE_PAGES), pick(DEVICE_PAGES, DEVICE_PAGES));
+    }
+
     @Test
     void aSpinningWaiterSeesEachLayerWithItsBytes() throws Exception {
         PageFormat format = formatFor(HostLayout.PAGE_FIRST_DIRECT);
         try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
-            HostSlab host = newSlab(format, HOST_SLOTS);
-            fillHost(host, range(HOST_SLOTS));
-            fillDevice(pool, range(DEVICE_PAGES));
-            int[] hostSlots = pick(HOST_SLOTS, DEVICE_PAGES);
-            int[] devicePages = pick(DEVICE_PAGES, DEVICE_PAGES);
-            KvCopy copy = pool.load(host, hostSlots, devicePages);
+            FilledLoad load = fillForLoad(pool);
+            int[] hostSlots = load.hostSlots();
+            int[] devicePages = load.devicePages();
+            KvCopy copy = pool.load(load.host(), hostSlots, devicePages);
             Deadline deadline = Deadline.after(copyTimeout());
             for (int layer = 0; layer < format.geometry().layers(); layer++) {
                 assertTrue(copy.awaitLayer(layer, deadline, WaitMode.SPIN), "layer " + layer + " did not land in time");
