@@ -2,8 +2,8 @@ package io.hicache.core.memory;
 
 /**
  * How a thread waits for a {@link KvCopy}. A parked thread costs no CPU, but its wake-up adds the scheduler's
- * latency: measured at about 190 µs after a 3 ms copy on the lent H200 machine (a VM), against a copy that takes
- * 2.4 ms. A spinning thread sees the copy end within a microsecond and holds a core until then, as
+ * latency: about 190 µs on the lent H200 machine (a VM) at the end of a 2.8 ms load, 7% of it. A spinning thread
+ * sees the copy end within a microsecond and holds a core until then, as
  * {@code cuStreamSynchronize} does under CUDA's default scheduling. Spin where the wait is on the critical path of a
  * request (a scheduler waiting for a layer before attention) and a core is free for it; park everywhere else.
  */
