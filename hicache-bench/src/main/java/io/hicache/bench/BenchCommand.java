@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
-import io.hicache.server.cli.Args;
-import io.hicache.server.cli.Subcommand;
+import io.hicache.cli.Args;
+import io.hicache.cli.Subcommand;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.List;

@@ -1,8 +1,8 @@
 package io.hicache.bench;
 
 import io.hicache.core.memory.HostRegistration;
-import io.hicache.core.memory.cuda.CudaDeviceRuntime;
-import io.hicache.core.memory.cuda.CudaTuning;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaOptions;
 import io.hicache.core.page.HostLayout;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -40,8 +40,7 @@ final class CudaHugePageExperiment {
         for (Path dir : dirs) {
             String kind = dir.toString().replaceAll("[^A-Za-z0-9]+", "_").replaceAll("^_", "");
             Path file = Files.createTempFile(dir, "hicache-bench-huge", ".slab");
-            try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true, CudaDeviceRuntime.REGISTER_SLICE_BYTES,
-                    CudaTuning.DEFAULT); Arena arena = Arena.ofShared()) {
+            try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults()); Arena arena = Arena.ofShared()) {
                 MemorySegment slab = CudaSuite.map(file, bytes, arena);
                 System.out.println(kind + ": huge pages backing it: " + hugeKiB(slab) + " KiB of " + (bytes >> 10));
                 try (HostRegistration pinned = runtime.registerHost(slab)) {

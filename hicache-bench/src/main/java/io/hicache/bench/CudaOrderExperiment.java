@@ -1,6 +1,6 @@
 package io.hicache.bench;
 
-import io.hicache.core.memory.cuda.CudaTuning;
+import io.hicache.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
 import java.util.List;
 

@@ -8,10 +8,11 @@ import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.WaitMode;
-import io.hicache.core.memory.cuda.ContiguousCopy;
-import io.hicache.core.memory.cuda.CudaDeviceRuntime;
-import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
-import io.hicache.core.memory.cuda.CudaTuning;
+import io.hicache.cuda.ContiguousCopy;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -120,7 +121,7 @@ public final class CudaSuite implements BenchSuite {
         }
         long slabBytes = slabBytes(pages);
         Path file = Files.createTempFile(dir, "hicache-bench-cuda", ".slab");
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true, CudaDeviceRuntime.REGISTER_SLICE_BYTES, tuning);
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults().withTuning(tuning));
                 Arena arena = Arena.ofShared()) {
             MemorySegment slab = map(file, slabBytes, arena);
             try (HostRegistration pinned = runtime.registerHost(slab)) {

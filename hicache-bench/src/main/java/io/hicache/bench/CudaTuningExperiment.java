@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
-import io.hicache.core.memory.cuda.CudaTuning;
-import io.hicache.core.memory.cuda.CudaTuning.Kernel;
+import io.hicache.cuda.CudaTuning;
+import io.hicache.cuda.CudaTuning.Kernel;
 import io.hicache.core.page.HostLayout;
 import java.util.List;
 import java.util.Locale;

@@ -1,14 +1,11 @@
 package io.hicache.bench;
 
 import io.hicache.core.memory.DeviceInfo;
-import io.hicache.core.memory.cuda.CudaDeviceRuntime;
-import io.hicache.core.memory.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.kit.CudaKits;
 import io.hicache.testkit.ConformanceReport;
-import io.hicache.testkit.ConformanceRunner;
-import io.hicache.testkit.CudaAlternateTuningRuntimeKit;
-import io.hicache.testkit.CudaCopyEngineRuntimeKit;
-import io.hicache.testkit.CudaKernelRuntimeKit;
-import io.hicache.testkit.CudaSmallSlicesRuntimeKit;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -87,14 +84,14 @@ public final class GpuRun {
         }
         DeviceInfo info;
         boolean kernel;
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(0, true)) {
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
             info = runtime.info();
             kernel = runtime.usesKernel();
         }
         log.printf(Locale.ROOT, "device: %s, %.1f GiB (%.1f free), copy kernel %s%n", info.name(), info.totalBytes() / 1073741824.0,
                 info.freeBytes() / 1073741824.0, kernel ? "loaded" : "NOT loaded");
 
-        List<ConformanceReport> allKits = runKits ? kits() : List.of();
+        List<ConformanceReport> allKits = runKits ? CudaKits.run() : List.of();
         ByteArrayOutputStream kits = new ByteArrayOutputStream();
         try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
             for (ConformanceReport r : allKits) {
@@ -149,15 +146,6 @@ public final class GpuRun {
         boolean ok = allKits.stream().allMatch(ConformanceReport::passed) && report != null;
         log.println(ok ? "result: OK" : "result: FAILED");
         return ok ? 0 : 1;
-    }
-
-    /** The device runtime kit against the four CUDA targets. */
-    private static List<ConformanceReport> kits() {
-        return List.of(ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel"),
-                ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine"),
-                ConformanceRunner.run(CudaSmallSlicesRuntimeKit.class, "CUDA runtime, copy engine, 16 KiB registration slices"),
-                ConformanceRunner.run(CudaAlternateTuningRuntimeKit.class,
-                        "CUDA runtime, copy kernel, " + CudaAlternateTuningRuntimeKit.alternate()));
     }
 
     /** Writes to two streams. */

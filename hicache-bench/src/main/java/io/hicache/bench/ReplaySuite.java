@@ -14,7 +14,7 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.tree.EvictionPolicy;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
-import io.hicache.testkit.InMemoryPageStore;
+import io.hicache.core.store.memory.InMemoryPageStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -3,7 +3,7 @@ package io.hicache.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.hicache.server.cli.HiCacheCli;
+import io.hicache.cli.HiCacheCli;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;

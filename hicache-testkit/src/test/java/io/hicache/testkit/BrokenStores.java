@@ -1,5 +1,6 @@
 package io.hicache.testkit;
 
+import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;

@@ -1,5 +1,6 @@
 package io.hicache.testkit;
 
+import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;

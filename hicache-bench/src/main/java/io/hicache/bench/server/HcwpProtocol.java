@@ -3,8 +3,8 @@ package io.hicache.bench.server;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
-import io.hicache.server.protocol.Codec;
-import io.hicache.server.protocol.Wire;
+import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 

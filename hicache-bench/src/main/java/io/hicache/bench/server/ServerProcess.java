@@ -45,7 +45,7 @@ final class ServerProcess implements AutoCloseable {
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib")).toList());
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.server.cli.HiCacheCli", "serve",
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.cli.HiCacheCli", "serve",
                 "--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
                 "--server.host-dir", scratch.toString(), "--server.host-size", slabBytes + "B"));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
@@ -54,7 +54,7 @@ final class ServerProcess implements AutoCloseable {
             int at = line.indexOf(marker);
             return at < 0 ? null : Integer.valueOf(line.substring(at + marker.length()).split("\\D", 2)[0]);
         });
-        return new ServerProcess("hicache", io.hicache.server.protocol.Wire.VERSION + "", port, p, scratch);
+        return new ServerProcess("hicache", io.hicache.storage.remote.protocol.Wire.VERSION + "", port, p, scratch);
     }
 
     /** {@code redis-server} with persistence off, found on this machine or installed with apt-get. */

@@ -9,7 +9,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
 import io.hicache.testkit.FaultyPageStore;
-import io.hicache.testkit.InMemoryPageStore;
+import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.testkit.PagePattern;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

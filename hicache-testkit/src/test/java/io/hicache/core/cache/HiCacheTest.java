@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.testkit.InMemoryPageStore;
+import io.hicache.core.store.memory.InMemoryPageStore;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

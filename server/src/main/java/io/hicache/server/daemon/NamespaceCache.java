@@ -1,7 +1,7 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.key.Namespace;
-import io.hicache.server.protocol.Codec;
+import io.hicache.storage.remote.protocol.Codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
@@ -19,7 +19,7 @@ final class NamespaceCache {
      * Reads a namespace like {@link Codec#readNamespace}, returning the previous one's object when the bytes are the
      * same.
      *
-     * @throws io.hicache.server.protocol.ProtocolException if the namespace is malformed
+     * @throws io.hicache.storage.remote.protocol.ProtocolException if the namespace is malformed
      */
     Namespace read(ByteBuf in) {
         int start = in.readerIndex();

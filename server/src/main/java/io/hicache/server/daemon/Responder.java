@@ -1,8 +1,8 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.store.PageStatus;
-import io.hicache.server.protocol.Codec;
-import io.hicache.server.protocol.Wire;
+import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;

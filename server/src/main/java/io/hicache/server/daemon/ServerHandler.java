@@ -1,9 +1,9 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.Deadline;
-import io.hicache.server.protocol.Codec;
-import io.hicache.server.protocol.ProtocolException;
-import io.hicache.server.protocol.Wire;
+import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;

@@ -1,6 +1,6 @@
 package io.hicache.server.daemon;
 
-import io.hicache.server.protocol.Wire;
+import io.hicache.storage.remote.protocol.Wire;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.hicache.core.key.Namespace;
-import io.hicache.server.protocol.Codec;
-import io.hicache.server.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.ProtocolException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;

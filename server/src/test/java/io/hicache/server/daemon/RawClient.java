@@ -1,6 +1,6 @@
 package io.hicache.server.daemon;
 
-import io.hicache.server.protocol.Wire;
+import io.hicache.storage.remote.protocol.Wire;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;

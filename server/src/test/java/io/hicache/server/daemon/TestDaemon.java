@@ -2,8 +2,8 @@ package io.hicache.server.daemon;
 
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.StoreKey;
-import io.hicache.server.client.RemotePageStore;
-import io.hicache.server.client.RemoteStoreConfig;
+import io.hicache.storage.remote.RemotePageStore;
+import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.storage.file.FilePageStore;
 import io.hicache.testkit.PageCorrupter;
 import java.io.IOException;

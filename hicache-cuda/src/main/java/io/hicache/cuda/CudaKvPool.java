@@ -1,0 +1,387 @@
+package io.hicache.cuda;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.memory.CopyChecks;
+import io.hicache.core.memory.DeviceLayout;
+import io.hicache.core.memory.HostSlab;
+import io.hicache.core.memory.KvCopy;
+import io.hicache.core.memory.KvPool;
+import io.hicache.core.memory.LayerSignals;
+import io.hicache.core.memory.PageAllocator;
+import io.hicache.core.page.HostLayout;
+import io.hicache.core.page.PageFormat;
+import io.hicache.core.util.Checks;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.atomic.AtomicBoolean;
+import jcuda.CudaException;
+import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUmemorytype;
+import jcuda.driver.CUstream;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * A KV pool in CUDA device memory ({@code cuMemAlloc}), laid out as {@link DeviceLayout} says. Copies to and from a
+ * registered host slab run on two {@link CudaStream}s (loads, backups) either through the copy kernel (one launch
+ * for a backup, one per layer for a load, each followed by an event; a load's layers alternate between the lanes
+ * {@link CudaTuning#loadLanes()} asks for) or, as the fallback and the benchmark's reference,
+ * through the copy engine: one {@code cuMemcpy2DAsync} per page and part covering the layers of the launch (per
+ * page, part and layer for {@code page_first}, whose host rows are strided).
+ *
+ * <p>Thread-safe. Owns its device memory, streams and launch arguments; {@link #close()} waits for its copies and
+ * frees them.
+ */
+final class CudaKvPool implements KvPool {
+    private static final int THREADS = 256;
+    /** The 32-bit kernels' index arithmetic holds a launch's vectors plus one grid stride of loads below this. */
+    private static final long NARROW_LIMIT = 1L << 31;
+
+    private final CudaDeviceRuntime runtime;
+    private final PageFormat format;
+    private final int pages;
+    private final RawPointers.DeviceAllocation memory = RawPointers.newDeviceAllocation();
+    private final long bytes;
+    private final PageAllocator allocator;
+    private final CudaStream loads;
+    private final CudaStream backups;
+    private final boolean useKernel;
+    private final CudaTuning tuning;
+    private final LaunchArguments loadArguments = new LaunchArguments();
+    private final LaunchArguments backupArguments = new LaunchArguments();
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, boolean useKernel) {
+        this.runtime = runtime;
+        this.format = format;
+        this.pages = pages;
+        this.bytes = DeviceLayout.poolBytes(format, pages);
+        this.useKernel = useKernel;
+        this.tuning = runtime.tuning();
+        runtime.makeCurrent();
+        try {
+            JCudaDriver.cuMemAlloc(memory, bytes);
+        } catch (CudaException e) {
+            throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "a KV pool of " + pages + " pages of "
+                    + format.pageBytes() + " bytes (" + bytes + " bytes) does not fit on " + runtime.info().name() + " ("
+                    + runtime.info().freeBytes() + " bytes free): " + e.getMessage(), e);
+        }
+        this.allocator = new PageAllocator("CUDA KV pool", pages);
+        long ring = Math.max(1 << 16, 8L * pages);
+        String id = Integer.toHexString(System.identityHashCode(this));
+        // Loads launch once per layer: several lanes let a layer's launch overlap the previous layer's tail.
+        this.loads = new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring);
+        this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
+    }
+
+    @Override
+    public PageFormat format() {
+        return format;
+    }
+
+    @Override
+    public int pages() {
+        return pages;
+    }
+
+    @Override
+    public PageAllocator allocator() {
+        return allocator;
+    }
+
+    @Override
+    public long bytes() {
+        return bytes;
+    }
+
+    /** True when copies use the kernel, false when they use the copy engine. */
+    boolean usesKernel() {
+        return useKernel;
+    }
+
+    @Override
+    public KvCopy backup(int[] devicePages, HostSlab host, int[] hostSlots) {
+        checkCopy(host);
+        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
+        int[] pairs = pairs(devicePages, hostSlots);
+        int layers = format.geometry().layers();
+        return backups.submit(layers, pairs, (stream, indexAddress, signals) -> {
+            copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, 0, layers, true);
+            stream.recordAll(signals, "backup of " + devicePages.length + " pages");
+        }, "backup of " + devicePages.length + " pages");
+    }
+
+    @Override
+    public KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages) {
+        checkCopy(host);
+        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
+        int[] pairs = pairs(devicePages, hostSlots);
+        int layers = format.geometry().layers();
+        return loads.submit(layers, pairs, (stream, indexAddress, signals) -> {
+            for (int layer = 0; layer < layers; layer++) {
+                copy(stream.lane(layer), host, devicePages, hostSlots, indexAddress, layer, 1, false);
+                stream.recordLayer(signals, layer, layer, layer == layers - 1, "load of layer " + layer);
+            }
+        }, "load of " + devicePages.length + " pages");
+    }
+
+    private void checkCopy(HostSlab host) {
+        checkOpen();
+        CopyChecks.checkSameGeometry(format, host);
+        Checks.requireArgument(runtime.isRegistered(host.memory()),
+                "the host slab is not registered with the CUDA runtime: register it with registerHost first");
+    }
+
+    /** The index list the kernel reads: device pages, then host slots. */
+    private static int[] pairs(int[] devicePages, int[] hostSlots) {
+        int[] pairs = new int[devicePages.length * 2];
+        System.arraycopy(devicePages, 0, pairs, 0, devicePages.length);
+        System.arraycopy(hostSlots, 0, pairs, devicePages.length, hostSlots.length);
+        return pairs;
+    }
+
+    /** Enqueues the copy of layers [firstLayer, firstLayer + layerCount) of every pair. */
+    private void copy(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, long indexAddress, int firstLayer,
+            int layerCount, boolean toHost) {
+        if (useKernel) {
+            launch(stream, host, devicePages.length, indexAddress, firstLayer, layerCount, toHost);
+        } else {
+            copyEngine(stream, host, devicePages, hostSlots, firstLayer, layerCount, toHost);
+        }
+    }
+
+    private void launch(CUstream stream, HostSlab host, int pairs, long indexAddress, int firstLayer, int layerCount,
+            boolean toHost) {
+        int parts = format.geometry().attention().parts();
+        long vectors = (long) pairs * layerCount * parts * (DeviceLayout.chunkBytes(format) / 16);
+        CudaTuning.Kernel kernel = tuning.kernel();
+        int blocks = blocks(vectors, kernel.unroll());
+        if (kernel != CudaTuning.Kernel.WIDE
+                && (vectors >= NARROW_LIMIT || (long) blocks * THREADS * kernel.unroll() >= NARROW_LIMIT)) {
+            kernel = CudaTuning.Kernel.WIDE;
+            blocks = blocks(vectors, kernel.unroll());
+        }
+        // Walking a page in host order only changes anything for page_first_direct, whose pages are contiguous.
+        boolean partOuter = tuning.hostOrder() && host.layout() == HostLayout.PAGE_FIRST_DIRECT;
+        // Loads and backups run on their own streams, each under its own lock: each has its own arguments.
+        LaunchArguments a = toHost ? backupArguments : loadArguments;
+        a.setLong(0, memory.address());
+        a.setLong(1, host.memory().address());
+        a.setLong(2, indexAddress);
+        a.setInt(3, pairs);
+        a.setInt(4, firstLayer);
+        a.setInt(5, layerCount);
+        a.setInt(6, format.geometry().layers());
+        a.setInt(7, parts);
+        a.setInt(8, format.pageSizeTokens());
+        a.setInt(9, (int) format.rowBytes());
+        a.setInt(10, pages);
+        a.setInt(11, host.slots());
+        a.setInt(12, layoutCode(host.layout()));
+        a.setInt(13, toHost ? 1 : 0);
+        a.setInt(14, partOuter ? 1 : 0);
+        JCudaDriver.cuLaunchKernel(runtime.kernel(kernel), blocks, 1, 1, THREADS, 1, 1, 0, stream, a.kernelParams, null);
+    }
+
+    /** Enough blocks for one pass, at most eight per multiprocessor: beyond that threads loop over the rest. */
+    private int blocks(long vectors, int unroll) {
+        long wanted = (vectors + (long) THREADS * unroll - 1) / ((long) THREADS * unroll);
+        return (int) Math.max(1, Math.min(wanted, 8L * runtime.multiprocessors()));
+    }
+
+    private static int layoutCode(HostLayout layout) {
+        return switch (layout) {
+            case LAYER_FIRST -> 0;
+            case PAGE_FIRST -> 1;
+            case PAGE_FIRST_DIRECT -> 2;
+        };
+    }
+
+    private void copyEngine(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, int firstLayer,
+            int layerCount, boolean toHost) {
+        int parts = format.geometry().attention().parts();
+        long run = DeviceLayout.chunkBytes(format);
+        long row = format.rowBytes();
+        int layers = format.geometry().layers();
+        long devicePitch = parts * (long) pages * run;
+        for (int i = 0; i < devicePages.length; i++) {
+            for (int part = 0; part < parts; part++) {
+                if (host.chunked()) {
+                    // One 2D copy: a run per layer; layer_first host runs are a slab-width apart, page_first_direct's adjacent.
+                    long hostPitch = host.layout() == HostLayout.LAYER_FIRST ? (long) host.slots() * run : run;
+                    copy2d(stream, DeviceLayout.chunkOffset(format, pages, devicePages[i], firstLayer, part), devicePitch,
+                            host.memory().address() + host.chunkOffset(hostSlots[i], firstLayer, part), hostPitch, run,
+                            layerCount, toHost);
+                } else {
+                    for (int layer = firstLayer; layer < firstLayer + layerCount; layer++) {
+                        // page_first: the run's rows are a whole token's layers apart on the host.
+                        copy2d(stream, DeviceLayout.chunkOffset(format, pages, devicePages[i], layer, part), row,
+                                host.memory().address() + host.rowOffset(hostSlots[i], layer, part, 0), layers * row, row,
+                                format.pageSizeTokens(), toHost);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Copies {@code height} rows of {@code width} bytes, a pitch apart on each side, as few 2D copies as the host
+     * registration slices allow: rows are grouped while they stay inside one slice.
+     */
+    private void copy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
+            long height, boolean toHost) {
+        long row = 0;
+        while (row < height) {
+            long first = hostAddress + row * hostPitch;
+            long sliceEnd = runtime.sliceEnd(first);
+            Checks.requireState(sliceEnd > 0, "host memory at 0x%x is not registered", first);
+            long rows = 1;
+            while (row + rows < height && hostAddress + (row + rows) * hostPitch + width <= sliceEnd) {
+                rows++;
+            }
+            if (first + width > sliceEnd) {
+                // One row straddles two slices: copy its two parts apart.
+                long head = sliceEnd - first;
+                memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, head, 1, toHost);
+                memcpy2d(stream, deviceOffset + row * devicePitch + head, devicePitch, sliceEnd, hostPitch, width - head, 1,
+                        toHost);
+            } else {
+                memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, width, rows, toHost);
+            }
+            row += rows;
+        }
+    }
+
+    private void memcpy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
+            long height, boolean toHost) {
+        CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
+        c.WidthInBytes = width;
+        c.Height = height;
+        if (toHost) {
+            c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+            c.srcDevice = memory.withByteOffset(deviceOffset);
+            c.srcPitch = devicePitch;
+            c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+            c.dstHost = RawPointers.host(hostAddress);
+            c.dstPitch = hostPitch;
+        } else {
+            c.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+            c.srcHost = RawPointers.host(hostAddress);
+            c.srcPitch = hostPitch;
+            c.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+            c.dstDevice = memory.withByteOffset(deviceOffset);
+            c.dstPitch = devicePitch;
+        }
+        JCudaDriver.cuMemcpy2DAsync(c, stream);
+    }
+
+    @Override
+    public void writePage(int devicePage, MemorySegment flat) {
+        checkFlat(devicePage, flat);
+        runtime.makeCurrent();
+        forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyHtoD(
+                memory.withByteOffset(deviceOffset), RawPointers.host(flat.address() + flatOffset), length));
+    }
+
+    @Override
+    public void readPage(int devicePage, MemorySegment flat) {
+        checkFlat(devicePage, flat);
+        runtime.makeCurrent();
+        forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyDtoH(
+                RawPointers.host(flat.address() + flatOffset), memory.withByteOffset(deviceOffset), length));
+    }
+
+    private interface RunAction {
+        void run(long deviceOffset, long flatOffset, long length);
+    }
+
+    /** Visits the page's runs as (device offset, flat-page offset, length), in the format's flat order. */
+    private void forEachRun(int page, RunAction action) {
+        int parts = format.geometry().attention().parts();
+        long row = format.rowBytes();
+        for (int part = 0; part < parts; part++) {
+            for (int layer = 0; layer < format.geometry().layers(); layer++) {
+                long device = DeviceLayout.chunkOffset(format, pages, page, layer, part);
+                switch (format.byteOrder()) {
+                    case LAYER_MAJOR -> action.run(device, format.rowOffset(part, layer, 0), DeviceLayout.chunkBytes(format));
+                    case TOKEN_MAJOR -> {
+                        for (int t = 0; t < format.pageSizeTokens(); t++) {
+                            action.run(device + t * row, format.rowOffset(part, layer, t), row);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private void checkFlat(int devicePage, MemorySegment flat) {
+        checkOpen();
+        Checks.requireArgument(devicePage >= 0 && devicePage < pages, "device page %d is out of range [0, %d)", devicePage,
+                pages);
+        Checks.requireArgument(flat.isNative() && flat.byteSize() == format.pageBytes(),
+                "a flat page is %d bytes of native memory, got %s", format.pageBytes(), flat);
+    }
+
+    private void checkOpen() {
+        Checks.requireState(!closed.get(), "the CUDA KV pool is closed");
+    }
+
+    /** Failed copies since the pool opened, on both streams. */
+    long copyFailures() {
+        return loads.failures() + backups.failures();
+    }
+
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        loads.close();
+        backups.close();
+        loadArguments.close();
+        backupArguments.close();
+        runtime.makeCurrent();
+        JCudaDriver.cuMemFree(memory);
+        runtime.released(this);
+    }
+
+    /**
+     * The copy kernel's arguments in native memory, with the array of pointers to them that {@code cuLaunchKernel}
+     * takes: rewritten before each launch (the driver copies them at the call), so a launch allocates nothing and
+     * JCuda passes one address. Used under its stream's lock; the pool closes it.
+     */
+    private static final class LaunchArguments implements AutoCloseable {
+        private static final int COUNT = 15;
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment values = arena.allocate(8L * COUNT, 8);
+        final Pointer kernelParams;
+
+        LaunchArguments() {
+            MemorySegment pointers = arena.allocate(8L * COUNT, 8);
+            for (int i = 0; i < COUNT; i++) {
+                pointers.setAtIndex(ValueLayout.JAVA_LONG, i, values.address() + 8L * i);
+            }
+            this.kernelParams = RawPointers.host(pointers.address());
+        }
+
+        void setLong(int index, long value) {
+            values.setAtIndex(ValueLayout.JAVA_LONG, index, value);
+        }
+
+        void setInt(int index, int value) {
+            values.set(ValueLayout.JAVA_INT, 8L * index, value);
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CudaKvPool[" + pages + " pages, " + format + ", " + (useKernel ? "kernel, " + tuning : "copy engine") + "]";
+    }
+}

@@ -1,0 +1,235 @@
+package io.hicache.cuda;
+
+import io.hicache.core.memory.KvCopy;
+import io.hicache.core.memory.LayerSignals;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * An ordered queue of copies on one or more CUDA streams ("lanes"), with its completion thread. Copies are enqueued
+ * in submission order under a lock; after each launch an event is recorded on its lane, and the completion thread
+ * ("hicache-cuda-NAME") waits on the events in the order they were recorded and signals the copy's layers. With
+ * several lanes a copy's layers alternate between them, so one layer's launch overlaps the previous layer's tail;
+ * each copy's index list is uploaded on the first lane once the previous copy's last event has fired, and the other
+ * lanes wait for that upload, so copies still run in submission order. The thread never dies on a failed copy: it fails that copy's signals, logs and counts, and goes
+ * on.
+ *
+ * <p>Thread-safe. The owning pool closes it after its copies are done.
+ */
+final class CudaStream implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(CudaStream.class.getName());
+
+    /** One event to wait for: the layer it completes (or -1: all), and whether it ends its copy. */
+    private record Pending(CUevent event, LayerSignals signals, int layer, boolean endsCopy, String what) {
+    }
+
+    /** Enqueues the launches of one copy; called with the stream lock held and the context current. */
+    @FunctionalInterface
+    interface Launches {
+        void enqueue(CudaStream stream, long indexAddress, LayerSignals signals);
+    }
+
+    private static final Pending STOP = new Pending(null, null, 0, false, "stop");
+
+    private final CUcontext context;
+    private final CUstream[] lanes;
+    private CUevent previousLast;
+    private final IndexRing indices;
+    private final BlockingQueue<Pending> pending = new LinkedBlockingQueue<>();
+    private final ConcurrentLinkedQueue<CUevent> freeEvents = new ConcurrentLinkedQueue<>();
+    private final AtomicLong failures = new AtomicLong();
+    private final Thread completions;
+    private volatile boolean closed;
+
+    CudaStream(CUcontext context, String name, int laneCount, long indexCapacityInts) {
+        this.context = context;
+        JCudaDriver.cuCtxSetCurrent(context);
+        this.lanes = new CUstream[laneCount];
+        for (int i = 0; i < laneCount; i++) {
+            lanes[i] = new CUstream();
+            JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
+        }
+        this.indices = new IndexRing(indexCapacityInts);
+        this.completions = Thread.ofPlatform().daemon().name("hicache-cuda-" + name).start(this::completeInOrder);
+    }
+
+    /** The lane that launch number {@code launch} of a copy goes on. */
+    CUstream lane(int launch) {
+        return lanes[launch % lanes.length];
+    }
+
+    /**
+     * Submits one copy of {@code layers} layers whose page index list is {@code pairs} (device pages, then host
+     * slots); {@code launches} enqueues its work and calls {@link #recordLayer} or {@link #recordAll}.
+     */
+    KvCopy submit(int layers, int[] pairs, Launches launches, String what) {
+        LayerSignals signals = new LayerSignals(layers);
+        if (pairs.length == 0) {
+            signals.allLanded();
+            return signals;
+        }
+        synchronized (this) {
+            if (closed) {
+                signals.fail(what, new IllegalStateException("the CUDA stream is closed"));
+                return signals;
+            }
+            try {
+                JCudaDriver.cuCtxSetCurrent(context);
+                // The first lane waits for the previous copy, uploads the index list, and the other lanes wait for
+                // that upload: so this copy starts after the previous one ends, on every lane.
+                if (lanes.length > 1 && previousLast != null) {
+                    JCudaDriver.cuStreamWaitEvent(lanes[0], previousLast, 0);
+                }
+                long indexAddress = indices.upload(pairs, lanes[0]);
+                if (lanes.length > 1) {
+                    CUevent uploaded = record(lanes[0], false);
+                    pending.add(new Pending(uploaded, signals, -2, false, what));
+                    for (int i = 1; i < lanes.length; i++) {
+                        JCudaDriver.cuStreamWaitEvent(lanes[i], uploaded, 0);
+                    }
+                }
+                try {
+                    launches.enqueue(this, indexAddress, signals);
+                } catch (RuntimeException e) {
+                    // Whatever was enqueued still runs; the region goes back when the queue reaches this marker.
+                    recordEnd(signals, what);
+                    throw e;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                signals.fail(what, e);
+            } catch (RuntimeException e) {
+                failures.incrementAndGet();
+                signals.fail(what, e);
+            }
+        }
+        return signals;
+    }
+
+    /**
+     * Records that layer {@code layer} of the copy, launched as launch number {@code launch}, is enqueued; {@code last}
+     * when it is the copy's last launch.
+     */
+    void recordLayer(LayerSignals signals, int layer, int launch, boolean last, String what) {
+        if (last) {
+            joinLanesInto(lane(launch), signals, what);
+        }
+        pending.add(new Pending(record(lane(launch), last), signals, layer, last, what));
+    }
+
+    /**
+     * Makes {@code target} wait for everything enqueued so far on the other lanes, so that the event recorded on it next
+     * means the whole copy is done: the next copy waits on that one event.
+     */
+    private void joinLanesInto(CUstream target, LayerSignals signals, String what) {
+        for (CUstream lane : lanes) {
+            if (lane != target) {
+                CUevent done = record(lane, false);
+                JCudaDriver.cuStreamWaitEvent(target, done, 0);
+                pending.add(new Pending(done, signals, -2, false, what));
+            }
+        }
+    }
+
+    /** Records that the whole copy, launched on the first lane, is enqueued (a backup). */
+    void recordAll(LayerSignals signals, String what) {
+        pending.add(new Pending(record(lanes[0], true), signals, -1, true, what));
+    }
+
+    private void recordEnd(LayerSignals signals, String what) {
+        // The end marker follows everything this copy enqueued, on every lane.
+        joinLanesInto(lanes[0], signals, what);
+        pending.add(new Pending(record(lanes[0], true), signals, -2, true, what));
+    }
+
+    private CUevent record(CUstream lane, boolean endsCopy) {
+        CUevent event = freeEvents.poll();
+        if (event == null) {
+            event = new CUevent();
+            JCudaDriver.cuEventCreate(event, CUevent_flags.CU_EVENT_DISABLE_TIMING);
+        }
+        JCudaDriver.cuEventRecord(event, lane);
+        if (endsCopy) {
+            previousLast = event;
+        }
+        return event;
+    }
+
+    private void completeInOrder() {
+        JCudaDriver.cuCtxSetCurrent(context);
+        while (true) {
+            Pending p;
+            try {
+                p = pending.take();
+            } catch (InterruptedException e) {
+                if (closed) {
+                    return;
+                }
+                continue;
+            }
+            if (p == STOP) {
+                return;
+            }
+            try {
+                JCudaDriver.cuEventSynchronize(p.event());
+                if (p.layer() >= 0) {
+                    p.signals().landed(p.layer());
+                } else if (p.layer() == -1) {
+                    p.signals().allLanded();
+                }
+            } catch (Throwable t) {
+                failures.incrementAndGet();
+                LOG.log(Level.ERROR, "CUDA copy failed: " + p.what(), t);
+                p.signals().fail(p.what(), t);
+            } finally {
+                freeEvents.add(p.event());
+                if (p.endsCopy()) {
+                    indices.releaseOldest();
+                }
+            }
+        }
+    }
+
+    /** Copies on this stream that failed (each also failed its futures and was logged). */
+    long failures() {
+        return failures.get();
+    }
+
+    /** Waits until every enqueued copy has completed, then frees the stream, its events and its index ring. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        pending.add(STOP);
+        try {
+            completions.join(TimeUnit.MINUTES.toMillis(2));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        JCudaDriver.cuCtxSetCurrent(context);
+        for (CUstream lane : lanes) {
+            JCudaDriver.cuStreamSynchronize(lane);
+        }
+        for (CUevent e : freeEvents) {
+            JCudaDriver.cuEventDestroy(e);
+        }
+        indices.close();
+        for (CUstream lane : lanes) {
+            JCudaDriver.cuStreamDestroy(lane);
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package io.hicache.cuda;
+
+import io.hicache.core.util.Checks;
+
+/**
+ * How the CUDA runtime's copies are shaped: which copy kernel, how many streams a load alternates its layers
+ * between, and whether a launch walks a {@code page_first_direct} page in host order. {@link #DEFAULT} is what the
+ * {@code cuda} bench measured best on an H200 (docs/gpu.md); the other values exist so the bench can measure them
+ * side by side. Immutable.
+ *
+ * @param kernel the copy kernel's index arithmetic and loads in flight
+ * @param loadLanes streams a load alternates its per-layer launches between, 1 to 4: one layer's launch then runs
+ *     while the previous one drains
+ * @param hostOrder true to walk each {@code page_first_direct} page part by part, layer by layer, as it lies in
+ *     host memory; false to walk every layout layer by layer, part by part
+ */
+public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
+    /** The shape the H200 measurements chose. */
+    public static final CudaTuning DEFAULT = new CudaTuning(Kernel.NARROW, 2, true);
+
+    /** The copy kernels in the PTX. */
+    public enum Kernel {
+        /** 64-bit index arithmetic, 4 vectors in flight per thread: any launch size. */
+        WIDE("hicache_kv_copy", 4),
+        /** 32-bit index arithmetic, 4 vectors in flight; launches of 2^31 vectors or more use {@link #WIDE}. */
+        NARROW("hicache_kv_copy_u32", 4),
+        /** 32-bit index arithmetic, 8 vectors in flight; launches of 2^31 vectors or more use {@link #WIDE}. */
+        NARROW_UNROLL8("hicache_kv_copy_u32_u8", 8),
+        /** {@link #NARROW} with loads that ask L2 to fetch 256-byte blocks (PTX {@code .L2::256B}). */
+        NARROW_L2_256B("hicache_kv_copy_u32_l2_256", 4),
+        /** {@link #NARROW_L2_256B} through the read-only data path ({@code ld.global.nc}). */
+        NARROW_NC_L2_256B("hicache_kv_copy_u32_nc_l2_256", 4);
+
+        private final String entryPoint;
+        private final int unroll;
+
+        Kernel(String entryPoint, int unroll) {
+            this.entryPoint = entryPoint;
+            this.unroll = unroll;
+        }
+
+        /** The kernel's name in the PTX. */
+        public String entryPoint() {
+            return entryPoint;
+        }
+
+        /** Vectors each thread loads before it stores any. */
+        public int unroll() {
+            return unroll;
+        }
+    }
+
+    public CudaTuning {
+        Checks.checkNotNull(kernel, "kernel");
+        Checks.requireArgument(loadLanes >= 1 && loadLanes <= 4, "loadLanes must be 1 to 4, was %d", loadLanes);
+    }
+
+    @Override
+    public String toString() {
+        return kernel.name().toLowerCase(java.util.Locale.ROOT) + ", " + loadLanes + " load lane" + (loadLanes == 1 ? "" : "s")
+                + (hostOrder ? ", host order" : ", layer order");
+    }
+}

@@ -1,5 +1,0 @@
-package io.hicache.testkit;
-
-/** The CUDA copy kernel shaped unlike the default, where there is a GPU; elsewhere every case skips. */
-class CudaAlternateTuningRuntimeConformanceTest extends CudaAlternateTuningRuntimeKit {
-}

@@ -1,5 +1,0 @@
-package io.hicache.testkit;
-
-/** The CUDA runtime (kernel path) runs the device kit where there is a GPU; elsewhere every case skips with why. */
-class CudaKernelRuntimeConformanceTest extends CudaKernelRuntimeKit {
-}

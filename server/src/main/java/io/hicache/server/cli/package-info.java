@@ -1,5 +1,0 @@
-/**
- * The {@code hicache} command line: a dispatcher over {@link io.hicache.server.cli.Subcommand}s found on the class
- * path, and the server's own subcommands.
- */
-package io.hicache.server.cli;

@@ -1,0 +1,303 @@
+package io.hicache.storage.remote;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.store.PageStatus;
+import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.Wire;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * One connection of the {@code remote} store to a daemon: the handshake, then pipelined requests matched to their
+ * answers by request id. A request whose deadline passes (or is cancelled) before its answer comes is completed as
+ * timed out (or cancelled) by a sweep every few milliseconds; its late answer is dropped unread. When the connection
+ * closes, every request still pending on it completes as FAILED.
+ *
+ * <p>Thread-safe: requests may be sent from any thread. Answers are read on the connection's I/O thread, and the
+ * futures complete there (a dependent stage must not block). Whoever removes a request from the pending map, the
+ * answer or the sweep, is the only one to complete it, so a get that timed out never writes its targets afterwards.
+ */
+final class RemoteConnection {
+    private static final System.Logger LOG = System.getLogger(RemoteConnection.class.getName());
+    private static final long SWEEP_MILLIS = 5;
+    /** Frames from the daemon are bounded by its own limit, which the client learns only from the handshake. */
+    private static final int MAX_INBOUND_FRAME = Integer.MAX_VALUE - 8;
+
+    /** What the daemon said in its answer to HELLO. */
+    record Hello(int version, int maxFrameBytes, int maxPageBytes, String slabPath) {
+    }
+
+    /** How a request ends: with its answer's payload, or with a status when it gets none. */
+    interface Reply<T> {
+        /** Reads the answer (on the I/O thread; the payload is released afterwards). */
+        T answer(ByteBuf payload);
+
+        /** The outcome without an answer: an ERROR frame, a timeout, a lost connection. May throw to fail. */
+        T noAnswer(PageStatus status, String detail);
+    }
+
+    private record Pending<T>(int op, Deadline deadline, Reply<T> reply, CompletableFuture<T> future) {
+        /** Completes with the answer; a malformed one completes as FAILED and is rethrown to close the connection. */
+        void answer(ByteBuf payload) {
+            try {
+                future.complete(reply.answer(payload));
+            } catch (ProtocolException e) {
+                noAnswer(PageStatus.FAILED, "a malformed answer from the daemon: " + e.getMessage());
+                throw e;
+            } catch (RuntimeException e) {
+                future.completeExceptionally(e);
+            }
+        }
+
+        void noAnswer(PageStatus status, String detail) {
+            try {
+                future.complete(reply.noAnswer(status, detail));
+            } catch (RuntimeException e) {
+                future.completeExceptionally(e);
+            }
+        }
+    }
+
+    private final String address;
+    private final ConcurrentHashMap<Long, Pending<?>> pending = new ConcurrentHashMap<>();
+    private final AtomicLong ids = new AtomicLong();
+    private volatile Channel channel;
+    private volatile Hello hello;
+    private volatile ScheduledFuture<?> sweep;
+
+    private RemoteConnection(String address) {
+        this.address = address;
+    }
+
+    /**
+     * Connects and shakes hands; the future completes once the daemon accepted the token and version, or fails
+     * with a {@link HiCacheException} ({@link ErrorCode#STORE_UNAVAILABLE}) saying why.
+     */
+    static CompletableFuture<RemoteConnection> open(EventLoopGroup group, RemoteStoreConfig config) {
+        RemoteConnection c = new RemoteConnection(config.host() + ":" + config.port());
+        CompletableFuture<RemoteConnection> ready = new CompletableFuture<>();
+        Bootstrap b = new Bootstrap().group(group).channel(NioSocketChannel.class)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
+                        config.connectTimeout().toMillis()))
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0, 4, true));
+                        ch.pipeline().addLast(c.new Inbound());
+                    }
+                });
+        b.connect(config.host(), config.port()).addListener((ChannelFuture f) -> {
+            if (!f.isSuccess()) {
+                ready.completeExceptionally(unavailable(c.address, "cannot connect: " + f.cause().getMessage()));
+                return;
+            }
+            c.channel = f.channel();
+            c.sweep = f.channel().eventLoop().scheduleAtFixedRate(c::sweep, SWEEP_MILLIS, SWEEP_MILLIS,
+                    TimeUnit.MILLISECONDS);
+            c.handshake(config, ready);
+        });
+        return ready.orTimeout(config.connectTimeout().toMillis() + 100, TimeUnit.MILLISECONDS).whenComplete((conn, e) -> {
+            if (e != null) {
+                c.close();
+            }
+        });
+    }
+
+    private void handshake(RemoteStoreConfig config, CompletableFuture<RemoteConnection> ready) {
+        ByteBuf payload = payload(buf -> {
+            buf.writeInt(Wire.MAGIC);
+            buf.writeShort(Wire.VERSION);
+            Codec.writeString(buf, config.authToken());
+        });
+        send(Wire.HELLO, Deadline.after(config.connectTimeout()), payload, new Reply<Hello>() {
+            @Override
+            public Hello answer(ByteBuf in) {
+                return new Hello(Codec.readUnsignedShort(in), (int) Codec.readUnsignedInt(in),
+                        (int) Codec.readUnsignedInt(in), Codec.readString(in));
+            }
+
+            @Override
+            public Hello noAnswer(PageStatus status, String detail) {
+                throw unavailable(address, "the handshake failed: " + detail);
+            }
+        }).whenComplete((h, e) -> {
+            if (e != null) {
+                ready.completeExceptionally(e);
+            } else {
+                hello = h;
+                ready.complete(this);
+            }
+        });
+    }
+
+    private static HiCacheException unavailable(String address, String why) {
+        return new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "HiCache daemon at " + address + ": " + why);
+    }
+
+    Hello hello() {
+        return hello;
+    }
+
+    boolean isActive() {
+        Channel ch = channel;
+        return ch != null && ch.isActive();
+    }
+
+    /** Allocates a buffer for a request's payload (pooled, direct). */
+    ByteBuf buffer(int capacity) {
+        return channel.alloc().directBuffer(capacity);
+    }
+
+    /**
+     * Sends a request whose payload {@code payload} (released here) holds everything after the header, and
+     * returns the future its reply completes.
+     */
+    <T> CompletableFuture<T> send(int op, Deadline deadline, ByteBuf payload, Reply<T> reply) {
+        long id = ids.incrementAndGet();
+        Pending<T> p = new Pending<>(op, deadline, reply, new CompletableFuture<>());
+        pending.put(id, p);
+        Channel ch = channel;
+        ByteBuf header = ch.alloc().directBuffer(20);
+        long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1);
+        Codec.beginFrame(header, op, id, millis);
+        header.setInt(0, Wire.HEADER_BYTES + payload.readableBytes());
+        // One write per frame: two (header, then payload) from several threads could interleave on the wire.
+        ch.writeAndFlush(Unpooled.wrappedBuffer(header, payload)).addListener(f -> {
+            if (!f.isSuccess()) {
+                complete(id, PageStatus.FAILED, "cannot send to the daemon at " + address + ": " + f.cause());
+            }
+        });
+        return p.future;
+    }
+
+    /** A payload buffer (pooled, direct) filled by {@code writer}; released if the writer throws. */
+    ByteBuf payload(Consumer<ByteBuf> writer) {
+        ByteBuf buf = buffer(256);
+        try {
+            writer.accept(buf);
+            return buf;
+        } catch (RuntimeException e) {
+            buf.release();
+            throw e;
+        }
+    }
+
+    /** The future of a request never sent, completed as {@code reply} says for {@code status}. */
+    static <T> CompletableFuture<T> unsent(Reply<T> reply, PageStatus status, String detail) {
+        Pending<T> p = new Pending<>(0, Deadline.expired(), reply, new CompletableFuture<>());
+        p.noAnswer(status, detail);
+        return p.future;
+    }
+
+    private void complete(long id, PageStatus status, String detail) {
+        Pending<?> p = pending.remove(id);
+        if (p != null) {
+            p.noAnswer(status, detail);
+        }
+    }
+
+    private void sweep() {
+        pending.forEach((id, p) -> {
+            if (p.deadline.isOver() && pending.remove(id, p)) {
+                p.noAnswer(PageStatus.stoppedBy(p.deadline), "no answer from the daemon at " + address + " by the deadline");
+            }
+        });
+    }
+
+    private void failAll(String detail) {
+        pending.forEach((id, p) -> complete(id, PageStatus.FAILED, detail));
+    }
+
+    /** Closes the connection; pending requests complete as FAILED. */
+    void close() {
+        ScheduledFuture<?> s = sweep;
+        if (s != null) {
+            s.cancel(false);
+        }
+        Channel ch = channel;
+        if (ch != null) {
+            ch.close();
+        }
+        failAll("the connection to the daemon at " + address + " was closed");
+    }
+
+    /** Reads answers and matches them to their requests. */
+    private final class Inbound extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf frame = (ByteBuf) msg;
+            try {
+                Codec.need(frame, Wire.HEADER_BYTES, "header");
+                int op = frame.readUnsignedByte();
+                frame.skipBytes(3);
+                long id = frame.readLong();
+                frame.skipBytes(4);
+                if (op == (Wire.ERROR & 0xFF)) {
+                    int code = Codec.readUnsignedShort(frame);
+                    String message = Codec.readString(frame);
+                    String detail = "the daemon at " + address + " answered error " + code + " (" + Wire.errorName(code)
+                            + "): " + message;
+                    if (id == 0) {
+                        failAll(detail); // about the connection, not one request; the daemon closes it
+                    } else {
+                        complete(id, PageStatus.FAILED, detail);
+                    }
+                    return;
+                }
+                Pending<?> p = pending.remove(id);
+                if (p == null) {
+                    return; // the request timed out and was completed without its answer
+                }
+                if (op != (p.op | Wire.RESPONSE)) {
+                    p.noAnswer(PageStatus.FAILED, "the daemon answered " + Wire.opName(op) + " to " + Wire.opName(p.op));
+                    ctx.close();
+                    return;
+                }
+                p.answer(frame);
+            } catch (ProtocolException e) {
+                LOG.log(Level.WARNING, "closing the connection to " + address + ": " + e.getMessage());
+                ctx.close();
+            } finally {
+                frame.release();
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            failAll("the connection to the daemon at " + address + " closed");
+            ScheduledFuture<?> s = sweep;
+            if (s != null) {
+                s.cancel(false);
+            }
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            LOG.log(Level.DEBUG, () -> "connection to " + address + " failed: " + cause);
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,56 @@
+package io.hicache.storage.remote;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Setting;
+import io.hicache.core.config.Settings;
+import io.hicache.core.util.Checks;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * The {@code remote} store's configuration: where the daemon is and how to talk to it. Read and checked once.
+ *
+ * @param host           the daemon's address
+ * @param port           its port
+ * @param authToken      the token the daemon requires (empty when it requires none)
+ * @param connections    connections kept open and used in turn; each carries many requests at once
+ * @param connectTimeout the most connecting and the handshake may take
+ */
+public record RemoteStoreConfig(String host, int port, String authToken, int connections, Duration connectTimeout) {
+    public static final Setting<String> HOST = Setting.string("remote.host", "127.0.0.1", "the daemon's address");
+    public static final Setting<Integer> PORT = Setting.integer("remote.port", 7370, 1, 65535, "the daemon's port");
+    public static final Setting<String> AUTH_TOKEN = Setting.string("remote.auth-token", "",
+            "the token the daemon requires (its server.auth-token)");
+    public static final Setting<Integer> CONNECTIONS = Setting.integer("remote.connections", 4, 1, 256,
+            "connections kept open and used in turn; each carries many requests at once");
+    public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("remote.connect-timeout", "5s",
+            "the most connecting and the handshake may take");
+
+    /** Every setting read here. */
+    public static final List<Setting<?>> SETTINGS = List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT);
+
+    public RemoteStoreConfig {
+        Checks.requireArgument(host != null && !host.isBlank(), "remote.host must be set");
+        Checks.checkPositive(connections, "connections");
+    }
+
+    /**
+     * Reads the configuration.
+     *
+     * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
+     */
+    public static RemoteStoreConfig from(Settings settings) {
+        try {
+            return new RemoteStoreConfig(settings.get(HOST).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
+                    settings.get(CONNECTIONS), settings.get(CONNECT_TIMEOUT));
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
+    /** A store on the daemon at 127.0.0.1:{@code port}, with the defaults otherwise: for tests. */
+    public static RemoteStoreConfig local(int port, String authToken) {
+        return new RemoteStoreConfig("127.0.0.1", port, authToken, 4, Duration.ofSeconds(5));
+    }
+}

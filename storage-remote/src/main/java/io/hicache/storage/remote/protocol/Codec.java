@@ -1,0 +1,133 @@
+package io.hicache.storage.remote.protocol;
+
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
+import io.netty.buffer.ByteBuf;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Reading and writing the protocol's fields on Netty buffers: strings, namespaces, page hashes. Every read checks
+ * that the bytes it needs are there, and that counts and lengths are within what the frame can hold, before it
+ * allocates anything: a malformed frame is a {@link ProtocolException}, never a huge allocation. Stateless.
+ */
+public final class Codec {
+    /** Longest string field: namespace texts are at most 512 characters, 4 bytes each in UTF-8. */
+    public static final int MAX_STRING_BYTES = 4 * Namespace.MAX_TEXT_LENGTH;
+
+    private Codec() {
+    }
+
+    /**
+     * Starts a frame in {@code out}: a length placeholder (filled in by {@link #endFrame}) and the header with
+     * flags and reserved bits zero.
+     */
+    public static ByteBuf beginFrame(ByteBuf out, int op, long requestId, long timeoutMillis) {
+        out.writeInt(0);
+        out.writeByte(op);
+        out.writeByte(0);
+        out.writeShort(0);
+        out.writeLong(requestId);
+        out.writeInt((int) Math.min(timeoutMillis, 0xFFFF_FFFFL));
+        return out;
+    }
+
+    /** Fills in the length of a frame begun at index 0 of {@code out} with {@link #beginFrame}. */
+    public static ByteBuf endFrame(ByteBuf out) {
+        return out.setInt(0, out.readableBytes() - 4);
+    }
+
+    public static void writeString(ByteBuf out, String s) {
+        byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
+        out.writeShort(bytes.length);
+        out.writeBytes(bytes);
+    }
+
+    public static String readString(ByteBuf in) {
+        int length = readUnsignedShort(in);
+        if (length > MAX_STRING_BYTES) {
+            throw new ProtocolException("a string of " + length + " bytes is over the limit of " + MAX_STRING_BYTES);
+        }
+        need(in, length, "string");
+        String s = in.toString(in.readerIndex(), length, StandardCharsets.UTF_8);
+        in.skipBytes(length);
+        return s;
+    }
+
+    /** model id, dtype name, byte order, TP rank and size, extra key. */
+    public static void writeNamespace(ByteBuf out, Namespace ns) {
+        writeString(out, ns.modelId());
+        writeString(out, ns.kvDtype().configName());
+        out.writeByte(ns.pageByteOrder() == PageByteOrder.LAYER_MAJOR ? 0 : 1);
+        out.writeShort(ns.tpRank());
+        out.writeShort(ns.tpSize());
+        writeString(out, ns.extraKey());
+    }
+
+    public static Namespace readNamespace(ByteBuf in) {
+        String model = readString(in);
+        String dtype = readString(in);
+        need(in, 5, "namespace");
+        int order = in.readUnsignedByte();
+        int rank = in.readUnsignedShort();
+        int size = in.readUnsignedShort();
+        String extra = readString(in);
+        if (order > 1) {
+            throw new ProtocolException("page byte order " + order + " is not defined");
+        }
+        try {
+            return Namespace.of(model, KvDtype.parse(dtype), order == 0 ? PageByteOrder.LAYER_MAJOR
+                    : PageByteOrder.TOKEN_MAJOR, rank, size).withExtraKey(extra);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("bad namespace: " + e.getMessage());
+        }
+    }
+
+    public static void writeHash(ByteBuf out, PageHash hash) {
+        out.writeBytes(hash.toBytes());
+    }
+
+    public static PageHash readHash(ByteBuf in) {
+        need(in, Wire.HASH_BYTES, "page hash");
+        byte[] b = new byte[Wire.HASH_BYTES];
+        in.readBytes(b);
+        return PageHash.fromBytes(b, 0);
+    }
+
+    /**
+     * A count of items of at least {@code minItemBytes} each, checked against the bytes left: a count the frame
+     * cannot hold is malformed.
+     */
+    public static int readCount(ByteBuf in, int minItemBytes, int maxItems) {
+        need(in, 4, "count");
+        long count = in.readUnsignedInt();
+        if (count > maxItems || count * minItemBytes > in.readableBytes()) {
+            throw new ProtocolException("a count of " + count + " does not fit the frame (" + in.readableBytes()
+                    + " bytes left, limit " + maxItems + ")");
+        }
+        return (int) count;
+    }
+
+    public static int readUnsignedShort(ByteBuf in) {
+        need(in, 2, "u16");
+        return in.readUnsignedShort();
+    }
+
+    public static long readUnsignedInt(ByteBuf in) {
+        need(in, 4, "u32");
+        return in.readUnsignedInt();
+    }
+
+    public static long readLong(ByteBuf in) {
+        need(in, 8, "u64");
+        return in.readLong();
+    }
+
+    public static void need(ByteBuf in, int bytes, String what) {
+        if (in.readableBytes() < bytes) {
+            throw new ProtocolException("the frame ends inside a " + what + " (" + in.readableBytes() + " of " + bytes
+                    + " bytes)");
+        }
+    }
+}

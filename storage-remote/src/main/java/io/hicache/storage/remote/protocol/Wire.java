@@ -1,0 +1,101 @@
+package io.hicache.storage.remote.protocol;
+
+import io.hicache.core.store.PageStatus;
+
+/**
+ * The protocol's constants (docs/protocol.md is the specification): frame layout, operation codes, status codes.
+ * All integers are big-endian. Stateless.
+ *
+ * <pre>
+ * frame   = u32 length (of everything after it) | header | payload
+ * header  = u8 op | u8 flags (0) | u16 reserved (0) | u64 request id | u32 timeout millis (0: none)
+ * </pre>
+ */
+public final class Wire {
+    /** The first four bytes of a HELLO payload: "HCWP". */
+    public static final int MAGIC = 0x48435750;
+    /** The protocol version this build speaks. */
+    public static final short VERSION = 1;
+    /** Bytes of the header after the length field. */
+    public static final int HEADER_BYTES = 16;
+    /** Bytes of a page hash on the wire. */
+    public static final int HASH_BYTES = 32;
+
+    // Requests (client to server).
+    public static final byte HELLO = 0x01;
+    public static final byte LEADING_HITS = 0x10;
+    public static final byte GET = 0x11;
+    public static final byte PUT = 0x12;
+    public static final byte DELETE = 0x13;
+    public static final byte CLEAR = 0x14;
+    public static final byte CLEAR_ALL = 0x15;
+    public static final byte STATS = 0x16;
+    public static final byte HEALTH = 0x17;
+    public static final byte LEASE = 0x18;
+    public static final byte RELEASE = 0x19;
+
+    /** A response has its request's op with the high bit set. */
+    public static final int RESPONSE = 0x80;
+    /** The answer to a request that failed as a whole: u16 error code, string message. */
+    public static final byte ERROR = (byte) 0xFF;
+
+    // Error codes of ERROR frames.
+    public static final short E_MALFORMED = 1;
+    public static final short E_VERSION = 2;
+    public static final short E_AUTH = 3;
+    public static final short E_UNKNOWN_OP = 4;
+    public static final short E_TOO_LARGE = 5;
+    public static final short E_BUSY = 6;
+    public static final short E_SHUTTING_DOWN = 7;
+    public static final short E_INTERNAL = 8;
+
+    private static final PageStatus[] STATUSES = PageStatus.values();
+
+    private Wire() {
+    }
+
+    /** The status byte of {@code status}: its position in {@link PageStatus} (OK 0, EXISTS 1, MISS 2, ...). */
+    public static byte status(PageStatus status) {
+        return (byte) status.ordinal();
+    }
+
+    /** The status a byte stands for. */
+    public static PageStatus status(byte code) {
+        if (code < 0 || code >= STATUSES.length) {
+            throw new ProtocolException("status code " + code + " is not defined");
+        }
+        return STATUSES[code];
+    }
+
+    /** A short name of an error code, as in metrics labels: {@code malformed}, {@code auth}, ... */
+    public static String errorName(int code) {
+        return switch (code) {
+            case E_MALFORMED -> "malformed";
+            case E_VERSION -> "version";
+            case E_AUTH -> "auth";
+            case E_UNKNOWN_OP -> "unknown_op";
+            case E_TOO_LARGE -> "too_large";
+            case E_BUSY -> "busy";
+            case E_SHUTTING_DOWN -> "shutting_down";
+            case E_INTERNAL -> "internal";
+            default -> "error_" + code;
+        };
+    }
+
+    public static String opName(int op) {
+        return switch (op & 0x7F) {
+            case HELLO -> "HELLO";
+            case LEADING_HITS -> "LEADING_HITS";
+            case GET -> "GET";
+            case PUT -> "PUT";
+            case DELETE -> "DELETE";
+            case CLEAR -> "CLEAR";
+            case CLEAR_ALL -> "CLEAR_ALL";
+            case STATS -> "STATS";
+            case HEALTH -> "HEALTH";
+            case LEASE -> "LEASE";
+            case RELEASE -> "RELEASE";
+            default -> (op & 0xFF) == (ERROR & 0xFF) ? "ERROR" : "op 0x" + Integer.toHexString(op & 0xFF);
+        };
+    }
+}
