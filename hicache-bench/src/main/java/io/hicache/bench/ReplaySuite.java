@@ -149,8 +149,10 @@ public final class ReplaySuite implements BenchSuite {
         long loaded = 0;
         long storageBefore;
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2);
-                HiCache cache = HiCache.open(HiCacheConfig.from(settings), Namespace.of("replay", KvDtype.BFLOAT16,
-                        PageByteOrder.LAYER_MAJOR, 0, 1), GEOMETRY, devicePages, runtime, new InMemoryPageStore(8L << 30))) {
+                HiCache cache = HiCache.builder().config(HiCacheConfig.from(settings))
+                        .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
+                        .geometry(GEOMETRY).devicePages(devicePages).runtime(runtime)
+                        .store(new InMemoryPageStore(8L << 30)).open()) {
             storageBefore = cache.stats().storageHitTokens();
             int n = 0;
             for (int[] turn : turns) {

@@ -4,6 +4,7 @@ import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
+import io.hicache.core.util.Threads;
 import io.hicache.server.daemon.HiCacheServer;
 import io.hicache.server.daemon.ServerConfig;
 import java.io.PrintStream;
@@ -72,7 +73,7 @@ public final class ServeCommand implements Subcommand {
         settings.requireKnown(known);
         HiCacheServer server = HiCacheServer.start(config);
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("hicache-serve-shutdown").unstarted(() -> {
+        Runtime.getRuntime().addShutdownHook(Threads.unstarted("serve-shutdown", () -> {
             out.println("stopping: finishing requests in flight and writing pages behind to the L3 store");
             out.flush();
             server.close();

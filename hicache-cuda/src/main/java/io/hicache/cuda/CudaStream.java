@@ -2,6 +2,7 @@ package io.hicache.cuda;
 
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.LayerSignals;
+import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -60,7 +61,7 @@ final class CudaStream implements AutoCloseable {
             JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
         }
         this.indices = new IndexRing(indexCapacityInts);
-        this.completions = Thread.ofPlatform().daemon().name("hicache-cuda-" + name).start(this::completeInOrder);
+        this.completions = Threads.start("cuda-" + name, this::completeInOrder);
     }
 
     /** The lane that launch number {@code launch} of a copy goes on. */

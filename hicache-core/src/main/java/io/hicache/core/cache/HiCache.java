@@ -20,6 +20,7 @@ import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
 import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -64,6 +65,27 @@ public final class HiCache implements AutoCloseable {
     private final BitSet leftovers = new BitSet();
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final DevicePages devicePages = new DevicePages() {
+        @Override
+        public int capacity() {
+            return device.pages();
+        }
+
+        @Override
+        public long pageBytes() {
+            return format.pageBytes();
+        }
+
+        @Override
+        public void writePage(int page, MemorySegment flat) {
+            device.writePage(page, flat);
+        }
+
+        @Override
+        public void readPage(int page, MemorySegment flat) {
+            device.readPage(page, flat);
+        }
+    };
     /** Copies started and not yet applied: counted down only after what they start next (an upload) is counted. */
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -84,25 +106,13 @@ public final class HiCache implements AutoCloseable {
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
     }
 
-    /**
-     * Opens a cache for one rank of a model: a device pool of {@code devicePages} pages on {@code runtime}, a host
-     * pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page store named by
-     * {@code hicache-storage-backend} if any.
-     *
-     * @param namespace the model, dtype, ranks and extra key its page keys carry
-     * @throws HiCacheException when a part cannot be opened; whatever was opened is closed again
-     */
-    public static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
-            DeviceRuntime runtime) {
-        return open(config, namespace, geometry, devicePages, runtime, null);
+    /** Starts the description of a cache to open: see {@link HiCacheBuilder}. */
+    public static HiCacheBuilder builder() {
+        return new HiCacheBuilder();
     }
 
-    /**
-     * As {@link #open(HiCacheConfig, Namespace, KvGeometry, int, DeviceRuntime)}, with {@code store} as the page store
-     * instead of the one {@code hicache-storage-backend} names (null: that one, or none). The cache takes ownership
-     * of {@code store} and closes it.
-     */
-    public static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
+    /** Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none. */
+    static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
             DeviceRuntime runtime, PageStore store) {
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
@@ -181,26 +191,27 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
+    /** The geometry, page size and host layout of the cache's pages. */
     public PageFormat format() {
         return format;
     }
 
+    /** The namespace the cache's page keys carry. */
     public Namespace namespace() {
         return namespace;
     }
 
+    /** The settings the cache was opened with. */
     public HiCacheConfig config() {
         return config;
     }
 
-    /** The device pool: the engine computes KV into the pages a request allocates from it. */
-    public KvPool devicePool() {
-        return device;
-    }
-
-    /** The host pool (L2). */
-    public HostPagePool hostPool() {
-        return host;
+    /**
+     * The device pages, one at a time: the engine computes KV into the pages a request allocates, and tests and
+     * hand-over read or write single pages through this view.
+     */
+    public DevicePages devicePages() {
+        return devicePages;
     }
 
     /* ---------------------------------------------------------------- device pages */

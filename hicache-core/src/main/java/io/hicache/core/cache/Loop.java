@@ -1,5 +1,6 @@
 package io.hicache.core.cache;
 
+import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -27,7 +28,7 @@ final class Loop<T> implements AutoCloseable {
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.work = work;
         this.metrics = metrics;
-        this.thread = Thread.ofPlatform().daemon().name("hicache-" + name).start(this::run);
+        this.thread = Threads.start(name, this::run);
     }
 
     /** Queues {@code item}; false (and counted) when the queue is full or the loop closed. */

@@ -3,6 +3,7 @@ package io.hicache.core.store;
 import io.hicache.core.Deadline;
 import io.hicache.core.config.Units;
 import io.hicache.core.util.Checks;
+import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -70,7 +71,7 @@ public final class CapacityGate implements AutoCloseable {
         this.lowWaterBytes = (long) (capacityBytes * lowWaterRatio);
         this.usedBytes = usedBytes;
         this.evictor = Checks.checkNotNull(evictor, "evictor");
-        this.thread = Thread.ofPlatform().daemon().name("hicache-" + name + "-evictor").unstarted(this::evictLoop);
+        this.thread = Threads.unstarted(name + "-evictor", this::evictLoop);
     }
 
     /** Starts the eviction thread: once the store it evicts from is ready. */

@@ -164,7 +164,7 @@ class HiCacheModelTest {
         PageHashes hashes = hasher.hashPages(o.prompt);
         for (int i = 0; i < fresh.length; i++) {
             PagePattern.fill(flat, TestEngine.NS.key(hashes.get(prefix.length + i)));
-            cache.devicePool().writePage(fresh[i], flat);
+            cache.devicePages().writePage(fresh[i], flat);
         }
         int[] all = Arrays.copyOf(prefix, upTo);
         System.arraycopy(fresh, 0, all, prefix.length, fresh.length);

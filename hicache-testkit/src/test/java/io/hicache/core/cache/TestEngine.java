@@ -53,10 +53,16 @@ final class TestEngine implements AutoCloseable {
         settings.forEach(b::flag);
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
-        this.cache = HiCache.open(config, NS, GEOMETRY, devicePages, runtime, store);
+        this.cache = open(config, devicePages, runtime, store);
         this.page = config.pageSizeTokens();
         this.hasher = new PageHasher(page);
         this.flat = arena.allocate(cache.format().pageBytes(), 64);
+    }
+
+    private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store) {
+        HiCacheBuilder b = HiCache.builder().config(config).namespace(NS).geometry(GEOMETRY).devicePages(devicePages)
+                .runtime(runtime);
+        return (store == null ? b : b.store(store)).open();
     }
 
     /** What serving one prompt found. */
@@ -89,7 +95,7 @@ final class TestEngine implements AutoCloseable {
             PageHashes hashes = hasher.hashPages(prompt);
             for (int i = 0; i < fresh.length; i++) {
                 PagePattern.fill(flat, NS.key(hashes.get(prefix.length + i)));
-                cache.devicePool().writePage(fresh[i], flat);
+                cache.devicePages().writePage(fresh[i], flat);
             }
             int[] all = Arrays.copyOf(prefix, whole);
             System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
@@ -102,7 +108,7 @@ final class TestEngine implements AutoCloseable {
     void verify(int[] prompt, int[] pages) {
         PageHashes hashes = hasher.hashPages(prompt);
         for (int i = 0; i < pages.length; i++) {
-            cache.devicePool().readPage(pages[i], flat);
+            cache.devicePages().readPage(pages[i], flat);
             if (!PagePattern.matches(flat, NS.key(hashes.get(i)))) {
                 throw new AssertionError("page " + i + " (device page " + pages[i] + ") of the prefix has wrong bytes");
             }

@@ -7,6 +7,7 @@ import io.hicache.core.config.Units;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.util.Threads;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -71,13 +72,10 @@ public final class HiCacheServer implements AutoCloseable {
         this.storeDescription = storeDescription;
         this.leases = new Leases(cache);
         this.operations = new Operations(this);
-        AtomicInteger n = new AtomicInteger();
-        this.workers = Executors.newFixedThreadPool(config.workers(), r -> Thread.ofPlatform().daemon()
-                .name("hicache-server-worker-" + n.incrementAndGet()).unstarted(r));
+        this.workers = Executors.newFixedThreadPool(config.workers(), Threads.factory("server-worker"));
         this.acceptor = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         this.loops = new MultiThreadIoEventLoopGroup(config.eventLoops(), NioIoHandler.newFactory());
-        this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Thread.ofPlatform().daemon()
-                .name("hicache-server-lease-sweeper").unstarted(r));
+        this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Threads.unstarted("server-lease-sweeper", r));
         sweeper.scheduleAtFixedRate(leases::expire, 1, 1, TimeUnit.SECONDS);
         ServerBootstrap b = new ServerBootstrap().group(acceptor, loops).channel(NioServerSocketChannel.class)
                 .option(ChannelOption.SO_BACKLOG, 1024)

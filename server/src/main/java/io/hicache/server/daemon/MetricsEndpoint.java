@@ -2,6 +2,7 @@ package io.hicache.server.daemon;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.hicache.core.util.Threads;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -20,8 +21,7 @@ final class MetricsEndpoint implements AutoCloseable {
 
     MetricsEndpoint(String bind, int port, Supplier<String> metrics, BooleanSupplier healthy) throws IOException {
         http = HttpServer.create(new InetSocketAddress(bind, port), 16);
-        http.setExecutor(Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name("hicache-server-metrics")
-                .unstarted(r)));
+        http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
         http.createContext("/metrics", ex -> reply(ex, 200, "text/plain; version=0.0.4", metrics.get()));
         http.createContext("/health", ex -> {
             boolean ok = healthy.getAsBoolean();

@@ -5,6 +5,7 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -42,7 +43,7 @@ final class WriteBehind {
 
     WriteBehind(SlabCache cache) {
         this.cache = cache;
-        this.thread = Thread.ofPlatform().daemon().name("hicache-server-write-behind").start(this::run);
+        this.thread = Threads.start("server-write-behind", this::run);
     }
 
     void enqueue(SlabCache.Entry e) {

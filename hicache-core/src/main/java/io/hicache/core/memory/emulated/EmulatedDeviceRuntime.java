@@ -10,6 +10,7 @@ import io.hicache.core.memory.HostRegistration;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
+import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
@@ -17,7 +18,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -47,13 +47,7 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
         this.memoryBytes = Checks.checkPositive(memoryBytes, "memoryBytes");
         this.copyThreads = Checks.checkPositive(copyThreads, "copyThreads");
         int instance = INSTANCES.incrementAndGet();
-        AtomicInteger n = new AtomicInteger();
-        ThreadFactory named = r -> {
-            Thread t = new Thread(r, "hicache-copy-" + instance + "-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
-        this.copyExecutor = Executors.newFixedThreadPool(copyThreads, named);
+        this.copyExecutor = Executors.newFixedThreadPool(copyThreads, Threads.factory("copy-" + instance));
     }
 
     @Override

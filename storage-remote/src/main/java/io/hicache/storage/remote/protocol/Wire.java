@@ -49,22 +49,45 @@ public final class Wire {
     public static final short E_SHUTTING_DOWN = 7;
     public static final short E_INTERNAL = 8;
 
-    private static final PageStatus[] STATUSES = PageStatus.values();
-
     private Wire() {
     }
 
-    /** The status byte of {@code status}: its position in {@link PageStatus} (OK 0, EXISTS 1, MISS 2, ...). */
+    /**
+     * The status byte of {@code status}, as docs/protocol.md's table gives it. Spelled out per status, not taken from
+     * the enum's order, so that reordering or extending {@link PageStatus} cannot change the protocol.
+     */
     public static byte status(PageStatus status) {
-        return (byte) status.ordinal();
+        return switch (status) {
+            case OK -> 0;
+            case EXISTS -> 1;
+            case MISS -> 2;
+            case CORRUPT -> 3;
+            case SIZE_MISMATCH -> 4;
+            case REJECTED -> 5;
+            case TIMED_OUT -> 6;
+            case CANCELLED -> 7;
+            case FAILED -> 8;
+        };
     }
 
-    /** The status a byte stands for. */
+    /**
+     * The status a byte stands for.
+     *
+     * @throws ProtocolException for a byte the protocol does not define
+     */
     public static PageStatus status(byte code) {
-        if (code < 0 || code >= STATUSES.length) {
-            throw new ProtocolException("status code " + code + " is not defined");
-        }
-        return STATUSES[code];
+        return switch (code) {
+            case 0 -> PageStatus.OK;
+            case 1 -> PageStatus.EXISTS;
+            case 2 -> PageStatus.MISS;
+            case 3 -> PageStatus.CORRUPT;
+            case 4 -> PageStatus.SIZE_MISMATCH;
+            case 5 -> PageStatus.REJECTED;
+            case 6 -> PageStatus.TIMED_OUT;
+            case 7 -> PageStatus.CANCELLED;
+            case 8 -> PageStatus.FAILED;
+            default -> throw new ProtocolException("status code " + code + " is not defined");
+        };
     }
 
     /** A short name of an error code, as in metrics labels: {@code malformed}, {@code auth}, ... */
@@ -82,6 +105,7 @@ public final class Wire {
         };
     }
 
+    /** The name of an operation code, for logs and metrics: {@code GET}, {@code PUT}, ... */
     public static String opName(int op) {
         return switch (op & 0x7F) {
             case HELLO -> "HELLO";

@@ -1,0 +1,102 @@
+package io.hicache.core.cache;
+
+import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.DeviceRuntime;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.store.PageStore;
+import io.hicache.core.util.Checks;
+
+/**
+ * Collects what a {@link HiCache} is opened with; {@link #open()} checks that every required part is set. Each part
+ * may be set once (a second set is a mistake and is refused). Not thread-safe; use it on one thread and drop it.
+ *
+ * <pre>{@code
+ * HiCache cache = HiCache.builder()
+ *         .config(HiCacheConfig.from(settings))
+ *         .namespace(namespace)
+ *         .geometry(geometry)
+ *         .devicePages(256)
+ *         .runtime(runtime)
+ *         .open();
+ * }</pre>
+ */
+public final class HiCacheBuilder {
+    private HiCacheConfig config;
+    private Namespace namespace;
+    private KvGeometry geometry;
+    private int devicePages;
+    private DeviceRuntime runtime;
+    private PageStore store;
+
+    HiCacheBuilder() {
+    }
+
+    /** The cache's settings (SGLang's names: page size, write policy, host sizing, storage backend...). Required. */
+    public HiCacheBuilder config(HiCacheConfig value) {
+        Checks.requireState(config == null, "config was already set to %s", config);
+        config = Checks.checkNotNull(value, "config");
+        return this;
+    }
+
+    /** The model, dtype, ranks and extra key the cache's page keys carry. Required. */
+    public HiCacheBuilder namespace(Namespace value) {
+        Checks.requireState(namespace == null, "namespace was already set to %s", namespace);
+        namespace = Checks.checkNotNull(value, "namespace");
+        return this;
+    }
+
+    /** The KV geometry of one rank (layers, heads, head size, dtype). Required. */
+    public HiCacheBuilder geometry(KvGeometry value) {
+        Checks.requireState(geometry == null, "geometry was already set to %s", geometry);
+        geometry = Checks.checkNotNull(value, "geometry");
+        return this;
+    }
+
+    /** Pages in the device pool the cache allocates on the runtime. Required, positive. */
+    public HiCacheBuilder devicePages(int pages) {
+        Checks.requireState(devicePages == 0, "devicePages was already set to %d", devicePages);
+        Checks.requireArgument(pages > 0, "devicePages must be positive, was %d", pages);
+        devicePages = pages;
+        return this;
+    }
+
+    /** The device runtime the pools live on. Required; it stays the caller's (the cache does not close it). */
+    public HiCacheBuilder runtime(DeviceRuntime value) {
+        Checks.requireState(runtime == null, "runtime was already set to %s", runtime);
+        runtime = Checks.checkNotNull(value, "runtime");
+        return this;
+    }
+
+    /**
+     * The page store (L3) to use instead of the one {@code hicache-storage-backend} names. Optional. The cache takes
+     * ownership and closes it, also when {@link #open()} fails.
+     */
+    public HiCacheBuilder store(PageStore value) {
+        Checks.requireState(store == null, "store was already set to %s", store);
+        store = Checks.checkNotNull(value, "store");
+        return this;
+    }
+
+    /**
+     * Opens the cache: a device pool, a host pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page
+     * store set here or named by {@code hicache-storage-backend}, if any.
+     *
+     * @throws IllegalStateException when a required part is missing
+     * @throws io.hicache.core.HiCacheException when a part cannot be opened; whatever was opened is closed again
+     */
+    public HiCache open() {
+        Checks.requireState(config != null, "config is not set");
+        Checks.requireState(namespace != null, "namespace is not set");
+        Checks.requireState(geometry != null, "geometry is not set");
+        Checks.requireState(devicePages > 0, "devicePages is not set");
+        Checks.requireState(runtime != null, "runtime is not set");
+        try {
+            return HiCache.open(config, namespace, geometry, devicePages, runtime, store);
+        } catch (RuntimeException e) {
+            if (store != null) {
+                store.close();
+            }
+            throw e;
+        }
+    }
+}
