@@ -1,0 +1,82 @@
+package io.hicache.architecture;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.Dependency;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.lang.ArchCondition;
+import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.lang.ConditionEvents;
+import com.tngtech.archunit.lang.SimpleConditionEvent;
+import java.util.Optional;
+import java.util.Set;
+
+/** The rules of {@link Layout}, as ArchUnit rules over compiled classes. Stateless. */
+final class LayoutRules {
+    private static final String ROOT = "io.hicache";
+
+    private LayoutRules() {
+    }
+
+    /** Every package of HiCache's main code is in the table, so no package escapes the other rules. */
+    static ArchRule everyPackageIsInTheTable() {
+        return classes().that().resideInAPackage(ROOT + "..").should(new ArchCondition<>("be in a package of Layout") {
+            @Override
+            public void check(JavaClass c, ConditionEvents events) {
+                if (Layout.find(c.getPackageName()).isEmpty()) {
+                    events.add(SimpleConditionEvent.violated(c, "package " + c.getPackageName() + " of " + c.getName()
+                            + " is not in Layout.PACKAGES: add it (module, rank, API or internal) and to docs/architecture.md"));
+                }
+            }
+        }).allowEmptyShould(false);
+    }
+
+    /**
+     * A class uses its own module's packages of the same or a lower rank, and other modules only where its module may
+     * depend on them (the POMs' edges), and there only their API packages.
+     */
+    static ArchRule importsFollowTheLayout() {
+        return classes().that().resideInAPackage(ROOT + "..").should(new ArchCondition<>("import only down the layers") {
+            @Override
+            public void check(JavaClass c, ConditionEvents events) {
+                Optional<Layout.Pkg> from = Layout.find(c.getPackageName());
+                if (from.isEmpty()) {
+                    return; // reported by everyPackageIsInTheTable
+                }
+                for (Dependency d : c.getDirectDependenciesFromSelf()) {
+                    JavaClass target = d.getTargetClass().getBaseComponentType();
+                    if (!target.getPackageName().startsWith(ROOT)) {
+                        continue;
+                    }
+                    problem(from.get(), target).ifPresent(why -> events.add(SimpleConditionEvent.violated(d,
+                            d.getDescription() + ": " + why)));
+                }
+            }
+        }).allowEmptyShould(false);
+    }
+
+    private static Optional<String> problem(Layout.Pkg from, JavaClass target) {
+        Optional<Layout.Pkg> found = Layout.find(target.getPackageName());
+        if (found.isEmpty()) {
+            return Optional.of("uses " + target.getPackageName() + ", which is not in Layout.PACKAGES");
+        }
+        Layout.Pkg to = found.get();
+        if (to.module().equals(from.module())) {
+            return to.rank() <= from.rank() ? Optional.empty() : Optional.of("points up the layers of " + from.module()
+                    + " (" + from.name() + " rank " + from.rank() + " -> " + to.name() + " rank " + to.rank() + ")");
+        }
+        if (!Layout.MODULE_DEPENDENCIES.getOrDefault(from.module(), Set.of()).contains(to.module())) {
+            return Optional.of("module " + from.module() + " may not depend on module " + to.module());
+        }
+        if (!to.api() && !Layout.INTERNAL_USE_ALLOWED.getOrDefault(from.module(), Set.of()).contains(to.name())) {
+            return Optional.of(to.name() + " is internal to " + to.module());
+        }
+        return Optional.empty();
+    }
+
+    /** No two packages import each other, directly or through others. */
+    static ArchRule noPackageCycles() {
+        return slices().matching(ROOT + ".(**)").should().beFreeOfCycles();
+    }
+}

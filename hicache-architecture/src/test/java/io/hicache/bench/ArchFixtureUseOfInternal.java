@@ -1,0 +1,12 @@
+package io.hicache.bench;
+
+import io.hicache.storage.nixl.posix.ArchFixtureInternalTarget;
+
+/** Architecture test fixture: a module using another module's internal package, which the API rule must refuse. */
+public final class ArchFixtureUseOfInternal {
+    /** The internal type, named so the compiled class depends on it. */
+    public static final Class<?> INTERNAL = ArchFixtureInternalTarget.class;
+
+    private ArchFixtureUseOfInternal() {
+    }
+}
