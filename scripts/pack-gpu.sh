@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Packs .gpu/ for a run on the lent GPU machine (see docs/gpu.md): the shared pack.sh with hicache-core and
-# hicache-testkit (a Java 25 runtime and those modules' jars with their runtime dependencies), plus the bench jar,
-# which holds the GPU entry point and the cuda suite. The bench module's own dependencies (RocksDB, the AWS SDK)
-# are left out: they would not fit the 64 MiB the GPU machine takes, and the GPU run does not use them.
+# Packs .gpu/ for a run on the lent GPU machine (see docs/gpu.md): a Java 25 runtime, the jars of the modules a run
+# names with their runtime dependencies (through the shared pack.sh), and the two jars that hold the GPU entry point
+# and the CUDA kits (hicache-bench.jar, hicache-cuda-tests.jar; their own dependencies are not packed). Works on a
+# fresh clone with an empty local Maven repository: it builds and installs what the named modules need first.
 #
-# Usage: scripts/pack-gpu.sh        (needs ../shared/gpu/pack.sh beside the checkout)
+# Usage: scripts/pack-gpu.sh [MODULES]   MODULES: comma-separated, default hicache-cuda,hicache-testkit (what GpuRun
+#        needs). A run that also takes the daemon and the file store names e.g. hicache-cuda,hicache-testkit,server,
+#        storage-file. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
+#        takes; pack.sh warns when the pack grows past 60 MiB.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 pack=${HICACHE_GPU_PACK:-$root/../shared/gpu/pack.sh}
 [[ -x $pack ]] || { echo "pack-gpu.sh: $pack not found (set HICACHE_GPU_PACK)" >&2; exit 1; }
+modules=${1:-hicache-cuda,hicache-testkit}
 mkdir -p .git/info
-# pack.sh copies each module's dependencies without building its siblings: put them in the local repository.
-mvn -q -B -ntp -DskipTests -pl .,hicache-core,hicache-testkit install
-"$pack" hicache-core,hicache-testkit
-mvn -q -B -ntp -DskipTests -pl hicache-bench -am package
-cp hicache-bench/target/hicache-bench.jar .gpu/lib/
-echo "added hicache-bench.jar; .gpu is $(du -sm .gpu | cut -f1) MiB"
+# pack.sh copies each module's dependencies without building their siblings: put those in the local repository.
+# hicache-bench is built (not packed) for GpuRun's jar, so everything it depends on is built too.
+mvn -q -B -ntp -Dstyle.color=never -DskipTests -pl "$modules,hicache-bench" -am install
+"$pack" "$modules"
+cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests.jar .gpu/lib/
+echo "added hicache-bench.jar and hicache-cuda-tests.jar; .gpu is $(du -sm .gpu | cut -f1) MiB"

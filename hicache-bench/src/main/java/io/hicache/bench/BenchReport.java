@@ -16,7 +16,7 @@ import java.util.Map;
  * The outcome of one suite run: its rows, the machine, the date and the command, printed as a table and
  * written as {@code <suite>.json}. Immutable.
  */
-public record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machine, Instant date, String command,
+record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machine, Instant date, String command,
         int forks) {
     public BenchReport {
         rows = List.copyOf(rows);

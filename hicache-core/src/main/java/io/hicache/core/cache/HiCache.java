@@ -10,7 +10,6 @@ import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.host.HostPagePool;
-import io.hicache.core.memory.host.HostPoolSizing;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.PageStore;
@@ -123,7 +122,7 @@ public final class HiCache implements AutoCloseable {
         KvPool pool = runtime.createPool(format, devicePages);
         HostPagePool host = null;
         try {
-            host = HostPagePool.open(config.host(), format, HostPoolSizing.slots(config.host(), format, devicePages), runtime);
+            host = HostPagePool.open(config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages), runtime);
             Optional<PageStore> l3 = store != null ? Optional.of(store) : config.storageBackend().map(name ->
                     PageStores.open(new StoreConfig(name, config.settings())));
             return new HiCache(config, namespace, format, pool, host, l3);

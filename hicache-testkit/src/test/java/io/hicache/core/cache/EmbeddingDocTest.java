@@ -20,16 +20,29 @@ import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Compiles the example in docs/embedding.md, runs it, and checks what it says. */
+/** Compiles the examples in docs/embedding.md and the README, runs them, and checks what they say. */
 class EmbeddingDocTest {
     @TempDir
     Path dir;
 
     @Test
     void theExampleInTheDocsCompilesAndRuns() throws Exception {
-        String doc = Files.readString(Path.of("..", "docs", "embedding.md"));
+        List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"));
+        assertTrue(lines.contains("first: 0 of 200 prompt tokens came from the cache"), lines::toString);
+        assertTrue(lines.contains("second: 192 of 200 prompt tokens came from the cache"), lines::toString);
+    }
+
+    @Test
+    void theReadmeQuickStartCompilesAndRuns() throws Exception {
+        List<String> lines = compileAndRun(Path.of("..", "README.md"));
+        assertTrue(lines.contains("cached tokens: 64"), lines::toString);
+    }
+
+    /** The first java block of {@code docPath}, compiled and run with a host folder as its argument; what it printed. */
+    private List<String> compileAndRun(Path docPath) throws Exception {
+        String doc = Files.readString(docPath);
         Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(doc);
-        assertTrue(block.find(), "docs/embedding.md has no java block");
+        assertTrue(block.find(), docPath + " has no java block");
         String source = block.group(1);
         Matcher name = Pattern.compile("public class (\\w+)").matcher(source);
         assertTrue(name.find(), "the example declares no public class");
@@ -57,8 +70,6 @@ class EmbeddingDocTest {
                 }
             }
         }
-        List<String> lines = printed.toString(StandardCharsets.UTF_8).lines().toList();
-        assertTrue(lines.contains("first: 0 of 200 prompt tokens came from the cache"), lines::toString);
-        assertTrue(lines.contains("second: 192 of 200 prompt tokens came from the cache"), lines::toString);
+        return printed.toString(StandardCharsets.UTF_8).lines().toList();
     }
 }

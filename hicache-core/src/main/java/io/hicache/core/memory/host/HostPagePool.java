@@ -158,6 +158,18 @@ public final class HostPagePool implements AutoCloseable {
     }
 
     /**
+     * Slots of a host pool for a device pool of {@code devicePages} pages, sized as SGLang sizes it:
+     * {@code hicache-size} if set, else {@code hicache-ratio} times the device pool, and always more than the device
+     * pool.
+     *
+     * @throws HiCacheException {@link ErrorCode#HOST_POOL_TOO_LARGE} when {@code hicache-size} gives no more pages than
+     *     the device pool
+     */
+    public static int slotsFor(HostPoolConfig config, PageFormat format, int devicePages) {
+        return HostPoolSizing.slots(config, format, devicePages);
+    }
+
+    /**
      * Opens the pool that {@code config} names for {@code capacity} pages of {@code format}, reusing its files if
      * they were made for the same format and capacity, and registers the slab with {@code runtime}.
      *

@@ -15,7 +15,7 @@ import java.util.Optional;
  * sizes in the message, a slab that would not fit in the tmpfs or would leave too little host memory: running
  * out of tmpfs later would kill the process with SIGBUS on a page write. Stateless.
  */
-public final class HostPoolSizing {
+final class HostPoolSizing {
     static final long DEFAULT_RESERVE_CAP_BYTES = 10L << 30;
 
     private HostPoolSizing() {
@@ -27,7 +27,7 @@ public final class HostPoolSizing {
      * @throws HiCacheException {@link ErrorCode#HOST_POOL_TOO_LARGE} when the host pool would not be larger than
      *     the device pool, or would not fit in an int
      */
-    public static int slots(HostPoolConfig config, PageFormat format, int devicePages) {
+    static int slots(HostPoolConfig config, PageFormat format, int devicePages) {
         long pages = config.sizeGb() > 0 ? (long) (config.sizeGb() * 1e9 / format.pageBytes())
                 : (long) Math.ceil(devicePages * config.ratio());
         if (pages <= devicePages) {
