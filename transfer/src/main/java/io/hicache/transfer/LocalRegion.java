@@ -1,5 +1,7 @@
 package io.hicache.transfer;
 
+import io.hicache.transfer.spi.RegionDescriptor;
+import io.hicache.transfer.spi.RegisteredRegion;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Map;
@@ -10,7 +12,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Memory registered with a {@link TransferEngine} and published in its segment. Peers read and write it through
- * the engine's listener; local requests may use any range inside it.
+ * the engine's transports; local requests may use any range inside it.
  *
  * <p>Thread-safe. {@link #close()} unregisters it: new remote requests for it are refused, and it returns once no
  * remote request is still moving its bytes (or, after a bounded wait, once the connections carrying them were
@@ -24,8 +26,11 @@ public final class LocalRegion implements AutoCloseable {
     private final MemorySegment memory;
     private final Optional<Path> shmFile;
     private final Runnable free;
+    private final Served served = new Served();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition idle = lock.newCondition();
+    /** What the transports returned from registering it; set once, before peers can see the region. */
+    private volatile Map<String, String> keys = Map.of();
     private int inFlight;
     private boolean retired;
 
@@ -44,7 +49,7 @@ public final class LocalRegion implements AutoCloseable {
         return name;
     }
 
-    /** The number frames use for it. */
+    /** The number peers address it by. */
     public int id() {
         return id;
     }
@@ -61,52 +66,16 @@ public final class LocalRegion implements AutoCloseable {
 
     /** What the segment publishes about it. */
     public RegionDescriptor descriptor() {
-        return new RegionDescriptor(name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), Map.of());
+        return new RegionDescriptor(name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), keys);
     }
 
-    /** Whether [{@code offset}, {@code offset + length}) lies inside the region. */
-    public boolean contains(long offset, long length) {
-        return offset >= 0 && length >= 0 && offset <= memory.byteSize() - length;
+    /** The view transports serve peers' requests through. */
+    RegisteredRegion served() {
+        return served;
     }
 
-    /**
-     * Marks a remote request as moving the region's bytes, unless the region is unregistered.
-     *
-     * @return false when it is unregistered (the request must be refused)
-     */
-    public boolean acquire() {
-        lock.lock();
-        try {
-            if (retired) {
-                return false;
-            }
-            inFlight++;
-            return true;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Ends what {@link #acquire()} began. */
-    public void release() {
-        lock.lock();
-        try {
-            if (--inFlight == 0) {
-                idle.signalAll();
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Whether the region was unregistered. */
-    public boolean isRetired() {
-        lock.lock();
-        try {
-            return retired;
-        } finally {
-            lock.unlock();
-        }
+    void publish(Map<String, String> transportKeys) {
+        this.keys = Map.copyOf(transportKeys);
     }
 
     /** Refuses new requests, then waits up to {@code millis} for those in flight; true if none is left. */
@@ -142,5 +111,54 @@ public final class LocalRegion implements AutoCloseable {
     public String toString() {
         return "region " + name + " (#" + id + ", " + memory.byteSize() + " bytes" + shmFile.map(p -> ", " + p)
                 .orElse("") + ")";
+    }
+
+    /** The region as transports see it: its memory and the in-flight count that unregistering waits on. */
+    private final class Served implements RegisteredRegion {
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public int id() {
+            return id;
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return memory;
+        }
+
+        @Override
+        public boolean acquire() {
+            lock.lock();
+            try {
+                if (retired) {
+                    return false;
+                }
+                inFlight++;
+                return true;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public void release() {
+            lock.lock();
+            try {
+                if (--inFlight == 0) {
+                    idle.signalAll();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        @Override
+        public String toString() {
+            return LocalRegion.this.toString();
+        }
     }
 }

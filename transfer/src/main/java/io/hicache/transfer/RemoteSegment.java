@@ -1,16 +1,15 @@
 package io.hicache.transfer;
 
+import io.hicache.transfer.control.ControlClient;
 import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.TransportLink;
-import io.hicache.transfer.tcp.ClientConnection;
-import io.hicache.transfer.tcp.Frames;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ScheduledExecutorService;
 
 /**
  * A peer's segment, opened with {@link TransferEngine#openSegment}: its descriptor, the transport chosen for it,
@@ -19,26 +18,22 @@ import java.util.concurrent.ScheduledExecutorService;
  *
  * <p>Thread-safe. Closed by its opener (or by the engine when the engine closes).
  */
-public final class RemoteSegment implements PeerContext, AutoCloseable {
+public final class RemoteSegment implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(RemoteSegment.class.getName());
+
     private final TransferEngine engine;
-    private final ClientConnection control;
-    private final ScheduledFuture<?> heartbeat;
-    private final long heartbeatMillis;
+    private final ControlClient control;
+    private final PeerContext peer = new Peer();
     private final CopyOnWriteArrayList<Runnable> deathListeners = new CopyOnWriteArrayList<>();
     private volatile SegmentDescriptor descriptor;
     private volatile TransportLink link;
     private volatile String transport;
-    private volatile long lastAnswerNanos = System.nanoTime();
     private volatile String deathReason;
 
-    RemoteSegment(TransferEngine engine, ClientConnection control, SegmentDescriptor descriptor,
-            ScheduledExecutorService timer, long heartbeatMillis) {
+    RemoteSegment(TransferEngine engine, ControlClient control, SegmentDescriptor descriptor) {
         this.engine = engine;
         this.control = control;
         this.descriptor = descriptor;
-        this.heartbeatMillis = heartbeatMillis;
-        this.heartbeat = timer.scheduleWithFixedDelay(this::beat, heartbeatMillis, heartbeatMillis,
-                TimeUnit.MILLISECONDS);
     }
 
     void attach(String transportName, TransportLink transportLink) {
@@ -46,7 +41,7 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
         this.link = transportLink;
     }
 
-    @Override
+    /** The peer's published segment, as last fetched. */
     public SegmentDescriptor remote() {
         return descriptor;
     }
@@ -65,12 +60,17 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
         return link;
     }
 
-    @Override
+    /** The peer as its transport link sees it. */
+    PeerContext peer() {
+        return peer;
+    }
+
+    /** Whether the peer is considered alive (its control connection answers heartbeats). */
     public boolean alive() {
         return deathReason == null;
     }
 
-    @Override
+    /** Why the peer is considered dead, or null while it is alive. */
     public String deathReason() {
         return deathReason;
     }
@@ -90,7 +90,7 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
      */
     public SegmentDescriptor refresh(Duration timeout) {
         try {
-            byte[] answer = control.request(Frames.DESCRIBE).get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            byte[] answer = control.describe().get(timeout.toNanos(), TimeUnit.NANOSECONDS);
             descriptor = SegmentDescriptor.decode(answer);
             return descriptor;
         } catch (InterruptedException e) {
@@ -112,26 +112,6 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
         }
     }
 
-    private void beat() {
-        if (!alive()) {
-            return;
-        }
-        if (!control.isOpen()) {
-            die("control connection closed (" + control.closeReason() + ")");
-            return;
-        }
-        long silentMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastAnswerNanos);
-        if (silentMillis > 3 * heartbeatMillis) {
-            die("no heartbeat answer for " + silentMillis + " ms");
-            return;
-        }
-        control.request(Frames.PING).whenComplete((ok, error) -> {
-            if (error == null) {
-                lastAnswerNanos = System.nanoTime();
-            }
-        });
-    }
-
     /** Declares the peer dead (first reason wins) and tells the listeners. */
     void die(String reason) {
         synchronized (this) {
@@ -140,15 +120,13 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
             }
             deathReason = reason;
         }
-        heartbeat.cancel(false);
         control.close(reason);
         for (Runnable r : deathListeners) {
             deathListeners.remove(r);
             try {
                 r.run();
             } catch (RuntimeException e) {
-                java.util.logging.Logger.getLogger(RemoteSegment.class.getName()).log(
-                        java.util.logging.Level.WARNING, "a death listener of " + name() + " failed", e);
+                LOG.log(Level.WARNING, "a death listener of " + name() + " failed", e);
             }
         }
     }
@@ -167,5 +145,23 @@ public final class RemoteSegment implements PeerContext, AutoCloseable {
     @Override
     public String toString() {
         return "segment " + descriptor.name() + " at " + descriptor.address() + " over " + transport;
+    }
+
+    /** What the transport link learns about the peer. */
+    private final class Peer implements PeerContext {
+        @Override
+        public SegmentDescriptor remote() {
+            return descriptor;
+        }
+
+        @Override
+        public boolean alive() {
+            return RemoteSegment.this.alive();
+        }
+
+        @Override
+        public String deathReason() {
+            return deathReason;
+        }
     }
 }

@@ -1,6 +1,8 @@
 package io.hicache.transfer;
 
+import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.Slice;
+import io.hicache.transfer.spi.TransferOp;
 import io.hicache.transfer.spi.TransportLink;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -9,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -179,12 +182,12 @@ public final class TransferBatch {
     /** A slice of a request, as transports see it. */
     final class SliceImpl implements Slice {
         private final Request request;
-        private final io.hicache.transfer.TransferOp op;
+        private final TransferOp op;
         private final MemorySegment local;
         private final RegionDescriptor region;
         private final long remoteOffset;
         private final AtomicInteger retries;
-        private final java.util.concurrent.atomic.AtomicBoolean over = new java.util.concurrent.atomic.AtomicBoolean();
+        private final AtomicBoolean over = new AtomicBoolean();
         volatile boolean finished;
 
         SliceImpl(Request request, TransferOp op, MemorySegment local, RegionDescriptor region, long remoteOffset,

@@ -8,12 +8,13 @@ import java.util.Objects;
  * The transfer engine's settings, validated once here. Immutable; change with the {@code with...} methods.
  *
  * @param name                 the engine's (and its segment's) name, for logs and peers
- * @param bindHost             the address its listener binds to
- * @param port                 its port; 0 picks a free one
+ * @param bindHost             the address its listeners (control, and the TCP transport's) bind to
+ * @param port                 its control listener's port; 0 picks a free one (the TCP transport always picks one)
  * @param connectionsPerPeer   TCP connections opened to each peer; slices are spread over them
- * @param sliceBytes           requests larger than this are cut into slices of this size (TCP)
+ * @param sliceBytes           requests larger than this are cut into slices of this size, the unit transports move
  * @param windowBytesPerConnection bytes in flight on one TCP connection before further slices wait
- * @param ioThreads            Netty event loop threads of the engine (listener and connections)
+ * @param ioThreads            I/O threads a transport may use: the TCP transport's event loops (this many for its
+ *                             outbound links and as many for its listener), the shared-memory copy threads
  * @param shmDir               where regions that a same-host peer may map are created
  * @param sliceTimeoutMillis   a slice on the wire (or waiting for a connection) longer than this fails its connection
  * @param connectTimeoutMillis one connection attempt

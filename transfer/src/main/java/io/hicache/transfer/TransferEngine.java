@@ -1,17 +1,20 @@
 package io.hicache.transfer;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.HiCacheException;
+import io.hicache.transfer.control.ControlClient;
+import io.hicache.transfer.control.ControlHost;
+import io.hicache.transfer.control.ControlPlane;
+import io.hicache.transfer.spi.LocalSegment;
+import io.hicache.transfer.spi.RegionDescriptor;
+import io.hicache.transfer.spi.RegisteredRegion;
+import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.Transport;
 import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
 import io.hicache.transfer.spi.TransportProvider;
-import io.hicache.transfer.tcp.ClientConnection;
-import io.hicache.transfer.tcp.Frames;
-import io.hicache.transfer.tcp.NettyLoops;
-import io.hicache.transfer.tcp.SegmentHost;
-import io.hicache.transfer.tcp.TcpListener;
-import io.netty.channel.EventLoopGroup;
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -33,9 +36,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * The transfer engine: registers memory regions and publishes them as this process's segment; opens peers'
@@ -43,16 +43,19 @@ import java.util.logging.Logger;
  * sides support (shared memory on one host, else TCP). Also carries small messages between engines, which the
  * prefill/decode protocol uses for its control plane.
  *
+ * <p>The engine knows its transports only through {@link io.hicache.transfer.spi}: it loads the providers that
+ * {@link TransferConfig#transports()} names with {@link ServiceLoader}, so a transport in another jar plugs in without
+ * a change here. Peers find each other through the engine's own control listener, which is not a transport.
+ *
  * <p>Thread-safe. The opener closes it: closing closes opened segments (their batches fail), stops serving peers,
  * unregisters every region and stops the engine's threads. Every wait inside is bounded by a configured timeout.
  */
 public final class TransferEngine implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(TransferEngine.class.getName());
+    private static final System.Logger LOG = System.getLogger(TransferEngine.class.getName());
 
     private final TransferConfig config;
-    private final EventLoopGroup loops;
     private final ScheduledExecutorService timer;
-    private final TcpListener listener;
+    private final ControlPlane control;
     private final Map<String, Transport> transports = new LinkedHashMap<>();
     private final Map<Integer, LocalRegion> byId = new ConcurrentHashMap<>();
     private final Map<String, LocalRegion> byName = new ConcurrentHashMap<>();
@@ -66,20 +69,18 @@ public final class TransferEngine implements AutoCloseable {
     private TransferEngine(TransferConfig config) {
         this.config = config;
         this.hostId = HostIdentity.id();
-        this.loops = NettyLoops.group("transfer-io-" + config.name(), config.ioThreads());
-        this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread t = new Thread(r, "transfer-timer-" + config.name());
-            t.setDaemon(true);
-            return t;
-        });
-        TcpListener l = null;
+        this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon()
+                .name("transfer-timer-" + config.name()).factory());
+        ControlPlane plane = null;
         try {
-            l = new TcpListener(loops, config.bindHost(), config.port(), new Host());
+            plane = ControlPlane.start(config.name(), config.bindHost(), config.port(), new Host());
             Map<String, TransportProvider> providers = new LinkedHashMap<>();
             for (TransportProvider p : ServiceLoader.load(TransportProvider.class, TransferEngine.class.getClassLoader())) {
                 providers.putIfAbsent(p.name(), p);
             }
-            TransportContext context = new TransportContext(config, timer);
+            TransportContext context = new TransportContext(config.name(), config.bindHost(), config.ioThreads(),
+                    config.connectionsPerPeer(), config.windowBytesPerConnection(), config.sliceTimeoutMillis(),
+                    config.connectTimeoutMillis(), timer, new Served());
             for (String name : config.transports()) {
                 TransportProvider p = providers.get(name);
                 if (p == null) {
@@ -89,14 +90,25 @@ public final class TransferEngine implements AutoCloseable {
                 transports.put(name, p.create(context));
             }
         } catch (RuntimeException e) {
-            if (l != null) {
-                l.close();
+            if (plane != null) {
+                plane.close();
             }
             transports.values().forEach(Transport::close);
-            shutdownThreads();
-            throw e;
+            timer.shutdownNow();
+            throw translate(e);
         }
-        this.listener = l;
+        this.control = plane;
+    }
+
+    /**
+     * A transport's or the control plane's failure as the engine reports it: a {@link TransferException} with the
+     * same code. Bad arguments stay {@link IllegalArgumentException}s.
+     */
+    private static RuntimeException translate(RuntimeException e) {
+        if (e instanceof HiCacheException h && !(e instanceof TransferException)) {
+            return new TransferException(h.code(), h.getMessage(), h);
+        }
+        return e;
     }
 
     /** Starts an engine: binds its listener and creates its transports. */
@@ -109,9 +121,9 @@ public final class TransferEngine implements AutoCloseable {
         return config;
     }
 
-    /** {@code host:port} of the listener, which is how peers open this segment. */
+    /** {@code host:port} of the control listener, which is how peers open this segment. */
     public String address() {
-        return config.bindHost() + ":" + listener.port();
+        return config.bindHost() + ":" + control.port();
     }
 
     /** The segment as peers see it now. */
@@ -121,8 +133,14 @@ public final class TransferEngine implements AutoCloseable {
             regions.add(r.descriptor());
         }
         regions.sort((a, b) -> Integer.compare(a.id(), b.id()));
+        Map<String, String> endpoints = new LinkedHashMap<>();
+        for (Transport t : transports.values()) {
+            if (!t.endpoint().isEmpty()) {
+                endpoints.put(t.name(), t.endpoint());
+            }
+        }
         return new SegmentDescriptor(config.name(), address(), hostId, ProcessHandle.current().pid(),
-                List.copyOf(transports.keySet()), regions);
+                List.copyOf(transports.keySet()), endpoints, regions);
     }
 
     /** Regions registered now. */
@@ -194,6 +212,21 @@ public final class TransferEngine implements AutoCloseable {
             free.run();
             throw new IllegalArgumentException("a region named " + name + " is already registered");
         }
+        // every transport prepares the region before a peer can address it (byId is what transports serve from)
+        Map<String, String> keys = new LinkedHashMap<>();
+        List<Transport> done = new ArrayList<>();
+        try {
+            for (Transport t : transports.values()) {
+                t.register(region.served()).forEach((k, v) -> keys.put(t.name() + "." + k, v));
+                done.add(t);
+            }
+        } catch (RuntimeException e) {
+            done.forEach(t -> t.deregister(region.served()));
+            byName.remove(name, region);
+            free.run();
+            throw translate(e);
+        }
+        region.publish(keys);
         byId.put(region.id(), region);
         return region;
     }
@@ -202,17 +235,26 @@ public final class TransferEngine implements AutoCloseable {
         if (byName.remove(region.name(), region)) {
             byId.remove(region.id());
             if (!region.retire(config.sliceTimeoutMillis())) {
-                LOG.warning(() -> region + " still had requests moving after " + config.sliceTimeoutMillis()
+                LOG.log(Level.WARNING, () -> region + " still had requests moving after " + config.sliceTimeoutMillis()
                         + " ms; closing the connections that carry them");
-                listener.closeAccepted(config.sliceTimeoutMillis());
+                transports.values().forEach(t -> t.closeInbound(config.sliceTimeoutMillis()));
+            }
+            for (Transport t : transports.values()) {
+                try {
+                    t.deregister(region.served());
+                } catch (RuntimeException e) {
+                    LOG.log(Level.WARNING, "transport " + t.name() + " failed to deregister " + region, e);
+                }
             }
             region.free();
         }
     }
 
     /**
-     * Connections the engine named {@code peer} has open to this engine's listener. Zero means no more of its writes
-     * can land here (over TCP): what a decode waits for before it reuses pages a dead prefill was writing.
+     * Connections the engine named {@code peer} has open into this engine: its control connections and the inbound
+     * connections transports report ({@link LocalSegment#inbound}). Zero means the peer holds no connection here, so
+     * no more of its writes can land over a connection: what a decode waits for before it reuses pages a dead
+     * prefill was writing.
      */
     public int inboundConnections(String peer) {
         return inbound.getOrDefault(peer, 0);
@@ -236,18 +278,11 @@ public final class TransferEngine implements AutoCloseable {
         if (colon <= 0) {
             throw new IllegalArgumentException("segment address must be host:port, got " + address);
         }
-        AtomicReference<RemoteSegment> opening = new AtomicReference<>();
-        ClientConnection control;
+        ControlClient client;
         try {
-            control = ClientConnection.connect(loops, address.substring(0, colon),
-                    Integer.parseInt(address.substring(colon + 1)), Math.min(config.connectTimeoutMillis(),
-                            Math.max(1, deadline.remaining().toMillis())), config.name(), "control to " + address,
-                    (c, slice) -> {
-                        RemoteSegment s = opening.get();
-                        if (slice == null && s != null) {
-                            s.die("control connection closed (" + c.closeReason() + ")");
-                        }
-                    }, (slices, reason) -> { }).get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
+            client = control.connect(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)),
+                    Math.min(config.connectTimeoutMillis(), Math.max(1, deadline.remaining().toMillis())),
+                    "control to " + address).get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException | TimeoutException e) {
             throw TransferException.unavailable("cannot connect to segment at " + address + ": "
                     + (e.getCause() == null ? e : e.getCause()).getMessage());
@@ -257,32 +292,33 @@ public final class TransferEngine implements AutoCloseable {
         }
         SegmentDescriptor remote;
         try {
-            remote = SegmentDescriptor.decode(control.request(Frames.DESCRIBE).get(deadline.remainingNanos(),
-                    TimeUnit.NANOSECONDS));
+            remote = SegmentDescriptor.decode(client.describe().get(deadline.remainingNanos(), TimeUnit.NANOSECONDS));
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
-            control.close("describe failed");
+            client.close("describe failed");
             throw TransferException.unavailable("segment at " + address + " did not describe itself: " + e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            control.close("interrupted");
+            client.close("interrupted");
             throw TransferException.unavailable("interrupted while opening " + address);
         }
-        RemoteSegment segment = new RemoteSegment(this, control, remote, timer, config.heartbeatMillis());
-        opening.set(segment);
+        RemoteSegment segment = new RemoteSegment(this, client, remote);
+        client.watch(timer, config.heartbeatMillis(), segment::die);
         SegmentDescriptor local = descriptor();
-        for (Map.Entry<String, Transport> t : transports.entrySet()) {
-            if (remote.transports().contains(t.getKey()) && t.getValue().canReach(local, remote)) {
-                segment.attach(t.getKey(), t.getValue().link(segment));
-                break;
+        try {
+            for (Map.Entry<String, Transport> t : transports.entrySet()) {
+                if (remote.transports().contains(t.getKey()) && t.getValue().canReach(local, remote)) {
+                    segment.attach(t.getKey(), t.getValue().link(segment.peer()));
+                    break;
+                }
             }
+        } catch (RuntimeException e) {
+            segment.close();
+            throw translate(e);
         }
         if (segment.link() == null) {
             segment.close();
             throw TransferException.unavailable("no transport reaches " + remote.name() + ": it offers "
                     + remote.transports() + ", this engine has " + transports.keySet());
-        }
-        if (!control.isOpen()) {
-            segment.die("control connection closed while opening");
         }
         opened.add(segment);
         return segment;
@@ -382,26 +418,22 @@ public final class TransferEngine implements AutoCloseable {
         for (RemoteSegment s : List.copyOf(opened)) {
             s.close();
         }
-        listener.close();
+        control.close();
+        // stop serving peers before unregistering, so no region waits on a peer's request in flight
+        transports.values().forEach(t -> t.closeInbound(5_000));
         for (LocalRegion r : List.copyOf(byName.values())) {
             unregister(r);
         }
         transports.values().forEach(Transport::close);
-        shutdownThreads();
-    }
-
-    private void shutdownThreads() {
         timer.shutdownNow();
-        loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
-    /** The listener's view of this engine. */
-    private final class Host implements SegmentHost {
-        @Override
-        public LocalRegion region(int id) {
-            return byId.get(id);
-        }
+    private void countInbound(String from, int delta) {
+        inbound.merge(from, delta, (a, b) -> a + b == 0 ? null : a + b);
+    }
 
+    /** The control listener's view of this engine. */
+    private final class Host implements ControlHost {
         @Override
         public byte[] describe() {
             return descriptor().encode();
@@ -409,7 +441,7 @@ public final class TransferEngine implements AutoCloseable {
 
         @Override
         public void connected(String from, int delta) {
-            inbound.merge(from, delta, (a, b) -> a + b == 0 ? null : a + b);
+            countInbound(from, delta);
         }
 
         @Override
@@ -420,6 +452,20 @@ public final class TransferEngine implements AutoCloseable {
                 LOG.log(Level.WARNING, "message listener of " + config.name() + " failed on a message from " + from,
                         e);
             }
+        }
+    }
+
+    /** This engine's segment as its transports see it. */
+    private final class Served implements LocalSegment {
+        @Override
+        public RegisteredRegion region(int id) {
+            LocalRegion r = byId.get(id);
+            return r == null ? null : r.served();
+        }
+
+        @Override
+        public void inbound(String peer, int delta) {
+            countInbound(peer, delta);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.hicache.transfer;
 
+import io.hicache.transfer.spi.TransferOp;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 

@@ -27,11 +27,8 @@ public final class BootstrapServer implements AutoCloseable {
     private BootstrapServer(HttpServer server, int tpSize) {
         this.server = server;
         this.tpSize = tpSize;
-        this.threads = Executors.newFixedThreadPool(2, r -> {
-            Thread t = new Thread(r, "pd-bootstrap-" + server.getAddress().getPort());
-            t.setDaemon(true);
-            return t;
-        });
+        this.threads = Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon()
+                .name("pd-bootstrap-" + server.getAddress().getPort()).factory());
         server.setExecutor(threads);
         server.createContext("/route", this::route);
         server.createContext("/health", ex -> answer(ex, 200, "ok"));

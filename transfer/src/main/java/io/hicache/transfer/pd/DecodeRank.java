@@ -6,6 +6,7 @@ import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -15,8 +16,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * One decode rank: for each request it looks up the prefill instance at the request's bootstrap server, checks that
@@ -30,7 +29,7 @@ import java.util.logging.Logger;
  * The starter closes it.
  */
 public final class DecodeRank implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(DecodeRank.class.getName());
+    private static final System.Logger LOG = System.getLogger(DecodeRank.class.getName());
 
     private final TransferEngine engine;
     private final RankSpec spec;
@@ -212,7 +211,7 @@ public final class DecodeRank implements AutoCloseable {
                     room.acked.add(rank);
                     maybeRelease(room);
                 }
-                default -> LOG.warning(() -> "decode got a " + m.type() + " message; ignored");
+                default -> LOG.log(Level.WARNING, () -> "decode got a " + m.type() + " message; ignored");
             }
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "decode rank " + spec.tpRank() + " could not handle a message", e);
@@ -244,8 +243,8 @@ public final class DecodeRank implements AutoCloseable {
             }
         } else if (System.nanoTime() - room.abortStartedNanos > TimeUnit.MILLISECONDS.toNanos(
                 config.abortAckTimeoutMillis())) {
-            LOG.warning(() -> "room " + room.id + ": no abort acknowledgement within " + config.abortAckTimeoutMillis()
-                    + " ms; its pages stay quarantined");
+            LOG.log(Level.WARNING, () -> "room " + room.id + ": no abort acknowledgement within "
+                    + config.abortAckTimeoutMillis() + " ms; its pages stay quarantined");
             room.released.complete(false);
             if (room.forgetWhenReleased) {
                 rooms.remove(room.id, room);

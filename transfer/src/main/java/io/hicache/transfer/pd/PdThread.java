@@ -13,11 +13,7 @@ final class PdThread implements AutoCloseable {
     private final ScheduledThreadPoolExecutor executor;
 
     PdThread(String name) {
-        executor = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, name);
-            t.setDaemon(true);
-            return t;
-        });
+        executor = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name(name).factory());
         executor.setRemoveOnCancelPolicy(true);
     }
 

@@ -8,6 +8,7 @@ import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
 import io.hicache.transfer.TransferRequest;
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -16,8 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
  * One prefill rank: registers with its instance's bootstrap server, takes each request's destination from the
@@ -28,7 +27,7 @@ import java.util.logging.Logger;
  * the bootstrap-timeout sweep. The starter closes it (the engine and regions stay the starter's).
  */
 public final class PrefillRank implements AutoCloseable {
-    private static final Logger LOG = Logger.getLogger(PrefillRank.class.getName());
+    private static final System.Logger LOG = System.getLogger(PrefillRank.class.getName());
 
     private final TransferEngine engine;
     private final RankSpec spec;
@@ -146,7 +145,7 @@ public final class PrefillRank implements AutoCloseable {
                 room.ackTo.add(m.get("from"));
                 maybeAck(room);
             }
-            default -> LOG.warning(() -> "prefill got a " + m.type() + " message; ignored");
+            default -> LOG.log(Level.WARNING, () -> "prefill got a " + m.type() + " message; ignored");
         }
     }
 
@@ -323,7 +322,7 @@ public final class PrefillRank implements AutoCloseable {
             segment(address).send(PdMessage.of("ABORT_ACK", "room", Long.toString(room), "rank",
                     Integer.toString(spec.tpRank())).encode());
         } catch (TransferException e) {
-            LOG.fine(() -> "abort ack to " + address + " not sent: " + e.getMessage());
+            LOG.log(Level.DEBUG, () -> "abort ack to " + address + " not sent: " + e.getMessage());
         }
     }
 

@@ -1,9 +1,9 @@
 package io.hicache.transfer.shm;
 
-import io.hicache.transfer.RegionDescriptor;
-import io.hicache.transfer.TransferOp;
 import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.Slice;
+import io.hicache.transfer.spi.TransferOp;
 import io.hicache.transfer.spi.TransportLink;
 import java.io.IOException;
 import java.lang.foreign.Arena;

@@ -1,19 +1,17 @@
 package io.hicache.transfer.shm;
 
-import io.hicache.transfer.RegionDescriptor;
-import io.hicache.transfer.SegmentDescriptor;
 import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.RegionDescriptor;
+import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.Transport;
 import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
-import io.hicache.transfer.spi.TransportProvider;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The shared-memory transport, for two processes on one host: the peer's regions live in files under a tmpfs
@@ -23,22 +21,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Thread-safe. The engine closes it, which stops its copy threads.
  */
-public final class ShmTransport implements Transport {
-    public static final String NAME = "shm";
+final class ShmTransport implements Transport {
+    static final String NAME = "shm";
 
     private final TransportContext context;
     private final ExecutorService copiers;
 
     ShmTransport(TransportContext context) {
         this.context = context;
-        AtomicInteger n = new AtomicInteger();
-        int threads = context.config().ioThreads();
+        int threads = context.ioThreads();
         this.copiers = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-                r -> {
-                    Thread t = new Thread(r, "transfer-shm-" + context.config().name() + "-" + n.incrementAndGet());
-                    t.setDaemon(true);
-                    return t;
-                });
+                Thread.ofPlatform().daemon().name("transfer-shm-" + context.engineName() + "-", 1).factory());
     }
 
     @Override
@@ -61,7 +54,7 @@ public final class ShmTransport implements Transport {
 
     @Override
     public TransportLink link(PeerContext peer) {
-        return new ShmLink(peer, copiers, context.config().sliceTimeoutMillis());
+        return new ShmLink(peer, copiers, context.sliceTimeoutMillis());
     }
 
     @Override
@@ -71,19 +64,6 @@ public final class ShmTransport implements Transport {
             copiers.awaitTermination(5, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    /** Finds the shared-memory transport through {@link java.util.ServiceLoader}. */
-    public static final class Provider implements TransportProvider {
-        @Override
-        public String name() {
-            return NAME;
-        }
-
-        @Override
-        public Transport create(TransportContext context) {
-            return new ShmTransport(context);
         }
     }
 }

@@ -1,8 +1,6 @@
 package io.hicache.transfer.spi;
 
-import io.hicache.transfer.SegmentDescriptor;
-
-/** What a transport learns about the peer it links to. Thread-safe. */
+/** What a transport learns about the peer it links to. Thread-safe; implemented by the engine. */
 public interface PeerContext {
     /** The peer's published segment. */
     SegmentDescriptor remote();

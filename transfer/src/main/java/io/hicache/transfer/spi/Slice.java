@@ -1,7 +1,5 @@
 package io.hicache.transfer.spi;
 
-import io.hicache.transfer.RegionDescriptor;
-import io.hicache.transfer.TransferOp;
 import java.lang.foreign.MemorySegment;
 
 /**

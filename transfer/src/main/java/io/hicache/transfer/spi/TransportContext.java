@@ -1,13 +1,29 @@
 package io.hicache.transfer.spi;
 
-import io.hicache.transfer.TransferConfig;
+import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
- * What an engine gives the transports it creates. Thread-safe.
+ * What an engine gives the transports it creates: its settings that concern moving bytes, its timer and its local
+ * segment. Immutable; the timer and the segment are the engine's and thread-safe.
  *
- * @param config the engine's configuration
- * @param timer  the engine's timer thread, for sweeps and retries; tasks must be short
+ * @param engineName               the engine's name (peers know it by it; threads are named after it)
+ * @param bindHost                 the address listeners bind to
+ * @param ioThreads                threads a transport may give its I/O
+ * @param connectionsPerPeer       connections (or queue pairs) a transport opens to each peer
+ * @param windowBytesPerConnection bytes in flight on one connection before further slices wait
+ * @param sliceTimeoutMillis       a slice on the wire longer than this fails its connection
+ * @param connectTimeoutMillis     one connection attempt
+ * @param timer                    the engine's timer thread, for sweeps and retries; tasks must be short
+ * @param local                    this engine's regions, for serving peers' requests
  */
-public record TransportContext(TransferConfig config, ScheduledExecutorService timer) {
+public record TransportContext(String engineName, String bindHost, int ioThreads, int connectionsPerPeer,
+        long windowBytesPerConnection, long sliceTimeoutMillis, long connectTimeoutMillis,
+        ScheduledExecutorService timer, LocalSegment local) {
+    public TransportContext {
+        Objects.requireNonNull(engineName, "engineName");
+        Objects.requireNonNull(bindHost, "bindHost");
+        Objects.requireNonNull(timer, "timer");
+        Objects.requireNonNull(local, "local");
+    }
 }

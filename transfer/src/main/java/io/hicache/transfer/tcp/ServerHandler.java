@@ -1,48 +1,50 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.Frames;
+import io.hicache.transfer.spi.LocalSegment;
+import io.hicache.transfer.spi.RegisteredRegion;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.timeout.IdleStateEvent;
+import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 
 /**
- * The segment side of one connection: applies writes into registered regions (the payload lands in place), serves
- * reads from them (sent without a copy), answers describe and ping, and hands messages to the engine. A request for
- * an unknown region or a range outside it gets an ERROR frame naming the problem; its payload is read and dropped so
- * the connection stays in step. Runs on the channel's event loop.
+ * The serving side of one data connection: applies writes into registered regions (the payload lands in place) and
+ * serves reads from them (sent without a copy). A request for an unknown region or a range outside it gets an ERROR
+ * frame naming the problem; its payload is read and dropped so the connection stays in step. Runs on the channel's
+ * event loop.
  */
 final class ServerHandler extends FrameHandler {
-    private static final Logger LOG = Logger.getLogger(ServerHandler.class.getName());
+    private static final System.Logger LOG = System.getLogger(ServerHandler.class.getName());
 
-    private final SegmentHost host;
+    private final LocalSegment host;
     private String peer = "?";
     /** The region a write payload is landing in, held acquired until the payload is complete. */
-    private LocalRegion writing;
+    private RegisteredRegion writing;
     private String writeError;
     private boolean counted;
     private boolean flushPending;
 
-    ServerHandler(SegmentHost host) {
+    ServerHandler(LocalSegment host) {
+        super(TcpFrames.MAGIC);
         this.host = host;
     }
 
     @Override
-    int payloadBytes(Frames.Header h) {
-        return h.type() == Frames.READ ? 0 : h.length();
+    protected int payloadBytes(Frames.Header h) {
+        return h.type() == TcpFrames.READ ? 0 : h.length();
     }
 
     @Override
-    MemorySegment payloadTarget(Frames.Header h) {
-        if (h.type() != Frames.WRITE) {
+    protected MemorySegment payloadTarget(Frames.Header h) {
+        if (h.type() != TcpFrames.WRITE) {
             return null;
         }
-        LocalRegion region = host.region(h.region());
+        RegisteredRegion region = host.region(h.region());
         writeError = check(region, h);
         if (writeError != null) {
             return DISCARD;
@@ -55,58 +57,57 @@ final class ServerHandler extends FrameHandler {
         return region.memory().asSlice(h.offset(), h.length());
     }
 
-    private static String check(LocalRegion region, Frames.Header h) {
+    private static String check(RegisteredRegion region, Frames.Header h) {
         if (region == null) {
             return "no region #" + h.region() + " in this segment";
         }
         if (!region.contains(h.offset(), h.length())) {
-            return "range [" + h.offset() + ", +" + h.length() + ") is outside " + region;
+            return "range [" + h.offset() + ", +" + h.length() + ") is outside region " + region.name() + " (#"
+                    + region.id() + ", " + region.memory().byteSize() + " bytes)";
         }
         return null;
     }
 
     @Override
-    void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
         switch (h.type()) {
-            case Frames.HELLO -> {
+            case TcpFrames.HELLO -> {
                 peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
-                host.connected(peer, +1);
+                host.inbound(peer, +1);
                 counted = true;
             }
-            case Frames.DESCRIBE -> reply(ctx, Frames.DESCRIPTOR, 0, h.id(), host.describe());
-            case Frames.WRITE -> {
+            case TcpFrames.WRITE -> {
                 if (writing != null) {
                     writing.release();
                     writing = null;
-                    ctx.write(Frames.header(ctx.alloc(), Frames.WRITE_ACK, 0, h.id(), h.offset(), 0));
+                    ctx.write(header(ctx.alloc(), TcpFrames.WRITE_ACK, 0, h.id(), h.offset(), 0));
                     flushSoon();
                 } else {
-                    reply(ctx, Frames.ERROR, 0, h.id(), (writeError == null ? "write failed" : writeError)
+                    reply(ctx, TcpFrames.ERROR, 0, h.id(), (writeError == null ? "write failed" : writeError)
                             .getBytes(StandardCharsets.UTF_8));
                 }
                 writeError = null;
             }
-            case Frames.READ -> read(ctx, h);
-            case Frames.MESSAGE -> host.message(peer, payload == null ? new byte[0] : payload);
-            case Frames.PING -> reply(ctx, Frames.PONG, 0, h.id(), new byte[0]);
+            case TcpFrames.READ -> read(ctx, h);
             default -> {
-                LOG.warning(() -> "peer " + peer + " sent frame type " + h.type() + "; closing the connection");
+                LOG.log(Level.WARNING, () -> "peer " + peer + " sent frame type " + h.type()
+                        + "; closing the connection");
                 ctx.close();
             }
         }
     }
 
     private void read(ChannelHandlerContext ctx, Frames.Header h) {
-        LocalRegion region = host.region(h.region());
+        RegisteredRegion region = host.region(h.region());
         String error = check(region, h);
         if (error == null && !region.acquire()) {
             error = "region " + region.name() + " was unregistered";
         }
         if (error != null) {
-            reply(ctx, Frames.ERROR, 0, h.id(), error.getBytes(StandardCharsets.UTF_8));
+            reply(ctx, TcpFrames.ERROR, 0, h.id(), error.getBytes(StandardCharsets.UTF_8));
             return;
         }
-        ctx.write(Frames.header(ctx.alloc(), Frames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
+        ctx.write(header(ctx.alloc(), TcpFrames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
         ByteBuf data = Unpooled.wrappedBuffer(region.memory().asSlice(h.offset(), h.length()).asByteBuffer());
         // the region stays acquired until the socket took the bytes, so unregistering waits for them
         ctx.write(data).addListener((ChannelFutureListener) f -> region.release());
@@ -114,7 +115,7 @@ final class ServerHandler extends FrameHandler {
     }
 
     private void reply(ChannelHandlerContext ctx, byte type, int region, long id, byte[] payload) {
-        ctx.write(Frames.header(ctx.alloc(), type, region, id, 0, payload.length));
+        ctx.write(header(ctx.alloc(), type, region, id, 0, payload.length));
         if (payload.length > 0) {
             ctx.write(Unpooled.wrappedBuffer(payload));
         }
@@ -136,18 +137,10 @@ final class ServerHandler extends FrameHandler {
     }
 
     @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        if (evt instanceof IdleStateEvent) {
-            LOG.fine(() -> "peer " + peer + " was silent too long; closing its connection");
-            ctx.close();
-        }
-    }
-
-    @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (counted) {
             counted = false;
-            host.connected(peer, -1);
+            host.inbound(peer, -1);
         }
         if (writing != null) {
             writing.release();
@@ -159,8 +152,8 @@ final class ServerHandler extends FrameHandler {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         // a peer that dies resets its connections, which is normal; a frame we cannot parse is not
-        LOG.log(cause instanceof java.io.IOException ? Level.FINE : Level.WARNING,
-                "connection from " + peer + " failed; closing it", cause);
+        LOG.log(cause instanceof java.io.IOException ? Level.DEBUG : Level.WARNING,
+                "data connection from " + peer + " failed; closing it", cause);
         ctx.close();
     }
 }

@@ -1,21 +1,25 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.TransferConfig;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.Slice;
+import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
 import io.netty.channel.EventLoopGroup;
+import java.lang.System.Logger.Level;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The TCP path to one peer: {@code connectionsPerPeer} connections, slices queued here and handed to the connection
- * with the fewest bytes in flight while it is under its window, so a large request is spread over all of them.
+ * The TCP path to one peer: {@code connectionsPerPeer} connections to the TCP endpoint it published, slices queued
+ * here and handed to the connection with the fewest bytes in flight while it is under its window, so a large request
+ * is spread over all of them.
  *
  * <p>Health: a connection whose oldest slice has waited longer than the slice timeout is closed; a closed
  * connection's slices move to the others (each slice at most {@code sliceRetries} times) and the connection is
@@ -25,42 +29,45 @@ import java.util.concurrent.TimeUnit;
  * <p>Thread-safe; the queue and slot states are guarded by this object's monitor.
  */
 final class TcpLink implements TransportLink {
-    private final TransferConfig config;
+    private static final System.Logger LOG = System.getLogger(TcpLink.class.getName());
+
+    private final TransportContext context;
     private final PeerContext peer;
     private final EventLoopGroup group;
     private final String host;
     private final int port;
     private final Slot[] slots;
     private final ArrayDeque<Slice> waiting = new ArrayDeque<>();
-    private final Map<Slice, ClientConnection> carrying = new ConcurrentHashMap<>();
+    private final Map<Slice, DataConnection> carrying = new ConcurrentHashMap<>();
     private final ScheduledFuture<?> sweep;
     private long noConnectionSinceNanos;
     private boolean closed;
 
     /** One connection position: its connection when up, and when to try again when down. */
     private static final class Slot {
-        ClientConnection conn;
+        DataConnection conn;
         boolean connecting;
         long retryAtNanos;
         long backoffMillis = 50;
         String lastError;
     }
 
-    TcpLink(TransferConfig config, PeerContext peer, EventLoopGroup group, ScheduledExecutorService timer) {
-        this.config = config;
+    TcpLink(TransportContext context, PeerContext peer, EventLoopGroup group) {
+        this.context = context;
         this.peer = peer;
         this.group = group;
-        String address = peer.remote().address();
+        String address = peer.remote().endpoint(TcpTransport.NAME).orElseThrow(() -> new HiCacheException(
+                ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no tcp endpoint"));
         int colon = address.lastIndexOf(':');
         this.host = address.substring(0, colon);
         this.port = Integer.parseInt(address.substring(colon + 1));
-        this.slots = new Slot[config.connectionsPerPeer()];
+        this.slots = new Slot[context.connectionsPerPeer()];
         for (int i = 0; i < slots.length; i++) {
             slots[i] = new Slot();
         }
         this.noConnectionSinceNanos = System.nanoTime();
-        long every = Math.max(5, Math.min(100, config.sliceTimeoutMillis() / 4));
-        this.sweep = timer.scheduleWithFixedDelay(this::sweepSafely, every, every, TimeUnit.MILLISECONDS);
+        long every = Math.max(5, Math.min(100, context.sliceTimeoutMillis() / 4));
+        this.sweep = context.timer().scheduleWithFixedDelay(this::sweepSafely, every, every, TimeUnit.MILLISECONDS);
         synchronized (this) {
             for (int i = 0; i < slots.length; i++) {
                 connect(i);
@@ -85,7 +92,7 @@ final class TcpLink implements TransportLink {
 
     @Override
     public void abandon(Slice slice) {
-        ClientConnection conn = carrying.get(slice);
+        DataConnection conn = carrying.get(slice);
         if (conn != null) {
             conn.close("a slice on it was abandoned by its batch");
         }
@@ -95,7 +102,7 @@ final class TcpLink implements TransportLink {
     private void pump() {
         while (true) {
             Slice slice;
-            ClientConnection target;
+            DataConnection target;
             synchronized (this) {
                 slice = waiting.peek();
                 if (slice == null) {
@@ -121,14 +128,14 @@ final class TcpLink implements TransportLink {
         }
     }
 
-    private ClientConnection leastLoaded() {
-        ClientConnection best = null;
+    private DataConnection leastLoaded() {
+        DataConnection best = null;
         long bestBytes = Long.MAX_VALUE;
         for (Slot s : slots) {
-            ClientConnection c = s.conn;
+            DataConnection c = s.conn;
             if (c != null && c.isOpen()) {
                 long inFlight = c.bytesInFlight();
-                if (inFlight < config.windowBytesPerConnection() && inFlight < bestBytes) {
+                if (inFlight < context.windowBytesPerConnection() && inFlight < bestBytes) {
                     best = c;
                     bestBytes = inFlight;
                 }
@@ -137,7 +144,7 @@ final class TcpLink implements TransportLink {
         return best;
     }
 
-    private void answered(ClientConnection conn, Slice slice) {
+    private void answered(DataConnection conn, Slice slice) {
         if (slice != null) {
             carrying.remove(slice);
         }
@@ -161,7 +168,7 @@ final class TcpLink implements TransportLink {
     private void connect(int index) {
         Slot slot = slots[index];
         slot.connecting = true;
-        ClientConnection.connect(group, host, port, config.connectTimeoutMillis(), config.name(),
+        DataConnection.connect(group, host, port, context.connectTimeoutMillis(), context.engineName(),
                 "connection " + index + " to " + peer.remote().name(), this::answered, this::orphaned).whenComplete((conn, error) -> {
                     boolean closeNow;
                     synchronized (this) {
@@ -187,15 +194,14 @@ final class TcpLink implements TransportLink {
         try {
             sweep();
         } catch (RuntimeException e) {
-            java.util.logging.Logger.getLogger(TcpLink.class.getName()).log(java.util.logging.Level.WARNING,
-                    "transfer link sweep failed; it runs again", e);
+            LOG.log(Level.WARNING, "transfer link sweep failed; it runs again", e);
         }
     }
 
     private void sweep() {
         long now = System.nanoTime();
-        long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(config.sliceTimeoutMillis());
-        List<Slice> failed = new java.util.ArrayList<>();
+        long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(context.sliceTimeoutMillis());
+        List<Slice> failed = new ArrayList<>();
         String failure = null;
         synchronized (this) {
             if (closed) {
@@ -204,12 +210,12 @@ final class TcpLink implements TransportLink {
             boolean anyOpen = false;
             for (int i = 0; i < slots.length; i++) {
                 Slot s = slots[i];
-                ClientConnection c = s.conn;
+                DataConnection c = s.conn;
                 if (c != null && c.isOpen()) {
                     anyOpen = true;
                     long oldest = c.oldestSentNanos();
                     if (oldest != 0 && now - oldest > timeoutNanos) {
-                        c.close("no answer for " + config.sliceTimeoutMillis() + " ms");
+                        c.close("no answer for " + context.sliceTimeoutMillis() + " ms");
                     }
                 } else if (!s.connecting && now - s.retryAtNanos >= 0 && peer.alive()) {
                     if (c != null && s.lastError == null) {
@@ -225,7 +231,7 @@ final class TcpLink implements TransportLink {
             if (!peer.alive()) {
                 failure = "peer " + peer.remote().name() + " is dead: " + peer.deathReason();
             } else if (!anyOpen && now - noConnectionSinceNanos > timeoutNanos) {
-                failure = "no connection to " + peer.remote().address() + " for " + config.sliceTimeoutMillis()
+                failure = "no connection to " + host + ":" + port + " for " + context.sliceTimeoutMillis()
                         + " ms (" + slots[0].lastError + ")";
             }
             for (var it = waiting.iterator(); it.hasNext(); ) {
@@ -246,14 +252,14 @@ final class TcpLink implements TransportLink {
     }
 
     private void closeConnections(String reason) {
-        ClientConnection[] conns;
+        DataConnection[] conns;
         synchronized (this) {
-            conns = new ClientConnection[slots.length];
+            conns = new DataConnection[slots.length];
             for (int i = 0; i < slots.length; i++) {
                 conns[i] = slots[i].conn;
             }
         }
-        for (ClientConnection c : conns) {
+        for (DataConnection c : conns) {
             if (c != null) {
                 c.close(reason);
             }

@@ -1,28 +1,42 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.SegmentDescriptor;
+import io.hicache.transfer.frame.NettyLoops;
 import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.Transport;
 import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
-import io.hicache.transfer.spi.TransportProvider;
 import io.netty.channel.EventLoopGroup;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The TCP transport on Netty (epoll where available): several connections per peer, slices spread over them,
- * payloads sent from and received into registered memory without a user-space copy. Reaches any peer whose
- * listener it can connect to. Thread-safe; the engine closes it, which shuts down its event loops.
+ * The TCP transport on Netty (epoll where available): its own listener, whose {@code host:port} it publishes as its
+ * endpoint, serves peers' reads and writes of this engine's regions; links open several connections to a peer's
+ * listener and spread slices over them. Payloads are sent from and received into registered memory without a
+ * user-space copy. Reaches any peer that publishes a TCP endpoint.
+ *
+ * <p>Thread-safe. Outbound links and inbound connections run on separate event loop groups of {@code ioThreads}
+ * threads each, as a peer both pulls from and serves the same process. The engine closes it, which closes its
+ * listener and shuts down both groups.
  */
-public final class TcpTransport implements Transport {
-    public static final String NAME = "tcp";
+final class TcpTransport implements Transport {
+    static final String NAME = "tcp";
 
     private final TransportContext context;
-    private final EventLoopGroup group;
+    private final EventLoopGroup outbound;
+    private final EventLoopGroup inbound;
+    private final TcpServer server;
 
     TcpTransport(TransportContext context) {
         this.context = context;
-        this.group = NettyLoops.group("transfer-tcp-" + context.config().name(), context.config().ioThreads());
+        this.outbound = NettyLoops.group("transfer-tcp-" + context.engineName(), context.ioThreads());
+        this.inbound = NettyLoops.group("transfer-tcp-in-" + context.engineName(), context.ioThreads());
+        try {
+            this.server = new TcpServer(inbound, context.bindHost(), context.local());
+        } catch (RuntimeException e) {
+            shutdownGroups();
+            throw e;
+        }
     }
 
     @Override
@@ -31,30 +45,33 @@ public final class TcpTransport implements Transport {
     }
 
     @Override
+    public String endpoint() {
+        return context.bindHost() + ":" + server.port();
+    }
+
+    @Override
     public boolean canReach(SegmentDescriptor local, SegmentDescriptor remote) {
-        return remote.transports().contains(NAME);
+        return remote.endpoint(NAME).isPresent();
     }
 
     @Override
     public TransportLink link(PeerContext peer) {
-        return new TcpLink(context.config(), peer, group, context.timer());
+        return new TcpLink(context, peer, outbound);
+    }
+
+    @Override
+    public void closeInbound(long waitMillis) {
+        server.closeAccepted(waitMillis);
     }
 
     @Override
     public void close() {
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        server.close();
+        shutdownGroups();
     }
 
-    /** Finds the TCP transport through {@link java.util.ServiceLoader}. */
-    public static final class Provider implements TransportProvider {
-        @Override
-        public String name() {
-            return NAME;
-        }
-
-        @Override
-        public Transport create(TransportContext context) {
-            return new TcpTransport(context);
-        }
+    private void shutdownGroups() {
+        outbound.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        inbound.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 }

@@ -1,4 +1,4 @@
-package io.hicache.transfer;
+package io.hicache.transfer.spi;
 
 /** What a transfer request does, seen from the side that submits it. */
 public enum TransferOp {

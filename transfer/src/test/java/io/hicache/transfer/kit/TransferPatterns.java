@@ -1,4 +1,4 @@
-package io.hicache.testkit.transfer;
+package io.hicache.transfer.kit;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,7 +1,12 @@
 package io.hicache.transfer.tcp;
 
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.transfer.frame.NettyLoops;
+import io.hicache.transfer.spi.LocalSegment;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
@@ -13,15 +18,20 @@ import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The engine's listener: peers connect here to describe the segment, read and write its regions, and send it
- * messages. Thread-safe. The engine closes it, which closes every accepted connection.
+ * The TCP transport's listener: peers' data connections arrive here to read and write the engine's regions. Its
+ * address is the transport's published endpoint. Thread-safe. The transport closes it, which closes every accepted
+ * connection.
  */
-public final class TcpListener implements AutoCloseable {
+final class TcpServer implements AutoCloseable {
     private final Channel server;
-    private final ChannelGroup accepted = new DefaultChannelGroup("transfer-accepted", GlobalEventExecutor.INSTANCE);
+    private final ChannelGroup accepted = new DefaultChannelGroup("transfer-tcp-accepted", GlobalEventExecutor.INSTANCE);
 
-    /** Binds to {@code host:port} (0 picks a port) on {@code group}, serving {@code host}. */
-    public TcpListener(EventLoopGroup group, String bindHost, int port, SegmentHost segment) {
+    /**
+     * Binds to {@code bindHost} on a free port, on {@code group}, serving {@code segment}.
+     *
+     * @throws HiCacheException ({@link ErrorCode#TRANSFER_UNAVAILABLE}) when it cannot bind within 10 s
+     */
+    TcpServer(EventLoopGroup group, String bindHost, LocalSegment segment) {
         ServerBootstrap b = new ServerBootstrap().group(group).channel(NettyLoops.serverChannel())
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.SO_RCVBUF, 4 << 20)
@@ -35,22 +45,22 @@ public final class TcpListener implements AutoCloseable {
                         ch.pipeline().addLast(handler);
                     }
                 });
-        io.netty.channel.ChannelFuture bound = b.bind(bindHost, port);
+        ChannelFuture bound = b.bind(bindHost, 0);
         if (!bound.awaitUninterruptibly(10, TimeUnit.SECONDS) || !bound.isSuccess()) {
             bound.channel().close();
-            throw io.hicache.transfer.TransferException.unavailable("cannot listen on " + bindHost + ":" + port + ": "
-                    + (bound.cause() == null ? "bind did not finish within 10 s" : bound.cause().getMessage()));
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "tcp transport cannot listen on " + bindHost
+                    + ": " + (bound.cause() == null ? "bind did not finish within 10 s" : bound.cause().getMessage()));
         }
         this.server = bound.channel();
     }
 
     /** The bound port. */
-    public int port() {
+    int port() {
         return ((InetSocketAddress) server.localAddress()).getPort();
     }
 
     /** Closes every accepted connection, waiting at most {@code millis} for them to close; true if all did. */
-    public boolean closeAccepted(long millis) {
+    boolean closeAccepted(long millis) {
         return accepted.close().awaitUninterruptibly(millis, TimeUnit.MILLISECONDS);
     }
 

@@ -1,6 +1,7 @@
-package io.hicache.testkit.transfer;
+package io.hicache.transfer.tcp;
 
 import io.hicache.transfer.TransferConfig;
+import io.hicache.transfer.kit.TransportConformanceKit;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -8,11 +9,11 @@ import java.util.List;
 class TcpTransportConformanceTest extends TransportConformanceKit {
     @Override
     protected TransferConfig config(String name, Path shmDir) {
-        return testTimeouts(TransferConfig.defaults(name).withShmDir(shmDir).withTransports(List.of("tcp")));
+        return testTimeouts(TransferConfig.defaults(name).withShmDir(shmDir).withTransports(List.of(TcpTransport.NAME)));
     }
 
     @Override
     protected String transportName() {
-        return "tcp";
+        return TcpTransport.NAME;
     }
 }

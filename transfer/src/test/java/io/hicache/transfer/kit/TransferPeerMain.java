@@ -1,4 +1,4 @@
-package io.hicache.testkit.transfer;
+package io.hicache.transfer.kit;
 
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;

@@ -1,6 +1,7 @@
-package io.hicache.testkit.transfer;
+package io.hicache.transfer.shm;
 
 import io.hicache.transfer.TransferConfig;
+import io.hicache.transfer.kit.TransportConformanceKit;
 import java.nio.file.Path;
 
 /** The transport kit over shared memory (the default preference picks it for a peer on this host). */
@@ -12,6 +13,6 @@ class ShmTransportConformanceTest extends TransportConformanceKit {
 
     @Override
     protected String transportName() {
-        return "shm";
+        return ShmTransport.NAME;
     }
 }

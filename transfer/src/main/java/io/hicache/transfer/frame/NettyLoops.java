@@ -1,4 +1,4 @@
-package io.hicache.transfer.tcp;
+package io.hicache.transfer.frame;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -15,7 +15,12 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
 /**
- * Event loop groups with named threads, on epoll where the native library loads and on NIO elsewhere. Stateless.
+ * Event loop groups with named daemon threads, on epoll where the native library loads and on NIO elsewhere.
+ * Stateless.
+ *
+ * <p>The one place in the module that does not name threads with {@code Thread.ofPlatform()}: Netty's
+ * {@link DefaultThreadFactory} makes {@code FastThreadLocalThread}s, which Netty's buffer allocators and thread
+ * locals need for their fast per-thread caches on event loops.
  */
 public final class NettyLoops {
     private NettyLoops() {
@@ -32,11 +37,13 @@ public final class NettyLoops {
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), factory);
     }
 
-    static Class<? extends SocketChannel> socketChannel() {
+    /** The client channel class that matches {@link #group}'s I/O handler. */
+    public static Class<? extends SocketChannel> socketChannel() {
         return epoll() ? EpollSocketChannel.class : NioSocketChannel.class;
     }
 
-    static Class<? extends ServerChannel> serverChannel() {
+    /** The server channel class that matches {@link #group}'s I/O handler. */
+    public static Class<? extends ServerChannel> serverChannel() {
         return epoll() ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     }
 }

@@ -1,4 +1,4 @@
-package io.hicache.transfer;
+package io.hicache.transfer.spi;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -13,21 +13,29 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A published segment: the engine's name and address, the host it runs on, and its regions. Peers fetch it when
- * they open the segment, and choose a transport from it. Immutable.
+ * A published segment: the engine's name and control address, the host it runs on, its transports and its regions.
+ * Peers fetch it when they open the segment, and choose a transport from it. Immutable.
  *
  * @param name       the engine's name
- * @param address    {@code host:port} of its listener
+ * @param address    {@code host:port} of its control listener (how peers open the segment)
  * @param hostId     identifies the host (boot id and host name): equal ids mean shared memory can be mapped
  * @param pid        the engine's process id, for diagnostics
  * @param transports names of the transports it serves
+ * @param endpoints  what each transport that needs one published for peers to reach it ({@link Transport#endpoint},
+ *                   e.g. {@code tcp -> host:port}), by transport name
  * @param regions    its registered regions at the time of the fetch
  */
 public record SegmentDescriptor(String name, String address, String hostId, long pid, List<String> transports,
-        List<RegionDescriptor> regions) {
+        Map<String, String> endpoints, List<RegionDescriptor> regions) {
     public SegmentDescriptor {
         transports = List.copyOf(transports);
+        endpoints = Map.copyOf(endpoints);
         regions = List.copyOf(regions);
+    }
+
+    /** What the transport named {@code transport} published for peers to reach it, if anything. */
+    public Optional<String> endpoint(String transport) {
+        return Optional.ofNullable(endpoints.get(transport));
     }
 
     /** The region named {@code name}, if published. */
@@ -51,6 +59,11 @@ public record SegmentDescriptor(String name, String address, String hostId, long
             out.writeInt(transports.size());
             for (String t : transports) {
                 out.writeUTF(t);
+            }
+            out.writeInt(endpoints.size());
+            for (Map.Entry<String, String> e : endpoints.entrySet()) {
+                out.writeUTF(e.getKey());
+                out.writeUTF(e.getValue());
             }
             out.writeInt(regions.size());
             for (RegionDescriptor r : regions) {
@@ -85,6 +98,10 @@ public record SegmentDescriptor(String name, String address, String hostId, long
             for (int i = in.readInt(); i > 0; i--) {
                 transports.add(in.readUTF());
             }
+            Map<String, String> endpoints = new LinkedHashMap<>();
+            for (int i = in.readInt(); i > 0; i--) {
+                endpoints.put(in.readUTF(), in.readUTF());
+            }
             List<RegionDescriptor> regions = new ArrayList<>();
             for (int i = in.readInt(); i > 0; i--) {
                 String rn = in.readUTF();
@@ -97,7 +114,7 @@ public record SegmentDescriptor(String name, String address, String hostId, long
                 }
                 regions.add(new RegionDescriptor(rn, id, len, shm, keys));
             }
-            return new SegmentDescriptor(name, address, hostId, pid, transports, regions);
+            return new SegmentDescriptor(name, address, hostId, pid, transports, endpoints, regions);
         } catch (IOException e) {
             throw new IllegalArgumentException("not a segment descriptor: " + e.getMessage(), e);
         }

@@ -1,4 +1,4 @@
-package io.hicache.testkit.transfer;
+package io.hicache.transfer.kit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -15,8 +15,8 @@ import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
-import io.hicache.transfer.TransferOp;
 import io.hicache.transfer.TransferRequest;
+import io.hicache.transfer.spi.TransferOp;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

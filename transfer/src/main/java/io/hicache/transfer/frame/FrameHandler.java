@@ -1,4 +1,4 @@
-package io.hicache.transfer.tcp;
+package io.hicache.transfer.frame;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -15,11 +15,15 @@ import java.lang.foreign.MemorySegment;
  * wraps that destination, so the socket read writes into registered memory and no byte is copied in user space.
  * Headers and control payloads are read into small pooled buffers.
  *
- * <p>Runs on its channel's event loop only. Subclasses decide where payloads go.
+ * <p>Runs on its channel's event loop only. Subclasses decide where payloads go; the handler belongs to one channel.
  */
-abstract class FrameHandler extends ChannelInboundHandlerAdapter {
+public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
+    /** Marker target for payload bytes to drop. */
+    protected static final MemorySegment DISCARD = MemorySegment.NULL;
+
     private static final int CONTROL_READ_BYTES = 64 << 10;
 
+    private final int magic;
     private final ByteBuf header = Unpooled.directBuffer(Frames.HEADER_BYTES);
     /** The frame being read, with its length set to its payload's. */
     private Frames.Header current;
@@ -32,27 +36,34 @@ abstract class FrameHandler extends ChannelInboundHandlerAdapter {
     /** The last buffer that wraps a payload target: bytes read into it are already in place. */
     private ByteBuf handedOut;
 
+    /** A handler for the protocol whose headers carry {@code magic}. */
+    protected FrameHandler(int magic) {
+        this.magic = magic;
+    }
+
     /** Installs the allocator that serves this handler's buffers; call before the channel is registered. */
-    final void install(Channel channel) {
+    public final void install(Channel channel) {
         channel.config().setRecvByteBufAllocator(new Allocator());
+    }
+
+    /** A header of this handler's protocol in a fresh buffer that the caller writes (and Netty releases). */
+    protected final ByteBuf header(ByteBufAllocator alloc, byte type, int region, long id, long offset, int length) {
+        return Frames.header(alloc, magic, type, region, id, offset, length);
     }
 
     /**
      * Where the payload of {@code h} goes: a segment of exactly {@code h.length()} bytes, or null to collect it as
      * a control payload ({@link #onFrame} gets it), or {@link #DISCARD} to drop it.
      */
-    abstract MemorySegment payloadTarget(Frames.Header h);
+    protected abstract MemorySegment payloadTarget(Frames.Header h);
 
     /** A frame is complete. {@code payload} is the collected control payload, else null. */
-    abstract void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload);
+    protected abstract void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload);
 
     /** Bytes of payload that follow header {@code h}: its length, except for requests whose length is asked for. */
-    int payloadBytes(Frames.Header h) {
+    protected int payloadBytes(Frames.Header h) {
         return h.length();
     }
-
-    /** Marker target for payload bytes to drop. */
-    static final MemorySegment DISCARD = MemorySegment.NULL;
 
     private ByteBuf nextBuffer(ByteBufAllocator alloc) {
         if (current == null) {
@@ -75,7 +86,7 @@ abstract class FrameHandler extends ChannelInboundHandlerAdapter {
                     int n = Math.min(in.readableBytes(), Frames.HEADER_BYTES - header.writerIndex());
                     header.writeBytes(in, n);
                     if (header.writerIndex() == Frames.HEADER_BYTES) {
-                        startFrame(ctx, Frames.Header.parse(header));
+                        startFrame(ctx, Frames.Header.parse(header, magic));
                         header.clear();
                     }
                 } else {

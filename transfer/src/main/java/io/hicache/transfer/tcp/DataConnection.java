@@ -1,7 +1,10 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.TransferOp;
+import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.Frames;
+import io.hicache.transfer.frame.NettyLoops;
 import io.hicache.transfer.spi.Slice;
+import io.hicache.transfer.spi.TransferOp;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -21,19 +24,19 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 
 /**
- * One connection from this engine to a peer's listener. Requests go out in order and their answers come back in
- * the same order, so what is outstanding is a FIFO. Read payloads land straight in the slice's local memory; write
- * payloads leave from it without a copy.
+ * One data connection from this engine to a peer's TCP transport. Requests go out in order and their answers come
+ * back in the same order, so what is outstanding is a FIFO. Read payloads land straight in the slice's local memory;
+ * write payloads leave from it without a copy.
  *
- * <p>Thread-safe: {@link #send} and {@link #request} may be called from any thread and hop to the event loop, which
- * owns all other state. When the connection ends, every outstanding slice goes to {@code orphans} (to be moved to
- * another connection or failed) and every outstanding control request fails.
+ * <p>Thread-safe: {@link #send} may be called from any thread and hops to the event loop, which owns all other
+ * state. When the connection ends, every outstanding slice goes to {@code orphans} (to be moved to another connection
+ * or failed). The link that opened it closes it.
  */
-public final class ClientConnection extends FrameHandler {
+final class DataConnection extends FrameHandler {
     private final String label;
-    private final BiConsumer<ClientConnection, Slice> onAnswer;
+    private final BiConsumer<DataConnection, Slice> onAnswer;
     private final OrphanSink orphans;
-    private final ArrayDeque<Object> outstanding = new ArrayDeque<>();
+    private final ArrayDeque<SliceOut> outstanding = new ArrayDeque<>();
     private final AtomicLong bytesInFlight = new AtomicLong();
     private volatile long oldestSentNanos;
     private volatile Channel channel;
@@ -41,17 +44,15 @@ public final class ClientConnection extends FrameHandler {
 
     /** Where a dead connection's slices go, with the reason it died. */
     @FunctionalInterface
-    public interface OrphanSink {
+    interface OrphanSink {
         void orphaned(List<Slice> slices, String reason);
     }
 
     private record SliceOut(Slice slice, long sentNanos) {
     }
 
-    private record ControlOut(byte type, CompletableFuture<byte[]> answer, long sentNanos) {
-    }
-
-    private ClientConnection(String label, BiConsumer<ClientConnection, Slice> onAnswer, OrphanSink orphans) {
+    private DataConnection(String label, BiConsumer<DataConnection, Slice> onAnswer, OrphanSink orphans) {
+        super(TcpFrames.MAGIC);
         this.label = label;
         this.onAnswer = onAnswer;
         this.orphans = orphans;
@@ -62,11 +63,11 @@ public final class ClientConnection extends FrameHandler {
      * fails. {@code onAnswer} runs on the event loop after each answered slice, and with a null slice when the
      * connection closed.
      */
-    public static CompletableFuture<ClientConnection> connect(EventLoopGroup group, String host, int port,
-            long connectTimeoutMillis, String selfName, String label, BiConsumer<ClientConnection, Slice> onAnswer,
+    static CompletableFuture<DataConnection> connect(EventLoopGroup group, String host, int port,
+            long connectTimeoutMillis, String selfName, String label, BiConsumer<DataConnection, Slice> onAnswer,
             OrphanSink orphans) {
-        ClientConnection conn = new ClientConnection(label, onAnswer, orphans);
-        CompletableFuture<ClientConnection> result = new CompletableFuture<>();
+        DataConnection conn = new DataConnection(label, onAnswer, orphans);
+        CompletableFuture<DataConnection> result = new CompletableFuture<>();
         Bootstrap b = new Bootstrap().group(group).channel(NettyLoops.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_RCVBUF, 4 << 20)
@@ -87,36 +88,36 @@ public final class ClientConnection extends FrameHandler {
             }
             conn.channel = f.channel();
             byte[] hello = selfName.getBytes(StandardCharsets.UTF_8);
-            conn.channel.write(Frames.header(conn.channel.alloc(), Frames.HELLO, 0, 0, 0, hello.length));
-            conn.channel.writeAndFlush(Unpooled.wrappedBuffer(hello));
+            conn.channel.writeAndFlush(Unpooled.wrappedBuffer(conn.header(conn.channel.alloc(), TcpFrames.HELLO, 0, 0,
+                    0, hello.length), Unpooled.wrappedBuffer(hello)));
             result.complete(conn);
         });
         return result;
     }
 
     /** Whether the connection is open. */
-    public boolean isOpen() {
+    boolean isOpen() {
         Channel c = channel;
         return c != null && c.isActive() && closeReason == null;
     }
 
     /** Bytes of slices sent and not yet answered. */
-    public long bytesInFlight() {
+    long bytesInFlight() {
         return bytesInFlight.get();
     }
 
     /** When the oldest unanswered request was sent ({@link System#nanoTime()}), or 0 when none is. */
-    public long oldestSentNanos() {
+    long oldestSentNanos() {
         return oldestSentNanos;
     }
 
     /** Why it closed, or null. */
-    public String closeReason() {
+    String closeReason() {
         return closeReason;
     }
 
     /** Sends a slice's request (and, for a write, its bytes). */
-    public void send(Slice slice) {
+    void send(Slice slice) {
         bytesInFlight.addAndGet(slice.local().byteSize());
         Channel c = channel;
         c.eventLoop().execute(() -> {
@@ -126,41 +127,18 @@ public final class ClientConnection extends FrameHandler {
                 return;
             }
             int length = (int) slice.local().byteSize();
-            byte type = slice.op() == TransferOp.WRITE ? Frames.WRITE : Frames.READ;
+            byte type = slice.op() == TransferOp.WRITE ? TcpFrames.WRITE : TcpFrames.READ;
             push(new SliceOut(slice, System.nanoTime()));
-            c.write(Frames.header(c.alloc(), type, slice.region().id(), 0, slice.remoteOffset(), length));
-            if (type == Frames.WRITE) {
+            c.write(header(c.alloc(), type, slice.region().id(), 0, slice.remoteOffset(), length));
+            if (type == TcpFrames.WRITE) {
                 c.write(Unpooled.wrappedBuffer(slice.local().asByteBuffer()));
             }
             c.flush();
         });
     }
 
-    /** Sends a control request (describe, ping) and returns its answer's payload. */
-    public CompletableFuture<byte[]> request(byte type) {
-        CompletableFuture<byte[]> answer = new CompletableFuture<>();
-        Channel c = channel;
-        c.eventLoop().execute(() -> {
-            if (!c.isActive()) {
-                answer.completeExceptionally(new IllegalStateException(reason("the connection closed")));
-                return;
-            }
-            push(new ControlOut(type, answer, System.nanoTime()));
-            c.writeAndFlush(Frames.header(c.alloc(), type, 0, 0, 0, 0));
-        });
-        return answer;
-    }
-
-    /** Sends a message that the peer's engine delivers to its listener; no answer. */
-    public void message(byte[] payload) {
-        Channel c = channel;
-        // one write, so messages from several threads never interleave their header and payload
-        c.writeAndFlush(Unpooled.wrappedBuffer(Frames.header(c.alloc(), Frames.MESSAGE, 0, 0, 0, payload.length),
-                Unpooled.wrappedBuffer(payload)));
-    }
-
     /** Closes the connection, recording why; outstanding requests are orphaned or failed. Idempotent. */
-    public void close(String reason) {
+    void close(String reason) {
         if (closeReason == null) {
             closeReason = reason;
         }
@@ -175,47 +153,40 @@ public final class ClientConnection extends FrameHandler {
         return label + ": " + (r == null ? fallback : r);
     }
 
-    private void push(Object out) {
+    private void push(SliceOut out) {
         if (outstanding.isEmpty()) {
-            oldestSentNanos = out instanceof SliceOut s ? s.sentNanos() : ((ControlOut) out).sentNanos();
+            oldestSentNanos = out.sentNanos();
         }
         outstanding.add(out);
     }
 
-    private Object pop() {
-        Object head = outstanding.poll();
-        Object next = outstanding.peek();
-        oldestSentNanos = next == null ? 0 : next instanceof SliceOut s ? s.sentNanos() : ((ControlOut) next).sentNanos();
+    private SliceOut pop() {
+        SliceOut head = outstanding.poll();
+        SliceOut next = outstanding.peek();
+        oldestSentNanos = next == null ? 0 : next.sentNanos();
         return head;
     }
 
     @Override
-    MemorySegment payloadTarget(Frames.Header h) {
-        if (h.type() == Frames.READ_DATA && outstanding.peek() instanceof SliceOut s
-                && s.slice().local().byteSize() == h.length()) {
-            return s.slice().local();
+    protected MemorySegment payloadTarget(Frames.Header h) {
+        SliceOut head = outstanding.peek();
+        if (h.type() == TcpFrames.READ_DATA && head != null && head.slice().local().byteSize() == h.length()) {
+            return head.slice().local();
         }
         return null;
     }
 
     @Override
-    void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
-        Object head = pop();
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+        SliceOut head = pop();
         if (head == null) {
             throw new IllegalStateException("answer of type " + h.type() + " with nothing outstanding");
         }
-        if (head instanceof ControlOut c) {
-            if (h.type() == Frames.ERROR) {
-                c.answer().completeExceptionally(new IllegalStateException(text(payload)));
-            } else {
-                c.answer().complete(payload == null ? new byte[0] : payload);
-            }
-            return;
-        }
-        Slice slice = ((SliceOut) head).slice();
+        Slice slice = head.slice();
         bytesInFlight.addAndGet(-slice.local().byteSize());
-        boolean expected = slice.op() == TransferOp.WRITE ? h.type() == Frames.WRITE_ACK : h.type() == Frames.READ_DATA;
-        if (h.type() == Frames.ERROR) {
+        boolean expected = slice.op() == TransferOp.WRITE ? h.type() == TcpFrames.WRITE_ACK
+                : h.type() == TcpFrames.READ_DATA;
+        if (h.type() == TcpFrames.ERROR) {
             slice.done("peer refused: " + text(payload));
         } else if (!expected || payload != null) {
             throw new IllegalStateException("answer of type " + h.type() + " does not match the request");
@@ -235,13 +206,9 @@ public final class ClientConnection extends FrameHandler {
             closeReason = "the peer closed the connection";
         }
         List<Slice> slices = new ArrayList<>();
-        for (Object o = outstanding.poll(); o != null; o = outstanding.poll()) {
-            if (o instanceof SliceOut s) {
-                bytesInFlight.addAndGet(-s.slice().local().byteSize());
-                slices.add(s.slice());
-            } else {
-                ((ControlOut) o).answer().completeExceptionally(new IllegalStateException(reason("closed")));
-            }
+        for (SliceOut o = outstanding.poll(); o != null; o = outstanding.poll()) {
+            bytesInFlight.addAndGet(-o.slice().local().byteSize());
+            slices.add(o.slice());
         }
         oldestSentNanos = 0;
         if (!slices.isEmpty()) {

@@ -1,0 +1,227 @@
+package io.hicache.transfer.control;
+
+import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.Frames;
+import io.hicache.transfer.frame.NettyLoops;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * One control connection from this engine to a peer's control listener: it fetches the peer's descriptor, carries
+ * messages to it, and runs the heartbeat that decides whether the peer is alive. Requests go out in order and their
+ * answers come back in the same order, so what is outstanding is a FIFO.
+ *
+ * <p>Thread-safe: every method may be called from any thread; the FIFO is touched on the event loop only. The engine
+ * object that opened it (a remote segment) closes it.
+ */
+public final class ControlClient extends FrameHandler {
+    /** Pings that may go unanswered in a row before the peer is declared dead. */
+    private static final int MISSED_PINGS = 3;
+
+    private final String label;
+    private final ArrayDeque<CompletableFuture<byte[]>> outstanding = new ArrayDeque<>();
+    private final AtomicBoolean deathReported = new AtomicBoolean();
+    private volatile Channel channel;
+    private volatile String closeReason;
+    private volatile Consumer<String> onDeath;
+    private volatile ScheduledFuture<?> heartbeat;
+    private volatile long lastAnswerNanos;
+
+    private ControlClient(String label) {
+        super(ControlFrames.MAGIC);
+        this.label = label;
+    }
+
+    /** Starts connecting; the future completes with the connection once it said hello as {@code selfName}. */
+    static CompletableFuture<ControlClient> connect(EventLoopGroup group, String host, int port,
+            long connectTimeoutMillis, String selfName, String label) {
+        ControlClient conn = new ControlClient(label);
+        CompletableFuture<ControlClient> result = new CompletableFuture<>();
+        Bootstrap b = new Bootstrap().group(group).channel(NettyLoops.socketChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeoutMillis))
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        conn.install(ch);
+                        ch.pipeline().addLast(conn);
+                    }
+                });
+        ChannelFuture f = b.connect(host, port);
+        f.addListener(done -> {
+            if (!done.isSuccess()) {
+                result.completeExceptionally(done.cause());
+                return;
+            }
+            conn.channel = f.channel();
+            byte[] hello = selfName.getBytes(StandardCharsets.UTF_8);
+            conn.channel.writeAndFlush(Unpooled.wrappedBuffer(conn.header(conn.channel.alloc(), ControlFrames.HELLO,
+                    0, 0, 0, hello.length), Unpooled.wrappedBuffer(hello)));
+            result.complete(conn);
+        });
+        return result;
+    }
+
+    /** Whether the connection is open. */
+    public boolean isOpen() {
+        Channel c = channel;
+        return c != null && c.isActive() && closeReason == null;
+    }
+
+    /** Why it closed, or null. */
+    public String closeReason() {
+        return closeReason;
+    }
+
+    /** Fetches the peer's encoded segment descriptor. */
+    public CompletableFuture<byte[]> describe() {
+        return request(ControlFrames.DESCRIBE);
+    }
+
+    /** Sends a message that the peer's engine delivers to its listener; no answer. */
+    public void message(byte[] payload) {
+        Channel c = channel;
+        // one write, so messages from several threads never interleave their header and payload
+        c.writeAndFlush(Unpooled.wrappedBuffer(header(c.alloc(), ControlFrames.MESSAGE, 0, 0, 0, payload.length),
+                Unpooled.wrappedBuffer(payload)));
+    }
+
+    /**
+     * Starts the heartbeat: a ping every {@code everyMillis} on {@code timer}. {@code onDeath} runs once, with the
+     * reason, when the connection closes or {@value #MISSED_PINGS} pings in a row go unanswered (at once if it is
+     * already closed). Call once.
+     */
+    public void watch(ScheduledExecutorService timer, long everyMillis, Consumer<String> onDeath) {
+        this.onDeath = onDeath;
+        this.lastAnswerNanos = System.nanoTime();
+        this.heartbeat = timer.scheduleWithFixedDelay(() -> beat(everyMillis), everyMillis, everyMillis,
+                TimeUnit.MILLISECONDS);
+        if (!isOpen()) {
+            reportDeath("control connection closed (" + reason("the peer closed the connection") + ")");
+        }
+    }
+
+    private void beat(long everyMillis) {
+        if (deathReported.get()) {
+            return;
+        }
+        if (!isOpen()) {
+            reportDeath("control connection closed (" + reason("the peer closed the connection") + ")");
+            return;
+        }
+        long silentMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastAnswerNanos);
+        if (silentMillis > MISSED_PINGS * everyMillis) {
+            reportDeath("no heartbeat answer for " + silentMillis + " ms");
+            return;
+        }
+        request(ControlFrames.PING).whenComplete((ok, error) -> {
+            if (error == null) {
+                lastAnswerNanos = System.nanoTime();
+            }
+        });
+    }
+
+    /** Runs the death callback once, if {@link #watch} set one; before that, {@link #watch} reports it itself. */
+    private void reportDeath(String reason) {
+        Consumer<String> callback = onDeath;
+        if (callback == null || !deathReported.compareAndSet(false, true)) {
+            return;
+        }
+        ScheduledFuture<?> beat = heartbeat;
+        if (beat != null) {
+            beat.cancel(false);
+        }
+        callback.accept(reason);
+    }
+
+    /** Closes the connection, recording why, and stops the heartbeat; outstanding requests fail. Idempotent. */
+    public void close(String reason) {
+        if (closeReason == null) {
+            closeReason = reason;
+        }
+        ScheduledFuture<?> beat = heartbeat;
+        if (beat != null) {
+            beat.cancel(false);
+        }
+        Channel c = channel;
+        if (c != null) {
+            c.close();
+        }
+    }
+
+    private CompletableFuture<byte[]> request(byte type) {
+        CompletableFuture<byte[]> answer = new CompletableFuture<>();
+        Channel c = channel;
+        c.eventLoop().execute(() -> {
+            if (!c.isActive()) {
+                answer.completeExceptionally(new IllegalStateException(label + ": " + reason("the connection closed")));
+                return;
+            }
+            outstanding.add(answer);
+            c.writeAndFlush(header(c.alloc(), type, 0, 0, 0, 0));
+        });
+        return answer;
+    }
+
+    private String reason(String fallback) {
+        String r = closeReason;
+        return r == null ? fallback : r;
+    }
+
+    @Override
+    protected MemorySegment payloadTarget(Frames.Header h) {
+        return null;
+    }
+
+    @Override
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+        CompletableFuture<byte[]> answer = outstanding.poll();
+        if (answer == null) {
+            throw new IllegalStateException("control answer of type " + h.type() + " with nothing outstanding");
+        }
+        if (h.type() == ControlFrames.ERROR) {
+            answer.completeExceptionally(new IllegalStateException(payload == null ? ""
+                    : new String(payload, StandardCharsets.UTF_8)));
+        } else {
+            answer.complete(payload == null ? new byte[0] : payload);
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (closeReason == null) {
+            closeReason = "the peer closed the connection";
+        }
+        for (CompletableFuture<byte[]> o = outstanding.poll(); o != null; o = outstanding.poll()) {
+            o.completeExceptionally(new IllegalStateException(label + ": closed (" + closeReason + ")"));
+        }
+        reportDeath("control connection closed (" + closeReason + ")");
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        close(String.valueOf(cause.getMessage() == null ? cause : cause.getMessage()));
+    }
+
+    @Override
+    public String toString() {
+        return label;
+    }
+}
