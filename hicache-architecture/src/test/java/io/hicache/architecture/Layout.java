@@ -49,6 +49,8 @@ final class Layout {
             pkg("io.hicache.storage.remote", "storage-remote", 1, true),
             // transfer
             pkg("io.hicache.transfer.spi", "transfer", 0, true),
+            pkg("io.hicache.transfer.frame", "transfer", 0, false),
+            pkg("io.hicache.transfer.control", "transfer", 1, false),
             pkg("io.hicache.transfer.tcp", "transfer", 1, false),
             pkg("io.hicache.transfer.shm", "transfer", 1, false),
             pkg("io.hicache.transfer", "transfer", 2, true),

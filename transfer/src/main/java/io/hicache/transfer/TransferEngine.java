@@ -2,6 +2,7 @@ package io.hicache.transfer;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.util.Threads;
 import io.hicache.transfer.control.ControlClient;
 import io.hicache.transfer.control.ControlHost;
 import io.hicache.transfer.control.ControlPlane;
@@ -69,8 +70,7 @@ public final class TransferEngine implements AutoCloseable {
     private TransferEngine(TransferConfig config) {
         this.config = config;
         this.hostId = HostIdentity.id();
-        this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().daemon()
-                .name("transfer-timer-" + config.name()).factory());
+        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.factory("transfer-timer-" + config.name()));
         ControlPlane plane = null;
         try {
             plane = ControlPlane.start(config.name(), config.bindHost(), config.port(), new Host());

@@ -6,7 +6,8 @@ import java.util.concurrent.ThreadFactory;
  * The one way HiCache makes threads: platform daemon threads named {@code hicache-<role>} (one thread) or
  * {@code hicache-<role>-<n>} (a pool's, counted from 1), so a thread dump says whose each thread is, and no thread of
  * ours keeps a JVM alive after its owner forgot to close something. Stateless and thread-safe; the owner of each
- * thread stops it.
+ * thread stops it. Netty event loops are the one exception: they take Netty's {@code DefaultThreadFactory} with the same
+ * {@code hicache-} names, because Netty's pooled buffer caches want its own thread type.
  */
 public final class Threads {
     private static final String PREFIX = "hicache-";

@@ -13,7 +13,6 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.util.Checks;
-import io.hicache.core.util.Threads;
 import io.hicache.storage.remote.RemoteConnection.Reply;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.ProtocolException;
@@ -23,6 +22,7 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -84,7 +84,7 @@ public final class RemotePageStore extends AbstractPageStore {
     public static RemotePageStore open(RemoteStoreConfig config) {
         Checks.checkNotNull(config, "config");
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(Math.min(config.connections(),
-                Runtime.getRuntime().availableProcessors()), Threads.factory("remote-io"),
+                Runtime.getRuntime().availableProcessors()), new DefaultThreadFactory("hicache-remote-io", true),
                 NioIoHandler.newFactory());
         try {
             return new RemotePageStore(config, group, RemoteConnection.open(group, config).get());

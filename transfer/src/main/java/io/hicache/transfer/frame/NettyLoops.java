@@ -18,7 +18,7 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * Event loop groups with named daemon threads, on epoll where the native library loads and on NIO elsewhere.
  * Stateless.
  *
- * <p>The one place in the module that does not name threads with {@code Thread.ofPlatform()}: Netty's
+ * <p>The one place in the module that does not make threads with {@link io.hicache.core.util.Threads}: Netty's
  * {@link DefaultThreadFactory} makes {@code FastThreadLocalThread}s, which Netty's buffer allocators and thread
  * locals need for their fast per-thread caches on event loops.
  */

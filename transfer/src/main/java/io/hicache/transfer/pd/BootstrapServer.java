@@ -2,6 +2,7 @@ package io.hicache.transfer.pd;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.hicache.core.util.Threads;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -27,8 +28,7 @@ public final class BootstrapServer implements AutoCloseable {
     private BootstrapServer(HttpServer server, int tpSize) {
         this.server = server;
         this.tpSize = tpSize;
-        this.threads = Executors.newFixedThreadPool(2, Thread.ofPlatform().daemon()
-                .name("pd-bootstrap-" + server.getAddress().getPort()).factory());
+        this.threads = Executors.newFixedThreadPool(2, Threads.factory("pd-bootstrap-" + server.getAddress().getPort()));
         server.setExecutor(threads);
         server.createContext("/route", this::route);
         server.createContext("/health", ex -> answer(ex, 200, "ok"));

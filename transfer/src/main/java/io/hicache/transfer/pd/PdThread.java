@@ -1,5 +1,6 @@
 package io.hicache.transfer.pd;
 
+import io.hicache.core.util.Threads;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -13,7 +14,7 @@ final class PdThread implements AutoCloseable {
     private final ScheduledThreadPoolExecutor executor;
 
     PdThread(String name) {
-        executor = new ScheduledThreadPoolExecutor(1, Thread.ofPlatform().daemon().name(name).factory());
+        executor = new ScheduledThreadPoolExecutor(1, Threads.factory(name));
         executor.setRemoveOnCancelPolicy(true);
     }
 

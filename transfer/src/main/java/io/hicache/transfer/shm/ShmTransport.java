@@ -1,5 +1,6 @@
 package io.hicache.transfer.shm;
 
+import io.hicache.core.util.Threads;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.SegmentDescriptor;
@@ -31,7 +32,7 @@ final class ShmTransport implements Transport {
         this.context = context;
         int threads = context.ioThreads();
         this.copiers = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-                Thread.ofPlatform().daemon().name("transfer-shm-" + context.engineName() + "-", 1).factory());
+                Threads.factory("transfer-shm-" + context.engineName()));
     }
 
     @Override
