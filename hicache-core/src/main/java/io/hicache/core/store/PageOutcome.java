@@ -10,8 +10,11 @@ import io.hicache.core.util.Checks;
  * @param detail why, for a status that needs explaining; null otherwise
  */
 public record PageOutcome(PageStatus status, String detail) {
+    /** The page was read or written. */
     public static final PageOutcome OK = new PageOutcome(PageStatus.OK, null);
+    /** The page was stored already; the put skipped it. */
     public static final PageOutcome EXISTS = new PageOutcome(PageStatus.EXISTS, null);
+    /** The store has no such page. */
     public static final PageOutcome MISS = new PageOutcome(PageStatus.MISS, null);
 
     public PageOutcome {
