@@ -10,7 +10,7 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.s3.S3PageStore;
-import io.hicache.storage.s3.S3StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -69,7 +69,7 @@ public final class S3Suite implements BenchSuite {
                 .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
                 .build()) {
             naive.createBucket(b -> b.bucket(BUCKET));
-            try (S3PageStore store = S3PageStore.open(S3StoreConfig.local(endpoint, BUCKET, ACCESS_KEY, SECRET_KEY));
+            try (S3PageStore store = S3PageStore.open(S3Config.local(endpoint, BUCKET, ACCESS_KEY, SECRET_KEY));
                     Arena arena = Arena.ofShared()) {
                 Comparison comparison = Comparison.forRun(quick, 1, 6, 300);
                 for (int pageBytes : PAGE_BYTES) {

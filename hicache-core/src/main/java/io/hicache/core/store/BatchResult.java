@@ -132,6 +132,11 @@ public final class BatchResult {
             return this;
         }
 
+        /** Sets page {@code index} to {@code outcome}'s status and detail. */
+        public Builder set(int index, PageOutcome outcome) {
+            return set(index, outcome.status(), outcome.detail());
+        }
+
         public int size() {
             return statuses.length;
         }

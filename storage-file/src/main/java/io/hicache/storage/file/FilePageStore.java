@@ -13,6 +13,7 @@ import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import java.io.IOException;
@@ -118,7 +119,7 @@ public final class FilePageStore extends AbstractPageStore {
     }
 
     /** What the store found under its root when it opened. */
-    public RootScan.Report openReport() {
+    RootScan.Report openReport() {
         return openReport;
     }
 
@@ -152,14 +153,14 @@ public final class FilePageStore extends AbstractPageStore {
         return inParallel(targets.size(), deadline, i -> read(targets.key(i), targets.page(i)), i -> { });
     }
 
-    private Outcome read(StoreKey key, MemorySegment target) throws IOException, InterruptedException {
+    private PageOutcome read(StoreKey key, MemorySegment target) throws IOException, InterruptedException {
         PageId id = PageId.of(key);
         FileIndex.Entry e = index.get(id);
         if (e == null || !e.isStored() || !e.pin()) {
-            return Outcome.MISS;
+            return PageOutcome.MISS;
         }
         try {
-            PageFileIo.ReadResult r = io.read(id, target);
+            PageOutcome r = io.read(id, target);
             switch (r.status()) {
                 case OK -> index.touch(e);
                 case MISS -> discard(id, e); // the file went away behind our back
@@ -171,7 +172,7 @@ public final class FilePageStore extends AbstractPageStore {
                     // SIZE_MISMATCH: the caller asked with the wrong size; the page is fine.
                 }
             }
-            return new Outcome(r.status(), r.detail());
+            return r;
         } finally {
             e.unpin();
         }
@@ -213,7 +214,7 @@ public final class FilePageStore extends AbstractPageStore {
     }
 
     /** Writes one page; its file's bytes were reserved by the batch and are given back unless it is stored now. */
-    private Outcome write(StoreKey key, MemorySegment page, Deadline deadline) {
+    private PageOutcome write(StoreKey key, MemorySegment page, Deadline deadline) {
         PageId id = PageId.of(key);
         long bytes = io.fileBytes(page.byteSize());
         boolean[] created = {false};
@@ -226,29 +227,30 @@ public final class FilePageStore extends AbstractPageStore {
             makeDirs(key, id);
             io.write(id, page, PageChecksum.of(page));
             index.written(e);
-            return Outcome.OK;
+            return PageOutcome.OK;
         } catch (IOException | RuntimeException | InterruptedException failure) {
             index.writeFailed(id, e);
             gate.release(bytes);
             if (failure instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            return new Outcome(PageStatus.FAILED, "cannot write " + paths.pageFile(id) + ": " + failure);
+            return PageOutcome.of(PageStatus.FAILED, "cannot write " + paths.pageFile(id) + ": " + failure);
         }
     }
 
     /** Another put is writing (or has written) the same page: its outcome is ours. */
-    private static Outcome waitForOtherWriter(FileIndex.Entry e, Deadline deadline) {
+    private static PageOutcome waitForOtherWriter(FileIndex.Entry e, Deadline deadline) {
         try {
             boolean stored = e.written.get(Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
-            return stored ? Outcome.EXISTS : new Outcome(PageStatus.FAILED, "a concurrent put of this page failed");
+            return stored ? PageOutcome.EXISTS
+                    : PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed");
         } catch (TimeoutException t) {
-            return new Outcome(PageStatus.stoppedBy(deadline), "a concurrent put of this page was still writing");
+            return PageOutcome.of(PageStatus.stoppedBy(deadline), "a concurrent put of this page was still writing");
         } catch (InterruptedException i) {
             Thread.currentThread().interrupt();
-            return new Outcome(PageStatus.FAILED, "interrupted");
+            return PageOutcome.of(PageStatus.FAILED, "interrupted");
         } catch (ExecutionException x) {
-            return new Outcome(PageStatus.FAILED, "a concurrent put of this page failed: " + x.getCause());
+            return PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed: " + x.getCause());
         }
     }
 
@@ -377,17 +379,10 @@ public final class FilePageStore extends AbstractPageStore {
 
     /* ---------------------------------------------------------------- plumbing */
 
-    /** One page's outcome. */
-    private record Outcome(PageStatus status, String detail) {
-        static final Outcome OK = new Outcome(PageStatus.OK, null);
-        static final Outcome MISS = new Outcome(PageStatus.MISS, null);
-        static final Outcome EXISTS = new Outcome(PageStatus.EXISTS, null);
-    }
-
     /** One page's work. */
     @FunctionalInterface
     private interface PageTask {
-        Outcome run(int index) throws Exception;
+        PageOutcome run(int index) throws Exception;
     }
 
     /**
@@ -397,7 +392,7 @@ public final class FilePageStore extends AbstractPageStore {
      */
     private CompletableFuture<BatchResult> inParallel(int size, Deadline deadline, PageTask task,
             java.util.function.IntConsumer skipped) {
-        Outcome[] outcomes = new Outcome[size];
+        PageOutcome[] outcomes = new PageOutcome[size];
         CompletableFuture<?>[] pages = new CompletableFuture<?>[size];
         for (int i = 0; i < size; i++) {
             int page = i;
@@ -406,28 +401,24 @@ public final class FilePageStore extends AbstractPageStore {
                 pages[i] = CompletableFuture.runAsync(work, ioThreads);
             } catch (RejectedExecutionException closed) {
                 skipped.accept(i);
-                outcomes[i] = new Outcome(PageStatus.FAILED, "the store is closing");
+                outcomes[i] = PageOutcome.of(PageStatus.FAILED, "the store is closing");
                 pages[i] = CompletableFuture.completedFuture(null);
             }
         }
         return CompletableFuture.allOf(pages).handle((ignored, error) -> {
             BatchResult.Builder result = BatchResult.builder(size);
             for (int i = 0; i < size; i++) {
-                Outcome o = outcomes[i] != null ? outcomes[i] : new Outcome(PageStatus.FAILED, "the store is closing");
-                if (o.detail() == null) {
-                    result.set(i, o.status());
-                } else {
-                    result.set(i, o.status(), o.detail());
-                }
+                result.set(i, outcomes[i] != null ? outcomes[i]
+                        : PageOutcome.of(PageStatus.FAILED, "the store is closing"));
             }
             return result.build();
         });
     }
 
-    private Outcome runOne(PageTask task, int page, Deadline deadline, java.util.function.IntConsumer skipped) {
+    private PageOutcome runOne(PageTask task, int page, Deadline deadline, java.util.function.IntConsumer skipped) {
         if (deadline.isOver()) {
             skipped.accept(page);
-            return new Outcome(PageStatus.stoppedBy(deadline), null);
+            return PageOutcome.of(PageStatus.stoppedBy(deadline));
         }
         try {
             return task.run(page);
@@ -436,7 +427,7 @@ public final class FilePageStore extends AbstractPageStore {
             if (t instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
-            return new Outcome(PageStatus.FAILED, t.toString());
+            return PageOutcome.of(PageStatus.FAILED, t.toString());
         }
     }
 

@@ -1,6 +1,7 @@
 package io.hicache.storage.file;
 
 import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -37,12 +38,6 @@ final class PageFileIo implements AutoCloseable {
     private final BlockingQueue<MemorySegment> bounces;
     private final OpenOption[] writeOptions;
     private final OpenOption[] readOptions;
-
-    /** The outcome of reading one page. */
-    record ReadResult(PageStatus status, String detail) {
-        static final ReadResult OK = new ReadResult(PageStatus.OK, null);
-        static final ReadResult MISS = new ReadResult(PageStatus.MISS, null);
-    }
 
     PageFileIo(PagePaths paths, boolean directIo, boolean fsync, int blockSize, int ioThreads) {
         this.paths = paths;
@@ -90,7 +85,7 @@ final class PageFileIo implements AutoCloseable {
                     writeDirect(ch, header, page, bounce);
                 } else {
                     ByteBuffer head = ByteBuffer.allocate(PageFileHeader.BYTES);
-                    header.writeTo(head);
+                    header.writeTo(MemorySegment.ofBuffer(head));
                     writeFully(ch, new ByteBuffer[] {head, page.asByteBuffer()});
                 }
                 if (fsync) {
@@ -116,7 +111,7 @@ final class PageFileIo implements AutoCloseable {
         long length = page.byteSize();
         MemorySegment headBlock = bounce.asSlice(0, blockSize);
         headBlock.fill((byte) 0);
-        header.writeTo(headBlock.asByteBuffer());
+        header.writeTo(headBlock);
         if (page.address() % blockSize == 0) {
             long whole = length - length % blockSize;
             int tail = (int) (length - whole);
@@ -167,7 +162,7 @@ final class PageFileIo implements AutoCloseable {
      * no file; SIZE_MISMATCH (target untouched) when the page's length differs; CORRUPT when the header, the name
      * or the checksum is wrong, or the file is cut short.
      */
-    ReadResult read(PageId id, MemorySegment target) throws IOException, InterruptedException {
+    PageOutcome read(PageId id, MemorySegment target) throws IOException, InterruptedException {
         Path file = paths.pageFile(id);
         MemorySegment bounce = bounces.take();
         try (FileChannel ch = FileChannel.open(file, readOptions)) {
@@ -178,7 +173,7 @@ final class PageFileIo implements AutoCloseable {
             }
             PageFileHeader header;
             try {
-                header = PageFileHeader.readFrom(head.flip());
+                header = PageFileHeader.readFrom(bounce);
             } catch (PageFileHeader.BadHeaderException e) {
                 return corrupt(e.getMessage());
             }
@@ -186,7 +181,7 @@ final class PageFileIo implements AutoCloseable {
                 return corrupt("the file holds page " + header.id());
             }
             if (header.pageBytes() != target.byteSize()) {
-                return new ReadResult(PageStatus.SIZE_MISMATCH, "stored page is " + header.pageBytes()
+                return PageOutcome.of(PageStatus.SIZE_MISMATCH, "stored page is " + header.pageBytes()
                         + " bytes, target is " + target.byteSize());
             }
             if (ch.size() < header.dataOffset() + header.pageBytes()) {
@@ -205,16 +200,16 @@ final class PageFileIo implements AutoCloseable {
             if (PageChecksum.of(target) != header.pageCrc()) {
                 return corrupt("page checksum mismatch");
             }
-            return ReadResult.OK;
+            return PageOutcome.OK;
         } catch (NoSuchFileException e) {
-            return ReadResult.MISS;
+            return PageOutcome.MISS;
         } finally {
             bounces.add(bounce);
         }
     }
 
-    private static ReadResult corrupt(String why) {
-        return new ReadResult(PageStatus.CORRUPT, why);
+    private static PageOutcome corrupt(String why) {
+        return PageOutcome.of(PageStatus.CORRUPT, why);
     }
 
     private static void readBody(FileChannel ch, long position, MemorySegment target) throws IOException {

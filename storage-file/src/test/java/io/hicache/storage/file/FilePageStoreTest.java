@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageRecordDescriptor;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
@@ -18,7 +20,6 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
-import io.hicache.core.config.Settings;
 import io.hicache.testkit.PagePattern;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -153,7 +154,7 @@ class FilePageStoreTest {
             Files.copy(store.fileOf(keys.get(1)), store.fileOf(keys.get(0)), StandardCopyOption.REPLACE_EXISTING);
             // Page 2's header damaged in its length field.
             try (FileChannel ch = FileChannel.open(store.fileOf(keys.get(2)), StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.wrap(new byte[] {7}), 17);
+                ch.write(ByteBuffer.wrap(new byte[] {7}), PageRecordDescriptor.PAGE_LENGTH_OFFSET + 1);
             }
             MemorySegment[] targets = pages(3, 8192);
             BatchResult got = get(store, keys, targets);

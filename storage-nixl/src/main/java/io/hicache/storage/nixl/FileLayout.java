@@ -1,7 +1,7 @@
 package io.hicache.storage.nixl;
 
-import io.hicache.storage.nixl.agent.FileMode;
-import io.hicache.storage.nixl.agent.MemoryRegion;
+import io.hicache.storage.nixl.spi.FileMode;
+import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.DirectoryNotEmptyException;
@@ -32,6 +32,15 @@ final class FileLayout implements StorageLayout {
     private final Set<FileMode> writeModes;
     private final Set<Path> madeDirs = ConcurrentHashMap.newKeySet();
 
+    /** The layout over {@code config}'s folders; with direct I/O, checks through {@code agent} that they take it. */
+    static FileLayout open(NixlStoreConfig config, NixlAgent agent) throws IOException {
+        FileLayout layout = new FileLayout(config.dirs(), config.directIo());
+        if (config.directIo()) {
+            DirectProbe.check(agent, config.dirs().getFirst());
+        }
+        return layout;
+    }
+
     FileLayout(List<Path> bases, boolean directIo) throws IOException {
         this.bases = List.copyOf(bases);
         for (Path b : this.bases) {
@@ -45,6 +54,17 @@ final class FileLayout implements StorageLayout {
     @Override
     public String location() {
         return bases.size() == 1 ? bases.getFirst().toString() : bases.toString();
+    }
+
+    @Override
+    public String where(String name) {
+        return file(name).toString();
+    }
+
+    /** 90% of the first folder's file system, counting what is stored as free: SGLang's default. */
+    @Override
+    public long defaultCapacityBytes(long storedBytes) throws IOException {
+        return (long) (0.9 * (Files.getFileStore(bases.getFirst()).getUsableSpace() + storedBytes));
     }
 
     /** The file of page {@code name}. */

@@ -1,9 +1,6 @@
 package io.hicache.storage.nixl;
 
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.Region;
-import io.hicache.storage.nixl.agent.XferDesc;
+import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

@@ -1,10 +1,7 @@
 package io.hicache.storage.nixl;
 
 import io.hicache.core.store.PageBatch;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.Registration;
-import io.hicache.storage.nixl.agent.XferDesc;
+import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;

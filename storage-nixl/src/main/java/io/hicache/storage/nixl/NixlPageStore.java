@@ -15,38 +15,29 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlPlugin;
-import io.hicache.storage.nixl.agent.NixlPlugins;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Registration;
-import io.hicache.storage.nixl.agent.XferOp;
-import io.hicache.storage.nixl.agent.XferRequest;
-import io.hicache.storage.nixl.obj.ObjPlugin;
-import io.hicache.storage.nixl.posix.PosixPlugin;
-import io.hicache.storage.s3.S3Clients;
-import io.hicache.storage.s3.S3StoreConfig;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The {@code nixl} page store: SGLang's HiCacheNixl on this project's NIXL agent. Each page is a file (POSIX plugin;
- * {@link FileLayout}) or an object (OBJ plugin; {@link ObjLayout}) holding the page followed by its
- * {@link PageTrailer}; a get or put of a page is one transfer of two descriptors (page and trailer), and a batch posts
- * all its transfers at once. Host memory can be registered once ({@link #registerHostMemory}); pages outside it are
- * registered per batch. Storage-side read registrations are kept in a bounded {@link RegistrationCache}. A cleaner
- * ({@link CapacityGate}) deletes the least recently used pages once the store passes {@code nixl.high-water} of its
- * capacity, down to {@code nixl.low-water}.
+ * The {@code nixl} page store: SGLang's HiCacheNixl on this project's NIXL agent. Each page is a file (the plugin
+ * serves FILE storage, as POSIX does; {@link FileLayout}) or an object (OBJ; {@link ObjLayout}) holding the page
+ * followed by its {@link PageTrailer}; a get or put of a page is one transfer of two descriptors (page and trailer),
+ * and a batch posts all its transfers at once. Host memory can be registered once ({@link #registerHostMemory}); pages
+ * outside it are registered per batch. Storage-side read registrations are kept in a bounded
+ * {@link RegistrationCache}. A cleaner ({@link CapacityGate}) deletes the least recently used pages once the store
+ * passes {@code nixl.high-water} of its capacity, down to {@code nixl.low-water}.
  *
  * <p>Writes are atomic (a page file or object appears whole or not at all), so stores on the same folders or bucket
  * share pages. Thread-safe. The opener closes it; closing cancels transfers in flight, releases every registration,
@@ -99,28 +90,14 @@ public final class NixlPageStore extends AbstractPageStore {
         NixlAgent agent = NixlAgent.create("hicache-" + UUID.randomUUID());
         StorageLayout layout = null;
         try {
-            NixlPlugin plugin = NixlPlugins.choose(NixlPlugins.all(), config.plugin(), config.objParams());
-            long capacity = config.capacityBytes();
-            if (plugin.name().equals(PosixPlugin.NAME)) {
-                agent.createBackend(plugin.name(), config.posixParams());
-                layout = new FileLayout(config.dirs(), config.directIo());
-                if (config.directIo()) {
-                    DirectProbe.check(agent, config.dirs().getFirst());
-                }
-            } else if (plugin.name().equals(ObjPlugin.NAME)) {
-                agent.createBackend(plugin.name(), config.objParams());
-                S3StoreConfig s3Config = ObjPlugin.s3Config(config.objParams());
-                layout = new ObjLayout(S3Clients.build(s3Config), s3Config.bucket(), s3Config.prefix(),
-                        s3Config.requestTimeout().multipliedBy(s3Config.maxAttempts()));
-            } else {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "the NIXL store has no page layout for plugin "
-                        + plugin.name());
-            }
+            // What the store needs of the plugin, the plugin says: the parameters it reads and the storage it serves.
+            Map<String, String> offered = config.pluginParams();
+            NixlPlugin plugin = NixlPlugins.choose(NixlPlugins.all(), config.plugin(), offered);
+            agent.createBackend(plugin.name(), NixlPlugins.paramsFor(plugin, offered));
+            layout = StorageLayout.open(plugin, config, agent);
             List<StorageLayout.Found> found = layout.scan();
-            if (capacity == 0 && layout instanceof FileLayout) {
-                long stored = found.stream().mapToLong(StorageLayout.Found::bytes).sum();
-                capacity = (long) (0.9 * (Files.getFileStore(config.dirs().getFirst()).getUsableSpace() + stored));
-            }
+            long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
+                    : layout.defaultCapacityBytes(found.stream().mapToLong(StorageLayout.Found::bytes).sum());
             NixlPageStore store = new NixlPageStore(config, agent, plugin.name(), layout, found, capacity);
             LOG.log(Level.INFO, () -> "nixl store: plugin " + store.pluginName + " at " + store.location() + ", "
                     + store.index.pages() + " pages found" + (store.gate == null ? ", no capacity limit"
@@ -139,20 +116,19 @@ public final class NixlPageStore extends AbstractPageStore {
         }
     }
 
-    /** The plugin in use: {@code POSIX} or {@code OBJ}. */
+    /** The plugin in use: {@code POSIX}, {@code OBJ} or another found with {@link java.util.ServiceLoader}. */
     public String pluginName() {
         return pluginName;
     }
 
-    /** The agent, for tests and operators (registrations in force, requests alive). */
-    public NixlAgent agent() {
+    /** The agent, for tests (registrations in force, requests alive). */
+    NixlAgent agent() {
         return agent;
     }
 
     /** Where page {@code key} is stored: a file path or an object key. */
     public String whereIs(StoreKey key) {
-        return layout instanceof FileLayout f ? f.file(key.toString()).toString()
-                : ((ObjLayout) layout).key(key.toString());
+        return layout.where(key.toString());
     }
 
     /** Reads of a page whose storage registration was reused, and reads that had to register it. */

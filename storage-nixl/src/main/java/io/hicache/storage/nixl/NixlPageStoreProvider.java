@@ -4,7 +4,7 @@ import io.hicache.core.config.Setting;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.StoreConfig;
-import io.hicache.storage.s3.S3StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,7 +17,7 @@ public final class NixlPageStoreProvider implements PageStoreProvider {
 
     static {
         List<Setting<?>> all = new ArrayList<>(NixlStoreConfig.SETTINGS);
-        all.addAll(S3StoreConfig.SETTINGS);
+        all.addAll(S3Config.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
 

@@ -5,7 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.util.Checks;
-import io.hicache.storage.s3.S3StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -15,7 +15,8 @@ import java.util.Map;
 /**
  * The NIXL store's configuration, read and checked once.
  *
- * @param plugin             {@code auto}, {@code POSIX} or {@code OBJ}
+ * @param plugin             {@code auto}, or a plugin's name: {@code POSIX}, {@code OBJ}, or another found with
+ *                           {@link java.util.ServiceLoader}
  * @param dirs               base folders of the POSIX plugin's page files (a page goes to one by a hash of its key)
  * @param directIo           whether the POSIX plugin bypasses the page cache ({@code O_DIRECT})
  * @param ioThreads          the POSIX plugin's I/O threads
@@ -45,6 +46,9 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
     public static final Setting<Integer> REGISTRATION_CACHE = Setting.integer("nixl.registration-cache", 4096, 0,
             1 << 20, "storage-side registrations kept between transfers (open files, for POSIX); 0 registers each "
                     + "page per transfer, as SGLang does");
+
+    /** The plugin parameter {@code nixl.io-threads} is offered as: the POSIX plugin's name for it. */
+    static final String IO_THREADS_PARAM = "io_threads";
 
     /** The store's own settings; the provider adds the {@code s3.*} ones for the OBJ plugin. */
     public static final List<Setting<?>> SETTINGS = List.of(PLUGIN, DIRS, DIRECT_IO, IO_THREADS, CAPACITY, HIGH_WATER,
@@ -76,7 +80,7 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
                 }
             }
             Map<String, String> obj = new LinkedHashMap<>();
-            for (Setting<?> s : S3StoreConfig.SETTINGS) {
+            for (Setting<?> s : S3Config.SETTINGS) {
                 settings.lookup(s.key()).ifPresent(v -> obj.put(s.key(), v.text()));
             }
             return new NixlStoreConfig(settings.get(PLUGIN).trim(), dirs, settings.get(DIRECT_IO),
@@ -112,9 +116,14 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
                 objParams);
     }
 
-    /** The POSIX plugin's parameters. */
-    Map<String, String> posixParams() {
-        return Map.of("io_threads", Integer.toString(ioThreads));
+    /**
+     * The parameters the store offers its plugin: {@code io_threads} and the {@code s3.*} settings given. Each plugin
+     * takes those it names in its {@code defaultParams()}, so the store need not know which plugin it runs.
+     */
+    Map<String, String> pluginParams() {
+        Map<String, String> params = new LinkedHashMap<>(objParams);
+        params.put(IO_THREADS_PARAM, Integer.toString(ioThreads));
+        return params;
     }
 
     /** The secret is never printed. */

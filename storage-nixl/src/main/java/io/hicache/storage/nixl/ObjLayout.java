@@ -1,6 +1,8 @@
 package io.hicache.storage.nixl;
 
-import io.hicache.storage.nixl.agent.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.s3.client.S3Clients;
+import io.hicache.storage.s3.client.S3Config;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.time.Duration;
@@ -32,6 +34,13 @@ final class ObjLayout implements StorageLayout {
     private final String prefix;
     private final Duration requestBound;
 
+    /** The layout over {@code config}'s {@code s3.*} bucket and prefix, with a client of its own. */
+    static ObjLayout open(NixlStoreConfig config) {
+        S3Config s3 = S3Config.fromParams(config.objParams());
+        return new ObjLayout(S3Clients.build(s3), s3.bucket(), s3.prefix(),
+                s3.requestTimeout().multipliedBy(s3.maxAttempts()));
+    }
+
     ObjLayout(S3AsyncClient s3, String bucket, String prefix, Duration requestBound) {
         this.s3 = s3;
         this.bucket = bucket;
@@ -46,6 +55,17 @@ final class ObjLayout implements StorageLayout {
 
     String key(String name) {
         return prefix + name;
+    }
+
+    @Override
+    public String where(String name) {
+        return key(name);
+    }
+
+    /** None: size the bucket with a lifecycle rule. */
+    @Override
+    public long defaultCapacityBytes(long storedBytes) {
+        return 0;
     }
 
     @Override

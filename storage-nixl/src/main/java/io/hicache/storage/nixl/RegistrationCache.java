@@ -1,8 +1,6 @@
 package io.hicache.storage.nixl;
 
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.Registration;
+import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;

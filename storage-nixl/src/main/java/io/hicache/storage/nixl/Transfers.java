@@ -1,12 +1,9 @@
 package io.hicache.storage.nixl;
 
 import io.hicache.core.Deadline;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Registration;
-import io.hicache.storage.nixl.agent.XferRequest;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;

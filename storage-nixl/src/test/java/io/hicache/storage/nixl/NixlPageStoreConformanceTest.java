@@ -2,7 +2,7 @@ package io.hicache.storage.nixl;
 
 import io.hicache.core.store.PageStore;
 import io.hicache.storage.s3.LocalS3;
-import io.hicache.storage.s3.S3StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import io.hicache.testkit.PageCorrupter;
 import io.hicache.testkit.PageStoreConformanceKit;
 import java.nio.file.Path;
@@ -133,8 +133,8 @@ class NixlPageStoreConformanceTest {
 
     /** The OBJ plugin's parameters for {@code bucket} on {@code server}. */
     static Map<String, String> objParams(LocalS3 server, String bucket) {
-        return Map.of(S3StoreConfig.BUCKET.key(), bucket, S3StoreConfig.ENDPOINT.key(), server.endpoint().toString(),
-                S3StoreConfig.PATH_STYLE.key(), "true", S3StoreConfig.ACCESS_KEY.key(), LocalS3.ACCESS_KEY,
-                S3StoreConfig.SECRET_KEY.key(), LocalS3.SECRET_KEY);
+        return Map.of(S3Config.BUCKET.key(), bucket, S3Config.ENDPOINT.key(), server.endpoint().toString(),
+                S3Config.PATH_STYLE.key(), "true", S3Config.ACCESS_KEY.key(), LocalS3.ACCESS_KEY,
+                S3Config.SECRET_KEY.key(), LocalS3.SECRET_KEY);
     }
 }

@@ -5,14 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.hicache.core.Deadline;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlAgent;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Registration;
-import io.hicache.storage.nixl.agent.XferOp;
-import io.hicache.storage.nixl.agent.XferRequest;
 import io.hicache.storage.nixl.obj.ObjPlugin;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.XferOp;
 import io.hicache.storage.s3.LocalS3;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

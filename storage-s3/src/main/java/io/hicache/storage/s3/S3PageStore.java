@@ -11,8 +11,12 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
+import io.hicache.storage.s3.client.IntoSegments;
+import io.hicache.storage.s3.client.S3Clients;
+import io.hicache.storage.s3.client.S3Config;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -34,6 +38,7 @@ import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
@@ -46,7 +51,7 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  * {@code PREFIX<namespace id>/<page hash>}, with the page's CRC-32C in its metadata, checked on every read. Built on
  * the SDK's asynchronous client (Netty): a batch's requests go out in parallel, at most {@code s3.concurrency} in
  * flight across the store ({@link RequestLimiter}); bodies go out of and come into the caller's off-heap memory
- * directly ({@code fromByteBufferUnsafe}; {@link IntoSegment}). The leading-hit query sends HEADs in parallel and
+ * directly ({@code fromByteBufferUnsafe}; {@link IntoSegments}). The leading-hit query sends HEADs in parallel and
  * stops at the first miss.
  *
  * <p>Every attempt of every request is bounded by {@code s3.request-timeout}; throttling, server errors and
@@ -60,15 +65,17 @@ import software.amazon.awssdk.services.s3.model.S3Object;
  */
 public final class S3PageStore extends AbstractPageStore {
     private static final System.Logger LOG = System.getLogger(S3PageStore.class.getName());
+    /** Metadata key of the page's CRC-32C, as 8 hex digits. */
+    static final String CRC_METADATA = "hicache-crc32c";
     private static final int PREFERRED_BATCH = 128;
     /** DeleteObjects takes at most this many keys. */
     private static final int DELETE_BATCH = 1000;
 
-    private final S3StoreConfig config;
+    private final S3Config config;
     private final S3AsyncClient s3;
     private final RequestLimiter limiter;
 
-    private S3PageStore(S3StoreConfig config, S3AsyncClient s3) {
+    private S3PageStore(S3Config config, S3AsyncClient s3) {
         super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
                 new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES,
                         PREFERRED_BATCH));
@@ -83,7 +90,7 @@ public final class S3PageStore extends AbstractPageStore {
      * @throws HiCacheException {@link ErrorCode#STORE_UNAVAILABLE} when the bucket does not exist, the credentials
      *     are refused or missing, or the service cannot be reached, saying which
      */
-    public static S3PageStore open(S3StoreConfig config) {
+    public static S3PageStore open(S3Config config) {
         S3AsyncClient client = S3Clients.build(config);
         try {
             S3Clients.checkBucket(client, config);
@@ -145,12 +152,25 @@ public final class S3PageStore extends AbstractPageStore {
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
         return perPage(targets.size(), deadline, i -> {
             MemorySegment target = targets.page(i);
-            IntoSegment into = new IntoSegment(target);
+            IntoSegments into = IntoSegments.whole(target, response -> checksumProblem(response, target));
             String key = objectKey(targets.key(i));
-            CompletableFuture<IntoSegment.Outcome> get = s3.getObject(
+            CompletableFuture<PageOutcome> get = s3.getObject(
                     b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)), into);
-            return guard(get.thenApply(o -> o), into, deadline).exceptionally(error -> failure("GET " + key, error, deadline));
+            return guard(get, into, deadline).exceptionally(error -> failure("GET " + key, error, deadline));
         });
+    }
+
+    /** Why a page that landed whole does not match the CRC-32C its object carries, or null when it does. */
+    private static String checksumProblem(GetObjectResponse response, MemorySegment page) {
+        String crc = response.metadata().get(CRC_METADATA);
+        if (crc == null) {
+            return "the object has no " + CRC_METADATA + " metadata: not written by this store";
+        }
+        return crc.equals(hex(PageChecksum.of(page))) ? null : "page checksum mismatch";
+    }
+
+    private static String hex(int crc) {
+        return String.format("%08x", crc);
     }
 
     /* ---------------------------------------------------------------- writes */
@@ -160,13 +180,13 @@ public final class S3PageStore extends AbstractPageStore {
         return perPage(sources.size(), deadline, i -> {
             MemorySegment page = sources.page(i);
             String key = objectKey(sources.key(i));
-            Map<String, String> metadata = Map.of(IntoSegment.CRC_METADATA, IntoSegment.hex(PageChecksum.of(page)));
+            Map<String, String> metadata = Map.of(CRC_METADATA, hex(PageChecksum.of(page)));
             // No copy: the SDK reads the caller's memory as it sends (and again if it retries).
             AsyncRequestBody body = AsyncRequestBody.fromByteBufferUnsafe(page.asByteBuffer());
-            CompletableFuture<IntoSegment.Outcome> put = s3.putObject(b -> b.bucket(config.bucket()).key(key)
+            CompletableFuture<PageOutcome> put = s3.putObject(b -> b.bucket(config.bucket()).key(key)
                     .contentLength(page.byteSize()).contentType("application/octet-stream").metadata(metadata)
                     .overrideConfiguration(timeouts(deadline)), body)
-                    .thenApply(response -> new IntoSegment.Outcome(PageStatus.OK, null));
+                    .thenApply(response -> PageOutcome.OK);
             return guard(put, null, deadline).exceptionally(error -> failure("PUT " + key, error, deadline));
         });
     }
@@ -181,7 +201,7 @@ public final class S3PageStore extends AbstractPageStore {
             return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
                     .thenCompose(head -> s3.deleteObject(b -> b.bucket(config.bucket()).key(key)
                             .overrideConfiguration(timeouts(deadline))))
-                    .thenApply(deleted -> new IntoSegment.Outcome(PageStatus.OK, null))
+                    .thenApply(deleted -> PageOutcome.OK)
                     .exceptionally(error -> failure("DELETE " + key, error, deadline));
         });
     }
@@ -232,7 +252,7 @@ public final class S3PageStore extends AbstractPageStore {
      * Bounds a request's future by the deadline plus one request timeout, however the client behaves; a GET given up
      * on is abandoned, so it writes no more into its target.
      */
-    private CompletableFuture<IntoSegment.Outcome> guard(CompletableFuture<IntoSegment.Outcome> request, IntoSegment into,
+    private CompletableFuture<PageOutcome> guard(CompletableFuture<PageOutcome> request, IntoSegments into,
             Deadline deadline) {
         long limit = Math.max(0, deadline.remainingNanos()) + config.requestTimeout().toNanos();
         return request.orTimeout(limit, TimeUnit.NANOSECONDS).whenComplete((outcome, error) -> {
@@ -244,39 +264,38 @@ public final class S3PageStore extends AbstractPageStore {
 
     /** Runs one request per page through the limiter; a page still waiting when the deadline passes is not sent. */
     private CompletableFuture<BatchResult> perPage(int size, Deadline deadline,
-            Function<Integer, CompletableFuture<IntoSegment.Outcome>> request) {
-        List<CompletableFuture<IntoSegment.Outcome>> pages = new ArrayList<>(size);
+            Function<Integer, CompletableFuture<PageOutcome>> request) {
+        List<CompletableFuture<PageOutcome>> pages = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
             int index = i;
             pages.add(limiter.submit(() -> deadline.isOver()
-                    ? CompletableFuture.completedFuture(new IntoSegment.Outcome(PageStatus.stoppedBy(deadline), null))
+                    ? CompletableFuture.completedFuture(PageOutcome.of(PageStatus.stoppedBy(deadline)))
                     : request.apply(index)));
         }
         return CompletableFuture.allOf(pages.toArray(CompletableFuture[]::new)).handle((done, error) -> {
             BatchResult.Builder result = BatchResult.builder(size);
             for (int i = 0; i < size; i++) {
-                IntoSegment.Outcome o = pages.get(i).isCompletedExceptionally()
-                        ? failure("request", pages.get(i).handle((v, e) -> e).join(), deadline) : pages.get(i).join();
-                result.set(i, o.status(), o.detail());
+                result.set(i, pages.get(i).isCompletedExceptionally()
+                        ? failure("request", pages.get(i).handle((v, e) -> e).join(), deadline) : pages.get(i).join());
             }
             return result.build();
         });
     }
 
     /** What a failed request means for its page. */
-    private static IntoSegment.Outcome failure(String what, Throwable error, Deadline deadline) {
+    private static PageOutcome failure(String what, Throwable error, Deadline deadline) {
         Throwable cause = unwrap(error);
         if (cause instanceof NoSuchKeyException || isNotFound(cause)) {
-            return new IntoSegment.Outcome(PageStatus.MISS, null);
+            return PageOutcome.MISS;
         }
         if (cause instanceof ApiCallTimeoutException || cause instanceof ApiCallAttemptTimeoutException
                 || cause instanceof TimeoutException) {
-            return new IntoSegment.Outcome(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
+            return PageOutcome.of(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
                     what + " timed out: " + cause.getMessage());
         }
         String message = cause instanceof S3Exception s ? "HTTP " + s.statusCode() + " " + s.awsErrorDetails().errorCode()
                 : cause instanceof SdkException ? cause.getMessage() : cause.toString();
-        return new IntoSegment.Outcome(PageStatus.FAILED, what + " failed: " + message);
+        return PageOutcome.of(PageStatus.FAILED, what + " failed: " + message);
     }
 
     private static boolean isNotFound(Throwable t) {

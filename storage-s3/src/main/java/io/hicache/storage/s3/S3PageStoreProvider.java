@@ -4,6 +4,7 @@ import io.hicache.core.config.Setting;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import java.util.List;
 
 /** Opens {@link S3PageStore}s under the name {@code s3}. Stateless. */
@@ -21,11 +22,11 @@ public final class S3PageStoreProvider implements PageStoreProvider {
 
     @Override
     public List<Setting<?>> settings() {
-        return S3StoreConfig.SETTINGS;
+        return S3Config.SETTINGS;
     }
 
     @Override
     public PageStore open(StoreConfig config) {
-        return S3PageStore.open(S3StoreConfig.from(config.settings()));
+        return S3PageStore.open(S3Config.from(config.settings()));
     }
 }

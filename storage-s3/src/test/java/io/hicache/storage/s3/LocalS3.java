@@ -1,5 +1,6 @@
 package io.hicache.storage.s3;
 
+import io.hicache.storage.s3.client.S3Config;
 import java.net.URI;
 import java.nio.file.Path;
 import java.util.Properties;
@@ -69,8 +70,8 @@ public final class LocalS3 implements AutoCloseable {
     }
 
     /** A store's configuration for {@code bucket} on this server. */
-    public S3StoreConfig config(String bucket) {
-        return S3StoreConfig.local(endpoint(), bucket, ACCESS_KEY, SECRET_KEY);
+    public S3Config config(String bucket) {
+        return S3Config.local(endpoint(), bucket, ACCESS_KEY, SECRET_KEY);
     }
 
     /** A plain synchronous client on this server, for setting up and damaging things. */

@@ -1,6 +1,7 @@
 package io.hicache.storage.s3;
 
 import io.hicache.core.store.PageStore;
+import io.hicache.storage.s3.client.S3Config;
 import io.hicache.testkit.PageCorrupter;
 import io.hicache.testkit.PageStoreConformanceKit;
 import java.net.URI;
@@ -40,7 +41,7 @@ class MinioConformanceTest extends PageStoreConformanceKit {
 
     @Override
     protected PageStore openStore() {
-        return S3PageStore.open(S3StoreConfig.local(URI.create(MINIO.getS3URL()), BUCKET, MINIO.getUserName(),
+        return S3PageStore.open(S3Config.local(URI.create(MINIO.getS3URL()), BUCKET, MINIO.getUserName(),
                 MINIO.getPassword()));
     }
 

@@ -12,6 +12,7 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
+import io.hicache.storage.s3.client.S3Config;
 import io.hicache.testkit.PagePattern;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -72,7 +73,7 @@ class S3FaultTest {
     @Test
     void aHangingServerCannotHoldABatchPastItsDeadline() throws Exception {
         try (LocalS3 server = new LocalS3(dir, BUCKET); DelayingProxy proxy = new DelayingProxy(server.port());
-                S3PageStore store = S3PageStore.open(S3StoreConfig.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY,
+                S3PageStore store = S3PageStore.open(S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY,
                         LocalS3.SECRET_KEY).withTimeouts(REQUEST_TIMEOUT, 3));
                 Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = keys(2, 16);

@@ -13,6 +13,7 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.storage.s3.client.S3Config;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Path;
@@ -47,7 +48,7 @@ class S3PageStoreTest {
 
     @Test
     void wrongCredentialsFailAtOpenSayingWhichSettings() {
-        S3StoreConfig bad = S3StoreConfig.local(server.endpoint(), "hicache-open", LocalS3.ACCESS_KEY, "wrong-secret");
+        S3Config bad = S3Config.local(server.endpoint(), "hicache-open", LocalS3.ACCESS_KEY, "wrong-secret");
         var e = assertThrows(HiCacheException.class, () -> S3PageStore.open(bad));
         assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
         assertTrue(e.getMessage().contains("refused") && e.getMessage().contains("s3.secret-key"), e.getMessage());
@@ -59,7 +60,7 @@ class S3PageStoreTest {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             closedPort = s.getLocalPort();
         }
-        S3StoreConfig nowhere = S3StoreConfig.local(URI.create("http://127.0.0.1:" + closedPort), "hicache-open",
+        S3Config nowhere = S3Config.local(URI.create("http://127.0.0.1:" + closedPort), "hicache-open",
                 LocalS3.ACCESS_KEY, LocalS3.SECRET_KEY).withTimeouts(Duration.ofMillis(500), 2);
         long start = System.nanoTime();
         var e = assertThrows(HiCacheException.class, () -> S3PageStore.open(nowhere));
@@ -69,19 +70,19 @@ class S3PageStoreTest {
 
     @Test
     void settingsAreCheckedWithTheirNames() {
-        var missing = assertThrows(HiCacheException.class, () -> S3StoreConfig.from(Settings.empty()));
+        var missing = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.empty()));
         assertEquals(ErrorCode.CONFIG_INVALID, missing.code());
         assertTrue(missing.getMessage().contains("s3.bucket"), missing.getMessage());
-        var prefix = assertThrows(HiCacheException.class, () -> S3StoreConfig.from(Settings.builder()
+        var prefix = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
                 .flag("s3.bucket", "b-1").flag("s3.prefix", "no-slash").build()));
         assertTrue(prefix.getMessage().contains("s3.prefix"), prefix.getMessage());
-        var bucket = assertThrows(HiCacheException.class, () -> S3StoreConfig.from(Settings.builder()
+        var bucket = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
                 .flag("s3.bucket", "Bad_Bucket").build()));
         assertTrue(bucket.getMessage().contains("not a valid bucket name"), bucket.getMessage());
-        var keys = assertThrows(HiCacheException.class, () -> S3StoreConfig.from(Settings.builder()
+        var keys = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
                 .flag("s3.bucket", "b-1").flag("s3.access-key", "only-half").build()));
         assertTrue(keys.getMessage().contains("go together"), keys.getMessage());
-        S3StoreConfig ok = S3StoreConfig.from(Settings.builder().flag("s3.bucket", "b-1")
+        S3Config ok = S3Config.from(Settings.builder().flag("s3.bucket", "b-1")
                 .flag("s3.access-key", "AK").flag("s3.secret-key", "very-secret").build());
         assertTrue(!ok.toString().contains("very-secret"), "the secret is printed: " + ok);
     }

@@ -2,8 +2,7 @@ package io.hicache.core.memory.host;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.key.Namespace;
-import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageRecordDescriptor;
 import io.hicache.core.key.StoreKey;
 import java.io.IOException;
 import java.lang.invoke.MethodHandles;
@@ -31,7 +30,7 @@ import net.openhft.chronicle.map.ChronicleMapBuilder;
  * <p>Thread-safe (Chronicle Map is). Owns the map file's mapping; {@link #close()} releases it.
  */
 final class HostIndex implements AutoCloseable {
-    static final int KEY_BYTES = Namespace.ID_BYTES + PageHash.BYTES;
+    static final int KEY_BYTES = PageRecordDescriptor.KEY_LENGTH;
     static final int VALUE_BYTES = 16;
     private static final byte VERSION = 1;
     private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
@@ -72,10 +71,7 @@ final class HostIndex implements AutoCloseable {
 
     /** The index key of {@code key}. */
     static byte[] key(StoreKey key) {
-        byte[] bytes = new byte[KEY_BYTES];
-        key.namespace().writeIdTo(bytes, 0);
-        key.hash().writeTo(bytes, Namespace.ID_BYTES);
-        return bytes;
+        return PageRecordDescriptor.keyBytes(key);
     }
 
     /** Claims {@code key} for a write into {@code slot}; false if the key is already indexed (stored or being written). */

@@ -19,7 +19,8 @@ import java.util.Properties;
  * @param closedCleanly whether the last owner closed the pool
  */
 record PoolMeta(String fingerprint, boolean closedCleanly) {
-    private static final String VERSION = "1";
+    /** 2: the slot journal's records became {@link io.hicache.core.key.PageRecordDescriptor page records}. */
+    private static final String VERSION = "2";
 
     /** The fingerprint of a pool of {@code capacity} pages of {@code format}. */
     static String fingerprint(PageFormat format, int capacity) {

@@ -1,12 +1,12 @@
 package io.hicache.storage.nixl.obj;
 
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.MemoryType;
-import io.hicache.storage.nixl.agent.NixlBackend;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Piece;
-import io.hicache.storage.nixl.agent.XferOp;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.Piece;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;

@@ -1,8 +1,8 @@
 package io.hicache.storage.nixl.posix;
 
 import io.hicache.core.util.DirectIoOption;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;

@@ -1,13 +1,13 @@
 package io.hicache.storage.nixl.posix;
 
-import io.hicache.storage.nixl.agent.FileMode;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.MemoryType;
-import io.hicache.storage.nixl.agent.NixlBackend;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Piece;
-import io.hicache.storage.nixl.agent.XferOp;
+import io.hicache.storage.nixl.spi.FileMode;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.Piece;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

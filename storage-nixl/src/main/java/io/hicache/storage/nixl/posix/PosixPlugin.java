@@ -1,10 +1,10 @@
 package io.hicache.storage.nixl.posix;
 
-import io.hicache.storage.nixl.agent.MemoryType;
-import io.hicache.storage.nixl.agent.NixlBackend;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlPlugin;
-import io.hicache.storage.nixl.agent.NixlStatus;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;

@@ -1,12 +1,13 @@
 package io.hicache.storage.nixl.posix;
 
-import io.hicache.storage.nixl.agent.FileMode;
-import io.hicache.storage.nixl.agent.MemoryRegion;
-import io.hicache.storage.nixl.agent.NixlBackend;
-import io.hicache.storage.nixl.agent.NixlException;
-import io.hicache.storage.nixl.agent.NixlStatus;
-import io.hicache.storage.nixl.agent.Piece;
-import io.hicache.storage.nixl.agent.XferOp;
+import io.hicache.storage.nixl.spi.FanInCompletion;
+import io.hicache.storage.nixl.spi.FanInRequest;
+import io.hicache.storage.nixl.spi.FileMode;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.Piece;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -20,55 +21,36 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A prepared POSIX transfer: one task per file, run on the backend's I/O threads. A post ends when every task has
- * ended; cancelling stops each task before its next descriptor. Thread-safe as {@link NixlBackend.Request} requires.
+ * A prepared POSIX transfer: one task per file, run on the backend's I/O threads, fanned in by a
+ * {@link FanInCompletion}. A post ends when every task has ended; cancelling, or a task failing, stops each task
+ * before its next descriptor. Thread-safe as {@link FanInRequest} is.
  */
-final class PosixRequest implements NixlBackend.Request {
+final class PosixRequest extends FanInRequest<PosixBackend.FileTask> {
     private final PosixBackend backend;
     private final XferOp op;
-    private final List<PosixBackend.FileTask> tasks;
-    private volatile Post current;
 
     PosixRequest(PosixBackend backend, XferOp op, List<PosixBackend.FileTask> tasks) {
+        super(tasks);
         this.backend = backend;
         this.op = op;
-        this.tasks = tasks;
     }
 
     @Override
-    public void post(NixlBackend.Completion done) {
-        Post post = new Post(done, tasks.size());
-        current = post;
-        for (PosixBackend.FileTask task : tasks) {
-            try {
-                backend.io().execute(() -> run(post, task));
-            } catch (RejectedExecutionException e) {
-                post.fail(NixlStatus.ERR_BACKEND, "the POSIX backend is closed");
-                post.taskEnded();
-            }
-        }
-    }
-
-    @Override
-    public void cancel() {
-        Post post = current;
-        if (post != null) {
-            post.cancelled = true;
-        }
-    }
-
-    @Override
-    public void release() {
-        current = null;
-    }
-
-    private void run(Post post, PosixBackend.FileTask task) {
+    protected void start(FanInCompletion post, PosixBackend.FileTask task) {
         try {
-            if (post.cancelled) {
-                post.skipped = true;
+            backend.io().execute(() -> run(post, task));
+        } catch (RejectedExecutionException e) {
+            post.fail(NixlStatus.ERR_BACKEND, "the POSIX backend is closed");
+            post.partEnded();
+        }
+    }
+
+    private void run(FanInCompletion post, PosixBackend.FileTask task) {
+        try {
+            if (post.isCancelled()) {
+                post.stopped();
             } else if (op == XferOp.READ) {
                 read(post, task);
             } else {
@@ -84,11 +66,11 @@ final class PosixRequest implements NixlBackend.Request {
             Thread.currentThread().interrupt();
             post.fail(NixlStatus.ERR_BACKEND, "interrupted");
         } finally {
-            post.taskEnded();
+            post.partEnded();
         }
     }
 
-    private void read(Post post, PosixBackend.FileTask task) throws IOException, InterruptedException {
+    private void read(FanInCompletion post, PosixBackend.FileTask task) throws IOException, InterruptedException {
         FileState file = task.file();
         try {
             FileChannel ch = file.readChannel();
@@ -97,22 +79,15 @@ final class PosixRequest implements NixlBackend.Request {
                 throw new NixlException(NixlStatus.ERR_MISMATCH, file.region().path() + " is " + size
                         + " bytes, registered as " + file.region().length());
             }
-            withBounce(file.direct(), bounce -> {
-                for (Piece[] pair : task.pieces()) {
-                    if (post.cancelled) {
-                        post.skipped = true;
-                        return;
-                    }
-                    backend.directIo().read(ch, file.direct(), pair[0].dram(), pair[1].offset(), bounce);
-                }
-            });
+            eachPiece(post, task, (memory, offset, bounce) -> backend.directIo().read(ch, file.direct(), memory, offset,
+                    bounce));
         } catch (IOException | RuntimeException e) {
             file.dropReadChannel(); // it may be what broke
             throw e;
         }
     }
 
-    private void write(Post post, PosixBackend.FileTask task) throws IOException, InterruptedException {
+    private void write(FanInCompletion post, PosixBackend.FileTask task) throws IOException, InterruptedException {
         FileState file = task.file();
         MemoryRegion.File region = file.region();
         boolean atomic = region.modes().contains(FileMode.ATOMIC);
@@ -130,16 +105,10 @@ final class PosixRequest implements NixlBackend.Request {
         }
         boolean landed = false;
         try (FileChannel ch = FileChannel.open(target, options.toArray(OpenOption[]::new))) {
-            withBounce(file.direct(), bounce -> {
-                for (Piece[] pair : task.pieces()) {
-                    if (post.cancelled) {
-                        post.skipped = true;
-                        return;
-                    }
-                    backend.directIo().write(ch, file.direct(), pair[0].dram(), pair[1].offset(), bounce);
-                }
-            });
-            if (post.skipped) {
+            eachPiece(post, task, (memory, offset, bounce) -> backend.directIo().write(ch, file.direct(), memory, offset,
+                    bounce));
+            if (post.isCancelled()) {
+                post.stopped(); // a descriptor may have been left out: this file must not land
                 return;
             }
             if (atomic && ch.size() != region.length()) {
@@ -165,61 +134,31 @@ final class PosixRequest implements NixlBackend.Request {
         file.dropReadChannel();
     }
 
-    /** Runs {@code body} with a bounce buffer when direct I/O needs one. */
-    private void withBounce(boolean direct, BounceBody body) throws IOException, InterruptedException {
-        if (!direct) {
-            body.run(null);
-            return;
-        }
-        MemorySegment bounce = backend.takeBounce();
+    /**
+     * Moves the task's descriptors in order with {@code move}, with a bounce buffer when direct I/O needs one (null
+     * otherwise); stops before the next descriptor once the post is cancelled.
+     */
+    private void eachPiece(FanInCompletion post, PosixBackend.FileTask task, PieceMove move)
+            throws IOException, InterruptedException {
+        MemorySegment bounce = task.file().direct() ? backend.takeBounce() : null;
         try {
-            body.run(bounce);
+            for (Piece[] pair : task.pieces()) {
+                if (post.isCancelled()) {
+                    post.stopped();
+                    return;
+                }
+                move.run(pair[0].dram(), pair[1].offset(), bounce);
+            }
         } finally {
-            backend.giveBounce(bounce);
+            if (bounce != null) {
+                backend.giveBounce(bounce);
+            }
         }
     }
 
+    /** One descriptor's move between {@code memory} and the file at {@code offset}. */
     @FunctionalInterface
-    private interface BounceBody {
-        void run(MemorySegment bounce) throws IOException;
-    }
-
-    /** One post's progress. */
-    private static final class Post {
-        private final NixlBackend.Completion done;
-        private final AtomicInteger remaining;
-        private volatile boolean cancelled;
-        private volatile boolean skipped;
-        private NixlStatus error;
-        private String detail;
-
-        Post(NixlBackend.Completion done, int tasks) {
-            this.done = done;
-            this.remaining = new AtomicInteger(tasks);
-            if (tasks == 0) {
-                done.complete(NixlStatus.SUCCESS, null);
-            }
-        }
-
-        synchronized void fail(NixlStatus status, String why) {
-            if (error == null) {
-                error = status;
-                detail = why;
-            }
-            cancelled = true; // the transfer has failed: the other files need not be touched
-        }
-
-        void taskEnded() {
-            if (remaining.decrementAndGet() != 0) {
-                return;
-            }
-            NixlStatus status;
-            String why;
-            synchronized (this) {
-                status = error != null ? error : skipped ? NixlStatus.ERR_CANCELED : NixlStatus.SUCCESS;
-                why = error != null ? detail : skipped ? "cancelled" : null;
-            }
-            done.complete(status, why);
-        }
+    private interface PieceMove {
+        void run(MemorySegment memory, long offset, MemorySegment bounce) throws IOException;
     }
 }

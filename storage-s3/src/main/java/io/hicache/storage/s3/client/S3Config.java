@@ -1,4 +1,4 @@
-package io.hicache.storage.s3;
+package io.hicache.storage.s3.client;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
@@ -8,10 +8,13 @@ import io.hicache.core.util.Checks;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 /**
- * The S3 store's configuration, read and checked once.
+ * The {@code s3.*} settings, read and checked once: which bucket and object-name prefix, where the service is and how
+ * to sign for it, how many requests at once and how long each may take. The {@code s3} page store and the NIXL
+ * {@code OBJ} plugin both read them. Immutable; {@link #toString()} never prints the secret.
  *
  * @param bucket          the bucket; it must exist (checked at open)
  * @param prefix          prepended to every object name; empty or ending in {@code /}
@@ -27,7 +30,7 @@ import java.util.Optional;
  * @param maxAttempts     attempts per request (first try plus retries on throttling, server errors, timeouts)
  * @param connectTimeout  the most opening a connection may take
  */
-public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint, String region, boolean pathStyle,
+public record S3Config(String bucket, String prefix, Optional<URI> endpoint, String region, boolean pathStyle,
         Optional<String> accessKey, Optional<String> secretKey, int concurrency, Duration requestTimeout, int maxAttempts,
         Duration connectTimeout) {
     public static final Setting<String> BUCKET = Setting.string("s3.bucket", null, "the bucket (must exist)");
@@ -50,11 +53,14 @@ public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint
     public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("s3.connect-timeout", "2s",
             "the most opening a connection may take");
 
+    /** The environment variable NIXL's OBJ plugin and SGLang's HiCacheNixl read the bucket from when none is given. */
+    public static final String BUCKET_ENV = "AWS_DEFAULT_BUCKET";
+
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(BUCKET, PREFIX, ENDPOINT, REGION, PATH_STYLE, ACCESS_KEY,
             SECRET_KEY, CONCURRENCY, REQUEST_TIMEOUT, MAX_ATTEMPTS, CONNECT_TIMEOUT);
 
-    public S3StoreConfig {
+    public S3Config {
         Checks.checkNotNull(bucket, "bucket");
         Checks.requireArgument(bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"),
                 "s3.bucket '%s' is not a valid bucket name (3 to 63 lowercase letters, digits, '.' and '-')", bucket);
@@ -80,11 +86,11 @@ public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint
      *
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad or missing setting
      */
-    public static S3StoreConfig from(Settings settings) {
+    public static S3Config from(Settings settings) {
         String bucket = settings.get(BUCKET);
         try {
             String endpoint = settings.get(ENDPOINT).trim();
-            return new S3StoreConfig(bucket.trim(), settings.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
+            return new S3Config(bucket.trim(), settings.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
                     : Optional.of(URI.create(endpoint)), settings.get(REGION), settings.get(PATH_STYLE),
                     nonEmpty(settings.get(ACCESS_KEY)), nonEmpty(settings.get(SECRET_KEY)), settings.get(CONCURRENCY),
                     settings.get(REQUEST_TIMEOUT), settings.get(MAX_ATTEMPTS), settings.get(CONNECT_TIMEOUT));
@@ -93,24 +99,51 @@ public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint
         }
     }
 
+    /**
+     * Reads the configuration from string parameters keyed by the settings' names, as NIXL plugins take them; the
+     * bucket comes from {@link #BUCKET_ENV} when the parameters name none.
+     *
+     * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad or missing parameter, or one that is
+     *     not an {@code s3.*} setting
+     */
+    public static S3Config fromParams(Map<String, String> params) {
+        Settings.Builder b = Settings.builder();
+        params.forEach(b::flag);
+        bucketOf(params).ifPresent(bucket -> b.flag(BUCKET.key(), bucket));
+        try {
+            Settings settings = b.build();
+            settings.requireKnown(SETTINGS);
+            return from(settings);
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
+    /** The bucket string parameters name, else the one in {@link #BUCKET_ENV}, else empty. */
+    public static Optional<String> bucketOf(Map<String, String> params) {
+        String configured = params.get(BUCKET.key());
+        String bucket = configured != null && !configured.isBlank() ? configured : System.getenv(BUCKET_ENV);
+        return bucket == null || bucket.isBlank() ? Optional.empty() : Optional.of(bucket.trim());
+    }
+
     /** A store on {@code endpoint} (path style) with explicit keys and the defaults otherwise: for tests. */
-    public static S3StoreConfig local(URI endpoint, String bucket, String accessKey, String secretKey) {
-        return new S3StoreConfig(bucket, "hicache/", Optional.of(endpoint), "us-east-1", true, Optional.of(accessKey),
+    public static S3Config local(URI endpoint, String bucket, String accessKey, String secretKey) {
+        return new S3Config(bucket, "hicache/", Optional.of(endpoint), "us-east-1", true, Optional.of(accessKey),
                 Optional.of(secretKey), 64, Duration.ofSeconds(10), 3, Duration.ofSeconds(2));
     }
 
-    public S3StoreConfig withPrefix(String newPrefix) {
-        return new S3StoreConfig(bucket, newPrefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency,
+    public S3Config withPrefix(String newPrefix) {
+        return new S3Config(bucket, newPrefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency,
                 requestTimeout, maxAttempts, connectTimeout);
     }
 
-    public S3StoreConfig withTimeouts(Duration request, int attempts) {
-        return new S3StoreConfig(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency, request,
+    public S3Config withTimeouts(Duration request, int attempts) {
+        return new S3Config(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency, request,
                 attempts, connectTimeout);
     }
 
-    public S3StoreConfig withConcurrency(int requests) {
-        return new S3StoreConfig(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, requests,
+    public S3Config withConcurrency(int requests) {
+        return new S3Config(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, requests,
                 requestTimeout, maxAttempts, connectTimeout);
     }
 
@@ -121,7 +154,7 @@ public record S3StoreConfig(String bucket, String prefix, Optional<URI> endpoint
     /** The secret is never printed. */
     @Override
     public String toString() {
-        return "S3StoreConfig[bucket=" + bucket + ", prefix=" + prefix + ", endpoint=" + endpoint.map(URI::toString)
+        return "S3Config[bucket=" + bucket + ", prefix=" + prefix + ", endpoint=" + endpoint.map(URI::toString)
                 .orElse("AWS") + ", region=" + region + ", pathStyle=" + pathStyle + ", credentials="
                 + (accessKey.isPresent() ? "explicit" : "default chain") + ", concurrency=" + concurrency
                 + ", requestTimeout=" + requestTimeout + ", maxAttempts=" + maxAttempts + "]";

@@ -1,4 +1,4 @@
-package io.hicache.storage.s3;
+package io.hicache.storage.s3.client;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
@@ -50,7 +50,7 @@ public final class S3Clients {
      * where S3 requires them: the store keeps its own CRC-32C in the object's metadata, which every S3-compatible
      * service stores, whereas trailing checksums in chunked uploads are not understood everywhere.
      */
-    public static S3AsyncClient build(S3StoreConfig config) {
+    public static S3AsyncClient build(S3Config config) {
         AwsCredentialsProvider credentials = config.accessKey().isPresent()
                 ? StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey().get(),
                         config.secretKey().orElseThrow()))
@@ -83,7 +83,7 @@ public final class S3Clients {
      * Asks for the bucket, so that a missing bucket, refused or missing credentials and an unreachable service fail
      * here, each with its own message.
      */
-    public static void checkBucket(S3AsyncClient s3, S3StoreConfig config) {
+    public static void checkBucket(S3AsyncClient s3, S3Config config) {
         String where = "bucket '" + config.bucket() + "'" + config.endpoint().map(e -> " at " + e).orElse(" on AWS ("
                 + config.region() + ")");
         long waitNanos = config.requestTimeout().multipliedBy(config.maxAttempts() + 1).toNanos();
@@ -101,7 +101,7 @@ public final class S3Clients {
         }
     }
 
-    private static String explain(Throwable cause, String where, S3StoreConfig config) {
+    private static String explain(Throwable cause, String where, S3Config config) {
         if (cause instanceof NoSuchBucketException || (cause instanceof S3Exception s && s.statusCode() == 404)) {
             return where + " does not exist; create it, or set s3.bucket to one that does";
         }

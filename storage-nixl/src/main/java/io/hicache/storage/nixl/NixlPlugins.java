@@ -1,12 +1,16 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 
 /** Finds plugins with {@link ServiceLoader} and picks one as SGLang's HiCacheNixl does. Stateless. */
-public final class NixlPlugins {
+final class NixlPlugins {
     /** The name that asks for automatic selection. */
     public static final String AUTO = "auto";
 
@@ -19,6 +23,21 @@ public final class NixlPlugins {
                 .map(ServiceLoader.Provider::get)
                 .sorted(Comparator.comparingInt(NixlPlugin::priority).thenComparing(NixlPlugin::name))
                 .toList();
+    }
+
+    /**
+     * The parameters of {@code offered} that {@code plugin} reads, as its {@link NixlPlugin#defaultParams()} name
+     * them: what the store hands a plugin's backend, whatever the plugin.
+     */
+    static Map<String, String> paramsFor(NixlPlugin plugin, Map<String, String> offered) {
+        Map<String, String> taken = new LinkedHashMap<>();
+        for (String key : plugin.defaultParams().keySet()) {
+            String value = offered.get(key);
+            if (value != null) {
+                taken.put(key, value);
+            }
+        }
+        return taken;
     }
 
     /**

@@ -1,6 +1,14 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
 import io.hicache.core.Deadline;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.Piece;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -32,7 +40,7 @@ import java.util.concurrent.TimeoutException;
  * <p>Thread-safe. The creator closes it; closing cancels and releases every request, deregisters every registration
  * and closes the backends.
  */
-public final class NixlAgent implements AutoCloseable {
+final class NixlAgent implements AutoCloseable {
     private final String name;
     private final Map<String, NixlPlugin> plugins;
     private final List<NixlBackend> backends = new CopyOnWriteArrayList<>();

@@ -1,5 +1,9 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -7,7 +11,7 @@ import java.util.concurrent.CompletableFuture;
  * {@link NixlAgent#status}, released with {@link NixlAgent#release}. One post at a time; it can be posted again once
  * the previous post is final. Thread-safe; its maker releases it (the agent releases what is left when it closes).
  */
-public final class XferRequest {
+final class XferRequest {
     private final XferOp op;
     private final NixlBackend backend;
     private final NixlBackend.Request prepared;

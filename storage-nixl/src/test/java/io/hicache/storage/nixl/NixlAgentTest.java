@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,6 +8,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.Deadline;
 import io.hicache.storage.nixl.posix.PosixPlugin;
+import io.hicache.storage.nixl.spi.FileMode;
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 import java.util.Map;
 import java.util.Optional;
@@ -6,7 +6,7 @@ import java.util.Set;
 
 /**
  * A plugin: makes backends of one kind (NIXL's {@code POSIX}, {@code OBJ}, ...). Found with {@link java.util.ServiceLoader}
- * from {@code META-INF/services/io.hicache.storage.nixl.agent.NixlPlugin}. Implementations are stateless and
+ * from {@code META-INF/services/io.hicache.storage.nixl.spi.NixlPlugin}. Implementations are stateless and
  * thread-safe; the backends they create belong to the agent that asked.
  */
 public interface NixlPlugin {

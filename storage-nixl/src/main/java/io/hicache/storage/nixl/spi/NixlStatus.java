@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 /**
  * Status and error codes, modelled on NIXL's {@code nixl_status_t} list, with one addition: {@link #ERR_TIMED_OUT},

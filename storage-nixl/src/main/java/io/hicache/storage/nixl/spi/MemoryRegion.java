@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;

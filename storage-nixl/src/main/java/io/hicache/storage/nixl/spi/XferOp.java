@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 /** The direction of a transfer, seen from the local memory, as in NIXL. */
 public enum XferOp {

@@ -1,4 +1,4 @@
-package io.hicache.storage.s3;
+package io.hicache.storage.s3.client;
 
 import java.nio.ByteBuffer;
 import org.reactivestreams.Subscriber;
@@ -8,7 +8,7 @@ import org.reactivestreams.Subscription;
  * Takes a response body that will not be used and cancels it at once: for a GET whose outcome is decided from its
  * headers (a length that does not match). Stateless; one instance per body.
  */
-public final class DiscardBody implements Subscriber<ByteBuffer> {
+final class DiscardBody implements Subscriber<ByteBuffer> {
     @Override
     public void onSubscribe(Subscription s) {
         s.cancel();

@@ -1,5 +1,6 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
+
 
 /** A notification string delivered when a transfer finished, from agent {@code agent}. Immutable. */
-public record Notification(String agent, String message) {
+record Notification(String agent, String message) {
 }

@@ -1,12 +1,15 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.util.List;
 
 /**
  * A prepared descriptor list (NIXL's {@code prepXferDlist}): descriptors of one memory type over this agent's
  * registrations, checked once so that transfers made from it by index skip the checks. Immutable.
  */
-public final class XferDescList {
+final class XferDescList {
     private final MemoryType type;
     private final List<XferDesc> descs;
 

@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The handle of one {@link NixlAgent#register} call: its regions, in the order given. Thread-safe. Whoever registered
  * it deregisters it ({@link NixlAgent#deregister}); the agent deregisters what is left when it closes.
  */
-public final class Registration {
+final class Registration {
     private final NixlAgent agent;
     private final AtomicBoolean registered = new AtomicBoolean(true);
     private List<Region> regions = List.of();

@@ -1,5 +1,12 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlPlugin;
+import io.hicache.storage.nixl.spi.NixlStatus;
+import io.hicache.storage.nixl.spi.Piece;
+import io.hicache.storage.nixl.spi.XferOp;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;

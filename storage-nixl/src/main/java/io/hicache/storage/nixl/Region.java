@@ -1,5 +1,10 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl;
 
+import io.hicache.storage.nixl.spi.MemoryRegion;
+import io.hicache.storage.nixl.spi.MemoryType;
+import io.hicache.storage.nixl.spi.NixlBackend;
+import io.hicache.storage.nixl.spi.NixlException;
+import io.hicache.storage.nixl.spi.NixlStatus;
 import java.util.Map;
 
 /**
@@ -7,7 +12,7 @@ import java.util.Map;
  * transfer descriptors are cut. Holds each serving backend's state for the region. Immutable; valid until its
  * {@link Registration} is deregistered.
  */
-public final class Region {
+final class Region {
     private final Registration owner;
     private final MemoryRegion memory;
     private final Map<NixlBackend, Object> states;

@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 /** How a registered file may be used, like the modes of NIXL's {@code "modes:path"} file registration. */
 public enum FileMode {

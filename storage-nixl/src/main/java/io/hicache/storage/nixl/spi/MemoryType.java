@@ -1,4 +1,4 @@
-package io.hicache.storage.nixl.agent;
+package io.hicache.storage.nixl.spi;
 
 /**
  * Kinds of memory an agent registers, as NIXL names them. Local memory is {@link #DRAM} or {@link #VRAM}; storage
