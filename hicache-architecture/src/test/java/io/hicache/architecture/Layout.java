@@ -38,9 +38,10 @@ final class Layout {
             // storage-file
             pkg("io.hicache.storage.file", "storage-file", 0, true),
             // storage-s3
-            pkg("io.hicache.storage.s3", "storage-s3", 0, true),
+            pkg("io.hicache.storage.s3.client", "storage-s3", 0, true),
+            pkg("io.hicache.storage.s3", "storage-s3", 1, true),
             // storage-nixl
-            pkg("io.hicache.storage.nixl.agent", "storage-nixl", 0, true),
+            pkg("io.hicache.storage.nixl.spi", "storage-nixl", 0, true),
             pkg("io.hicache.storage.nixl.posix", "storage-nixl", 1, false),
             pkg("io.hicache.storage.nixl.obj", "storage-nixl", 1, false),
             pkg("io.hicache.storage.nixl", "storage-nixl", 2, true),

@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl.posix;
 
+import io.hicache.core.util.Threads;
 import io.hicache.storage.nixl.spi.FileMode;
 import io.hicache.storage.nixl.spi.MemoryRegion;
 import io.hicache.storage.nixl.spi.MemoryType;
@@ -43,8 +44,7 @@ final class PosixBackend implements NixlBackend {
     private final BlockingQueue<MemorySegment> bounces;
 
     PosixBackend(String agentName, int ioThreads, int blockBytes, boolean fsync) {
-        this.io = Executors.newFixedThreadPool(ioThreads, Thread.ofPlatform().daemon()
-                .name("hicache-nixl-posix-", 1).factory());
+        this.io = Executors.newFixedThreadPool(ioThreads, Threads.factory("nixl-posix"));
         this.directIo = new DirectIo(blockBytes);
         this.fsync = fsync;
         this.bounces = new ArrayBlockingQueue<>(ioThreads);

@@ -2,6 +2,7 @@ package io.hicache.storage.s3.client;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.util.Threads;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -36,7 +37,7 @@ public final class S3Clients {
     private static final class Loops {
         static final SdkEventLoopGroup SHARED = SdkEventLoopGroup.builder()
                 .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-                .threadFactory(Thread.ofPlatform().daemon().name("hicache-s3-netty-", 1).factory()).build();
+                .threadFactory(Threads.factory("s3-netty")).build();
     }
 
     private S3Clients() {
