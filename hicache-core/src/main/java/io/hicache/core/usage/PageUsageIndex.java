@@ -30,12 +30,13 @@ import java.util.function.Predicate;
  * key has been inserted again. Calls that take a number are how a pin, a claim or a removal is tied to the entry
  * its holder meant, not to whatever the key maps to later.
  *
- * <p><b>Memory.</b> Entries live in parallel primitive arrays indexed by slot (key reference 4 bytes with compressed
- * references, previous and next slot 4 + 4, bytes 8, pin count and marks 4, generation 4: 28 bytes; 12 more with
- * namespaces for the namespace list and number) and a key-to-slot table of 8-byte cells at most 3/4 full (10.7 to
- * 21.3 bytes per entry). Slot arrays grow by half when full and are not shrunk; freed slots are reused first. The
- * keys themselves are the caller's. Measured with {@code ./hicache bench index} at 10^7 entries: see
- * {@code docs/benchmarks.md}, about 50 bytes per entry without namespaces.
+ * <p><b>Memory.</b> Each entry is one record of three {@code long}s in a single array (previous and next slot;
+ * generation, pin count and marks; bytes and the key's hash: 24 bytes, so that a walk or a removal touches one place),
+ * plus the key's reference (4 bytes with compressed references) and a key-to-slot table of 8-byte cells at most 3/4
+ * full (10.7 to 21.3 bytes per entry): about 40 bytes, the keys themselves being the caller's. With namespaces a
+ * record is five {@code long}s (16 bytes more: the namespace list's links and the namespace's number). Slot arrays
+ * grow by half when full and are not shrunk; freed slots are reused first. {@code ./hicache bench index} measures it
+ * at 10^7 entries (figures in {@code docs/benchmarks.md}). An entry's bytes must be below 4 GiB.
  *
  * <p>Keys must be immutable as far as {@code equals} and {@code hashCode} go. Thread-safe: every call holds one
  * internal lock, briefly; the namespace function runs outside it, a {@link Candidates#matching filter} inside it, so
@@ -56,7 +57,14 @@ public final class PageUsageIndex<K> {
     private static final int PIN_MASK = CLAIMED - 1;
     private static final int NIL = NamespaceLists.NIL;
     private static final int MIN_SLOTS = 16;
-    private static final int MAX_SLOTS = Integer.MAX_VALUE - 8;
+    private static final int LINKS = 0;
+    private static final int STATE = 1;
+    private static final int SIZE = 2;
+    private static final int NS_LINKS = 3;
+    private static final int NS = 4;
+    private static final long LOW = 0xFFFF_FFFFL;
+    /** The most bytes one entry may have: they are kept in 32 bits. */
+    private static final long MAX_ENTRY_BYTES = LOW;
 
     /** The order eviction takes entries in. */
     public enum Order {
@@ -133,7 +141,7 @@ public final class PageUsageIndex<K> {
 
         /** Sizes the arrays for {@code entries} up front, so that filling the index does not copy them. */
         public Builder<K> expectedEntries(int entries) {
-            this.expectedEntries = (int) Checks.checkInRange(entries, 0, MAX_SLOTS, "entries");
+            this.expectedEntries = (int) Checks.checkInRange(entries, 0, Integer.MAX_VALUE, "entries");
             return this;
         }
 
@@ -148,16 +156,15 @@ public final class PageUsageIndex<K> {
     private final SlotTable table;
     private final NamespaceLists namespaces;
 
-    // One element per slot. A free slot has a null key; free slots are chained through next.
+    // Per slot: its key (null when the slot is free) and a record of `stride` longs in `records`:
+    //   LINKS     previous slot (high 32 bits) and next slot (low 32), oldest to newest; free slots chain by next
+    //   STATE     generation (high 32) and pins and marks (low 32: PIN_MASK, CLAIMED, FLAGGED)
+    //   SIZE      bytes (high 32, unsigned) and the key's table hash (low 32), so removal needs no key.hashCode()
+    //   NS_LINKS  previous and next slot of the namespace's list (with namespaces only)
+    //   NS        the namespace's number (with namespaces only)
+    private final int stride;
     private Object[] keys;
-    private int[] prev;
-    private int[] next;
-    private long[] bytes;
-    private int[] state;
-    private int[] generation;
-    private int[] namespaceOfSlot;
-    private int[] namespacePrev;
-    private int[] namespaceNext;
+    private long[] records;
 
     private int head = NIL;
     private int tail = NIL;
@@ -170,20 +177,18 @@ public final class PageUsageIndex<K> {
     private PageUsageIndex(Builder<K> b) {
         this.order = b.order;
         this.namespaceOf = b.namespaceOf;
-        this.table = new SlotTable(b.expectedEntries);
         this.namespaces = namespaceOf == null ? null : new NamespaceLists();
+        this.stride = namespaces == null ? 3 : 5;
+        this.table = new SlotTable(b.expectedEntries);
         int slots = Math.max(MIN_SLOTS, b.expectedEntries);
+        Checks.requireArgument(slots <= maxSlots(), "expectedEntries %d is over the most an index can hold, %d",
+                b.expectedEntries, maxSlots());
         keys = new Object[slots];
-        prev = new int[slots];
-        next = new int[slots];
-        bytes = new long[slots];
-        state = new int[slots];
-        generation = new int[slots];
-        if (namespaces != null) {
-            namespaceOfSlot = new int[slots];
-            namespacePrev = new int[slots];
-            namespaceNext = new int[slots];
-        }
+        records = new long[slots * stride];
+    }
+
+    private int maxSlots() {
+        return (Integer.MAX_VALUE - 8) / stride;
     }
 
     /* ---------------------------------------------------------------- adding and removing */
@@ -205,7 +210,7 @@ public final class PageUsageIndex<K> {
      */
     public long insert(K key, long bytes, int marks) {
         Checks.checkNotNull(key, "key");
-        Checks.checkNotNegative(bytes, "bytes");
+        Checks.checkInRange(bytes, 0, MAX_ENTRY_BYTES, "bytes");
         Checks.requireArgument((marks & ~(PINNED | CLAIMED | FLAGGED)) == 0, "marks must combine PINNED, CLAIMED "
                 + "and FLAGGED, was %x", marks);
         Checks.requireArgument((marks & (PINNED | CLAIMED)) != (PINNED | CLAIMED), "a claimed entry cannot be pinned");
@@ -216,14 +221,15 @@ public final class PageUsageIndex<K> {
                 return NO_ENTRY;
             }
             int slot = takeSlot();
+            int r = slot * stride;
             keys[slot] = key;
-            this.bytes[slot] = bytes;
-            state[slot] = marks;
+            records[r + STATE] = (records[r + STATE] & ~LOW) | marks;
+            records[r + SIZE] = bytes << 32 | (hash & LOW);
             table.add(hash, slot);
             linkNewest(slot);
             if (namespaces != null) {
                 int ns = namespaces.idOf(namespace);
-                namespaceOfSlot[slot] = ns;
+                records[r + NS] = ns;
                 linkNewestInNamespace(slot, ns);
                 namespaces.count[ns]++;
                 namespaces.bytes[ns] += bytes;
@@ -240,7 +246,7 @@ public final class PageUsageIndex<K> {
         int hash = SlotTable.hash(key);
         synchronized (lock) {
             int slot = table.find(key, hash, keys);
-            return slot < 0 ? -1 : removeSlot(slot, hash);
+            return slot < 0 ? -1 : removeSlot(slot);
         }
     }
 
@@ -248,7 +254,7 @@ public final class PageUsageIndex<K> {
     public long removeEntry(long entry) {
         synchronized (lock) {
             int slot = slotOf(entry);
-            return slot < 0 ? -1 : removeSlot(slot, SlotTable.hash(keys[slot]));
+            return slot < 0 ? -1 : removeSlot(slot);
         }
     }
 
@@ -281,7 +287,7 @@ public final class PageUsageIndex<K> {
     public long bytesOf(long entry) {
         synchronized (lock) {
             int slot = slotOf(entry);
-            return slot < 0 ? -1 : bytes[slot];
+            return slot < 0 ? -1 : bytes(slot);
         }
     }
 
@@ -344,9 +350,9 @@ public final class PageUsageIndex<K> {
             if (slot < 0) {
                 return false;
             }
-            Checks.requireState((state[slot] & PIN_MASK) > 0, "unpin of entry %s (key %s), which has no pin", entry,
-                    keys[slot]);
-            state[slot]--;
+            int s = state(slot);
+            Checks.requireState((s & PIN_MASK) > 0, "unpin of entry %s (key %s), which has no pin", entry, keys[slot]);
+            setState(slot, s - 1);
             return true;
         }
     }
@@ -355,10 +361,10 @@ public final class PageUsageIndex<K> {
     public boolean claimEntry(long entry) {
         synchronized (lock) {
             int slot = slotOf(entry);
-            if (slot < 0 || (state[slot] & (PIN_MASK | CLAIMED)) != 0) {
+            if (slot < 0 || (state(slot) & (PIN_MASK | CLAIMED)) != 0) {
                 return false;
             }
-            state[slot] |= CLAIMED;
+            setState(slot, state(slot) | CLAIMED);
             return true;
         }
     }
@@ -367,10 +373,10 @@ public final class PageUsageIndex<K> {
     public boolean unclaim(long entry) {
         synchronized (lock) {
             int slot = slotOf(entry);
-            if (slot < 0 || (state[slot] & CLAIMED) == 0) {
+            if (slot < 0 || (state(slot) & CLAIMED) == 0) {
                 return false;
             }
-            state[slot] &= ~CLAIMED;
+            setState(slot, state(slot) & ~CLAIMED);
             return true;
         }
     }
@@ -382,7 +388,7 @@ public final class PageUsageIndex<K> {
             if (slot < 0) {
                 return false;
             }
-            state[slot] = flagged ? state[slot] | FLAGGED : state[slot] & ~FLAGGED;
+            setState(slot, flagged ? state(slot) | FLAGGED : state(slot) & ~FLAGGED);
             return true;
         }
     }
@@ -409,19 +415,17 @@ public final class PageUsageIndex<K> {
             return out;
         }
         synchronized (lock) {
-            boolean inNamespace = which.namespace() != null;
-            int ns = NIL;
-            if (inNamespace) {
+            int links = LINKS;
+            int slot = head;
+            if (which.namespace() != null) {
                 requireNamespaces();
-                ns = namespaces.find(which.namespace());
-                if (ns == NIL) {
-                    return out;
-                }
+                int ns = namespaces.find(which.namespace());
+                links = NS_LINKS;
+                slot = ns == NIL ? NIL : namespaces.head[ns];
             }
             long sum = 0;
-            for (int slot = inNamespace ? namespaces.head[ns] : head; slot != NIL && sum < bytes;
-                    slot = inNamespace ? namespaceNext[slot] : next[slot]) {
-                int s = state[slot];
+            for (; slot != NIL && sum < bytes; slot = next(slot, links)) {
+                int s = state(slot);
                 if ((s & (PIN_MASK | CLAIMED)) != 0 || which.flagged() && (s & FLAGGED) == 0) {
                     continue;
                 }
@@ -430,9 +434,10 @@ public final class PageUsageIndex<K> {
                 if (which.filter() != null && !which.filter().test(key)) {
                     continue;
                 }
-                state[slot] = s | CLAIMED;
-                out.add(new Claimed<>(key, entryOf(slot), this.bytes[slot]));
-                sum += this.bytes[slot];
+                setState(slot, s | CLAIMED);
+                long b = bytes(slot);
+                out.add(new Claimed<>(key, entryOf(slot), b));
+                sum += b;
             }
         }
         return out;
@@ -444,7 +449,7 @@ public final class PageUsageIndex<K> {
         Checks.checkNotNull(which, "which");
         List<K> out = new ArrayList<>();
         synchronized (lock) {
-            for (int slot = head; slot != NIL; slot = next[slot]) {
+            for (int slot = head; slot != NIL; slot = next(slot, LINKS)) {
                 if (which.test((K) keys[slot])) {
                     out.add((K) keys[slot]);
                 }
@@ -514,10 +519,53 @@ public final class PageUsageIndex<K> {
         }
     }
 
-    /* ---------------------------------------------------------------- slots and lists (under the lock) */
+    /* ---------------------------------------------------------------- records (under the lock) */
+
+    private int prev(int slot, int links) {
+        return (int) (records[slot * stride + links] >>> 32);
+    }
+
+    private int next(int slot, int links) {
+        return (int) records[slot * stride + links];
+    }
+
+    private void setPrev(int slot, int links, int prev) {
+        int i = slot * stride + links;
+        records[i] = (long) prev << 32 | (records[i] & LOW);
+    }
+
+    private void setNext(int slot, int links, int next) {
+        int i = slot * stride + links;
+        records[i] = (records[i] & ~LOW) | (next & LOW);
+    }
+
+    private int state(int slot) {
+        return (int) records[slot * stride + STATE];
+    }
+
+    private void setState(int slot, int state) {
+        int i = slot * stride + STATE;
+        records[i] = (records[i] & ~LOW) | (state & LOW);
+    }
+
+    private int generation(int slot) {
+        return (int) (records[slot * stride + STATE] >>> 32);
+    }
+
+    private long bytes(int slot) {
+        return records[slot * stride + SIZE] >>> 32;
+    }
+
+    private int hash(int slot) {
+        return (int) records[slot * stride + SIZE];
+    }
+
+    private int namespace(int slot) {
+        return (int) records[slot * stride + NS];
+    }
 
     private long entryOf(int slot) {
-        return ((long) generation[slot] << 32) | slot;
+        return (long) generation(slot) << 32 | slot;
     }
 
     /** The slot {@code entry} names, or -1 if it names none (any more). */
@@ -526,16 +574,16 @@ public final class PageUsageIndex<K> {
             return -1;
         }
         int slot = (int) entry;
-        return slot < slotsUsed && keys[slot] != null && generation[slot] == (int) (entry >>> 32) ? slot : -1;
+        return slot < slotsUsed && keys[slot] != null && generation(slot) == (int) (entry >>> 32) ? slot : -1;
     }
 
     private boolean pinSlot(int slot) {
-        int s = state[slot];
+        int s = state(slot);
         if ((s & CLAIMED) != 0) {
             return false;
         }
         Checks.requireState((s & PIN_MASK) != PIN_MASK, "entry of key %s has too many pins", keys[slot]);
-        state[slot] = s + 1;
+        setState(slot, s + 1);
         return true;
     }
 
@@ -548,7 +596,7 @@ public final class PageUsageIndex<K> {
             linkNewest(slot);
         }
         if (namespaces != null) {
-            int ns = namespaceOfSlot[slot];
+            int ns = namespace(slot);
             if (slot != namespaces.tail[ns]) {
                 unlinkFromNamespace(slot, ns);
                 linkNewestInNamespace(slot, ns);
@@ -556,12 +604,12 @@ public final class PageUsageIndex<K> {
         }
     }
 
-    private long removeSlot(int slot, int hash) {
-        long b = bytes[slot];
-        table.remove(hash, slot);
+    private long removeSlot(int slot) {
+        long b = bytes(slot);
+        table.remove(hash(slot), slot);
         unlink(slot);
         if (namespaces != null) {
-            int ns = namespaceOfSlot[slot];
+            int ns = namespace(slot);
             unlinkFromNamespace(slot, ns);
             namespaces.count[ns]--;
             namespaces.bytes[ns] -= b;
@@ -569,10 +617,11 @@ public final class PageUsageIndex<K> {
         size--;
         totalBytes -= b;
         keys[slot] = null;
-        state[slot] = 0;
         // A new generation: numbers handed out for the old entry name nothing from now on.
-        generation[slot] = (generation[slot] + 1) & Integer.MAX_VALUE;
-        next[slot] = freeSlot;
+        int r = slot * stride;
+        records[r + STATE] = (long) ((generation(slot) + 1) & Integer.MAX_VALUE) << 32;
+        records[r + SIZE] = 0;
+        setNext(slot, LINKS, freeSlot);
         freeSlot = slot;
         return b;
     }
@@ -580,80 +629,68 @@ public final class PageUsageIndex<K> {
     private int takeSlot() {
         if (freeSlot != NIL) {
             int slot = freeSlot;
-            freeSlot = next[slot];
+            freeSlot = next(slot, LINKS);
             return slot;
         }
         if (slotsUsed == keys.length) {
-            Checks.requireState(slotsUsed < MAX_SLOTS, "the page usage index is full: %d entries", size);
-            growSlots((int) Math.min(MAX_SLOTS, slotsUsed + (long) (slotsUsed >> 1)));
+            Checks.requireState(slotsUsed < maxSlots(), "the page usage index is full: %d entries", size);
+            int grown = (int) Math.min(maxSlots(), slotsUsed + (long) (slotsUsed >> 1));
+            keys = Arrays.copyOf(keys, grown);
+            records = Arrays.copyOf(records, grown * stride);
         }
         return slotsUsed++;
     }
 
-    private void growSlots(int slots) {
-        keys = Arrays.copyOf(keys, slots);
-        prev = Arrays.copyOf(prev, slots);
-        next = Arrays.copyOf(next, slots);
-        bytes = Arrays.copyOf(bytes, slots);
-        state = Arrays.copyOf(state, slots);
-        generation = Arrays.copyOf(generation, slots);
-        if (namespaces != null) {
-            namespaceOfSlot = Arrays.copyOf(namespaceOfSlot, slots);
-            namespacePrev = Arrays.copyOf(namespacePrev, slots);
-            namespaceNext = Arrays.copyOf(namespaceNext, slots);
-        }
-    }
-
     private void linkNewest(int slot) {
-        prev[slot] = tail;
-        next[slot] = NIL;
+        setPrev(slot, LINKS, tail);
+        setNext(slot, LINKS, NIL);
         if (tail == NIL) {
             head = slot;
         } else {
-            next[tail] = slot;
+            setNext(tail, LINKS, slot);
         }
         tail = slot;
     }
 
     private void unlink(int slot) {
-        int p = prev[slot];
-        int n = next[slot];
+        int p = prev(slot, LINKS);
+        int n = next(slot, LINKS);
         if (p == NIL) {
             head = n;
         } else {
-            next[p] = n;
+            setNext(p, LINKS, n);
         }
         if (n == NIL) {
             tail = p;
         } else {
-            prev[n] = p;
+            setPrev(n, LINKS, p);
         }
     }
 
     private void linkNewestInNamespace(int slot, int ns) {
         int last = namespaces.tail[ns];
-        namespacePrev[slot] = last;
-        namespaceNext[slot] = NIL;
+        setPrev(slot, NS_LINKS, last);
+        setNext(slot, NS_LINKS, NIL);
         if (last == NIL) {
             namespaces.head[ns] = slot;
         } else {
-            namespaceNext[last] = slot;
+            setNext(last, NS_LINKS, slot);
         }
         namespaces.tail[ns] = slot;
     }
 
     private void unlinkFromNamespace(int slot, int ns) {
-        int p = namespacePrev[slot];
-        int n = namespaceNext[slot];
+        int p = prev(slot, NS_LINKS);
+        int n = next(slot, NS_LINKS);
         if (p == NIL) {
             namespaces.head[ns] = n;
         } else {
-            namespaceNext[p] = n;
+            setNext(p, NS_LINKS, n);
         }
         if (n == NIL) {
             namespaces.tail[ns] = p;
         } else {
-            namespacePrev[n] = p;
+            setPrev(n, NS_LINKS, p);
         }
     }
 
@@ -663,7 +700,7 @@ public final class PageUsageIndex<K> {
 
     /* ---------------------------------------------------------------- for tests and the bench */
 
-    /** Array elements allocated for slots and table cells: (slots, cells). For the memory figure. */
+    /** Array elements allocated: (slots, table cells). */
     long[] capacities() {
         synchronized (lock) {
             return new long[] {keys.length, table.capacity()};
@@ -679,13 +716,15 @@ public final class PageUsageIndex<K> {
             int count = 0;
             long sum = 0;
             int last = NIL;
-            for (int slot = head; slot != NIL; slot = next[slot]) {
+            for (int slot = head; slot != NIL; slot = next(slot, LINKS)) {
                 Checks.requireState(keys[slot] != null, "slot %d in the list is free", slot);
-                Checks.requireState(prev[slot] == last, "slot %d: prev %d, expected %d", slot, prev[slot], last);
-                Checks.requireState(table.find(keys[slot], SlotTable.hash(keys[slot]), keys) == slot,
-                        "slot %d: its key maps elsewhere", slot);
+                Checks.requireState(prev(slot, LINKS) == last, "slot %d: prev %d, expected %d", slot,
+                        prev(slot, LINKS), last);
+                Checks.requireState(hash(slot) == SlotTable.hash(keys[slot]), "slot %d: hash changed", slot);
+                Checks.requireState(table.find(keys[slot], hash(slot), keys) == slot, "slot %d: its key maps elsewhere",
+                        slot);
                 Checks.requireState(++count <= size, "the list is longer than the size %d (a cycle?)", size);
-                sum += bytes[slot];
+                sum += bytes(slot);
                 last = slot;
             }
             Checks.requireState(last == tail, "tail %d, list ends at %d", tail, last);
@@ -693,7 +732,7 @@ public final class PageUsageIndex<K> {
                     table.size());
             Checks.requireState(sum == totalBytes, "bytes %d, list sums to %d", totalBytes, sum);
             int free = 0;
-            for (int slot = freeSlot; slot != NIL; slot = next[slot]) {
+            for (int slot = freeSlot; slot != NIL; slot = next(slot, LINKS)) {
                 Checks.requireState(keys[slot] == null, "free slot %d has a key", slot);
                 Checks.requireState(++free <= slotsUsed, "the free list is longer than the slots (a cycle?)");
             }
@@ -710,12 +749,12 @@ public final class PageUsageIndex<K> {
             int count = 0;
             long sum = 0;
             int last = NIL;
-            for (int slot = namespaces.head[ns]; slot != NIL; slot = namespaceNext[slot]) {
-                Checks.requireState(namespaceOfSlot[slot] == ns, "slot %d in the list of namespace %d", slot, ns);
-                Checks.requireState(namespacePrev[slot] == last, "slot %d: namespace prev %d, expected %d", slot,
-                        namespacePrev[slot], last);
+            for (int slot = namespaces.head[ns]; slot != NIL; slot = next(slot, NS_LINKS)) {
+                Checks.requireState(namespace(slot) == ns, "slot %d in the list of namespace %d", slot, ns);
+                Checks.requireState(prev(slot, NS_LINKS) == last, "slot %d: namespace prev %d, expected %d", slot,
+                        prev(slot, NS_LINKS), last);
                 Checks.requireState(++count <= size, "namespace %d's list is too long (a cycle?)", ns);
-                sum += bytes[slot];
+                sum += bytes(slot);
                 last = slot;
             }
             Checks.requireState(last == namespaces.tail[ns], "namespace %d: tail %d, list ends at %d", ns,
