@@ -5,10 +5,12 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.util.Checks;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -59,14 +61,22 @@ public abstract class AbstractPageStore implements PageStore {
     /** Releases the store's resources; called once, by the first {@link #close()}. */
     protected abstract void doClose();
 
-    /** Pages held now, or -1 if unknown. */
-    protected long storedPages() {
-        return -1;
+    /**
+     * The index of the pages the store holds, if it keeps one: {@link #stats()} then takes the pages and bytes stored
+     * from it. Empty by default.
+     */
+    protected Optional<PageUsageIndex<?>> usageIndex() {
+        return Optional.empty();
     }
 
-    /** Page bytes held now, or -1 if unknown. */
+    /** Pages held now, or -1 if unknown: the {@linkplain #usageIndex() index}'s entries, by default. */
+    protected long storedPages() {
+        return usageIndex().map(index -> (long) index.size()).orElse(-1L);
+    }
+
+    /** Page bytes held now, or -1 if unknown: the {@linkplain #usageIndex() index}'s bytes, by default. */
     protected long storedBytes() {
-        return -1;
+        return usageIndex().map(PageUsageIndex::bytes).orElse(-1L);
     }
 
     /** The most page bytes the store will hold, or -1 for no limit. */

@@ -9,10 +9,12 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.usage.PageUsageIndex;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -30,6 +32,7 @@ class AbstractPageStoreTest {
         volatile RuntimeException thrown;
         volatile BatchResult answer;
         volatile int hits;
+        volatile PageUsageIndex<String> usage;
 
         ScriptedStore() {
             super("scripted", "nowhere", new StoreCapabilities(Set.of(), 128, 16));
@@ -76,6 +79,24 @@ class AbstractPageStoreTest {
         @Override
         protected void doClose() {
             closes.incrementAndGet();
+        }
+
+        @Override
+        protected Optional<PageUsageIndex<?>> usageIndex() {
+            return Optional.ofNullable(usage);
+        }
+    }
+
+    @Test
+    void usageStatsComeFromTheStoresIndexWhenItHasOne() {
+        try (ScriptedStore store = new ScriptedStore()) {
+            assertEquals(-1, store.stats().storedPages(), "a store without an index cannot tell");
+            assertEquals(-1, store.stats().storedBytes());
+            store.usage = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
+            store.usage.insert("a", 100);
+            store.usage.insert("b", 28);
+            assertEquals(2, store.stats().storedPages());
+            assertEquals(128, store.stats().storedBytes());
         }
     }
 

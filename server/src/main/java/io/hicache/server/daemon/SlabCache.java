@@ -8,6 +8,9 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.usage.PageUsageIndex;
+import io.hicache.core.usage.PageUsageIndex.Candidates;
+import io.hicache.core.usage.PageUsageIndex.Claimed;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -21,7 +24,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -40,6 +42,10 @@ import java.util.function.BooleanSupplier;
  * the least recently used pages that L3 already has (or all, without L3) make room; a page being sent, read by a
  * lease holder or not yet written behind is never evicted. Each namespace may have a quota of slab bytes.
  *
+ * <p>Pages are found through a map from key to entry; their order of use, pins and whether L3 has them are kept in a
+ * {@link PageUsageIndex} (flagged: L3 has the page), so that eviction walks from the least recently used page without
+ * sorting. An entry enters and leaves the map and the index together, inside the map's lock for its key.
+ *
  * <p>Pages are immutable while here: a delete of a page in use frees its block when the last user lets go.
  *
  * <p>Thread-safe. Owns the slab, its file, the write-behind thread and the L3 store; closing it flushes the
@@ -57,9 +63,11 @@ final class SlabCache implements AutoCloseable {
         final int order;
         final int length;
         final int crc;
+        /** Users of the entry's memory (readers, lease holders, the write-behind): it is freed when the last goes. */
         final AtomicInteger pins = new AtomicInteger();
         final AtomicBoolean freed = new AtomicBoolean();
-        volatile long lastUse;
+        /** Its number in the usage index; {@link PageUsageIndex#NO_ENTRY} for a page outside the index. */
+        volatile long usage = PageUsageIndex.NO_ENTRY;
         volatile boolean dirty;
         volatile boolean removed;
 
@@ -92,8 +100,14 @@ final class SlabCache implements AutoCloseable {
     private final MemorySegment slab;
     private final BuddyAllocator allocator;
     private final ConcurrentHashMap<StoreKey, Entry> index = new ConcurrentHashMap<>();
+    /** The slab's pages, least recently used first, by namespace too; flagged once L3 has them. */
+    private final PageUsageIndex<StoreKey> usage = PageUsageIndex.<StoreKey>builder(PageUsageIndex.Order.RECENCY)
+            .namespaces(key -> key.namespace().id()).build();
+    /**
+     * Slab bytes per namespace for its quota: blocks held until freed (a deleted page a reader still holds included)
+     * and blocks reserved by puts in flight, which the usage index does not count.
+     */
     private final ConcurrentHashMap<String, AtomicLong> namespaceBytes = new ConcurrentHashMap<>();
-    private final AtomicLong clock = new AtomicLong();
     private final Object evictLock = new Object();
     final WriteBehind writeBehind;
     final LongAdder hostHits = new LongAdder();
@@ -183,7 +197,7 @@ final class SlabCache implements AutoCloseable {
         long quota = config.namespaceQuota();
         // Reserve the block against the quota first, so that concurrent puts cannot all slip under it.
         if (used.addAndGet(block) > quota && quota > 0 && (deadline == null
-                || !evictUntil(key.namespace().id(), () -> used.get() <= quota, deadline))) {
+                || !evictUntil(key.namespace().id(), used.get() - quota, () -> used.get() <= quota, deadline))) {
             used.addAndGet(-block);
             return refused(deadline);
         }
@@ -195,9 +209,8 @@ final class SlabCache implements AutoCloseable {
         MemorySegment target = slab.asSlice(offset, length);
         src.getBytes(src.readerIndex(), target.asByteBuffer());
         Entry e = new Entry(key, offset, order, length, crc);
-        e.lastUse = clock.incrementAndGet();
         e.dirty = l3.isPresent();
-        if (index.putIfAbsent(key, e) != null) {
+        if (add(e, e.dirty ? 0 : PageUsageIndex.FLAGGED) != e) {
             allocator.free(offset, order);
             used.addAndGet(-block);
             return PageStatus.EXISTS;
@@ -219,7 +232,8 @@ final class SlabCache implements AutoCloseable {
     /** A block of {@code order}, evicting to make room; -1 if there is none by the deadline. */
     private long allocate(int order, Deadline deadline) {
         long[] offset = {allocator.allocate(order)};
-        if (offset[0] < 0 && !evictUntil(null, () -> (offset[0] = allocator.allocate(order)) >= 0, deadline)) {
+        if (offset[0] < 0 && !evictUntil(null, allocator.blockBytes(order),
+                () -> (offset[0] = allocator.allocate(order)) >= 0, deadline)) {
             return -1;
         }
         return offset[0];
@@ -229,18 +243,17 @@ final class SlabCache implements AutoCloseable {
      * Evicts clean, unused pages, least recently used first (of one namespace if {@code namespaceId} is given), until
      * {@code done} holds, and then on to the low-water mark of free slab so that the next puts need not evict; when
      * only pages not yet in L3 are left, waits for the write-behind. False if {@code done} cannot be had by the
-     * deadline.
+     * deadline. {@code wantedBytes} is a first guess of what {@code done} needs, to size the batches claimed.
      */
-    private boolean evictUntil(String namespaceId, BooleanSupplier done, Deadline deadline) {
+    private boolean evictUntil(String namespaceId, long wantedBytes, BooleanSupplier done, Deadline deadline) {
+        Candidates<Object> clean = Candidates.any().onlyFlagged();
+        Candidates<Object> which = namespaceId == null ? clean : clean.inNamespace(namespaceId);
         while (true) {
             boolean met;
             synchronized (evictLock) {
                 met = done.getAsBoolean();
-                for (Entry e : met ? List.<Entry>of() : lruOrder(namespaceId)) {
-                    if (tryEvict(e) && (met || (met = done.getAsBoolean()))
-                            && (namespaceId != null || allocator.freeBytes() >= slab.byteSize() / FREE_TARGET_FRACTION)) {
-                        break;
-                    }
+                if (!met) {
+                    met = evictBatches(namespaceId, wantedBytes, which, done);
                 }
             }
             if (met || done.getAsBoolean()) {
@@ -253,45 +266,111 @@ final class SlabCache implements AutoCloseable {
         }
     }
 
-    private List<Entry> lruOrder(String namespaceId) {
-        List<Entry> all = new ArrayList<>();
-        for (Entry e : index.values()) {
-            if ((namespaceId == null || e.key.namespace().id().equals(namespaceId)) && !e.dirty && e.pins.get() == 0) {
-                all.add(e);
+    /**
+     * Claims batches of candidates oldest first and evicts them until {@code done} holds and, for the whole slab, the
+     * free target is reached, or no candidate is left; returns whether {@code done} held. Candidates that could not be
+     * evicted (a reader came) stay claimed until the end, so that the next batch moves on, then are given back.
+     */
+    private boolean evictBatches(String namespaceId, long wantedBytes, Candidates<Object> which, BooleanSupplier done) {
+        long freeTarget = slab.byteSize() / FREE_TARGET_FRACTION;
+        boolean met = false;
+        boolean finished = false;
+        List<Long> kept = new ArrayList<>();
+        while (!finished) {
+            long batchBytes = Math.max(wantedBytes, namespaceId == null ? freeTarget - allocator.freeBytes() : 0);
+            List<Claimed<StoreKey>> batch = usage.claimOldest(Math.max(1, batchBytes), which);
+            if (batch.isEmpty()) {
+                break;
+            }
+            for (Claimed<StoreKey> candidate : batch) {
+                if (finished) {
+                    kept.add(candidate.entry());
+                } else if (!tryEvict(candidate)) {
+                    kept.add(candidate.entry());
+                } else if ((met || (met = done.getAsBoolean()))
+                        && (namespaceId != null || allocator.freeBytes() >= freeTarget)) {
+                    finished = true;
+                }
             }
         }
-        all.sort(Comparator.comparingLong(e -> e.lastUse));
-        return all;
+        for (long entry : kept) {
+            usage.unclaim(entry);
+        }
+        return met;
     }
 
-    private boolean tryEvict(Entry e) {
-        if (e.dirty || e.pins.get() != 0 || !index.remove(e.key, e)) {
+    /** Evicts a claimed candidate unless it is no longer the entry claimed, is not in L3, or is in use. */
+    private boolean tryEvict(Claimed<StoreKey> candidate) {
+        Entry[] evicted = {null};
+        index.computeIfPresent(candidate.key(), (key, e) -> {
+            if (e.usage != candidate.entry() || e.dirty || e.pins.get() != 0) {
+                return e;
+            }
+            leave(e);
+            evicted[0] = e;
+            return null;
+        });
+        if (evicted[0] == null) {
             return false;
         }
-        e.removed = true;
         evictedPages.increment();
-        freeIfUnused(e);
+        freeIfUnused(evicted[0]);
         return true;
+    }
+
+    /**
+     * Puts {@code e} in the map and the usage index, with {@code marks}, unless its key is there; returns the entry
+     * that is there now. Both change inside the map's lock for the key, so they always agree.
+     */
+    private Entry add(Entry e, int marks) {
+        return index.computeIfAbsent(e.key, key -> {
+            e.usage = usage.insert(key, allocator.blockBytes(e.order), marks);
+            return e;
+        });
+    }
+
+    /** Takes {@code e} out of the usage index, as the map drops it (called inside the map's lock for its key). */
+    private void leave(Entry e) {
+        e.removed = true;
+        usage.removeEntry(e.usage);
+    }
+
+    /** The write-behind put {@code e} in L3: from now on it may be evicted. */
+    void writtenBehind(Entry e) {
+        e.dirty = false;
+        usage.setFlagged(e.usage, true);
     }
 
     /* ---------------------------------------------------------------- reads */
 
-    /** The entry for {@code key}, pinned (the caller unpins it), or null. */
+    /** The entry for {@code key}, pinned and used (the caller unpins it), or null; a page being evicted is gone. */
     Entry pin(StoreKey key) {
         Entry e = index.get(key);
         if (e == null) {
             return null;
         }
-        e.pins.incrementAndGet();
-        if (e.removed) {
-            unpin(e);
+        retain(e);
+        if (e.removed || !usage.pinEntry(e.usage)) {
+            release(e);
             return null;
         }
-        e.lastUse = clock.incrementAndGet();
+        usage.touchEntry(e.usage);
         return e;
     }
 
+    /** Lets go of an entry {@link #pin} (or a get that fetched it from L3) handed out. */
     void unpin(Entry e) {
+        usage.unpin(e.usage); // false for a page outside the index by now: nothing to undo there
+        release(e);
+    }
+
+    /** Keeps {@code e}'s memory while the caller uses it, without pinning it against eviction: the write-behind's. */
+    void retain(Entry e) {
+        e.pins.incrementAndGet();
+    }
+
+    /** Undoes {@link #retain}; frees the memory of an entry removed meanwhile once its last user lets go. */
+    void release(Entry e) {
         if (e.pins.decrementAndGet() == 0 && e.removed) {
             freeIfUnused(e);
         }
@@ -380,7 +459,8 @@ final class SlabCache implements AutoCloseable {
             int order = allocator.orderFor(lengths[i]);
             long[] offset = {allocator.allocate(order)};
             if (offset[0] < 0) {
-                evictUntil(null, () -> (offset[0] = allocator.allocate(order)) >= 0, Deadline.expired());
+                evictUntil(null, allocator.blockBytes(order), () -> (offset[0] = allocator.allocate(order)) >= 0,
+                        Deadline.expired());
             }
             Entry place;
             if (offset[0] >= 0) {
@@ -430,10 +510,8 @@ final class SlabCache implements AutoCloseable {
     /** A page fetched from L3 becomes a clean entry, pinned for the caller. */
     private Entry admit(StoreKey key, long offset, int order, int length) {
         Entry e = new Entry(key, offset, order, length, PageChecksum.of(slab.asSlice(offset, length)));
-        e.lastUse = clock.incrementAndGet();
         e.pins.incrementAndGet();
-        Entry had = index.putIfAbsent(key, e);
-        if (had != null) {
+        if (add(e, PageUsageIndex.PINNED | PageUsageIndex.FLAGGED) != e) {
             allocator.free(offset, order);
             return pin(key);
         }
@@ -491,11 +569,16 @@ final class SlabCache implements AutoCloseable {
     }
 
     private boolean remove(StoreKey key) {
-        Entry e = index.remove(key);
+        Entry[] removed = {null};
+        index.computeIfPresent(key, (k, e) -> {
+            leave(e);
+            removed[0] = e;
+            return null;
+        });
+        Entry e = removed[0];
         if (e == null) {
             return false;
         }
-        e.removed = true;
         e.dirty = false;
         freeIfUnused(e);
         return true;

@@ -117,7 +117,7 @@ final class WriteBehind {
                 pending.decrementAndGet(); // deleted before it was written: nothing to do
                 continue;
             }
-            e.pins.incrementAndGet();
+            cache.retain(e);
             live.add(e);
             keys.add(e.key);
             pages.add(cache.bytes(e));
@@ -140,14 +140,14 @@ final class WriteBehind {
                 deletedMeanwhile.add(e.key); // deleted while being written: L3 must not keep it
                 pending.decrementAndGet();
             } else if (r != null && r.status(i).isSuccess()) {
-                e.dirty = false;
+                cache.writtenBehind(e);
                 pending.decrementAndGet();
                 written.increment();
             } else {
                 queue.add(e);
                 retry = true;
             }
-            cache.unpin(e);
+            cache.release(e);
         }
         if (!deletedMeanwhile.isEmpty()) {
             try {

@@ -16,6 +16,7 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
+import io.hicache.core.usage.PageUsageIndex;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
@@ -26,7 +27,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -65,7 +66,7 @@ public final class FilePageStore extends AbstractPageStore {
     private final PagePaths paths;
     private final PageFileIo io;
     private final FileIndex index = new FileIndex();
-    private final CapacityGate gate;
+    private final CapacityGate<PageId> gate;
     private final ExecutorService ioThreads;
     private final Set<Path> madeDirs = ConcurrentHashMap.newKeySet();
     private final RootScan.Report openReport;
@@ -87,7 +88,7 @@ public final class FilePageStore extends AbstractPageStore {
         AtomicInteger threadNumber = new AtomicInteger();
         this.ioThreads = Executors.newFixedThreadPool(config.ioThreads(), r -> Thread.ofPlatform().daemon()
                 .name("hicache-file-io-" + threadNumber.incrementAndGet()).unstarted(r));
-        this.gate = new CapacityGate("file", Math.max(1, capacity), config.lowWater(), index.storedBytes(), this::evict);
+        this.gate = new CapacityGate<>("file", Math.max(1, capacity), config.lowWater(), index.stored(), this::evict);
         gate.start();
         LOG.log(Level.INFO, () -> "file store at " + root.path() + ": " + openReport + "; capacity "
                 + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")
@@ -139,8 +140,7 @@ public final class FilePageStore extends AbstractPageStore {
     protected CompletableFuture<Integer> doLeadingHits(List<StoreKey> keys, Deadline deadline) {
         int hits = 0;
         while (hits < keys.size() && !deadline.isOver()) {
-            FileIndex.Entry e = index.get(PageId.of(keys.get(hits)));
-            if (e == null || !e.isStored()) {
+            if (!index.stored().contains(PageId.of(keys.get(hits)))) {
                 break;
             }
             hits++;
@@ -155,18 +155,19 @@ public final class FilePageStore extends AbstractPageStore {
 
     private PageOutcome read(StoreKey key, MemorySegment target) throws IOException, InterruptedException {
         PageId id = PageId.of(key);
-        FileIndex.Entry e = index.get(id);
-        if (e == null || !e.isStored() || !e.pin()) {
+        PageUsageIndex<PageId> stored = index.stored();
+        long entry = stored.pin(id); // fails while the page is being evicted
+        if (entry == PageUsageIndex.NO_ENTRY) {
             return PageOutcome.MISS;
         }
         try {
             PageOutcome r = io.read(id, target);
             switch (r.status()) {
-                case OK -> index.touch(e);
-                case MISS -> discard(id, e); // the file went away behind our back
+                case OK -> stored.touchEntry(entry);
+                case MISS -> discard(id, entry); // the file went away behind our back
                 case CORRUPT -> {
                     LOG.log(Level.WARNING, () -> "file store: page " + id + " is damaged (" + r.detail() + "); removed");
-                    discard(id, e);
+                    discard(id, entry);
                 }
                 default -> {
                     // SIZE_MISMATCH: the caller asked with the wrong size; the page is fine.
@@ -174,7 +175,7 @@ public final class FilePageStore extends AbstractPageStore {
             }
             return r;
         } finally {
-            e.unpin();
+            stored.unpin(entry);
         }
     }
 
@@ -213,37 +214,39 @@ public final class FilePageStore extends AbstractPageStore {
         return b.build();
     }
 
-    /** Writes one page; its file's bytes were reserved by the batch and are given back unless it is stored now. */
+    /**
+     * Writes one page; its file's bytes were reserved by the batch and are given back once the page is in the index
+     * (which counts it from then on) or was not written.
+     */
     private PageOutcome write(StoreKey key, MemorySegment page, Deadline deadline) {
         PageId id = PageId.of(key);
         long bytes = io.fileBytes(page.byteSize());
-        boolean[] created = {false};
-        FileIndex.Entry e = index.beginWrite(id, bytes, created);
-        if (!created[0]) {
+        CompletableFuture<Boolean> other = index.beginWrite(id);
+        if (other != null) {
             gate.release(bytes);
-            return waitForOtherWriter(e, deadline);
+            return waitForOtherWriter(other, deadline);
         }
         try {
             makeDirs(key, id);
             io.write(id, page, PageChecksum.of(page));
-            index.written(e);
+            index.written(id, bytes);
             return PageOutcome.OK;
         } catch (IOException | RuntimeException | InterruptedException failure) {
-            index.writeFailed(id, e);
-            gate.release(bytes);
+            index.writeFailed(id);
             if (failure instanceof InterruptedException) {
                 Thread.currentThread().interrupt();
             }
             return PageOutcome.of(PageStatus.FAILED, "cannot write " + paths.pageFile(id) + ": " + failure);
+        } finally {
+            gate.release(bytes);
         }
     }
 
     /** Another put is writing (or has written) the same page: its outcome is ours. */
-    private static PageOutcome waitForOtherWriter(FileIndex.Entry e, Deadline deadline) {
+    private static PageOutcome waitForOtherWriter(CompletableFuture<Boolean> written, Deadline deadline) {
         try {
-            boolean stored = e.written.get(Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
-            return stored ? PageOutcome.EXISTS
-                    : PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed");
+            boolean stored = written.get(Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
+            return stored ? PageOutcome.EXISTS : PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed");
         } catch (TimeoutException t) {
             return PageOutcome.of(PageStatus.stoppedBy(deadline), "a concurrent put of this page was still writing");
         } catch (InterruptedException i) {
@@ -288,9 +291,8 @@ public final class FilePageStore extends AbstractPageStore {
                 continue;
             }
             PageId id = PageId.of(keys.get(i));
-            FileIndex.Entry e = index.get(id);
             try {
-                result.set(i, e != null && discard(id, e) ? PageStatus.OK : PageStatus.MISS);
+                result.set(i, discard(id, index.stored().entry(id)) ? PageStatus.OK : PageStatus.MISS);
             } catch (IOException failure) {
                 result.set(i, PageStatus.FAILED, "cannot delete " + paths.pageFile(id) + ": " + failure);
             }
@@ -298,32 +300,23 @@ public final class FilePageStore extends AbstractPageStore {
         return CompletableFuture.completedFuture(result.build());
     }
 
-    /** Removes a stored page: true for the one caller that took it out of the index. */
-    private boolean discard(PageId id, FileIndex.Entry e) throws IOException {
-        if (!index.remove(id, e)) {
+    /**
+     * Removes the stored page {@code entry} names: true for the one caller that took it out of the index (the index's
+     * bytes drop then, so the gate counts the file as gone just before it is).
+     */
+    private boolean discard(PageId id, long entry) throws IOException {
+        if (index.stored().removeEntry(entry) < 0) {
             return false;
         }
-        try {
-            Files.deleteIfExists(paths.pageFile(id));
-        } finally {
-            gate.release(e.fileBytes);
-        }
+        Files.deleteIfExists(paths.pageFile(id));
         return true;
     }
 
-    /** Eviction: least recently used first, skipping pages being read. */
-    private long evict(long bytes) throws IOException {
-        long freed = 0;
-        for (Map.Entry<PageId, FileIndex.Entry> candidate : index.leastRecentlyUsed()) {
-            if (freed >= bytes) {
-                break;
-            }
-            FileIndex.Entry e = candidate.getValue();
-            if (e.claim() && discard(candidate.getKey(), e)) {
-                freed += e.fileBytes;
-            }
+    /** Eviction: the gate claimed the least recently used pages, skipping pages being read. */
+    private void evict(List<PageUsageIndex.Claimed<PageId>> pages) throws IOException {
+        for (PageUsageIndex.Claimed<PageId> page : pages) {
+            discard(page.key(), page.entry());
         }
-        return freed;
     }
 
     @Override
@@ -345,8 +338,8 @@ public final class FilePageStore extends AbstractPageStore {
     /** Removes the matching stored pages, then whatever else is in the namespaces' folders but pages being written. */
     private CompletableFuture<Void> clearWhere(Predicate<PageId> which, List<String> namespaces) {
         try {
-            for (Map.Entry<PageId, FileIndex.Entry> page : index.stored(which)) {
-                discard(page.getKey(), page.getValue());
+            for (PageId id : index.stored().keys(which)) {
+                discard(id, index.stored().entry(id));
             }
             for (String ns : namespaces) {
                 removeFolder(ns);
@@ -432,13 +425,8 @@ public final class FilePageStore extends AbstractPageStore {
     }
 
     @Override
-    protected long storedPages() {
-        return index.storedPages();
-    }
-
-    @Override
-    protected long storedBytes() {
-        return index.storedBytes();
+    protected Optional<PageUsageIndex<?>> usageIndex() {
+        return Optional.of(index.stored());
     }
 
     @Override
@@ -463,7 +451,7 @@ public final class FilePageStore extends AbstractPageStore {
 
     @Override
     public String toString() {
-        return "FilePageStore[" + paths.root() + ", " + Units.formatBytes(index.storedBytes()) + " of "
+        return "FilePageStore[" + paths.root() + ", " + Units.formatBytes(index.stored().bytes()) + " of "
                 + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")
                 + (config.fsync() ? ", fsync" : "") + "]";
     }

@@ -15,6 +15,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
+import io.hicache.core.usage.PageUsageIndex;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
@@ -24,12 +25,13 @@ import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -74,12 +76,13 @@ public final class RocksDbPageStore extends AbstractPageStore {
     private final StoreRoot root;
     private final RocksDbHandles rocks;
     private final ConcurrentHashMap<PageId, PageMeta> metas = new ConcurrentHashMap<>();
-    private final ConcurrentSkipListMap<Long, PageId> oldestFirst = new ConcurrentSkipListMap<>();
+    /** The stored pages in the order they were written (by their meta records' sequence numbers): eviction's order. */
+    private final PageUsageIndex<PageId> writeOrder = PageUsageIndex.<PageId>builder(PageUsageIndex.Order.INSERTION)
+            .build();
     private final AtomicLong sequence = new AtomicLong();
-    private final AtomicLong storedBytes = new AtomicLong();
     private final ReentrantLock writeLock = new ReentrantLock();
     private final ExecutorService calls;
-    private final CapacityGate gate;
+    private final CapacityGate<PageId> gate;
 
     private RocksDbPageStore(RocksDbStoreConfig config, StoreRoot root) throws IOException, RocksDBException {
         super("rocksdb", root.path().toString(), new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.EVICTING),
@@ -90,15 +93,15 @@ public final class RocksDbPageStore extends AbstractPageStore {
         long start = System.nanoTime();
         loadMeta();
         long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
-                : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + storedBytes.get()));
+                : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + writeOrder.bytes()));
         AtomicInteger threadNumber = new AtomicInteger();
         this.calls = Executors.newFixedThreadPool(config.ioThreads(), r -> Thread.ofPlatform().daemon()
                 .name("hicache-rocksdb-io-" + threadNumber.incrementAndGet()).unstarted(r));
-        this.gate = new CapacityGate("rocksdb", Math.max(1, capacity), config.lowWater(), storedBytes.get(), this::evict);
+        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity), config.lowWater(), writeOrder, this::evict);
         gate.start();
         long millis = (System.nanoTime() - start) / 1_000_000;
         LOG.log(Level.INFO, () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
-                + Units.formatBytes(storedBytes.get()) + ") loaded in " + millis + " ms; capacity "
+                + Units.formatBytes(writeOrder.bytes()) + ") loaded in " + millis + " ms; capacity "
                 + Units.formatBytes(gate.capacityBytes()));
     }
 
@@ -118,18 +121,22 @@ public final class RocksDbPageStore extends AbstractPageStore {
         }
     }
 
-    /** Reads every page's meta record, oldest first, into memory: the index of what is stored. */
+    /** Reads every page's meta record into memory, then indexes the pages oldest first: the index of what is stored. */
     private void loadMeta() throws RocksDBException {
         try (RocksIterator it = rocks.db.newIterator(rocks.meta)) {
             for (it.seekToFirst(); it.isValid(); it.next()) {
                 PageId id = PageId.fromBytes(it.key());
                 PageMeta m = PageMeta.fromBytes(it.value());
                 metas.put(id, m);
-                oldestFirst.put(m.sequence(), id);
-                storedBytes.addAndGet(m.length());
                 sequence.accumulateAndGet(m.sequence(), Math::max);
             }
             it.status();
+        }
+        // Records come in key order; the index wants write order. One sort when the store opens, never per eviction.
+        List<Map.Entry<PageId, PageMeta>> oldestFirst = new ArrayList<>(metas.entrySet());
+        oldestFirst.sort(Comparator.comparingLong(e -> e.getValue().sequence()));
+        for (Map.Entry<PageId, PageMeta> e : oldestFirst) {
+            writeOrder.insert(e.getKey(), e.getValue().length());
         }
     }
 
@@ -248,7 +255,6 @@ public final class RocksDbPageStore extends AbstractPageStore {
         }
         PageStatus[] statuses = new PageStatus[n];
         Map<PageId, PageMeta> added = new java.util.LinkedHashMap<>();
-        long written = 0;
         writeLock.lock();
         try (Arena arena = Arena.ofConfined(); WriteBatch batch = new WriteBatch()) {
             for (int i = 0; i < n; i++) {
@@ -265,23 +271,19 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 batch.put(rocks.meta, key, direct(arena, m.toBytes()));
                 added.put(id, m);
                 statuses[i] = PageStatus.OK;
-                written += page.byteSize();
             }
             if (!added.isEmpty()) {
                 rocks.db.write(rocks.writeOptions, batch);
                 added.forEach((id, m) -> {
                     metas.put(id, m);
-                    oldestFirst.put(m.sequence(), id);
+                    writeOrder.insert(id, m.length());
                 });
-                storedBytes.addAndGet(written);
             }
-        } catch (RocksDBException | RuntimeException e) {
-            gate.release(reserve);
-            throw e;
         } finally {
             writeLock.unlock();
+            // The pages written are in the index, which counts them now; the rest were not written.
+            gate.release(reserve);
         }
-        gate.release(reserve - written);
         return BatchResult.of(statuses);
     }
 
@@ -336,36 +338,14 @@ public final class RocksDbPageStore extends AbstractPageStore {
     }
 
     private void forget(PageId id) {
-        PageMeta m = metas.remove(id);
-        if (m != null) {
-            oldestFirst.remove(m.sequence());
-            storedBytes.addAndGet(-m.length());
-            gate.release(m.length());
+        if (metas.remove(id) != null) {
+            writeOrder.remove(id);
         }
     }
 
-    /** Oldest-first deletion of about {@code bytes}. */
-    private long evict(long bytes) throws RocksDBException {
-        List<PageId> victims = new ArrayList<>();
-        List<Long> lengths = new ArrayList<>();
-        long planned = 0;
-        for (Map.Entry<Long, PageId> e : oldestFirst.entrySet()) {
-            if (planned >= bytes) {
-                break;
-            }
-            PageMeta m = metas.get(e.getValue());
-            if (m != null) {
-                victims.add(e.getValue());
-                lengths.add(m.length());
-                planned += m.length();
-            }
-        }
-        boolean[] removed = remove(victims);
-        long freed = 0;
-        for (int i = 0; i < removed.length; i++) {
-            freed += removed[i] ? lengths.get(i) : 0;
-        }
-        return freed;
+    /** Oldest-first deletion: the gate claimed the pages, in one write batch. */
+    private void evict(List<PageUsageIndex.Claimed<PageId>> pages) throws RocksDBException {
+        remove(pages.stream().map(PageUsageIndex.Claimed::key).toList());
     }
 
     @Override
@@ -443,13 +423,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
     }
 
     @Override
-    protected long storedPages() {
-        return metas.size();
-    }
-
-    @Override
-    protected long storedBytes() {
-        return storedBytes.get();
+    protected Optional<PageUsageIndex<?>> usageIndex() {
+        return Optional.of(writeOrder);
     }
 
     @Override
@@ -498,7 +473,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
 
     @Override
     public String toString() {
-        return "RocksDbPageStore[" + root.path() + ", " + Units.formatBytes(storedBytes.get()) + " of "
+        return "RocksDbPageStore[" + root.path() + ", " + Units.formatBytes(writeOrder.bytes()) + " of "
                 + Units.formatBytes(gate.capacityBytes()) + (config.fsync() ? ", fsync" : "") + "]";
     }
 }

@@ -20,6 +20,8 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.usage.PageUsageIndex;
+import io.hicache.core.config.Settings;
 import io.hicache.testkit.PagePattern;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -212,15 +214,16 @@ class FilePageStoreTest {
         FileIndex index = new FileIndex();
         PageId id = PageId.of(key(6, 0));
         index.addFound(id, 100);
-        FileIndex.Entry e = index.get(id);
-        assertTrue(e.pin());
-        assertFalse(e.claim(), "a page being read was claimed for eviction");
-        e.unpin();
-        assertTrue(e.claim());
-        assertFalse(e.pin(), "a read started on a page being evicted");
-        assertTrue(index.remove(id, e));
-        assertFalse(index.remove(id, e), "two removers both won");
-        assertEquals(0, index.storedBytes());
+        PageUsageIndex<PageId> stored = index.stored();
+        long entry = stored.pin(id);
+        assertTrue(entry != PageUsageIndex.NO_ENTRY);
+        assertEquals(List.of(), stored.claimOldest(100), "a page being read was claimed for eviction");
+        stored.unpin(entry);
+        assertEquals(List.of(id), stored.claimOldest(100).stream().map(PageUsageIndex.Claimed::key).toList());
+        assertEquals(PageUsageIndex.NO_ENTRY, stored.pin(id), "a read started on a page being evicted");
+        assertEquals(100, stored.removeEntry(entry));
+        assertEquals(-1, stored.removeEntry(entry), "two removers both won");
+        assertEquals(0, stored.bytes());
     }
 
     /* ---------------------------------------------------------------- helpers */

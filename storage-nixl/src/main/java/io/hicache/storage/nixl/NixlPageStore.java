@@ -15,6 +15,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
+import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.storage.nixl.spi.MemoryRegion;
 import io.hicache.storage.nixl.spi.NixlPlugin;
 import io.hicache.storage.nixl.spi.NixlStatus;
@@ -24,8 +25,10 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -53,10 +56,15 @@ public final class NixlPageStore extends AbstractPageStore {
     private final NixlAgent agent;
     private final String pluginName;
     private final StorageLayout layout;
-    private final PageIndex index = new PageIndex();
+    /**
+     * What the store holds, least recently used first: page name to stored bytes. Built from a scan when the store
+     * opens, kept up to date by its puts, gets and deletes. Pages other stores on the same folders or bucket write are
+     * not in it until the next open.
+     */
+    private final PageUsageIndex<String> index = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
     private final RegistrationCache registrations;
     private final HostRegions hostRegions;
-    private final CapacityGate gate;
+    private final CapacityGate<String> gate;
 
     private NixlPageStore(NixlStoreConfig config, NixlAgent agent, String pluginName, StorageLayout layout,
             List<StorageLayout.Found> stored, long capacityBytes) {
@@ -69,11 +77,14 @@ public final class NixlPageStore extends AbstractPageStore {
         this.layout = layout;
         this.registrations = new RegistrationCache(agent, config.registrationCache());
         this.hostRegions = new HostRegions(agent);
-        for (StorageLayout.Found f : stored) {
-            index.add(f.name(), f.bytes(), f.modifiedMillis());
+        // Modification times stand in for last use: sorted once, when the store opens.
+        List<StorageLayout.Found> oldestFirst = new ArrayList<>(stored);
+        oldestFirst.sort(Comparator.comparingLong(StorageLayout.Found::modifiedMillis));
+        for (StorageLayout.Found f : oldestFirst) {
+            index.insert(f.name(), f.bytes());
         }
-        this.gate = capacityBytes > 0 ? new CapacityGate("nixl", capacityBytes, config.highWater(), config.lowWater(),
-                index.bytes(), this::evict) : null;
+        this.gate = capacityBytes > 0 ? new CapacityGate<>("nixl", capacityBytes, config.highWater(),
+                config.lowWater(), index, this::evict) : null;
         if (gate != null) {
             gate.start();
         }
@@ -100,7 +111,7 @@ public final class NixlPageStore extends AbstractPageStore {
                     : layout.defaultCapacityBytes(found.stream().mapToLong(StorageLayout.Found::bytes).sum());
             NixlPageStore store = new NixlPageStore(config, agent, plugin.name(), layout, found, capacity);
             LOG.log(Level.INFO, () -> "nixl store: plugin " + store.pluginName + " at " + store.location() + ", "
-                    + store.index.pages() + " pages found" + (store.gate == null ? ", no capacity limit"
+                    + store.index.size() + " pages found" + (store.gate == null ? ", no capacity limit"
                     : ", capacity " + Units.formatBytes(store.gate.capacityBytes())));
             return store;
         } catch (IOException | RuntimeException e) {
@@ -197,7 +208,7 @@ public final class NixlPageStore extends AbstractPageStore {
             case SUCCESS -> {
                 String problem = PageTrailer.problem(trailer, key, page, PageChecksum.of(page));
                 if (problem == null) {
-                    index.touch(name, System.currentTimeMillis());
+                    index.touch(name);
                     result.set(i, PageStatus.OK);
                 } else {
                     LOG.log(Level.WARNING, () -> "nixl store: page " + name + " is damaged (" + problem + "); removed");
@@ -273,16 +284,16 @@ public final class NixlPageStore extends AbstractPageStore {
                     long stored = sources.page(i).byteSize() + PageTrailer.BYTES;
                     if (statuses[i] == NixlStatus.SUCCESS) {
                         registrations.invalidate(name);
-                        long replaced = index.add(name, stored, System.currentTimeMillis());
-                        release(replaced);
+                        index.remove(name); // a concurrent put of the same page wrote it too: keep one entry
+                        index.insert(name, stored);
                         early.set(i, PageStatus.OK);
                     } else {
-                        release(stored);
                         boolean stopped = statuses[i] == NixlStatus.ERR_CANCELED || statuses[i] == NixlStatus.IN_PROG
                                 || statuses[i] == NixlStatus.ERR_TIMED_OUT;
                         early.set(i, stopped ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
                                 stopped ? "stopped by the deadline" : statuses[i] + ": " + transfers.detail(i));
                     }
+                    release(stored); // a page written is in the index now, which counts it
                 }
                 return early.build();
             } finally {
@@ -327,24 +338,22 @@ public final class NixlPageStore extends AbstractPageStore {
         try {
             registrations.invalidateAll(prefix);
             layout.clear(namespaceId);
-            release(index.removeAll(prefix));
+            for (String name : index.keys(n -> prefix == null || n.startsWith(prefix))) {
+                index.remove(name);
+            }
             return CompletableFuture.completedFuture(null);
         } catch (IOException | RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
     }
 
-    /** The cleaner: deletes the least recently used pages holding about {@code bytes}. */
-    private long evict(long bytes) throws IOException {
-        long freed = 0;
-        for (String name : index.oldest(bytes)) {
-            registrations.invalidate(name);
-            layout.delete(name);
-            long b = index.remove(name);
-            release(b);
-            freed += b;
+    /** The cleaner: deletes the least recently used pages, which the gate claimed. */
+    private void evict(List<PageUsageIndex.Claimed<String>> pages) throws IOException {
+        for (PageUsageIndex.Claimed<String> page : pages) {
+            registrations.invalidate(page.key());
+            layout.delete(page.key());
+            index.removeEntry(page.entry());
         }
-        return freed;
     }
 
     private void discard(String name) {
@@ -358,9 +367,10 @@ public final class NixlPageStore extends AbstractPageStore {
     }
 
     private void forget(String name) {
-        release(index.remove(name));
+        index.remove(name);
     }
 
+    /** Gives back a put's reservation. */
     private void release(long bytes) {
         if (gate != null && bytes > 0) {
             gate.release(bytes);
@@ -392,13 +402,8 @@ public final class NixlPageStore extends AbstractPageStore {
     /* ---------------------------------------------------------------- stats and closing */
 
     @Override
-    protected long storedPages() {
-        return index.pages();
-    }
-
-    @Override
-    protected long storedBytes() {
-        return index.bytes();
+    protected Optional<PageUsageIndex<?>> usageIndex() {
+        return Optional.of(index);
     }
 
     @Override
