@@ -37,6 +37,8 @@ final class Layout {
             pkg("io.hicache.testkit", "hicache-testkit", 0, true),
             // storage-file
             pkg("io.hicache.storage.file", "storage-file", 0, true),
+            // storage-rocksdb
+            pkg("io.hicache.storage.rocksdb", "storage-rocksdb", 0, true),
             // storage-s3
             pkg("io.hicache.storage.s3.client", "storage-s3", 0, true),
             pkg("io.hicache.storage.s3", "storage-s3", 1, true),
@@ -70,14 +72,15 @@ final class Layout {
             Map.entry("hicache-cuda", Set.of("hicache-core")),
             Map.entry("hicache-testkit", Set.of("hicache-core")),
             Map.entry("storage-file", Set.of("hicache-core")),
+            Map.entry("storage-rocksdb", Set.of("hicache-core", "storage-file")),
             Map.entry("storage-s3", Set.of("hicache-core")),
             Map.entry("storage-nixl", Set.of("hicache-core", "storage-s3")),
             Map.entry("storage-remote", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),
             Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server")),
-            Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-testkit", "storage-file", "storage-s3",
-                    "storage-nixl", "storage-remote", "transfer", "server", "hicache-cli")));
+            Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-testkit", "storage-file", "storage-rocksdb",
+                    "storage-s3", "storage-nixl", "storage-remote", "transfer", "server", "hicache-cli")));
 
     /**
      * Internal packages a module may use all the same, each with its reason. The bench measures the radix tree on its

@@ -13,17 +13,18 @@ import java.util.HexFormat;
  * @param namespaceId {@link Namespace#id()}: 32 lowercase hex characters
  * @param hash        the page hash
  */
-record PageId(String namespaceId, PageHash hash) {
+public record PageId(String namespaceId, PageHash hash) {
     /** Length of {@link #toBytes()}: the namespace id's 16 bytes, then the hash's 32. */
-    static final int BYTES = Namespace.ID_BYTES + PageHash.BYTES;
+    public static final int BYTES = Namespace.ID_BYTES + PageHash.BYTES;
     private static final HexFormat HEX = HexFormat.of();
 
-    PageId {
+    public PageId {
         Checks.requireArgument(isNamespaceId(namespaceId), "not a namespace id: '%s'", namespaceId);
         Checks.checkNotNull(hash, "hash");
     }
 
-    static PageId of(StoreKey key) {
+    /** The identity of {@code key}. */
+    public static PageId of(StoreKey key) {
         return new PageId(key.namespace().id(), key.hash());
     }
 
@@ -43,7 +44,7 @@ record PageId(String namespaceId, PageHash hash) {
     }
 
     /** The namespace id's raw bytes then the hash's: sorts pages by namespace, so a namespace is one key range. */
-    byte[] toBytes() {
+    public byte[] toBytes() {
         byte[] out = new byte[BYTES];
         System.arraycopy(HEX.parseHex(namespaceId), 0, out, 0, Namespace.ID_BYTES);
         hash.writeTo(out, Namespace.ID_BYTES);
@@ -51,13 +52,13 @@ record PageId(String namespaceId, PageHash hash) {
     }
 
     /** The inverse of {@link #toBytes()}. */
-    static PageId fromBytes(byte[] bytes) {
+    public static PageId fromBytes(byte[] bytes) {
         Checks.requireArgument(bytes.length == BYTES, "a page id is %d bytes, got %d", BYTES, bytes.length);
         return new PageId(HEX.formatHex(bytes, 0, Namespace.ID_BYTES), PageHash.fromBytes(bytes, Namespace.ID_BYTES));
     }
 
     /** The namespace id's raw bytes: the first key of the namespace's range. */
-    static byte[] namespacePrefix(String namespaceId) {
+    public static byte[] namespacePrefix(String namespaceId) {
         Checks.requireArgument(isNamespaceId(namespaceId), "not a namespace id: '%s'", namespaceId);
         return HEX.parseHex(namespaceId);
     }

@@ -18,9 +18,10 @@ import java.util.stream.Stream;
  * store (a folder that holds other things is refused, since clearing a store deletes what is in it), and locked, so
  * that one store at a time, in this process or another, owns it; the lock goes with the process if it dies.
  *
- * <p>Not thread-safe; the store opens and closes it. Owns the lock file's channel.
+ * <p>Shared by the local stores ({@code file}, {@code rocksdb}). Not thread-safe; the store opens and closes it. Owns
+ * the lock file's channel.
  */
-final class StoreRoot implements AutoCloseable {
+public final class StoreRoot implements AutoCloseable {
     private static final String LOCK_FILE = ".lock";
 
     private final Path root;
@@ -33,7 +34,7 @@ final class StoreRoot implements AutoCloseable {
      * @throws HiCacheException {@link ErrorCode#STORE_UNAVAILABLE} when the folder cannot be made, holds other
      *     things, or another store has it
      */
-    StoreRoot(Path root, String kind) {
+    public StoreRoot(Path root, String kind) {
         this.root = root.toAbsolutePath().normalize();
         Path marker = this.root.resolve("hicache-" + kind + "-store");
         try {
@@ -79,7 +80,7 @@ final class StoreRoot implements AutoCloseable {
         }
     }
 
-    Path path() {
+    public Path path() {
         return root;
     }
 

@@ -1,4 +1,4 @@
-package io.hicache.storage.file;
+package io.hicache.storage.rocksdb;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
@@ -16,6 +16,8 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.usage.PageUsageIndex;
+import io.hicache.storage.file.PageId;
+import io.hicache.storage.file.StoreRoot;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;

@@ -1,4 +1,4 @@
-package io.hicache.storage.file;
+package io.hicache.storage.rocksdb;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,7 +7,11 @@ import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
@@ -25,6 +29,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class RocksDbPageStoreTest {
+    private static final Namespace NS = Namespace.of("rocksdb-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+
+    /** A key of page {@code n} in group {@code group}. */
+    private static StoreKey key(int group, int n) {
+        return NS.key(PageHash.fromHex(String.format("%08x%08x", group, n) + "0".repeat(47) + "1"));
+    }
+
     @TempDir
     Path dir;
 
@@ -58,7 +69,7 @@ class RocksDbPageStoreTest {
         int pageBytes = 64 * 1024;
         List<StoreKey> keys = new ArrayList<>();
         for (int i = 0; i < 64; i++) {
-            keys.add(FilePageStoreTest.key(9, i));
+            keys.add(key(9, i));
         }
         try (Arena arena = Arena.ofShared()) {
             try (RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {

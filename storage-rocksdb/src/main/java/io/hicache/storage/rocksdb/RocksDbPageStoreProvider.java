@@ -1,4 +1,4 @@
-package io.hicache.storage.file;
+package io.hicache.storage.rocksdb;
 
 import io.hicache.core.config.Setting;
 import io.hicache.core.store.PageStore;

@@ -1,4 +1,4 @@
-package io.hicache.storage.file;
+package io.hicache.storage.rocksdb;
 
 import io.hicache.core.store.PageStore;
 import io.hicache.testkit.PageCorrupter;
@@ -10,6 +10,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** The conformance kit against the RocksDB store, with and without fsync. */
 class RocksDbPageStoreConformanceTest {
+    /** As the file store's kit: room for the kit's largest case, small enough that eviction is exercised. */
+    static final long CAPACITY = 48L << 20;
+
     abstract static class Kit extends PageStoreConformanceKit {
         abstract RocksDbStoreConfig config();
 
@@ -31,7 +34,7 @@ class RocksDbPageStoreConformanceTest {
 
         @Override
         RocksDbStoreConfig config() {
-            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(FilePageStoreConformanceTest.CAPACITY);
+            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(CAPACITY);
         }
     }
 
@@ -42,7 +45,7 @@ class RocksDbPageStoreConformanceTest {
 
         @Override
         RocksDbStoreConfig config() {
-            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(FilePageStoreConformanceTest.CAPACITY)
+            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(CAPACITY)
                     .withFsync(true);
         }
     }

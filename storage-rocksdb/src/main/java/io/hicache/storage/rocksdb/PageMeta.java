@@ -1,4 +1,4 @@
-package io.hicache.storage.file;
+package io.hicache.storage.rocksdb;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
