@@ -33,10 +33,11 @@ import java.util.function.Predicate;
  * <p><b>Memory.</b> Each entry is one record of three {@code long}s in a single array (previous and next slot;
  * generation, pin count and marks; bytes and the key's hash: 24 bytes, so that a walk or a removal touches one place),
  * plus the key's reference (4 bytes with compressed references) and a key-to-slot table of 8-byte cells at most 3/4
- * full (10.7 to 21.3 bytes per entry): about 40 bytes, the keys themselves being the caller's. With namespaces a
- * record is five {@code long}s (16 bytes more: the namespace list's links and the namespace's number). Slot arrays
- * grow by half when full and are not shrunk; freed slots are reused first. {@code ./hicache bench index} measures it
- * at 10^7 entries (figures in {@code docs/benchmarks.md}). An entry's bytes must be below 4 GiB.
+ * full (10.7 to 21.3 bytes per entry); the keys themselves are the caller's. With namespaces a record is five
+ * {@code long}s (16 bytes more: the namespace list's links and the namespace's number). Slot arrays grow by half when
+ * full and are not shrunk; freed slots are reused first. Measured at 10^7 entries ({@code ./hicache bench index},
+ * {@code docs/benchmarks.md}): 42.8 bytes per entry, 59.1 with namespaces. An entry's bytes must be below 4 GiB; an
+ * index holds at most 2^31 / 3 entries (2^31 / 5 with namespaces).
  *
  * <p>Keys must be immutable as far as {@code equals} and {@code hashCode} go. Thread-safe: every call holds one
  * internal lock, briefly; the namespace function runs outside it, a {@link Candidates#matching filter} inside it, so
@@ -133,7 +134,7 @@ public final class PageUsageIndex<K> {
             this.order = order;
         }
 
-        /** Tracks entries and bytes per namespace, {@code namespaceOf} telling a key's (12 more bytes an entry). */
+        /** Tracks entries and bytes per namespace, {@code namespaceOf} telling a key's (16 more bytes an entry). */
         public Builder<K> namespaces(Function<? super K, String> namespaceOf) {
             this.namespaceOf = Checks.checkNotNull(namespaceOf, "namespaceOf");
             return this;
@@ -179,10 +180,10 @@ public final class PageUsageIndex<K> {
         this.namespaceOf = b.namespaceOf;
         this.namespaces = namespaceOf == null ? null : new NamespaceLists();
         this.stride = namespaces == null ? 3 : 5;
-        this.table = new SlotTable(b.expectedEntries);
         int slots = Math.max(MIN_SLOTS, b.expectedEntries);
         Checks.requireArgument(slots <= maxSlots(), "expectedEntries %d is over the most an index can hold, %d",
                 b.expectedEntries, maxSlots());
+        this.table = new SlotTable(b.expectedEntries);
         keys = new Object[slots];
         records = new long[slots * stride];
     }

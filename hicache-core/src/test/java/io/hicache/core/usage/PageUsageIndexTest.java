@@ -231,6 +231,23 @@ class PageUsageIndexTest {
     }
 
     @Test
+    void anIndexSizedUpFrontDoesNotGrowAndEntryBytesAreChecked() {
+        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.INSERTION).expectedEntries(1_000).build();
+        long[] before = index.capacities();
+        for (int i = 0; i < 1_000; i++) {
+            index.insert(i, 0xFFFF_FFFFL);
+        }
+        assertEquals(before[0], index.capacities()[0], "the slots grew");
+        assertEquals(before[1], index.capacities()[1], "the table grew");
+        assertEquals(1_000 * 0xFFFF_FFFFL, index.bytes(), "bytes are kept as unsigned 32-bit values");
+        assertThrows(IllegalArgumentException.class, () -> index.insert(-1, 1L << 32));
+        assertThrows(IllegalArgumentException.class, () -> index.insert(-1, -1));
+        assertThrows(IllegalArgumentException.class,
+                () -> PageUsageIndex.<Integer>builder(Order.INSERTION).expectedEntries(Integer.MAX_VALUE).build());
+        index.checkInvariants();
+    }
+
+    @Test
     void manyThreadsKeepTheTotalsRight() throws Exception {
         PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.RECENCY).namespaces(k -> "n" + k % 3)
                 .build();
