@@ -1,5 +1,6 @@
 package io.hicache.bench.server;
 
+import io.hicache.core.util.Threads;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -114,7 +115,7 @@ final class ServerProcess implements AutoCloseable {
 
     /** Keeps reading a child's output so that it never blocks on a full pipe; lines go to this process's stderr. */
     private static void drain(BufferedReader out) {
-        Thread t = new Thread(() -> {
+        Threads.start("bench-server-output", () -> {
             try {
                 String line;
                 while ((line = out.readLine()) != null) {
@@ -123,9 +124,7 @@ final class ServerProcess implements AutoCloseable {
             } catch (IOException ignored) {
                 // the child is gone
             }
-        }, "bench-server-output");
-        t.setDaemon(true);
-        t.start();
+        });
     }
 
     @Override

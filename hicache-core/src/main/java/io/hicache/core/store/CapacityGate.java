@@ -54,16 +54,6 @@ public final class CapacityGate<K> implements AutoCloseable {
     private boolean closed;
 
     /**
-     * A gate over the pages in {@code index} that starts evicting only past the capacity.
-     *
-     * @param lowWaterRatio where eviction stops, as a fraction of the capacity, in (0, 1]
-     */
-    public CapacityGate(String name, long capacityBytes, double lowWaterRatio, PageUsageIndex<K> index,
-            Evictor<K> evictor) {
-        this(name, capacityBytes, 1.0, lowWaterRatio, index, evictor);
-    }
-
-    /**
      * A gate over the pages in {@code index}.
      *
      * @param highWaterRatio where eviction starts, as a fraction of the capacity, in [lowWaterRatio, 1]

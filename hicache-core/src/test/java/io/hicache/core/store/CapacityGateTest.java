@@ -61,7 +61,7 @@ class CapacityGateTest {
     @Test
     void aReservationWaitsForRoomAndGivesUpAtItsDeadline() throws Exception {
         AtomicBoolean evicting = new AtomicBoolean(false);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 0.5, index, pages -> {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 1.0, 0.5, index, pages -> {
             if (evicting.get()) {
                 removeAll(pages);
             }
@@ -82,7 +82,7 @@ class CapacityGateTest {
     @Test
     void pinnedPagesStayAndAFailingEvictionIsRetried() throws Exception {
         AtomicBoolean fail = new AtomicBoolean(true);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 300, 0.5, index, pages -> {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 300, 1.0, 0.5, index, pages -> {
             if (fail.get()) {
                 throw new java.io.IOException("disk says no");
             }
@@ -105,7 +105,7 @@ class CapacityGateTest {
 
     @Test
     void releasingMoreThanWasReservedIsABug() throws Exception {
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 0.5, index, this::removeAll)) {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 1.0, 0.5, index, this::removeAll)) {
             assertTrue(gate.reserve(100, Deadline.after(Duration.ofSeconds(1))));
             assertThrows(IllegalStateException.class, () -> gate.release(200));
         }

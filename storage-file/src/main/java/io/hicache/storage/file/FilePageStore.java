@@ -17,6 +17,7 @@ import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.usage.PageUsageIndex;
+import io.hicache.core.util.Threads;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
@@ -37,7 +38,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -85,10 +85,8 @@ public final class FilePageStore extends AbstractPageStore {
         long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + openReport.bytes()));
         this.io = new PageFileIo(paths, config.directIo(), config.fsync(), blockSize, config.ioThreads());
-        AtomicInteger threadNumber = new AtomicInteger();
-        this.ioThreads = Executors.newFixedThreadPool(config.ioThreads(), r -> Thread.ofPlatform().daemon()
-                .name("hicache-file-io-" + threadNumber.incrementAndGet()).unstarted(r));
-        this.gate = new CapacityGate<>("file", Math.max(1, capacity), config.lowWater(), index.stored(), this::evict);
+        this.ioThreads = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("file-io"));
+        this.gate = new CapacityGate<>("file", Math.max(1, capacity), 1.0, config.lowWater(), index.stored(), this::evict);
         gate.start();
         LOG.log(Level.INFO, () -> "file store at " + root.path() + ": " + openReport + "; capacity "
                 + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")

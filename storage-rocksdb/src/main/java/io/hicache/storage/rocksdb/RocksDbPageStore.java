@@ -16,6 +16,7 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.usage.PageUsageIndex;
+import io.hicache.core.util.Threads;
 import io.hicache.storage.file.PageId;
 import io.hicache.storage.file.StoreRoot;
 import java.io.IOException;
@@ -38,7 +39,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -96,10 +96,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
         loadMeta();
         long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + writeOrder.bytes()));
-        AtomicInteger threadNumber = new AtomicInteger();
-        this.calls = Executors.newFixedThreadPool(config.ioThreads(), r -> Thread.ofPlatform().daemon()
-                .name("hicache-rocksdb-io-" + threadNumber.incrementAndGet()).unstarted(r));
-        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity), config.lowWater(), writeOrder, this::evict);
+        this.calls = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("rocksdb-io"));
+        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity), 1.0, config.lowWater(), writeOrder, this::evict);
         gate.start();
         long millis = (System.nanoTime() - start) / 1_000_000;
         LOG.log(Level.INFO, () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
