@@ -6,7 +6,8 @@ import java.util.BitSet;
 
 /**
  * The argument checks every device runtime applies to a copy before it starts, so all runtimes reject the same
- * mistakes with the same messages. Stateless.
+ * mistakes with the same messages. Part of the device runtime SPI (for implementations such as the emulated and CUDA
+ * runtimes), not of the API an engine calls. Stateless.
  */
 public final class CopyChecks {
     private CopyChecks() {

@@ -8,7 +8,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The completion side of a {@link KvCopy}: a runtime reports each layer as its bytes land, in any order, and
- * the layer futures complete strictly in layer order. Thread-safe.
+ * the layer futures complete strictly in layer order. Part of the device runtime SPI (implementations build their
+ * {@code KvCopy} on it); engines see only {@link KvCopy}. Thread-safe.
  */
 public final class LayerSignals implements KvCopy {
     private final CompletableFuture<Void>[] layers;
