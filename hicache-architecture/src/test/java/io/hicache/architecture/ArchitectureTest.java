@@ -1,38 +1,57 @@
 package io.hicache.architecture;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.core.importer.Location;
 import io.hicache.architecture.fixture.ArchFixtureUnmapped;
+import io.hicache.bench.ArchFixtureAllowedInternal;
 import io.hicache.bench.ArchFixtureUseOfInternal;
 import io.hicache.core.page.ArchFixtureUpwardImport;
+import io.hicache.storage.file.ArchFixtureLegalImports;
+import io.hicache.storage.file.ArchFixtureUnmappedTarget;
 import io.hicache.storage.file.ArchFixtureUseOfUndeclaredModule;
 import io.hicache.transfer.ArchFixtureEngineSide;
+import io.hicache.transfer.ArchFixtureEngineUsesPlugin;
 import io.hicache.transfer.spi.ArchFixtureSpiSide;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Reads the compiled main classes of every module (the jars on this module's test class path, test jars excluded) and
- * checks them against {@link Layout}. The fixture classes show that each rule fails on the violation it is for.
+ * Reads the compiled main classes of every module, and the two kits shipped in test jars, from this module's test class
+ * path and checks them against {@link Layout}. The fixture classes show that each rule fails on the violation it is for,
+ * and passes what it should.
  */
 class ArchitectureTest {
     private static JavaClasses main;
 
     @BeforeAll
     static void importMainClasses() {
-        main = new ClassFileImporter()
-                .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-                .withImportOption(location -> !location.contains("-tests.jar") && !location.contains("/test-classes/"))
-                .importPackages("io.hicache");
-        assertTrue(main.size() > 200, "expected the main classes of every module, found " + main.size());
+        main = new ClassFileImporter().withImportOption(ArchitectureTest::isMainOrKit).importPackages("io.hicache");
+    }
+
+    /** Main classes, plus the kits of the test jars; no other test classes (this module's fixtures among them). */
+    private static boolean isMainOrKit(Location location) {
+        String where = location.toString();
+        if (where.contains("/io/hicache/cuda/kit/") || where.contains("/io/hicache/transfer/kit/")) {
+            return !where.contains("/hicache-architecture/");
+        }
+        return !where.contains("-tests.jar") && !where.contains("/test-classes/");
     }
 
     @Test
-    void everyPackageIsInTheLayout() {
+    void everyPackageOfTheLayoutIsPresentAndNoOtherIs() {
+        Set<String> imported = main.stream().map(JavaClass::getPackageName).collect(Collectors.toCollection(TreeSet::new));
+        Set<String> listed = Layout.PACKAGES.stream().map(Layout.Pkg::name).collect(Collectors.toCollection(TreeSet::new));
+        assertEquals(listed, imported, "packages of the class path (right) against Layout.PACKAGES (left): a module is "
+                + "missing from this module's test class path, or the table has a dead entry");
         LayoutRules.everyPackageIsInTheTable().check(main);
     }
 
@@ -46,40 +65,62 @@ class ArchitectureTest {
         LayoutRules.noPackageCycles().check(main);
     }
 
+    @Test
+    void theModuleEdgesAreThePomsEdges() throws Exception {
+        assertEquals(Layout.MODULE_DEPENDENCIES, Poms.compileDependencies(), "Layout.MODULE_DEPENDENCIES against the "
+                + "compile-scope HiCache dependencies of the POMs");
+    }
+
     /* ---------------------------------------------------------------- the rules have teeth */
 
     @Test
+    void legalImportsPass() {
+        LayoutRules.importsFollowTheLayout().check(new ClassFileImporter().importClasses(ArchFixtureLegalImports.class,
+                ArchFixtureAllowedInternal.class));
+    }
+
+    @Test
     void anImportUpTheLayersFails() {
-        JavaClasses bad = new ClassFileImporter().importClasses(ArchFixtureUpwardImport.class);
-        AssertionError e = assertThrows(AssertionError.class, () -> LayoutRules.importsFollowTheLayout().check(bad));
-        assertTrue(e.getMessage().contains("points up the layers of hicache-core"), e.getMessage());
+        assertViolation(LayoutRules.importsFollowTheLayout(), "points up the layers of hicache-core",
+                ArchFixtureUpwardImport.class);
     }
 
     @Test
     void aUseOfAnotherModulesInternalPackageFails() {
-        JavaClasses bad = new ClassFileImporter().importClasses(ArchFixtureUseOfInternal.class);
-        AssertionError e = assertThrows(AssertionError.class, () -> LayoutRules.importsFollowTheLayout().check(bad));
-        assertTrue(e.getMessage().contains("is internal to storage-nixl"), e.getMessage());
+        assertViolation(LayoutRules.importsFollowTheLayout(), "is internal to transfer", ArchFixtureUseOfInternal.class);
+    }
+
+    @Test
+    void aUseOfAPlugInFromItsOwnModuleFails() {
+        assertViolation(LayoutRules.importsFollowTheLayout(), "is a plug-in of transfer", ArchFixtureEngineUsesPlugin.class);
     }
 
     @Test
     void aUseOfAModuleThePomDoesNotDeclareFails() {
-        JavaClasses bad = new ClassFileImporter().importClasses(ArchFixtureUseOfUndeclaredModule.class);
-        AssertionError e = assertThrows(AssertionError.class, () -> LayoutRules.importsFollowTheLayout().check(bad));
-        assertTrue(e.getMessage().contains("module storage-file may not depend on module storage-s3"), e.getMessage());
+        assertViolation(LayoutRules.importsFollowTheLayout(), "module storage-file may not depend on module storage-s3",
+                ArchFixtureUseOfUndeclaredModule.class);
+    }
+
+    @Test
+    void aUseOfAPackageMissingFromTheTableFails() {
+        assertViolation(LayoutRules.importsFollowTheLayout(), "which is not in Layout.PACKAGES",
+                ArchFixtureUnmappedTarget.class);
     }
 
     @Test
     void aPackageCycleFails() {
-        JavaClasses bad = new ClassFileImporter().importClasses(ArchFixtureSpiSide.class, ArchFixtureEngineSide.class);
-        AssertionError e = assertThrows(AssertionError.class, () -> LayoutRules.noPackageCycles().check(bad));
-        assertTrue(e.getMessage().contains("Cycle detected"), e.getMessage());
+        assertViolation(LayoutRules.noPackageCycles(), "Cycle detected", ArchFixtureSpiSide.class,
+                ArchFixtureEngineSide.class);
     }
 
     @Test
-    void aPackageMissingFromTheTableFails() {
-        JavaClasses bad = new ClassFileImporter().importClasses(ArchFixtureUnmapped.class);
-        AssertionError e = assertThrows(AssertionError.class, () -> LayoutRules.everyPackageIsInTheTable().check(bad));
-        assertTrue(e.getMessage().contains("is not in Layout.PACKAGES"), e.getMessage());
+    void aClassInAPackageMissingFromTheTableFails() {
+        assertViolation(LayoutRules.everyPackageIsInTheTable(), "is not in Layout.PACKAGES", ArchFixtureUnmapped.class);
+    }
+
+    private static void assertViolation(com.tngtech.archunit.lang.ArchRule rule, String expected, Class<?>... classes) {
+        JavaClasses bad = new ClassFileImporter().importClasses(classes);
+        AssertionError e = assertThrows(AssertionError.class, () -> rule.check(bad));
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
     }
 }

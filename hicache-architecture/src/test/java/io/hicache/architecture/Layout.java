@@ -6,70 +6,89 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * The layout the architecture test enforces, in one table: every package of main code, the module that holds it, its
- * rank in the module's layer order, and whether other modules may use it (API or SPI) or not (internal). Plus which
- * module may depend on which. docs/architecture.md draws the same graph; change both together.
+ * The layout the architecture test enforces, in one table: every package of main code (and of the two kits shipped in
+ * test jars), the module that holds it, its rank in the module's layer order, and its kind. Plus which module may
+ * depend on which. docs/architecture.md draws the same graph; change both together.
  */
 final class Layout {
-    /** One package of main code. A class may use packages of its own module of the same or a lower rank. */
-    record Pkg(String name, String module, int rank, boolean api) {
+    /** What other packages may do with a package. */
+    enum Kind {
+        /** API or SPI: any package of a module that may depend on this one may use it. */
+        API,
+        /** Internal: only packages of its own module (of a higher or the same rank) may use it. */
+        INTERNAL,
+        /**
+         * A plug-in found by {@code ServiceLoader}: internal, and no other package uses it, not even of its own module,
+         * so the module's engine cannot come to depend on one plug-in (an RDMA transport, another NIXL plugin can be
+         * added without touching it).
+         */
+        PLUGIN
+    }
+
+    /** One package. A class may use packages of its own module of the same or a lower rank (plug-ins excepted). */
+    record Pkg(String name, String module, int rank, Kind kind) {
     }
 
     static final List<Pkg> PACKAGES = List.of(
             // hicache-core, bottom up
-            pkg("io.hicache.core.util", "hicache-core", 0, true),
-            pkg("io.hicache.core", "hicache-core", 1, true),
-            pkg("io.hicache.core.config", "hicache-core", 2, true),
-            pkg("io.hicache.core.page", "hicache-core", 2, true),
-            pkg("io.hicache.core.key", "hicache-core", 3, true),
-            pkg("io.hicache.core.usage", "hicache-core", 3, true),
-            pkg("io.hicache.core.store", "hicache-core", 4, true),
-            pkg("io.hicache.core.memory", "hicache-core", 4, true),
-            pkg("io.hicache.core.tree", "hicache-core", 4, false),
-            pkg("io.hicache.core.store.memory", "hicache-core", 5, true),
-            pkg("io.hicache.core.memory.emulated", "hicache-core", 5, true),
-            pkg("io.hicache.core.memory.host", "hicache-core", 5, true),
-            pkg("io.hicache.core.cache", "hicache-core", 6, true),
-            // hicache-cuda
-            pkg("io.hicache.cuda", "hicache-cuda", 0, true),
-            pkg("io.hicache.cuda.kit", "hicache-cuda", 1, true), // the CUDA kits, in the test jar
+            pkg("io.hicache.core.util", "hicache-core", 0, Kind.API),
+            pkg("io.hicache.core", "hicache-core", 1, Kind.API),
+            pkg("io.hicache.core.config", "hicache-core", 2, Kind.API),
+            pkg("io.hicache.core.page", "hicache-core", 2, Kind.API),
+            pkg("io.hicache.core.key", "hicache-core", 3, Kind.API),
+            pkg("io.hicache.core.usage", "hicache-core", 3, Kind.API),
+            pkg("io.hicache.core.store", "hicache-core", 4, Kind.API),
+            pkg("io.hicache.core.memory", "hicache-core", 4, Kind.API),
+            pkg("io.hicache.core.tree", "hicache-core", 4, Kind.INTERNAL),
+            pkg("io.hicache.core.store.memory", "hicache-core", 5, Kind.API),
+            pkg("io.hicache.core.memory.emulated", "hicache-core", 5, Kind.API),
+            pkg("io.hicache.core.memory.host", "hicache-core", 5, Kind.API),
+            pkg("io.hicache.core.cache", "hicache-core", 6, Kind.API),
+            // hicache-cuda, and the CUDA kits in its test jar
+            pkg("io.hicache.cuda", "hicache-cuda", 0, Kind.API),
+            pkg("io.hicache.cuda.kit", "hicache-cuda-kit", 0, Kind.API),
             // hicache-testkit
-            pkg("io.hicache.testkit", "hicache-testkit", 0, true),
-            // storage-file
-            pkg("io.hicache.storage.file", "storage-file", 0, true),
-            // storage-rocksdb
-            pkg("io.hicache.storage.rocksdb", "storage-rocksdb", 0, true),
+            pkg("io.hicache.testkit", "hicache-testkit", 0, Kind.API),
+            // storage-file, storage-rocksdb
+            pkg("io.hicache.storage.file", "storage-file", 0, Kind.API),
+            pkg("io.hicache.storage.rocksdb", "storage-rocksdb", 0, Kind.API),
             // storage-s3
-            pkg("io.hicache.storage.s3.client", "storage-s3", 0, true),
-            pkg("io.hicache.storage.s3", "storage-s3", 1, true),
+            pkg("io.hicache.storage.s3.client", "storage-s3", 0, Kind.API),
+            pkg("io.hicache.storage.s3", "storage-s3", 1, Kind.API),
             // storage-nixl
-            pkg("io.hicache.storage.nixl.spi", "storage-nixl", 0, true),
-            pkg("io.hicache.storage.nixl.posix", "storage-nixl", 1, false),
-            pkg("io.hicache.storage.nixl.obj", "storage-nixl", 1, false),
-            pkg("io.hicache.storage.nixl", "storage-nixl", 2, true),
+            pkg("io.hicache.storage.nixl.spi", "storage-nixl", 0, Kind.API),
+            pkg("io.hicache.storage.nixl.posix", "storage-nixl", 1, Kind.PLUGIN),
+            pkg("io.hicache.storage.nixl.obj", "storage-nixl", 1, Kind.PLUGIN),
+            pkg("io.hicache.storage.nixl", "storage-nixl", 2, Kind.API),
             // storage-remote
-            pkg("io.hicache.storage.remote.protocol", "storage-remote", 0, true),
-            pkg("io.hicache.storage.remote", "storage-remote", 1, true),
-            // transfer
-            pkg("io.hicache.transfer.spi", "transfer", 0, true),
-            pkg("io.hicache.transfer.frame", "transfer", 0, false),
-            pkg("io.hicache.transfer.control", "transfer", 1, false),
-            pkg("io.hicache.transfer.tcp", "transfer", 1, false),
-            pkg("io.hicache.transfer.shm", "transfer", 1, false),
-            pkg("io.hicache.transfer", "transfer", 2, true),
-            pkg("io.hicache.transfer.pd", "transfer", 3, true),
+            pkg("io.hicache.storage.remote.protocol", "storage-remote", 0, Kind.API),
+            pkg("io.hicache.storage.remote", "storage-remote", 1, Kind.API),
+            // transfer: the SPI below everything, the engine above the control connection, never on a transport
+            pkg("io.hicache.transfer.spi", "transfer", 0, Kind.API),
+            pkg("io.hicache.transfer.frame", "transfer", 1, Kind.INTERNAL),
+            pkg("io.hicache.transfer.control", "transfer", 2, Kind.INTERNAL),
+            pkg("io.hicache.transfer.tcp", "transfer", 2, Kind.PLUGIN),
+            pkg("io.hicache.transfer.shm", "transfer", 2, Kind.PLUGIN),
+            pkg("io.hicache.transfer", "transfer", 3, Kind.API),
+            pkg("io.hicache.transfer.pd", "transfer", 4, Kind.API),
+            pkg("io.hicache.transfer.kit", "transfer-kit", 0, Kind.API),
             // server
-            pkg("io.hicache.server.daemon", "server", 0, true),
+            pkg("io.hicache.server.daemon", "server", 0, Kind.API),
             // hicache-cli
-            pkg("io.hicache.cli", "hicache-cli", 0, true),
+            pkg("io.hicache.cli", "hicache-cli", 0, Kind.API),
             // hicache-bench
-            pkg("io.hicache.bench", "hicache-bench", 0, false),
-            pkg("io.hicache.bench.server", "hicache-bench", 1, false));
+            pkg("io.hicache.bench", "hicache-bench", 0, Kind.INTERNAL),
+            pkg("io.hicache.bench.server", "hicache-bench", 1, Kind.INTERNAL));
 
-    /** Which modules each module's main code may use (besides itself); the POMs declare the same edges. */
+    /**
+     * Which modules each module's main code may use (besides itself): the compile-scope HiCache dependencies of its POM,
+     * exactly ({@code ArchitectureTest} compares). {@code hicache-cuda-kit} and {@code transfer-kit} are the test jars of
+     * hicache-cuda and transfer.
+     */
     static final Map<String, Set<String>> MODULE_DEPENDENCIES = Map.ofEntries(
             Map.entry("hicache-core", Set.of()),
             Map.entry("hicache-cuda", Set.of("hicache-core")),
+            Map.entry("hicache-cuda-kit", Set.of("hicache-core", "hicache-cuda", "hicache-testkit")),
             Map.entry("hicache-testkit", Set.of("hicache-core")),
             Map.entry("storage-file", Set.of("hicache-core")),
             Map.entry("storage-rocksdb", Set.of("hicache-core", "storage-file")),
@@ -77,10 +96,12 @@ final class Layout {
             Map.entry("storage-nixl", Set.of("hicache-core", "storage-s3")),
             Map.entry("storage-remote", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
+            Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),
             Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server")),
-            Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-testkit", "storage-file", "storage-rocksdb",
-                    "storage-s3", "storage-nixl", "storage-remote", "transfer", "server", "hicache-cli")));
+            Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-cuda-kit", "hicache-testkit",
+                    "storage-file", "storage-rocksdb", "storage-s3", "storage-nixl", "storage-remote", "transfer", "server",
+                    "hicache-cli")));
 
     /**
      * Internal packages a module may use all the same, each with its reason. The bench measures the radix tree on its
@@ -92,8 +113,8 @@ final class Layout {
     private Layout() {
     }
 
-    private static Pkg pkg(String name, String module, int rank, boolean api) {
-        return new Pkg(name, module, rank, api);
+    private static Pkg pkg(String name, String module, int rank, Kind kind) {
+        return new Pkg(name, module, rank, kind);
     }
 
     /** The entry of {@code packageName}, if the table has one. */

@@ -33,8 +33,8 @@ final class LayoutRules {
     }
 
     /**
-     * A class uses its own module's packages of the same or a lower rank, and other modules only where its module may
-     * depend on them (the POMs' edges), and there only their API packages.
+     * A class uses its own module's packages of the same or a lower rank, never a plug-in package but its own, and other
+     * modules only where its module may depend on them (the POMs' edges), and there only their API packages.
      */
     static ArchRule importsFollowTheLayout() {
         return classes().that().resideInAPackage(ROOT + "..").should(new ArchCondition<>("import only down the layers") {
@@ -62,6 +62,13 @@ final class LayoutRules {
             return Optional.of("uses " + target.getPackageName() + ", which is not in Layout.PACKAGES");
         }
         Layout.Pkg to = found.get();
+        if (to.name().equals(from.name())) {
+            return Optional.empty();
+        }
+        if (to.kind() == Layout.Kind.PLUGIN) {
+            return Optional.of(to.name() + " is a plug-in of " + to.module() + ", found by ServiceLoader: no other package"
+                    + " may use it");
+        }
         if (to.module().equals(from.module())) {
             return to.rank() <= from.rank() ? Optional.empty() : Optional.of("points up the layers of " + from.module()
                     + " (" + from.name() + " rank " + from.rank() + " -> " + to.name() + " rank " + to.rank() + ")");
@@ -69,7 +76,8 @@ final class LayoutRules {
         if (!Layout.MODULE_DEPENDENCIES.getOrDefault(from.module(), Set.of()).contains(to.module())) {
             return Optional.of("module " + from.module() + " may not depend on module " + to.module());
         }
-        if (!to.api() && !Layout.INTERNAL_USE_ALLOWED.getOrDefault(from.module(), Set.of()).contains(to.name())) {
+        if (to.kind() != Layout.Kind.API
+                && !Layout.INTERNAL_USE_ALLOWED.getOrDefault(from.module(), Set.of()).contains(to.name())) {
             return Optional.of(to.name() + " is internal to " + to.module());
         }
         return Optional.empty();

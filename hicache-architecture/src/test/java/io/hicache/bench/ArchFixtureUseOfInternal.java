@@ -1,6 +1,6 @@
 package io.hicache.bench;
 
-import io.hicache.storage.nixl.posix.ArchFixtureInternalTarget;
+import io.hicache.transfer.frame.ArchFixtureInternalTarget;
 
 /** Architecture test fixture: a module using another module's internal package, which the API rule must refuse. */
 public final class ArchFixtureUseOfInternal {

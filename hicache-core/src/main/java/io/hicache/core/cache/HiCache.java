@@ -121,12 +121,18 @@ public final class HiCache implements AutoCloseable {
                 config.host().layout(), format.byteOrder());
         KvPool pool = runtime.createPool(format, devicePages);
         HostPagePool host = null;
+        PageStore configured = null;
         try {
             host = HostPagePool.open(config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages), runtime);
-            Optional<PageStore> l3 = store != null ? Optional.of(store) : config.storageBackend().map(name ->
-                    PageStores.open(new StoreConfig(name, config.settings())));
-            return new HiCache(config, namespace, format, pool, host, l3);
+            if (store == null) {
+                configured = config.storageBackend().map(name -> PageStores.open(new StoreConfig(name, config.settings())))
+                        .orElse(null);
+            }
+            return new HiCache(config, namespace, format, pool, host, Optional.ofNullable(store != null ? store : configured));
         } catch (RuntimeException e) {
+            if (configured != null) {
+                configured.close(); // a store given by the caller is closed by the builder
+            }
             if (host != null) {
                 host.close();
             }

@@ -8,7 +8,8 @@ import io.hicache.core.util.Checks;
 
 /**
  * Collects what a {@link HiCache} is opened with; {@link #open()} checks that every required part is set. Each part
- * may be set once (a second set is a mistake and is refused). Not thread-safe; use it on one thread and drop it.
+ * may be set once (a second set is a mistake and is refused), and a builder opens one cache. Not thread-safe; use it on
+ * one thread and drop it.
  *
  * <pre>{@code
  * HiCache cache = HiCache.builder()
@@ -27,6 +28,7 @@ public final class HiCacheBuilder {
     private int devicePages;
     private DeviceRuntime runtime;
     private PageStore store;
+    private boolean opened;
 
     HiCacheBuilder() {
     }
@@ -81,16 +83,19 @@ public final class HiCacheBuilder {
      * Opens the cache: a device pool, a host pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page
      * store set here or named by {@code hicache-storage-backend}, if any.
      *
-     * @throws IllegalStateException when a required part is missing
+     * @throws IllegalStateException when a required part is missing (a store set here is closed), or when this
+     *     builder opened a cache already
      * @throws io.hicache.core.HiCacheException when a part cannot be opened; whatever was opened is closed again
      */
     public HiCache open() {
-        Checks.requireState(config != null, "config is not set");
-        Checks.requireState(namespace != null, "namespace is not set");
-        Checks.requireState(geometry != null, "geometry is not set");
-        Checks.requireState(devicePages > 0, "devicePages is not set");
-        Checks.requireState(runtime != null, "runtime is not set");
+        Checks.requireState(!opened, "this builder has opened its cache already");
+        opened = true;
         try {
+            Checks.requireState(config != null, "config is not set");
+            Checks.requireState(namespace != null, "namespace is not set");
+            Checks.requireState(geometry != null, "geometry is not set");
+            Checks.requireState(devicePages > 0, "devicePages is not set");
+            Checks.requireState(runtime != null, "runtime is not set");
             return HiCache.open(config, namespace, geometry, devicePages, runtime, store);
         } catch (RuntimeException e) {
             if (store != null) {

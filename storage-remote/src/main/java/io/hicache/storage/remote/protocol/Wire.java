@@ -8,7 +8,7 @@ import io.hicache.core.store.PageStatus;
  *
  * <pre>
  * frame   = u32 length (of everything after it) | header | payload
- * header  = u8 op | u8 flags (0) | u16 reserved (0) | u64 request id | u32 timeout millis (0: none)
+ * header  = u8 op | u8 flags (0) | u16 reserved (0) | u64 request id | u32 timeout millis (0: the daemon's default, 30 s)
  * </pre>
  */
 public final class Wire {

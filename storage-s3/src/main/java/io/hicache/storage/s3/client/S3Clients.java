@@ -2,7 +2,7 @@ package io.hicache.storage.s3.client;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.util.Threads;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -37,7 +37,7 @@ public final class S3Clients {
     private static final class Loops {
         static final SdkEventLoopGroup SHARED = SdkEventLoopGroup.builder()
                 .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-                .threadFactory(Threads.factory("s3-netty")).build();
+                .threadFactory(new DefaultThreadFactory("hicache-s3-netty", true)).build();
     }
 
     private S3Clients() {
