@@ -1,17 +1,11 @@
 package io.hicache.transfer.control;
 
-import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.FrameClient;
 import io.hicache.transfer.frame.Frames;
-import io.hicache.transfer.frame.NettyLoops;
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
@@ -30,63 +24,25 @@ import java.util.function.Consumer;
  * <p>Thread-safe: every method may be called from any thread; the FIFO is touched on the event loop only. The engine
  * object that opened it (a remote segment) closes it.
  */
-public final class ControlClient extends FrameHandler {
+public final class ControlClient extends FrameClient {
     /** Pings that may go unanswered in a row before the peer is declared dead. */
     private static final int MISSED_PINGS = 3;
 
-    private final String label;
     private final ArrayDeque<CompletableFuture<byte[]>> outstanding = new ArrayDeque<>();
     private final AtomicBoolean deathReported = new AtomicBoolean();
-    private volatile Channel channel;
-    private volatile String closeReason;
     private volatile Consumer<String> onDeath;
     private volatile ScheduledFuture<?> heartbeat;
     private volatile long lastAnswerNanos;
 
     private ControlClient(String label) {
-        super(ControlFrames.MAGIC);
-        this.label = label;
+        super(ControlFrames.MAGIC, label);
     }
 
     /** Starts connecting; the future completes with the connection once it said hello as {@code selfName}. */
     static CompletableFuture<ControlClient> connect(EventLoopGroup group, String host, int port,
             long connectTimeoutMillis, String selfName, String label) {
-        ControlClient conn = new ControlClient(label);
-        CompletableFuture<ControlClient> result = new CompletableFuture<>();
-        Bootstrap b = new Bootstrap().group(group).channel(NettyLoops.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeoutMillis))
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        conn.install(ch);
-                        ch.pipeline().addLast(conn);
-                    }
-                });
-        ChannelFuture f = b.connect(host, port);
-        f.addListener(done -> {
-            if (!done.isSuccess()) {
-                result.completeExceptionally(done.cause());
-                return;
-            }
-            conn.channel = f.channel();
-            byte[] hello = selfName.getBytes(StandardCharsets.UTF_8);
-            conn.channel.writeAndFlush(Unpooled.wrappedBuffer(conn.header(conn.channel.alloc(), ControlFrames.HELLO,
-                    0, 0, 0, hello.length), Unpooled.wrappedBuffer(hello)));
-            result.complete(conn);
-        });
-        return result;
-    }
-
-    /** Whether the connection is open. */
-    public boolean isOpen() {
-        Channel c = channel;
-        return c != null && c.isActive() && closeReason == null;
-    }
-
-    /** Why it closed, or null. */
-    public String closeReason() {
-        return closeReason;
+        // control traffic is small: the system's socket buffers do
+        return connect(new ControlClient(label), group, host, port, connectTimeoutMillis, 0, selfName);
     }
 
     /** Fetches the peer's encoded segment descriptor. */
@@ -96,7 +52,7 @@ public final class ControlClient extends FrameHandler {
 
     /** Sends a message that the peer's engine delivers to its listener; no answer. */
     public void message(byte[] payload) {
-        Channel c = channel;
+        Channel c = channel();
         // one write, so messages from several threads never interleave their header and payload
         c.writeAndFlush(Unpooled.wrappedBuffer(header(c.alloc(), ControlFrames.MESSAGE, 0, 0, 0, payload.length),
                 Unpooled.wrappedBuffer(payload)));
@@ -113,7 +69,7 @@ public final class ControlClient extends FrameHandler {
         this.heartbeat = timer.scheduleWithFixedDelay(() -> beat(everyMillis), everyMillis, everyMillis,
                 TimeUnit.MILLISECONDS);
         if (!isOpen()) {
-            reportDeath("control connection closed (" + reason("the peer closed the connection") + ")");
+            reportDeath("control connection closed (" + closeReasonOr(PEER_CLOSED) + ")");
         }
     }
 
@@ -122,7 +78,7 @@ public final class ControlClient extends FrameHandler {
             return;
         }
         if (!isOpen()) {
-            reportDeath("control connection closed (" + reason("the peer closed the connection") + ")");
+            reportDeath("control connection closed (" + closeReasonOr(PEER_CLOSED) + ")");
             return;
         }
         long silentMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lastAnswerNanos);
@@ -150,38 +106,28 @@ public final class ControlClient extends FrameHandler {
         callback.accept(reason);
     }
 
-    /** Closes the connection, recording why, and stops the heartbeat; outstanding requests fail. Idempotent. */
-    public void close(String reason) {
-        if (closeReason == null) {
-            closeReason = reason;
-        }
+    /** Stops the heartbeat as the connection closes; outstanding requests fail once the channel is down. */
+    @Override
+    protected void closing() {
         ScheduledFuture<?> beat = heartbeat;
         if (beat != null) {
             beat.cancel(false);
-        }
-        Channel c = channel;
-        if (c != null) {
-            c.close();
         }
     }
 
     private CompletableFuture<byte[]> request(byte type) {
         CompletableFuture<byte[]> answer = new CompletableFuture<>();
-        Channel c = channel;
+        Channel c = channel();
         c.eventLoop().execute(() -> {
             if (!c.isActive()) {
-                answer.completeExceptionally(new IllegalStateException(label + ": " + reason("the connection closed")));
+                answer.completeExceptionally(new IllegalStateException(label() + ": "
+                        + closeReasonOr("the connection closed")));
                 return;
             }
             outstanding.add(answer);
             c.writeAndFlush(header(c.alloc(), type, 0, 0, 0, 0));
         });
         return answer;
-    }
-
-    private String reason(String fallback) {
-        String r = closeReason;
-        return r == null ? fallback : r;
     }
 
     @Override
@@ -195,7 +141,7 @@ public final class ControlClient extends FrameHandler {
         if (answer == null) {
             throw new IllegalStateException("control answer of type " + h.type() + " with nothing outstanding");
         }
-        if (h.type() == ControlFrames.ERROR) {
+        if (h.type() == Frames.ERROR) {
             answer.completeExceptionally(new IllegalStateException(payload == null ? ""
                     : new String(payload, StandardCharsets.UTF_8)));
         } else {
@@ -204,24 +150,10 @@ public final class ControlClient extends FrameHandler {
     }
 
     @Override
-    public void channelInactive(ChannelHandlerContext ctx) {
-        if (closeReason == null) {
-            closeReason = "the peer closed the connection";
-        }
+    protected void closed(String reason) {
         for (CompletableFuture<byte[]> o = outstanding.poll(); o != null; o = outstanding.poll()) {
-            o.completeExceptionally(new IllegalStateException(label + ": closed (" + closeReason + ")"));
+            o.completeExceptionally(new IllegalStateException(label() + ": closed (" + reason + ")"));
         }
-        reportDeath("control connection closed (" + closeReason + ")");
-        ctx.fireChannelInactive();
-    }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        close(String.valueOf(cause.getMessage() == null ? cause : cause.getMessage()));
-    }
-
-    @Override
-    public String toString() {
-        return label;
+        reportDeath("control connection closed (" + reason + ")");
     }
 }

@@ -2,18 +2,9 @@ package io.hicache.transfer.control;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.transfer.frame.FrameServer;
 import io.hicache.transfer.frame.NettyLoops;
-import io.netty.bootstrap.ServerBootstrap;
-import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.group.ChannelGroup;
-import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.socket.SocketChannel;
-import io.netty.util.concurrent.GlobalEventExecutor;
-import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -27,14 +18,12 @@ import java.util.concurrent.TimeUnit;
 public final class ControlPlane implements AutoCloseable {
     private final String engineName;
     private final EventLoopGroup loop;
-    private final Channel server;
-    private final ChannelGroup accepted;
+    private final FrameServer server;
 
-    private ControlPlane(String engineName, EventLoopGroup loop, Channel server, ChannelGroup accepted) {
+    private ControlPlane(String engineName, EventLoopGroup loop, FrameServer server) {
         this.engineName = engineName;
         this.loop = loop;
         this.server = server;
-        this.accepted = accepted;
     }
 
     /**
@@ -45,31 +34,21 @@ public final class ControlPlane implements AutoCloseable {
     public static ControlPlane start(String engineName, String bindHost, int port, ControlHost host) {
         // one thread: control frames are small and the host's callbacks return at once
         EventLoopGroup loop = NettyLoops.group("transfer-control-" + engineName, 1);
-        ChannelGroup accepted = new DefaultChannelGroup("transfer-control-accepted", GlobalEventExecutor.INSTANCE);
-        ServerBootstrap b = new ServerBootstrap().group(loop).channel(NettyLoops.serverChannel())
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ControlServerHandler handler = new ControlServerHandler(host);
-                        handler.install(ch);
-                        accepted.add(ch);
-                        ch.pipeline().addLast(handler);
-                    }
-                });
-        ChannelFuture bound = b.bind(bindHost, port);
-        if (!bound.awaitUninterruptibly(10, TimeUnit.SECONDS) || !bound.isSuccess()) {
-            bound.channel().close();
+        FrameServer server;
+        try {
+            // the system's socket buffers: control traffic is small
+            server = FrameServer.bind(loop, bindHost, port, 0, "transfer-control-accepted",
+                    "cannot listen on " + bindHost + ":" + port, () -> new ControlServerHandler(host));
+        } catch (RuntimeException e) {
             shutdown(loop);
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cannot listen on " + bindHost + ":" + port
-                    + ": " + (bound.cause() == null ? "bind did not finish within 10 s" : bound.cause().getMessage()));
+            throw e;
         }
-        return new ControlPlane(engineName, loop, bound.channel(), accepted);
+        return new ControlPlane(engineName, loop, server);
     }
 
     /** The listener's port. */
     public int port() {
-        return ((InetSocketAddress) server.localAddress()).getPort();
+        return server.port();
     }
 
     /**
@@ -83,8 +62,7 @@ public final class ControlPlane implements AutoCloseable {
     /** Stops listening, closes every control connection and stops the thread. Idempotent. */
     @Override
     public void close() {
-        server.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
-        accepted.close().awaitUninterruptibly(5, TimeUnit.SECONDS);
+        server.close();
         shutdown(loop);
     }
 

@@ -12,11 +12,19 @@ import io.netty.buffer.ByteBufAllocator;
  * 16 i64 offset      24 i32 length                 28 i32 magic
  * </pre>
  *
- * Each protocol has its own magic and its own frame types, so a connection to the wrong port fails on its first
+ * Each protocol has its own magic and its own request types, so a connection to the wrong port fails on its first
  * header rather than being misread. Responses on one connection come back in request order. Stateless.
+ *
+ * <p>Two types mean the same in every protocol, because the shared connect and serve code handles them:
+ * {@link #HELLO}, the first frame a connecting engine sends, and {@link #ERROR}, the answer to a request that failed.
+ * A protocol numbers its own types apart from these.
  */
 public final class Frames {
     public static final int HEADER_BYTES = 32;
+    /** First frame on every connection; its payload is the connecting engine's name (UTF-8). Never answered. */
+    public static final byte HELLO = 1;
+    /** Answers a request that failed; its payload is the reason (UTF-8). */
+    public static final byte ERROR = 8;
     /** Payloads that are not page bytes (descriptors, messages, reasons) are at most this long. */
     public static final int MAX_CONTROL_PAYLOAD = 16 << 20;
 

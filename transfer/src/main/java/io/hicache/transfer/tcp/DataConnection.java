@@ -1,19 +1,13 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.FrameClient;
 import io.hicache.transfer.frame.Frames;
-import io.hicache.transfer.frame.NettyLoops;
 import io.hicache.transfer.spi.Slice;
 import io.hicache.transfer.spi.TransferOp;
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
@@ -32,15 +26,12 @@ import java.util.function.BiConsumer;
  * state. When the connection ends, every outstanding slice goes to {@code orphans} (to be moved to another connection
  * or failed). The link that opened it closes it.
  */
-final class DataConnection extends FrameHandler {
-    private final String label;
+final class DataConnection extends FrameClient {
     private final BiConsumer<DataConnection, Slice> onAnswer;
     private final OrphanSink orphans;
     private final ArrayDeque<SliceOut> outstanding = new ArrayDeque<>();
     private final AtomicLong bytesInFlight = new AtomicLong();
     private volatile long oldestSentNanos;
-    private volatile Channel channel;
-    private volatile String closeReason;
 
     /** Where a dead connection's slices go, with the reason it died. */
     @FunctionalInterface
@@ -52,8 +43,7 @@ final class DataConnection extends FrameHandler {
     }
 
     private DataConnection(String label, BiConsumer<DataConnection, Slice> onAnswer, OrphanSink orphans) {
-        super(TcpFrames.MAGIC);
-        this.label = label;
+        super(TcpFrames.MAGIC, label);
         this.onAnswer = onAnswer;
         this.orphans = orphans;
     }
@@ -66,39 +56,8 @@ final class DataConnection extends FrameHandler {
     static CompletableFuture<DataConnection> connect(EventLoopGroup group, String host, int port,
             long connectTimeoutMillis, String selfName, String label, BiConsumer<DataConnection, Slice> onAnswer,
             OrphanSink orphans) {
-        DataConnection conn = new DataConnection(label, onAnswer, orphans);
-        CompletableFuture<DataConnection> result = new CompletableFuture<>();
-        Bootstrap b = new Bootstrap().group(group).channel(NettyLoops.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.SO_RCVBUF, 4 << 20)
-                .option(ChannelOption.SO_SNDBUF, 4 << 20)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeoutMillis))
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        conn.install(ch);
-                        ch.pipeline().addLast(conn);
-                    }
-                });
-        ChannelFuture f = b.connect(host, port);
-        f.addListener(done -> {
-            if (!done.isSuccess()) {
-                result.completeExceptionally(done.cause());
-                return;
-            }
-            conn.channel = f.channel();
-            byte[] hello = selfName.getBytes(StandardCharsets.UTF_8);
-            conn.channel.writeAndFlush(Unpooled.wrappedBuffer(conn.header(conn.channel.alloc(), TcpFrames.HELLO, 0, 0,
-                    0, hello.length), Unpooled.wrappedBuffer(hello)));
-            result.complete(conn);
-        });
-        return result;
-    }
-
-    /** Whether the connection is open. */
-    boolean isOpen() {
-        Channel c = channel;
-        return c != null && c.isActive() && closeReason == null;
+        return connect(new DataConnection(label, onAnswer, orphans), group, host, port, connectTimeoutMillis,
+                TcpTransport.SOCKET_BUFFER_BYTES, selfName);
     }
 
     /** Bytes of slices sent and not yet answered. */
@@ -111,15 +70,10 @@ final class DataConnection extends FrameHandler {
         return oldestSentNanos;
     }
 
-    /** Why it closed, or null. */
-    String closeReason() {
-        return closeReason;
-    }
-
     /** Sends a slice's request (and, for a write, its bytes). */
     void send(Slice slice) {
         bytesInFlight.addAndGet(slice.local().byteSize());
-        Channel c = channel;
+        Channel c = channel();
         c.eventLoop().execute(() -> {
             if (!c.isActive()) {
                 bytesInFlight.addAndGet(-slice.local().byteSize());
@@ -137,20 +91,8 @@ final class DataConnection extends FrameHandler {
         });
     }
 
-    /** Closes the connection, recording why; outstanding requests are orphaned or failed. Idempotent. */
-    void close(String reason) {
-        if (closeReason == null) {
-            closeReason = reason;
-        }
-        Channel c = channel;
-        if (c != null) {
-            c.close();
-        }
-    }
-
     private String reason(String fallback) {
-        String r = closeReason;
-        return label + ": " + (r == null ? fallback : r);
+        return label() + ": " + closeReasonOr(fallback);
     }
 
     private void push(SliceOut out) {
@@ -186,7 +128,7 @@ final class DataConnection extends FrameHandler {
         bytesInFlight.addAndGet(-slice.local().byteSize());
         boolean expected = slice.op() == TransferOp.WRITE ? h.type() == TcpFrames.WRITE_ACK
                 : h.type() == TcpFrames.READ_DATA;
-        if (h.type() == TcpFrames.ERROR) {
+        if (h.type() == Frames.ERROR) {
             slice.done("peer refused: " + text(payload));
         } else if (!expected || payload != null) {
             throw new IllegalStateException("answer of type " + h.type() + " does not match the request");
@@ -200,11 +142,9 @@ final class DataConnection extends FrameHandler {
         return payload == null ? "" : new String(payload, StandardCharsets.UTF_8);
     }
 
+    /** Outstanding slices are orphaned (with why), then {@code onAnswer} hears of the close. */
     @Override
-    public void channelInactive(ChannelHandlerContext ctx) {
-        if (closeReason == null) {
-            closeReason = "the peer closed the connection";
-        }
+    protected void closed(String reason) {
         List<Slice> slices = new ArrayList<>();
         for (SliceOut o = outstanding.poll(); o != null; o = outstanding.poll()) {
             bytesInFlight.addAndGet(-o.slice().local().byteSize());
@@ -212,19 +152,8 @@ final class DataConnection extends FrameHandler {
         }
         oldestSentNanos = 0;
         if (!slices.isEmpty()) {
-            orphans.orphaned(slices, reason("closed"));
+            orphans.orphaned(slices, label() + ": " + reason);
         }
         onAnswer.accept(this, null);
-        ctx.fireChannelInactive();
-    }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        close(String.valueOf(cause.getMessage() == null ? cause : cause.getMessage()));
-    }
-
-    @Override
-    public String toString() {
-        return label;
     }
 }

@@ -1,6 +1,6 @@
 package io.hicache.transfer.tcp;
 
-import io.hicache.transfer.frame.FrameHandler;
+import io.hicache.transfer.frame.FrameServerHandler;
 import io.hicache.transfer.frame.Frames;
 import io.hicache.transfer.spi.LocalSegment;
 import io.hicache.transfer.spi.RegisteredRegion;
@@ -8,7 +8,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 
@@ -16,22 +15,22 @@ import java.nio.charset.StandardCharsets;
  * The serving side of one data connection: applies writes into registered regions (the payload lands in place) and
  * serves reads from them (sent without a copy). A request for an unknown region or a range outside it gets an ERROR
  * frame naming the problem; its payload is read and dropped so the connection stays in step. Runs on the channel's
- * event loop.
+ * event loop; the transport's listener owns it.
  */
-final class ServerHandler extends FrameHandler {
-    private static final System.Logger LOG = System.getLogger(ServerHandler.class.getName());
-
+final class ServerHandler extends FrameServerHandler {
     private final LocalSegment host;
-    private String peer = "?";
     /** The region a write payload is landing in, held acquired until the payload is complete. */
     private RegisteredRegion writing;
     private String writeError;
-    private boolean counted;
-    private boolean flushPending;
 
     ServerHandler(LocalSegment host) {
-        super(TcpFrames.MAGIC);
+        super(TcpFrames.MAGIC, "data");
         this.host = host;
+    }
+
+    @Override
+    protected void connected(String from, int delta) {
+        host.inbound(from, delta);
     }
 
     @Override
@@ -69,13 +68,8 @@ final class ServerHandler extends FrameHandler {
     }
 
     @Override
-    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
         switch (h.type()) {
-            case TcpFrames.HELLO -> {
-                peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
-                host.inbound(peer, +1);
-                counted = true;
-            }
             case TcpFrames.WRITE -> {
                 if (writing != null) {
                     writing.release();
@@ -83,18 +77,17 @@ final class ServerHandler extends FrameHandler {
                     ctx.write(header(ctx.alloc(), TcpFrames.WRITE_ACK, 0, h.id(), h.offset(), 0));
                     flushSoon();
                 } else {
-                    reply(ctx, TcpFrames.ERROR, 0, h.id(), (writeError == null ? "write failed" : writeError)
+                    reply(ctx, Frames.ERROR, h.id(), (writeError == null ? "write failed" : writeError)
                             .getBytes(StandardCharsets.UTF_8));
                 }
                 writeError = null;
             }
             case TcpFrames.READ -> read(ctx, h);
             default -> {
-                LOG.log(Level.WARNING, () -> "peer " + peer + " sent frame type " + h.type()
-                        + "; closing the connection");
-                ctx.close();
+                return false;
             }
         }
+        return true;
     }
 
     private void read(ChannelHandlerContext ctx, Frames.Header h) {
@@ -104,7 +97,7 @@ final class ServerHandler extends FrameHandler {
             error = "region " + region.name() + " was unregistered";
         }
         if (error != null) {
-            reply(ctx, TcpFrames.ERROR, 0, h.id(), error.getBytes(StandardCharsets.UTF_8));
+            reply(ctx, Frames.ERROR, h.id(), error.getBytes(StandardCharsets.UTF_8));
             return;
         }
         ctx.write(header(ctx.alloc(), TcpFrames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
@@ -114,46 +107,12 @@ final class ServerHandler extends FrameHandler {
         flushSoon();
     }
 
-    private void reply(ChannelHandlerContext ctx, byte type, int region, long id, byte[] payload) {
-        ctx.write(header(ctx.alloc(), type, region, id, 0, payload.length));
-        if (payload.length > 0) {
-            ctx.write(Unpooled.wrappedBuffer(payload));
-        }
-        flushSoon();
-    }
-
-    /** Flushes once at the end of the current read burst rather than per frame. */
-    private void flushSoon() {
-        flushPending = true;
-    }
-
+    /** Releases a region a write payload was landing in when the connection died mid-payload. */
     @Override
-    public void channelReadComplete(ChannelHandlerContext ctx) {
-        if (flushPending) {
-            flushPending = false;
-            ctx.flush();
-        }
-        ctx.fireChannelReadComplete();
-    }
-
-    @Override
-    public void channelInactive(ChannelHandlerContext ctx) {
-        if (counted) {
-            counted = false;
-            host.inbound(peer, -1);
-        }
+    protected void closed() {
         if (writing != null) {
             writing.release();
             writing = null;
         }
-        ctx.fireChannelInactive();
-    }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        // a peer that dies resets its connections, which is normal; a frame we cannot parse is not
-        LOG.log(cause instanceof java.io.IOException ? Level.DEBUG : Level.WARNING,
-                "data connection from " + peer + " failed; closing it", cause);
-        ctx.close();
     }
 }

@@ -1,5 +1,6 @@
 package io.hicache.transfer.tcp;
 
+import io.hicache.transfer.frame.FrameServer;
 import io.hicache.transfer.frame.NettyLoops;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.SegmentDescriptor;
@@ -21,18 +22,21 @@ import java.util.concurrent.TimeUnit;
  */
 final class TcpTransport implements Transport {
     static final String NAME = "tcp";
+    /** Send and receive buffers of data sockets, both ends: large, so page payloads stream without window stalls. */
+    static final int SOCKET_BUFFER_BYTES = 4 << 20;
 
     private final TransportContext context;
     private final EventLoopGroup outbound;
     private final EventLoopGroup inbound;
-    private final TcpServer server;
+    private final FrameServer server;
 
     TcpTransport(TransportContext context) {
         this.context = context;
         this.outbound = NettyLoops.group("transfer-tcp-" + context.engineName(), context.ioThreads());
         this.inbound = NettyLoops.group("transfer-tcp-in-" + context.engineName(), context.ioThreads());
         try {
-            this.server = new TcpServer(inbound, context.bindHost(), context.local());
+            this.server = FrameServer.bind(inbound, context.bindHost(), 0, SOCKET_BUFFER_BYTES, "transfer-tcp-accepted",
+                    "tcp transport cannot listen on " + context.bindHost(), () -> new ServerHandler(context.local()));
         } catch (RuntimeException e) {
             shutdownGroups();
             throw e;
