@@ -54,18 +54,34 @@ public final class CapacityGate<K> implements AutoCloseable {
     private boolean closed;
 
     /**
-     * A gate over the pages in {@code index}.
+     * Where eviction starts and stops, as fractions of the capacity: it starts past {@code highWaterRatio} and stops
+     * at {@code lowWaterRatio}. Immutable.
      *
-     * @param highWaterRatio where eviction starts, as a fraction of the capacity, in [lowWaterRatio, 1]
-     * @param lowWaterRatio  where eviction stops, as a fraction of the capacity, in (0, 1]
+     * @param highWaterRatio in [lowWaterRatio, 1]
+     * @param lowWaterRatio  in (0, 1]
      */
-    public CapacityGate(String name, long capacityBytes, double highWaterRatio, double lowWaterRatio,
-            PageUsageIndex<K> index, Evictor<K> evictor) {
+    public record Watermarks(double highWaterRatio, double lowWaterRatio) {
+        public Watermarks {
+            Checks.requireArgument(lowWaterRatio > 0 && lowWaterRatio <= 1, "lowWaterRatio must be in (0, 1], was %s",
+                    lowWaterRatio);
+            Checks.requireArgument(highWaterRatio >= lowWaterRatio && highWaterRatio <= 1,
+                    "highWaterRatio must be in [lowWaterRatio, 1], was %s (lowWaterRatio %s)", highWaterRatio,
+                    lowWaterRatio);
+        }
+
+        /** Eviction starts only past the capacity and stops at {@code lowWaterRatio} of it. */
+        public static Watermarks evictPastCapacityDownTo(double lowWaterRatio) {
+            return new Watermarks(1.0, lowWaterRatio);
+        }
+    }
+
+    /** A gate over the pages in {@code index}, evicting between {@code watermarks} of {@code capacityBytes}. */
+    public CapacityGate(String name, long capacityBytes, Watermarks watermarks, PageUsageIndex<K> index,
+            Evictor<K> evictor) {
         Checks.checkPositive(capacityBytes, "capacityBytes");
-        Checks.requireArgument(lowWaterRatio > 0 && lowWaterRatio <= 1, "lowWaterRatio must be in (0, 1], was %s",
-                lowWaterRatio);
-        Checks.requireArgument(highWaterRatio >= lowWaterRatio && highWaterRatio <= 1,
-                "highWaterRatio must be in [lowWaterRatio, 1], was %s (lowWaterRatio %s)", highWaterRatio, lowWaterRatio);
+        Checks.checkNotNull(watermarks, "watermarks");
+        double highWaterRatio = watermarks.highWaterRatio();
+        double lowWaterRatio = watermarks.lowWaterRatio();
         this.name = name;
         this.capacityBytes = capacityBytes;
         this.highWaterBytes = (long) (capacityBytes * highWaterRatio);

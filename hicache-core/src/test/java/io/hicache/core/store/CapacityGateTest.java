@@ -42,7 +42,8 @@ class CapacityGateTest {
 
     @Test
     void pastTheHighWaterMarkTheOldestPagesGoDownToTheLowWaterMark() throws Exception {
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 0.8, 0.5, index, this::removeAll)) {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(0.8, 0.5), index,
+                this::removeAll)) {
             gate.start();
             for (int i = 0; i < 8; i++) {
                 put(gate, "p" + i, 100);
@@ -61,7 +62,8 @@ class CapacityGateTest {
     @Test
     void aReservationWaitsForRoomAndGivesUpAtItsDeadline() throws Exception {
         AtomicBoolean evicting = new AtomicBoolean(false);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 1.0, 0.5, index, pages -> {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index,
+                pages -> {
             if (evicting.get()) {
                 removeAll(pages);
             }
@@ -82,7 +84,8 @@ class CapacityGateTest {
     @Test
     void pinnedPagesStayAndAFailingEvictionIsRetried() throws Exception {
         AtomicBoolean fail = new AtomicBoolean(true);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 300, 1.0, 0.5, index, pages -> {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 300, new CapacityGate.Watermarks(1.0, 0.5), index,
+                pages -> {
             if (fail.get()) {
                 throw new java.io.IOException("disk says no");
             }
@@ -105,7 +108,8 @@ class CapacityGateTest {
 
     @Test
     void releasingMoreThanWasReservedIsABug() throws Exception {
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, 1.0, 0.5, index, this::removeAll)) {
+        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index,
+                this::removeAll)) {
             assertTrue(gate.reserve(100, Deadline.after(Duration.ofSeconds(1))));
             assertThrows(IllegalStateException.class, () -> gate.release(200));
         }

@@ -86,7 +86,8 @@ public final class FilePageStore extends AbstractPageStore {
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + openReport.bytes()));
         this.io = new PageFileIo(paths, config.directIo(), config.fsync(), blockSize, config.ioThreads());
         this.ioThreads = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("file-io"));
-        this.gate = new CapacityGate<>("file", Math.max(1, capacity), 1.0, config.lowWater(), index.stored(), this::evict);
+        this.gate = new CapacityGate<>("file", Math.max(1, capacity),
+                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()), index.stored(), this::evict);
         gate.start();
         LOG.log(Level.INFO, () -> "file store at " + root.path() + ": " + openReport + "; capacity "
                 + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")

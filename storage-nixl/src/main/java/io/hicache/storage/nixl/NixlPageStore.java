@@ -83,8 +83,8 @@ public final class NixlPageStore extends AbstractPageStore {
         for (StorageLayout.Found f : oldestFirst) {
             index.insert(f.name(), f.bytes());
         }
-        this.gate = capacityBytes > 0 ? new CapacityGate<>("nixl", capacityBytes, config.highWater(),
-                config.lowWater(), index, this::evict) : null;
+        this.gate = capacityBytes > 0 ? new CapacityGate<>("nixl", capacityBytes,
+                new CapacityGate.Watermarks(config.highWater(), config.lowWater()), index, this::evict) : null;
         if (gate != null) {
             gate.start();
         }

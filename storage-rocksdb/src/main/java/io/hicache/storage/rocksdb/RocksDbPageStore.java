@@ -97,7 +97,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
         long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + writeOrder.bytes()));
         this.calls = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("rocksdb-io"));
-        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity), 1.0, config.lowWater(), writeOrder, this::evict);
+        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity),
+                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()), writeOrder, this::evict);
         gate.start();
         long millis = (System.nanoTime() - start) / 1_000_000;
         LOG.log(Level.INFO, () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
