@@ -5,6 +5,8 @@ import io.hicache.core.key.PageHash;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
 import io.netty.buffer.ByteBuf;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -38,19 +40,35 @@ public final class Codec {
         return out.setInt(0, out.readableBytes() - 4);
     }
 
+    /** Writes a string: u16 length, then its UTF-8 bytes. */
     public static void writeString(ByteBuf out, String s) {
         byte[] bytes = s.getBytes(StandardCharsets.UTF_8);
         out.writeShort(bytes.length);
         out.writeBytes(bytes);
     }
 
+    /**
+     * Reads a string: u16 length, then that many bytes of UTF-8.
+     *
+     * @throws ProtocolException for a string over {@link #MAX_STRING_BYTES}, one cut short, or bytes that are not valid
+     *     UTF-8 (refused, never repaired)
+     */
     public static String readString(ByteBuf in) {
         int length = readUnsignedShort(in);
         if (length > MAX_STRING_BYTES) {
             throw new ProtocolException("a string of " + length + " bytes is over the limit of " + MAX_STRING_BYTES);
         }
         need(in, length, "string");
-        String s = in.toString(in.readerIndex(), length, StandardCharsets.UTF_8);
+        String s;
+        try {
+            // Strict: a lossy decoder maps different invalid byte strings to the same text, which would merge two
+            // tenants' namespaces. Valid UTF-8 and strings correspond one to one, so comparing text compares bytes.
+            s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(in.nioBuffer(in.readerIndex(), length))
+                    .toString();
+        } catch (CharacterCodingException e) {
+            throw new ProtocolException("a string of " + length + " bytes is not valid UTF-8");
+        }
         in.skipBytes(length);
         return s;
     }
