@@ -72,7 +72,13 @@ final class Operations {
                         count(out, r, here);
                     }
                     return here >= 0;
-                }, () -> count(out, r, cache.leadingHits(keys, r.deadline())));
+                }, () -> {
+                    try {
+                        count(out, r, cache.leadingHits(keys, r.deadline()));
+                    } catch (NotDoneInTime e) {
+                        out.fail(r.id(), Wire.E_TIMED_OUT, e.getMessage(), false);
+                    }
+                });
             }
             case Wire.GET, Wire.LEASE -> {
                 Namespace ns = namespaces.read(in);
@@ -84,10 +90,13 @@ final class Operations {
                 yield new Work(() -> {
                     SlabCache.Entry[] here = cache.pinAllHere(keys);
                     if (here != null) {
-                        pages(out, r, here, lengths, leaseMillis);
+                        pages(out, r, here, null, lengths, leaseMillis);
                     }
                     return here != null;
-                }, () -> pages(out, r, cache.pinAll(keys, lengths, r.deadline()), lengths, leaseMillis));
+                }, () -> {
+                    PageStatus[] why = new PageStatus[keys.size()];
+                    pages(out, r, cache.pinAll(keys, lengths, r.deadline(), why), why, lengths, leaseMillis);
+                });
             }
             case Wire.PUT -> {
                 Namespace ns = namespaces.read(in);
@@ -177,6 +186,8 @@ final class Operations {
         try {
             clearing.run();
             out.send(out.begin(r.op(), r.id()));
+        } catch (NotDoneInTime e) {
+            out.fail(r.id(), Wire.E_TIMED_OUT, e.getMessage(), false);
         } catch (Exception e) {
             out.fail(r.id(), Wire.E_INTERNAL, "clear failed: " + e, false);
         }
@@ -184,9 +195,11 @@ final class Operations {
 
     /**
      * Answers a GET (the pages' bytes follow the statuses) or a LEASE (their slab offsets instead, the pins handed to
-     * the lease) for pinned entries; entries not delivered are unpinned here.
+     * the lease) for pinned entries; entries not delivered are unpinned here. {@code why} says why a null entry was not
+     * delivered (null: every null entry is a MISS).
      */
-    private void pages(Responder out, Request r, SlabCache.Entry[] entries, int[] lengths, long leaseMillis) {
+    private void pages(Responder out, Request r, SlabCache.Entry[] entries, PageStatus[] why, int[] lengths,
+            long leaseMillis) {
         boolean lease = r.op() == Wire.LEASE;
         ByteBuf meta = out.begin(r.op(), r.id());
         int leaseIdAt = meta.writerIndex();
@@ -197,7 +210,8 @@ final class Operations {
         List<SlabCache.Entry> delivered = new ArrayList<>();
         for (int i = 0; i < entries.length; i++) {
             SlabCache.Entry e = entries[i];
-            PageStatus status = e == null ? PageStatus.MISS : e.length != lengths[i] ? PageStatus.SIZE_MISMATCH
+            PageStatus status = e == null ? (why == null ? PageStatus.MISS : why[i])
+                    : e.length != lengths[i] ? PageStatus.SIZE_MISMATCH
                     // A page the slab had no room for cannot be leased: the client should get it instead.
                     : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
             meta.writeByte(Wire.status(status));

@@ -28,7 +28,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -417,10 +419,12 @@ final class SlabCache implements AutoCloseable {
 
     /**
      * Pins every page of {@code keys} that is here or in L3 (fetching those into the slab, in one batch, with the
-     * lengths the client expects); the slot of a page not found is null. A page here of another length is returned
-     * as is: the caller answers SIZE_MISMATCH.
+     * lengths the client expects); the slot of a page not delivered is null and {@code why[i]} says why: MISS (in no
+     * tier), CORRUPT or SIZE_MISMATCH (as L3 found it), TIMED_OUT (the deadline passed before L3 answered for it: a
+     * deadline never turns a stored page into a miss) or FAILED. A page here of another length is returned as is: the
+     * caller answers SIZE_MISMATCH.
      */
-    Entry[] pinAll(List<StoreKey> keys, int[] lengths, Deadline deadline) {
+    Entry[] pinAll(List<StoreKey> keys, int[] lengths, Deadline deadline, PageStatus[] why) {
         Entry[] out = new Entry[keys.size()];
         List<Integer> absent = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
@@ -429,13 +433,14 @@ final class SlabCache implements AutoCloseable {
                 hostHits.increment();
             } else {
                 absent.add(i);
+                why[i] = l3.isPresent() ? PageStatus.stoppedBy(deadline) : PageStatus.MISS;
             }
         }
         if (!absent.isEmpty() && l3.isPresent() && !deadline.isOver()) {
-            promote(keys, lengths, absent, out, deadline);
+            promote(keys, lengths, absent, out, deadline, why);
         }
         for (int i : absent) {
-            if (out[i] == null) {
+            if (out[i] == null && why[i] == PageStatus.MISS) {
                 misses.increment();
             }
         }
@@ -447,13 +452,15 @@ final class SlabCache implements AutoCloseable {
      * found become clean, pinned entries) and into spill buffers where it has not (pinned entries outside the
      * index, freed when unpinned): a get larger than the slab is still answered in full.
      */
-    private void promote(List<StoreKey> keys, int[] lengths, List<Integer> absent, Entry[] out, Deadline deadline) {
+    private void promote(List<StoreKey> keys, int[] lengths, List<Integer> absent, Entry[] out, Deadline deadline,
+            PageStatus[] why) {
         List<StoreKey> ask = new ArrayList<>();
         List<MemorySegment> targets = new ArrayList<>();
         List<Entry> places = new ArrayList<>(); // where each page goes: a block (offset, order) or a spill buffer
         List<Integer> where = new ArrayList<>();
         for (int i : absent) {
             if (lengths[i] <= 0 || lengths[i] > config.maxPageBytes()) {
+                why[i] = PageStatus.MISS; // no page of that length can be stored here
                 continue;
             }
             int order = allocator.orderFor(lengths[i]);
@@ -489,6 +496,9 @@ final class SlabCache implements AutoCloseable {
             boolean found = r != null && r.status(j) == PageStatus.OK;
             if (found) {
                 storeHits.increment();
+            } else {
+                why[where.get(j)] = r != null ? r.status(j)
+                        : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
             }
             if (place.inSlab()) {
                 if (found) {
@@ -528,41 +538,75 @@ final class SlabCache implements AutoCloseable {
         return n < keys.size() && l3.isPresent() ? -1 : n;
     }
 
-    /** Leading keys here, then in L3 from the first one not here. */
+    /**
+     * Leading keys here, then in L3 from the first one not here.
+     *
+     * @throws NotDoneInTime when L3 did not answer before the deadline: a shorter count would say pages are gone
+     * @throws IllegalStateException when L3 failed to answer, for the same reason
+     */
     int leadingHits(List<StoreKey> keys, Deadline deadline) {
         int n = 0;
         while (n < keys.size() && index.containsKey(keys.get(n))) {
             n++;
         }
-        if (n < keys.size() && l3.isPresent() && !deadline.isOver()) {
-            try {
-                n += l3.get().leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
-            } catch (Exception e) {
-                LOG.log(Level.DEBUG, () -> "L3 leading-hit query failed: " + e);
-            }
+        if (n == keys.size() || l3.isEmpty()) {
+            return n;
         }
-        return n;
+        int here = n;
+        if (deadline.isOver()) {
+            throw new NotDoneInTime("leading hits: " + here + " pages here, and the deadline passed before L3 was asked");
+        }
+        int inL3;
+        try {
+            inL3 = l3.get().leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (ExecutionException | TimeoutException e) {
+            if (deadline.isOver()) {
+                throw new NotDoneInTime("leading hits: " + here + " pages here, and L3 did not answer before the deadline");
+            }
+            throw new IllegalStateException("the L3 leading-hit query failed: " + e.getMessage(), e);
+        }
+        // A store answers 0 for work its deadline stopped, so a short count after the deadline proves nothing.
+        if (here + inL3 < keys.size() && deadline.isOver()) {
+            throw new NotDoneInTime("leading hits: " + here + " pages here, and L3 did not finish before the deadline");
+        }
+        return here + inL3;
     }
 
     /* ---------------------------------------------------------------- removal */
 
-    /** Removes the pages here and in L3; OK for each that was in either. */
+    /**
+     * Removes the pages here and in L3. OK for a page removed from a tier that had it and known to be in no other;
+     * MISS for one in no tier; otherwise L3's status for it (TIMED_OUT when the deadline passed before L3 removed it:
+     * the page may still be in L3, never "OK and back later").
+     */
     PageStatus[] delete(List<StoreKey> keys, Deadline deadline) {
         PageStatus[] out = new PageStatus[keys.size()];
+        boolean[] here = new boolean[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
-            out[i] = remove(keys.get(i)) ? PageStatus.OK : PageStatus.MISS;
+            here[i] = remove(keys.get(i));
+            out[i] = here[i] ? PageStatus.OK : PageStatus.MISS;
         }
-        if (l3.isPresent()) {
-            try {
-                writeBehind.awaitBatchInFlight(deadline);
-                BatchResult r = l3.get().delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
-                for (int i = 0; i < keys.size(); i++) {
-                    if (r.status(i) == PageStatus.OK) {
-                        out[i] = PageStatus.OK;
-                    }
-                }
-            } catch (Exception e) {
-                LOG.log(Level.DEBUG, () -> "L3 delete failed: " + e);
+        if (l3.isEmpty()) {
+            return out;
+        }
+        BatchResult r = null;
+        try {
+            writeBehind.awaitBatchInFlight(deadline);
+            r = l3.get().delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            LOG.log(Level.DEBUG, () -> "L3 delete failed: " + e);
+        }
+        for (int i = 0; i < keys.size(); i++) {
+            PageStatus inL3 = r != null ? r.status(i) : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
+            if (inL3 == PageStatus.OK) {
+                out[i] = PageStatus.OK;
+            } else if (inL3 != PageStatus.MISS) {
+                out[i] = inL3; // not known to be gone from L3
             }
         }
         return out;
@@ -584,25 +628,44 @@ final class SlabCache implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Removes a namespace's pages here, then in L3.
+     *
+     * @throws NotDoneInTime when the deadline passed before the clear started (nothing was removed) or before L3's
+     *     clear finished (the slab's pages are gone, L3 may still hold some: the message says so)
+     */
     void clear(Namespace ns, Deadline deadline) throws Exception {
+        clearWhere(k -> k.namespace().equals(ns), "namespace " + ns, deadline,
+                () -> l3.get().clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
+    }
+
+    /** As {@link #clear}, for every namespace. */
+    void clearAll(Deadline deadline) throws Exception {
+        clearWhere(k -> true, "every namespace", deadline,
+                () -> l3.get().clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
+    }
+
+    private void clearWhere(java.util.function.Predicate<StoreKey> which, String what, Deadline deadline,
+            java.util.concurrent.Callable<?> clearL3) throws Exception {
+        if (deadline.isOver()) {
+            throw new NotDoneInTime("clear of " + what + " not started: its deadline had passed; nothing was removed");
+        }
         for (StoreKey k : new ArrayList<>(index.keySet())) {
-            if (k.namespace().equals(ns)) {
+            if (which.test(k)) {
                 remove(k);
             }
         }
         if (l3.isPresent()) {
-            writeBehind.awaitBatchInFlight(deadline);
-            l3.get().clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
-        }
-    }
-
-    void clearAll(Deadline deadline) throws Exception {
-        for (StoreKey k : new ArrayList<>(index.keySet())) {
-            remove(k);
-        }
-        if (l3.isPresent()) {
-            writeBehind.awaitBatchInFlight(deadline);
-            l3.get().clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            try {
+                writeBehind.awaitBatchInFlight(deadline);
+                clearL3.call();
+            } catch (Exception e) {
+                if (deadline.isOver()) {
+                    throw new NotDoneInTime("clear of " + what + " is partial: the host slab's pages are removed, the L3"
+                            + " clear did not finish before the deadline and L3 may still hold pages; repeat the clear");
+                }
+                throw e;
+            }
         }
     }
 

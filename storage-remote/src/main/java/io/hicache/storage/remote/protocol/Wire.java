@@ -48,6 +48,11 @@ public final class Wire {
     public static final short E_BUSY = 6;
     public static final short E_SHUTTING_DOWN = 7;
     public static final short E_INTERNAL = 8;
+    /**
+     * A request whose answer carries no per-page status (LEADING_HITS, CLEAR, CLEAR_ALL) did not finish before its
+     * deadline; the message says what was done.
+     */
+    public static final short E_TIMED_OUT = 9;
 
     private Wire() {
     }
@@ -101,6 +106,7 @@ public final class Wire {
             case E_BUSY -> "busy";
             case E_SHUTTING_DOWN -> "shutting_down";
             case E_INTERNAL -> "internal";
+            case E_TIMED_OUT -> "timed_out";
             default -> "error_" + code;
         };
     }

@@ -53,7 +53,7 @@ class WireCodesTest {
         assertEquals(0x80, Wire.RESPONSE);
         assertEquals((byte) 0xFF, Wire.ERROR);
         short[] errors = {Wire.E_MALFORMED, Wire.E_VERSION, Wire.E_AUTH, Wire.E_UNKNOWN_OP, Wire.E_TOO_LARGE, Wire.E_BUSY,
-            Wire.E_SHUTTING_DOWN, Wire.E_INTERNAL};
+            Wire.E_SHUTTING_DOWN, Wire.E_INTERNAL, Wire.E_TIMED_OUT};
         for (int i = 0; i < errors.length; i++) {
             assertEquals(i + 1, errors[i]);
         }

@@ -1,0 +1,134 @@
+package io.hicache.server.daemon;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.config.Setting;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStore;
+import io.hicache.core.store.PageStoreProvider;
+import io.hicache.core.store.StoreCapabilities;
+import io.hicache.core.store.StoreConfig;
+import io.hicache.core.store.StoreStats;
+import io.hicache.core.store.memory.InMemoryPageStore;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * A slow L3 for the daemon's tests: an in-memory store, shared by name across daemons of one JVM (so a second daemon
+ * finds in L3 what a first one wrote behind), that answers reads, deletes and clears only after a delay, with the
+ * caller's deadline (a store honouring it answers TIMED_OUT then). Puts are not delayed. Thread-safe.
+ */
+final class DelayingPageStore implements PageStore {
+    private static final Map<String, InMemoryPageStore> SHARED = new ConcurrentHashMap<>();
+
+    private final InMemoryPageStore inner;
+    private final Executor later;
+
+    private DelayingPageStore(InMemoryPageStore inner, Duration delay) {
+        this.inner = inner;
+        this.later = CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** Forgets the shared store {@code name}. */
+    static void drop(String name) {
+        InMemoryPageStore s = SHARED.remove(name);
+        if (s != null) {
+            s.close();
+        }
+    }
+
+    private <T> CompletableFuture<T> late(Supplier<CompletableFuture<T>> call) {
+        return CompletableFuture.supplyAsync(() -> null, later).thenCompose(ignored -> call.get());
+    }
+
+    @Override
+    public String name() {
+        return "delaying";
+    }
+
+    @Override
+    public String location() {
+        return "memory, late";
+    }
+
+    @Override
+    public StoreCapabilities capabilities() {
+        return inner.capabilities();
+    }
+
+    @Override
+    public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
+        return late(() -> inner.leadingHits(keys, deadline));
+    }
+
+    @Override
+    public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
+        return late(() -> inner.get(targets, deadline));
+    }
+
+    @Override
+    public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
+        return inner.put(sources, deadline);
+    }
+
+    @Override
+    public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
+        return late(() -> inner.delete(keys, deadline));
+    }
+
+    @Override
+    public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
+        return late(() -> inner.clear(namespace, deadline));
+    }
+
+    @Override
+    public CompletableFuture<Void> clearAll(Deadline deadline) {
+        return late(() -> inner.clearAll(deadline));
+    }
+
+    @Override
+    public StoreStats stats() {
+        return inner.stats();
+    }
+
+    @Override
+    public void close() {
+        // the shared store outlives this daemon: drop() closes it
+    }
+
+    /** Opens the store under the name {@code delaying}. Stateless. */
+    public static final class Provider implements PageStoreProvider {
+        static final Setting<Duration> DELAY = Setting.duration("delaying.delay", "0ms", "how late reads, deletes and clears answer");
+        static final Setting<String> SHARED_NAME = Setting.string("delaying.shared", "default", "the shared store's name");
+
+        @Override
+        public String name() {
+            return "delaying";
+        }
+
+        @Override
+        public String description() {
+            return "tests only: a shared in-memory store that answers late";
+        }
+
+        @Override
+        public List<Setting<?>> settings() {
+            return List.of(DELAY, SHARED_NAME);
+        }
+
+        @Override
+        public PageStore open(StoreConfig config) {
+            InMemoryPageStore backing = SHARED.computeIfAbsent(config.settings().get(SHARED_NAME),
+                    n -> new InMemoryPageStore(256L << 20));
+            return new DelayingPageStore(backing, config.settings().get(DELAY));
+        }
+    }
+}
