@@ -35,6 +35,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private Responder out;
     private boolean counted;
     private boolean authenticated;
+    /** Set once the connection is to close: frames the decoder already cut behind the one refused do not run. */
+    private boolean closing;
     private long inFlightBytes;
     private boolean paused;
 
@@ -53,7 +55,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         counted = true;
         if (server.metrics.connections.incrementAndGet() > server.config.maxConnections()) {
             server.metrics.connectionsRefused.increment();
-            out.fail(0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections() + ")", true);
+            failAndClose(0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections() + ")");
             return;
         }
         ctx.fireChannelActive();
@@ -71,6 +73,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf frame = (ByteBuf) msg;
+        if (closing) {
+            frame.release();
+            return;
+        }
         server.metrics.bytesIn.add(frame.readableBytes() + 4L);
         Operations.Request r;
         try {
@@ -83,7 +89,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                     : DEFAULT_TIMEOUT));
         } catch (ProtocolException e) {
             frame.release();
-            out.fail(0, Wire.E_MALFORMED, e.getMessage(), true);
+            failAndClose(0, Wire.E_MALFORMED, e.getMessage());
             return;
         }
         if (r.op() == Wire.HELLO || !authenticated) {
@@ -109,7 +115,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         if (work == null) {
             frame.release();
-            out.fail(r.id(), Wire.E_UNKNOWN_OP, "unknown operation " + Wire.opName(r.op()), false);
+            out.fail(r.id(), Wire.E_UNKNOWN_OP, "unknown operation 0x" + Integer.toHexString(r.op())
+                    + ((r.op() & Wire.RESPONSE) != 0 ? " (an answer's op, not a request's)" : ""), false);
             return;
         }
         long start = System.nanoTime();
@@ -146,6 +153,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** Answers ERROR and closes the connection; nothing it sent after this frame is run. */
+    private void failAndClose(long requestId, short code, String message) {
+        closing = true;
+        out.fail(requestId, code, message, true);
+    }
+
     private void failed(Operations.Request r, RuntimeException e) {
         LOG.log(Level.WARNING, "request " + Wire.opName(r.op()) + " failed", e);
         out.fail(r.id(), Wire.E_INTERNAL, String.valueOf(e.getMessage()), false);
@@ -154,7 +167,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** The handshake: magic, version and token; anything else first closes the connection. */
     private void hello(Operations.Request r, ByteBuf in) {
         if (r.op() != Wire.HELLO) {
-            out.fail(r.id(), Wire.E_AUTH, "the first frame must be HELLO", true);
+            failAndClose(r.id(), Wire.E_AUTH, "the first frame must be HELLO");
             return;
         }
         try {
@@ -162,21 +175,21 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             int version = Codec.readUnsignedShort(in);
             String token = Codec.readString(in);
             if (magic != Wire.MAGIC) {
-                out.fail(r.id(), Wire.E_MALFORMED, "not a HiCache client (bad magic)", true);
+                failAndClose(r.id(), Wire.E_MALFORMED, "not a HiCache client (bad magic)");
                 return;
             }
             if (version != Wire.VERSION) {
-                out.fail(r.id(), Wire.E_VERSION, "protocol version " + version + " is not spoken here (this daemon: "
-                        + Wire.VERSION + ")", true);
+                failAndClose(r.id(), Wire.E_VERSION, "protocol version " + version + " is not spoken here (this daemon: "
+                        + Wire.VERSION + ")");
                 return;
             }
             if (!MessageDigest.isEqual(token.getBytes(StandardCharsets.UTF_8),
                     server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
-                out.fail(r.id(), Wire.E_AUTH, "wrong auth token", true);
+                failAndClose(r.id(), Wire.E_AUTH, "wrong auth token");
                 return;
             }
         } catch (ProtocolException e) {
-            out.fail(r.id(), Wire.E_MALFORMED, e.getMessage(), true);
+            failAndClose(r.id(), Wire.E_MALFORMED, e.getMessage());
             return;
         }
         authenticated = true;
@@ -222,7 +235,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof TooLongFrameException) {
-            out.fail(0, Wire.E_TOO_LARGE, "frame over the limit of " + server.config.maxFrameBytes() + " bytes", true);
+            failAndClose(0, Wire.E_TOO_LARGE, "frame over the limit of " + server.config.maxFrameBytes() + " bytes");
             return;
         }
         server.metrics.error("connection");
