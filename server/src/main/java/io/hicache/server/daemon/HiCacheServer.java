@@ -20,7 +20,6 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
-import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -88,8 +87,9 @@ public final class HiCacheServer implements AutoCloseable {
                         // Answers to a pipelined batch of requests leave in one write, not one syscall each.
                         ch.pipeline().addLast(new FlushConsolidationHandler(
                                 FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
-                        // The declared length is checked against the limit before a byte of the frame is buffered.
-                        ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(config.maxFrameBytes(), 0, 4, 0, 4, true));
+                        // The declared length is checked against the limit before a byte of the frame is buffered;
+                        // until a HELLO is accepted the limit is a HELLO's size (ServerHandler widens it then).
+                        ch.pipeline().addLast(ServerHandler.FRAMES, ServerHandler.frames(ServerHandler.HELLO_FRAME_BYTES));
                         ch.pipeline().addLast(new ServerHandler(HiCacheServer.this, operations));
                     }
                 });

@@ -33,12 +33,13 @@ import java.util.List;
  * @param workers           threads that run requests needing the store or eviction
  * @param shutdownTimeout   how long a graceful shutdown waits for requests in flight and the write-behind
  * @param maxLease          the longest lease a same-host client may hold
+ * @param handshakeTimeout  how long a connection may stay without a HELLO before it is closed (its slot freed)
  * @param settings          all the raw settings, for the L3 store
  */
 public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
         int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
         long namespaceQuota, int metricsPort, int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease,
-        Settings settings) {
+        Duration handshakeTimeout, Settings settings) {
     public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
             "the address to listen on; anything but loopback requires server.auth-token");
     public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
@@ -72,6 +73,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
             "how long a graceful shutdown waits for requests in flight and the write-behind");
     public static final Setting<Duration> MAX_LEASE = Setting.duration("server.max-lease", "60s",
             "the longest lease a same-host client may hold on pages");
+    public static final Setting<Duration> HANDSHAKE_TIMEOUT = Setting.duration("server.handshake-timeout", "5s",
+            "how long a new connection may go without a HELLO before the daemon closes it and frees its slot");
 
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;
@@ -84,9 +87,11 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
             MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
-            SHUTDOWN_TIMEOUT, MAX_LEASE);
+            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT);
 
     public ServerConfig {
+        Checks.requireArgument(handshakeTimeout.toMillis() > 0, "server.handshake-timeout must be positive, was %s",
+                handshakeTimeout);
         Checks.requireArgument(maxFrameBytes >= maxPageBytes + FRAME_SLACK_BYTES, "server.max-frame-bytes (%d) must exceed "
                 + "server.max-page-bytes (%d) by at least %d bytes, for a page's request", maxFrameBytes, maxPageBytes,
                 FRAME_SLACK_BYTES);
@@ -118,7 +123,7 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
                     settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
                     store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
                     settings.get(IO_THREADS), settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT),
-                    settings.get(MAX_LEASE), settings);
+                    settings.get(MAX_LEASE), settings.get(HANDSHAKE_TIMEOUT), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -7,12 +7,14 @@ import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One client connection of the daemon: the handshake, then requests ({@link Operations}), each answered with its
@@ -33,6 +35,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final Operations operations;
     private final NamespaceCache namespaces = new NamespaceCache();
     private Responder out;
+    /** The frame decoder's name in the pipeline. */
+    static final String FRAMES = "frames";
+    /** The largest frame accepted before a HELLO: a HELLO with the longest token (length field included). */
+    static final int HELLO_FRAME_BYTES = 4 + Wire.HEADER_BYTES + 8 + Codec.MAX_STRING_BYTES;
+
     private boolean counted;
     private boolean authenticated;
     /** Set once the connection is to close: frames the decoder already cut behind the one refused do not run. */
@@ -50,8 +57,19 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         out = new Responder(ctx, server.metrics);
     }
 
+    /** A decoder of frames up to {@code maxBytes}, length field included, refused on their declared length. */
+    static LengthFieldBasedFrameDecoder frames(int maxBytes) {
+        return new LengthFieldBasedFrameDecoder(maxBytes, 0, 4, 0, 4, true);
+    }
+
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        long waitMillis = server.config.handshakeTimeout().toMillis();
+        ctx.executor().schedule(() -> {
+            if (!authenticated && !closing && ctx.channel().isActive()) {
+                failAndClose(0, Wire.E_AUTH, "no HELLO within " + waitMillis + " ms");
+            }
+        }, waitMillis, TimeUnit.MILLISECONDS);
         counted = true;
         if (server.metrics.connections.incrementAndGet() > server.config.maxConnections()) {
             server.metrics.connectionsRefused.increment();
@@ -199,6 +217,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         answer.writeInt(server.config.maxPageBytes());
         Codec.writeString(answer, server.cache.file().toString());
         out.send(answer);
+        // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
+        // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.
+        out.context().pipeline().replace(FRAMES, FRAMES, frames(server.config.maxFrameBytes()));
     }
 
     private void started(ChannelHandlerContext ctx, long bytes) {
@@ -235,7 +256,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof TooLongFrameException) {
-            failAndClose(0, Wire.E_TOO_LARGE, "frame over the limit of " + server.config.maxFrameBytes() + " bytes");
+            failAndClose(0, Wire.E_TOO_LARGE, authenticated
+                    ? "frame over the limit of " + server.config.maxFrameBytes() + " bytes"
+                    : "a frame before HELLO may have at most " + HELLO_FRAME_BYTES + " bytes");
             return;
         }
         server.metrics.error("connection");
