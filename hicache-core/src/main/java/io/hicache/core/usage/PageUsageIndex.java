@@ -271,6 +271,7 @@ public final class PageUsageIndex<K> {
         }
     }
 
+    /** Whether {@code key} has an entry. */
     public boolean contains(K key) {
         return entry(key) != NO_ENTRY;
     }

@@ -584,10 +584,8 @@ final class SlabCache implements AutoCloseable {
      */
     PageStatus[] delete(List<StoreKey> keys, Deadline deadline) {
         PageStatus[] out = new PageStatus[keys.size()];
-        boolean[] here = new boolean[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
-            here[i] = remove(keys.get(i));
-            out[i] = here[i] ? PageStatus.OK : PageStatus.MISS;
+            out[i] = remove(keys.get(i)) ? PageStatus.OK : PageStatus.MISS;
         }
         if (l3.isEmpty()) {
             return out;
