@@ -56,6 +56,9 @@ public final class HiCacheServer implements AutoCloseable {
     final ServerMetrics metrics = new ServerMetrics();
     final ExecutorService workers;
     final AtomicInteger inFlight = new AtomicInteger();
+    /** Bytes of frames still arriving, over all connections. */
+    final FrameDecoder.Budget partialFrames;
+    final RateLimitedLog partialFramesLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
     private final EventLoopGroup acceptor;
     private final EventLoopGroup loops;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
@@ -69,6 +72,7 @@ public final class HiCacheServer implements AutoCloseable {
         this.config = config;
         this.cache = cache;
         this.storeDescription = storeDescription;
+        this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
         this.leases = new Leases(cache);
         this.operations = new Operations(this);
         this.workers = Executors.newFixedThreadPool(config.workers(), Threads.factory("server-worker"));
@@ -89,7 +93,8 @@ public final class HiCacheServer implements AutoCloseable {
                                 FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
                         // The declared length is checked against the limit before a byte of the frame is buffered;
                         // until a HELLO is accepted the limit is a HELLO's size (ServerHandler widens it then).
-                        ch.pipeline().addLast(ServerHandler.FRAMES, ServerHandler.frames(ServerHandler.HELLO_FRAME_BYTES));
+                        ch.pipeline().addLast(ServerHandler.FRAMES,
+                                new FrameDecoder(ServerHandler.HELLO_FRAME_BYTES, partialFrames));
                         ch.pipeline().addLast(new ServerHandler(HiCacheServer.this, operations));
                     }
                 });
@@ -98,7 +103,7 @@ public final class HiCacheServer implements AutoCloseable {
         if (config.metricsPort() >= 0) {
             try {
                 http = new MetricsEndpoint(config.bind(), config.metricsPort(), () -> metrics.render(cache),
-                        () -> !closing.get());
+                        () -> !closing.get(), cache.writeBehind::degraded);
             } catch (IOException e) {
                 listener.close().sync();
                 throw new HiCacheException(ErrorCode.CONFIG_INVALID, "cannot serve metrics on " + config.bind() + ":"

@@ -12,20 +12,23 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * {@code /metrics} (Prometheus text format) and {@code /health} ({@code 200 ok}, or {@code 503} while shutting down)
+ * {@code /metrics} (Prometheus text format) and {@code /health} ({@code 200 ok}; {@code 200 degraded: ...} when
+ * acknowledged pages could not be written to L3; {@code 503} while shutting down)
  * over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}). Thread-safe; the
  * server stops it.
  */
 final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer http;
 
-    MetricsEndpoint(String bind, int port, Supplier<String> metrics, BooleanSupplier healthy) throws IOException {
+    MetricsEndpoint(String bind, int port, Supplier<String> metrics, BooleanSupplier healthy, Supplier<String> degraded)
+            throws IOException {
         http = HttpServer.create(new InetSocketAddress(bind, port), 16);
         http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
         http.createContext("/metrics", ex -> reply(ex, 200, "text/plain; version=0.0.4", metrics.get()));
         http.createContext("/health", ex -> {
             boolean ok = healthy.getAsBoolean();
-            reply(ex, ok ? 200 : 503, "text/plain", ok ? "ok\n" : "shutting down\n");
+            String trouble = ok ? degraded.get() : null;
+            reply(ex, ok ? 200 : 503, "text/plain", !ok ? "shutting down\n" : trouble == null ? "ok\n" : trouble + "\n");
         });
         http.start();
     }

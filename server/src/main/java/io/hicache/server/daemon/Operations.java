@@ -249,6 +249,8 @@ final class Operations {
         private final int[] crcs;
         private final ByteBuf in;
         private final PageStatus[] statuses;
+        /** The pages stored so far, pinned until the answer is sent: a later page of the request must not evict them. */
+        private final List<SlabCache.Entry> stored = new ArrayList<>();
         private int next;
         private int at;
         private int checkedUpTo;
@@ -269,6 +271,16 @@ final class Operations {
          * the first page that needs eviction or waiting.
          */
         boolean advance(boolean mayWait) {
+            try {
+                return storeRest(mayWait);
+            } catch (RuntimeException e) {
+                stored.forEach(cache::unpin); // the request fails as a whole: its pages are ordinary pages now
+                stored.clear();
+                throw e;
+            }
+        }
+
+        private boolean storeRest(boolean mayWait) {
             Deadline deadline = r.deadline();
             for (; next < keys.size(); next++) {
                 ByteBuf body = in.slice(at, lengths[next]);
@@ -281,8 +293,8 @@ final class Operations {
                     s = PageStatus.FAILED; // damaged on the way: not stored
                 } else {
                     checkedUpTo = next + 1; // a page left for the worker is not checked again there
-                    s = mayWait ? cache.put(keys.get(next), body, lengths[next], crcs[next], deadline)
-                            : cache.tryPut(keys.get(next), body, lengths[next], crcs[next]);
+                    s = mayWait ? cache.put(keys.get(next), body, lengths[next], crcs[next], deadline, stored)
+                            : cache.tryPut(keys.get(next), body, lengths[next], crcs[next], stored);
                     if (s == null) {
                         return false;
                     }
@@ -291,6 +303,7 @@ final class Operations {
                 at += lengths[next];
             }
             out.statuses(r.op(), r.id(), statuses);
+            stored.forEach(cache::unpin);
             return true;
         }
     }

@@ -19,7 +19,8 @@ import java.util.List;
  * @param port              the port (0: any free one)
  * @param authToken         the token clients must present; required when {@code bind} is not a loopback address
  * @param maxConnections    open connections at most
- * @param maxFrameBytes     the largest frame accepted; a declared length above it closes the connection unread
+ * @param maxFrameBytes     the largest frame accepted (its declared length, which does not count the length field);
+ *                          a declared length above it closes the connection unread
  * @param maxPageBytes      the largest page stored
  * @param maxInFlightBytes  bytes one connection may have in progress (requests being worked on, answers not yet
  *                          sent) before the daemon stops reading from it
@@ -34,12 +35,14 @@ import java.util.List;
  * @param shutdownTimeout   how long a graceful shutdown waits for requests in flight and the write-behind
  * @param maxLease          the longest lease a same-host client may hold
  * @param handshakeTimeout  how long a connection may stay without a HELLO before it is closed (its slot freed)
+ * @param maxPartialFrameBytes bytes of frames still arriving that all connections together may hold
+ * @param writeBehindMaxTries tries to write a page behind before it is given up (logged and reported)
  * @param settings          all the raw settings, for the L3 store
  */
 public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
         int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
         long namespaceQuota, int metricsPort, int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease,
-        Duration handshakeTimeout, Settings settings) {
+        Duration handshakeTimeout, long maxPartialFrameBytes, int writeBehindMaxTries, Settings settings) {
     public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
             "the address to listen on; anything but loopback requires server.auth-token");
     public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
@@ -75,6 +78,11 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
             "the longest lease a same-host client may hold on pages");
     public static final Setting<Duration> HANDSHAKE_TIMEOUT = Setting.duration("server.handshake-timeout", "5s",
             "how long a new connection may go without a HELLO before the daemon closes it and frees its slot");
+    public static final Setting<Long> MAX_PARTIAL_FRAMES = Setting.bytes("server.max-partial-frame-bytes", "512MiB",
+            "bytes of frames still arriving that all connections together may hold; a frame that would go over is "
+                    + "refused (ERROR BUSY) and its connection closed");
+    public static final Setting<Integer> WRITE_BEHIND_MAX_TRIES = Setting.integer("server.write-behind-max-tries", 10, 1,
+            1_000, "tries to write a page behind to L3 (with backoff) before it is given up, logged and reported");
 
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;
@@ -87,11 +95,13 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
             MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
-            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT);
+            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT, MAX_PARTIAL_FRAMES, WRITE_BEHIND_MAX_TRIES);
 
     public ServerConfig {
         Checks.requireArgument(handshakeTimeout.toMillis() > 0, "server.handshake-timeout must be positive, was %s",
                 handshakeTimeout);
+        Checks.requireArgument(maxPartialFrameBytes > 0, "server.max-partial-frame-bytes must be positive, was %d",
+                maxPartialFrameBytes);
         Checks.requireArgument(maxFrameBytes >= maxPageBytes + FRAME_SLACK_BYTES, "server.max-frame-bytes (%d) must exceed "
                 + "server.max-page-bytes (%d) by at least %d bytes, for a page's request", maxFrameBytes, maxPageBytes,
                 FRAME_SLACK_BYTES);
@@ -115,7 +125,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
         try {
             long frame = settings.get(MAX_FRAME);
             long page = settings.get(MAX_PAGE);
-            Checks.requireArgument(frame <= Integer.MAX_VALUE && page <= Integer.MAX_VALUE,
+            // A frame of max-frame-bytes plus its 4-byte length field must fit an int.
+            Checks.requireArgument(frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
                     "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
             String store = settings.get(STORE).trim();
             return new ServerConfig(settings.get(BIND).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
@@ -123,7 +134,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
                     settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
                     store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
                     settings.get(IO_THREADS), settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT),
-                    settings.get(MAX_LEASE), settings.get(HANDSHAKE_TIMEOUT), settings);
+                    settings.get(MAX_LEASE), settings.get(HANDSHAKE_TIMEOUT), settings.get(MAX_PARTIAL_FRAMES),
+                    settings.get(WRITE_BEHIND_MAX_TRIES), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -7,12 +7,12 @@ import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -37,8 +37,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private Responder out;
     /** The frame decoder's name in the pipeline. */
     static final String FRAMES = "frames";
-    /** The largest frame accepted before a HELLO: a HELLO with the longest token (length field included). */
-    static final int HELLO_FRAME_BYTES = 4 + Wire.HEADER_BYTES + 8 + Codec.MAX_STRING_BYTES;
+    /** The largest frame accepted before a HELLO: a HELLO with the longest token (its declared length). */
+    static final int HELLO_FRAME_BYTES = Wire.HEADER_BYTES + 8 + Codec.MAX_STRING_BYTES;
 
     private boolean counted;
     private boolean authenticated;
@@ -57,10 +57,14 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         out = new Responder(ctx, server.metrics);
     }
 
-    /** A decoder of frames up to {@code maxBytes}, length field included, refused on their declared length. */
-    static LengthFieldBasedFrameDecoder frames(int maxBytes) {
-        return new LengthFieldBasedFrameDecoder(maxBytes, 0, 4, 0, 4, true);
+    /** A request held back behind an earlier one it must not overtake (see {@link #mayStart}). */
+    private record Held(Operations.Request request, Operations.Work work, ByteBuf frame, boolean write) {
     }
+
+    /** Requests of this connection on the workers, reads and writes. */
+    private int runningReads;
+    private int runningWrites;
+    private final ArrayDeque<Held> held = new ArrayDeque<>();
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
@@ -85,6 +89,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             server.metrics.connections.decrementAndGet();
         }
         server.leases.releaseAll(ctx.channel());
+        for (Held h; (h = held.poll()) != null; ) {
+            h.frame().release(); // nobody is left to answer
+            server.inFlight.decrementAndGet();
+        }
         ctx.fireChannelInactive();
     }
 
@@ -118,7 +126,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             }
             return;
         }
-        if (server.shuttingDown()) {
+        if (server.shuttingDown() && r.op() != Wire.HEALTH && r.op() != Wire.STATS) {
             frame.release();
             out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
             return;
@@ -137,7 +145,36 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                     + ((r.op() & Wire.RESPONSE) != 0 ? " (an answer's op, not a request's)" : ""), false);
             return;
         }
+        boolean write = isWrite(r.op());
+        if (!mayStart(write)) {
+            started(ctx, frame.capacity());
+            held.add(new Held(r, work, frame, write));
+            return;
+        }
+        run(ctx, r, work, frame, write, false);
+    }
+
+    /** Writes change pages; a connection's requests take effect in order where one of two is a write. */
+    private static boolean isWrite(int op) {
+        return op == Wire.PUT || op == Wire.DELETE || op == Wire.CLEAR || op == Wire.CLEAR_ALL;
+    }
+
+    /**
+     * Whether a request may start now: nothing is held back before it, no earlier write is unfinished, and, for a
+     * write, no earlier request at all. Reads overlap one another.
+     */
+    private boolean mayStart(boolean write) {
+        return held.isEmpty() && runningWrites == 0 && (!write || runningReads == 0);
+    }
+
+    /**
+     * Runs a request: on the event loop if it can finish there, else on a worker. {@code counted} says whether
+     * {@link #started} was already called for it (a request that was held back).
+     */
+    private void run(ChannelHandlerContext ctx, Operations.Request r, Operations.Work work, ByteBuf frame, boolean write,
+            boolean counted) {
         long start = System.nanoTime();
+        long bytes = frame.capacity();
         boolean done;
         try {
             done = work.inline().getAsBoolean();
@@ -148,10 +185,19 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (done) {
             frame.release();
             server.metrics.request(r.op(), System.nanoTime() - start);
+            if (counted) {
+                finished(ctx, bytes);
+            }
             return;
         }
-        long bytes = frame.capacity();
-        started(ctx, bytes);
+        if (!counted) {
+            started(ctx, bytes);
+        }
+        if (write) {
+            runningWrites++;
+        } else {
+            runningReads++;
+        }
         try {
             server.workers.execute(() -> {
                 try {
@@ -161,13 +207,32 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 } finally {
                     frame.release();
                     server.metrics.request(r.op(), System.nanoTime() - start);
-                    ctx.channel().eventLoop().execute(() -> finished(ctx, bytes));
+                    ctx.channel().eventLoop().execute(() -> ranOnWorker(ctx, bytes, write));
                 }
             });
         } catch (RejectedExecutionException e) {
             frame.release();
-            finished(ctx, bytes);
             out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
+            ranOnWorker(ctx, bytes, write);
+        }
+    }
+
+    /** A request finished on a worker: the ones held back behind it may start now. */
+    private void ranOnWorker(ChannelHandlerContext ctx, long bytes, boolean write) {
+        if (write) {
+            runningWrites--;
+        } else {
+            runningReads--;
+        }
+        finished(ctx, bytes);
+        while (!held.isEmpty() && runningWrites == 0 && (!held.peek().write() || runningReads == 0)) {
+            Held h = held.poll();
+            if (!ctx.channel().isActive()) {
+                h.frame().release();
+                finished(ctx, h.frame().capacity());
+                continue;
+            }
+            run(ctx, h.request(), h.work(), h.frame(), h.write(), true);
         }
     }
 
@@ -188,6 +253,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             failAndClose(r.id(), Wire.E_AUTH, "the first frame must be HELLO");
             return;
         }
+        if (authenticated) {
+            out.fail(r.id(), Wire.E_MALFORMED, "HELLO was already accepted on this connection", false);
+            return;
+        }
         try {
             long magic = Codec.readUnsignedInt(in);
             int version = Codec.readUnsignedShort(in);
@@ -199,6 +268,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             if (version != Wire.VERSION) {
                 failAndClose(r.id(), Wire.E_VERSION, "protocol version " + version + " is not spoken here (this daemon: "
                         + Wire.VERSION + ")");
+                return;
+            }
+            if (in.isReadable()) {
+                failAndClose(r.id(), Wire.E_MALFORMED, in.readableBytes() + " bytes after the end of the HELLO");
                 return;
             }
             if (!MessageDigest.isEqual(token.getBytes(StandardCharsets.UTF_8),
@@ -219,7 +292,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         out.send(answer);
         // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
         // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.
-        out.context().pipeline().replace(FRAMES, FRAMES, frames(server.config.maxFrameBytes()));
+        out.context().pipeline().replace(FRAMES, FRAMES, new FrameDecoder(server.config.maxFrameBytes(), server.partialFrames));
     }
 
     private void started(ChannelHandlerContext ctx, long bytes) {
@@ -255,6 +328,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof FrameDecoder.OverBudget over) {
+            server.metrics.partialFramesRefused.increment();
+            server.partialFramesLog.log("refused a frame from " + ctx.channel().remoteAddress() + ": " + over.getMessage());
+            failAndClose(0, Wire.E_BUSY, over.getMessage());
+            return;
+        }
         if (cause instanceof TooLongFrameException) {
             failAndClose(0, Wire.E_TOO_LARGE, authenticated
                     ? "frame over the limit of " + server.config.maxFrameBytes() + " bytes"

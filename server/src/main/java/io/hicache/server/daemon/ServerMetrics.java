@@ -19,6 +19,7 @@ final class ServerMetrics {
 
     final AtomicInteger connections = new AtomicInteger();
     final LongAdder connectionsRefused = new LongAdder();
+    final LongAdder partialFramesRefused = new LongAdder();
     final LongAdder pausedReads = new LongAdder();
     final LongAdder bytesIn = new LongAdder();
     final LongAdder bytesOut = new LongAdder();
@@ -58,6 +59,8 @@ final class ServerMetrics {
         StringBuilder b = new StringBuilder();
         gauge(b, "hicache_server_connections", "open client connections", connections.get());
         counter(b, "hicache_server_connections_refused_total", "connections refused at the limit", connectionsRefused.sum());
+        counter(b, "hicache_server_partial_frames_refused_total",
+                "frames refused over server.max-partial-frame-bytes (their connections closed)", partialFramesRefused.sum());
         counter(b, "hicache_server_paused_reads_total", "times a connection's reading paused at its in-flight limit",
                 pausedReads.sum());
         counter(b, "hicache_server_bytes_received_total", "frame bytes received", bytesIn.sum());
@@ -88,7 +91,11 @@ final class ServerMetrics {
         counter(b, "hicache_server_evicted_pages_total", "pages evicted from the host slab", cache.evictedPages.sum());
         counter(b, "hicache_server_rejected_puts_total", "puts refused (full, over quota, too large)", cache.rejectedPuts.sum());
         counter(b, "hicache_server_write_behind_pages_total", "pages written behind to L3", cache.writeBehind.written.sum());
-        counter(b, "hicache_server_write_behind_failures_total", "failed write-behind batches", cache.writeBehind.failures.sum());
+        counter(b, "hicache_server_write_behind_failures_total", "failed tries to write a page behind to L3",
+                cache.writeBehind.failures.sum());
+        counter(b, "hicache_server_write_behind_abandoned_pages_total",
+                "acknowledged pages the write-behind gave up on after server.write-behind-max-tries (not in L3)",
+                cache.writeBehind.abandoned.sum());
         new TreeMap<>(cache.gauges()).forEach((name, value) -> gauge(b, "hicache_server_" + name, name.replace('_', ' '),
                 value));
         return b.toString();

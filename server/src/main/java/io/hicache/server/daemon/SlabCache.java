@@ -72,6 +72,8 @@ final class SlabCache implements AutoCloseable {
         volatile long usage = PageUsageIndex.NO_ENTRY;
         volatile boolean dirty;
         volatile boolean removed;
+        /** Failed tries to write it behind; touched by the write-behind thread only. */
+        int writeTries;
 
         /** The page's bytes outside the slab, for a page read from L3 when the slab had no room; else null. */
         final ByteBuf spill;
@@ -133,7 +135,7 @@ final class SlabCache implements AutoCloseable {
             throw e;
         }
         this.allocator = new BuddyAllocator(bytes, config.minBlockBytes(), maxOrder);
-        this.writeBehind = new WriteBehind(this);
+        this.writeBehind = new WriteBehind(this, config.writeBehindMaxTries());
     }
 
     /** The slab's file: what a same-host client maps. */
@@ -173,19 +175,21 @@ final class SlabCache implements AutoCloseable {
 
     /**
      * Stores {@code length} bytes read from {@code src} under {@code key}, whose checksum the caller has verified
-     * to be {@code crc}; the caller keeps {@code src}. Evicts, and waits for the write-behind, as needed.
+     * to be {@code crc}; the caller keeps {@code src}. Evicts, and waits for the write-behind, as needed. A page
+     * stored (OK) is added to {@code stored} pinned, so that the request's later pages cannot evict it before the
+     * request is answered: the caller {@link #unpin}s them then.
      */
-    PageStatus put(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline) {
-        return store(key, src, length, crc, deadline);
+    PageStatus put(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline, List<Entry> stored) {
+        return store(key, src, length, crc, deadline, stored);
     }
 
     /** As {@link #put}, if that needs no eviction and no waiting; null if it would (nothing was stored). */
-    PageStatus tryPut(StoreKey key, ByteBuf src, int length, int crc) {
-        return store(key, src, length, crc, null);
+    PageStatus tryPut(StoreKey key, ByteBuf src, int length, int crc, List<Entry> stored) {
+        return store(key, src, length, crc, null, stored);
     }
 
     /** Stores a page; a null {@code deadline} means "only if no eviction is needed", answered null if it is. */
-    private PageStatus store(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline) {
+    private PageStatus store(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline, List<Entry> stored) {
         if (index.containsKey(key)) {
             return PageStatus.EXISTS;
         }
@@ -212,11 +216,13 @@ final class SlabCache implements AutoCloseable {
         src.getBytes(src.readerIndex(), target.asByteBuffer());
         Entry e = new Entry(key, offset, order, length, crc);
         e.dirty = l3.isPresent();
-        if (add(e, e.dirty ? 0 : PageUsageIndex.FLAGGED) != e) {
+        e.pins.incrementAndGet();
+        if (add(e, PageUsageIndex.PINNED | (e.dirty ? 0 : PageUsageIndex.FLAGGED)) != e) {
             allocator.free(offset, order);
             used.addAndGet(-block);
             return PageStatus.EXISTS;
         }
+        stored.add(e);
         if (e.dirty) {
             writeBehind.enqueue(e);
         }
@@ -339,6 +345,15 @@ final class SlabCache implements AutoCloseable {
 
     /** The write-behind put {@code e} in L3: from now on it may be evicted. */
     void writtenBehind(Entry e) {
+        e.dirty = false;
+        usage.setFlagged(e.usage, true);
+    }
+
+    /**
+     * The write-behind gave up on {@code e}: it may be evicted (and is then gone), so that pages L3 will not take
+     * cannot fill the slab and block every put.
+     */
+    void givenUp(Entry e) {
         e.dirty = false;
         usage.setFlagged(e.usage, true);
     }

@@ -4,14 +4,18 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.PriorityBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -19,30 +23,53 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Writes pages put into the daemon's slab behind to its L3 store, on the thread {@code hicache-server-write-behind}:
- * in batches of up to 128, straight from the slab. A page stays in the slab (and is not evictable) until L3 has it;
- * a failed write is retried after a pause, counted and logged, and the thread goes on. Closing waits (up to its
- * timeout) until every page put has been written: a graceful shutdown loses no acknowledged write.
+ * in batches of up to 128, straight from the slab. A page stays in the slab (and is not evictable) until L3 has it.
+ * A failed write is logged (rate-limited, with its cause) and retried with backoff; a page that still fails after
+ * {@code server.write-behind-max-tries} tries is given up: logged at ERROR by name, counted, kept in the slab as a
+ * page L3 lacks (evictable, so the slab cannot fill up with them) and reported by {@link #abandonedPages()}.
+ * Closing waits (up to its timeout) until every page put has been written, retrying without backoff, and names the
+ * acknowledged pages that did not reach L3.
  *
  * <p>Thread-safe.
  */
 final class WriteBehind {
     private static final System.Logger LOG = System.getLogger(WriteBehind.class.getName());
     private static final int BATCH = 128;
+    private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /** How many unwritten pages a shutdown names, and how many given-up pages are remembered for /health. */
+    static final int NAMED_PAGES = 100;
+
+    /** A page waiting for its next try. */
+    private record Retry(SlabCache.Entry entry, long dueNanos) {
+    }
 
     private final SlabCache cache;
+    private final int maxTries;
     private final LinkedBlockingQueue<SlabCache.Entry> queue = new LinkedBlockingQueue<>();
+    /** Pages whose last try failed, soonest due first; taken by the write-behind thread only, read by close. */
+    private final PriorityBlockingQueue<Retry> retries = new PriorityBlockingQueue<>(16,
+            Comparator.comparingLong(Retry::dueNanos));
+    /** The batch being written, for close to name. */
+    private volatile List<SlabCache.Entry> inFlight = List.of();
     private final AtomicInteger pending = new AtomicInteger();
     private final Object progress = new Object();
     /** Held while a batch is written; see {@link #awaitBatchInFlight}. */
     private final ReentrantLock writing = new ReentrantLock();
+    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    /** The last pages given up, newest last, for /health. */
+    private final ArrayDeque<String> abandonedNames = new ArrayDeque<>();
     private final Thread thread;
     final LongAdder written = new LongAdder();
+    /** Failed tries, counted per page. */
     final LongAdder failures = new LongAdder();
+    final LongAdder abandoned = new LongAdder();
     private volatile boolean stopping;
-    private volatile boolean abandoned;
+    private volatile boolean stopped;
 
-    WriteBehind(SlabCache cache) {
+    WriteBehind(SlabCache cache, int maxTries) {
         this.cache = cache;
+        this.maxTries = maxTries;
         this.thread = Threads.start("server-write-behind", this::run);
     }
 
@@ -51,21 +78,38 @@ final class WriteBehind {
         queue.add(e);
     }
 
-    /** Pages put and not yet in L3. */
+    /** Pages put and not yet in L3 (nor given up). */
     int pendingPages() {
         return pending.get();
+    }
+
+    /** Pages given up since the daemon started: acknowledged, and not in L3. */
+    long abandonedPages() {
+        return abandoned.sum();
+    }
+
+    /** A line for /health when pages were given up, else null. */
+    String degraded() {
+        long n = abandoned.sum();
+        if (n == 0) {
+            return null;
+        }
+        synchronized (abandonedNames) {
+            return "degraded: " + n + " acknowledged pages could not be written to the L3 store (the daemon's log says "
+                    + "why); the last: " + String.join(", ", abandonedNames);
+        }
     }
 
     /** Waits up to {@code millis} for a batch to finish; true if one did. */
     boolean awaitProgress(long millis) {
         synchronized (progress) {
-            long before = written.sum();
+            long before = written.sum() + abandoned.sum();
             try {
                 progress.wait(millis);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            return written.sum() > before;
+            return written.sum() + abandoned.sum() > before;
         }
     }
 
@@ -81,34 +125,50 @@ final class WriteBehind {
     }
 
     private void run() {
-        while (!abandoned && (!stopping || pending.get() > 0)) {
-            List<SlabCache.Entry> batch = new ArrayList<>();
+        while (!stopped && (!stopping || pending.get() > 0)) {
             try {
-                SlabCache.Entry first = queue.poll(100, TimeUnit.MILLISECONDS);
-                if (first == null) {
+                List<SlabCache.Entry> batch = nextBatch();
+                if (batch.isEmpty()) {
                     continue;
                 }
-                batch.add(first);
-                queue.drainTo(batch, BATCH - 1);
                 writing.lock();
+                inFlight = batch;
                 try {
                     write(batch);
                 } finally {
+                    inFlight = List.of();
                     writing.unlock();
                 }
             } catch (InterruptedException e) {
-                continue;
+                // closing: the loop's condition decides
             } catch (Throwable t) {
-                failures.increment();
-                LOG.log(Level.WARNING, "write-behind failed; retrying", t);
-                batch.forEach(queue::add);
-                pause();
+                // write() handles every page of its batch before anything can throw here; keep the thread alive.
+                LOG.log(Level.ERROR, "write-behind: unexpected failure; going on", t);
             }
         }
     }
 
+    /** Retries that are due (all of them while stopping), then fresh pages; waits up to 100 ms for either. */
+    private List<SlabCache.Entry> nextBatch() throws InterruptedException {
+        List<SlabCache.Entry> batch = new ArrayList<>();
+        long now = System.nanoTime();
+        while (batch.size() < BATCH && !retries.isEmpty() && (stopping || retries.peek().dueNanos() - now <= 0)) {
+            batch.add(retries.poll().entry());
+        }
+        if (batch.isEmpty()) {
+            long waitNanos = retries.isEmpty() ? TimeUnit.MILLISECONDS.toNanos(100)
+                    : Math.min(TimeUnit.MILLISECONDS.toNanos(100), Math.max(0, retries.peek().dueNanos() - now));
+            SlabCache.Entry first = queue.poll(waitNanos, TimeUnit.NANOSECONDS);
+            if (first == null) {
+                return batch;
+            }
+            batch.add(first);
+        }
+        queue.drainTo(batch, BATCH - batch.size());
+        return batch;
+    }
+
     private void write(List<SlabCache.Entry> batch) {
-        PageStore store = cache.l3.orElseThrow();
         List<SlabCache.Entry> live = new ArrayList<>();
         List<StoreKey> keys = new ArrayList<>();
         List<MemorySegment> pages = new ArrayList<>();
@@ -125,14 +185,14 @@ final class WriteBehind {
         if (live.isEmpty()) {
             return;
         }
+        PageStore store = cache.l3.orElseThrow();
         BatchResult r = null;
+        String batchFailure = null;
         try {
             r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofSeconds(30))).get(60, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            failures.increment();
-            LOG.log(Level.WARNING, "write-behind of " + live.size() + " pages failed; retrying: " + e);
+        } catch (Throwable t) {
+            batchFailure = t.toString();
         }
-        boolean retry = false;
         List<StoreKey> deletedMeanwhile = new ArrayList<>();
         for (int i = 0; i < live.size(); i++) {
             SlabCache.Entry e = live.get(i);
@@ -144,8 +204,8 @@ final class WriteBehind {
                 pending.decrementAndGet();
                 written.increment();
             } else {
-                queue.add(e);
-                retry = true;
+                String cause = r == null ? batchFailure : r.status(i) + r.detail(i).map(d -> ": " + d).orElse("");
+                failed(e, cause);
             }
             cache.release(e);
         }
@@ -160,21 +220,37 @@ final class WriteBehind {
         synchronized (progress) {
             progress.notifyAll();
         }
-        if (retry) {
-            failures.increment();
-            pause();
-        }
     }
 
-    private static void pause() {
-        try {
-            Thread.sleep(100);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+    /** A try of {@code e} failed: retry it later, or give it up after the last try. */
+    private void failed(SlabCache.Entry e, String cause) {
+        failures.increment();
+        e.writeTries++;
+        if (e.writeTries < maxTries) {
+            long backoff = Math.min(MAX_BACKOFF_NANOS, FIRST_BACKOFF_NANOS << Math.min(20, e.writeTries - 1));
+            retries.add(new Retry(e, System.nanoTime() + backoff));
+            failureLog.log("write-behind of page " + e.key + " to the L3 store failed (try " + e.writeTries + " of "
+                    + maxTries + ", next in " + TimeUnit.NANOSECONDS.toMillis(backoff) + " ms): " + cause);
+            return;
         }
+        cache.givenUp(e);
+        pending.decrementAndGet();
+        abandoned.increment();
+        synchronized (abandonedNames) {
+            if (abandonedNames.size() == NAMED_PAGES) {
+                abandonedNames.poll();
+            }
+            abandonedNames.add(e.key.toString());
+        }
+        LOG.log(Level.ERROR, "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
+                + "after " + maxTries + " tries: " + cause + "; it was acknowledged and is only in the host slab until "
+                + "evicted");
     }
 
-    /** Waits (up to {@code timeout}) until every pending page is written, then stops the thread. */
+    /**
+     * Waits (up to {@code timeout}) until every pending page is written, then stops the thread; logs at ERROR the
+     * acknowledged pages that did not reach L3, by name.
+     */
     void close(Duration timeout) {
         stopping = true;
         try {
@@ -182,10 +258,31 @@ final class WriteBehind {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        if (pending.get() > 0) {
-            LOG.log(Level.ERROR, pending.get() + " pages were not written to the L3 store before shutdown timed out");
-        }
-        abandoned = true;
+        stopped = true;
         thread.interrupt();
+        try {
+            thread.join(2_000); // a batch in flight is named below if it has not finished by then
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        List<SlabCache.Entry> left = new ArrayList<>(inFlight);
+        left.addAll(queue);
+        retries.forEach(retry -> left.add(retry.entry()));
+        List<String> unwritten = new ArrayList<>();
+        for (SlabCache.Entry e : left) {
+            if (e.dirty && !e.removed) {
+                unwritten.add(e.key.toString());
+            }
+        }
+        if (!unwritten.isEmpty()) {
+            LOG.log(Level.ERROR, unwritten.size() + " acknowledged pages were not written to the L3 store before the "
+                    + "shutdown timeout (" + timeout.toMillis() + " ms) and are lost with the slab: "
+                    + String.join(", ", unwritten.subList(0, Math.min(NAMED_PAGES, unwritten.size())))
+                    + (unwritten.size() > NAMED_PAGES ? ", ..." : ""));
+        }
+        if (abandoned.sum() > 0) {
+            LOG.log(Level.ERROR, abandoned.sum() + " acknowledged pages were given up by the write-behind while the "
+                    + "daemon ran (logged when each was given up) and did not reach the L3 store");
+        }
     }
 }

@@ -227,10 +227,19 @@ public final class FilePageStore extends AbstractPageStore {
         }
         try {
             makeDirs(key, id);
-            io.write(id, page, PageChecksum.of(page));
+            int crc = PageChecksum.of(page);
+            try {
+                io.write(id, page, crc);
+            } catch (NoSuchFileException folderGone) {
+                // A clear removed the folders after makeDirs found them made: make them again, once.
+                madeDirs.remove(paths.shardDir(id));
+                makeDirs(key, id);
+                io.write(id, page, crc);
+            }
             index.written(id, bytes);
             return PageOutcome.OK;
         } catch (IOException | RuntimeException | InterruptedException failure) {
+            madeDirs.remove(paths.shardDir(id)); // whatever went wrong, the next put checks the folders again
             index.writeFailed(id);
             if (failure instanceof InterruptedException) {
                 Thread.currentThread().interrupt();

@@ -226,6 +226,27 @@ class FilePageStoreTest {
         assertEquals(0, stored.bytes());
     }
 
+    /**
+     * A clear that raced a put removed a shard folder after the put had made (and remembered) it: the store must
+     * make it again, not fail every later put of that shard (the daemon's write-behind retried such a page forever).
+     */
+    @Test
+    void aShardFolderRemovedBehindTheStoresBackIsMadeAgain() throws Exception {
+        List<StoreKey> keys = keys(9, 2); // one shard: their hashes share the leading bytes
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")))) {
+            assertEquals(PageStatus.OK, put(store, keys.subList(0, 1), 4096).status(0));
+            Path shard = store.fileOf(keys.get(0)).getParent();
+            assertEquals(shard, store.fileOf(keys.get(1)).getParent());
+            try (var all = Files.walk(shard.getParent())) {
+                for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.delete(p);
+                }
+            }
+            assertEquals(PageStatus.OK, put(store, keys.subList(1, 2), 4096).status(0));
+            assertEquals(1, hits(store, keys.subList(1, 2)));
+        }
+    }
+
     /* ---------------------------------------------------------------- helpers */
 
     static StoreKey key(int group, int n) {

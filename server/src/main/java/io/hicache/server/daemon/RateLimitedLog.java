@@ -1,0 +1,36 @@
+package io.hicache.server.daemon;
+
+import java.lang.System.Logger.Level;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A log line that is written at most once per interval, saying how many like it were not written since: for
+ * failures a client or a broken store can cause at any rate, which must be seen but must not flood the log.
+ *
+ * <p>Thread-safe.
+ */
+final class RateLimitedLog {
+    private final System.Logger log;
+    private final Level level;
+    private final long intervalNanos;
+    private final AtomicLong nextAt = new AtomicLong(Long.MIN_VALUE);
+    private final AtomicLong suppressed = new AtomicLong();
+
+    RateLimitedLog(System.Logger log, Level level, long intervalMillis) {
+        this.log = log;
+        this.level = level;
+        this.intervalNanos = intervalMillis * 1_000_000L;
+    }
+
+    /** Writes {@code message} unless a line was written within the interval; then counts it as not written. */
+    void log(String message) {
+        long now = System.nanoTime();
+        long next = nextAt.get();
+        if ((next != Long.MIN_VALUE && now - next < 0) || !nextAt.compareAndSet(next, now + intervalNanos)) {
+            suppressed.incrementAndGet();
+            return;
+        }
+        long skipped = suppressed.getAndSet(0);
+        log.log(level, skipped == 0 ? message : message + " (" + skipped + " more like it not logged)");
+    }
+}
