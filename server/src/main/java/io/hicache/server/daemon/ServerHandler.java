@@ -207,7 +207,11 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 } finally {
                     frame.release();
                     server.metrics.request(r.op(), System.nanoTime() - start);
-                    ctx.channel().eventLoop().execute(() -> ranOnWorker(ctx, bytes, write));
+                    try {
+                        ctx.channel().eventLoop().execute(() -> ranOnWorker(ctx, bytes, write));
+                    } catch (RejectedExecutionException stopped) {
+                        server.inFlight.decrementAndGet(); // the event loop is gone: so is the connection
+                    }
                 }
             });
         } catch (RejectedExecutionException e) {

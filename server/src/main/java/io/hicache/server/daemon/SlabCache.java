@@ -175,9 +175,10 @@ final class SlabCache implements AutoCloseable {
 
     /**
      * Stores {@code length} bytes read from {@code src} under {@code key}, whose checksum the caller has verified
-     * to be {@code crc}; the caller keeps {@code src}. Evicts, and waits for the write-behind, as needed. A page
-     * stored (OK) is added to {@code stored} pinned, so that the request's later pages cannot evict it before the
-     * request is answered: the caller {@link #unpin}s them then.
+     * to be {@code crc}; the caller keeps {@code src}. Evicts, and waits for the write-behind, as needed. Without L3,
+     * a page stored (OK) is added to {@code stored} pinned, so that the request's later pages cannot evict (drop) it
+     * before the request is answered: the caller {@link #unpin}s them then. With L3 that is not needed: a page is
+     * evictable only once L3 has it.
      */
     PageStatus put(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline, List<Entry> stored) {
         return store(key, src, length, crc, deadline, stored);
@@ -216,13 +217,18 @@ final class SlabCache implements AutoCloseable {
         src.getBytes(src.readerIndex(), target.asByteBuffer());
         Entry e = new Entry(key, offset, order, length, crc);
         e.dirty = l3.isPresent();
-        e.pins.incrementAndGet();
-        if (add(e, PageUsageIndex.PINNED | (e.dirty ? 0 : PageUsageIndex.FLAGGED)) != e) {
+        boolean hold = !e.dirty;
+        if (hold) {
+            e.pins.incrementAndGet();
+        }
+        if (add(e, hold ? PageUsageIndex.PINNED | PageUsageIndex.FLAGGED : 0) != e) {
             allocator.free(offset, order);
             used.addAndGet(-block);
             return PageStatus.EXISTS;
         }
-        stored.add(e);
+        if (hold) {
+            stored.add(e);
+        }
         if (e.dirty) {
             writeBehind.enqueue(e);
         }

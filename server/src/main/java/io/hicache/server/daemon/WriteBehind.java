@@ -27,8 +27,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * A failed write is logged (rate-limited, with its cause) and retried with backoff; a page that still fails after
  * {@code server.write-behind-max-tries} tries is given up: logged at ERROR by name, counted, kept in the slab as a
  * page L3 lacks (evictable, so the slab cannot fill up with them) and reported by {@link #abandonedPages()}.
- * Closing waits (up to its timeout) until every page put has been written, retrying without backoff, and names the
- * acknowledged pages that did not reach L3.
+ * Closing waits (up to its timeout) until every page put has been written, retrying every 50 ms without giving up,
+ * and names the acknowledged pages that did not reach L3.
  *
  * <p>Thread-safe.
  */
@@ -37,6 +37,7 @@ final class WriteBehind {
     private static final int BATCH = 128;
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final long STOPPING_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** How many unwritten pages a shutdown names, and how many given-up pages are remembered for /health. */
     static final int NAMED_PAGES = 100;
 
@@ -148,11 +149,11 @@ final class WriteBehind {
         }
     }
 
-    /** Retries that are due (all of them while stopping), then fresh pages; waits up to 100 ms for either. */
+    /** Retries that are due, then fresh pages; waits up to 100 ms for either. */
     private List<SlabCache.Entry> nextBatch() throws InterruptedException {
         List<SlabCache.Entry> batch = new ArrayList<>();
         long now = System.nanoTime();
-        while (batch.size() < BATCH && !retries.isEmpty() && (stopping || retries.peek().dueNanos() - now <= 0)) {
+        while (batch.size() < BATCH && !retries.isEmpty() && retries.peek().dueNanos() - now <= 0) {
             batch.add(retries.poll().entry());
         }
         if (batch.isEmpty()) {
@@ -226,6 +227,13 @@ final class WriteBehind {
     private void failed(SlabCache.Entry e, String cause) {
         failures.increment();
         e.writeTries++;
+        if (stopping) {
+            // Shutting down: keep trying, briefly apart, until close's timeout; close names what is left.
+            retries.add(new Retry(e, System.nanoTime() + STOPPING_RETRY_NANOS));
+            failureLog.log("write-behind of page " + e.key + " to the L3 store failed while shutting down (try "
+                    + e.writeTries + "): " + cause);
+            return;
+        }
         if (e.writeTries < maxTries) {
             long backoff = Math.min(MAX_BACKOFF_NANOS, FIRST_BACKOFF_NANOS << Math.min(20, e.writeTries - 1));
             retries.add(new Retry(e, System.nanoTime() + backoff));
@@ -233,18 +241,18 @@ final class WriteBehind {
                     + maxTries + ", next in " + TimeUnit.NANOSECONDS.toMillis(backoff) + " ms): " + cause);
             return;
         }
+        LOG.log(Level.ERROR, "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
+                + "after " + maxTries + " tries: " + cause + "; it was acknowledged and is only in the host slab until "
+                + "evicted");
         cache.givenUp(e);
-        pending.decrementAndGet();
-        abandoned.increment();
         synchronized (abandonedNames) {
             if (abandonedNames.size() == NAMED_PAGES) {
                 abandonedNames.poll();
             }
             abandonedNames.add(e.key.toString());
         }
-        LOG.log(Level.ERROR, "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
-                + "after " + maxTries + " tries: " + cause + "; it was acknowledged and is only in the host slab until "
-                + "evicted");
+        pending.decrementAndGet();
+        abandoned.increment();
     }
 
     /**
@@ -253,6 +261,10 @@ final class WriteBehind {
      */
     void close(Duration timeout) {
         stopping = true;
+        List<Retry> backingOff = new ArrayList<>();
+        retries.drainTo(backingOff);
+        long now = System.nanoTime();
+        backingOff.forEach(r -> retries.add(new Retry(r.entry(), now))); // no more backoff: try them now
         try {
             thread.join(timeout.toMillis());
         } catch (InterruptedException e) {

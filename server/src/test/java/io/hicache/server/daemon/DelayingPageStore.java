@@ -6,6 +6,7 @@ import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.StoreCapabilities;
@@ -19,22 +20,27 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
  * A slow L3 for the daemon's tests: an in-memory store, shared by name across daemons of one JVM (so a second daemon
  * finds in L3 what a first one wrote behind), that answers reads, deletes and clears only after a delay, with the
- * caller's deadline (a store honouring it answers TIMED_OUT then). Puts are not delayed. Thread-safe.
+ * caller's deadline (a store honouring it answers TIMED_OUT then). Puts are not delayed; the first
+ * {@code delaying.failed-puts} puts of each page fail (FAILED), to test the write-behind's retries. Thread-safe.
  */
 final class DelayingPageStore implements PageStore {
     private static final Map<String, InMemoryPageStore> SHARED = new ConcurrentHashMap<>();
 
     private final InMemoryPageStore inner;
     private final Executor later;
+    private final int failedPuts;
+    private final Map<StoreKey, AtomicInteger> putTries = new ConcurrentHashMap<>();
 
-    private DelayingPageStore(InMemoryPageStore inner, Duration delay) {
+    private DelayingPageStore(InMemoryPageStore inner, Duration delay, int failedPuts) {
         this.inner = inner;
         this.later = CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS);
+        this.failedPuts = failedPuts;
     }
 
     /** Forgets the shared store {@code name}. */
@@ -76,7 +82,19 @@ final class DelayingPageStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return inner.put(sources, deadline);
+        if (failedPuts == 0) {
+            return inner.put(sources, deadline);
+        }
+        BatchResult.Builder out = BatchResult.builder(sources.size());
+        for (int i = 0; i < sources.size(); i++) {
+            if (putTries.computeIfAbsent(sources.key(i), k -> new AtomicInteger()).incrementAndGet() <= failedPuts) {
+                out.set(i, PageStatus.FAILED, "injected failure");
+            } else {
+                out.set(i, inner.put(PageBatch.of(List.of(sources.key(i)), List.of(sources.page(i))), deadline).join()
+                        .status(0));
+            }
+        }
+        return CompletableFuture.completedFuture(out.build());
     }
 
     @Override
@@ -108,6 +126,8 @@ final class DelayingPageStore implements PageStore {
     public static final class Provider implements PageStoreProvider {
         static final Setting<Duration> DELAY = Setting.duration("delaying.delay", "0ms", "how late reads, deletes and clears answer");
         static final Setting<String> SHARED_NAME = Setting.string("delaying.shared", "default", "the shared store's name");
+        static final Setting<Integer> FAILED_PUTS = Setting.integer("delaying.failed-puts", 0, 0, Integer.MAX_VALUE,
+                "how many puts of each page fail before one succeeds");
 
         @Override
         public String name() {
@@ -121,14 +141,14 @@ final class DelayingPageStore implements PageStore {
 
         @Override
         public List<Setting<?>> settings() {
-            return List.of(DELAY, SHARED_NAME);
+            return List.of(DELAY, SHARED_NAME, FAILED_PUTS);
         }
 
         @Override
         public PageStore open(StoreConfig config) {
             InMemoryPageStore backing = SHARED.computeIfAbsent(config.settings().get(SHARED_NAME),
                     n -> new InMemoryPageStore(256L << 20));
-            return new DelayingPageStore(backing, config.settings().get(DELAY));
+            return new DelayingPageStore(backing, config.settings().get(DELAY), config.settings().get(FAILED_PUTS));
         }
     }
 }

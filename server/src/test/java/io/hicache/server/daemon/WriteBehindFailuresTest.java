@@ -1,0 +1,142 @@
+package io.hicache.server.daemon;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.PageStatus;
+import io.hicache.storage.remote.RemotePageStore;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.BooleanSupplier;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The write-behind is never silent (issue 24, item 7): a failed write is logged and retried with backoff; a page
+ * that keeps failing is given up after {@code server.write-behind-max-tries}, by name, and shown by the metrics and
+ * /health; a shutdown names the acknowledged pages that did not reach L3. Failures come from the test store's
+ * {@code delaying.failed-puts}.
+ */
+class WriteBehindFailuresTest {
+    private static final Logger WRITE_BEHIND_LOG = Logger.getLogger(WriteBehind.class.getName());
+
+    private final String shared = "write-behind-" + UUID.randomUUID();
+    private final ConcurrentLinkedQueue<LogRecord> logged = new ConcurrentLinkedQueue<>();
+    private final Handler catcher = new Handler() {
+        @Override
+        public void publish(LogRecord record) {
+            logged.add(record);
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    };
+
+    @BeforeEach
+    void catchLogs() {
+        WRITE_BEHIND_LOG.addHandler(catcher);
+    }
+
+    @AfterEach
+    void stopCatching() {
+        WRITE_BEHIND_LOG.removeHandler(catcher);
+        DelayingPageStore.drop(shared);
+    }
+
+    @Test
+    void aPageThatFailsTwiceIsRetriedUntilL3HasIt() throws Exception {
+        try (TestDaemon daemon = start("2", "5", "20s");
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            List<StoreKey> keys = pages.keys(Pages.namespace("retried"), 1);
+            assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
+            WriteBehind wb = daemon.server.cache.writeBehind;
+            await(() -> wb.pendingPages() == 0, "the page reaches L3");
+            assertEquals(1, wb.written.sum());
+            assertEquals(2, wb.failures.sum());
+            assertEquals(0, wb.abandonedPages());
+            assertTrue(logs().contains(keys.get(0).toString()), "the failure is logged with its page: " + logs());
+            assertTrue(logs().contains("injected failure"), "and with its cause: " + logs());
+        }
+    }
+
+    @Test
+    void aPageThatKeepsFailingIsGivenUpByNameAndHealthSaysSo() throws Exception {
+        try (TestDaemon daemon = start("1000000", "3", "20s");
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            Namespace ns = Pages.namespace("given-up");
+            List<StoreKey> keys = pages.keys(ns, 1);
+            assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
+            WriteBehind wb = daemon.server.cache.writeBehind;
+            await(() -> daemon.server.metrics.render(daemon.server.cache)
+                    .contains("hicache_server_write_behind_abandoned_pages_total 1"), "the page is given up after 3 tries");
+            assertEquals(0, wb.pendingPages(), "a given-up page is not pending forever");
+            assertEquals(3, wb.failures.sum());
+            assertTrue(logs().contains("gave up writing page " + keys.get(0)), logs());
+            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, health.statusCode());
+            assertTrue(health.body().startsWith("degraded: 1 acknowledged pages"), health.body());
+            assertTrue(health.body().contains(keys.get(0).toString()), health.body());
+            assertEquals(1, Pages.stored(client, keys), "the page is still served from the slab");
+        }
+    }
+
+    @Test
+    void aShutdownNamesTheAcknowledgedPagesThatDidNotReachL3() throws Exception {
+        List<StoreKey> keys;
+        try (TestDaemon daemon = start("1000000", "1000", "300ms");
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            keys = pages.keys(Pages.namespace("unwritten"), 2);
+            assertTrue(Pages.put(client, pages.filled(keys, 4096)).allSucceeded());
+        }
+        String logs = logs();
+        assertTrue(logs.contains("2 acknowledged pages were not written to the L3 store"), logs);
+        for (StoreKey k : keys) {
+            assertTrue(logs.contains(k.toString()), "names " + k + ": " + logs);
+        }
+    }
+
+    private TestDaemon start(String failedPuts, String maxTries, String shutdownTimeout) throws Exception {
+        return TestDaemon.start(Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.failed-puts",
+                failedPuts, "server.write-behind-max-tries", maxTries, "server.shutdown-timeout", shutdownTimeout));
+    }
+
+    private String logs() {
+        StringBuilder b = new StringBuilder();
+        for (LogRecord r : logged) {
+            b.append(r.getMessage()).append('\n');
+        }
+        return b.toString();
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long end = System.nanoTime() + 20_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                throw new AssertionError("not within 20 s: " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+}
