@@ -5,6 +5,8 @@ import io.hicache.core.config.Settings;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -36,9 +38,16 @@ final class CommandSettings {
 
     /** One help line per setting: flag, value kind, description, default. */
     static void describe(StringBuilder b, List<Setting<?>> settings, String indent) {
+        describe(b, settings, indent, Map.of());
+    }
+
+    /** As {@link #describe(StringBuilder, List, String)}, with the defaults a command puts in place of some. */
+    static void describe(StringBuilder b, List<Setting<?>> settings, String indent, Map<String, String> defaults) {
         for (Setting<?> s : settings) {
+            Optional<String> shown = defaults.containsKey(s.key()) ? Optional.of(defaults.get(s.key()))
+                    : s.defaultText();
             b.append(String.format("%s--%-30s %s (%s)%n", indent, s.key() + " " + metavar(s), s.description(),
-                    s.defaultText().map(d -> "default " + (d.isEmpty() ? "empty" : d)).orElse("required")));
+                    shown.map(d -> "default " + (d.isEmpty() ? "empty" : d)).orElse("required")));
         }
     }
 

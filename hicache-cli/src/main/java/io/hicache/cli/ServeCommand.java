@@ -10,6 +10,7 @@ import io.hicache.server.daemon.ServerConfig;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
@@ -47,7 +48,8 @@ public final class ServeCommand implements Subcommand {
                 + HiCacheServer.DEFAULT_FILE_ROOT + " under the working directory here:\n");
         for (PageStoreProvider p : PageStores.providers()) {
             b.append("  ").append(p.name()).append(": ").append(p.description()).append('\n');
-            CommandSettings.describe(b, p.settings(), "      ");
+            // The daemon puts the file store under the working directory unless told otherwise: show that default.
+            CommandSettings.describe(b, p.settings(), "      ", Map.of("file.root", HiCacheServer.DEFAULT_FILE_ROOT));
         }
         b.append("""
 

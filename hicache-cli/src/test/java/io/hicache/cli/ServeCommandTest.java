@@ -45,6 +45,12 @@ class ServeCommandTest {
                 "--server.auth-token TEXT", "--file.root PATH", "HICACHE_SERVER_PORT", "docs/protocol.md")) {
             assertTrue(help.out().contains(line), "serve --help lacks '" + line + "':\n" + help.out());
         }
+        // The file store's root as the daemon uses it, not the store's own default (issue 24, item 9).
+        String fileRoot = help.out().lines().filter(l -> l.contains("--file.root")).findFirst().orElseThrow();
+        assertTrue(fileRoot.contains("(default hicache-data/file)"), fileRoot);
+        for (String line : List.of("--server.max-partial-frame-bytes BYTES", "--server.write-behind-max-tries N")) {
+            assertTrue(help.out().contains(line), "serve --help lacks '" + line + "':\n" + help.out());
+        }
     }
 
     @Test
