@@ -14,9 +14,12 @@ import io.hicache.storage.remote.protocol.Wire;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Points where docs/protocol.md and the daemon differed (issue 24, item 9), each checked against what the document
@@ -81,6 +84,32 @@ class DocumentedEdgesTest {
             for (int i = 0; i < 4; i++) {
                 assertEquals(1, Pages.stored(client, List.of(keys.get(i))), "page " + i + " was acknowledged");
             }
+        }
+    }
+
+    /** A damaged page in L3 is CORRUPT, for GET and LEASE alike, not MISS: the client must not think it gone. */
+    @Test
+    void aDamagedL3PageIsCorruptNotMiss(@TempDir Path dir) throws Exception {
+        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir,
+                "hicache-test-slab-");
+        try (Pages pages = new Pages()) {
+            List<StoreKey> keys = pages.keys(Pages.namespace("damaged"), 1);
+            TestDaemon first = TestDaemon.start(Map.of(), hostDir, dir);
+            try (RemotePageStore client = first.client()) {
+                assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 8192)).status(0));
+            } finally {
+                first.server.close(); // writes the page behind: it is only in L3 for the next daemon
+            }
+            TestDaemon second = TestDaemon.start(Map.of(), hostDir, dir);
+            try (RemotePageStore client = second.client()) {
+                second.corrupter().corrupt(second.server.cache.l3.orElseThrow(), keys.get(0));
+                BatchResult got = Pages.get(client, pages.empty(keys, 8192));
+                assertEquals(PageStatus.CORRUPT, got.status(0), got.toString());
+            } finally {
+                second.server.close();
+            }
+        } finally {
+            TestDaemon.delete(hostDir);
         }
     }
 
