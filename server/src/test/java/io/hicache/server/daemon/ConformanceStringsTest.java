@@ -153,14 +153,21 @@ class ConformanceStringsTest {
         assertEquals(List.of(), accepted, "namespaces that are not refused as MALFORMED");
     }
 
-    // §1 "dtype is one of bfloat16 (bf16), float16 (fp16, half), ..."; "Strings are compared as bytes after
-    // decoding, except that dtype aliases are one dtype" (so another spelling, such as upper case, is no dtype)
+    // §1 "dtype is one of bfloat16 (bf16), float16 (fp16, half), ..."; "dtype names are matched ignoring ASCII case
+    // and surrounding spaces"; "an unknown dtype ... MALFORMED"
     @Test
-    void dtypeNamesAreTheListedSpellingsOnly() throws IOException {
+    void dtypeSpellingsOfOneDtypeShareANamespaceAndUnknownOnesAreRefused() throws IOException {
+        Ns ns = Ns.fresh().dtype("bfloat16");
+        Page p = Page.random(20);
         try (DocWireClient c = open(d.port())) {
-            for (String spelling : List.of("BF16", "BFloat16", "FP16", "Half")) {
-                Frame f = c.call(PUT, 0, putPayload(Ns.fresh().dtype(spelling), List.of(Page.random(20))));
-                assertTrue(f.isError() && f.errorCode() == E_MALFORMED, "dtype " + spelling + " -> " + f);
+            assertArrayEquals(new int[] {OK}, c.put(ns, p));
+            for (String spelling : List.of("BF16", "BFloat16", " bf16 ")) {
+                assertEquals(1, c.leadingHits(ns.dtype(spelling), List.of(p)), "dtype '" + spelling + "'");
+            }
+            assertEquals(0, c.leadingHits(ns.dtype("FP16"), List.of(p)), "another dtype, another namespace");
+            for (String unknown : List.of("bf17", "", "bfloat 16")) {
+                Frame f = c.call(PUT, 0, putPayload(Ns.fresh().dtype(unknown), List.of(Page.random(20))));
+                assertTrue(f.isError() && f.errorCode() == E_MALFORMED, "dtype '" + unknown + "' -> " + f);
             }
         }
     }
