@@ -346,9 +346,9 @@ class ConformanceTiersTest {
             }
         }
 
-        // §3 PUT "Pages of the same PUT never evict each other"; §7 "never a page of the same PUT"
+        // §3 PUT "With L3 a page is evictable only once L3 has it, so an OK page is in one tier or the other"; §7 quota
         @Test
-        void onePutOverTheQuotaDoesNotEvictItsOwnPages() throws IOException {
+        void onePutOverTheQuotaLeavesEveryOkPageInSomeTier() throws IOException {
             Ns f = Ns.fresh();
             List<Page> pages = randomPages(6, PAGE);
             try (DocWireClient c = open(d.port())) {
@@ -368,7 +368,7 @@ class ConformanceTiersTest {
                 }
                 assertEquals(List.of(), notThere, "pages answered OK (" + java.util.Arrays.toString(st)
                         + ") but in no tier after the PUT");
-                assertTrue(ok >= 1 && ok <= 4, "a quota of four pages: " + java.util.Arrays.toString(st));
+                assertTrue(ok >= 4, "a quota of four pages, and L3 to make room in: " + java.util.Arrays.toString(st));
             }
         }
     }
