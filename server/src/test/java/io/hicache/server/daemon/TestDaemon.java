@@ -42,7 +42,10 @@ final class TestDaemon implements AutoCloseable {
         return start(settings, hostDir, fileRoot);
     }
 
-    /** A daemon whose file store is at {@code fileRoot} (kept on close: the caller owns it). */
+    /**
+     * A daemon whose slab is in {@code hostDir} and whose file store is under {@code fileRoot}. {@link #close()}
+     * deletes both: to restart on the same folders, close {@link #server} instead.
+     */
     static TestDaemon start(Map<String, String> settings, Path hostDir, Path fileRoot) {
         Settings.Builder b = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "0")
                 .flag("server.host-dir", hostDir.toString()).flag("server.host-size", "256MiB")
