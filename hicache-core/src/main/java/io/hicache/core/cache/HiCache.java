@@ -223,22 +223,44 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * {@code count} device pages, evicting (leaf-first, by policy) when the pool is short; a write-back eviction
-     * backs pages up first and waits for it.
+     * backs pages up first and waits for it. Before it gives up it applies the copies that have finished (their
+     * completions may be queued behind a busy thread, and they unlock pages), and waits up to
+     * {@code hicache-allocate-wait} for copies still in flight. Called with the lock held.
      *
-     * @throws HiCacheException {@link ErrorCode#PAGES_EXHAUSTED} when locked pages leave too little to evict
+     * @throws HiCacheException {@link ErrorCode#PAGES_EXHAUSTED} when pages pinned by open requests (or copies that
+     *     did not finish in time) leave too little to evict; the message says how the pool stands
      */
     int[] allocateDevice(int count) {
         int[] pages = device.allocator().tryAllocate(count);
-        if (pages == null) {
+        Deadline wait = null;
+        while (pages == null) {
+            completions.runQueuedHere();
             evictDevice(count - device.allocator().available());
             pages = device.allocator().tryAllocate(count);
-        }
-        if (pages == null) {
-            throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
-                    + device.allocator().available() + " free, " + tree.evictableDevicePages() + " evictable of "
-                    + tree.devicePages() + " cached; the rest are pinned by requests or copies");
+            if (pages != null) {
+                break;
+            }
+            if (wait == null) {
+                wait = Deadline.after(config.allocateWait());
+            }
+            if (wait.isOver() || !copiesInFlight()) {
+                metrics.fail("allocate: PAGES_EXHAUSTED");
+                throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
+                        + device.allocator().available() + " free, " + tree.evictableDevicePages() + " evictable of "
+                        + tree.devicePages() + " cached; the rest are pinned by open requests"
+                        + (copiesInFlight() ? " or by copies still running after " + config.allocateWait().toMillis()
+                                + " ms (hicache-allocate-wait)" : "")
+                        + "; host: " + host.freeSlots() + " of " + host.capacity() + " slots free. Temporary: retry "
+                        + "once requests commit or close, or give the device pool more pages");
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000); // a copy finishing frees or unlocks pages
         }
         return pages;
+    }
+
+    /** Copies started and not applied yet: what could still unlock device pages while the caller holds the lock. */
+    private boolean copiesInFlight() {
+        return outstanding.get() > 0 || completions.depth() > 0;
     }
 
     void freeDevice(int[] pages) {
@@ -247,25 +269,58 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
+    /**
+     * Frees device pages until {@code pages} more are free, or nothing else can go. A node that must be backed up
+     * before it goes (write-back, or host-only children below it) is backed up and demoted; one whose backup cannot
+     * start (no host room) gives way: it is removed with what hangs below it, as a device-only cache would, rather
+     * than staying least recently used and pinning the pool.
+     */
     private void evictDevice(int pages) {
-        RadixTree.DeviceEviction e = tree.evictDevice(pages, config.writePolicy() == WritePolicy.WRITE_BACK);
-        freeDevice(e.freedPages());
-        for (PageHashes h : e.demoted()) {
-            metrics.deviceEvictedPages.add(h.size());
-            publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
-        }
-        for (PageHashes h : e.deleted()) {
-            metrics.deviceDeletedPages.add(h.size());
-            publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
-        }
-        for (TreeNode n : e.needBackup()) {
-            // Write-back (or a node with host-only children): back it up now, then demote it.
-            BackupOp op = startBackup(n);
-            if (op != null && op.awaitAndFinish(Deadline.after(config.storageTimeout()))) {
-                freeDevice(tree.demote(n));
-                metrics.deviceEvictedPages.add(n.pages());
-                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, n.hashes());
+        int wanted = device.allocator().available() + pages;
+        java.util.Set<TreeNode> tried = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        while (device.allocator().available() < wanted) {
+            RadixTree.DeviceEviction e = tree.evictDevice(wanted - device.allocator().available(),
+                    config.writePolicy() == WritePolicy.WRITE_BACK, tried);
+            freeDevice(e.freedPages());
+            for (PageHashes h : e.demoted()) {
+                metrics.deviceEvictedPages.add(h.size());
+                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
             }
+            for (PageHashes h : e.deleted()) {
+                metrics.deviceDeletedPages.add(h.size());
+                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
+            }
+            if (e.needBackup().isEmpty()) {
+                return; // nothing else can go now
+            }
+            for (TreeNode n : e.needBackup()) {
+                tried.add(n);
+                BackupOp op = startBackup(n);
+                if (op == null) {
+                    giveWay(n);
+                } else if (op.awaitAndFinish(Deadline.after(config.storageTimeout()))) {
+                    freeDevice(tree.demote(n));
+                    metrics.deviceEvictedPages.add(n.pages());
+                    publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, n.hashes());
+                }
+            }
+        }
+    }
+
+    /** Removes a node that cannot be backed up, and the host-only runs below it; nothing if one is in use. */
+    private void giveWay(TreeNode n) {
+        RadixTree.Dropped d = tree.dropWithSubtree(n);
+        if (d == null) {
+            return;
+        }
+        freeDevice(d.devicePages());
+        host.release(d.hostSlots());
+        metrics.deviceDeletedPages.add(d.devicePages().length);
+        metrics.hostEvictedPages.add(d.hostSlots().length);
+        metrics.fail("backup: no host room; the node gave way (dropped)");
+        publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, d.deviceRun());
+        for (PageHashes h : d.hostRuns()) {
+            publish(KvEvent.Type.REMOVED, KvEvent.Tier.HOST, h);
         }
     }
 

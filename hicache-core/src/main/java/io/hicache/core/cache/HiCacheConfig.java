@@ -33,6 +33,8 @@ import java.util.Optional;
  * @param hostHighWater          host pool occupancy at which background host eviction starts
  * @param hostLowWater           where it stops
  * @param queueCapacity          entries each background loop's queue holds before new work is skipped
+ * @param allocateWait           how long an allocation short of device pages waits for copies in flight to finish
+ *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
  * @param host                   the host pool's configuration
  * @param settings               all the raw settings, for the page store
  */
@@ -40,7 +42,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
-        double hostLowWater, int queueCapacity, HostPoolConfig host, Settings settings) {
+        double hostLowWater, int queueCapacity, Duration allocateWait, HostPoolConfig host, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -72,6 +74,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
             "host pool occupancy where background host eviction stops");
     public static final Setting<Integer> QUEUE_CAPACITY = Setting.integer("hicache-queue-capacity", 4096, 16, 1 << 20,
             "entries each background loop's queue holds before new work is skipped (and counted)");
+    public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
+            "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
     /** Every setting read here, the host pool's included. */
     public static final List<Setting<?>> SETTINGS;
@@ -80,7 +84,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY));
+                QUEUE_CAPACITY, ALLOCATE_WAIT));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -111,7 +115,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     settings.get(PREFETCH_TIMEOUT_PER_KI_TOKEN), settings.get(LOAD_BACK_THRESHOLD),
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
-                    settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), HostPoolConfig.from(settings), settings);
+                    settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
+                    HostPoolConfig.from(settings), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -22,6 +22,8 @@ final class Loop<T> implements AutoCloseable {
     private final CacheMetrics metrics;
     private final Thread thread;
     private volatile boolean closed;
+    /** Set by tests to stand for a starved thread: it takes no work while set. */
+    private volatile boolean pausedForTests;
 
     Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics) {
         this.name = name;
@@ -64,23 +66,49 @@ final class Loop<T> implements AutoCloseable {
         return queue.size();
     }
 
+    /**
+     * Runs the work queued now on the calling thread, as the loop would: for a caller that needs its effect at once
+     * (an allocation that a finished copy would make possible) and must not wait for a starved loop thread.
+     *
+     * @return how many items ran
+     */
+    int runQueuedHere() {
+        int ran = 0;
+        for (T item; (item = queue.poll()) != null; ran++) {
+            runOne(item);
+        }
+        return ran;
+    }
+
+    /** Stops (or lets go on) the loop's thread taking work, as if it were starved of CPU: for tests. */
+    void pauseForTests(boolean paused) {
+        pausedForTests = paused;
+    }
+
     private void run() {
         while (!closed || !queue.isEmpty()) {
             T item;
             try {
+                if (pausedForTests && !closed) {
+                    Thread.sleep(1);
+                    continue;
+                }
                 item = queue.poll(100, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 continue;
             }
-            if (item == null) {
-                continue;
+            if (item != null) {
+                runOne(item);
             }
-            try {
-                work.accept(item);
-            } catch (Throwable t) {
-                metrics.fail(name + ": " + t.getClass().getSimpleName());
-                LOG.log(Level.WARNING, "hicache-" + name + ": a task failed; the loop goes on", t);
-            }
+        }
+    }
+
+    private void runOne(T item) {
+        try {
+            work.accept(item);
+        } catch (Throwable t) {
+            metrics.fail(name + ": " + t.getClass().getSimpleName());
+            LOG.log(Level.WARNING, "hicache-" + name + ": a task failed; the loop goes on", t);
         }
     }
 

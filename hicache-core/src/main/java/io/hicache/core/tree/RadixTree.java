@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.PriorityQueue;
+import java.util.Set;
 
 /**
  * The page-aligned radix tree over token ids behind HiCache, with SGLang HiRadixCache's semantics: a node is on the
@@ -363,6 +364,15 @@ public final class RadixTree {
      * {@code backupFirst} (write-back), is returned to be backed up before it can go.
      */
     public DeviceEviction evictDevice(int pages, boolean backupFirst) {
+        return evictDevice(pages, backupFirst, Set.of());
+    }
+
+    /**
+     * As {@link #evictDevice(int, boolean)}, passing over the nodes in {@code passOver} (ones the caller already
+     * tried to back up): a node returned for backup is counted as pages to come only by the caller that starts its
+     * backup, so a node whose backup cannot start does not stop eviction of the others.
+     */
+    public DeviceEviction evictDevice(int pages, boolean backupFirst, Set<TreeNode> passOver) {
         PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
         collectDeviceLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
@@ -373,7 +383,7 @@ public final class RadixTree {
         int promised = 0;
         while (count + promised < pages && !heap.isEmpty()) {
             TreeNode n = heap.poll();
-            if (n.lockRef > 0 || n.pending != null || n.device == null) {
+            if (n.lockRef > 0 || n.pending != null || n.device == null || passOver.contains(n)) {
                 continue;
             }
             if (!n.backedUp() && (backupFirst || n.hasChildren())) {
@@ -400,6 +410,60 @@ public final class RadixTree {
             }
         }
         return new DeviceEviction(Arrays.copyOf(freed, count), needBackup, demoted, deleted);
+    }
+
+    /**
+     * What {@link #dropWithSubtree} removed: the device pages and host slots to free, and the hashes of the runs that
+     * left each tier.
+     */
+    public record Dropped(int[] devicePages, int[] hostSlots, PageHashes deviceRun, List<PageHashes> hostRuns) {
+    }
+
+    /**
+     * Removes {@code n}, a device leaf never backed up, with its host-only descendants: what a node that must be
+     * backed up before it can be evicted, and cannot be (no host room), does instead of pinning the device forever.
+     * Its descendants go too, since without {@code n} no prefix reaches them. Null, with nothing changed, when
+     * {@code n} or a descendant is in use (locked, copying, protected on the host).
+     */
+    public Dropped dropWithSubtree(TreeNode n) {
+        if (n == root || n.device == null || n.host != null || n.lockRef > 0 || n.pending != null || n.hostRef > 0
+                || !allChildrenEvicted(n)) {
+            return null;
+        }
+        List<TreeNode> below = new ArrayList<>();
+        collectPostOrder(n, below);
+        below.remove(below.size() - 1); // n itself, last
+        int hostSlotCount = 0;
+        for (TreeNode d : below) {
+            if (d.device != null || d.lockRef > 0 || d.pending != null || d.hostRef > 0) {
+                return null;
+            }
+            hostSlotCount += d.host == null ? 0 : d.pages;
+        }
+        int[] slots = new int[hostSlotCount];
+        int at = 0;
+        List<PageHashes> hostRuns = new ArrayList<>();
+        for (TreeNode d : below) {
+            if (d.host != null) {
+                System.arraycopy(d.host, 0, slots, at, d.pages);
+                at += d.pages;
+                hostPages -= d.pages;
+                d.host = null;
+                hostRuns.add(d.hashes);
+            }
+            remove(d);
+        }
+        int[] pages = n.device;
+        takeDevice(n);
+        remove(n);
+        return new Dropped(pages, slots, n.hashes, hostRuns);
+    }
+
+    private static void collectPostOrder(TreeNode n, List<TreeNode> out) {
+        for (TreeNode c : n.children()) {
+            collectPostOrder(c, out);
+        }
+        out.add(n);
     }
 
     /** Evicts a backed-up node's device pages (after a write-back backup); returns them for the caller to free. */

@@ -161,6 +161,57 @@ class HiCacheTest {
         }
     }
 
+    /**
+     * Issue 23, item 2: with the host full of pages that uploads to a stalled L3 hold, a write-back eviction cannot back
+     * its victim up; the victim must give way (be dropped) rather than stay least recently used and make every later
+     * allocation fail with every cached page unpinned.
+     */
+    @Test
+    void aNodeThatCannotBeBackedUpGivesWayInsteadOfPinningTheDevice() throws Exception {
+        StalledPutStore l3 = new StalledPutStore();
+        try (TestEngine e = new TestEngine(settings("hicache-write-policy", "write_back", "hicache-storage-timeout", "2s"),
+                16, l3)) {
+            for (int i = 0; i < 12; i++) {
+                e.serve("p" + i, prompt(i * 1000, 48)); // 12 pages each: every prompt evicts the one before
+            }
+            CacheStats s = e.cache.stats();
+            assertTrue(s.failures().keySet().stream().anyMatch(k -> k.contains("gave way")), s::toString);
+            l3.release();
+            e.quiesce();
+            assertTrue(e.cache.nothingPinned());
+            e.cache.checkConsistency();
+        }
+    }
+
+    /**
+     * Issue 23, item 3: a write-through backup keeps its node locked until its completion is applied; with the
+     * completion thread starved (paused here), an allocation the finished copy would make possible must not fail.
+     */
+    @Test
+    void aFinishedCopyIsAppliedBeforeAnAllocationIsRefused() throws Exception {
+        try (TestEngine e = new TestEngine(settings(), 16, null)) {
+            int[] p = prompt(0, 60); // 15 of the 16 device pages
+            e.cache.completions.pauseForTests(true);
+            Thread.sleep(250); // the loop thread leaves the poll it may be in
+            e.serve("first", p); // write-through backs it up as it is committed; the copy finishes, its completion waits
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (e.cache.completions.depth() == 0 && System.nanoTime() < end) {
+                Thread.sleep(1);
+            }
+            assertTrue(e.cache.completions.depth() > 0, "the backup's completion is queued");
+            TestEngine.Served other;
+            try {
+                other = e.serve("other", prompt(10_000, 60)); // 15 pages: only the backed-up prefix can go
+            } finally {
+                e.cache.completions.pauseForTests(false);
+            }
+            assertEquals(15, other.computedPages());
+            e.quiesce();
+            assertTrue(e.cache.nothingPinned());
+            e.cache.checkConsistency();
+        }
+    }
+
     @Test
     void kvEventsTellARouterWherePagesAre() throws Exception {
         try (TestEngine e = new TestEngine(settings(), 16, null)) {
