@@ -35,6 +35,7 @@ import java.util.Optional;
  * @param queueCapacity          entries each background loop's queue holds before new work is skipped
  * @param allocateWait           how long an allocation short of device pages waits for copies in flight to finish
  *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
+ * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
  * @param host                   the host pool's configuration
  * @param settings               all the raw settings, for the page store
  */
@@ -42,7 +43,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
-        double hostLowWater, int queueCapacity, Duration allocateWait, HostPoolConfig host, Settings settings) {
+        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, HostPoolConfig host,
+        Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -74,6 +76,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
             "host pool occupancy where background host eviction stops");
     public static final Setting<Integer> QUEUE_CAPACITY = Setting.integer("hicache-queue-capacity", 4096, 16, 1 << 20,
             "entries each background loop's queue holds before new work is skipped (and counted)");
+    public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes("hicache-upload-queue-bytes", "1GiB",
+            "page bytes waiting for upload to the page store at most; uploads beyond it are skipped and counted");
     public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
@@ -84,7 +88,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -116,7 +120,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    HostPoolConfig.from(settings), settings);
+                    settings.get(UPLOAD_QUEUE_BYTES), HostPoolConfig.from(settings), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -115,6 +115,24 @@ final class TestEngine implements AutoCloseable {
         }
     }
 
+    /** The store keys of {@code prompt}'s whole pages. */
+    java.util.List<io.hicache.core.key.StoreKey> keys(int[] prompt) {
+        PageHashes hashes = hasher.hashPages(prompt);
+        java.util.List<io.hicache.core.key.StoreKey> keys = new java.util.ArrayList<>();
+        for (int i = 0; i < hashes.size(); i++) {
+            keys.add(NS.key(hashes.get(i)));
+        }
+        return keys;
+    }
+
+    /** Waits until the copies between device and host are applied (not the uploads to the page store). */
+    void quiesceCopies() throws InterruptedException {
+        long end = System.nanoTime() + 30_000_000_000L;
+        while ((cache.outstanding.get() > 0 || cache.completions.depth() > 0) && System.nanoTime() < end) {
+            Thread.sleep(1);
+        }
+    }
+
     /** Waits until background work is done. */
     void quiesce() throws InterruptedException {
         cache.quiesce(Duration.ofSeconds(30));

@@ -13,26 +13,45 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * An in-memory page store whose puts do not start until {@link #release()}: an L3 that has fallen far behind, so
- * that uploads queue up and hold their host pages. Thread-safe; closing it closes the memory store.
+ * An in-memory page store with trouble on demand: puts that do not start until {@link #release()} (an L3 that has
+ * fallen far behind, so that uploads queue up), and puts that fail ({@link #failNextPuts}). Starts released and
+ * healthy. Thread-safe; closing it closes the memory store.
  */
-final class StalledPutStore implements PageStore {
+final class TroubledPageStore implements PageStore {
     private final InMemoryPageStore inner = new InMemoryPageStore(1L << 30);
-    private final CompletableFuture<Void> gate = new CompletableFuture<>();
+    private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
+    private final java.util.concurrent.atomic.AtomicInteger failingPuts = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Puts from now on wait until {@link #release()}. */
+    TroubledPageStore stall() {
+        gate = new CompletableFuture<>();
+        return this;
+    }
 
     /** Lets every put, waiting or to come, through. */
     void release() {
         gate.complete(null);
     }
 
+    /** The next {@code n} put calls fail as a whole. */
+    TroubledPageStore failNextPuts(int n) {
+        failingPuts.set(n);
+        return this;
+    }
+
+    /** Whether every one of {@code keys} is stored. */
+    boolean holdsAll(List<StoreKey> keys) {
+        return inner.leadingHits(keys, Deadline.after(java.time.Duration.ofSeconds(10))).join() == keys.size();
+    }
+
     @Override
     public String name() {
-        return "stalled";
+        return "troubled";
     }
 
     @Override
     public String location() {
-        return "memory, puts stalled";
+        return "memory, with trouble on demand";
     }
 
     @Override
@@ -52,6 +71,10 @@ final class StalledPutStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
+        if (failingPuts.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+            return CompletableFuture.failedFuture(new io.hicache.core.HiCacheException(io.hicache.core.ErrorCode.STORE_IO,
+                    "injected put failure"));
+        }
         return gate.thenCompose(ignored -> inner.put(sources, deadline));
     }
 
