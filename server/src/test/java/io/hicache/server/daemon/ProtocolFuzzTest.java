@@ -15,24 +15,16 @@ import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
 import io.hicache.testkit.PagePattern;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.ByteBufAllocatorMetricProvider;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
-import io.netty.util.ResourceLeakDetector;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -54,37 +46,14 @@ class ProtocolFuzzTest {
     private static final int[] OPS = {Wire.LEADING_HITS, Wire.GET, Wire.PUT, Wire.DELETE, Wire.CLEAR, Wire.STATS,
             Wire.HEALTH, Wire.LEASE, Wire.RELEASE};
 
-    private static ResourceLeakDetector.Level levelBefore;
-    private static final Logger LEAK_LOG = Logger.getLogger(ResourceLeakDetector.class.getName());
-    private static final ConcurrentLinkedQueue<String> LEAKS = new ConcurrentLinkedQueue<>();
-    private static final Handler LEAK_CATCHER = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            if (r.getMessage() != null && r.getMessage().contains("LEAK")) {
-                LEAKS.add(r.getMessage());
-            }
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
-
     @BeforeAll
     static void paranoid() {
-        levelBefore = ResourceLeakDetector.getLevel();
-        ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
-        LEAK_LOG.addHandler(LEAK_CATCHER);
+        FuzzLeaks.watch();
     }
 
     @AfterAll
     static void restore() {
-        LEAK_LOG.removeHandler(LEAK_CATCHER);
-        ResourceLeakDetector.setLevel(levelBefore);
+        FuzzLeaks.stopWatching();
     }
 
     @Test
@@ -92,24 +61,12 @@ class ProtocolFuzzTest {
         long seed = Long.getLong("fuzz.seed", System.nanoTime());
         System.out.println("ProtocolFuzzTest seed " + seed + " (replay with -Dfuzz.seed=" + seed + ")");
         SplittableRandom random = new SplittableRandom(seed);
-        LEAKS.clear();
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "64MiB",
                 "server.max-page-bytes", "64KiB", "server.max-frame-bytes", Integer.toString(MAX_FRAME),
                 "server.max-connections", "64"));
                 Pages pages = new Pages()) {
             AtomicBoolean stop = new AtomicBoolean();
-            AtomicLong peakDirect = new AtomicLong();
-            Thread memoryWatch = Thread.ofPlatform().daemon().name("fuzz-memory-watch").start(() -> {
-                while (!stop.get()) {
-                    peakDirect.accumulateAndGet(usedDirectMemory(), Math::max);
-                    try {
-                        Thread.sleep(2);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                }
-            });
-            try (RemotePageStore healthy = d.client()) {
+            try (FuzzLeaks.MemoryWatch memory = new FuzzLeaks.MemoryWatch(); RemotePageStore healthy = d.client()) {
                 Future<Integer> rounds = java.util.concurrent.Executors.newSingleThreadExecutor()
                         .submit(() -> healthyClient(healthy, pages, stop));
                 long pipelined = 0;
@@ -133,17 +90,16 @@ class ProtocolFuzzTest {
                 long frames = pipelined + closing;
                 System.out.printf("fuzz: %d frames (%d pipelined on authenticated connections, %d on %d fresh ones); "
                         + "healthy client: %d verified rounds; peak direct memory %d KiB%n", frames, pipelined, closing,
-                        CONNECTIONS, healthyRounds, peakDirect.get() / 1024);
+                        CONNECTIONS, healthyRounds, memory.peak() / 1024);
                 assertTrue(frames >= 100_000, "only " + frames + " malformed frames were sent");
                 assertTrue(healthyRounds > 10, "the healthy client got only " + healthyRounds + " rounds through");
-                memoryWatch.join();
+                memory.stop();
                 // Huge declared lengths (up to 4 GiB) were never allocated: a few frames' worth of memory at most.
-                assertTrue(peakDirect.get() < 64L << 20, "direct memory peaked at " + peakDirect.get() + " bytes");
+                assertTrue(memory.peak() < 64L << 20, "direct memory peaked at " + memory.peak() + " bytes");
             }
-            awaitQuiet(d.server);
+            FuzzLeaks.awaitQuiet(d.server);
         }
-        assertNoLeaks();
-        assertTheLeakDetectorWorks();
+        FuzzLeaks.assertNoLeaksAndTheDetectorWorks();
     }
 
     /** Puts and gets pages, checking every byte, until told to stop; returns the rounds done. */
@@ -333,50 +289,5 @@ class ProtocolFuzzTest {
         byte[] b = new byte[n];
         random.nextBytes(b);
         return b;
-    }
-
-    private static long usedDirectMemory() {
-        return ByteBufAllocator.DEFAULT instanceof ByteBufAllocatorMetricProvider m ? m.metric().usedDirectMemory() : 0;
-    }
-
-    private static void awaitQuiet(HiCacheServer server) throws InterruptedException {
-        long end = System.nanoTime() + 10_000_000_000L;
-        while ((server.metrics.connections.get() != 0 || server.inFlight.get() != 0) && System.nanoTime() < end) {
-            Thread.sleep(5);
-        }
-        assertEquals(0, server.metrics.connections.get(), "connections left open");
-        assertEquals(0, server.inFlight.get(), "requests left in flight");
-        assertEquals(0, server.leases.active(), "leases left");
-    }
-
-    /** Collects garbage and allocates, which is when Netty reports buffers collected unreleased. */
-    private static void provokeLeakReports() throws InterruptedException {
-        for (int i = 0; i < 5; i++) {
-            System.gc();
-            Thread.sleep(50);
-            for (int j = 0; j < 200; j++) {
-                ByteBufAllocator.DEFAULT.directBuffer(128).release();
-                Unpooled.buffer(16).release();
-            }
-        }
-    }
-
-    private static void assertNoLeaks() throws InterruptedException {
-        provokeLeakReports();
-        assertTrue(LEAKS.isEmpty(), () -> LEAKS.size() + " leak reports, the first:\n" + LEAKS.peek());
-    }
-
-    /** Without this, a quiet leak log could mean the reports never reached us. */
-    private static void assertTheLeakDetectorWorks() throws InterruptedException {
-        leakOneBuffer();
-        for (int attempt = 0; attempt < 20 && LEAKS.isEmpty(); attempt++) {
-            provokeLeakReports();
-        }
-        assertTrue(!LEAKS.isEmpty(), "a buffer leaked on purpose was not reported: leak reports do not reach the test");
-        LEAKS.clear();
-    }
-
-    private static void leakOneBuffer() {
-        ByteBufAllocator.DEFAULT.directBuffer(64).writeLong(42);
     }
 }

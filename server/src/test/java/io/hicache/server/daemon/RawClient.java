@@ -14,8 +14,8 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * A blocking client that speaks the protocol byte by byte, for tests that send what the Java client never would:
- * malformed frames, wrong versions, pipelines of raw requests. Reads give up after 10 s, so a daemon that neither
- * answers nor closes fails the test instead of hanging it. Not thread-safe.
+ * malformed frames, wrong versions, pipelines of raw requests. Reads give up after 10 s (or {@link #readTimeout}),
+ * so a daemon that neither answers nor closes fails the test instead of hanging it. Not thread-safe.
  */
 final class RawClient implements AutoCloseable {
     /** A frame received: its op, request id and payload. */
@@ -56,6 +56,11 @@ final class RawClient implements AutoCloseable {
 
     void send(byte[] bytes) throws IOException {
         out.write(bytes);
+    }
+
+    /** From now on a read gives up (SocketTimeoutException) after {@code millis}. */
+    void readTimeout(int millis) throws IOException {
+        socket.setSoTimeout(millis);
     }
 
     /** Sends nothing more: the daemon sees the end of the stream. */
