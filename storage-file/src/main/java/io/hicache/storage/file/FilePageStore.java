@@ -364,17 +364,29 @@ public final class FilePageStore extends AbstractPageStore {
         }
         Path dir = paths.namespaceDir(namespaceId);
         madeDirs.removeIf(p -> p.startsWith(dir));
-        if (!Files.isDirectory(dir)) {
-            return;
-        }
-        try (Stream<Path> all = Files.walk(dir)) {
-            for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                try {
-                    Files.deleteIfExists(p);
-                } catch (DirectoryNotEmptyException | NoSuchFileException raced) {
-                    // a put made something here meanwhile: leave it
-                }
+        deleteTree(dir);
+    }
+
+    /**
+     * Deletes {@code p} and what is under it, as far as it can: what another clear removed first is gone already, and
+     * what a put made meanwhile (a folder no longer empty) stays.
+     */
+    private static void deleteTree(Path p) throws IOException {
+        if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+            List<Path> children = new ArrayList<>();
+            try (java.nio.file.DirectoryStream<Path> in = Files.newDirectoryStream(p)) {
+                in.forEach(children::add);
+            } catch (NoSuchFileException | java.nio.file.NotDirectoryException raced) {
+                return;
             }
+            for (Path child : children) {
+                deleteTree(child);
+            }
+        }
+        try {
+            Files.deleteIfExists(p);
+        } catch (DirectoryNotEmptyException raced) {
+            // a put made something here meanwhile: leave it
         }
     }
 

@@ -247,6 +247,29 @@ class FilePageStoreTest {
         }
     }
 
+    /** Clears of one namespace racing each other (and puts) must not fail: a folder another clear removed is gone. */
+    @Test
+    void racingClearsOfOneNamespaceAllSucceed() throws Exception {
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")))) {
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+            try {
+                for (int round = 0; round < 30; round++) {
+                    assertEquals(64, put(store, keys(round, 64), 4096).count(PageStatus.OK));
+                    List<java.util.concurrent.Future<?>> clears = new ArrayList<>();
+                    for (int i = 0; i < 4; i++) {
+                        clears.add(pool.submit(() -> store.clear(NS, deadline()).get(30, java.util.concurrent.TimeUnit.SECONDS)));
+                    }
+                    for (java.util.concurrent.Future<?> f : clears) {
+                        f.get(60, java.util.concurrent.TimeUnit.SECONDS); // throws if a clear failed
+                    }
+                    assertEquals(0, hits(store, keys(round, 64)));
+                }
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
     /* ---------------------------------------------------------------- helpers */
 
     static StoreKey key(int group, int n) {
