@@ -22,6 +22,10 @@ import java.util.concurrent.TimeUnit;
  * Reading from the connection pauses while it has {@code server.max-in-flight-bytes} in progress: requests on the
  * workers, or answers the client has not taken yet.
  *
+ * <p>Writes (PUT, DELETE, CLEAR, CLEAR_ALL) take effect in the order the client sent them: a request that must not
+ * overtake an earlier one still on a worker (a write behind anything, anything behind a write) is held back, its
+ * bytes counted as in flight, and started when that one finishes. Reads overlap one another.
+ *
  * <p>A malformed request gets an ERROR answer and the connection stays; a malformed or refused handshake, a request
  * before the handshake and a frame over the size limit get an ERROR answer and the connection is closed.
  *

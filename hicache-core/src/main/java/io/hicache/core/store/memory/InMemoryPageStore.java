@@ -11,7 +11,6 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.util.Checks;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -27,7 +26,7 @@ import java.util.function.Predicate;
  * conformance kit is checked against, and a store for tests and demos; it is not persistent and not shared.
  *
  * <p>Thread-safe. Work is done on the calling thread, so every future is already complete. Each page has its
- * own arena, freed when the page is deleted or the store closed.
+ * own block of native memory ({@link NativeHeap}), freed when the page is deleted or the store closed.
  */
 public final class InMemoryPageStore extends AbstractPageStore {
     private final ConcurrentHashMap<StoreKey, Page> pages = new ConcurrentHashMap<>();
@@ -36,13 +35,14 @@ public final class InMemoryPageStore extends AbstractPageStore {
 
     /** One stored page. Its lock guards the memory against a free while a get copies from it. */
     private static final class Page {
-        final Arena arena = Arena.ofShared();
+        final NativeHeap.Block block;
         final MemorySegment bytes;
         final int checksum;
         boolean freed;
 
         Page(MemorySegment source) {
-            bytes = arena.allocate(source.byteSize(), 64);
+            block = NativeHeap.allocate(source.byteSize());
+            bytes = block.bytes();
             MemorySegment.copy(source, 0, bytes, 0, source.byteSize());
             checksum = PageChecksum.of(bytes);
         }
@@ -50,7 +50,7 @@ public final class InMemoryPageStore extends AbstractPageStore {
         synchronized void free() {
             if (!freed) {
                 freed = true;
-                arena.close();
+                block.free();
             }
         }
     }
