@@ -560,6 +560,11 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
+    /** Milliseconds left until {@code endNanos}, at least 1. */
+    private static long leftMillis(long endNanos) {
+        return Math.max(1, (endNanos - System.nanoTime()) / 1_000_000);
+    }
+
     /** Waits until the background loops have nothing queued or running: for tests and orderly shutdown. */
     void quiesce(Duration timeout) throws InterruptedException {
         long end = System.nanoTime() + timeout.toNanos();
@@ -582,23 +587,31 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
-     * Stops the loops (letting queued work finish for up to 30 s each), closes open requests, then the page store,
-     * the host pool and the device pool.
+     * Stops the loops, letting queued work (prefetches, uploads, copies) finish for up to {@code hicache-close-timeout}
+     * in all, closes open requests, then the page store, the host pool and the device pool. Uploads still queued
+     * when the time is up are not written (the pages were cached, not acknowledged anywhere); the log says how
+     * many.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        prefetcher.close();
-        uploader.close();
+        long end = System.nanoTime() + config.closeTimeout().toNanos();
+        prefetcher.close(leftMillis(end));
+        int uploadsLeft = uploader.depth();
+        uploader.close(leftMillis(end));
         try {
-            quiesce(Duration.ofSeconds(30));
+            quiesce(Duration.ofMillis(leftMillis(end)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        completions.close();
-        hostEvictor.close();
+        completions.close(leftMillis(end));
+        hostEvictor.close(leftMillis(end));
+        if (!uploader.idle() || uploader.depth() > 0) {
+            LOG.log(Level.WARNING, "closed after hicache-close-timeout (" + config.closeTimeout().toMillis() + " ms) with "
+                    + "uploads to the page store unfinished (" + uploadsLeft + " were queued when closing began)");
+        }
         lock.lock();
         try {
             for (CacheRequest r : new ArrayList<>(requests.values())) {

@@ -36,6 +36,7 @@ import java.util.Optional;
  * @param allocateWait           how long an allocation short of device pages waits for copies in flight to finish
  *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
  * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
+ * @param closeTimeout           how long {@code close()} lets queued background work run, in all
  * @param host                   the host pool's configuration
  * @param settings               all the raw settings, for the page store
  */
@@ -43,8 +44,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
-        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, HostPoolConfig host,
-        Settings settings) {
+        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, Duration closeTimeout,
+        HostPoolConfig host, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -78,6 +79,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
             "entries each background loop's queue holds before new work is skipped (and counted)");
     public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes("hicache-upload-queue-bytes", "1GiB",
             "page bytes waiting for upload to the page store at most; uploads beyond it are skipped and counted");
+    public static final Setting<Duration> CLOSE_TIMEOUT = Setting.duration("hicache-close-timeout", "10s",
+            "how long closing the cache lets queued background work (uploads, prefetches, copies) run, in all");
     public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
@@ -88,7 +91,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, CLOSE_TIMEOUT));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -120,7 +123,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    settings.get(UPLOAD_QUEUE_BYTES), HostPoolConfig.from(settings), settings);
+                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(CLOSE_TIMEOUT), HostPoolConfig.from(settings),
+                    settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

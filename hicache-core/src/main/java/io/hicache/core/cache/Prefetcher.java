@@ -401,7 +401,13 @@ final class Prefetcher implements AutoCloseable {
 
     @Override
     public void close() {
-        query.close();
-        io.close();
+        close(30_000);
+    }
+
+    /** Stops both loops, letting queued work run for up to {@code waitMillis} in all. */
+    void close(long waitMillis) {
+        long end = System.nanoTime() + waitMillis * 1_000_000;
+        query.close(waitMillis);
+        io.close(Math.max(1, (end - System.nanoTime()) / 1_000_000));
     }
 }

@@ -219,4 +219,9 @@ final class Uploader implements AutoCloseable {
     public void close() {
         loop.close();
     }
+
+    /** Stops the loop, letting queued uploads run for up to {@code waitMillis}; what is left is not written. */
+    void close(long waitMillis) {
+        loop.close(waitMillis);
+    }
 }

@@ -213,6 +213,25 @@ class HiCacheTest {
         }
     }
 
+    /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
+    @Test
+    void closingOverAStalledStoreIsBounded() throws Exception {
+        TroubledPageStore l3 = new TroubledPageStore().stall();
+        TestEngine e = new TestEngine(settings("hicache-close-timeout", "1s"), 64, l3);
+        long closed;
+        try {
+            for (int i = 0; i < 4; i++) {
+                e.serve("p" + i, prompt(i * 1000, 48)); // uploads queue behind the stalled store
+            }
+            e.quiesceCopies();
+        } finally {
+            long start = System.nanoTime();
+            e.close();
+            closed = (System.nanoTime() - start) / 1_000_000;
+        }
+        assertTrue(closed < 8_000, "close took " + closed + " ms with a close timeout of 1 s");
+    }
+
     /** Issue 23, item 5: a failed upload is retried, so one bad call does not leave a hole in L3's prefixes. */
     @Test
     void aFailedUploadIsRetried() throws Exception {
