@@ -37,6 +37,15 @@ public final class CacheRequest implements AutoCloseable {
     private final List<KvCopy> loads = new ArrayList<>();
     Prefetcher.Op prefetch;
     private boolean closed;
+    // What the request's outcome() reports (guarded by the cache's lock).
+    private final long startNanos = System.nanoTime();
+    private final int deviceHitPages;
+    private int fetchedPages;
+    private int loadedPages;
+    private int computedPages;
+    /** The prefetch's story so far: see {@link RequestOutcome#prefetch()}. */
+    String prefetchState = "none";
+    private long prefetchWaitNanos = -1;
 
     CacheRequest(HiCache cache, String id, int[] tokens) {
         this.cache = cache;
@@ -44,6 +53,7 @@ public final class CacheRequest implements AutoCloseable {
         this.tokens = tokens;
         RadixTree tree = cache.tree;
         this.match = tree.match(tokens);
+        this.deviceHitPages = match.devicePages();
         this.locked = match.lastDeviceNode();
         tree.lock(locked);
         int page = cache.config.pageSizeTokens();
@@ -51,6 +61,32 @@ public final class CacheRequest implements AutoCloseable {
         cache.metrics.deviceHitTokens.add((long) match.devicePages() * page);
         cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
         this.prefetch = cache.prefetcher.maybeStart(this, match);
+        if (prefetch != null) {
+            prefetchState = "running";
+        }
+    }
+
+    /** The prefetch fetched {@code kept} of {@code asked} pages into the tree (or was revoked): called by it. */
+    void prefetchEnded(int kept, int asked, boolean revoked) {
+        fetchedPages = kept;
+        prefetchState = revoked ? "revoked" : "fetched " + kept + " of " + asked + " pages";
+    }
+
+    /**
+     * Where this request's prompt came from so far: device, host, page store, computed; what its prefetch did; how
+     * long it waited for the prefetch. Final once the request has committed.
+     */
+    public RequestOutcome outcome() {
+        cache.lock.lock();
+        try {
+            int page = cache.config.pageSizeTokens();
+            int fromStore = Math.min(fetchedPages, loadedPages);
+            return new RequestOutcome(deviceHitPages * page, (loadedPages - fromStore) * page, fromStore * page,
+                    computedPages * page, prefetchState,
+                    java.time.Duration.ofNanos(prefetchWaitNanos < 0 ? 0 : prefetchWaitNanos));
+        } finally {
+            cache.lock.unlock();
+        }
     }
 
     public String id() {
@@ -91,14 +127,16 @@ public final class CacheRequest implements AutoCloseable {
         cache.lock.lock();
         try {
             checkOpen();
-            if (prefetch == null) {
-                return true;
+            if (prefetch != null) {
+                if (!cache.prefetcher.tryFinish(prefetch, false)) {
+                    return false;
+                }
+                prefetch = null;
+                rematch();
             }
-            if (!cache.prefetcher.tryFinish(prefetch, false)) {
-                return false;
+            if (prefetchWaitNanos < 0) {
+                prefetchWaitNanos = System.nanoTime() - startNanos;
             }
-            prefetch = null;
-            rematch();
             return true;
         } finally {
             cache.lock.unlock();
@@ -138,6 +176,7 @@ public final class CacheRequest implements AutoCloseable {
                 cache.metrics.loadsStarted.increment();
                 TreeNode last = path.getLast();
                 int loaded = pages;
+                loadedPages += pages;
                 copy.done().whenComplete((v, error) -> cache.complete(() -> finishLoad(pending, last,
                         error == null, loaded)));
                 relock(last);
@@ -204,6 +243,7 @@ public final class CacheRequest implements AutoCloseable {
             for (int p : pages) {
                 owned.add(p);
             }
+            computedPages += count;
             return pages;
         } finally {
             cache.lock.unlock();

@@ -550,8 +550,21 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
-    /** True when no request pins anything and no copy is in flight: every device page is evictable. For tests. */
-    boolean nothingPinned() {
+    /**
+     * Waits up to {@code timeout} until background work (copies, uploads, prefetches) has nothing queued or running:
+     * for an engine that drains before a checkpoint or a benchmark phase. True if it got there.
+     */
+    public boolean awaitIdle(Duration timeout) throws InterruptedException {
+        quiesce(timeout);
+        return outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
+                && pendingCopies() == 0;
+    }
+
+    /**
+     * True when no open request pins a device page and no copy is in flight: every cached device page could be
+     * evicted. An engine can check it after closing its requests, to find one it forgot.
+     */
+    public boolean nothingPinned() {
         lock.lock();
         try {
             return tree.evictableDevicePages() == tree.devicePages();

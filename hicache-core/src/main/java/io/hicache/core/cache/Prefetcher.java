@@ -87,6 +87,11 @@ final class Prefetcher implements AutoCloseable {
         }
     }
 
+    private void skip(CacheRequest r, String reason) {
+        cache.metrics.skipPrefetch(reason);
+        r.prefetchState = reason;
+    }
+
     /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
     Op maybeStart(CacheRequest r, MatchResult m) {
         if (cache.store.isEmpty()) {
@@ -100,12 +105,12 @@ final class Prefetcher implements AutoCloseable {
         TreeNode anchor = m.lastNode();
         if (!anchor.isRoot() && !anchor.backedUp()) {
             // SGLang's rule: the tail hangs off a node only the device holds; prefetching would pin device memory.
-            cache.metrics.skipPrefetch("anchor_not_backed_up");
+            skip(r, "anchor_not_backed_up");
             return null;
         }
         long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
         if (heldPages.get() + pages > budget) {
-            cache.metrics.skipPrefetch("rate_limited");
+            skip(r, "rate_limited");
             return null;
         }
         double recompute = cache.config.recomputeTokensPerSecond();
@@ -114,13 +119,13 @@ final class Prefetcher implements AutoCloseable {
             double fetchSeconds = (double) pages * cache.format.pageBytes() / speed;
             double recomputeSeconds = (double) pages * pageSize / recompute;
             if (fetchSeconds > recomputeSeconds) {
-                cache.metrics.skipPrefetch("slower_than_recompute");
+                skip(r, "slower_than_recompute");
                 return null;
             }
         }
         int[] slots = cache.reserveHost(pages);
         if (slots == null) {
-            cache.metrics.skipPrefetch("no_host_room");
+            skip(r, "no_host_room");
             return null;
         }
         if (!anchor.isRoot()) {
@@ -136,7 +141,7 @@ final class Prefetcher implements AutoCloseable {
             }
             heldPages.addAndGet(-pages);
             active.decrementAndGet();
-            cache.metrics.skipPrefetch("queue_full");
+            skip(r, "queue_full");
             return null;
         }
         cache.metrics.prefetchesStarted.increment();
@@ -310,6 +315,7 @@ final class Prefetcher implements AutoCloseable {
         int landed;
         int[] release;
         PageHashes hashes;
+        boolean revoked;
         synchronized (op) {
             if (op.finished) {
                 return true;
@@ -318,7 +324,8 @@ final class Prefetcher implements AutoCloseable {
                 return false;
             }
             op.finished = true;
-            landed = op.revoked ? 0 : op.landed;
+            revoked = op.revoked;
+            landed = revoked ? 0 : op.landed;
             hashes = op.hashes;
             // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds.
             List<Integer> free = new ArrayList<>();
@@ -330,16 +337,18 @@ final class Prefetcher implements AutoCloseable {
             release = free.stream().mapToInt(Integer::intValue).toArray();
         }
         cache.host.release(release);
+        int kept = 0;
         if (landed > 0) {
             int[] unused = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
                     Arrays.copyOf(op.slots, landed), hashes.slice(0, landed));
             cache.host.release(unused);
-            int kept = landed - unused.length;
+            kept = landed - unused.length;
             cache.metrics.prefetchedPages.add(kept);
             cache.metrics.storageHitTokens.add((long) kept * cache.config.pageSizeTokens());
             cache.metrics.prefetchesCompleted.increment();
             cache.publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, hashes.slice(0, landed));
         }
+        op.request.prefetchEnded(kept, op.pages, revoked);
         if (!op.anchor.isRoot()) {
             cache.tree.releaseHost(op.anchor);
         }

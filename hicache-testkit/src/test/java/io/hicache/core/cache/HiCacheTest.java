@@ -33,6 +33,9 @@ class HiCacheTest {
             TestEngine.Served again = e.serve("b", concat(p, prompt(5000, 8)));
             assertEquals(40, again.deviceTokens());
             assertEquals(2, again.computedPages());
+            assertEquals(40, again.outcome().deviceTokens());
+            assertEquals(8, again.outcome().computedTokens());
+            assertEquals("none", again.outcome().prefetch(), "no page store: no prefetch");
             e.quiesce();
             CacheStats s = e.cache.stats();
             assertTrue(s.backupsCompleted() >= 2, s::toString);
@@ -105,6 +108,8 @@ class HiCacheTest {
             assertEquals(0, s.deviceTokens());
             assertEquals(64, s.loadedTokens(), "the whole prompt came from the store, through the host");
             assertEquals(0, s.computedPages());
+            assertEquals(new RequestOutcome(0, 0, 64, 0, "fetched 16 of 16 pages", s.outcome().prefetchWait()),
+                    s.outcome(), "the request's own account: every token from L3");
             second.quiesce();
             assertEquals(64, second.cache.stats().storageHitTokens());
             second.cache.checkConsistency();

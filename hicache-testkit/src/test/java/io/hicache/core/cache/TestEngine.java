@@ -66,7 +66,7 @@ final class TestEngine implements AutoCloseable {
     }
 
     /** What serving one prompt found. */
-    record Served(int deviceTokens, int hostTokens, int loadedTokens, int computedPages) {
+    record Served(int deviceTokens, int hostTokens, int loadedTokens, int computedPages, RequestOutcome outcome) {
     }
 
     /**
@@ -100,7 +100,7 @@ final class TestEngine implements AutoCloseable {
             int[] all = Arrays.copyOf(prefix, whole);
             System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
             r.commit(Arrays.copyOf(prompt, whole * page), all, true);
-            return new Served(device, host, lb.deviceTokens() - device, fresh.length);
+            return new Served(device, host, lb.deviceTokens() - device, fresh.length, r.outcome());
         }
     }
 
