@@ -128,7 +128,7 @@ public final class CacheRequest implements AutoCloseable {
         try {
             checkOpen();
             if (prefetch != null) {
-                if (!cache.prefetcher.tryFinish(prefetch, false)) {
+                if (!cache.prefetcher.tryFinish(prefetch, this, false)) {
                     return false;
                 }
                 prefetch = null;
@@ -308,7 +308,7 @@ public final class CacheRequest implements AutoCloseable {
         }
         closed = true;
         if (prefetch != null) {
-            cache.prefetcher.tryFinish(prefetch, true);
+            cache.prefetcher.tryFinish(prefetch, this, true);
             prefetch = null;
         }
         cache.tree.unlock(locked);

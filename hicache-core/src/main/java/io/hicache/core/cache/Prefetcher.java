@@ -16,7 +16,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -53,9 +55,19 @@ final class Prefetcher implements AutoCloseable {
         this.io = new Loop<>("prefetch-io", cache.config.queueCapacity(), this::runIo, cache.metrics);
     }
 
-    /** One prefetch. Fields below {@code monitor fields} are guarded by the op's monitor. */
+    /**
+     * Prefetches not finished yet, by anchor: a request that wants pages one of them is fetching joins it instead of
+     * fetching them again (a crowd of identical prompts). Guarded by the cache's lock.
+     */
+    private final Map<TreeNode, List<Op>> running = new IdentityHashMap<>();
+
+    /**
+     * One prefetch. Fields below {@code monitor fields} are guarded by the op's monitor; {@link #requests} by the
+     * cache's lock.
+     */
     final class Op {
-        final CacheRequest request;
+        /** The requests waiting for it: the one that started it, and those that joined. */
+        final List<CacheRequest> requests = new ArrayList<>();
         /** The prompt as it was when the prefetch started (a commit may replace the request's). */
         final int[] tokens;
         final TreeNode anchor;
@@ -76,7 +88,7 @@ final class Prefetcher implements AutoCloseable {
         boolean finished;
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
-            this.request = request;
+            this.requests.add(request);
             this.tokens = request.tokens();
             this.anchor = anchor;
             this.anchorHash = anchor.isRoot() ? null : anchor.lastHash();
@@ -107,6 +119,13 @@ final class Prefetcher implements AutoCloseable {
             // SGLang's rule: the tail hangs off a node only the device holds; prefetching would pin device memory.
             skip(r, "anchor_not_backed_up");
             return null;
+        }
+        Op same = running(anchor, r.tokens(), m.matchedPages() * pageSize, pages);
+        if (same != null) {
+            // Its pages are being fetched already: wait for those (the rate limit does not apply to no new work).
+            same.requests.add(r);
+            cache.metrics.skipPrefetch("shared_with_running");
+            return same;
         }
         long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
         if (heldPages.get() + pages > budget) {
@@ -145,7 +164,25 @@ final class Prefetcher implements AutoCloseable {
             return null;
         }
         cache.metrics.prefetchesStarted.increment();
+        running.computeIfAbsent(anchor, a -> new ArrayList<>()).add(op);
         return op;
+    }
+
+    /** A running prefetch from {@code anchor} that fetches (at least) {@code pages} pages of {@code tokens} from {@code from}. */
+    private Op running(TreeNode anchor, int[] tokens, int from, int pages) {
+        int to = from + pages * cache.config.pageSizeTokens();
+        for (Op op : running.getOrDefault(anchor, List.of())) {
+            synchronized (op) {
+                if (op.finished || op.revoked) {
+                    continue;
+                }
+            }
+            if (op.fromToken == from && op.pages >= pages && op.tokens.length >= to
+                    && Arrays.equals(op.tokens, from, to, tokens, from, to)) {
+                return op;
+            }
+        }
+        return null;
     }
 
     /* ---------------------------------------------------------------- the query loop */
@@ -307,11 +344,19 @@ final class Prefetcher implements AutoCloseable {
     /* ---------------------------------------------------------------- ending */
 
     /**
-     * Ends {@code op} if its policy allows (always when {@code force}): the pages that arrived join the tree as
-     * host-only nodes, the slots not used go back, the anchor is unprotected. True when it has ended. Call with the
-     * cache's lock held.
+     * Ends {@code op} for {@code who} if its policy allows (always when {@code force}): the pages that arrived join
+     * the tree as host-only nodes, the slots not used go back, the anchor is unprotected. A request that leaves
+     * ({@code force}) a prefetch others still wait for only leaves it. True when it has ended for {@code who}. Call
+     * with the cache's lock held.
      */
-    boolean tryFinish(Op op, boolean force) {
+    boolean tryFinish(Op op, CacheRequest who, boolean force) {
+        if (force && op.requests.size() > 1 && op.requests.remove(who)) {
+            return true;
+        }
+        return tryFinish(op, force);
+    }
+
+    private boolean tryFinish(Op op, boolean force) {
         int landed;
         int[] release;
         PageHashes hashes;
@@ -348,7 +393,13 @@ final class Prefetcher implements AutoCloseable {
             cache.metrics.prefetchesCompleted.increment();
             cache.publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, hashes.slice(0, landed));
         }
-        op.request.prefetchEnded(kept, op.pages, revoked);
+        for (CacheRequest r : op.requests) {
+            r.prefetchEnded(kept, op.pages, revoked);
+        }
+        List<Op> fromAnchor = running.get(op.anchor);
+        if (fromAnchor != null && fromAnchor.remove(op) && fromAnchor.isEmpty()) {
+            running.remove(op.anchor);
+        }
         if (!op.anchor.isRoot()) {
             cache.tree.releaseHost(op.anchor);
         }

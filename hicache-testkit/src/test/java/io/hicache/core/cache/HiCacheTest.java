@@ -218,6 +218,48 @@ class HiCacheTest {
         }
     }
 
+    /**
+     * Issue 23, item 4: a crowd of requests for one prompt that only the page store has shares one prefetch; none is
+     * turned away by the rate limit, and every one gets the whole prompt from the cache.
+     */
+    @Test
+    void aCrowdOfIdenticalRequestsSharesOnePrefetch() throws Exception {
+        TroubledPageStore l3 = new TroubledPageStore();
+        int[] p = prompt(4242, 64); // 16 pages
+        try (TestEngine first = new TestEngine(settings(), 64, io.hicache.testkit.FaultyPageStore.sharing(l3))) {
+            first.serve("seed", p);
+            first.quiesce();
+        }
+        l3.slowGets(300); // the prefetches of the crowd overlap
+        try (TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
+                io.hicache.testkit.FaultyPageStore.sharing(l3))) {
+            List<CacheRequest> crowd = new java.util.ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                crowd.add(e.cache.request("crowd-" + i, p));
+            }
+            CacheStats s = e.cache.stats();
+            assertEquals(1, s.prefetchesStarted(), s::toString);
+            assertEquals(15L, s.prefetchesSkipped().get("shared_with_running"), s::toString);
+            for (CacheRequest r : crowd) {
+                long end = System.nanoTime() + 10_000_000_000L;
+                while (!r.prefetchDone() && System.nanoTime() < end) {
+                    Thread.sleep(1);
+                }
+                assertTrue(r.prefetchDone());
+                assertTrue(r.loadBack(Integer.MAX_VALUE).await(io.hicache.core.Deadline.after(java.time.Duration.ofSeconds(10))));
+                assertEquals(16, r.prefixPages().length, "request " + r.id() + " gets the whole prompt from the cache");
+                assertEquals("fetched 16 of 16 pages", r.outcome().prefetch());
+                e.verify(p, r.prefixPages());
+            }
+            crowd.forEach(CacheRequest::close);
+            e.quiesce();
+            assertTrue(e.cache.nothingPinned());
+            e.cache.checkConsistency();
+        } finally {
+            l3.close();
+        }
+    }
+
     /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
     @Test
     void closingOverAStalledStoreIsBounded() throws Exception {

@@ -28,6 +28,14 @@ final class TroubledPageStore implements PageStore {
         return this;
     }
 
+    private volatile long getDelayMillis;
+
+    /** Reads answer {@code millis} late from now on: a store far away. */
+    TroubledPageStore slowGets(long millis) {
+        getDelayMillis = millis;
+        return this;
+    }
+
     /** Lets every put, waiting or to come, through. */
     void release() {
         gate.complete(null);
@@ -66,7 +74,12 @@ final class TroubledPageStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return inner.get(targets, deadline);
+        long delay = getDelayMillis;
+        if (delay == 0) {
+            return inner.get(targets, deadline);
+        }
+        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(delay,
+                java.util.concurrent.TimeUnit.MILLISECONDS)).thenCompose(ignored -> inner.get(targets, deadline));
     }
 
     @Override
