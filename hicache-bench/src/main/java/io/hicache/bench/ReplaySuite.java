@@ -14,6 +14,7 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.tree.EvictionPolicy;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
+import io.hicache.core.store.PageStore;
 import io.hicache.core.store.memory.InMemoryPageStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -47,11 +48,11 @@ public final class ReplaySuite implements BenchSuite {
     @Override
     public String description() {
         return "multi-turn chat replay: prompt tokens served from L1/L2/L3 vs device-only caching, device at 1/4 of "
-                + "the working set";
+                + "the working set; the same with a slow L3 and with a busy CPU; requests the cache failed";
     }
 
-    /** Prompt tokens by where they came from. */
-    private record Tally(long prompt, long device, long host, long storage) {
+    /** Prompt tokens by where they came from, and requests the cache failed. */
+    private record Tally(long prompt, long device, long host, long storage, long failed) {
         long served() {
             return device + host + storage;
         }
@@ -69,7 +70,12 @@ public final class ReplaySuite implements BenchSuite {
         int devicePages = (int) (workingSetTokens / PAGE / 4);
         List<int[]> workload = workload(clients, rounds);
         Tally deviceOnly = deviceOnly(workload, devicePages);
-        Tally tiers = threeTiers(workload, devicePages);
+        Tally tiers = threeTiers(workload, devicePages, new InMemoryPageStore(8L << 30), 0);
+        // An L3 as slow as the file store at small pages (~1 ms per call, 0.5 ms per page), and a busy CPU (one
+        // spinning thread per core), each against the same replay with the fast store on an idle machine.
+        Tally slow = threeTiers(workload, devicePages, new SlowPageStore(new InMemoryPageStore(8L << 30), 1_000, 500), 0);
+        Tally contended = threeTiers(workload, devicePages, new InMemoryPageStore(8L << 30),
+                Runtime.getRuntime().availableProcessors());
         List<BenchRow> rows = new ArrayList<>();
         rows.add(BenchRow.higherIsBetter("replay_prompt_tokens_served_from_cache", tiers.served(), "tokens",
                 "device_only_caching", deviceOnly.served()));
@@ -81,6 +87,15 @@ public final class ReplaySuite implements BenchSuite {
         rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l3", tiers.share(tiers.storage), "%", "all", 100));
         rows.add(BenchRow.higherIsBetter("replay_device_only_share_from_l1", deviceOnly.share(deviceOnly.device), "%",
                 "all", 100));
+        rows.add(BenchRow.higherIsBetter("replay_slow_l3_served_tokens", slow.served(), "tokens", "fast_l3_idle_cpu",
+                tiers.served()));
+        rows.add(BenchRow.higherIsBetter("replay_contended_served_tokens", contended.served(), "tokens",
+                "fast_l3_idle_cpu", tiers.served()));
+        long turns = workload.size();
+        long failed = tiers.failed + slow.failed + contended.failed;
+        // The reference is every request of the three runs: the ratio is the share that failed (aim: 0).
+        rows.add(new BenchRow("replay_failed_requests", failed, "requests", "requests_run", 3 * turns,
+                (double) failed / (3 * turns), "lower"));
         return rows;
     }
 
@@ -134,11 +149,39 @@ public final class ReplaySuite implements BenchSuite {
             int[] all = concat(prefix, fresh);
             allocator.free(tree.insert(Arrays.copyOf(turn, whole * PAGE), all, 1).duplicatePages());
         }
-        return new Tally(prompt, device, 0, 0);
+        return new Tally(prompt, device, 0, 0, 0);
     }
 
-    /** The cache on the emulated device, with a host pool of half the working set and an in-memory page store. */
-    private static Tally threeTiers(List<int[]> turns, int devicePages) throws Exception {
+    /**
+     * The cache on the emulated device, with a host pool of half the working set and {@code store} (closed here), while
+     * {@code busyThreads} threads spin. A request the cache fails is counted, closed, and the replay goes on.
+     */
+    private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store, int busyThreads)
+            throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Thread> busy = new ArrayList<>();
+        for (int i = 0; i < busyThreads; i++) {
+            busy.add(Thread.ofPlatform().daemon().name("replay-busy-" + i).start(() -> {
+                long x = 0;
+                while (!stop.get()) {
+                    x += System.nanoTime() % 7; // keep a core busy
+                }
+                if (x == 42) {
+                    System.out.print("");
+                }
+            }));
+        }
+        try {
+            return threeTiers(turns, devicePages, store);
+        } finally {
+            stop.set(true);
+            for (Thread t : busy) {
+                t.join();
+            }
+        }
+    }
+
+    private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store) throws Exception {
         Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-replay");
         Settings settings = Settings.builder().flag("host.dir", dir.toString()).flag("page-size", Integer.toString(PAGE))
@@ -152,9 +195,10 @@ public final class ReplaySuite implements BenchSuite {
                 HiCache cache = HiCache.builder().config(HiCacheConfig.from(settings))
                         .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
                         .geometry(GEOMETRY).devicePages(devicePages).runtime(runtime)
-                        .store(new InMemoryPageStore(8L << 30)).open()) {
+                        .store(store).open()) {
             storageBefore = cache.stats().storageHitTokens();
             int n = 0;
+            long failed = 0;
             for (int[] turn : turns) {
                 int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
                 try (CacheRequest r = cache.request("turn-" + n++, promptTokens)) {
@@ -173,10 +217,12 @@ public final class ReplaySuite implements BenchSuite {
                     int whole = turn.length / PAGE;
                     int[] fresh = r.allocate(whole - prefix.length);
                     r.commit(Arrays.copyOf(turn, whole * PAGE), concat(prefix, fresh), true);
+                } catch (io.hicache.core.HiCacheException e) {
+                    failed++; // the engine would recompute it; counted, never hidden
                 }
             }
             long storage = cache.stats().storageHitTokens() - storageBefore;
-            return new Tally(prompt, device, loaded - storage, storage);
+            return new Tally(prompt, device, loaded - storage, storage, failed);
         } finally {
             FileSuite.deleteTree(dir);
         }
