@@ -186,6 +186,7 @@ public final class HiCache implements AutoCloseable {
         Map<String, Integer> depths = new LinkedHashMap<>();
         depths.put("completions", completions.depth());
         depths.put("upload", uploader.depth());
+        depths.put("upload-pages", uploader.queuedPages()); // the write-behind's lag, in pages
         depths.put("prefetch-query", prefetcher.queryDepth());
         depths.put("prefetch-io", prefetcher.ioDepth());
         lock.lock();

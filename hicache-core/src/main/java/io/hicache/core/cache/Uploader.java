@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safe.
  */
 final class Uploader implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Uploader.class.getName());
     private static final int MAX_TRIES = 4;
     private static final long FIRST_BACKOFF_MILLIS = 200;
 
@@ -40,6 +41,8 @@ final class Uploader implements AutoCloseable {
     private final Loop<Upload> loop;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong queuedBytes = new AtomicLong();
+    /** When the next "the store is too slow" line may be logged (nanoTime); one a minute at most. */
+    private final AtomicLong nextSlowStoreLog = new AtomicLong(Long.MIN_VALUE);
 
     /** One node's pages to write, and how many times it was tried. */
     private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries) {
@@ -67,6 +70,7 @@ final class Uploader implements AutoCloseable {
             queuedBytes.addAndGet(-bytes);
             cache.metrics.uploadSkippedPages.add(u.slots.length);
             cache.metrics.fail("upload: queue full (hicache-upload-queue-bytes); the store is slower than the puts");
+            tooSlow("the upload queue is full (" + queuedBytes.get() + " bytes, hicache-upload-queue-bytes)");
             return;
         }
         inFlight.incrementAndGet();
@@ -89,6 +93,7 @@ final class Uploader implements AutoCloseable {
                 if (!java.util.Arrays.equals(u.node.hostSlots(), u.slots) || u.node.pending() != null) {
                     cache.metrics.uploadSkippedPages.add(u.slots.length);
                     cache.metrics.fail("upload: dropped, its host pages left before its turn");
+                    tooSlow("uploads wait so long that their host pages are evicted first");
                     return;
                 }
                 cache.tree.protectHost(u.node);
@@ -116,6 +121,25 @@ final class Uploader implements AutoCloseable {
             }
             inFlight.decrementAndGet();
         }
+    }
+
+    /**
+     * Says (at most once a minute) that the page store cannot keep up: the counts behind it are in the cache's
+     * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
+     */
+    private void tooSlow(String why) {
+        long now = System.nanoTime();
+        long next = nextSlowStoreLog.get();
+        if ((next == Long.MIN_VALUE || now - next >= 0) && nextSlowStoreLog.compareAndSet(next, now + 60_000_000_000L)) {
+            LOG.log(System.Logger.Level.WARNING, "the page store '" + cache.store.map(PageStore::name).orElse("?")
+                    + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
+                    + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
+        }
+    }
+
+    /** Pages waiting for upload now: the write-behind's lag. */
+    int queuedPages() {
+        return (int) Math.min(Integer.MAX_VALUE, queuedBytes.get() / cache.format.pageBytes());
     }
 
     /** Queues {@code u} again after a backoff; it is counted in flight meanwhile, so that quiescing waits for it. */

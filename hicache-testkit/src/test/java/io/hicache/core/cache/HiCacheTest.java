@@ -207,12 +207,36 @@ class HiCacheTest {
             }
             CacheStats s = e.cache.stats();
             assertEquals(0, s.backupsSkipped(), "backups skipped for lack of host room: " + s);
+            assertTrue(s.queueDepths().get("upload-pages") > 0, "the write-behind's lag shows: " + s.queueDepths());
             TestEngine.Served back = e.serve("back", prompt(10 * 1000, 48)); // evicted from the device since
             assertEquals(48, back.deviceTokens() + back.loadedTokens(), "served from the device and the host: " + back);
-            l3.release();
-            e.quiesce();
+            java.util.List<String> warned = new java.util.concurrent.CopyOnWriteArrayList<>();
+            java.util.logging.Handler catcher = new java.util.logging.Handler() {
+                @Override
+                public void publish(java.util.logging.LogRecord record) {
+                    warned.add(record.getMessage());
+                }
+
+                @Override
+                public void flush() {
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+            java.util.logging.Logger log = java.util.logging.Logger.getLogger(Uploader.class.getName());
+            log.addHandler(catcher);
+            try {
+                l3.release();
+                e.quiesce();
+            } finally {
+                log.removeHandler(catcher);
+            }
             CacheStats after = e.cache.stats();
             assertTrue(after.failures().keySet().stream().anyMatch(k -> k.contains("dropped")), after::toString);
+            assertTrue(warned.stream().anyMatch(m -> m.contains("slower than this cache writes")),
+                    "the cache says the store is too slow: " + warned);
             assertTrue(e.cache.nothingPinned());
             e.cache.checkConsistency();
         }
