@@ -46,6 +46,10 @@ final class CacheConsistency {
             host.set(s);
         }
         Checks.requireState(!host.intersects(leftovers), "a leftover host slot is also a node's");
+        if (cache.host == null) {
+            Checks.requireState(host.isEmpty(), "a device-only cache has %d host slots in its tree", host.cardinality());
+            return;
+        }
         long used = cache.host.capacity() - cache.host.freeSlots();
         long owned = host.cardinality() + leftovers.cardinality() + cache.prefetcher.heldPages();
         Checks.requireState(used == owned, "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches)",

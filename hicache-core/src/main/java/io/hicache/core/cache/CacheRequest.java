@@ -275,8 +275,10 @@ public final class CacheRequest implements AutoCloseable {
             if (r.newPages() > 0) {
                 cache.publish(KvEvent.Type.STORED, KvEvent.Tier.DEVICE, r.last().hashes());
             }
-            for (TreeNode n : r.backupCandidates()) {
-                cache.startBackup(n);
+            if (cache.host != null) {
+                for (TreeNode n : r.backupCandidates()) {
+                    cache.startBackup(n);
+                }
             }
             this.tokens = tokens.clone();
             relock(r.last());

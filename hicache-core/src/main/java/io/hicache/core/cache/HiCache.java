@@ -51,6 +51,7 @@ public final class HiCache implements AutoCloseable {
     final PageFormat format;
     final RadixTree tree;
     final KvPool device;
+    /** The host pool; null when the cache runs the device tier only ({@code hicache-tiers device-only}). */
     final HostPagePool host;
     final Optional<PageStore> store;
     final ReentrantLock lock = new ReentrantLock();
@@ -98,7 +99,9 @@ public final class HiCache implements AutoCloseable {
         this.host = host;
         this.store = store;
         this.events = new KvEvents(config.queueCapacity());
-        host.forEachReady((slot, key) -> leftovers.set(slot));
+        if (host != null) {
+            host.forEachReady((slot, key) -> leftovers.set(slot));
+        }
         this.completions = new Loop<>("completions", config.queueCapacity(), this::runLocked, metrics);
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
@@ -123,7 +126,12 @@ public final class HiCache implements AutoCloseable {
         HostPagePool host = null;
         PageStore configured = null;
         try {
-            host = HostPagePool.open(config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages), runtime);
+            Checks.requireArgument(config.tiers() == Tiers.ALL || store == null,
+                    "hicache-tiers device-only runs no page store, yet one was given");
+            if (config.tiers() == Tiers.ALL) {
+                host = HostPagePool.open(config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages),
+                        runtime);
+            }
             if (store == null) {
                 configured = config.storageBackend().map(name -> PageStores.open(new StoreConfig(name, config.settings())))
                         .orElse(null);
@@ -251,7 +259,8 @@ public final class HiCache implements AutoCloseable {
                         + tree.devicePages() + " cached; the rest are pinned by open requests"
                         + (copiesInFlight() ? " or by copies still running after " + config.allocateWait().toMillis()
                                 + " ms (hicache-allocate-wait)" : "")
-                        + "; host: " + host.freeSlots() + " of " + host.capacity() + " slots free. Temporary: retry "
+                        + (host == null ? "; device only" : "; host: " + host.freeSlots() + " of " + host.capacity()
+                                + " slots free") + ". Temporary: retry "
                         + "once requests commit or close, or give the device pool more pages");
             }
             java.util.concurrent.locks.LockSupport.parkNanos(200_000); // a copy finishing frees or unlocks pages
@@ -281,7 +290,7 @@ public final class HiCache implements AutoCloseable {
         java.util.Set<TreeNode> tried = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         while (device.allocator().available() < wanted) {
             RadixTree.DeviceEviction e = tree.evictDevice(wanted - device.allocator().available(),
-                    config.writePolicy() == WritePolicy.WRITE_BACK, tried);
+                    host != null && config.writePolicy() == WritePolicy.WRITE_BACK, tried);
             freeDevice(e.freedPages());
             for (PageHashes h : e.demoted()) {
                 metrics.deviceEvictedPages.add(h.size());
@@ -315,7 +324,9 @@ public final class HiCache implements AutoCloseable {
             return;
         }
         freeDevice(d.devicePages());
-        host.release(d.hostSlots());
+        if (d.hostSlots().length > 0) {
+            host.release(d.hostSlots());
+        }
         metrics.deviceDeletedPages.add(d.devicePages().length);
         metrics.hostEvictedPages.add(d.hostSlots().length);
         metrics.fail("backup: no host room; the node gave way (dropped)");
@@ -329,6 +340,9 @@ public final class HiCache implements AutoCloseable {
 
     /** {@code count} reserved host slots, evicting host pages when short; null (nothing reserved) if it cannot. */
     int[] reserveHost(int count) {
+        if (host == null) {
+            return null;
+        }
         int[] slots = host.tryReserve(count);
         if (slots == null) {
             evictHost(count - host.freeSlots());
@@ -366,7 +380,7 @@ public final class HiCache implements AutoCloseable {
     private void evictHostToLowWater() {
         lock.lock();
         try {
-            if (closed.get()) {
+            if (closed.get() || host == null) {
                 return;
             }
             int target = (int) Math.ceil(host.capacity() * (1 - config.hostLowWater()));
@@ -380,6 +394,9 @@ public final class HiCache implements AutoCloseable {
 
     /** Lets a leftover of an earlier run go, so a fresh write of its key can begin. */
     boolean dropLeftover(StoreKey key) {
+        if (host == null) {
+            return false;
+        }
         int slot = host.find(key);
         if (slot >= 0 && leftovers.get(slot)) {
             leftovers.clear(slot);
@@ -641,7 +658,9 @@ public final class HiCache implements AutoCloseable {
                 LOG.log(Level.WARNING, "closing the page store failed", e);
             }
         });
-        host.close();
+        if (host != null) {
+            host.close();
+        }
         device.close();
     }
 }

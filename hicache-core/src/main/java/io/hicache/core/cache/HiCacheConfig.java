@@ -37,6 +37,7 @@ import java.util.Optional;
  *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
  * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
  * @param closeTimeout           how long {@code close()} lets queued background work run, in all
+ * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
  * @param host                   the host pool's configuration
  * @param settings               all the raw settings, for the page store
  */
@@ -45,7 +46,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
         double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, Duration closeTimeout,
-        HostPoolConfig host, Settings settings) {
+        Tiers tiers, HostPoolConfig host, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -79,6 +80,9 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
             "entries each background loop's queue holds before new work is skipped (and counted)");
     public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes("hicache-upload-queue-bytes", "1GiB",
             "page bytes waiting for upload to the page store at most; uploads beyond it are skipped and counted");
+    public static final Setting<Tiers> TIERS = Setting.choice("hicache-tiers", Tiers.class, Tiers::configName, Tiers.ALL,
+            "all (device, host and the page store if one is set) or device-only (the radix tree on the device pool "
+                    + "alone: no host pool, no page store)");
     public static final Setting<Duration> CLOSE_TIMEOUT = Setting.duration("hicache-close-timeout", "10s",
             "how long closing the cache lets queued background work (uploads, prefetches, copies) run, in all");
     public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
@@ -91,7 +95,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, CLOSE_TIMEOUT));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, CLOSE_TIMEOUT, TIERS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -104,6 +108,9 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Checks.requireArgument(hostLowWater < hostHighWater, "hicache-host-low-water (%s) must be below the high water (%s)",
                 hostLowWater, hostHighWater);
         Checks.checkNotNull(storageBackend, "storageBackend");
+        Checks.checkNotNull(tiers, "tiers");
+        Checks.requireArgument(tiers == Tiers.ALL || storageBackend.isEmpty(),
+                "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s", storageBackend);
         Checks.checkNotNull(host, "host");
         Checks.checkNotNull(settings, "settings");
     }
@@ -123,8 +130,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(CLOSE_TIMEOUT), HostPoolConfig.from(settings),
-                    settings);
+                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
+                    HostPoolConfig.from(settings), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -284,6 +284,36 @@ class HiCacheTest {
         }
     }
 
+    /** Issue 23, item 7: device-only mode runs the radix tree on the device pool alone, with no host pool at all. */
+    @Test
+    void deviceOnlyModeCachesOnTheDeviceAloneAndOpensNoHostPool() throws Exception {
+        try (TestEngine e = new TestEngine(settings("hicache-tiers", "device-only"), 24, null)) {
+            int[] p = prompt(0, 64);
+            e.serve("first", p);
+            TestEngine.Served again = e.serve("again", p);
+            assertEquals(64, again.deviceTokens(), "a repeated prompt is served from the device");
+            for (int i = 1; i <= 3; i++) {
+                e.serve("push-" + i, prompt(i * 10_000, 64)); // 16 pages each through 24: the first goes
+            }
+            TestEngine.Served back = e.serve("back", p);
+            assertEquals(0, back.deviceTokens() + back.hostTokens(), "evicted means gone: " + back);
+            assertEquals(16, back.computedPages());
+            e.quiesce();
+            CacheStats s = e.cache.stats();
+            assertEquals(0, s.hostPages());
+            assertEquals(0, s.backupsStarted(), s::toString);
+            try (var files = java.nio.file.Files.list(e.hostDir)) {
+                assertEquals(0, files.count(), "no host pool was opened");
+            }
+            assertTrue(e.cache.nothingPinned());
+            e.cache.checkConsistency();
+        }
+        var refused = assertThrows(HiCacheException.class,
+                () -> HiCacheConfig.from(io.hicache.core.config.Settings.builder().flag("hicache-tiers", "device-only")
+                        .flag("hicache-storage-backend", "memory").build()));
+        assertTrue(refused.getMessage().contains("device-only"), refused.getMessage());
+    }
+
     /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
     @Test
     void closingOverAStalledStoreIsBounded() throws Exception {
