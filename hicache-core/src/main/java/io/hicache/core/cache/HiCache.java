@@ -434,7 +434,12 @@ public final class HiCache implements AutoCloseable {
         pending.attach(copy);
         metrics.backupsStarted.increment();
         BackupOp op = new BackupOp(n, pending, slots, copy);
-        copy.done().whenComplete((v, error) -> complete(() -> finishBackup(op, error == null)));
+        copy.done().whenComplete((v, error) -> {
+            if (error == null) {
+                op.commitOnce(); // checksums and the host index here, on the copy's thread, not under the cache's lock
+            }
+            complete(() -> finishBackup(op, error == null));
+        });
         return op;
     }
 
@@ -452,9 +457,8 @@ public final class HiCache implements AutoCloseable {
 
     private void applyBackup(BackupOp op, boolean ok) {
         if (ok) {
-            for (int s : op.slots) {
-                host.commitWrite(s);
-            }
+            op.commitOnce(); // done already, unless this runs first: then here
+            op.committed.join();
             tree.finishBackup(op.pending, op.node, true);
             metrics.backupsCompleted.increment();
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
@@ -477,6 +481,9 @@ public final class HiCache implements AutoCloseable {
         final TreeNode.PendingCopy pending;
         final int[] slots;
         final KvCopy copy;
+        /** Done once the host pages are committed (checksum, journal, index): see {@link #commitOnce}. */
+        final java.util.concurrent.CompletableFuture<Void> committed = new java.util.concurrent.CompletableFuture<>();
+        private final AtomicBoolean commitClaimed = new AtomicBoolean();
         private boolean finished;
 
         BackupOp(TreeNode node, TreeNode.PendingCopy pending, int[] slots, KvCopy copy) {
@@ -484,6 +491,26 @@ public final class HiCache implements AutoCloseable {
             this.pending = pending;
             this.slots = slots;
             this.copy = copy;
+        }
+
+        /**
+         * Commits the host pages of a copy that finished well, once, by whichever thread comes first: the copy's
+         * completion (so that the checksums and the Chronicle Map puts of the host index stay off the cache's lock)
+         * or the one applying the backup. The other waits on {@link #committed}.
+         */
+        void commitOnce() {
+            if (!commitClaimed.compareAndSet(false, true)) {
+                return;
+            }
+            try {
+                for (int s : slots) {
+                    host.commitWrite(s);
+                }
+                committed.complete(null);
+            } catch (RuntimeException e) {
+                committed.completeExceptionally(e);
+                throw e;
+            }
         }
 
         /** True for the first caller only. */
@@ -497,18 +524,18 @@ public final class HiCache implements AutoCloseable {
 
         /** Waits for the copy (with the lock held: the copy does not need it) and applies it; true if it worked. */
         boolean awaitAndFinish(Deadline deadline) {
-            boolean ok;
             try {
-                ok = copy.await(deadline);
+                copy.await(deadline);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                ok = false;
             } catch (HiCacheException e) {
-                ok = false;
+                // the copy failed: its outcome below says so
             }
-            if (!ok && !copy.done().isDone()) {
+            if (!copy.done().isDone()) {
                 return false; // still running: the completion loop will apply it
             }
+            // The copy's own outcome, not the wait's: its completion may be committing the pages right now.
+            boolean ok = !copy.done().isCompletedExceptionally();
             finishBackup(this, ok);
             return ok;
         }
