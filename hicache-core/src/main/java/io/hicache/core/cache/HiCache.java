@@ -565,6 +565,7 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
+    /** Runs {@code task} under the lock. */
     /**
      * The completion loop's work: a completion under the lock, unless an allocation that held the lock meanwhile ran
      * it (see {@link #completionInHand}).
@@ -581,7 +582,6 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
-    /** Runs {@code task} under the lock. */
     private void runLocked(Runnable task) {
         lock.lock();
         try {
