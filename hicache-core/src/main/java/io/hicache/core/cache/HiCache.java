@@ -86,13 +86,6 @@ public final class HiCache implements AutoCloseable {
             device.readPage(page, flat);
         }
     };
-    /**
-     * The completion the completion thread has taken from its queue and is waiting for the lock to apply: an
-     * allocation that holds the lock (and waits for copies) applies it itself, or the two would wait for each other
-     * until the allocation gave up.
-     */
-    private final java.util.concurrent.atomic.AtomicReference<Runnable> completionInHand =
-            new java.util.concurrent.atomic.AtomicReference<>();
     /** Copies started and not yet applied: counted down only after what they start next (an upload) is counted. */
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
@@ -109,7 +102,7 @@ public final class HiCache implements AutoCloseable {
         if (host != null) {
             host.forEachReady((slot, key) -> leftovers.set(slot));
         }
-        this.completions = new Loop<>("completions", config.queueCapacity(), this::runCompletion, metrics);
+        this.completions = new Loop<>("completions", config.queueCapacity(), this::runLocked, metrics);
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
@@ -250,10 +243,6 @@ public final class HiCache implements AutoCloseable {
         int[] pages = device.allocator().tryAllocate(count);
         Deadline wait = null;
         while (pages == null) {
-            Runnable inHand = completionInHand.getAndSet(null);
-            if (inHand != null) {
-                inHand.run(); // the completion thread took it and waits for the lock we hold
-            }
             completions.runQueuedHere();
             evictDevice(count - device.allocator().available());
             pages = device.allocator().tryAllocate(count);
@@ -281,7 +270,7 @@ public final class HiCache implements AutoCloseable {
 
     /** Copies started and not applied yet: what could still unlock device pages while the caller holds the lock. */
     private boolean copiesInFlight() {
-        return outstanding.get() > 0 || completions.depth() > 0 || completionInHand.get() != null;
+        return outstanding.get() > 0 || completions.depth() > 0;
     }
 
     void freeDevice(int[] pages) {
@@ -566,22 +555,6 @@ public final class HiCache implements AutoCloseable {
     }
 
     /** Runs {@code task} under the lock. */
-    /**
-     * The completion loop's work: a completion under the lock, unless an allocation that held the lock meanwhile ran
-     * it (see {@link #completionInHand}).
-     */
-    private void runCompletion(Runnable task) {
-        completionInHand.set(task);
-        lock.lock();
-        try {
-            if (completionInHand.compareAndSet(task, null)) {
-                task.run();
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
     private void runLocked(Runnable task) {
         lock.lock();
         try {
