@@ -9,6 +9,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.RateLimitedLog;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -41,8 +42,8 @@ final class Uploader implements AutoCloseable {
     private final Loop<Upload> loop;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong queuedBytes = new AtomicLong();
-    /** When the next "the store is too slow" line may be logged (nanoTime); one a minute at most. */
-    private final AtomicLong nextSlowStoreLog = new AtomicLong(Long.MIN_VALUE);
+    /** "The store is too slow", once a minute at most. */
+    private final RateLimitedLog slowStoreLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, 60_000);
 
     /** One node's pages to write, and how many times it was tried. */
     private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries) {
@@ -128,13 +129,9 @@ final class Uploader implements AutoCloseable {
      * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
      */
     private void tooSlow(String why) {
-        long now = System.nanoTime();
-        long next = nextSlowStoreLog.get();
-        if ((next == Long.MIN_VALUE || now - next >= 0) && nextSlowStoreLog.compareAndSet(next, now + 60_000_000_000L)) {
-            LOG.log(System.Logger.Level.WARNING, "the page store '" + cache.store.map(PageStore::name).orElse("?")
-                    + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
-                    + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
-        }
+        slowStoreLog.log("the page store '" + cache.store.map(PageStore::name).orElse("?")
+                + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
+                + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
     }
 
     /** Pages waiting for upload now: the write-behind's lag. */

@@ -7,6 +7,7 @@ import io.hicache.core.config.Units;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;

@@ -6,6 +6,7 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;

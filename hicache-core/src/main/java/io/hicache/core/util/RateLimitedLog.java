@@ -1,4 +1,4 @@
-package io.hicache.server.daemon;
+package io.hicache.core.util;
 
 import java.lang.System.Logger.Level;
 import java.util.concurrent.atomic.AtomicLong;
@@ -9,21 +9,21 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Thread-safe.
  */
-final class RateLimitedLog {
+public final class RateLimitedLog {
     private final System.Logger log;
     private final Level level;
     private final long intervalNanos;
     private final AtomicLong nextAt = new AtomicLong(Long.MIN_VALUE);
     private final AtomicLong suppressed = new AtomicLong();
 
-    RateLimitedLog(System.Logger log, Level level, long intervalMillis) {
+    public RateLimitedLog(System.Logger log, Level level, long intervalMillis) {
         this.log = log;
         this.level = level;
         this.intervalNanos = intervalMillis * 1_000_000L;
     }
 
     /** Writes {@code message} unless a line was written within the interval; then counts it as not written. */
-    void log(String message) {
+    public void log(String message) {
         long now = System.nanoTime();
         long next = nextAt.get();
         if ((next != Long.MIN_VALUE && now - next < 0) || !nextAt.compareAndSet(next, now + intervalNanos)) {
