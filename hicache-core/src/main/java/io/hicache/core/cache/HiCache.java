@@ -102,7 +102,7 @@ public final class HiCache implements AutoCloseable {
         if (host != null) {
             host.forEachReady((slot, key) -> leftovers.set(slot));
         }
-        this.completions = new Loop<>("completions", config.queueCapacity(), this::runLocked, metrics);
+        this.completions = new Loop<>("completions", config.queueCapacity(), Runnable::run, metrics, lock);
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);

@@ -5,13 +5,17 @@ import java.lang.System.Logger.Level;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
 
 /**
  * A named background thread ({@code hicache-NAME}) working through a bounded queue. Work that does not fit the queue
  * is refused (the caller skips it and counts that), so a slow store never stalls the engine. The thread never dies
- * on a failed item: it counts the failure under the loop's name, logs it and goes on. Thread-safe; the cache closes
- * it.
+ * on a failed item: it counts the failure under the loop's name, logs it and goes on. A loop may be guarded by a
+ * lock: its thread runs each item holding it, and a caller holding it may run the queued items itself
+ * ({@link #runQueuedHere}), including the one the thread has taken and waits to lock for. Thread-safe; the cache
+ * closes it.
  */
 final class Loop<T> implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Loop.class.getName());
@@ -21,12 +25,25 @@ final class Loop<T> implements AutoCloseable {
     private final Consumer<T> work;
     private final CacheMetrics metrics;
     private final Thread thread;
+    /** Held while an item runs, or null. */
+    private final Lock guard;
+    /**
+     * The item the thread has taken and waits for the guard to run: a caller holding the guard runs it instead, or
+     * the two would wait for each other (the caller for the item's effect, the thread for the guard).
+     */
+    private final AtomicReference<T> inHand = new AtomicReference<>();
     private volatile boolean closed;
     /** Set by tests to stand for a starved thread: it takes no work while set. */
     private volatile boolean pausedForTests;
 
     Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics) {
+        this(name, capacity, work, metrics, null);
+    }
+
+    /** A loop whose items run holding {@code guard} (null: none). */
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, Lock guard) {
         this.name = name;
+        this.guard = guard;
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.work = work;
         this.metrics = metrics;
@@ -62,18 +79,25 @@ final class Loop<T> implements AutoCloseable {
         return false;
     }
 
+    /** Items queued or taken and not yet run. */
     int depth() {
-        return queue.size();
+        return queue.size() + (inHand.get() != null ? 1 : 0);
     }
 
     /**
      * Runs the work queued now on the calling thread, as the loop would: for a caller that needs its effect at once
-     * (an allocation that a finished copy would make possible) and must not wait for a starved loop thread.
+     * (an allocation that a finished copy would make possible) and must not wait for a starved loop thread. A
+     * guarded loop's caller holds the guard.
      *
      * @return how many items ran
      */
     int runQueuedHere() {
         int ran = 0;
+        T taken = inHand.getAndSet(null);
+        if (taken != null) {
+            runOne(taken);
+            ran++;
+        }
         for (T item; (item = queue.poll()) != null; ran++) {
             runOne(item);
         }
@@ -98,8 +122,24 @@ final class Loop<T> implements AutoCloseable {
                 continue;
             }
             if (item != null) {
+                if (guard == null) {
+                    runOne(item);
+                } else {
+                    runGuarded(item);
+                }
+            }
+        }
+    }
+
+    private void runGuarded(T item) {
+        inHand.set(item);
+        guard.lock();
+        try {
+            if (inHand.compareAndSet(item, null)) { // else a caller holding the guard ran it meanwhile
                 runOne(item);
             }
+        } finally {
+            guard.unlock();
         }
     }
 

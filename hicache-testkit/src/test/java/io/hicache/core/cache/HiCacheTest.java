@@ -314,6 +314,56 @@ class HiCacheTest {
         assertTrue(refused.getMessage().contains("device-only"), refused.getMessage());
     }
 
+    /**
+     * Issue 23 (tests): a store failing a share of its calls and pages, and a busy CPU (a spinning thread per core):
+     * no request fails that the pool could serve, every served byte is right (serve checks them), nothing stays
+     * pinned, and closing is bounded. It found a wait of each other: the completion thread had taken a finished
+     * backup's completion and waited for the lock an allocation held while it waited for that very copy (PAGES_EXHAUSTED
+     * after 500 ms); the completion loop now hands over the completion it holds to a caller holding the lock.
+     */
+    @Test
+    void aFaultyStoreAndABusyCpuFailNoRequest() throws Exception {
+        InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        List<Thread> busy = new java.util.ArrayList<>();
+        for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+            busy.add(Thread.ofPlatform().daemon().start(() -> {
+                while (!stop.get()) {
+                    Thread.onSpinWait();
+                }
+            }));
+        }
+        try {
+            for (int engine = 0; engine < 2; engine++) {
+                var faulty = new io.hicache.testkit.FaultyPageStore(unclosable(shared), 0.3, 0.1, 17 + engine);
+                TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "timeout",
+                        "hicache-close-timeout", "2s"), 16, faulty);
+                try {
+                    for (int round = 0; round < 3; round++) {
+                        for (int p = 0; p < 8; p++) {
+                            // 15 pages each through a 16-page device: every prompt needs the last one's pages
+                            e.serve("e" + engine + "-r" + round + "-p" + p, prompt(p * 1000, 60));
+                        }
+                    }
+                    e.quiesce();
+                    assertTrue(e.cache.nothingPinned());
+                    e.cache.checkConsistency();
+                } finally {
+                    long start = System.nanoTime();
+                    e.close();
+                    long millis = (System.nanoTime() - start) / 1_000_000;
+                    assertTrue(millis < 10_000, "close took " + millis + " ms");
+                }
+            }
+        } finally {
+            stop.set(true);
+            for (Thread t : busy) {
+                t.join();
+            }
+            shared.close();
+        }
+    }
+
     /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
     @Test
     void closingOverAStalledStoreIsBounded() throws Exception {
