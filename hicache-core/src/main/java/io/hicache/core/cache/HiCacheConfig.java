@@ -36,6 +36,7 @@ import java.util.Optional;
  * @param allocateWait           how long an allocation short of device pages waits for copies in flight to finish
  *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
  * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
+ * @param uploadThreads          upload batches written to the page store at once
  * @param closeTimeout           how long {@code close()} lets queued background work run, in all
  * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
  * @param host                   the host pool's configuration
@@ -45,8 +46,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
-        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, Duration closeTimeout,
-        Tiers tiers, HostPoolConfig host, Settings settings) {
+        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads,
+        Duration closeTimeout, Tiers tiers, HostPoolConfig host, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -80,6 +81,9 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
             "entries each background loop's queue holds before new work is skipped (and counted)");
     public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes("hicache-upload-queue-bytes", "1GiB",
             "page bytes waiting for upload to the page store at most; uploads beyond it are skipped and counted");
+    public static final Setting<Integer> UPLOAD_THREADS = Setting.integer("hicache-upload-threads", 4, 1, 64,
+            "upload batches written to the page store at once (threads of the loop hicache-upload); a store whose "
+                    + "calls wait on latency rather than CPU keeps up better with more");
     public static final Setting<Tiers> TIERS = Setting.choice("hicache-tiers", Tiers.class, Tiers::configName, Tiers.ALL,
             "all (device, host and the page store if one is set) or device-only (the radix tree on the device pool "
                     + "alone: no host pool, no page store)");
@@ -95,7 +99,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, CLOSE_TIMEOUT, TIERS));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, CLOSE_TIMEOUT, TIERS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -109,6 +113,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                 hostLowWater, hostHighWater);
         Checks.checkNotNull(storageBackend, "storageBackend");
         Checks.checkNotNull(tiers, "tiers");
+        Checks.checkPositive(uploadThreads, "uploadThreads");
         Checks.requireArgument(tiers == Tiers.ALL || storageBackend.isEmpty(),
                 "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s", storageBackend);
         Checks.checkNotNull(host, "host");
@@ -130,7 +135,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
+                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
                     HostPoolConfig.from(settings), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);

@@ -1,7 +1,10 @@
 package io.hicache.core.cache;
 
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -10,7 +13,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
 
 /**
- * A named background thread ({@code hicache-NAME}) working through a bounded queue. Work that does not fit the queue
+ * A named background thread ({@code hicache-NAME}), or several, working through a bounded queue. Work that does not fit the queue
  * is refused (the caller skips it and counts that), so a slow store never stalls the engine. The thread never dies
  * on a failed item: it counts the failure under the loop's name, logs it and goes on. A loop may be guarded by a
  * lock: its thread runs each item holding it, and a caller holding it may run the queued items itself
@@ -24,7 +27,7 @@ final class Loop<T> implements AutoCloseable {
     private final BlockingQueue<T> queue;
     private final Consumer<T> work;
     private final CacheMetrics metrics;
-    private final Thread thread;
+    private final List<Thread> threads;
     /** Held while an item runs, or null. */
     private final Lock guard;
     /**
@@ -37,17 +40,31 @@ final class Loop<T> implements AutoCloseable {
     private volatile boolean pausedForTests;
 
     Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics) {
-        this(name, capacity, work, metrics, null);
+        this(name, capacity, work, metrics, null, 1);
     }
 
     /** A loop whose items run holding {@code guard} (null: none). */
     Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, Lock guard) {
+        this(name, capacity, work, metrics, guard, 1);
+    }
+
+    /**
+     * A loop of {@code threadCount} threads ({@code hicache-NAME-0}, ...; one is {@code hicache-NAME}) taking work
+     * from one queue, for work that waits more than it computes. A guarded loop has one thread.
+     */
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, Lock guard, int threadCount) {
+        Checks.checkPositive(threadCount, "threadCount");
+        Checks.requireArgument(guard == null || threadCount == 1, "a guarded loop has one thread");
         this.name = name;
         this.guard = guard;
         this.queue = new ArrayBlockingQueue<>(capacity);
         this.work = work;
         this.metrics = metrics;
-        this.thread = Threads.start(name, this::run);
+        List<Thread> started = new ArrayList<>(threadCount);
+        for (int i = 0; i < threadCount; i++) {
+            started.add(Threads.start(threadCount == 1 ? name : name + "-" + i, this::run));
+        }
+        this.threads = List.copyOf(started);
     }
 
     /** Queues {@code item}; false (and counted) when the queue is full or the loop closed. */
@@ -77,6 +94,11 @@ final class Loop<T> implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         return false;
+    }
+
+    /** The next queued item if there is one, taken: for work that gathers several items into one batch. */
+    T pollQueued() {
+        return queue.poll();
     }
 
     /** Items queued or taken and not yet run. */
@@ -155,13 +177,16 @@ final class Loop<T> implements AutoCloseable {
     /** Lets the queued work finish (up to {@code waitMillis}), then stops the thread. */
     void close(long waitMillis) {
         closed = true;
-        try {
-            thread.join(waitMillis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        if (thread.isAlive()) {
-            thread.interrupt();
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
+        for (Thread thread : threads) {
+            try {
+                thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (thread.isAlive()) {
+                thread.interrupt();
+            }
         }
     }
 

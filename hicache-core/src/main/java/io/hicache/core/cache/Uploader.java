@@ -20,16 +20,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Writes pages that reached the host pool to the page store (L2 to L3), on the loop {@code hicache-upload}: in
- * batches of {@code hicache-storage-batch-pages}, skipping the leading pages the store already has (a prefix
- * uploaded by another engine, or earlier), straight from the host slab for page-first layouts (through a staging
- * copy for layer_first).
+ * Writes pages that reached the host pool to the page store (L2 to L3), on the loop {@code hicache-upload}
+ * ({@code hicache-upload-threads} threads, so that a store whose calls wait on latency overlaps them). A thread takes
+ * the queued uploads of several nodes together, up to {@code hicache-storage-batch-pages} pages, and pays the store's
+ * per-call cost per batch: one leading-hits query per node, all at once (the leading pages the store already has, a
+ * prefix uploaded by another engine or earlier, are skipped), then puts of up to a batch each, straight from the host
+ * slab for page-first layouts (through a staging copy for layer_first).
  *
  * <p>A slow store must not freeze the host tier: a queued upload does not hold its node's host pages; only the one
  * being written protects them, while they are read. An upload whose pages left the host before its turn is dropped
  * (and counted: the prefix stays correct, L3 just lacks those pages). The queue is bounded in bytes
- * ({@code hicache-upload-queue-bytes}) as well as in entries. A failed write is retried with backoff (0.2 s, 0.4 s,
- * 0.8 s), then counted as skipped: the pages stay cached on the host.
+ * ({@code hicache-upload-queue-bytes}) as well as in entries. A node whose write failed is retried with backoff
+ * (0.2 s, 0.4 s, 0.8 s), then counted as skipped: the pages stay cached on the host.
  *
  * <p>Thread-safe.
  */
@@ -52,9 +54,28 @@ final class Uploader implements AutoCloseable {
         }
     }
 
+    /** Uploads a thread writes together, and the one it took that did not fit (written next), or null. */
+    private record Batch(List<Upload> uploads, int pages, Upload leftover) {
+    }
+
+    /** Pages {@code from..to} of an upload, in one put. */
+    private record Part(Upload upload, List<StoreKey> keys, int from, int to) {
+    }
+
+    /**
+     * Host pages the uploads being written may protect at once, a quarter of the host pool: however many threads
+     * wait on a stalled store, the host keeps three quarters to evict from.
+     */
+    private final int hostPagesBudget;
+    private final Object budgetLock = new Object();
+    /** Host pages the batches being written protect now; guarded by {@link #budgetLock}. */
+    private int hostPagesHeld;
+
     Uploader(HiCache cache) {
         this.cache = cache;
-        this.loop = new Loop<>("upload", cache.config.queueCapacity(), this::run, cache.metrics);
+        this.hostPagesBudget = cache.host == null ? 1 : Math.max(1, cache.host.capacity() / 4);
+        this.loop = new Loop<>("upload", cache.config.queueCapacity(), this::run, cache.metrics, null,
+                cache.config.uploadThreads());
     }
 
     /**
@@ -82,45 +103,100 @@ final class Uploader implements AutoCloseable {
         }
     }
 
-    private void run(Upload u) {
-        queuedBytes.addAndGet(-u.bytes(cache.format.pageBytes()));
-        boolean protectedNow = false;
-        boolean failed = false;
+    private void run(Upload first) {
+        for (Upload next = first; next != null; ) {
+            Batch batch;
+            try {
+                batch = gather(next);
+            } catch (InterruptedException e) { // closing, past hicache-close-timeout: it is not written
+                queuedBytes.addAndGet(-next.bytes(cache.format.pageBytes()));
+                cache.metrics.uploadSkippedPages.add(next.slots.length);
+                inFlight.decrementAndGet();
+                return;
+            }
+            try {
+                write(batch.uploads);
+            } finally {
+                synchronized (budgetLock) {
+                    hostPagesHeld -= batch.pages;
+                    budgetLock.notifyAll();
+                }
+            }
+            next = batch.leftover;
+        }
+    }
+
+    /** Protects the host pages of {@code uploads} while they are written, writes them, and retries what failed. */
+    private void write(List<Upload> uploads) {
+        List<Upload> live = new ArrayList<>(uploads.size());
+        List<Upload> failed = List.of();
         try {
             cache.lock.lock();
             try {
-                // Its host pages may have gone (evicted, or the node split) while it waited: then there is nothing
-                // of it to read any more.
-                if (!java.util.Arrays.equals(u.node.hostSlots(), u.slots) || u.node.pending() != null) {
-                    cache.metrics.uploadSkippedPages.add(u.slots.length);
-                    cache.metrics.fail("upload: dropped, its host pages left before its turn");
-                    tooSlow("uploads wait so long that their host pages are evicted first");
-                    return;
+                for (Upload u : uploads) {
+                    queuedBytes.addAndGet(-u.bytes(cache.format.pageBytes()));
+                    // Its host pages may have gone (evicted, or the node split) while it waited: then there is
+                    // nothing of it to read any more.
+                    if (!java.util.Arrays.equals(u.node.hostSlots(), u.slots) || u.node.pending() != null) {
+                        cache.metrics.uploadSkippedPages.add(u.slots.length);
+                        cache.metrics.fail("upload: dropped, its host pages left before its turn");
+                        tooSlow("uploads wait so long that their host pages are evicted first");
+                        continue;
+                    }
+                    cache.tree.protectHost(u.node);
+                    live.add(u);
                 }
-                cache.tree.protectHost(u.node);
-                protectedNow = true;
             } finally {
                 cache.lock.unlock();
             }
-            PageStore store = cache.store.orElseThrow();
-            int batch = cache.config.storageBatchPages();
-            for (int from = 0; from < u.slots.length; from += batch) {
-                int to = Math.min(u.slots.length, from + batch);
-                failed |= !write(store, u, from, to, u.tries + 1 < MAX_TRIES);
+            if (!live.isEmpty()) {
+                failed = write(cache.store.orElseThrow(), live);
             }
         } finally {
-            if (protectedNow) {
+            if (!live.isEmpty()) {
                 cache.lock.lock();
                 try {
-                    cache.tree.releaseHost(u.node);
+                    for (Upload u : live) {
+                        cache.tree.releaseHost(u.node);
+                    }
                 } finally {
                     cache.lock.unlock();
                 }
             }
-            if (failed) {
+            for (Upload u : failed) {
                 retryLater(u);
             }
-            inFlight.decrementAndGet();
+            inFlight.addAndGet(-uploads.size());
+        }
+    }
+
+    /**
+     * {@code first} and the uploads queued behind it, up to about a batch of pages and within the host pages budget;
+     * waits for budget for {@code first} (a thread always gets its first upload's worth once the others are done).
+     */
+    private Batch gather(Upload first) throws InterruptedException {
+        int batch = cache.config.storageBatchPages();
+        synchronized (budgetLock) {
+            while (hostPagesHeld > 0 && hostPagesHeld + first.slots.length > hostPagesBudget) {
+                budgetLock.wait();
+            }
+            hostPagesHeld += first.slots.length;
+            List<Upload> taken = new ArrayList<>();
+            taken.add(first);
+            int pages = first.slots.length;
+            while (pages < batch) {
+                Upload next = loop.pollQueued();
+                if (next == null) {
+                    break;
+                }
+                if (hostPagesHeld + next.slots.length > hostPagesBudget) {
+                    return new Batch(taken, pages, next);
+                }
+                hostPagesHeld += next.slots.length;
+                pages += next.slots.length;
+                taken.add(next);
+            }
+            return new Batch(taken, pages, null);
         }
     }
 
@@ -154,60 +230,123 @@ final class Uploader implements AutoCloseable {
     }
 
     /**
-     * Writes pages {@code from..to} of {@code u}; false if some could not be written and {@code mayRetry} (they are
-     * then not counted yet: the retry counts them).
+     * Writes the pages of {@code uploads} (their host pages protected) that the store lacks; returns those to try
+     * again: some of their pages failed and they have tries left (their pages are counted by the retry).
      */
-    private boolean write(PageStore store, Upload u, int from, int to, boolean mayRetry) {
-        List<StoreKey> keys = new ArrayList<>(to - from);
-        for (int i = from; i < to; i++) {
-            keys.add(cache.namespace.key(u.hashes.get(i)));
+    private List<Upload> write(PageStore store, List<Upload> uploads) {
+        List<List<StoreKey>> keys = new ArrayList<>(uploads.size());
+        List<CompletableFuture<Integer>> asks = new ArrayList<>(uploads.size());
+        for (Upload u : uploads) {
+            List<StoreKey> k = new ArrayList<>(u.slots.length);
+            for (int i = 0; i < u.slots.length; i++) {
+                k.add(cache.namespace.key(u.hashes.get(i)));
+            }
+            keys.add(k);
+            asks.add(store.leadingHits(k, deadline()));
         }
-        long pageBytes = cache.format.pageBytes();
+        List<Part> parts = new ArrayList<>();
+        int batch = cache.config.storageBatchPages();
+        int[] have = new int[uploads.size()];
+        for (int n = 0; n < uploads.size(); n++) {
+            Upload u = uploads.get(n);
+            have[n] = haveOrNone(asks.get(n));
+            for (int from = have[n]; from < u.slots.length; from += batch) {
+                parts.add(new Part(u, keys.get(n), from, Math.min(u.slots.length, from + batch)));
+            }
+        }
+        java.util.Map<Upload, int[]> written = new java.util.IdentityHashMap<>(); // OK, EXISTS, failed pages
         try (Arena staging = Arena.ofShared()) {
-            int have = store.leadingHits(keys, deadline()).get(timeoutMillis(), TimeUnit.MILLISECONDS);
-            if (have == keys.size()) {
-                cache.metrics.uploadSkippedPages.add(have);
-                return true;
-            }
-            boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
-            List<MemorySegment> pages = new ArrayList<>(keys.size() - have);
-            for (int i = from + have; i < to; i++) {
-                if (direct) {
-                    pages.add(cache.host.slab().page(u.slots[i]));
-                } else {
-                    MemorySegment flat = staging.allocate(pageBytes, 64);
-                    cache.host.slab().readPage(u.slots[i], flat);
-                    pages.add(flat);
+            for (int p = 0; p < parts.size(); ) {
+                // Parts of several uploads share a put, up to a batch of pages.
+                List<Part> put = new ArrayList<>();
+                int pages = 0;
+                while (p < parts.size() && (put.isEmpty() || pages + size(parts.get(p)) <= batch)) {
+                    pages += size(parts.get(p));
+                    put.add(parts.get(p++));
                 }
+                put(store, put, staging, written);
             }
-            BatchResult r = store.put(PageBatch.of(keys.subList(have, keys.size()), pages), deadline())
-                    .get(timeoutMillis(), TimeUnit.MILLISECONDS);
-            int stored = r.count(PageStatus.OK) + r.count(PageStatus.EXISTS);
-            cache.metrics.uploadedPages.add(r.count(PageStatus.OK));
-            cache.metrics.bytesHostToStore.add(r.count(PageStatus.OK) * pageBytes);
-            if (r.count(PageStatus.OK) > 0) {
-                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.STORE, u.hashes.slice(from + have, to));
+        }
+        List<Upload> retry = new ArrayList<>();
+        for (int n = 0; n < uploads.size(); n++) {
+            Upload u = uploads.get(n);
+            int[] w = written.getOrDefault(u, new int[3]);
+            if (w[2] > 0 && u.tries + 1 < MAX_TRIES) {
+                retry.add(u); // what it skipped is counted by the retry
+            } else {
+                cache.metrics.uploadSkippedPages.add(have[n] + w[1] + w[2]);
             }
-            if (stored < r.size()) {
-                cache.metrics.fail("upload: " + firstFailure(r));
-                if (mayRetry) {
-                    cache.metrics.uploadSkippedPages.add(have + r.count(PageStatus.EXISTS));
-                    return false;
-                }
-            }
-            cache.metrics.uploadSkippedPages.add(have + r.size() - r.count(PageStatus.OK));
-            return true;
+        }
+        return retry;
+    }
+
+    private static int size(Part part) {
+        return part.to - part.from;
+    }
+
+    /** How many leading pages the store has, or none when it could not say (the put then says EXISTS). */
+    private int haveOrNone(CompletableFuture<Integer> ask) {
+        try {
+            return ask.get(timeoutMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            cache.metrics.uploadSkippedPages.add(to - from);
-            return true;
+            return 0;
+        } catch (Exception e) {
+            cache.metrics.fail("upload: leading hits " + e.getClass().getSimpleName());
+            return 0;
+        }
+    }
+
+    /** One put of {@code parts}; adds each upload's OK, EXISTS and failed pages to {@code written}. */
+    private void put(PageStore store, List<Part> parts, Arena staging, java.util.Map<Upload, int[]> written) {
+        long pageBytes = cache.format.pageBytes();
+        boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
+        PageBatch.Builder batch = PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());
+        for (Part part : parts) {
+            for (int i = part.from; i < part.to; i++) {
+                MemorySegment page;
+                if (direct) {
+                    page = cache.host.slab().page(part.upload.slots[i]);
+                } else {
+                    page = staging.allocate(pageBytes, 64);
+                    cache.host.slab().readPage(part.upload.slots[i], page);
+                }
+                batch.add(part.keys.get(i), page);
+            }
+        }
+        BatchResult r;
+        try {
+            r = store.put(batch.build(), deadline()).get(timeoutMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            r = null;
         } catch (Exception e) {
             cache.metrics.fail("upload: " + e.getClass().getSimpleName());
-            if (mayRetry) {
-                return false;
+            r = null;
+        }
+        int at = 0;
+        for (Part part : parts) {
+            int[] w = written.computeIfAbsent(part.upload, u -> new int[3]);
+            int ok = 0;
+            for (int i = 0; i < size(part); i++, at++) {
+                PageStatus status = r == null ? PageStatus.FAILED : r.status(at);
+                if (status == PageStatus.OK) {
+                    ok++;
+                } else if (status == PageStatus.EXISTS) {
+                    w[1]++;
+                } else {
+                    w[2]++;
+                }
             }
-            cache.metrics.uploadSkippedPages.add(to - from);
-            return true;
+            w[0] += ok;
+            cache.metrics.uploadedPages.add(ok);
+            cache.metrics.bytesHostToStore.add(ok * pageBytes);
+            if (ok > 0) {
+                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.STORE, part.upload.hashes.slice(part.from, part.to));
+            }
+        }
+        if (r != null && r.successCount() < r.size()) {
+            cache.metrics.fail("upload: " + firstFailure(r));
         }
     }
 

@@ -401,6 +401,34 @@ class HiCacheTest {
     }
 
     /**
+     * Issue 23, uploads under a slow L3: the uploads of many small nodes queued behind a stalled store are written in
+     * a few batches once it moves, so its per-call cost is paid per batch, not per node.
+     */
+    @Test
+    void queuedUploadsOfManyNodesShareStoreCalls() throws Exception {
+        TroubledPageStore l3 = new TroubledPageStore().stall();
+        try (TestEngine e = new TestEngine(settings("hicache-storage-timeout", "20s"), 64, l3)) {
+            List<int[]> prompts = new java.util.ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                prompts.add(prompt(i * 1000, 8)); // 2 pages each: 20 nodes of their own
+                e.serve("p" + i, prompts.getLast());
+                e.quiesceCopies();
+            }
+            long end = System.nanoTime() + 10_000_000_000L;
+            while (e.cache.uploader.queuedPages() > 40 - 2 * 4 && System.nanoTime() < end) {
+                Thread.sleep(1); // the upload threads (4) each take a node and wait for the store
+            }
+            l3.release();
+            e.quiesce();
+            for (int[] p : prompts) {
+                assertTrue(l3.holdsAll(e.keys(p)), "every page reached L3: " + e.cache.stats());
+            }
+            assertTrue(l3.putCalls() <= 8, l3.putCalls() + " put calls for 20 nodes");
+            e.cache.checkConsistency();
+        }
+    }
+
+    /**
      * Issue 23, item 3: a write-through backup keeps its node locked until its completion is applied; with the
      * completion thread starved (paused here), an allocation the finished copy would make possible must not fail.
      */

@@ -21,6 +21,7 @@ final class TroubledPageStore implements PageStore {
     private final InMemoryPageStore inner = new InMemoryPageStore(1L << 30);
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private final java.util.concurrent.atomic.AtomicInteger failingPuts = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger putCalls = new java.util.concurrent.atomic.AtomicInteger();
 
     /** Puts from now on wait until {@link #release()}. */
     TroubledPageStore stall() {
@@ -45,6 +46,11 @@ final class TroubledPageStore implements PageStore {
     TroubledPageStore failNextPuts(int n) {
         failingPuts.set(n);
         return this;
+    }
+
+    /** Put calls so far. */
+    int putCalls() {
+        return putCalls.get();
     }
 
     /** Whether every one of {@code keys} is stored. */
@@ -84,6 +90,7 @@ final class TroubledPageStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
+        putCalls.incrementAndGet();
         if (failingPuts.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
             return CompletableFuture.failedFuture(new io.hicache.core.HiCacheException(io.hicache.core.ErrorCode.STORE_IO,
                     "injected put failure"));
