@@ -16,13 +16,17 @@ import net.openhft.chronicle.map.ChronicleMap;
 import net.openhft.chronicle.map.ChronicleMapBuilder;
 
 /**
- * The host pool's persistent index: store key to slot, page checksum and state, in a Chronicle Map file next to
- * the slab, so a restarted process finds its pages again.
+ * The host pool's persistent index: store key to slot, in a Chronicle Map file next to the slab, so a restarted
+ * process finds its pages again. An entry is written once, when a write claims the key; whether the page is ready,
+ * and its checksum, are the slot journal's (and the pool's slot states'), so committing a page touches no map.
  *
  * <pre>
  * key   (48 bytes): namespace id (16) | page hash (32)
  * value (16 bytes): version (1) | state (1) | unused (2) | slot (4, LE) | CRC-32C (4, LE) | unused (4)
  * </pre>
+ *
+ * The state is WRITING as claimed (CRC-32C 0), or READY with the page's checksum where a reopen re-entered a page
+ * the journal holds (and in files from before commits stopped updating the index); readers go by the journal.
  *
  * The map is sized to one entry per slot and never grows past it, which keeps Chronicle's crash recovery
  * within the case it handles (recovering a map that outgrew its configured size loses entries).
@@ -79,7 +83,7 @@ final class HostIndex implements AutoCloseable {
         return map.putIfAbsent(key, value(SlotStates.WRITING, slot, 0)) == null;
     }
 
-    /** Marks {@code key} ready in {@code slot} with the page's checksum. */
+    /** Enters {@code key} as ready in {@code slot} with the page's checksum: a reopen's repair. */
     void markReady(byte[] key, int slot, int checksum) {
         map.put(key, value(SlotStates.READY, slot, checksum));
     }
@@ -88,10 +92,10 @@ final class HostIndex implements AutoCloseable {
         map.remove(key);
     }
 
-    /** The slot of {@code key} if it is ready, else -1. */
-    int readySlot(byte[] key) {
+    /** The slot {@code key} was claimed in (ready or still being written: the journal says which), else -1. */
+    int slotOf(byte[] key) {
         byte[] value = map.getUsing(key, VALUE_BUFFER.get());
-        if (value == null || value[1] != SlotStates.READY) {
+        if (value == null || value[0] != VERSION) {
             return -1;
         }
         return (int) INT_LE.get(value, 4);

@@ -259,13 +259,16 @@ public final class HostPagePool implements AutoCloseable {
         int stale = 0;
         for (HostIndex.Entry e : index.entries()) {
             int s = e.slot();
-            boolean backed = e.state() == SlotStates.READY && s >= 0 && s < capacity && ready.get(s) && !indexed.get(s)
-                    && journal.checksum(s) == e.checksum() && journal.hasKey(s, e.key());
+            // A claimed entry (WRITING) stands for the page its slot's journal holds, if the journal says ready.
+            boolean backed = (e.state() == SlotStates.READY || e.state() == SlotStates.WRITING) && s >= 0
+                    && s < capacity && ready.get(s) && !indexed.get(s) && journal.hasKey(s, e.key())
+                    && (e.state() == SlotStates.WRITING || journal.checksum(s) == e.checksum());
             if (backed) {
                 indexed.set(s);
             } else {
                 index.remove(e.key());
-                if (e.state() != SlotStates.WRITING) {
+                // Not a write the crash interrupted (its slot was freed above): an entry for a page gone or moved.
+                if (e.state() != SlotStates.WRITING || (s >= 0 && s < capacity && ready.get(s))) {
                     stale++;
                 }
             }
@@ -331,14 +334,16 @@ public final class HostPagePool implements AutoCloseable {
         return true;
     }
 
-    /** Marks a written page ready: checksums it, commits it in the journal and the index, then lets readers in. */
+    /**
+     * Marks a written page ready: checksums it, commits it in the journal, then lets readers in. The index entry was
+     * written when the write was claimed; the commit leaves it alone (no Chronicle Map update per page).
+     */
     public void commitWrite(int slot) {
         checkOpen();
         Checks.requireState(SlotStates.state(states.word(slot)) == SlotStates.WRITING,
                 "host slot %d cannot be committed: it is %s", slot, SlotStates.describe(states.word(slot)));
         int checksum = checksum(slot);
         journal.ready(slot, checksum);
-        index.markReady(journal.key(slot), slot, checksum);
         states.transition(slot, SlotStates.WRITING, SlotStates.READY, "be committed");
     }
 
@@ -370,7 +375,7 @@ public final class HostPagePool implements AutoCloseable {
         checkOpen();
         byte[] k = HostIndex.key(key);
         for (int attempt = 0; attempt < PIN_ATTEMPTS; attempt++) {
-            int slot = index.readySlot(k);
+            int slot = index.slotOf(k);
             if (slot < 0) {
                 return -1;
             }
@@ -393,14 +398,25 @@ public final class HostPagePool implements AutoCloseable {
     /** The slot of ready page {@code key}, or -1; a hint, as the page may be released at any time unless pinned. */
     public int find(StoreKey key) {
         checkOpen();
-        return index.readySlot(HostIndex.key(key));
+        byte[] k = HostIndex.key(key);
+        int slot = index.slotOf(k);
+        return isReady(slot, k) ? slot : -1;
+    }
+
+    /** Whether {@code slot} (from the index) holds ready page {@code k} now. */
+    private boolean isReady(int slot, byte[] k) {
+        return slot >= 0 && SlotStates.state(states.word(slot)) == SlotStates.READY && journal.hasKey(slot, k);
     }
 
     /** How many of {@code keys}, from the first, are ready here: stops at the first that is not. */
     public int leadingReady(List<StoreKey> keys) {
         checkOpen();
         int n = 0;
-        while (n < keys.size() && index.readySlot(HostIndex.key(keys.get(n))) >= 0) {
+        while (n < keys.size()) {
+            byte[] k = HostIndex.key(keys.get(n));
+            if (!isReady(index.slotOf(k), k)) {
+                break;
+            }
             n++;
         }
         return n;

@@ -159,6 +159,10 @@ class HostPagePoolTest {
             assertFalse(pool.tryReserve(1) == null);
             int other = pool.tryReserve(1)[0];
             assertFalse(pool.beginWrite(other, key(6)), "the page is being written already");
+            // Claimed in the index, not committed: not found, not pinned, not counted as ready.
+            assertEquals(-1, pool.find(key(6)));
+            assertEquals(-1, pool.pin(key(6)));
+            assertEquals(1, pool.leadingReady(List.of(key(5), key(6))));
             pool.abortWrite(slot);
             assertTrue(pool.beginWrite(other, key(6)), "an aborted write frees the key");
         }
