@@ -12,6 +12,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import io.hicache.testkit.SlowPageStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

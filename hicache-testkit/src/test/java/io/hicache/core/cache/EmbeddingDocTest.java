@@ -28,8 +28,10 @@ class EmbeddingDocTest {
     @Test
     void theExampleInTheDocsCompilesAndRuns() throws Exception {
         List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"));
-        assertTrue(lines.contains("first: 0 of 200 prompt tokens came from the cache"), lines::toString);
-        assertTrue(lines.contains("second: 192 of 200 prompt tokens came from the cache"), lines::toString);
+        assertTrue(lines.contains("turn-1: 0 of 200 prompt tokens came from the cache (0 from the device)"),
+                lines::toString);
+        assertTrue(lines.contains("turn-2: 256 of 456 prompt tokens came from the cache (256 from the device)"),
+                lines::toString);
     }
 
     @Test

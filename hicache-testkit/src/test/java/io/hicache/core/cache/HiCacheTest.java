@@ -364,6 +364,55 @@ class HiCacheTest {
         }
     }
 
+    /**
+     * Issue 23 (tests): a store slow on purpose (1 ms per call and 0.5 ms per page, about the file store at small
+     * pages) under a multi-turn workload through a device pool of 16 pages: no request fails, every served byte is
+     * right (serve checks them), nothing stays pinned, closing is bounded, and a second engine gets the
+     * conversations from it.
+     */
+    @Test
+    void aSlowStoreUnderAMultiTurnWorkloadFailsNoRequest() throws Exception {
+        InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
+        try {
+            List<int[]> turns = new java.util.ArrayList<>();
+            int[][] conversations = new int[4][0];
+            for (int round = 0; round < 3; round++) {
+                for (int c = 0; c < conversations.length; c++) {
+                    int[] more = prompt(100_000 * (c + 1) + 1000 * round, 16); // 4 pages more each turn
+                    int[] turn = java.util.Arrays.copyOf(conversations[c], conversations[c].length + more.length);
+                    System.arraycopy(more, 0, turn, conversations[c].length, more.length);
+                    conversations[c] = turn;
+                    turns.add(turn);
+                }
+            }
+            long fromStore = 0;
+            for (int engine = 0; engine < 2; engine++) {
+                var slow = new io.hicache.testkit.SlowPageStore(unclosable(shared), 1_000, 500);
+                TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete",
+                        "prefetch-threshold", "4", "hicache-close-timeout", "5s"), 16, slow);
+                try {
+                    for (int t = 0; t < turns.size(); t++) {
+                        TestEngine.Served served = e.serve("e" + engine + "-t" + t, turns.get(t));
+                        if (engine == 1) {
+                            fromStore += served.outcome().storeTokens();
+                        }
+                    }
+                    e.quiesce();
+                    assertTrue(e.cache.nothingPinned());
+                    e.cache.checkConsistency();
+                } finally {
+                    long start = System.nanoTime();
+                    e.close();
+                    long millis = (System.nanoTime() - start) / 1_000_000;
+                    assertTrue(millis < 8_000, "close took " + millis + " ms");
+                }
+            }
+            assertTrue(fromStore > 0, "the second engine got pages from the slow store");
+        } finally {
+            shared.close();
+        }
+    }
+
     /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
     @Test
     void closingOverAStalledStoreIsBounded() throws Exception {

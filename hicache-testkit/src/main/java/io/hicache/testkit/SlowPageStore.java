@@ -1,4 +1,4 @@
-package io.hicache.bench;
+package io.hicache.testkit;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
@@ -15,15 +15,17 @@ import java.util.function.Supplier;
 
 /**
  * A page store that answers late, by a cost per call and per page, in front of another: an L3 as slow as the file
- * store at small pages (one open and rename per page), for the replay's slow-L3 row. Thread-safe; owns and closes
- * the store in front of which it stands.
+ * store at small pages (one open and rename per page), or a remote one, for tests and the replay's slow-L3 row. The
+ * delays are waits, not work: calls made at once wait at once. Thread-safe; owns and closes the store in front of
+ * which it stands.
  */
-final class SlowPageStore implements PageStore {
+public final class SlowPageStore implements PageStore {
     private final PageStore inner;
     private final long perCallMicros;
     private final long perPageMicros;
 
-    SlowPageStore(PageStore inner, long perCallMicros, long perPageMicros) {
+    /** {@code inner} behind {@code perCallMicros} per call plus {@code perPageMicros} per page of the call. */
+    public SlowPageStore(PageStore inner, long perCallMicros, long perPageMicros) {
         this.inner = inner;
         this.perCallMicros = perCallMicros;
         this.perPageMicros = perPageMicros;
