@@ -9,14 +9,22 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Leases on slab pages for same-host clients, which read the pages by mapping the slab file: while a lease lives its
  * pages are pinned (neither evicted nor their blocks reused). A lease ends when its holder releases it, when it
- * expires, or when its connection closes. Thread-safe.
+ * expires, or when its connection closes. Reservations (protocol version 2) are the same for writes: room in the
+ * slab that a client fills and commits; one that ends uncommitted is abandoned (its room freed). Leases and
+ * reservations share one id sequence. Thread-safe.
  */
 final class Leases {
     private record Lease(Channel owner, List<SlabCache.Entry> entries, long expiresNanos) {
     }
 
+    /** Room for each page of a RESERVE (null where none was taken: {@code statuses} says why). */
+    record Reservation(Channel owner, SlabCache.Room[] rooms, io.hicache.core.store.PageStatus[] statuses,
+            long expiresNanos) {
+    }
+
     private final SlabCache cache;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
+    private final Map<Long, Reservation> reservations = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
 
     Leases(SlabCache cache) {
@@ -30,26 +38,52 @@ final class Leases {
         return id;
     }
 
-    /** Ends lease {@code id} if {@code owner} holds it; false for an unknown or foreign lease. */
-    boolean release(Channel owner, long id) {
-        Lease l = leases.get(id);
-        if (l == null || l.owner != owner || !leases.remove(id, l)) {
-            return false;
-        }
-        unpin(l);
-        return true;
+    /** Holds {@code rooms} for {@code owner} for {@code millis}, until committed or abandoned. */
+    long reserve(Channel owner, SlabCache.Room[] rooms, io.hicache.core.store.PageStatus[] statuses, long millis) {
+        long id = ids.incrementAndGet();
+        reservations.put(id, new Reservation(owner, rooms, statuses, System.nanoTime() + millis * 1_000_000));
+        return id;
     }
 
-    /** Ends the leases of a closed connection. */
+    /** Ends reservation {@code id} of {@code owner} and hands it over (to be committed); null if unknown or foreign. */
+    Reservation take(Channel owner, long id) {
+        Reservation r = reservations.get(id);
+        if (r == null || r.owner != owner || !reservations.remove(id, r)) {
+            return null;
+        }
+        return r;
+    }
+
+    /** Ends lease or reservation {@code id} if {@code owner} holds it; false for an unknown or foreign one. */
+    boolean release(Channel owner, long id) {
+        Lease l = leases.get(id);
+        if (l != null && l.owner == owner && leases.remove(id, l)) {
+            unpin(l);
+            return true;
+        }
+        Reservation r = take(owner, id);
+        if (r != null) {
+            abandon(r);
+            return true;
+        }
+        return false;
+    }
+
+    /** Ends the leases and reservations of a closed connection. */
     void releaseAll(Channel owner) {
         leases.forEach((id, l) -> {
             if (l.owner == owner && leases.remove(id, l)) {
                 unpin(l);
             }
         });
+        reservations.forEach((id, r) -> {
+            if (r.owner == owner && reservations.remove(id, r)) {
+                abandon(r);
+            }
+        });
     }
 
-    /** Ends expired leases; the server runs this every second. */
+    /** Ends expired leases and reservations; the server runs this every second. */
     void expire() {
         long now = System.nanoTime();
         leases.forEach((id, l) -> {
@@ -57,10 +91,28 @@ final class Leases {
                 unpin(l);
             }
         });
+        reservations.forEach((id, r) -> {
+            if (now - r.expiresNanos > 0 && reservations.remove(id, r)) {
+                abandon(r);
+            }
+        });
     }
 
     int active() {
         return leases.size();
+    }
+
+    /** Reservations held now. */
+    int reserved() {
+        return reservations.size();
+    }
+
+    private void abandon(Reservation r) {
+        for (SlabCache.Room room : r.rooms) {
+            if (room != null) {
+                cache.abandon(room);
+            }
+        }
     }
 
     private void unpin(Lease l) {

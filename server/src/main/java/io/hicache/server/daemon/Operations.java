@@ -8,6 +8,7 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.ProtocolException;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WireChecksum;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import java.lang.foreign.MemorySegment;
@@ -57,11 +58,12 @@ final class Operations {
     }
 
     /**
-     * Parses a request into its work, or null for an unknown operation.
+     * Parses a request of a connection that speaks {@code version} with page checksums {@code sum} into its work, or
+     * null for an operation that version does not define.
      *
      * @throws ProtocolException if the payload is malformed
      */
-    Work parse(Responder out, Request r, ByteBuf in, NamespaceCache namespaces) {
+    Work parse(Responder out, Request r, ByteBuf in, NamespaceCache namespaces, int version, WireChecksum sum) {
         int maxPages = server.config.maxFrameBytes() / Wire.HASH_BYTES;
         Work work = switch (r.op()) {
             case Wire.LEADING_HITS -> {
@@ -90,12 +92,12 @@ final class Operations {
                 yield new Work(() -> {
                     SlabCache.Entry[] here = cache.pinAllHere(keys);
                     if (here != null) {
-                        pages(out, r, here, null, lengths, leaseMillis);
+                        pages(out, r, here, null, lengths, leaseMillis, sum);
                     }
                     return here != null;
                 }, () -> {
                     PageStatus[] why = new PageStatus[keys.size()];
-                    pages(out, r, cache.pinAll(keys, lengths, r.deadline(), why), why, lengths, leaseMillis);
+                    pages(out, r, cache.pinAll(keys, lengths, r.deadline(), why), why, lengths, leaseMillis, sum);
                 });
             }
             case Wire.PUT -> {
@@ -112,7 +114,7 @@ final class Operations {
                     throw new ProtocolException("the page lengths add up to " + total + " bytes, the frame has "
                             + in.readableBytes());
                 }
-                Put put = new Put(out, r, keys, lengths, crcs, in);
+                Put put = new Put(out, r, keys, lengths, crcs, in, sum);
                 yield new Work(() -> put.advance(false), () -> put.advance(true));
             }
             case Wire.DELETE -> {
@@ -143,6 +145,30 @@ final class Operations {
                     answer.writeByte(server.leases.release(out.context().channel(), lease) ? 1 : 0);
                     out.send(answer);
                 });
+            }
+            case Wire.RESERVE -> {
+                if (version < Wire.VERSION_2) {
+                    yield null;
+                }
+                Namespace ns = namespaces.read(in);
+                int n = Codec.readCount(in, Wire.HASH_BYTES + 4, maxPages);
+                int[] lengths = new int[n];
+                List<StoreKey> keys = keys(in, ns, n, lengths, null);
+                long holdMillis = Math.min(Codec.readUnsignedInt(in), server.config.maxLease().toMillis());
+                Reserve reserve = new Reserve(out, r, keys, lengths, holdMillis);
+                yield new Work(() -> reserve.advance(false), () -> reserve.advance(true));
+            }
+            case Wire.COMMIT -> {
+                if (version < Wire.VERSION_2) {
+                    yield null;
+                }
+                long reservation = Codec.readLong(in);
+                int n = Codec.readCount(in, 4, maxPages);
+                int[] crcs = new int[n];
+                for (int i = 0; i < n; i++) {
+                    crcs[i] = (int) Codec.readUnsignedInt(in);
+                }
+                yield Work.quick(() -> commit(out, r, reservation, crcs, sum));
             }
             default -> null;
         };
@@ -199,7 +225,7 @@ final class Operations {
      * delivered (null: every null entry is a MISS).
      */
     private void pages(Responder out, Request r, SlabCache.Entry[] entries, PageStatus[] why, int[] lengths,
-            long leaseMillis) {
+            long leaseMillis, WireChecksum sum) {
         boolean lease = r.op() == Wire.LEASE;
         ByteBuf meta = out.begin(r.op(), r.id());
         int leaseIdAt = meta.writerIndex();
@@ -216,7 +242,8 @@ final class Operations {
                     : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
             meta.writeByte(Wire.status(status));
             meta.writeInt(e == null ? 0 : e.length);
-            meta.writeInt(e == null ? 0 : e.crc);
+            // The slab keeps CRC-32C; a connection that agreed on another checksum gets it computed here.
+            meta.writeInt(e == null ? 0 : sum == WireChecksum.CRC32C ? e.crc : sum.of(cache.bytes(e)));
             if (lease) {
                 meta.writeLong(status == PageStatus.OK ? e.offset : -1);
             }
@@ -251,17 +278,19 @@ final class Operations {
         private final PageStatus[] statuses;
         /** The pages stored so far, pinned until the answer is sent: a later page of the request must not evict them. */
         private final List<SlabCache.Entry> stored = new ArrayList<>();
+        private final WireChecksum sum;
         private int next;
         private int at;
         private int checkedUpTo;
 
-        Put(Responder out, Request r, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf in) {
+        Put(Responder out, Request r, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf in, WireChecksum sum) {
             this.out = out;
             this.r = r;
             this.keys = keys;
             this.lengths = lengths;
             this.crcs = crcs;
             this.in = in;
+            this.sum = sum;
             this.statuses = new PageStatus[keys.size()];
             this.at = in.readerIndex();
         }
@@ -289,7 +318,7 @@ final class Operations {
                     s = PageStatus.stoppedBy(deadline);
                 } else if (lengths[next] > server.config.maxPageBytes()) {
                     s = PageStatus.REJECTED;
-                } else if (checkedUpTo <= next && checksum(body) != crcs[next]) {
+                } else if (checkedUpTo <= next && !checked(body)) {
                     s = PageStatus.FAILED; // damaged on the way: not stored
                 } else {
                     checkedUpTo = next + 1; // a page left for the worker is not checked again there
@@ -305,6 +334,132 @@ final class Operations {
             out.statuses(r.op(), r.id(), statuses);
             stored.forEach(cache::unpin);
             return true;
+        }
+
+        /**
+         * Whether the body matches its checksum; on a connection of another checksum than CRC-32C, the page's CRC-32C
+         * (what the slab keeps) takes its place once it does.
+         */
+        private boolean checked(ByteBuf body) {
+            if (sum == WireChecksum.CRC32C) {
+                return checksum(body) == crcs[next];
+            }
+            if (sum.of(body) != crcs[next]) {
+                return false;
+            }
+            crcs[next] = checksum(body);
+            return true;
+        }
+    }
+
+    /** A RESERVE in progress: room is taken in order, first on the event loop while no eviction is needed. */
+    private final class Reserve {
+        private final Responder out;
+        private final Request r;
+        private final List<StoreKey> keys;
+        private final int[] lengths;
+        private final long holdMillis;
+        private final SlabCache.Room[] rooms;
+        private final PageStatus[] statuses;
+        private int next;
+
+        Reserve(Responder out, Request r, List<StoreKey> keys, int[] lengths, long holdMillis) {
+            this.out = out;
+            this.r = r;
+            this.keys = keys;
+            this.lengths = lengths;
+            this.holdMillis = holdMillis;
+            this.rooms = new SlabCache.Room[keys.size()];
+            this.statuses = new PageStatus[keys.size()];
+        }
+
+        /** As {@link Put#advance}: false (with {@code mayWait} false) at the first page that needs eviction. */
+        boolean advance(boolean mayWait) {
+            try {
+                return reserveRest(mayWait);
+            } catch (RuntimeException e) {
+                for (SlabCache.Room room : rooms) {
+                    if (room != null) {
+                        cache.abandon(room); // the request fails as a whole: nothing stays reserved
+                    }
+                }
+                throw e;
+            }
+        }
+
+        private boolean reserveRest(boolean mayWait) {
+            Deadline deadline = r.deadline();
+            for (; next < keys.size(); next++) {
+                SlabCache.Room room;
+                if (deadline.isOver()) {
+                    room = SlabCache.Room.refusedFor(PageStatus.stoppedBy(deadline));
+                } else {
+                    room = cache.reserve(keys.get(next), lengths[next], mayWait ? deadline : null);
+                    if (room == null) {
+                        return false;
+                    }
+                }
+                statuses[next] = room.refused() == null ? PageStatus.OK : room.refused();
+                rooms[next] = room.refused() == null ? room : null;
+            }
+            ByteBuf answer = out.begin(r.op(), r.id());
+            answer.writeLong(server.leases.reserve(out.context().channel(), rooms, statuses, holdMillis));
+            answer.writeInt(keys.size());
+            for (int i = 0; i < keys.size(); i++) {
+                answer.writeByte(Wire.status(statuses[i]));
+                answer.writeLong(rooms[i] == null ? -1 : rooms[i].offset());
+            }
+            out.send(answer);
+            return true;
+        }
+    }
+
+    /** A COMMIT: each page written into its room is checked against its checksum and stored. */
+    private void commit(Responder out, Request r, long id, int[] crcs, WireChecksum sum) {
+        Leases.Reservation res = server.leases.take(out.context().channel(), id);
+        if (res == null) {
+            out.fail(r.id(), Wire.E_MALFORMED, "no such reservation " + id
+                    + " (unknown, committed or abandoned already, or another connection's)", false);
+            return;
+        }
+        SlabCache.Room[] rooms = res.rooms();
+        if (crcs.length != rooms.length) {
+            for (SlabCache.Room room : rooms) {
+                if (room != null) {
+                    cache.abandon(room);
+                }
+            }
+            out.fail(r.id(), Wire.E_MALFORMED, "the reservation has " + rooms.length + " pages, the COMMIT names "
+                    + crcs.length + "; it is abandoned", false);
+            return;
+        }
+        PageStatus[] statuses = new PageStatus[rooms.length];
+        List<SlabCache.Entry> stored = new ArrayList<>();
+        try {
+            for (int i = 0; i < rooms.length; i++) {
+                SlabCache.Room room = rooms[i];
+                if (room == null) {
+                    statuses[i] = res.statuses()[i];
+                    continue;
+                }
+                rooms[i] = null; // from here on this page is stored or abandoned, whatever happens to the rest
+                MemorySegment bytes = cache.bytes(room);
+                if (sum.of(bytes) != crcs[i]) {
+                    cache.abandon(room);
+                    statuses[i] = PageStatus.FAILED;
+                } else {
+                    int crc32c = sum == WireChecksum.CRC32C ? crcs[i] : PageChecksum.of(bytes);
+                    statuses[i] = cache.commit(room, crc32c, stored);
+                }
+            }
+            out.statuses(r.op(), r.id(), statuses);
+        } finally {
+            for (SlabCache.Room room : rooms) {
+                if (room != null) {
+                    cache.abandon(room);
+                }
+            }
+            stored.forEach(cache::unpin);
         }
     }
 

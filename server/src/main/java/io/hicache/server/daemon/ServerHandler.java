@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.ProtocolException;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WireChecksum;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -42,10 +43,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** The frame decoder's name in the pipeline. */
     static final String FRAMES = "frames";
     /** The largest frame accepted before a HELLO: a HELLO with the longest token (its declared length). */
-    static final int HELLO_FRAME_BYTES = Wire.HEADER_BYTES + 8 + Codec.MAX_STRING_BYTES;
+    static final int HELLO_FRAME_BYTES = Wire.HEADER_BYTES + 9 + Codec.MAX_STRING_BYTES; // version 2's checksum byte included
 
     private boolean counted;
     private boolean authenticated;
+    /** The protocol version HELLO agreed on, and the page checksum on the wire (version 2 may choose CRC-32). */
+    private int version = Wire.VERSION;
+    private WireChecksum checksum = WireChecksum.CRC32C;
     /** Set once the connection is to close: frames the decoder already cut behind the one refused do not run. */
     private boolean closing;
     private long inFlightBytes;
@@ -137,7 +141,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         Operations.Work work;
         try {
-            work = operations.parse(out, r, frame, namespaces);
+            work = operations.parse(out, r, frame, namespaces, version, checksum);
         } catch (ProtocolException e) {
             frame.release();
             out.fail(r.id(), Wire.E_MALFORMED, e.getMessage(), false);
@@ -160,7 +164,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     /** Writes change pages; a connection's requests take effect in order where one of two is a write. */
     private static boolean isWrite(int op) {
-        return op == Wire.PUT || op == Wire.DELETE || op == Wire.CLEAR || op == Wire.CLEAR_ALL;
+        return op == Wire.PUT || op == Wire.DELETE || op == Wire.CLEAR || op == Wire.CLEAR_ALL || op == Wire.RESERVE
+                || op == Wire.COMMIT;
     }
 
     /**
@@ -267,17 +272,19 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         try {
             long magic = Codec.readUnsignedInt(in);
-            int version = Codec.readUnsignedShort(in);
+            int asked = Codec.readUnsignedShort(in);
             String token = Codec.readString(in);
             if (magic != Wire.MAGIC) {
                 failAndClose(r.id(), Wire.E_MALFORMED, "not a HiCache client (bad magic)");
                 return;
             }
-            if (version != Wire.VERSION) {
-                failAndClose(r.id(), Wire.E_VERSION, "protocol version " + version + " is not spoken here (this daemon: "
-                        + Wire.VERSION + ")");
+            if (asked != Wire.VERSION && asked != Wire.VERSION_2) {
+                failAndClose(r.id(), Wire.E_VERSION, "protocol version " + asked + " is not spoken here (this daemon: "
+                        + Wire.VERSION + " and " + Wire.VERSION_2 + ")");
                 return;
             }
+            WireChecksum sum = asked == Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in))
+                    : WireChecksum.CRC32C;
             if (in.isReadable()) {
                 failAndClose(r.id(), Wire.E_MALFORMED, in.readableBytes() + " bytes after the end of the HELLO");
                 return;
@@ -287,16 +294,21 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 failAndClose(r.id(), Wire.E_AUTH, "wrong auth token");
                 return;
             }
+            version = asked;
+            checksum = sum;
         } catch (ProtocolException e) {
             failAndClose(r.id(), Wire.E_MALFORMED, e.getMessage());
             return;
         }
         authenticated = true;
         ByteBuf answer = out.begin(Wire.HELLO, r.id());
-        answer.writeShort(Wire.VERSION);
+        answer.writeShort(version);
         answer.writeInt(server.config.maxFrameBytes());
         answer.writeInt(server.config.maxPageBytes());
         Codec.writeString(answer, server.cache.file().toString());
+        if (version == Wire.VERSION_2) {
+            answer.writeByte(checksum.code());
+        }
         out.send(answer);
         // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
         // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.

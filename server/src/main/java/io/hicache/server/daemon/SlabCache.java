@@ -191,13 +191,58 @@ final class SlabCache implements AutoCloseable {
 
     /** Stores a page; a null {@code deadline} means "only if no eviction is needed", answered null if it is. */
     private PageStatus store(StoreKey key, ByteBuf src, int length, int crc, Deadline deadline, List<Entry> stored) {
+        Room room = takeRoom(key, length, deadline);
+        if (room == null || room.refused != null) {
+            return room == null ? null : room.refused;
+        }
+        src.getBytes(src.readerIndex(), bytes(room).asByteBuffer());
+        return fill(room, crc, stored);
+    }
+
+    /**
+     * Room in the slab for one page: a block charged to its namespace, nobody's page yet; or why there is none
+     * ({@link #refused}).
+     */
+    record Room(StoreKey key, long offset, int order, int length, PageStatus refused) {
+        static Room refusedFor(PageStatus why) {
+            return new Room(null, -1, -1, 0, why);
+        }
+    }
+
+    /**
+     * Room for a page a same-host client writes into the slab itself (RESERVE): the page's block, evicting and
+     * waiting up to {@code deadline} (null: only if no eviction is needed, else null), or why there is none.
+     */
+    Room reserve(StoreKey key, int length, Deadline deadline) {
+        return takeRoom(key, length, deadline);
+    }
+
+    /** The bytes of a room, where its page is written. */
+    MemorySegment bytes(Room room) {
+        return slab.asSlice(room.offset, room.length);
+    }
+
+    /** Stores the page written into {@code room}, whose checksum the caller has verified to be {@code crc}: as put. */
+    PageStatus commit(Room room, int crc, List<Entry> stored) {
+        return fill(room, crc, stored);
+    }
+
+    /** Frees a room whose page will not be stored. */
+    void abandon(Room room) {
+        allocator.free(room.offset, room.order);
+        namespaceBytes.computeIfAbsent(room.key.namespace().id(), k -> new AtomicLong())
+                .addAndGet(-allocator.blockBytes(room.order));
+    }
+
+    /** A block for {@code key}'s page, charged to its namespace; null if it would need eviction and deadline is null. */
+    private Room takeRoom(StoreKey key, int length, Deadline deadline) {
         if (index.containsKey(key)) {
-            return PageStatus.EXISTS;
+            return Room.refusedFor(PageStatus.EXISTS);
         }
         int order = allocator.orderFor(length);
         if (order < 0 || length > config.maxPageBytes()) {
             rejectedPuts.increment();
-            return PageStatus.REJECTED;
+            return Room.refusedFor(PageStatus.REJECTED);
         }
         long block = allocator.blockBytes(order);
         AtomicLong used = namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong());
@@ -206,24 +251,31 @@ final class SlabCache implements AutoCloseable {
         if (used.addAndGet(block) > quota && quota > 0 && (deadline == null
                 || !evictUntil(key.namespace().id(), used.get() - quota, () -> used.get() <= quota, deadline))) {
             used.addAndGet(-block);
-            return refused(deadline);
+            return refusedRoom(deadline);
         }
         long offset = deadline == null ? allocator.allocate(order) : allocate(order, deadline);
         if (offset < 0) {
             used.addAndGet(-block);
-            return refused(deadline);
+            return refusedRoom(deadline);
         }
-        MemorySegment target = slab.asSlice(offset, length);
-        src.getBytes(src.readerIndex(), target.asByteBuffer());
-        Entry e = new Entry(key, offset, order, length, crc);
+        return new Room(key, offset, order, length, null);
+    }
+
+    private Room refusedRoom(Deadline deadline) {
+        PageStatus why = refused(deadline);
+        return why == null ? null : Room.refusedFor(why);
+    }
+
+    /** Makes the page written into {@code room} a stored page, or frees the room if the key was stored meanwhile. */
+    private PageStatus fill(Room room, int crc, List<Entry> stored) {
+        Entry e = new Entry(room.key, room.offset, room.order, room.length, crc);
         e.dirty = l3.isPresent();
         boolean hold = !e.dirty;
         if (hold) {
             e.pins.incrementAndGet();
         }
         if (add(e, hold ? PageUsageIndex.PINNED | PageUsageIndex.FLAGGED : 0) != e) {
-            allocator.free(offset, order);
-            used.addAndGet(-block);
+            abandon(room);
             return PageStatus.EXISTS;
         }
         if (hold) {

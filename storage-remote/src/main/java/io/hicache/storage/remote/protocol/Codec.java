@@ -127,6 +127,11 @@ public final class Codec {
         return (int) count;
     }
 
+    public static int readUnsignedByte(ByteBuf in) {
+        need(in, 1, "u8");
+        return in.readUnsignedByte();
+    }
+
     public static int readUnsignedShort(ByteBuf in) {
         need(in, 2, "u16");
         return in.readUnsignedShort();

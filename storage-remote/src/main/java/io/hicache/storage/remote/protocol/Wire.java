@@ -14,8 +14,10 @@ import io.hicache.core.store.PageStatus;
 public final class Wire {
     /** The first four bytes of a HELLO payload: "HCWP". */
     public static final int MAGIC = 0x48435750;
-    /** The protocol version this build speaks. */
+    /** The protocol version this build's client speaks. */
     public static final short VERSION = 1;
+    /** The newest version the daemon speaks: version 2 agrees on a page checksum and adds RESERVE and COMMIT. */
+    public static final short VERSION_2 = 2;
     /** Bytes of the header after the length field. */
     public static final int HEADER_BYTES = 16;
     /** Bytes of a page hash on the wire. */
@@ -33,6 +35,10 @@ public final class Wire {
     public static final byte HEALTH = 0x17;
     public static final byte LEASE = 0x18;
     public static final byte RELEASE = 0x19;
+    /** Version 2: room in the slab for pages a same-host client writes itself. */
+    public static final byte RESERVE = 0x1A;
+    /** Version 2: the pages written into a reservation, checked and stored. */
+    public static final byte COMMIT = 0x1B;
 
     /** A response has its request's op with the high bit set. */
     public static final int RESPONSE = 0x80;
@@ -125,6 +131,8 @@ public final class Wire {
             case HEALTH -> "HEALTH";
             case LEASE -> "LEASE";
             case RELEASE -> "RELEASE";
+            case RESERVE -> "RESERVE";
+            case COMMIT -> "COMMIT";
             default -> (op & 0xFF) == (ERROR & 0xFF) ? "ERROR" : "op 0x" + Integer.toHexString(op & 0xFF);
         };
     }
