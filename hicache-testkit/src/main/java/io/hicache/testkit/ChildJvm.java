@@ -29,13 +29,19 @@ public final class ChildJvm {
 
     /** Starts {@code mainClass} with {@code args}; its standard error goes to this JVM's. */
     public static ChildJvm start(Class<?> mainClass, List<String> args) throws IOException {
+        List<String> command = command(mainClass);
+        command.addAll(args);
+        return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+    }
+
+    /** The command that runs {@code mainClass} in a JVM like this one (its java, flags and class path), without args. */
+    public static List<String> command(Class<?> mainClass) {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass.getName()));
-        command.addAll(args);
-        return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+        return command;
     }
 
     private void collect() {

@@ -20,10 +20,10 @@ import java.util.stream.Stream;
  * A server under test in a process of its own, on 127.0.0.1: the HiCache daemon in a child JVM, or Redis. Stopping
  * sends SIGTERM, waits, and removes the process's scratch folder. Not thread-safe.
  */
-final class ServerProcess implements AutoCloseable {
+public final class ServerProcess implements AutoCloseable {
     final String name;
     final String version;
-    final int port;
+    public final int port;
     private final Process process;
     private final Path scratch;
 
@@ -39,7 +39,7 @@ final class ServerProcess implements AutoCloseable {
      * The daemon with the in-memory setup Redis is compared in: the host slab in {@code /dev/shm}, no L3 store
      * (Redis runs with persistence off), and the launcher's JVM and flags.
      */
-    static ServerProcess hicache(long slabBytes) throws IOException, InterruptedException {
+    public static ServerProcess hicache(long slabBytes) throws IOException, InterruptedException {
         Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
         List<String> command = new ArrayList<>();

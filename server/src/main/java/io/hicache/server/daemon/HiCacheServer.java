@@ -151,7 +151,8 @@ public final class HiCacheServer implements AutoCloseable {
 
     /** One line saying what it runs: address, slab, store, limits, threads. */
     public String describe() {
-        return "HiCache daemon on " + config.bind() + ":" + port() + " (protocol " + io.hicache.storage.remote.protocol.Wire.VERSION
+        return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
+                + io.hicache.storage.remote.protocol.Wire.VERSION + " and " + io.hicache.storage.remote.protocol.Wire.VERSION_2
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
                 + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: " + storeDescription
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()

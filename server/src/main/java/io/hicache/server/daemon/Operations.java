@@ -29,8 +29,10 @@ import java.util.zip.CRC32C;
  * <p>Stateless apart from the server it serves; thread-safe.
  */
 final class Operations {
-    /** A request's identity and its deadline, fixed when it arrived. */
-    record Request(int op, long id, Deadline deadline) {
+    /** A request's identity, its header flags (0 on a version 1 connection, which ignores them) and its deadline. */
+    record Request(int op, int flags, long id, Deadline deadline) {
+        /** Version 2, LEASE: the client reads the slab itself and wants no checksums (the answer carries 0). */
+        static final int NO_CHECKSUMS = 0x01;
     }
 
     /** A parsed request's work. */
@@ -242,8 +244,10 @@ final class Operations {
                     : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
             meta.writeByte(Wire.status(status));
             meta.writeInt(e == null ? 0 : e.length);
-            // The slab keeps CRC-32C; a connection that agreed on another checksum gets it computed here.
-            meta.writeInt(e == null ? 0 : sum == WireChecksum.CRC32C ? e.crc : sum.of(cache.bytes(e)));
+            // The slab keeps CRC-32C; a connection that agreed on another checksum gets it computed here, unless a
+            // lease of version 2 asked for none.
+            meta.writeInt(e == null || (lease && (r.flags() & Request.NO_CHECKSUMS) != 0) ? 0
+                    : sum == WireChecksum.CRC32C ? e.crc : sum.of(cache.bytes(e)));
             if (lease) {
                 meta.writeLong(status == PageStatus.OK ? e.offset : -1);
             }

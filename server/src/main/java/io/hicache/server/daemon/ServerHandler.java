@@ -116,11 +116,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         try {
             Codec.need(frame, Wire.HEADER_BYTES, "header");
             int op = frame.readUnsignedByte();
-            frame.skipBytes(3);
+            int flags = frame.readUnsignedByte();
+            frame.skipBytes(2);
             long id = frame.readLong();
             long timeoutMillis = frame.readUnsignedInt();
-            r = new Operations.Request(op, id, Deadline.after(timeoutMillis > 0 ? Duration.ofMillis(timeoutMillis)
-                    : DEFAULT_TIMEOUT));
+            r = new Operations.Request(op, version == Wire.VERSION_2 ? flags : 0, id, Deadline.after(timeoutMillis > 0
+                    ? Duration.ofMillis(timeoutMillis) : DEFAULT_TIMEOUT));
         } catch (ProtocolException e) {
             frame.release();
             failAndClose(0, Wire.E_MALFORMED, e.getMessage());

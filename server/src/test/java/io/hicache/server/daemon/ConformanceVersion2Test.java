@@ -91,6 +91,28 @@ class ConformanceVersion2Test {
         }
     }
 
+    // §3 LEASE, version 2: the flag 0x01 asks for no checksums (every crc32c 0); a version 1 connection ignores flags
+    @Test
+    void aLeaseMayAskForNoChecksumsOnVersion2Only() throws IOException {
+        Ns ns = Ns.fresh();
+        Page p = Page.random(4_000);
+        byte[] lease = new Buf().ns(ns).u32(1).bytes(p.hash()).u32(p.length()).u32(5_000).done();
+        try (DocWireClient zlib = open2(CRC_32); DocWireClient v1 = DocWireClient.open(d.port())) {
+            assertArrayEquals(new int[] {OK}, statuses(zlib.call(PUT, 0, putPayload(ns, List.of(p), true)), PUT));
+            long id = DocWireClient.nextId();
+            zlib.write(frame(LEASE, 0x01, 0, id, 0, lease));
+            LeaseAnswer quiet = leaseAnswer(zlib.read());
+            assertEquals(OK, quiet.pages().getFirst().status());
+            assertEquals(0, quiet.pages().getFirst().crc(), "no checksum asked for, none given");
+            assertEquals(1, zlib.release(quiet.leaseId()));
+            id = DocWireClient.nextId();
+            v1.write(frame(LEASE, 0x01, 0, id, 0, lease));
+            LeaseAnswer ignored = leaseAnswer(v1.read());
+            assertEquals(p.crc(), ignored.pages().getFirst().crc(), "version 1 ignores the flag");
+            assertEquals(1, v1.release(ignored.leaseId()));
+        }
+    }
+
     // §2 "Any other checksum value is ERROR MALFORMED and closes the connection"
     @Test
     void anUnknownChecksumIsMalformedAndCloses() throws IOException {

@@ -1,0 +1,152 @@
+"""Starts and stops a HiCache daemon for a test module: 127.0.0.1, port 0, a temporary host folder, no L3.
+
+The command is ``$HICACHE_DAEMON_CMD`` (split with shlex) if set, else ``<repo>/hicache serve`` with
+``HICACHE_SKIP_BUILD=1``. The port the daemon bound is read from its description line
+("HiCache daemon on 127.0.0.1:PORT (...").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+STARTUP_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 20.0
+# The Java build is shared with other work: while it runs, the launcher's class path may be missing or half
+# written. Such a start is retried after a pause instead of failing the tests.
+BUILD_RETRY_PAUSE_S = 60.0
+BUILD_RETRIES = 4
+_BUILD_UNDER_WAY = re.compile(r"not built|Could not find or load main class|NoClassDefFoundError|"
+                              r"ClassNotFoundException|Unable to access jarfile|ZipException|zip file|building",
+                              re.IGNORECASE)
+_LISTENING = re.compile(r"HiCache daemon on (\S+):(\d+) \(")
+
+
+def _temporary_folder() -> str:
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return tempfile.mkdtemp(prefix="hicache-pytest-", dir=base)
+
+
+class DaemonProcess:
+    """One daemon process and its temporary folder. Not thread-safe: the test module drives it."""
+
+    def __init__(self, *extra_args: str, token: str = ""):
+        self.extra_args = list(extra_args)
+        self.token = token
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+        self.folder = ""
+        self.output: list[str] = []
+
+    def command(self) -> tuple[list[str], dict]:
+        env = dict(os.environ)
+        if os.environ.get("HICACHE_DAEMON_CMD"):
+            command = shlex.split(os.environ["HICACHE_DAEMON_CMD"])
+        else:
+            command = [str(REPO_ROOT / "hicache"), "serve"]
+            env["HICACHE_SKIP_BUILD"] = "1"
+        command += ["--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
+                    "--server.host-dir", os.path.join(self.folder, "host"), "--server.host-size", "64MiB"]
+        if self.token:
+            command += ["--server.auth-token", self.token]
+        return command + self.extra_args, env
+
+    def start(self) -> "DaemonProcess":
+        for attempt in range(BUILD_RETRIES + 1):
+            self.folder = _temporary_folder()
+            os.makedirs(os.path.join(self.folder, "host"))
+            try:
+                self._start_once()
+                return self
+            except _BuildUnderWay as e:
+                self._cleanup()
+                if attempt == BUILD_RETRIES:
+                    raise RuntimeError(f"the daemon did not start; a build seemed under way each time:\n{e}")
+                time.sleep(BUILD_RETRY_PAUSE_S)
+            except BaseException:
+                self._cleanup()
+                raise
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> None:
+        command, env = self.command()
+        stderr_path = os.path.join(self.folder, "daemon.err")
+        with open(stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL,
+                                            cwd=self.folder, env=env, start_new_session=True)
+        self.output = []
+        listening = threading.Event()
+
+        def read_output() -> None:
+            for raw in self.process.stdout:
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                self.output.append(line)
+                match = _LISTENING.search(line)
+                if match:
+                    self.port = int(match.group(2))
+                    listening.set()
+
+        threading.Thread(target=read_output, name="daemon-output", daemon=True).start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not listening.wait(0.2):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self._kill()
+                with open(stderr_path, "rb") as f:
+                    errors = f.read().decode("utf-8", "replace")
+                text = "\n".join(self.output) + "\n" + errors
+                if _BUILD_UNDER_WAY.search(text):
+                    raise _BuildUnderWay(text)
+                raise RuntimeError(f"the daemon ({' '.join(command)}) did not start within {STARTUP_TIMEOUT_S} s; "
+                                   f"it printed:\n{text}")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        self._kill()
+
+    def pause(self) -> None:
+        """SIGSTOP: the daemon keeps its sockets but answers nothing."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        """SIGTERM (graceful), SIGKILL if that takes too long; then removes the folder."""
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.kill(self.process.pid, signal.SIGCONT)
+                self.process.terminate()
+                self.process.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self._cleanup()
+
+    def _kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(STOP_TIMEOUT_S)
+
+    def _cleanup(self) -> None:
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = ""
+
+    def slab_files(self) -> list[str]:
+        host = os.path.join(self.folder, "host")
+        return [os.path.join(host, name) for name in os.listdir(host)] if os.path.isdir(host) else []
+
+
+class _BuildUnderWay(Exception):
+    pass

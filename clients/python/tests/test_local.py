@@ -1,0 +1,81 @@
+"""The same-host path: reads through LEASE from the mapped slab file, writes through RESERVE/COMMIT."""
+
+import ctypes
+import unittest
+
+from hicache import HiCacheClient, Status
+
+from .support import (DaemonModule, address_of, ctypes_buffer, namespace_for, random_hashes, random_pages,
+                      request_count)
+
+MODULE = DaemonModule()
+setUpModule = MODULE.set_up
+tearDownModule = MODULE.tear_down
+
+
+class LocalPathTest(unittest.TestCase):
+    def setUp(self):
+        self.local = HiCacheClient(port=MODULE.port, local=True)
+        self.tcp = HiCacheClient(port=MODULE.port, local=False)
+        self.addCleanup(self.local.close)
+        self.addCleanup(self.tcp.close)
+        self.ns = namespace_for(self)
+
+    def requests(self, op: str) -> int:
+        return request_count(self.tcp.stats(), op)
+
+    def test_lease_round_trip_checks_every_byte(self):
+        pages = random_pages(1, 4096, 70001, 1 << 20)
+        hashes = random_hashes(len(pages))
+        self.assertEqual(self.tcp.put(self.ns, hashes, pages), [Status.OK] * 4)
+        leases, gets = self.requests("lease"), self.requests("get")
+        k_part, raw_page = ctypes_buffer(30000), ctypes_buffer(4096)  # memory addressed by (address, length)
+        targets = [bytearray(1), address_of(raw_page), [address_of(k_part), bytearray(40001)], bytearray(1 << 20)]
+        self.assertEqual(self.local.get(self.ns, hashes, targets), [Status.OK] * 4)
+        self.assertEqual(bytes(targets[0]), pages[0])
+        self.assertEqual(raw_page.raw, pages[1])
+        self.assertEqual(k_part.raw + bytes(targets[2][1]), pages[2])
+        self.assertEqual(bytes(targets[3]), pages[3])
+        self.assertEqual(self.local.local_slab_path, self.local.handshake().slab_path)
+        self.assertEqual(self.requests("lease") - leases, 1)
+        self.assertEqual(self.requests("get") - gets, 0)
+
+    def test_lease_statuses_of_missing_and_mis_sized_pages(self):
+        hashes = random_hashes(3)
+        self.assertEqual(self.tcp.put(self.ns, hashes[:2], random_pages(100, 100)), [Status.OK] * 2)
+        statuses = self.local.get(self.ns, hashes, [bytearray(100), bytearray(99), bytearray(100)])
+        self.assertEqual(statuses, [Status.OK, Status.SIZE_MISMATCH, Status.MISS])
+
+    def test_reserve_commit_round_trip(self):
+        pages = random_pages(10, 4096, 123457)
+        hashes = random_hashes(len(pages))
+        reserves, puts = self.requests("reserve"), self.requests("put")
+        halves = [[p[:len(p) // 2], ctypes_buffer(p[len(p) // 2:])] for p in pages]
+        sources = [[h[0], address_of(h[1])] for h in halves]
+        statuses = self.local.put(self.ns, hashes, sources)
+        if self.local.reserve_supported is False:
+            self.skipTest("the daemon does not take RESERVE (it answered ERROR UNKNOWN_OP); puts went over TCP")
+        self.assertEqual(statuses, [Status.OK] * 3)
+        self.assertEqual(self.requests("reserve") - reserves, 1)
+        self.assertEqual(self.requests("put") - puts, 0)
+        targets = [bytearray(len(p)) for p in pages]
+        self.assertEqual(self.tcp.get(self.ns, hashes, targets), [Status.OK] * 3)
+        self.assertEqual([bytes(t) for t in targets], pages)
+        # A page stored already is EXISTS, through RESERVE as through PUT.
+        fresh = random_hashes(1)
+        self.assertEqual(self.local.put(self.ns, hashes[:1] + fresh, [pages[0], b"new"]), [Status.EXISTS, Status.OK])
+
+    def test_local_is_chosen_by_itself_on_loopback(self):
+        with HiCacheClient(port=MODULE.port) as auto:
+            auto.health()
+            self.assertEqual(auto.local_slab_path, auto.handshake().slab_path)
+            hashes = random_hashes(1)
+            page = random_pages(5000)[0]
+            self.assertEqual(auto.put(self.ns, hashes, [page]), [Status.OK])
+            target = (ctypes.c_ubyte * 5000)()
+            self.assertEqual(auto.get(self.ns, hashes, [target]), [Status.OK])
+            self.assertEqual(bytes(target), page)
+
+
+if __name__ == "__main__":
+    unittest.main()

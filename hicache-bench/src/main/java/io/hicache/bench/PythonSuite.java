@@ -1,0 +1,179 @@
+package io.hicache.bench;
+
+import io.hicache.bench.server.ServerProcess;
+import io.hicache.core.Deadline;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
+import io.hicache.storage.remote.RemotePageStore;
+import io.hicache.storage.remote.RemoteStoreConfig;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code python}: the Python client ({@code clients/python}) against the daemon, beside the Java {@code remote}
+ * client in the same run. One daemon in a child JVM (no L3, slab in /dev/shm); batches of 128 pages of 64 KiB and
+ * 1 MiB; gets of pages stored once, puts under fresh keys. Rows: the Python client over TCP against the Java client
+ * over TCP (aim at least 0.7), and the Python client's same-host path (leases for gets, RESERVE / COMMIT for puts)
+ * against its own TCP path (aim at least 2). Rounds alternate subject and reference ({@link Comparison}); the Python
+ * side is a worker process ({@code clients/python/interop/bench_worker.py}) driven over a pipe, one line per batch,
+ * whose cost (well under a millisecond against batches of 8 and 128 MiB) is counted against Python. Stateless.
+ */
+public final class PythonSuite implements BenchSuite {
+    private static final int PAGES = 128;
+    private static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
+    private static final Namespace NAMESPACE = Namespace.of("bench/python", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR,
+            0, 1);
+
+    @Override
+    public String name() {
+        return "python";
+    }
+
+    @Override
+    public String description() {
+        return "Python client vs the Java remote client (TCP), and its same-host path vs its TCP path: get/put of "
+                + "128-page batches (64 KiB, 1 MiB)";
+    }
+
+    @Override
+    public List<BenchRow> run(boolean quick) throws Exception {
+        Path client = clientFolder();
+        Comparison comparison = Comparison.forRun(quick, 3, 8, 500);
+        List<BenchRow> rows = new ArrayList<>();
+        try (ServerProcess daemon = ServerProcess.hicache(3L << 30);
+                PythonWorker python = new PythonWorker(client);
+                RemotePageStore java = RemotePageStore.open(RemoteStoreConfig.local(daemon.port, ""));
+                Arena arena = Arena.ofShared()) {
+            python.call("open " + daemon.port);
+            for (int pageBytes : PAGE_BYTES) {
+                String size = pageBytes == 1 << 20 ? "1m" : "64k";
+                List<StoreKey> stored = new ArrayList<>();
+                for (String hex : python.call("fill " + pageBytes + " " + PAGES).substring(3).split(",")) {
+                    stored.add(NAMESPACE.key(PageHash.fromHex(hex)));
+                }
+                List<MemorySegment> pages = new ArrayList<>();
+                for (int i = 0; i < PAGES; i++) {
+                    MemorySegment page = arena.allocate(pageBytes, 4096);
+                    page.fill((byte) i);
+                    pages.add(page);
+                }
+                Comparison.Workload javaGet = () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
+                Comparison.Workload javaPut = () -> javaCall(java.put(PageBatch.of(freshKeys(), pages), deadline()),
+                        pageBytes);
+                Comparison.Workload tcpGet = () -> Long.parseLong(python.call("get tcp " + pageBytes));
+                Comparison.Workload tcpPut = () -> Long.parseLong(python.call("put tcp " + pageBytes));
+                Comparison.Workload localGet = () -> Long.parseLong(python.call("get local " + pageBytes));
+                Comparison.Workload localPut = () -> Long.parseLong(python.call("put local " + pageBytes));
+                rows.add(BenchRow.higherIsBetter("python_tcp_get_" + size, "GB/s", "java_remote_get",
+                        comparison.measure(tcpGet, javaGet), 1e-9));
+                rows.add(BenchRow.higherIsBetter("python_tcp_put_" + size, "GB/s", "java_remote_put",
+                        comparison.measure(tcpPut, javaPut), 1e-9));
+                rows.add(BenchRow.higherIsBetter("python_local_get_" + size, "GB/s", "python_tcp_get",
+                        comparison.measure(localGet, tcpGet), 1e-9));
+                rows.add(BenchRow.higherIsBetter("python_local_put_" + size, "GB/s", "python_tcp_put",
+                        comparison.measure(localPut, tcpPut), 1e-9));
+            }
+        }
+        return rows;
+    }
+
+    private static Deadline deadline() {
+        return Deadline.after(Duration.ofSeconds(60));
+    }
+
+    private static List<StoreKey> freshKeys() {
+        List<StoreKey> keys = new ArrayList<>(PAGES);
+        byte[] hash = new byte[PageHash.BYTES];
+        for (int i = 0; i < PAGES; i++) {
+            ThreadLocalRandom.current().nextBytes(hash);
+            keys.add(NAMESPACE.key(PageHash.fromBytes(hash, 0)));
+        }
+        return keys;
+    }
+
+    /** Bytes a Java batch moved; every page must be OK. */
+    private static long javaCall(java.util.concurrent.CompletableFuture<BatchResult> call, int pageBytes)
+            throws Exception {
+        BatchResult r = call.get(60, TimeUnit.SECONDS);
+        if (r.count(PageStatus.OK) != r.size()) {
+            throw new IllegalStateException("the Java client's batch was not all OK: " + r.count(PageStatus.OK) + " of "
+                    + r.size());
+        }
+        return (long) r.size() * pageBytes;
+    }
+
+    /** {@code clients/python} of this checkout: found from the working folder up. */
+    private static Path clientFolder() {
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            Path candidate = dir.resolve("clients/python/interop/bench_worker.py");
+            if (Files.isRegularFile(candidate)) {
+                return dir.resolve("clients/python");
+            }
+        }
+        throw new IllegalStateException("clients/python not found above " + Path.of("").toAbsolutePath()
+                + ": run the python suite from the checkout");
+    }
+
+    /** The worker process: one command line in, one answer line out. Not thread-safe. */
+    private static final class PythonWorker implements AutoCloseable {
+        private final Process process;
+        private final Writer in;
+        private final BufferedReader out;
+
+        PythonWorker(Path client) throws IOException {
+            ProcessBuilder b = new ProcessBuilder("python3", "interop/bench_worker.py").directory(client.toFile())
+                    .redirectError(ProcessBuilder.Redirect.INHERIT);
+            b.environment().put("PYTHONPATH", client.toString());
+            process = b.start();
+            in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
+            out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        }
+
+        String call(String command) throws IOException {
+            in.write(command + "\n");
+            in.flush();
+            String answer = out.readLine();
+            if (answer == null || answer.startsWith("error")) {
+                throw new IllegalStateException("the Python worker, asked '" + command + "', answered: " + answer);
+            }
+            return answer;
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                in.write("quit\n");
+                in.flush();
+            } catch (IOException gone) {
+                // it died already
+            }
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
