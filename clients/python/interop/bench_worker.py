@@ -2,7 +2,7 @@
 
 Reads commands on stdin, one per line, and answers each with one line on stdout:
 
-  open PORT                 connects a TCP client and a same-host client      -> ok VERSION LOCAL_READY
+  open PORT                 connects a TCP client and a same-host client      -> ok VERSION
   fill PAGE_BYTES N         puts N pages of PAGE_BYTES (random bytes) over TCP -> ok HEX_HASH,HEX_HASH,...
   get tcp|local PAGE_BYTES  gets the N pages filled at that size               -> BYTES
   put tcp|local PAGE_BYTES  puts N pages under fresh random hashes             -> BYTES
