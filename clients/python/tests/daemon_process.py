@@ -114,8 +114,10 @@ class DaemonProcess:
         self._kill()
 
     def pause(self) -> None:
-        """SIGSTOP: the daemon keeps its sockets but answers nothing."""
+        """SIGSTOP: the daemon keeps its sockets but answers nothing; returns once every thread has stopped (the
+        signal takes effect asynchronously, and a test that measures a deadline must not start before)."""
         os.kill(self.process.pid, signal.SIGSTOP)
+        _wait_stopped(self.process.pid)
 
     def resume(self) -> None:
         os.kill(self.process.pid, signal.SIGCONT)
@@ -150,3 +152,22 @@ class DaemonProcess:
 
 class _BuildUnderWay(Exception):
     pass
+
+
+def _wait_stopped(pid: int, timeout_s: float = 5.0) -> None:
+    """Waits until every thread of a SIGSTOPped process is stopped (the signal takes effect asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    task_dir = f"/proc/{pid}/task"
+    while time.monotonic() < deadline:
+        try:
+            states = []
+            for tid in os.listdir(task_dir):
+                with open(f"{task_dir}/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            time.sleep(0.05)
+            continue
+        if states and all(state in ("T", "t") for state in states):
+            return
+        time.sleep(0.02)
+    time.sleep(0.2)  # no /proc (not Linux): give the signal a moment

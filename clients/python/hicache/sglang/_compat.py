@@ -1,0 +1,121 @@
+"""SGLang's storage interface when SGLang is installed, small stand-ins with the same names when it is not.
+
+SGLang's ``dynamic`` storage backend refuses a class that does not subclass its ``HiCacheStorage``
+(``StorageBackendFactory._load_backend_class``), so with SGLang installed the backend must derive from the real
+one. Without SGLang (tests, tools) the stand-ins below have exactly the methods of SGLang's late-2025 interface
+(docs: /work/shared/reference/sglang-hicache.md §2.1), so the backend is the same code either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, List, Optional
+
+try:  # pragma: no cover - depends on the environment
+    from sglang.srt.mem_cache.hicache_storage import (  # type: ignore[import-not-found]
+        HiCacheStorage,
+        HiCacheStorageConfig,
+        HiCacheStorageExtraInfo,
+    )
+
+    SGLANG_AVAILABLE = True
+except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU libraries...)
+    SGLANG_AVAILABLE = False
+
+    @dataclasses.dataclass
+    class HiCacheStorageConfig:  # type: ignore[no-redef]
+        """Stand-in for SGLang's ``HiCacheStorageConfig`` (the fields the backend reads; later ones defaulted)."""
+
+        tp_rank: int = 0
+        tp_size: int = 1
+        is_mla_model: bool = False
+        is_page_first_layout: bool = False
+        model_name: Optional[str] = None
+        extra_config: Optional[dict] = None
+        pp_rank: int = 0
+        pp_size: int = 1
+        attn_cp_rank: int = 0
+        attn_cp_size: int = 1
+        enable_storage_metrics: bool = False
+        dp_rank: int = 0
+        dp_size: int = 1
+        tp_lcm_size: Optional[int] = None
+        should_split_heads: bool = False
+
+    @dataclasses.dataclass
+    class HiCacheStorageExtraInfo:  # type: ignore[no-redef]
+        """Stand-in for SGLang's ``HiCacheStorageExtraInfo``."""
+
+        prefix_keys: Optional[List[str]] = None
+        extra_info: Optional[dict] = None
+
+    class HiCacheStorage:  # type: ignore[no-redef]
+        """Stand-in for SGLang's ``HiCacheStorage`` ABC: the same method names and defaults (§2.1)."""
+
+        def register_mem_pool_host(self, mem_pool_host: Any) -> None:
+            self.mem_pool_host = mem_pool_host
+
+        def batch_get_v1(self, keys: List[str], host_indices: Any,
+                         extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
+            raise NotImplementedError()
+
+        def batch_set_v1(self, keys: List[str], host_indices: Any,
+                         extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
+            raise NotImplementedError()
+
+        def get(self, key: str, target_location: Optional[Any] = None, target_sizes: Optional[Any] = None):
+            raise NotImplementedError()
+
+        def batch_get(self, keys: List[str], target_locations: Optional[Any] = None,
+                      target_sizes: Optional[Any] = None):
+            raise NotImplementedError()
+
+        def set(self, key: str, value: Optional[Any] = None, target_location: Optional[Any] = None,
+                target_sizes: Optional[Any] = None) -> bool:
+            raise NotImplementedError()
+
+        def batch_set(self, keys: List[str], values: Optional[Any] = None, target_locations: Optional[Any] = None,
+                      target_sizes: Optional[Any] = None) -> bool:
+            raise NotImplementedError()
+
+        def exists(self, key: str) -> bool:
+            raise NotImplementedError()
+
+        def batch_exists(self, keys: List[str], extra_info: Optional[HiCacheStorageExtraInfo] = None) -> int:
+            for i, key in enumerate(keys):
+                if not self.exists(key):
+                    return i
+            return len(keys)
+
+        def clear(self) -> None:
+            pass
+
+        def get_stats(self):
+            return None
+
+
+@dataclasses.dataclass
+class _StandInStorageMetrics:
+    """Stand-in for SGLang's ``StorageMetrics`` (``sglang.srt.metrics.collector``): per-batch observations."""
+
+    prefetch_pgs: List[int] = dataclasses.field(default_factory=list)
+    backup_pgs: List[int] = dataclasses.field(default_factory=list)
+    prefetch_bandwidth: List[float] = dataclasses.field(default_factory=list)
+    backup_bandwidth: List[float] = dataclasses.field(default_factory=list)
+
+
+def new_storage_metrics() -> Any:
+    """An empty ``StorageMetrics``: SGLang's own class when it can be had (its metrics collector asserts the
+    type), else the stand-in. Either way it has the four lists and accepts extra attributes."""
+    if SGLANG_AVAILABLE:  # pragma: no cover - depends on the environment
+        try:
+            from sglang.srt.metrics.collector import StorageMetrics  # type: ignore[import-not-found]
+
+            return StorageMetrics()
+        except Exception:
+            pass
+    return _StandInStorageMetrics()
+
+
+__all__ = ["HiCacheStorage", "HiCacheStorageConfig", "HiCacheStorageExtraInfo", "SGLANG_AVAILABLE",
+           "new_storage_metrics"]

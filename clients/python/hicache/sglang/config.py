@@ -1,0 +1,190 @@
+"""The backend's settings (SGLang's ``--hicache-storage-backend-extra-config``) and the page namespace.
+
+A page's namespace decides which engines share it: the daemon keeps pages of different namespaces apart even with
+the same hash. The namespace is built here exactly as a Java engine names the same pages with
+``io.hicache.core.key.Namespace``: model id, KV dtype (its canonical name, ``KvDtype.configName()``), page byte
+order (``PageByteOrder``: 0 layer-major, 1 token-major), TP rank and size (0 of 1 for MLA, whose KV is the same on
+every rank) and the extra key, to which pipeline and context-parallel ranks are appended (``pp1``, ``cp0``) as
+``docs/architecture.md`` asks ("give each one its own extra key").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any, Mapping, Optional
+
+from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
+from ..protocol import DEFAULT_PORT
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_POOL_SIZE = 4
+DEFAULT_DTYPE = "bfloat16"
+
+OWN_KEYS = ("host", "port", "token", "timeout_s", "pool_size", "local", "model", "dtype", "extra")
+"""The extra_config keys this backend reads."""
+SGLANG_KEYS = frozenset({
+    # the dynamic backend's own keys
+    "backend_name", "module_path", "class_name", "interface_v1",
+    # HiRadixCache's keys (popped by recent SGLang, passed through by older ones)
+    "prefetch_threshold", "prefetch_timeout_base", "prefetch_timeout_per_ki_token", "prefetch_timeout_max",
+    "hicache_storage_pass_prefix_keys",
+})
+"""extra_config keys that belong to SGLang: accepted silently."""
+
+# Canonical names are the daemon's and Java's (KvDtype.configName()); aliases as KvDtype.parse and torch spell them.
+_DTYPES = {
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+    "float16": "float16", "fp16": "float16", "half": "float16",
+    "float32": "float32", "fp32": "float32", "float": "float32",
+    "fp8_e4m3": "fp8_e4m3", "float8_e4m3fn": "fp8_e4m3",
+    "fp8_e5m2": "fp8_e5m2", "float8_e5m2": "fp8_e5m2",
+    "fp4_e2m1": "fp4_e2m1", "float4_e2m1fn_x2": "fp4_e2m1",
+}
+
+# Layout (SGLang's --hicache-mem-layout) -> page byte order, as io.hicache.core.page.HostLayout maps them.
+LAYOUT_ORDERS = {
+    "layer_first": LAYER_MAJOR,  # flat page [part][layer][token]
+    "page_first": TOKEN_MAJOR,  # flat page [part][token][layer]
+    "page_first_direct": LAYER_MAJOR,  # flat page [part][layer][token]
+}
+
+
+def canonical_dtype(name: Any) -> Optional[str]:
+    """The daemon's name of a KV dtype given as a name (``bf16``, ``fp8_e4m3``) or a torch dtype
+    (``torch.bfloat16``); None if it names no KV dtype the daemon knows (``uint8``: SGLang's storage dtype for
+    fp8 caches, which says nothing about the format)."""
+    if name is None:
+        return None
+    text = str(name).strip().lower()
+    if text.startswith("torch."):
+        text = text[len("torch."):]
+    return _DTYPES.get(text)
+
+
+def _parse_local(value: Any) -> Optional[bool]:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("", "auto", "none"):
+        return None
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"extra_config 'local' must be true, false or \"auto\", was {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendSettings:
+    """The extra_config keys of this backend, checked, with their defaults."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    token: str = ""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    pool_size: int = DEFAULT_POOL_SIZE
+    local: Optional[bool] = None
+    model: Optional[str] = None
+    dtype: Optional[str] = None
+    extra: str = ""
+    unknown_keys: tuple = ()
+    interface_v1: bool = False
+
+    @classmethod
+    def from_extra_config(cls, extra_config: Optional[Mapping[str, Any]]) -> "BackendSettings":
+        """Reads and checks the keys; raises ValueError naming the key for a bad value."""
+        config = dict(extra_config or {})
+
+        def get(key, default):
+            value = config.get(key)
+            return default if value is None else value
+
+        host = str(get("host", DEFAULT_HOST)).strip()
+        if not host:
+            raise ValueError("extra_config 'host' is empty")
+        try:
+            port = int(get("port", DEFAULT_PORT))
+        except (TypeError, ValueError):
+            raise ValueError(f"extra_config 'port' must be an integer, was {config.get('port')!r}") from None
+        if not 1 <= port <= 65535:
+            raise ValueError(f"extra_config 'port' must be in [1, 65535], was {port}")
+        try:
+            timeout_s = float(get("timeout_s", DEFAULT_TIMEOUT_S))
+        except (TypeError, ValueError):
+            raise ValueError(f"extra_config 'timeout_s' must be a number, was {config.get('timeout_s')!r}") from None
+        if not timeout_s > 0:
+            raise ValueError(f"extra_config 'timeout_s' must be positive, was {timeout_s}")
+        try:
+            pool_size = int(get("pool_size", DEFAULT_POOL_SIZE))
+        except (TypeError, ValueError):
+            raise ValueError(f"extra_config 'pool_size' must be an integer, was {config.get('pool_size')!r}") from None
+        if pool_size < 1:
+            raise ValueError(f"extra_config 'pool_size' must be at least 1, was {pool_size}")
+        model = config.get("model")
+        if model is not None and (not isinstance(model, str) or not model):
+            raise ValueError(f"extra_config 'model' must be a non-empty string, was {model!r}")
+        dtype = config.get("dtype")
+        if dtype is not None:
+            canonical = canonical_dtype(dtype)
+            if canonical is None:
+                raise ValueError(f"extra_config 'dtype' {dtype!r} is not a KV dtype the daemon knows; use one of "
+                                 f"{', '.join(sorted(set(_DTYPES.values())))}")
+            dtype = canonical
+        extra = get("extra", "")
+        if not isinstance(extra, str):
+            raise ValueError(f"extra_config 'extra' must be a string, was {extra!r}")
+        token = get("token", "")
+        if not isinstance(token, str):
+            raise ValueError("extra_config 'token' must be a string")
+        try:
+            interface_v1 = bool(int(config.get("interface_v1") or 0))
+        except (TypeError, ValueError):
+            interface_v1 = bool(config.get("interface_v1"))
+        unknown = tuple(sorted(k for k in config if k not in OWN_KEYS and k not in SGLANG_KEYS))
+        return cls(host=host, port=port, token=token, timeout_s=timeout_s, pool_size=pool_size,
+                   local=_parse_local(config.get("local")), model=model, dtype=dtype, extra=extra,
+                   unknown_keys=unknown, interface_v1=interface_v1)
+
+
+def extra_key(extra: str, pp_rank: int, pp_size: int, cp_rank: int, cp_size: int) -> str:
+    """The namespace's extra key: the configured one, then ``pp<rank>`` when pipeline parallel, then
+    ``cp<rank>`` when attention context parallel, joined with ``/`` (``"lora-a/pp1"``, ``"pp0/cp1"``)."""
+    parts = [extra] if extra else []
+    if pp_size > 1:
+        parts.append(f"pp{pp_rank}")
+    if cp_size > 1:
+        parts.append(f"cp{cp_rank}")
+    return "/".join(parts)
+
+
+def build_namespace(model: str, dtype: str, order: int, tp_rank: int, tp_size: int, is_mla: bool,
+                    extra: str = "", pp_rank: int = 0, pp_size: int = 1, cp_rank: int = 0,
+                    cp_size: int = 1) -> Namespace:
+    """The namespace of one rank's pages, as ``Namespace.of(model, dtype, order, tpRank, tpSize)
+    .withExtraKey(extra)`` names them in Java. MLA pages are the same on every TP rank: rank 0 of 1."""
+    if is_mla:
+        tp_rank, tp_size = 0, 1
+    return Namespace(model=model, dtype=dtype, order=order, tp_rank=tp_rank, tp_size=tp_size,
+                     extra=extra_key(extra, pp_rank, pp_size, cp_rank, cp_size))
+
+
+def page_hash(key: Any) -> Optional[bytes]:
+    """SGLang's page key (``get_hash_str``: 64 hex characters) as the daemon's 32 raw bytes; raw 32 bytes pass
+    through. None for anything else (the caller decides)."""
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        data = bytes(key)
+        return data if len(data) == 32 else None
+    if isinstance(key, str) and len(key) == 64:
+        try:
+            return bytes.fromhex(key)
+        except ValueError:
+            return None
+    return None
+
+
+def fallback_hash(key: Any) -> bytes:
+    """The 32 bytes used for a key that is not a 64-hex page hash: SHA-256 of its text. Such pages work
+    between SGLang engines configured alike, never with a Java engine (whose keys are the raw page hashes)."""
+    return hashlib.sha256(str(key).encode("utf-8", "surrogatepass")).digest()
