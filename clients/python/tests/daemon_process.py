@@ -40,9 +40,10 @@ def _temporary_folder() -> str:
 class DaemonProcess:
     """One daemon process and its temporary folder. Not thread-safe: the test module drives it."""
 
-    def __init__(self, *extra_args: str, token: str = ""):
+    def __init__(self, *extra_args: str, token: str = "", host_size: str = "64MiB"):
         self.extra_args = list(extra_args)
         self.token = token
+        self.host_size = host_size
         self.port = 0
         self.process: subprocess.Popen | None = None
         self.folder = ""
@@ -56,7 +57,7 @@ class DaemonProcess:
             command = [str(REPO_ROOT / "hicache"), "serve"]
             env["HICACHE_SKIP_BUILD"] = "1"
         command += ["--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
-                    "--server.host-dir", os.path.join(self.folder, "host"), "--server.host-size", "64MiB"]
+                    "--server.host-dir", os.path.join(self.folder, "host"), "--server.host-size", self.host_size]
         if self.token:
             command += ["--server.auth-token", self.token]
         return command + self.extra_args, env

@@ -46,6 +46,16 @@ class LocalPathTest(unittest.TestCase):
         statuses = self.local.get(self.ns, hashes, [bytearray(100), bytearray(99), bytearray(100)])
         self.assertEqual(statuses, [Status.OK, Status.SIZE_MISMATCH, Status.MISS])
 
+    def test_a_page_another_client_deleted_is_a_miss_through_the_lease_path(self):
+        pages = random_pages(8192, 8192)
+        hashes = random_hashes(len(pages))
+        self.assertEqual(self.local.put(self.ns, hashes, pages), [Status.OK] * 2)
+        self.assertEqual(self.tcp.delete(self.ns, hashes[:1]), [Status.OK])
+        targets = [bytearray(8192), bytearray(8192)]
+        self.assertEqual(self.local.get(self.ns, hashes, targets), [Status.MISS, Status.OK])
+        self.assertEqual(bytes(targets[1]), pages[1])
+        self.assertEqual(targets[0], bytearray(8192), "nothing is written into a missed page's target")
+
     def test_reserve_commit_round_trip(self):
         pages = random_pages(10, 4096, 123457)
         hashes = random_hashes(len(pages))
