@@ -67,6 +67,9 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
         // The limit counts the declared length, which does not include the length field itself.
         super(maxFrameBytes + 4, 0, 4, 0, 4, true);
         this.budget = budget;
+        // A PUT of many pages is tens of MiB: merging reads into one buffer would grow it 4 MiB at a time, copying
+        // it whole each time; a composite keeps the reads as they came (the pages are copied once, into the slab).
+        setCumulator(COMPOSITE_CUMULATOR);
     }
 
     @Override

@@ -113,6 +113,30 @@ class ConformanceVersion2Test {
         }
     }
 
+    // §3 LEASE: "The daemon neither evicts nor overwrites a leased page until the lease is released": a page another
+    // connection deletes keeps its bytes at the leased offset, its block is not reused by a later put, and once the
+    // lease is released the page is gone (MISS)
+    @Test
+    void aLeasedPageAnotherClientDeletesKeepsItsBytesUntilReleased() throws IOException {
+        Ns ns = Ns.fresh();
+        Page p = Page.random(64 * 1024);
+        MappedByteBuffer slab = mapSlab(slabPath());
+        try (DocWireClient reader = DocWireClient.open(d.port()); DocWireClient other = DocWireClient.open(d.port())) {
+            assertArrayEquals(new int[] {OK}, reader.put(ns, p));
+            LeaseAnswer lease = reader.lease(ns, 0, List.of(p), 30_000);
+            long offset = lease.pages().getFirst().offset();
+            assertArrayEquals(new int[] {OK}, other.delete(ns, 0, List.of(p.hash())));
+            for (int i = 0; i < 16; i++) {
+                assertArrayEquals(new int[] {OK}, other.put(ns, Page.random(64 * 1024)), "puts go on meanwhile");
+            }
+            byte[] seen = new byte[p.length()];
+            slab.get((int) offset, seen);
+            assertArrayEquals(p.body(), seen, "the leased bytes stay while the lease holds");
+            assertEquals(1, reader.release(lease.leaseId()));
+            assertEquals(MISS, reader.get(ns, p).getFirst().status(), "deleted, once no lease holds it");
+        }
+    }
+
     // §2 "Any other checksum value is ERROR MALFORMED and closes the connection"
     @Test
     void anUnknownChecksumIsMalformedAndCloses() throws IOException {

@@ -19,6 +19,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
@@ -104,7 +105,12 @@ final class RemoteConnection {
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0, 4, true));
+                        LengthFieldBasedFrameDecoder frames = new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0,
+                                4, true);
+                        // A GET answer of many pages is tens of MiB: merging reads into one buffer would grow it
+                        // 4 MiB at a time, copying it whole each time; a composite keeps the reads as they came.
+                        frames.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
+                        ch.pipeline().addLast(frames);
                         ch.pipeline().addLast(c.new Inbound());
                     }
                 });
