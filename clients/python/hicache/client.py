@@ -23,6 +23,11 @@ ANSWER_GRACE_S = 0.5
 per page (the daemon counts the deadline from when it has read the whole frame, a little after the client)."""
 HOLD_MARGIN_MS = 5000
 """Added to a lease's or reservation's hold beyond the call's deadline: it is released at once when done."""
+HOLD_SAFETY_S = 1.0
+"""A copy into or out of the slab starts only this long before the hold asked for could end (the daemon checks expiry
+every second). The daemon may have shortened the hold to its ``server.max-lease``; the client assumes at most
+:data:`ASSUMED_MAX_LEASE_S`, the default, and a lease found ended at RELEASE fails its pages."""
+ASSUMED_MAX_LEASE_S = 60.0
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _FAILED_PAGES = {ErrorCode.BUSY: Status.FAILED, ErrorCode.SHUTTING_DOWN: Status.FAILED,
                  ErrorCode.INTERNAL: Status.FAILED, ErrorCode.TIMED_OUT: Status.TIMED_OUT}
@@ -298,8 +303,11 @@ class HiCacheClient:
         lease keeps the page from being reused until it is released, after the copy. On version 1 (whose
         checksum, CRC-32C, the daemon has at hand) the copy is verified."""
         verify = conn.version < protocol.VERSION_2
+        copied: dict[int, list] = {}  # lease id -> pages copied under it
         ns_bytes = ns.encode()
         hold_ms = min(0xFFFFFFFF, int((call.deadline - time.monotonic()) * 1000) + HOLD_MARGIN_MS)
+        # The hold counts from when the daemon answers, which is after now: copies made before this are in it.
+        hold_until = time.monotonic() + min(hold_ms / 1000, ASSUMED_MAX_LEASE_S) - HOLD_SAFETY_S
         groups = pipeline.group_pages(pages, len(ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
                                       lambda p: protocol.LEASE_ENTRY.size, conn.hello.max_frame_bytes)
         lease_ids: list[int] = []
@@ -328,6 +336,10 @@ class HiCacheClient:
                 if length != lengths[page] or not slab.contains(offset, length):
                     raise HiCacheProtocolError(f"a lease of {length} bytes at offset {offset} for a page of "
                                                f"{lengths[page]} bytes, in a slab file of {slab.size} bytes")
+                if time.monotonic() > hold_until:
+                    statuses[page] = Status.TIMED_OUT  # the lease may have ended: its bytes may be another page's
+                    continue
+                copied.setdefault(lease_id, []).append(page)
                 with slab.read_view[offset:offset + length] as leased:
                     copy_into_parts(parts[page], leased)
                 matches = not verify or checksum_of_parts(conn.checksum, parts[page]) == crc
@@ -337,19 +349,33 @@ class HiCacheClient:
             pipeline.run(conn, Op.LEASE, groups, build, on_answer, self._chunk_error(conn, statuses), call.deadline,
                          call.io_deadline, 0 if verify else protocol.LEASE_NO_CHECKSUMS)
         finally:
-            self._release(conn, lease_ids, call)
+            # A lease the daemon no longer held when released had expired: what was copied under it is unsure.
+            for lease_id in self._release(conn, lease_ids, call):
+                for page in copied.get(lease_id, ()):
+                    statuses[page] = Status.FAILED
         return rejected
 
-    def _release(self, conn: Connection, ids: list, call: _Call) -> None:
-        """RELEASEs leases or reservations; if that cannot be done in time, drops the connection, which ends them."""
+    def _release(self, conn: Connection, ids: list, call: _Call) -> list:
+        """RELEASEs leases or reservations; if that cannot be done in time, drops the connection, which ends them.
+        Returns the ids the daemon did not release (``released`` 0: already ended, so expired), or all of them when
+        it could not say."""
         if not ids or conn.broken:
-            return
+            return list(ids)
+        not_released: list = []
+
+        def on_answer(group: list, frame: Frame) -> None:
+            payload = conn.read_payload(frame, call.io_deadline)
+            if len(payload) != 1 or payload[0] != 1:
+                not_released.append(group[0])
+
         try:
             pipeline.run(conn, Op.RELEASE, [[i] for i in ids], lambda group: ([struct.pack(">Q", group[0])], 0),
-                         lambda group, frame: conn.discard(frame.payload_length, call.io_deadline),
-                         lambda group, code, message: None, call.io_deadline, call.io_deadline)
+                         on_answer, lambda group, code, message: not_released.append(group[0]),
+                         call.io_deadline, call.io_deadline)
         except HiCacheError:
             conn.broken = True
+            return list(ids)
+        return not_released
 
     def put(self, ns: Namespace, hashes: Sequence, sources: Sequence,
             timeout_s: Optional[float] = None) -> list[Status]:
@@ -424,13 +450,16 @@ class HiCacheClient:
     def _reserve_from(self, conn: Connection, slab: SlabMapping, writable: memoryview, ns: Namespace, keys, parts,
                       lengths, pages, statuses, call: _Call) -> list:
         """RESERVE room in the slab, copy each page there, COMMIT with its checksum. Returns the pages left for
-        PUT: all of them if the daemon does not know RESERVE (ERROR UNKNOWN_OP, remembered)."""
+        PUT: all of them if the daemon does not know RESERVE (ERROR UNKNOWN_OP, remembered), else those RESERVE
+        answered REJECTED (reserved room is never evicted, so a put may find room where a reservation did not)."""
         ns_bytes = ns.encode()
         hold_ms = min(0xFFFFFFFF, int((call.deadline - time.monotonic()) * 1000) + HOLD_MARGIN_MS)
+        hold_until = time.monotonic() + min(hold_ms / 1000, ASSUMED_MAX_LEASE_S) - HOLD_SAFETY_S  # as for leases
         groups = pipeline.group_pages(pages, len(ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
                                       lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes)
         reservations: list[tuple[int, list, list]] = []  # (id, pages, checksums)
         unknown: list[int] = []
+        no_room: list[int] = []  # REJECTED by RESERVE: reserved room cannot be evicted; PUT may still find room
         chunk_error = self._chunk_error(conn, statuses)
 
         def build(group: list) -> tuple[list, int]:
@@ -451,10 +480,18 @@ class HiCacheClient:
                 if status != Status.OK:
                     statuses[page] = status
                     checksums.append(0)
+                    if status == Status.REJECTED:
+                        no_room.append(page)
                     continue
                 if not slab.contains(offset, lengths[page]):
                     raise HiCacheProtocolError(f"room for {lengths[page]} bytes reserved at offset {offset}, in a slab "
                                                f"file of {slab.size} bytes")
+                if time.monotonic() > hold_until:
+                    # The reservation may have ended and its room become another page's: write nothing. The COMMIT
+                    # then finds the room's bytes wrong (FAILED, not stored) or the reservation gone.
+                    statuses[page] = Status.TIMED_OUT
+                    checksums.append(0)
+                    continue
                 position = offset
                 for part in parts[page]:
                     writable[position:position + part.nbytes] = part
@@ -482,7 +519,7 @@ class HiCacheClient:
                          lambda g, code, message: chunk_error(by_id[g[0]][0], code, message),
                          call.deadline, call.io_deadline)
             committed = True
-            return []
+            return sorted(no_room)
         finally:
             if not committed:
                 self._release(conn, [rid for rid, _, _ in reservations], call)

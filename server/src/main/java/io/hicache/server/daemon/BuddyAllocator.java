@@ -66,8 +66,13 @@ final class BuddyAllocator {
         return at;
     }
 
-    /** Gives back the block of {@code order} at {@code at}, merging it with its free buddies. */
+    /**
+     * Gives back the block of {@code order} at {@code at}, merging it with its free buddies.
+     *
+     * @throws IllegalStateException for a block that is free already (a second free would hand it to two pages)
+     */
     synchronized void free(long at, int order) {
+        Checks.requireState(!free.get(order).contains(at), "the slab block of order %d at %d is freed twice", order, at);
         freeBytes += minBlock << order;
         long block = at;
         int o = order;

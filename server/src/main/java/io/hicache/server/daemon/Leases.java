@@ -83,19 +83,31 @@ final class Leases {
         });
     }
 
-    /** Ends expired leases and reservations; the server runs this every second. */
+    /**
+     * Ends expired leases and reservations; the server runs this every second. A failure to end one is logged and
+     * the rest go on: an exception out of here would cancel the schedule, and nothing would expire again.
+     */
     void expire() {
         long now = System.nanoTime();
         leases.forEach((id, l) -> {
             if (now - l.expiresNanos > 0 && leases.remove(id, l)) {
-                unpin(l);
+                guarded("lease " + id, () -> unpin(l));
             }
         });
         reservations.forEach((id, r) -> {
             if (now - r.expiresNanos > 0 && reservations.remove(id, r)) {
-                abandon(r);
+                guarded("reservation " + id, () -> abandon(r));
             }
         });
+    }
+
+    private static void guarded(String what, Runnable ending) {
+        try {
+            ending.run();
+        } catch (RuntimeException e) {
+            System.getLogger(Leases.class.getName()).log(System.Logger.Level.ERROR, "ending expired " + what
+                    + " failed; expiry goes on", e);
+        }
     }
 
     int active() {

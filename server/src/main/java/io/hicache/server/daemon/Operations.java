@@ -11,6 +11,7 @@ import io.hicache.storage.remote.protocol.Wire;
 import io.hicache.storage.remote.protocol.WireChecksum;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.channel.Channel;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -170,7 +171,9 @@ final class Operations {
                 for (int i = 0; i < n; i++) {
                     crcs[i] = (int) Codec.readUnsignedInt(in);
                 }
-                yield Work.quick(() -> commit(out, r, reservation, crcs, sum));
+                // On a worker: it checksums every page (twice on a CRC-32 connection), which would hold up the
+                // event loop's other connections.
+                yield Work.slow(() -> commit(out, r, reservation, crcs, sum));
             }
             default -> null;
         };
@@ -236,18 +239,32 @@ final class Operations {
         }
         meta.writeInt(entries.length);
         List<SlabCache.Entry> delivered = new ArrayList<>();
+        boolean noChecksums = lease && (r.flags() & Request.NO_CHECKSUMS) != 0;
         for (int i = 0; i < entries.length; i++) {
             SlabCache.Entry e = entries[i];
             PageStatus status = e == null ? (why == null ? PageStatus.MISS : why[i])
                     : e.length != lengths[i] ? PageStatus.SIZE_MISMATCH
                     // A page the slab had no room for cannot be leased: the client should get it instead.
                     : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
+            int crc = 0;
+            if (e != null && !noChecksums) {
+                crc = e.crc;
+                if (sum != WireChecksum.CRC32C) {
+                    // The slab keeps CRC-32C. A checksum computed from the bytes as they are now would vouch for
+                    // bytes damaged in the slab (a same-host writer past its reservation), so they are checked
+                    // against the kept CRC-32C first.
+                    MemorySegment bytes = cache.bytes(e);
+                    if (PageChecksum.of(bytes) != e.crc) {
+                        status = status == PageStatus.OK ? PageStatus.CORRUPT : status;
+                        crc = 0;
+                    } else {
+                        crc = sum.of(bytes);
+                    }
+                }
+            }
             meta.writeByte(Wire.status(status));
-            meta.writeInt(e == null ? 0 : e.length);
-            // The slab keeps CRC-32C; a connection that agreed on another checksum gets it computed here, unless a
-            // lease of version 2 asked for none.
-            meta.writeInt(e == null || (lease && (r.flags() & Request.NO_CHECKSUMS) != 0) ? 0
-                    : sum == WireChecksum.CRC32C ? e.crc : sum.of(cache.bytes(e)));
+            meta.writeInt(e == null || status == PageStatus.CORRUPT ? 0 : e.length);
+            meta.writeInt(status == PageStatus.CORRUPT ? 0 : crc);
             if (lease) {
                 meta.writeLong(status == PageStatus.OK ? e.offset : -1);
             }
@@ -258,7 +275,12 @@ final class Operations {
             }
         }
         if (lease) {
-            meta.setLong(leaseIdAt, server.leases.grant(out.context().channel(), delivered, leaseMillis));
+            Channel owner = out.context().channel();
+            long id = server.leases.grant(owner, delivered, leaseMillis);
+            if (!owner.isActive()) {
+                server.leases.release(owner, id); // closed meanwhile: its leases were ended before this one began
+            }
+            meta.setLong(leaseIdAt, id);
             out.send(meta);
             return;
         }
@@ -366,6 +388,8 @@ final class Operations {
         private final SlabCache.Room[] rooms;
         private final PageStatus[] statuses;
         private int next;
+        /** Set once the rooms belong to a reservation: from then on only the reservation frees them. */
+        private boolean handedOver;
 
         Reserve(Responder out, Request r, List<StoreKey> keys, int[] lengths, long holdMillis) {
             this.out = out;
@@ -383,7 +407,7 @@ final class Operations {
                 return reserveRest(mayWait);
             } catch (RuntimeException e) {
                 for (SlabCache.Room room : rooms) {
-                    if (room != null) {
+                    if (room != null && !handedOver) {
                         cache.abandon(room); // the request fails as a whole: nothing stays reserved
                     }
                 }
@@ -406,8 +430,14 @@ final class Operations {
                 statuses[next] = room.refused() == null ? PageStatus.OK : room.refused();
                 rooms[next] = room.refused() == null ? room : null;
             }
+            Channel owner = out.context().channel();
+            long id = server.leases.reserve(owner, rooms, statuses, holdMillis);
+            handedOver = true;
+            if (!owner.isActive()) {
+                server.leases.release(owner, id); // closed meanwhile: its reservations were abandoned before this one
+            }
             ByteBuf answer = out.begin(r.op(), r.id());
-            answer.writeLong(server.leases.reserve(out.context().channel(), rooms, statuses, holdMillis));
+            answer.writeLong(id);
             answer.writeInt(keys.size());
             for (int i = 0; i < keys.size(); i++) {
                 answer.writeByte(Wire.status(statuses[i]));
