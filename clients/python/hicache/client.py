@@ -56,6 +56,19 @@ def _page_hashes(hashes: Sequence) -> list[bytes]:
     return [_page_hash(h, i) for i, h in enumerate(hashes)]
 
 
+def _pages_of(hashes: Sequence, buffers: Sequence, writable: bool, what: str) -> tuple[list, list, list]:
+    """The page keys, each page's parts and each page's length, with the arguments checked."""
+    keys = _page_hashes(hashes)
+    if len(buffers) != len(keys):
+        raise ValueError(f"{len(keys)} hashes but {len(buffers)} {what}s")
+    parts = [page_parts(b, writable=writable, what=f"{what} {i}") for i, b in enumerate(buffers)]
+    lengths = [parts_length(p) for p in parts]
+    for i, length in enumerate(lengths):
+        if length == 0:
+            raise ValueError(f"{what} {i} is empty; a page has at least 1 byte")
+    return keys, parts, lengths
+
+
 class _Call:
     """One call's deadlines: the one sent to the daemon, and the socket's, a grace period later."""
 
@@ -233,14 +246,7 @@ class HiCacheClient:
         arrived fail the checksum), ``TIMED_OUT``, ``FAILED`` (connection lost, L3 failure)... The content of a
         target is undefined unless its page is ``OK``: it may hold part of the page, or bytes that failed the check.
         """
-        keys = _page_hashes(hashes)
-        if len(targets) != len(keys):
-            raise ValueError(f"{len(keys)} hashes but {len(targets)} targets")
-        parts = [page_parts(t, writable=True, what=f"target {i}") for i, t in enumerate(targets)]
-        lengths = [parts_length(p) for p in parts]
-        for i, length in enumerate(lengths):
-            if length == 0:
-                raise ValueError(f"target {i} is empty; a page has at least 1 byte")
+        keys, parts, lengths = _pages_of(hashes, targets, writable=True, what="target")
         statuses: list = [None] * len(keys)
         if not keys:
             return []
@@ -383,14 +389,7 @@ class HiCacheClient:
         list of those forming the page). Returns one :class:`Status` per page: ``OK`` stored, ``EXISTS`` already
         stored, ``REJECTED`` (over the daemon's max_page_bytes, or no room), ``TIMED_OUT``, ``FAILED``...
         Pages are sent from the caller's memory with ``sendmsg``, or written into the slab file (local path)."""
-        keys = _page_hashes(hashes)
-        if len(sources) != len(keys):
-            raise ValueError(f"{len(keys)} hashes but {len(sources)} sources")
-        parts = [page_parts(s, writable=False, what=f"source {i}") for i, s in enumerate(sources)]
-        lengths = [parts_length(p) for p in parts]
-        for i, length in enumerate(lengths):
-            if length == 0:
-                raise ValueError(f"source {i} is empty; a page has at least 1 byte")
+        keys, parts, lengths = _pages_of(hashes, sources, writable=False, what="source")
         statuses: list = [None] * len(keys)
         if not keys:
             return []

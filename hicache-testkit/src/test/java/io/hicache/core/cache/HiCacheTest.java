@@ -345,14 +345,9 @@ class HiCacheTest {
                             e.serve("e" + engine + "-r" + round + "-p" + p, prompt(p * 1000, 60));
                         }
                     }
-                    e.quiesce();
-                    assertTrue(e.cache.nothingPinned());
-                    e.cache.checkConsistency();
+                    quiesceAndCheck(e);
                 } finally {
-                    long start = System.nanoTime();
-                    e.close();
-                    long millis = (System.nanoTime() - start) / 1_000_000;
-                    assertTrue(millis < 10_000, "close took " + millis + " ms");
+                    closeWithin(e, 10_000);
                 }
             }
         } finally {
@@ -397,20 +392,30 @@ class HiCacheTest {
                             fromStore += served.outcome().storeTokens();
                         }
                     }
-                    e.quiesce();
-                    assertTrue(e.cache.nothingPinned());
-                    e.cache.checkConsistency();
+                    quiesceAndCheck(e);
                 } finally {
-                    long start = System.nanoTime();
-                    e.close();
-                    long millis = (System.nanoTime() - start) / 1_000_000;
-                    assertTrue(millis < 8_000, "close took " + millis + " ms");
+                    closeWithin(e, 8_000);
                 }
             }
             assertTrue(fromStore > 0, "the second engine got pages from the slow store");
         } finally {
             shared.close();
         }
+    }
+
+    /** Waits for background work, then checks that nothing is pinned and the cache is consistent. */
+    static void quiesceAndCheck(TestEngine e) throws Exception {
+        e.quiesce();
+        assertTrue(e.cache.nothingPinned());
+        e.cache.checkConsistency();
+    }
+
+    /** Closes {@code e}, failing if that took {@code maxMillis} or more. */
+    static void closeWithin(TestEngine e, long maxMillis) throws Exception {
+        long start = System.nanoTime();
+        e.close();
+        long millis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(millis < maxMillis, "close took " + millis + " ms");
     }
 
     /** Issue 23, item 6: closing over a stalled store is bounded by hicache-close-timeout, not 30 s per loop. */
