@@ -1,6 +1,5 @@
 package io.hicache.bench;
 
-import io.hicache.bench.server.ServerProcess;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;

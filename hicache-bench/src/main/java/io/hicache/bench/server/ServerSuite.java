@@ -2,6 +2,7 @@ package io.hicache.bench.server;
 
 import io.hicache.bench.BenchRow;
 import io.hicache.bench.BenchSuite;
+import io.hicache.bench.ServerProcess;
 import io.hicache.core.store.PageChecksum;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;

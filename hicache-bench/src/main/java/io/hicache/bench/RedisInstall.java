@@ -1,4 +1,4 @@
-package io.hicache.bench.server;
+package io.hicache.bench;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -20,7 +20,7 @@ final class RedisInstall {
     }
 
     static Path find() throws IOException, InterruptedException {
-        return io.hicache.bench.DebianTools.find("redis-server", "redis-server");
+        return DebianTools.find("redis-server", "redis-server");
     }
 
     /** The version, such as {@code 7.0.15}; Redis 7 is the reference, so another major version is refused. */

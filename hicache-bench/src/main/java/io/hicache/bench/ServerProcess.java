@@ -1,4 +1,4 @@
-package io.hicache.bench.server;
+package io.hicache.bench;
 
 import io.hicache.core.util.Threads;
 import java.io.BufferedReader;
@@ -21,8 +21,8 @@ import java.util.stream.Stream;
  * sends SIGTERM, waits, and removes the process's scratch folder. Not thread-safe.
  */
 public final class ServerProcess implements AutoCloseable {
-    final String name;
-    final String version;
+    public final String name;
+    public final String version;
     public final int port;
     private final Process process;
     private final Path scratch;
@@ -59,7 +59,7 @@ public final class ServerProcess implements AutoCloseable {
     }
 
     /** {@code redis-server} with persistence off, found on this machine or installed with apt-get. */
-    static ServerProcess redis() throws IOException, InterruptedException {
+    public static ServerProcess redis() throws IOException, InterruptedException {
         Path binary = RedisInstall.find();
         String version = RedisInstall.version(binary);
         Path scratch = Files.createTempDirectory("hicache-bench-redis-");
