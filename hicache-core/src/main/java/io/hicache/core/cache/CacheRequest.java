@@ -177,8 +177,13 @@ public final class CacheRequest implements AutoCloseable {
                 TreeNode last = path.getLast();
                 int loaded = pages;
                 loadedPages += pages;
-                copy.done().whenComplete((v, error) -> cache.complete(() -> finishLoad(pending, last,
-                        error == null, loaded)));
+                long start = System.nanoTime();
+                copy.done().whenComplete((v, error) -> {
+                    if (error == null) {
+                        cache.export.loadSeconds.observe((System.nanoTime() - start) / 1e9);
+                    }
+                    cache.complete(() -> finishLoad(pending, last, error == null, loaded));
+                });
                 relock(last);
                 rematch();
             }

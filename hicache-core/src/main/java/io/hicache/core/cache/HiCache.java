@@ -13,6 +13,7 @@ import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.PageStore;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.core.tree.RadixTree;
@@ -56,6 +57,8 @@ public final class HiCache implements AutoCloseable {
     final Optional<PageStore> store;
     final ReentrantLock lock = new ReentrantLock();
     final CacheMetrics metrics = new CacheMetrics();
+    /** The metrics in the engine's Prometheus registry: detached on close. */
+    final CacheMetricsExport export;
     final KvEvents events;
     final Loop<Runnable> completions;
     final Uploader uploader;
@@ -90,14 +93,16 @@ public final class HiCache implements AutoCloseable {
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
     private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device, HostPagePool host,
-            Optional<PageStore> store) {
+            Optional<PageStore> store, PrometheusRegistry registry) {
         this.config = config;
+        this.export = CacheMetricsExport.create(registry, namespace.id(), store.map(PageStore::name).orElse("none"),
+                format.pageBytes(), config.pageSizeTokens());
         this.namespace = namespace;
         this.format = format;
         this.tree = new RadixTree(config.pageSizeTokens(), config.eviction());
         this.device = device;
         this.host = host;
-        this.store = store;
+        this.store = store.map(s -> new TimedPageStore(s, export));
         this.events = new KvEvents(config.queueCapacity());
         if (host != null) {
             host.forEachReady((slot, key) -> leftovers.set(slot));
@@ -106,6 +111,7 @@ public final class HiCache implements AutoCloseable {
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
+        export.start(this::stats);
     }
 
     /** Starts the description of a cache to open: see {@link HiCacheBuilder}. */
@@ -115,7 +121,7 @@ public final class HiCache implements AutoCloseable {
 
     /** Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none. */
     static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
-            DeviceRuntime runtime, PageStore store) {
+            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry) {
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
         PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
@@ -136,7 +142,8 @@ public final class HiCache implements AutoCloseable {
                 configured = config.storageBackend().map(name -> PageStores.open(new StoreConfig(name, config.settings())))
                         .orElse(null);
             }
-            return new HiCache(config, namespace, format, pool, host, Optional.ofNullable(store != null ? store : configured));
+            return new HiCache(config, namespace, format, pool, host, Optional.ofNullable(store != null ? store : configured),
+                    registry);
         } catch (RuntimeException e) {
             if (configured != null) {
                 configured.close(); // a store given by the caller is closed by the builder
@@ -434,8 +441,10 @@ public final class HiCache implements AutoCloseable {
         pending.attach(copy);
         metrics.backupsStarted.increment();
         BackupOp op = new BackupOp(n, pending, slots, copy);
+        long start = System.nanoTime();
         copy.done().whenComplete((v, error) -> {
             if (error == null) {
+                export.backupSeconds.observe((System.nanoTime() - start) / 1e9);
                 op.commitOnce(); // checksums and the host index here, on the copy's thread, not under the cache's lock
             }
             complete(() -> finishBackup(op, error == null));
@@ -655,6 +664,7 @@ public final class HiCache implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        export.close();
         long end = System.nanoTime() + config.closeTimeout().toNanos();
         prefetcher.close(leftMillis(end));
         int uploadsLeft = uploader.depth();

@@ -5,6 +5,7 @@ import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 /**
  * Collects what a {@link HiCache} is opened with; {@link #open()} checks that every required part is set. Each part
@@ -28,6 +29,7 @@ public final class HiCacheBuilder {
     private int devicePages;
     private DeviceRuntime runtime;
     private PageStore store;
+    private PrometheusRegistry metrics = PrometheusRegistry.defaultRegistry;
     private boolean opened;
 
     HiCacheBuilder() {
@@ -80,6 +82,16 @@ public final class HiCacheBuilder {
     }
 
     /**
+     * The Prometheus registry the cache registers its metrics in (the engine exports it: an HTTP exporter, a push
+     * gateway). Optional: the default registry, {@link PrometheusRegistry#defaultRegistry}. Caches sharing a registry
+     * are told apart by the {@code namespace} label; a cache leaves the registry when it closes.
+     */
+    public HiCacheBuilder metrics(PrometheusRegistry value) {
+        metrics = Checks.checkNotNull(value, "metrics");
+        return this;
+    }
+
+    /**
      * Opens the cache: a device pool, a host pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page
      * store set here or named by {@code hicache-storage-backend}, if any.
      *
@@ -96,7 +108,7 @@ public final class HiCacheBuilder {
             Checks.requireState(geometry != null, "geometry is not set");
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
-            return HiCache.open(config, namespace, geometry, devicePages, runtime, store);
+            return HiCache.open(config, namespace, geometry, devicePages, runtime, store, metrics);
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

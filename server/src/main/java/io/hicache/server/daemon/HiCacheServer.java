@@ -72,6 +72,7 @@ public final class HiCacheServer implements AutoCloseable {
     private HiCacheServer(ServerConfig config, SlabCache cache, String storeDescription) throws Exception {
         this.config = config;
         this.cache = cache;
+        metrics.export(cache);
         this.storeDescription = storeDescription;
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
         this.leases = new Leases(cache);
@@ -103,7 +104,7 @@ public final class HiCacheServer implements AutoCloseable {
         MetricsEndpoint http = null;
         if (config.metricsPort() >= 0) {
             try {
-                http = new MetricsEndpoint(config.bind(), config.metricsPort(), () -> metrics.render(cache),
+                http = new MetricsEndpoint(config.bind(), config.metricsPort(), metrics.registry,
                         () -> !closing.get(), cache.writeBehind::degraded);
             } catch (IOException e) {
                 listener.close().sync();

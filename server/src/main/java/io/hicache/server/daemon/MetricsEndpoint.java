@@ -8,11 +8,13 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
+import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * {@code /metrics} (Prometheus text format) and {@code /health} ({@code 200 ok}; {@code 200 degraded: ...} when
+ * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks) and {@code /health} ({@code 200 ok}; {@code 200 degraded: ...} when
  * acknowledged pages could not be written to L3; {@code 503} while shutting down)
  * over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}). Thread-safe; the
  * server stops it.
@@ -20,11 +22,11 @@ import java.util.function.Supplier;
 final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer http;
 
-    MetricsEndpoint(String bind, int port, Supplier<String> metrics, BooleanSupplier healthy, Supplier<String> degraded)
+    MetricsEndpoint(String bind, int port, PrometheusRegistry metrics, BooleanSupplier healthy, Supplier<String> degraded)
             throws IOException {
         http = HttpServer.create(new InetSocketAddress(bind, port), 16);
         http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
-        http.createContext("/metrics", ex -> reply(ex, 200, "text/plain; version=0.0.4", metrics.get()));
+        http.createContext("/metrics", new MetricsHandler(metrics));
         http.createContext("/health", ex -> {
             boolean ok = healthy.getAsBoolean();
             String trouble = ok ? degraded.get() : null;

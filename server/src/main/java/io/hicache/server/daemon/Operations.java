@@ -131,7 +131,7 @@ final class Operations {
             case Wire.CLEAR_ALL -> Work.slow(() -> clear(out, r, () -> cache.clearAll(r.deadline())));
             case Wire.STATS -> Work.quick(() -> {
                 ByteBuf answer = out.begin(r.op(), r.id());
-                byte[] text = server.metrics.render(cache).getBytes(StandardCharsets.UTF_8);
+                byte[] text = server.metrics.render().getBytes(StandardCharsets.UTF_8);
                 answer.writeInt(text.length);
                 answer.writeBytes(text);
                 out.send(answer);

@@ -36,7 +36,7 @@ final class Responder {
     /** Fills in the frame's length and writes it. */
     ChannelFuture send(ByteBuf frame) {
         Codec.endFrame(frame);
-        metrics.bytesOut.add(frame.readableBytes());
+        metrics.bytesOut.inc(frame.readableBytes());
         return ctx.writeAndFlush(frame);
     }
 

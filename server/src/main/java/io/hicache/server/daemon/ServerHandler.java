@@ -84,7 +84,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }, waitMillis, TimeUnit.MILLISECONDS);
         counted = true;
         if (server.metrics.connections.incrementAndGet() > server.config.maxConnections()) {
-            server.metrics.connectionsRefused.increment();
+            server.metrics.connectionsRefused.inc();
             failAndClose(0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections() + ")");
             return;
         }
@@ -111,7 +111,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             frame.release();
             return;
         }
-        server.metrics.bytesIn.add(frame.readableBytes() + 4L);
+        server.metrics.bytesIn.inc(frame.readableBytes() + 4L);
         Operations.Request r;
         try {
             Codec.need(frame, Wire.HEADER_BYTES, "header");
@@ -342,7 +342,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             paused = pause;
             ctx.channel().config().setAutoRead(!pause);
             if (pause) {
-                server.metrics.pausedReads.increment();
+                server.metrics.pausedReads.inc();
             }
         }
     }
@@ -350,7 +350,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof FrameDecoder.OverBudget over) {
-            server.metrics.partialFramesRefused.increment();
+            server.metrics.partialFramesRefused.inc();
             server.partialFramesLog.log("refused a frame from " + ctx.channel().remoteAddress() + ": " + over.getMessage());
             failAndClose(0, Wire.E_BUSY, over.getMessage());
             return;

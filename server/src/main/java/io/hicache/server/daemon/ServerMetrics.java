@@ -1,115 +1,112 @@
 package io.hicache.server.daemon;
 
 import io.hicache.storage.remote.protocol.Wire;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
+import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.Unit;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
 
 /**
- * The daemon's counters, written out in Prometheus' text format by {@link MetricsEndpoint}: requests and their
- * latency (a fixed-bucket histogram) by operation, bytes in and out, errors by code, connections, and the slab's and
- * the write-behind's gauges. Thread-safe and lock-free.
+ * The daemon's metrics, in a Prometheus registry of its own (several daemons may share a JVM, in tests and
+ * embedders): requests and their latency by operation, bytes in and out, errors by code, connections, and the slab's
+ * and the write-behind's figures read from them when scraped. {@link MetricsEndpoint} serves the registry over HTTP
+ * and the protocol's STATS answers {@link #render}. Thread-safe.
  */
 final class ServerMetrics {
-    /** Latency buckets, seconds. */
+    /** Latency buckets, seconds: 100 µs to 10 s. */
     private static final double[] BUCKETS = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
             0.25, 0.5, 1, 2.5, 5, 10};
 
+    final PrometheusRegistry registry = new PrometheusRegistry();
     final AtomicInteger connections = new AtomicInteger();
-    final LongAdder connectionsRefused = new LongAdder();
-    final LongAdder partialFramesRefused = new LongAdder();
-    final LongAdder pausedReads = new LongAdder();
-    final LongAdder bytesIn = new LongAdder();
-    final LongAdder bytesOut = new LongAdder();
-    private final Map<String, LongAdder> errors = new ConcurrentHashMap<>();
-    private final Map<String, Histogram> latency = new ConcurrentHashMap<>();
+    final Counter connectionsRefused = counter("hicache_server_connections_refused", "connections refused at the limit");
+    final Counter partialFramesRefused = counter("hicache_server_partial_frames_refused",
+            "frames refused over server.max-partial-frame-bytes (their connections closed)");
+    final Counter pausedReads = counter("hicache_server_paused_reads",
+            "times a connection's reading paused at its in-flight limit");
+    final Counter bytesIn = Counter.builder().name("hicache_server_received_bytes").unit(Unit.BYTES)
+            .help("frame bytes received").register(registry);
+    final Counter bytesOut = Counter.builder().name("hicache_server_sent_bytes").unit(Unit.BYTES)
+            .help("frame bytes sent").register(registry);
+    private final Counter errors = Counter.builder().name("hicache_server_errors")
+            .help("requests answered with an error, by code").labelNames("code").register(registry);
+    private final Histogram latency = Histogram.builder().name("hicache_server_request_seconds")
+            .help("request latency by operation").labelNames("op").classicOnly().classicUpperBounds(BUCKETS)
+            .register(registry);
+    /** The latency data point of each operation code, looked up once. */
+    private final AtomicReferenceArray<DistributionDataPoint> latencyByOp = new AtomicReferenceArray<>(256);
 
-    private static final class Histogram {
-        final LongAdder[] counts = new LongAdder[BUCKETS.length + 1];
-        final LongAdder count = new LongAdder();
-        final LongAdder sumNanos = new LongAdder();
+    ServerMetrics() {
+        GaugeWithCallback.builder().name("hicache_server_connections").help("open client connections")
+                .callback(cb -> cb.call(connections.get())).register(registry);
+    }
 
-        Histogram() {
-            for (int i = 0; i < counts.length; i++) {
-                counts[i] = new LongAdder();
-            }
-        }
+    private Counter counter(String name, String help) {
+        return Counter.builder().name(name).help(help).register(registry);
     }
 
     void request(int op, long nanos) {
-        Histogram h = latency.computeIfAbsent(Wire.opName(op).toLowerCase(java.util.Locale.ROOT), k -> new Histogram());
-        double seconds = nanos / 1e9;
-        int b = 0;
-        while (b < BUCKETS.length && seconds > BUCKETS[b]) {
-            b++;
+        DistributionDataPoint point = latencyByOp.get(op & 0xFF);
+        if (point == null) {
+            point = latency.labelValues(Wire.opName(op).toLowerCase(Locale.ROOT));
+            latencyByOp.set(op & 0xFF, point);
         }
-        h.counts[b].increment();
-        h.count.increment();
-        h.sumNanos.add(nanos);
+        point.observe(nanos / 1e9);
     }
 
     void error(String code) {
-        errors.computeIfAbsent(code, k -> new LongAdder()).increment();
+        errors.labelValues(code).inc();
     }
 
-    /** The Prometheus text exposition of everything, with the slab cache's figures. */
-    String render(SlabCache cache) {
-        StringBuilder b = new StringBuilder();
-        gauge(b, "hicache_server_connections", "open client connections", connections.get());
-        counter(b, "hicache_server_connections_refused_total", "connections refused at the limit", connectionsRefused.sum());
-        counter(b, "hicache_server_partial_frames_refused_total",
-                "frames refused over server.max-partial-frame-bytes (their connections closed)", partialFramesRefused.sum());
-        counter(b, "hicache_server_paused_reads_total", "times a connection's reading paused at its in-flight limit",
-                pausedReads.sum());
-        counter(b, "hicache_server_bytes_received_total", "frame bytes received", bytesIn.sum());
-        counter(b, "hicache_server_bytes_sent_total", "frame bytes sent", bytesOut.sum());
-        b.append("# HELP hicache_server_errors_total requests answered with an error, by code\n");
-        b.append("# TYPE hicache_server_errors_total counter\n");
-        new TreeMap<>(errors).forEach((code, n) -> b.append("hicache_server_errors_total{code=\"").append(code)
-                .append("\"} ").append(n.sum()).append('\n'));
-        b.append("# HELP hicache_server_request_seconds request latency by operation\n");
-        b.append("# TYPE hicache_server_request_seconds histogram\n");
-        new TreeMap<>(latency).forEach((op, h) -> {
-            long cumulative = 0;
-            for (int i = 0; i < BUCKETS.length; i++) {
-                cumulative += h.counts[i].sum();
-                b.append("hicache_server_request_seconds_bucket{op=\"").append(op).append("\",le=\"").append(BUCKETS[i])
-                        .append("\"} ").append(cumulative).append('\n');
-            }
-            b.append("hicache_server_request_seconds_bucket{op=\"").append(op).append("\",le=\"+Inf\"} ")
-                    .append(h.count.sum()).append('\n');
-            b.append("hicache_server_request_seconds_sum{op=\"").append(op).append("\"} ").append(h.sumNanos.sum() / 1e9)
-                    .append('\n');
-            b.append("hicache_server_request_seconds_count{op=\"").append(op).append("\"} ").append(h.count.sum())
-                    .append('\n');
-        });
-        counter(b, "hicache_server_hits_host_total", "pages served from the host slab", cache.hostHits.sum());
-        counter(b, "hicache_server_hits_store_total", "pages served from the L3 store (and promoted)", cache.storeHits.sum());
-        counter(b, "hicache_server_misses_total", "pages found in no tier", cache.misses.sum());
-        counter(b, "hicache_server_evicted_pages_total", "pages evicted from the host slab", cache.evictedPages.sum());
-        counter(b, "hicache_server_rejected_puts_total", "puts refused (full, over quota, too large)", cache.rejectedPuts.sum());
-        counter(b, "hicache_server_write_behind_pages_total", "pages written behind to L3", cache.writeBehind.written.sum());
-        counter(b, "hicache_server_write_behind_failures_total", "failed tries to write a page behind to L3",
-                cache.writeBehind.failures.sum());
-        counter(b, "hicache_server_write_behind_abandoned_pages_total",
+    /** Adds the slab's and the write-behind's figures, read from {@code cache} at each scrape. Once per daemon. */
+    void export(SlabCache cache) {
+        counted("hicache_server_hits_host", "pages served from the host slab", cache.hostHits);
+        counted("hicache_server_hits_store", "pages served from the L3 store (and promoted)", cache.storeHits);
+        counted("hicache_server_misses", "pages found in no tier", cache.misses);
+        counted("hicache_server_evicted_pages", "pages evicted from the host slab", cache.evictedPages);
+        counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", cache.rejectedPuts);
+        counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
+        counted("hicache_server_write_behind_failures", "failed tries to write a page behind to L3",
+                cache.writeBehind.failures);
+        counted("hicache_server_write_behind_abandoned_pages",
                 "acknowledged pages the write-behind gave up on after server.write-behind-max-tries (not in L3)",
-                cache.writeBehind.abandoned.sum());
-        new TreeMap<>(cache.gauges()).forEach((name, value) -> gauge(b, "hicache_server_" + name, name.replace('_', ' '),
-                value));
-        return b.toString();
+                cache.writeBehind.abandoned);
+        gauge("hicache_server_slab_bytes", "bytes of the host slab", cache::slabBytes);
+        gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache::freeBytes);
+        gauge("hicache_server_pages", "pages in the host slab", cache::pages);
+        gauge("hicache_server_write_behind_pending_pages", "pages in the slab not yet written to L3",
+                cache.writeBehind::pendingPages);
     }
 
-    private static void counter(StringBuilder b, String name, String help, long value) {
-        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        b.append("# TYPE ").append(name).append(" counter\n");
-        b.append(name).append(' ').append(value).append('\n');
+    private void counted(String name, String help, LongAdder value) {
+        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.sum())).register(registry);
     }
 
-    private static void gauge(StringBuilder b, String name, String help, long value) {
-        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
-        b.append("# TYPE ").append(name).append(" gauge\n");
-        b.append(name).append(' ').append(value).append('\n');
+    private void gauge(String name, String help, LongSupplier value) {
+        GaugeWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.getAsLong())).register(registry);
+    }
+
+    /** Everything, in Prometheus' text format (what /metrics serves to a scraper that asks for text). */
+    String render() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(8192);
+        try {
+            PrometheusTextFormatWriter.create().write(out, registry.scrape());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return out.toString(StandardCharsets.UTF_8);
     }
 }

@@ -25,7 +25,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -742,12 +741,6 @@ final class SlabCache implements AutoCloseable {
 
     static long timeout(Deadline deadline) {
         return Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos())) + 1_000;
-    }
-
-    /** Gauges for the metrics endpoint. */
-    Map<String, Long> gauges() {
-        return Map.of("slab_bytes", slabBytes(), "slab_free_bytes", freeBytes(), "pages", (long) pages(),
-                "write_behind_pending_pages", (long) writeBehind.pendingPages());
     }
 
     /** Writes behind everything not yet in L3 (up to {@code timeout}), then frees the slab and its file. */
