@@ -157,6 +157,7 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_prefetches", base.add("outcome", "started"), s.prefetchesStarted());
             counter("hicache_cache_prefetches", base.add("outcome", "completed"), s.prefetchesCompleted());
             counter("hicache_cache_prefetches", base.add("outcome", "revoked"), s.prefetchesRevoked());
+            counters.computeIfAbsent("hicache_cache_prefetches_skipped", k -> new LinkedHashMap<>());
             s.prefetchesSkipped().forEach((reason, n) -> counter("hicache_cache_prefetches_skipped",
                     base.add("reason", reason), n));
             counter("hicache_cache_upload_skipped_pages", base.add("store", store), s.uploadSkippedPages());
@@ -166,6 +167,7 @@ final class CacheMetricsExport implements AutoCloseable {
                     s.bytesHostToStore());
             counter("hicache_cache_moved_bytes", base.add("direction", "store_to_host").add("store", store),
                     s.bytesStoreToHost());
+            counters.computeIfAbsent("hicache_cache_failures", k -> new LinkedHashMap<>());
             s.failures().forEach((cause, n) -> counter("hicache_cache_failures", base.add("cause", cause), n));
             s.queueDepths().forEach((loop, n) -> gauge("hicache_cache_queue_depth", base.add("loop", loop), n));
             gauge("hicache_cache_pages", base.add("tier", "device"), s.devicePages());

@@ -52,6 +52,11 @@ final class ServerMetrics {
     ServerMetrics() {
         GaugeWithCallback.builder().name("hicache_server_connections").help("open client connections")
                 .callback(cb -> cb.call(connections.get())).register(registry);
+        // Every error code at 0 from the start, so that a rate over them is 0 rather than no data.
+        for (int code = 1; code <= 9; code++) {
+            errors.initLabelValues(Wire.errorName(code));
+        }
+        errors.initLabelValues("connection");
     }
 
     private Counter counter(String name, String help) {
