@@ -6,65 +6,65 @@ import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.testkit.ConfiguredStoreKit;
 import io.hicache.testkit.ConformanceReport;
-import java.io.PrintStream;
-import java.util.List;
-import java.util.Set;
+import java.nio.file.Path;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
- * {@code hicache conformance --store NAME}: runs the page store conformance kit against any store the
- * configuration can build (a user's bucket, a mounted disk) and prints one line per case. Stateless.
+ * {@code hicache conformance --store NAME}: runs the page store conformance kit against any store the configuration
+ * can build (a user's bucket, a mounted disk) and prints one line per case. Runs once.
  */
+@Command(name = "conformance", customSynopsis = "hicache conformance --store=NAME [--config=FILE] [--allow-clear-all] [--SETTING=VALUE ...]", header = "run the page store conformance kit against a configured store", mixinStandardHelpOptions = true, sortOptions = false,
+        description = {"Runs the page store conformance kit against the store NAME, opened from its settings. Prints "
+                + "each case as passed, failed or skipped as it finishes, and exits with status 1 if any case failed.",
+            "", "The kit writes pages into namespaces of its own and removes them when each case ends, so it can run "
+                + "against a store that holds other data. The one case that clears the whole store runs only with "
+                + "--allow-clear-all: never give that for a store whose data you need.", "", SettingOptions.PRECEDENCE},
+        footer = {"%nExamples:", "  hicache conformance --store memory",
+            "  hicache conformance --store memory --memory.capacity 256MiB"})
 public final class ConformanceCommand implements Subcommand {
-    @Override
-    public String name() {
-        return "conformance";
-    }
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--store", required = true, paramLabel = "NAME", description = "the store to check",
+            completionCandidates = StoreNames.class)
+    String store;
+
+    @Option(names = "--config", paramLabel = "FILE", description = "a properties file of the store's settings")
+    Path config;
+
+    @Option(names = "--allow-clear-all", description = "also run the case that clears the whole store")
+    boolean allowClearAll;
 
     @Override
-    public String summary() {
-        return "run the page store conformance kit against a configured store";
-    }
-
-    @Override
-    public String help() {
-        StringBuilder b = new StringBuilder("""
-                usage: hicache conformance --store NAME [--config FILE] [--allow-clear-all] [--SETTING VALUE ...]
-
-                Runs the page store conformance kit against the store NAME, opened from its settings (a
-                properties file given with --config, then HICACHE_* environment variables, then --SETTING flags,
-                each overriding the one before). Prints each case as passed, failed or skipped, and exits with
-                status 1 if any case failed.
-
-                The kit writes pages into namespaces of its own and removes them when each case ends, so it can
-                run against a store that holds other data. The one case that clears the whole store runs only
-                with --allow-clear-all: never give that for a store whose data you need.
-
-                stores on the class path, with their settings:
-                """);
+    public void addOptions(CommandSpec spec) {
         for (PageStoreProvider p : PageStores.providers()) {
-            b.append("  ").append(p.name()).append(": ").append(p.description()).append('\n');
-            CommandSettings.describe(b, p.settings(), "      ");
+            SettingOptions.add(spec, "%nStore '" + p.name() + "': " + p.description() + ":", p.settings(), Map.of());
         }
-        b.append("""
-
-                examples:
-                  hicache conformance --store memory
-                  hicache conformance --store memory --memory.capacity 256MiB""");
-        return b.toString();
     }
 
     @Override
-    public int run(List<String> args, PrintStream out, PrintStream err) throws Args.UsageException {
-        Args parsed = Args.parse(args, Set.of("store", "config"), Set.of("allow-clear-all"), true);
-        if (!parsed.positional().isEmpty()) {
-            throw new Args.UsageException("unexpected argument '" + parsed.positional().getFirst() + "'");
-        }
-        String storeName = parsed.option("store").orElseThrow(() -> new Args.UsageException("--store NAME is required"));
-        PageStoreProvider provider = PageStores.provider(storeName);
-        Settings built = CommandSettings.from(parsed, Set.of("store"));
+    public Integer call() {
+        PageStoreProvider provider = PageStores.provider(store);
+        Settings built = SettingOptions.read(spec.commandLine().getParseResult(), config, provider.settings());
         built.requireKnown(provider.settings());
-        ConformanceReport report = ConfiguredStoreKit.run(new StoreConfig(storeName, built), parsed.has("allow-clear-all"));
-        report.print(out);
+        Progress progress = Progress.of(spec.commandLine().getErr(), "conformance of '" + store + "'", 0);
+        long[] done = {0};
+        ConformanceReport report = ConfiguredStoreKit.run(new StoreConfig(store, built), allowClearAll,
+                c -> progress.update(++done[0], c.name() + " " + c.outcome().name().toLowerCase(java.util.Locale.ROOT)));
+        progress.finish();
+        report.print(spec.commandLine().getOut());
         return report.passed() ? OK : FAILED;
+    }
+
+    /** The names of the stores on the class path, for shell completion. */
+    static final class StoreNames implements Iterable<String> {
+        @Override
+        public java.util.Iterator<String> iterator() {
+            return PageStores.providers().stream().map(PageStoreProvider::name).iterator();
+        }
     }
 }

@@ -1,34 +1,38 @@
 package io.hicache.cli;
 
 import io.hicache.core.HiCacheException;
-import io.hicache.core.HiCacheVersion;
 import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
-import java.util.Map;
 import java.util.ServiceLoader;
-import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
- * The {@code hicache} command line, which {@code ./hicache} runs. It dispatches to the {@link Subcommand}s on
- * the class path; bad arguments print usage to standard error and exit with status 2. Immutable once built.
+ * The {@code hicache} command line, which {@code ./hicache} runs: picocli over the {@link Subcommand}s on the class
+ * path. Bad arguments print what was wrong (with the closest option or command when one is near) to standard error
+ * and exit with status 2; a failure the command reports exits with 1. Each {@link #run} builds a fresh command line,
+ * so an instance is safe to share between threads.
  */
 public final class HiCacheCli {
-    private final Map<String, Subcommand> commands;
+    private final List<Class<? extends Subcommand>> commands;
 
-    /** A command line over the given subcommands. */
-    public HiCacheCli(List<Subcommand> subcommands) {
-        Map<String, Subcommand> byName = new TreeMap<>();
-        for (Subcommand c : subcommands) {
-            if (byName.putIfAbsent(c.name(), c) != null) {
-                throw new IllegalStateException("two subcommands are named '" + c.name() + "'");
-            }
-        }
-        this.commands = byName;
+    /** A command line over the subcommands of these classes (each built anew for every run). */
+    public HiCacheCli(List<Class<? extends Subcommand>> commands) {
+        this.commands = List.copyOf(commands);
     }
 
     /** A command line over every subcommand on the class path. */
     public static HiCacheCli fromClassPath() {
-        return new HiCacheCli(ServiceLoader.load(Subcommand.class).stream().map(ServiceLoader.Provider::get).toList());
+        List<Class<? extends Subcommand>> types = new java.util.ArrayList<>();
+        ServiceLoader.load(Subcommand.class).stream().forEach(p -> types.add(p.type()));
+        return new HiCacheCli(types);
     }
 
     public static void main(String[] args) {
@@ -42,59 +46,71 @@ public final class HiCacheCli {
         System.exit(status);
     }
 
-    /** Runs one command line and returns its exit status. */
-    public int run(List<String> args, PrintStream out, PrintStream err) {
-        if (args.isEmpty()) {
-            usage(err);
-            return Subcommand.USAGE;
-        }
-        String first = args.getFirst();
-        if (first.equals("--help") || first.equals("-h") || first.equals("help")) {
-            if (args.size() > 1 && commands.containsKey(args.get(1))) {
-                out.println(commands.get(args.get(1)).help());
-            } else {
-                usage(out);
+    /** The command line for one run, writing to {@code out} and {@code err}. */
+    public CommandLine commandLine(PrintStream out, PrintStream err) {
+        CommandLine root = new CommandLine(new Root());
+        for (Class<? extends Subcommand> type : commands) {
+            Subcommand command;
+            try {
+                command = type.getConstructor().newInstance();
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("cannot build subcommand " + type.getName(), e);
             }
-            return Subcommand.OK;
+            CommandLine sub = new CommandLine(command);
+            command.addOptions(sub.getCommandSpec());
+            root.addSubcommand(sub);
         }
-        if (first.equals("--version")) {
-            first = "version";
-        }
-        Subcommand command = commands.get(first);
-        if (command == null) {
-            err.println("hicache: unknown command '" + first + "'");
-            usage(err);
-            return Subcommand.USAGE;
-        }
-        List<String> rest = args.subList(1, args.size());
-        if (rest.contains("--help") || rest.contains("-h")) {
-            out.println(command.help());
-            return Subcommand.OK;
-        }
-        try {
-            return command.run(rest, out, err);
-        } catch (Args.UsageException e) {
-            err.println("hicache " + command.name() + ": " + e.getMessage());
-            err.println();
-            err.println(command.help());
-            return Subcommand.USAGE;
-        } catch (HiCacheException e) {
-            err.println("hicache " + command.name() + ": " + e.getMessage() + " [" + e.code() + "]");
+        root.setUsageHelpWidth(110);
+        root.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
+        root.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+        root.setParameterExceptionHandler(HiCacheCli::badArguments);
+        root.setExecutionExceptionHandler((e, line, parsed) -> {
+            PrintWriter to = line.getErr();
+            if (e instanceof HiCacheException h) {
+                to.println(line.getCommandSpec().qualifiedName() + ": " + h.getMessage() + " [" + h.code() + "]");
+            } else {
+                to.println(line.getCommandSpec().qualifiedName() + ": " + e);
+                e.printStackTrace(to);
+            }
             return Subcommand.FAILED;
-        } catch (Exception e) {
-            err.println("hicache " + command.name() + ": " + e);
-            e.printStackTrace(err);
-            return Subcommand.FAILED;
-        }
+        });
+        return root;
     }
 
-    private void usage(PrintStream to) {
-        to.println("HiCache " + HiCacheVersion.version() + ": hierarchical KV-cache storage for LLM serving");
-        to.println();
-        to.println("usage: hicache <command> [options]      hicache <command> --help for a command's options");
-        to.println();
-        to.println("commands:");
-        int width = commands.keySet().stream().mapToInt(String::length).max().orElse(8);
-        commands.values().forEach(c -> to.printf("  %-" + width + "s  %s%n", c.name(), c.summary()));
+    /** Runs one command line and returns its exit status. */
+    public int run(List<String> args, PrintStream out, PrintStream err) {
+        return commandLine(out, err).execute(args.toArray(String[]::new));
+    }
+
+    /** What was wrong, the nearest option or command if one is near, and where the help is; no full usage dump. */
+    private static int badArguments(ParameterException e, String[] args) {
+        CommandLine line = e.getCommandLine();
+        PrintWriter err = line.getErr();
+        boolean unknownCommand = e instanceof UnmatchedArgumentException u && line.getCommandSpec().parent() == null
+                && !u.getUnmatched().isEmpty() && !u.getUnmatched().getFirst().startsWith("-");
+        err.println(line.getCommandSpec().qualifiedName() + ": " + (unknownCommand
+                ? "unknown command '" + ((UnmatchedArgumentException) e).getUnmatched().getFirst() + "'" : e.getMessage()));
+        String nearest = e instanceof UnmatchedArgumentException u ? Nearest.suggest(u) : null;
+        if (nearest != null) {
+            err.println("did you mean " + nearest + "?");
+        }
+        err.println("see '" + line.getCommandSpec().qualifiedName() + " --help'");
+        return Subcommand.USAGE;
+    }
+
+    /** The top level: no command given prints the overview to standard error. */
+    @Command(name = "hicache", mixinStandardHelpOptions = true, versionProvider = VersionCommand.Lines.class,
+            synopsisSubcommandLabel = "COMMAND", subcommands = CommandLine.HelpCommand.class,
+            description = "HiCache: hierarchical KV-cache storage for LLM serving.",
+            footer = "%nRun 'hicache COMMAND --help' for a command's options.")
+    static final class Root implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
+        @Override
+        public Integer call() {
+            spec.commandLine().usage(spec.commandLine().getErr());
+            return Subcommand.USAGE;
+        }
     }
 }

@@ -1,38 +1,35 @@
 package io.hicache.cli;
 
 import io.hicache.core.HiCacheVersion;
-import java.io.PrintStream;
-import java.util.List;
-import java.util.Set;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IVersionProvider;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 
-/** {@code hicache version}: this build's version and the runtime it runs on. Stateless. */
+/** {@code hicache version}: this build's version and the runtime it runs on. Runs once. */
+@Command(name = "version", header = "print the version of HiCache and of the Java runtime", mixinStandardHelpOptions = true,
+        description = "Prints the version of HiCache, of the Java runtime and the platform.")
 public final class VersionCommand implements Subcommand {
-    @Override
-    public String name() {
-        return "version";
-    }
+    @Spec
+    CommandSpec spec;
 
     @Override
-    public String summary() {
-        return "print the version of HiCache and of the Java runtime";
-    }
-
-    @Override
-    public String help() {
-        return "usage: hicache version\n\nPrints the HiCache version, the Java runtime and the platform.";
-    }
-
-    @Override
-    public int run(List<String> args, PrintStream out, PrintStream err) throws Args.UsageException {
-        Args parsed = Args.parse(args, Set.of(), Set.of(), false);
-        if (!parsed.positional().isEmpty()) {
-            throw new Args.UsageException("unexpected argument '" + parsed.positional().getFirst() + "'");
+    public Integer call() {
+        for (String line : new Lines().getVersion()) {
+            spec.commandLine().getOut().println(line);
         }
-        out.println("hicache " + HiCacheVersion.version());
-        out.println("java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", "
-                + System.getProperty("java.home") + ")");
-        out.println("platform " + System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
-                + Runtime.getRuntime().availableProcessors() + " cpus");
         return OK;
+    }
+
+    /** The version lines, also what {@code hicache --version} prints. Stateless. */
+    static final class Lines implements IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"hicache " + HiCacheVersion.version(),
+                "java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", "
+                        + System.getProperty("java.home") + ")",
+                "platform " + System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
+                        + Runtime.getRuntime().availableProcessors() + " cpus"};
+        }
     }
 }

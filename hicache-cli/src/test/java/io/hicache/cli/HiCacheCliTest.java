@@ -32,23 +32,23 @@ class HiCacheCliTest {
         assertTrue(help.out().contains("version") && help.out().contains("conformance"), help.out());
         Run commandHelp = run("conformance", "--help");
         assertEquals(0, commandHelp.status());
-        assertTrue(commandHelp.out().contains("--memory.capacity BYTES"), commandHelp.out());
+        assertTrue(commandHelp.out().contains("--memory.capacity=BYTES"), commandHelp.out());
     }
 
     @Test
     void badArgumentsPrintUsageAndExit2() {
         Run none = run();
         assertEquals(2, none.status());
-        assertTrue(none.err().contains("usage: hicache"), none.err());
+        assertTrue(none.err().contains("Usage: hicache"), none.err());
         Run unknown = run("frobnicate");
         assertEquals(2, unknown.status());
         assertTrue(unknown.err().contains("unknown command 'frobnicate'"), unknown.err());
         Run missingStore = run("conformance");
         assertEquals(2, missingStore.status());
-        assertTrue(missingStore.err().contains("--store NAME is required"), missingStore.err());
+        assertTrue(missingStore.err().contains("Missing required option: '--store=NAME'"), missingStore.err());
         Run badOption = run("version", "--verbose");
         assertEquals(2, badOption.status());
-        assertTrue(badOption.err().contains("unknown option --verbose"), badOption.err());
+        assertTrue(badOption.err().contains("Unknown option: '--verbose'"), badOption.err());
     }
 
     @Test

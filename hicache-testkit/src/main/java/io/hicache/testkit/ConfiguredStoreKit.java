@@ -27,6 +27,12 @@ public class ConfiguredStoreKit extends PageStoreConformanceKit {
      *                      that holds data someone needs
      */
     public static ConformanceReport run(StoreConfig config, boolean allowClearAll) {
+        return run(config, allowClearAll, c -> { });
+    }
+
+    /** As {@link #run(StoreConfig, boolean)}, telling {@code progress} of each case as it ends. */
+    public static ConformanceReport run(StoreConfig config, boolean allowClearAll,
+            java.util.function.Consumer<ConformanceReport.Case> progress) {
         Checks.checkNotNull(config, "config");
         ONE_RUN_AT_A_TIME.lock();
         try {
@@ -36,7 +42,7 @@ public class ConfiguredStoreKit extends PageStoreConformanceKit {
             try (PageStore probe = PageStores.open(config)) {
                 where = "page store '" + probe.name() + "' at " + probe.location();
             }
-            return ConformanceRunner.run(ConfiguredStoreKit.class, where);
+            return ConformanceRunner.run(ConfiguredStoreKit.class, where, progress);
         } finally {
             target = null;
             ONE_RUN_AT_A_TIME.unlock();

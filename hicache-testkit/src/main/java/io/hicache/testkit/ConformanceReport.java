@@ -1,6 +1,8 @@
 package io.hicache.testkit;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -47,6 +49,13 @@ public record ConformanceReport(String target, List<Case> cases) {
 
     /** Prints a table of the cases, then a summary line. */
     public void print(PrintStream out) {
+        PrintWriter w = new PrintWriter(out, false, StandardCharsets.UTF_8);
+        print(w);
+        w.flush();
+    }
+
+    /** As {@link #print(PrintStream)}. */
+    public void print(PrintWriter out) {
         int width = Math.max(30, cases.stream().mapToInt(c -> c.name().length()).max().orElse(0));
         out.println("conformance of " + target);
         out.printf(Locale.ROOT, "%-" + width + "s  %-7s  %8s  %s%n", "case", "result", "time", "detail");

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.engine.support.descriptor.MethodSource;
 import org.junit.platform.launcher.Launcher;
@@ -28,12 +29,17 @@ public final class ConformanceRunner {
 
     /** Runs every case of {@code kitClass} and reports them under the name {@code target}. */
     public static ConformanceReport run(Class<?> kitClass, String target) {
+        return run(kitClass, target, c -> { });
+    }
+
+    /** As {@link #run(Class, String)}, telling {@code progress} of each case as it ends (on the running thread). */
+    public static ConformanceReport run(Class<?> kitClass, String target, Consumer<ConformanceReport.Case> progress) {
         LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
                 .selectors(selectClass(kitClass))
                 // The kit's own deadlines bound every case; no parallel execution so cases do not interfere.
                 .configurationParameter("junit.jupiter.execution.parallel.enabled", "false")
                 .build();
-        Recorder recorder = new Recorder();
+        Recorder recorder = new Recorder(progress);
         Launcher launcher = LauncherFactory.create();
         launcher.execute(request, recorder);
         return new ConformanceReport(target, recorder.cases);
@@ -43,7 +49,17 @@ public final class ConformanceRunner {
     private static final class Recorder implements TestExecutionListener {
         final List<ConformanceReport.Case> cases = new ArrayList<>();
         final Map<String, Long> started = new ConcurrentHashMap<>();
+        final Consumer<ConformanceReport.Case> progress;
         TestPlan plan;
+
+        Recorder(Consumer<ConformanceReport.Case> progress) {
+            this.progress = progress;
+        }
+
+        private void record(ConformanceReport.Case c) {
+            cases.add(c);
+            progress.accept(c);
+        }
 
         @Override
         public void testPlanExecutionStarted(TestPlan testPlan) {
@@ -58,7 +74,7 @@ public final class ConformanceRunner {
         @Override
         public void executionSkipped(TestIdentifier id, String reason) {
             if (id.isTest()) {
-                cases.add(new ConformanceReport.Case(name(id), ConformanceReport.Outcome.SKIPPED, reason, Duration.ZERO));
+                record(new ConformanceReport.Case(name(id), ConformanceReport.Outcome.SKIPPED, reason, Duration.ZERO));
             }
         }
 
@@ -73,7 +89,7 @@ public final class ConformanceRunner {
             if (!id.isTest()) {
                 // A failing container (say, @BeforeAll or the store's constructor) fails every case under it.
                 if (result.getStatus() == TestExecutionResult.Status.FAILED) {
-                    cases.add(new ConformanceReport.Case(name(id) + " (setup)", ConformanceReport.Outcome.FAILED,
+                    record(new ConformanceReport.Case(name(id) + " (setup)", ConformanceReport.Outcome.FAILED,
                             detail, elapsed));
                 }
                 return;
@@ -83,7 +99,7 @@ public final class ConformanceRunner {
                 case ABORTED -> ConformanceReport.Outcome.SKIPPED;
                 case FAILED -> ConformanceReport.Outcome.FAILED;
             };
-            cases.add(new ConformanceReport.Case(name(id), outcome, detail, elapsed));
+            record(new ConformanceReport.Case(name(id), outcome, detail, elapsed));
         }
 
         private String name(TestIdentifier id) {
