@@ -66,7 +66,9 @@ public final class ServeCommand implements Subcommand {
         Runtime.getRuntime().addShutdownHook(Threads.unstarted("serve-shutdown", () -> {
             out.println("stopping: finishing requests in flight and writing pages behind to the L3 store");
             out.flush();
+            Thread drain = Threads.start("serve-drain-progress", () -> drainProgress(server));
             server.close();
+            drain.interrupt();
             out.println("stopped");
             out.flush();
             stopped.countDown();
@@ -76,5 +78,28 @@ public final class ServeCommand implements Subcommand {
         out.flush();
         stopped.await();
         return OK;
+    }
+
+    /** Shows the write-behind draining during a shutdown, once a second, until interrupted. */
+    private void drainProgress(HiCacheServer server) {
+        int first = server.pendingWriteBehindPages();
+        if (first == 0) {
+            return;
+        }
+        Progress progress = Progress.of(spec.commandLine().getErr(), "draining the write-behind:", first);
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                int left = server.pendingWriteBehindPages();
+                progress.update(first - Math.min(first, left), left + " pages left to write to L3");
+                if (left == 0) {
+                    break;
+                }
+                Thread.sleep(1000);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            progress.finish();
+        }
     }
 }

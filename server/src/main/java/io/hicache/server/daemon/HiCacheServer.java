@@ -166,6 +166,11 @@ public final class HiCacheServer implements AutoCloseable {
         return ((InetSocketAddress) listener.localAddress()).getPort();
     }
 
+    /** Pages in the slab not yet written to the L3 store: what a graceful shutdown still has to drain. */
+    public int pendingWriteBehindPages() {
+        return cache.writeBehind.pendingPages();
+    }
+
     /** The metrics endpoint's port, or -1 when off. */
     public int metricsPort() {
         return endpoint == null ? -1 : endpoint.port();
