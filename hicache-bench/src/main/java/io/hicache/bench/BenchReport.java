@@ -1,21 +1,22 @@
 package io.hicache.bench;
 
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
 /**
  * The outcome of one suite run: its rows, the machine, the date and the command, printed as a table and
- * written as {@code <suite>.json}. Immutable.
+ * written as {@code <suite>.json} (field order below; {@link BenchJson} writes and reads it). Immutable, so safe to
+ * share between threads.
  */
+@JsonPropertyOrder({"suite", "date", "command", "forks", "machine", "rows"})
 record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machine, Instant date, String command,
         int forks) {
     public BenchReport {
@@ -29,28 +30,9 @@ record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machin
                 forks);
     }
 
-    /** The report as JSON: suite, date, command, forks, machine and the rows. */
-    public String toJson() {
-        Map<String, Object> root = new LinkedHashMap<>();
-        root.put("suite", suite);
-        root.put("date", date.toString());
-        root.put("command", command);
-        root.put("forks", forks);
-        root.put("machine", new LinkedHashMap<>(new java.util.TreeMap<>(machine)));
-        List<Object> list = new ArrayList<>();
-        for (BenchRow r : rows) {
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("metric", r.metric());
-            row.put("value", r.value());
-            row.put("unit", r.unit());
-            row.put("reference", r.reference());
-            row.put("reference_value", r.referenceValue());
-            row.put("ratio", r.ratio());
-            row.put("better", r.better());
-            list.add(row);
-        }
-        root.put("rows", list);
-        return Json.write(root);
+    /** The report as JSON (see {@link BenchJson}): suite, date, command, forks, machine and the rows. */
+    public String toJson() throws IOException {
+        return BenchJson.write(this);
     }
 
     /** Writes {@code <dir>/<suite>.json}, creating {@code dir}, and returns the file. */

@@ -1,19 +1,35 @@
 package io.hicache.bench;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+
 /**
- * One measured figure next to the reference it is compared with, both measured in the same run. Immutable.
+ * One measured figure next to the reference it is compared with, both measured in the same run. Immutable, so safe to
+ * share between threads. Written to and read from {@code bench-results/<suite>.json} by {@link BenchJson} under the
+ * names below.
  *
  * @param metric         what was measured, with its parameters in the name ({@code page_hash_p64})
  * @param value          the figure for HiCache's code
  * @param unit           the unit of both figures
  * @param reference      what the reference is ({@code jdk_sha256_same_bytes})
- * @param referenceValue the reference's figure
+ * @param referenceValue the reference's figure ({@code reference_value} in the JSON)
  * @param ratio          subject over reference: the median of the ratios of paired rounds where the suite
  *                       measured in rounds, else {@code value / referenceValue}
  * @param better         {@code higher} or {@code lower}: which way is better for this metric
+ * @param aim            the ratio the suite aims at for this row, or {@code null} where it sets none (the JSON then
+ *                       has no {@code aim} field, as every file written before aims existed)
  */
-public record BenchRow(String metric, double value, String unit, String reference, double referenceValue,
-        double ratio, String better) {
+@JsonPropertyOrder({"metric", "value", "unit", "reference", "reference_value", "ratio", "better", "aim"})
+public record BenchRow(String metric, double value, String unit, String reference,
+        @JsonProperty("reference_value") double referenceValue, double ratio, String better,
+        @JsonInclude(JsonInclude.Include.NON_NULL) Double aim) {
+
+    /** A row without an aim. */
+    public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
+            String better) {
+        this(metric, value, unit, reference, referenceValue, ratio, better, null);
+    }
 
     /** A row for a throughput-like metric, where higher is better. */
     public static BenchRow higherIsBetter(String metric, double value, String unit, String reference,
@@ -32,5 +48,15 @@ public record BenchRow(String metric, double value, String unit, String referenc
     public static BenchRow lowerIsBetter(String metric, double value, String unit, String reference,
             double referenceValue) {
         return new BenchRow(metric, value, unit, reference, referenceValue, value / referenceValue, "lower");
+    }
+
+    /** This row with {@code ratio} as its aim: at least it where higher is better, at most where lower is. */
+    public BenchRow withAim(double ratio) {
+        return new BenchRow(metric, value, unit, reference, referenceValue, this.ratio, better, ratio);
+    }
+
+    /** Whether lower ratios are better for this row ({@code better} is {@code lower}). */
+    boolean prefersLower() {
+        return "lower".equals(better);
     }
 }

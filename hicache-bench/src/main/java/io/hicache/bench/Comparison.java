@@ -56,9 +56,11 @@ final class Comparison {
     }
 
     Result measure(Workload subject, Workload reference) throws Exception {
+        int total = warmupRounds + rounds;
         for (int i = 0; i < warmupRounds; i++) {
             rate(subject);
             rate(reference);
+            Progress.roundDone(i + 1, total);
         }
         double[] s = new double[rounds];
         double[] r = new double[rounds];
@@ -72,6 +74,7 @@ final class Comparison {
                 s[i] = rate(subject);
             }
             ratios[i] = s[i] / r[i];
+            Progress.roundDone(warmupRounds + i + 1, total);
         }
         return new Result(Forks.median(s), Forks.median(r), Forks.median(ratios));
     }

@@ -21,20 +21,31 @@ import java.util.ServiceLoader;
  */
 final class Forks {
     private static final String ROW_PREFIX = "@row\t";
+    private static final String ROUND_PREFIX = "@round\t";
 
     private Forks() {
     }
 
-    /** Runs {@code suite} in {@code forks} child JVMs with this JVM's runtime, flags and class path. */
-    static List<BenchRow> run(String suite, boolean quick, int forks) throws IOException, InterruptedException {
+    /**
+     * Runs {@code suite} in {@code forks} child JVMs with this JVM's runtime, flags and class path, showing on
+     * {@code progress} which fork runs and the rounds it reports.
+     */
+    static List<BenchRow> run(String suite, boolean quick, int forks, Progress progress)
+            throws IOException, InterruptedException {
         List<List<BenchRow>> runs = new ArrayList<>();
-        for (int f = 0; f < forks; f++) {
-            runs.add(runChild(suite, quick));
+        try {
+            for (int f = 0; f < forks; f++) {
+                progress.start(suite, f + 1, forks);
+                runs.add(runChild(suite, quick, progress));
+            }
+        } finally {
+            progress.finish();
         }
         return median(runs);
     }
 
-    private static List<BenchRow> runChild(String suite, boolean quick) throws IOException, InterruptedException {
+    private static List<BenchRow> runChild(String suite, boolean quick, Progress progress)
+            throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow(
                 () -> new IOException("cannot tell which java runs this process")));
@@ -50,6 +61,9 @@ final class Forks {
             while ((line = out.readLine()) != null) {
                 if (line.startsWith(ROW_PREFIX)) {
                     rows.add(parse(line.substring(ROW_PREFIX.length())));
+                } else if (line.startsWith(ROUND_PREFIX)) {
+                    String[] f = line.substring(ROUND_PREFIX.length()).split("\t", -1);
+                    progress.round(Integer.parseInt(f[0]), Integer.parseInt(f[1]));
                 }
             }
         }
@@ -73,7 +87,7 @@ final class Forks {
             BenchRow first = rows.getFirst();
             merged.add(new BenchRow(metric, median(rows.stream().mapToDouble(BenchRow::value).toArray()), first.unit(),
                     first.reference(), median(rows.stream().mapToDouble(BenchRow::referenceValue).toArray()),
-                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()), first.better()));
+                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()), first.better(), first.aim()));
         });
         return merged;
     }
@@ -85,20 +99,24 @@ final class Forks {
         return n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     }
 
-    private static String format(BenchRow r) {
+    /** A row as one tab-separated line, as a fork prints it for its parent. */
+    static String format(BenchRow r) {
         return String.join("\t", r.metric(), Double.toString(r.value()), r.unit(), r.reference(),
-                Double.toString(r.referenceValue()), Double.toString(r.ratio()), r.better());
+                Double.toString(r.referenceValue()), Double.toString(r.ratio()), r.better(),
+                r.aim() == null ? "" : Double.toString(r.aim()));
     }
 
-    private static BenchRow parse(String line) {
+    /** The row of a line {@link #format} wrote. */
+    static BenchRow parse(String line) {
         String[] f = line.split("\t", -1);
         return new BenchRow(f[0], Double.parseDouble(f[1]), f[2], f[3], Double.parseDouble(f[4]),
-                Double.parseDouble(f[5]), f[6]);
+                Double.parseDouble(f[5]), f[6], f[7].isEmpty() ? null : Double.valueOf(f[7]));
     }
 
     /** The child side: runs one suite and prints its rows for the parent. */
     public static void main(String[] args) throws Exception {
         boolean quick = Arrays.asList(args).contains("--quick");
+        Progress.reportRoundsTo((done, total) -> System.out.println(ROUND_PREFIX + done + "\t" + total));
         for (BenchSuite suite : ServiceLoader.load(BenchSuite.class)) {
             if (suite.name().equals(args[0])) {
                 for (BenchRow row : suite.run(quick)) {

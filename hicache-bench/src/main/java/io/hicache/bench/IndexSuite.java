@@ -144,6 +144,7 @@ public final class IndexSuite implements BenchSuite {
         for (int i = 0; i < warmup; i++) {
             evictRound(big, roundNanos);
             evictRound(small, roundNanos);
+            Progress.roundDone(i + 1, warmup + rounds);
         }
         double[] b = new double[rounds];
         double[] s = new double[rounds];
@@ -157,6 +158,7 @@ public final class IndexSuite implements BenchSuite {
                 b[i] = evictRound(big, roundNanos);
             }
             ratios[i] = b[i] / s[i];
+            Progress.roundDone(warmup + i + 1, warmup + rounds);
         }
         return new BenchRow("evict_per_page_" + size, Forks.median(b), "ns", "evict_per_page_100k", Forks.median(s),
                 Forks.median(ratios), "lower");
@@ -209,6 +211,7 @@ public final class IndexSuite implements BenchSuite {
                 b[i] = walk(big, steps);
             }
             ratios[i] = b[i] / s[i];
+            Progress.roundDone(i + 1, rounds);
         }
         return new BenchRow("random_walk_step_" + size, Forks.median(b), "ns", "random_walk_step_100k",
                 Forks.median(s), Forks.median(ratios), "lower");

@@ -1,5 +1,6 @@
 package io.hicache.bench;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.hicache.core.Deadline;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
@@ -18,8 +19,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * {@code transfer}: the transfer engine's TCP transport on loopback (writes of 1 MiB and 64 KiB requests, one and four
@@ -31,8 +30,6 @@ import java.util.regex.Pattern;
  */
 public final class TransferSuite implements BenchSuite {
     private static final long BATCH_BYTES = 64L << 20;
-    private static final Pattern RECEIVED = Pattern.compile(
-            "\"sum_received\"\\s*:\\s*\\{[^}]*?\"bits_per_second\"\\s*:\\s*([0-9.eE+]+)");
 
     @Override
     public String name() {
@@ -91,6 +88,7 @@ public final class TransferSuite implements BenchSuite {
                     theirs[r] = iperf.run(connections, roundSeconds);
                     ours[r] = writeFor(sender, peer, batch, roundSeconds);
                 }
+                Progress.roundDone(r + 1, rounds);
             }
         }
         String size = requestBytes >= 1 << 20 ? (requestBytes >> 20) + "m" : (requestBytes >> 10) + "k";
@@ -158,6 +156,15 @@ public final class TransferSuite implements BenchSuite {
         }
     }
 
+    /** Bytes per second received, from {@code end.sum_received.bits_per_second} of {@code iperf3 -J}'s output. */
+    static double iperfBytesPerSecond(String out) throws IOException {
+        JsonNode bits = BenchJson.tree(out).path("end").path("sum_received").path("bits_per_second");
+        if (!bits.isNumber()) {
+            throw new IOException("no end.sum_received.bits_per_second in iperf3's output: " + out);
+        }
+        return bits.doubleValue() / 8;
+    }
+
     /** An {@code iperf3 -s} on a free loopback port, run against with {@code iperf3 -c}. */
     private static final class Iperf3Server implements AutoCloseable {
         private final Path binary;
@@ -187,18 +194,10 @@ public final class TransferSuite implements BenchSuite {
                     p.destroyForcibly();
                     throw new IOException("iperf3 client failed or hung: " + out);
                 }
-                return parse(out);
+                return iperfBytesPerSecond(out);
             } finally {
                 Files.deleteIfExists(output);
             }
-        }
-
-        private static double parse(String out) throws IOException {
-            Matcher m = RECEIVED.matcher(out);
-            if (!m.find()) {
-                throw new IOException("no sum_received in iperf3's output: " + out);
-            }
-            return Double.parseDouble(m.group(1)) / 8;
         }
 
         @Override

@@ -1,6 +1,7 @@
 package io.hicache.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.cli.HiCacheCli;
@@ -11,7 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,17 +37,34 @@ class BenchCommandTest {
 
     @Test
     void forkedRunsComeBackAndMergeByMedian() throws Exception {
-        List<BenchRow> rows = Forks.run("keys", true, 2);
+        ByteArrayOutputStream shown = new ByteArrayOutputStream();
+        AtomicLong clock = new AtomicLong();
+        Progress progress = new Progress(new PrintStream(shown, true, StandardCharsets.UTF_8), false,
+                () -> clock.addAndGet(10_000_000_000L)); // ten seconds a call: every round gets its line
+        List<BenchRow> rows = Forks.run("keys", true, 2, progress);
         assertEquals(2 * KeysSuite.PAGE_SIZES.length, rows.size(), rows::toString);
+        String lines = shown.toString(StandardCharsets.UTF_8);
+        assertTrue(lines.contains("bench keys: fork 1 of 2\n") && lines.contains("bench keys: fork 2 of 2\n"), lines);
+        assertTrue(lines.contains(", measurement 1, round 1 of "), "the forks' rounds reach the parent: " + lines);
         assertTrue(rows.stream().allMatch(r -> r.value() > 0 && r.referenceValue() > 0 && r.ratio() > 0), rows::toString);
 
-        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher");
+        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher").withAim(0.7);
         BenchRow b = new BenchRow("m", 5, "u", "ref", 20, 0.5, "higher");
         BenchRow c = new BenchRow("m", 3, "u", "ref", 30, 0.2, "higher");
         BenchRow merged = Forks.median(List.of(List.of(a), List.of(b), List.of(c))).getFirst();
         assertEquals(3, merged.value());
         assertEquals(20, merged.referenceValue());
         assertEquals(0.2, merged.ratio(), "the ratio is the median of the forks' ratios");
+        assertEquals(0.7, merged.aim(), "the aim survives the merge");
+    }
+
+    @Test
+    void rowsCrossFromForkToParentWithTheirAims() {
+        BenchRow plain = new BenchRow("m", 1.5, "GB/s", "ref", 3, 0.5, "higher");
+        BenchRow aimed = BenchRow.lowerIsBetter("t", 2, "ms", "ref", 4).withAim(0.25);
+        assertEquals(plain, Forks.parse(Forks.format(plain)));
+        assertEquals(aimed, Forks.parse(Forks.format(aimed)));
+        assertNull(Forks.parse(Forks.format(plain)).aim());
     }
 
     @Test
@@ -56,20 +74,5 @@ class BenchCommandTest {
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         assertEquals(2, status);
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown suite 'nosuch'; suites: "));
-    }
-
-    @Test
-    void jsonEscapesAndNests() {
-        assertEquals("{\n  \"a\": \"x\\\"y\\n\",\n  \"b\": [\n    1,\n    2.5\n  ]\n}\n",
-                Json.write(orderedMap("a", "x\"y\n", "b", List.of(1, 2.5))));
-        assertEquals("16112300\n", Json.write(16_112_279.4));
-        assertEquals("0.0644491\n", Json.write(0.06444912));
-    }
-
-    private static Map<String, Object> orderedMap(String k1, Object v1, String k2, Object v2) {
-        Map<String, Object> m = new java.util.LinkedHashMap<>();
-        m.put(k1, v1);
-        m.put(k2, v2);
-        return m;
     }
 }

@@ -2,6 +2,7 @@ package io.hicache.bench.server;
 
 import io.hicache.bench.BenchRow;
 import io.hicache.bench.BenchSuite;
+import io.hicache.bench.Progress;
 import io.hicache.bench.ServerProcess;
 import io.hicache.core.store.PageChecksum;
 import io.netty.buffer.ByteBuf;
@@ -117,6 +118,7 @@ public final class ServerSuite implements BenchSuite {
                         s.getLatency.add(get.latencyNanos());
                     }
                 }
+                Progress.roundDone(r + 1, warmup + rounds);
             }
         } finally {
             for (ByteBuf b : bodies) {
