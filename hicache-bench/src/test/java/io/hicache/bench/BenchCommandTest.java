@@ -33,6 +33,7 @@ class BenchCommandTest {
             assertTrue(json.contains(field), field + " missing from " + json);
         }
         assertEquals(2 * KeysSuite.PAGE_SIZES.length, json.split("\"metric\"").length - 1, json);
+        assertTrue(json.contains("\"command\": \"hicache bench keys --quick --out "), "the command as typed: " + json);
     }
 
     @Test

@@ -48,7 +48,7 @@ public final class HiCacheCli {
 
     /** The command line for one run, writing to {@code out} and {@code err}. */
     public CommandLine commandLine(PrintStream out, PrintStream err) {
-        CommandLine root = new CommandLine(new Root());
+        CommandLine root = new CommandLine(new Root(out, err));
         for (Class<? extends Subcommand> type : commands) {
             Subcommand command;
             try {
@@ -75,6 +75,15 @@ public final class HiCacheCli {
             return Subcommand.FAILED;
         });
         return root;
+    }
+
+    /**
+     * The standard output of the run {@code spec} belongs to, as a stream, for commands that hand it to code printing
+     * to streams (the bench reports); {@code spec.commandLine().getOut()} is the same output as a writer.
+     */
+    public static PrintStream out(CommandSpec spec) {
+        spec.commandLine().getOut().flush();
+        return ((Root) spec.root().userObject()).out;
     }
 
     /** Runs one command line and returns its exit status. */
@@ -106,6 +115,13 @@ public final class HiCacheCli {
     static final class Root implements Callable<Integer> {
         @Spec
         CommandSpec spec;
+        final PrintStream out;
+        final PrintStream err;
+
+        Root(PrintStream out, PrintStream err) {
+            this.out = out;
+            this.err = err;
+        }
 
         @Override
         public Integer call() {
