@@ -40,6 +40,7 @@ final class Layout {
             pkg("io.hicache.core.store", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.memory", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.tree", "hicache-core", 4, Kind.INTERNAL),
+            pkg("io.hicache.core.events", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.store.memory", "hicache-core", 5, Kind.API),
             pkg("io.hicache.core.memory.emulated", "hicache-core", 5, Kind.API),
             pkg("io.hicache.core.memory.host", "hicache-core", 5, Kind.API),
