@@ -96,6 +96,16 @@ final class ServerMetrics {
         counter(b, "hicache_server_write_behind_abandoned_pages_total",
                 "acknowledged pages the write-behind gave up on after server.write-behind-max-tries (not in L3)",
                 cache.writeBehind.abandoned.sum());
+        if (cache.events.enabled()) {
+            var kv = cache.events.sink().stats();
+            counter(b, "hicache_server_kv_events_published_total", "KV events handed to the publisher", kv.publishedEvents());
+            counter(b, "hicache_server_kv_events_dropped_total",
+                    "KV events dropped, oldest first, because the publisher fell behind (server.kv-events-config max_queue_size)",
+                    kv.droppedEvents());
+            counter(b, "hicache_server_kv_event_batches_failed_total", "KV event batches the publisher failed on",
+                    kv.failedBatches());
+            gauge(b, "hicache_server_kv_events_queued", "KV events waiting for the publisher", kv.queuedEvents());
+        }
         new TreeMap<>(cache.gauges()).forEach((name, value) -> gauge(b, "hicache_server_" + name, name.replace('_', ' '),
                 value));
         return b.toString();
