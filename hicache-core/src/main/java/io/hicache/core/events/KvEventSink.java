@@ -32,7 +32,10 @@ public final class KvEventSink implements AutoCloseable {
     private static final long CLOSE_WAIT_MILLIS = 5_000;
     private static final KvEventSink DISABLED = new KvEventSink();
 
-    /** What the sink has done so far. */
+    /**
+     * What the sink has done so far: events waiting, events dropped (oldest first, the queue being full), batches and
+     * events handed to the publisher, batches it failed on. Immutable.
+     */
     public record Stats(long queuedEvents, long droppedEvents, long publishedBatches, long publishedEvents,
             long failedBatches) {
     }

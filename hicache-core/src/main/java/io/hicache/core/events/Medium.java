@@ -3,6 +3,7 @@ package io.hicache.core.events;
 /**
  * The tier an event's pages are in, with the names SGLang's {@code StorageMedium} puts on the wire
  * ({@code disaggregation/kv_events.py}): routers that track tiers (Dynamo's indexer) know these four strings.
+ * Immutable.
  */
 public enum Medium {
     /** L1: device memory ({@code "GPU"}). */
