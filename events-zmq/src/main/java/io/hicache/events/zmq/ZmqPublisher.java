@@ -178,7 +178,8 @@ public final class ZmqPublisher implements KvEventPublisher {
                 }
                 if (replayEndpoint.isPresent()) {
                     router = ctx.createSocket(SocketType.ROUTER);
-                    router.setSndHWM(config.replayBufferBatches() + 16); // one whole replay per subscriber fits
+                    // a whole replay fits in one subscriber's pipe
+                    router.setSndHWM((int) Math.min(Integer.MAX_VALUE, config.replayBufferBatches() + 16L));
                     router.setLinger(0);
                     router.bind(replayEndpoint.get());
                     boundReplayEndpoint = router.getLastEndpoint();
