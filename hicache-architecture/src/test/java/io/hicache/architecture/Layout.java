@@ -40,6 +40,7 @@ final class Layout {
             pkg("io.hicache.core.store", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.memory", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.tree", "hicache-core", 4, Kind.INTERNAL),
+            pkg("io.hicache.core.events", "hicache-core", 4, Kind.API),
             pkg("io.hicache.core.store.memory", "hicache-core", 5, Kind.API),
             pkg("io.hicache.core.memory.emulated", "hicache-core", 5, Kind.API),
             pkg("io.hicache.core.memory.host", "hicache-core", 5, Kind.API),
@@ -63,6 +64,8 @@ final class Layout {
             // storage-remote
             pkg("io.hicache.storage.remote.protocol", "storage-remote", 0, Kind.API),
             pkg("io.hicache.storage.remote", "storage-remote", 1, Kind.API),
+            // events-zmq
+            pkg("io.hicache.events.zmq", "events-zmq", 0, Kind.API),
             // transfer: the SPI below everything, the engine above the control connection, never on a transport
             pkg("io.hicache.transfer.spi", "transfer", 0, Kind.API),
             pkg("io.hicache.transfer.frame", "transfer", 1, Kind.INTERNAL),
@@ -95,6 +98,7 @@ final class Layout {
             Map.entry("storage-s3", Set.of("hicache-core")),
             Map.entry("storage-nixl", Set.of("hicache-core", "storage-s3")),
             Map.entry("storage-remote", Set.of("hicache-core")),
+            Map.entry("events-zmq", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),

@@ -50,7 +50,8 @@ class ServeCommandTest {
         int at = flat.indexOf("--file.root=PATH");
         String fileRoot = flat.substring(at, flat.indexOf(" --", at + 5));
         assertTrue(fileRoot.contains("(default hicache-data/file)"), fileRoot);
-        for (String line : List.of("--server.max-partial-frame-bytes=BYTES", "--server.write-behind-max-tries=N")) {
+        for (String line : List.of("--server.max-partial-frame-bytes=BYTES", "--server.write-behind-max-tries=N",
+                "--server.kv-events-config=JSON")) {
             assertTrue(help.out().contains(line), "serve --help lacks '" + line + "':\n" + help.out());
         }
     }
@@ -63,6 +64,13 @@ class ServeCommandTest {
         HiCacheCliTest.Run open = HiCacheCliTest.run("serve", "--server.bind", "0.0.0.0");
         assertEquals(1, open.status());
         assertTrue(open.err().contains("set server.auth-token"), open.err());
+        HiCacheCliTest.Run events = HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": \"pigeon\"}");
+        assertEquals(1, events.status());
+        assertTrue(events.err().contains("pigeon") && events.err().contains("available: zmq"),
+                "the zmq publisher is on the command line's class path: " + events.err());
+        HiCacheCliTest.Run json = HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": zmq}");
+        assertEquals(1, json.status());
+        assertTrue(json.err().contains("server.kv-events-config"), json.err());
     }
 
     @Test

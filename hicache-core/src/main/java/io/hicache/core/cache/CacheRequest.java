@@ -1,6 +1,7 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.events.Medium;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
@@ -208,7 +209,7 @@ public final class CacheRequest implements AutoCloseable {
             cache.metrics.loadsCompleted.increment();
             cache.metrics.bytesHostToDevice.add((long) pages * cache.format.pageBytes());
             for (TreeNode n : pending.nodes()) {
-                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.DEVICE, n.hashes());
+                cache.events.stored(n, Medium.GPU);
             }
         } else {
             cache.metrics.fail("load: copy failed");
@@ -277,8 +278,8 @@ public final class CacheRequest implements AutoCloseable {
                 cache.freeDevice(new int[] {p});
             }
             cache.metrics.computedTokens.add((long) r.newPages() * page);
-            if (r.newPages() > 0) {
-                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.DEVICE, r.last().hashes());
+            for (TreeNode n : r.storedOnDevice()) {
+                cache.events.stored(n, Medium.GPU);
             }
             if (cache.host != null) {
                 for (TreeNode n : r.backupCandidates()) {

@@ -3,6 +3,9 @@ package io.hicache.core.cache;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.events.KvEventPublisher;
+import io.hicache.core.events.KvEventSink;
+import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.key.StoreKey;
@@ -12,6 +15,7 @@ import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.hicache.core.store.PageStores;
@@ -40,9 +44,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}); a failed copy or store call becomes a miss
  * or a skipped backup, counted in {@link #stats()}, never a dead thread or a damaged tree.
  *
+ * <p>With {@code kv-events-config} set (or a publisher given to the builder) the cache publishes SGLang's KV events
+ * on {@code hicache-kv-events}: a BlockStored per run of pages reaching the device (insert, load-back), the host
+ * (backup, prefetch) or the page store (upload), a BlockRemoved per run evicted from the device or the host. A slow
+ * subscriber never blocks the cache: events beyond the queue's bound drop, oldest first, counted in
+ * {@link #kvEventStats()} (docs/kv-events.md).
+ *
  * <p>Thread-safe: one lock guards the tree and the allocators (an engine's scheduler thread is the main caller;
- * loops take the lock briefly to apply results). Owns the device pool, the host pool and the page store it opened;
- * {@link #close()} stops the loops and closes them. The device runtime belongs to the caller.
+ * loops take the lock briefly to apply results). Owns the device pool, the host pool, the page store it opened and
+ * the KV event publisher; {@link #close()} stops the loops and closes them. The device runtime belongs to the
+ * caller.
  */
 public final class HiCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
@@ -59,7 +70,7 @@ public final class HiCache implements AutoCloseable {
     final CacheMetrics metrics = new CacheMetrics();
     /** The metrics in the engine's Prometheus registry: detached on close. */
     final CacheMetricsExport export;
-    final KvEvents events;
+    final CacheEvents events;
     final Loop<Runnable> completions;
     final Uploader uploader;
     final Prefetcher prefetcher;
@@ -93,7 +104,7 @@ public final class HiCache implements AutoCloseable {
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
     private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device, HostPagePool host,
-            Optional<PageStore> store, PrometheusRegistry registry) {
+            Optional<PageStore> store, PrometheusRegistry registry, KvEventSink sink) {
         this.config = config;
         this.export = CacheMetricsExport.create(registry, namespace.id(), store.map(PageStore::name).orElse("none"),
                 format.pageBytes(), config.pageSizeTokens());
@@ -103,7 +114,8 @@ public final class HiCache implements AutoCloseable {
         this.device = device;
         this.host = host;
         this.store = store.map(s -> new TimedPageStore(s, export));
-        this.events = new KvEvents(config.queueCapacity());
+        this.events = new CacheEvents(sink, config.pageSizeTokens(),
+                Medium.ofStore(store.map(s -> s.capabilities().has(Capability.SHARED)).orElse(false)));
         if (host != null) {
             host.forEachReady((slot, key) -> leftovers.set(slot));
         }
@@ -119,16 +131,28 @@ public final class HiCache implements AutoCloseable {
         return new HiCacheBuilder();
     }
 
-    /** Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none. */
+    /**
+     * Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none, and
+     * {@code publisher} null the one {@code kv-events-config} names, or none. A failure closes the publisher.
+     */
     static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
-            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry) {
+            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher) {
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
         PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
         Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
                 "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
                 config.host().layout(), format.byteOrder());
-        KvPool pool = runtime.createPool(format, devicePages);
+        KvEventSink sink = publisher != null
+                ? KvEventSink.over("kv-events", publisher, config.kvEvents().maxQueueEvents())
+                : KvEventSink.open("kv-events", config.kvEvents());
+        KvPool pool;
+        try {
+            pool = runtime.createPool(format, devicePages);
+        } catch (RuntimeException e) {
+            sink.close();
+            throw e;
+        }
         HostPagePool host = null;
         PageStore configured = null;
         try {
@@ -143,8 +167,9 @@ public final class HiCache implements AutoCloseable {
                         .orElse(null);
             }
             return new HiCache(config, namespace, format, pool, host, Optional.ofNullable(store != null ? store : configured),
-                    registry);
+                    registry, sink);
         } catch (RuntimeException e) {
+            sink.close();
             if (configured != null) {
                 configured.close(); // a store given by the caller is closed by the builder
             }
@@ -191,9 +216,12 @@ public final class HiCache implements AutoCloseable {
         requests.remove(r.id(), r);
     }
 
-    /** The stream of KV events; call {@link KvEvents#enable()} to start it. */
-    public KvEvents events() {
-        return events;
+    /**
+     * What the KV event publishing has done: events queued, dropped (the subscriber side fell behind), batches
+     * published and failed. All zero when events are off.
+     */
+    public KvEventSink.Stats kvEventStats() {
+        return events.sink().stats();
     }
 
     /** Counters and gauges now. */
@@ -204,6 +232,7 @@ public final class HiCache implements AutoCloseable {
         depths.put("upload-pages", uploader.queuedPages()); // the write-behind's lag, in pages
         depths.put("prefetch-query", prefetcher.queryDepth());
         depths.put("prefetch-io", prefetcher.ioDepth());
+        depths.put("kv-events", (int) Math.min(Integer.MAX_VALUE, events.sink().stats().queuedEvents()));
         lock.lock();
         try {
             return metrics.snapshot(depths, tree.devicePages(), tree.hostPages(), tree.nodes());
@@ -301,11 +330,11 @@ public final class HiCache implements AutoCloseable {
             freeDevice(e.freedPages());
             for (PageHashes h : e.demoted()) {
                 metrics.deviceEvictedPages.add(h.size());
-                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
+                events.removed(h, Medium.GPU);
             }
             for (PageHashes h : e.deleted()) {
                 metrics.deviceDeletedPages.add(h.size());
-                publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, h);
+                events.removed(h, Medium.GPU);
             }
             if (e.needBackup().isEmpty()) {
                 return; // nothing else can go now
@@ -318,7 +347,7 @@ public final class HiCache implements AutoCloseable {
                 } else if (op.awaitAndFinish(Deadline.after(config.storageTimeout()))) {
                     freeDevice(tree.demote(n));
                     metrics.deviceEvictedPages.add(n.pages());
-                    publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, n.hashes());
+                    events.removed(n.hashes(), Medium.GPU);
                 }
             }
         }
@@ -337,9 +366,9 @@ public final class HiCache implements AutoCloseable {
         metrics.deviceDeletedPages.add(d.devicePages().length);
         metrics.hostEvictedPages.add(d.hostSlots().length);
         metrics.fail("backup: no host room; the node gave way (dropped)");
-        publish(KvEvent.Type.REMOVED, KvEvent.Tier.DEVICE, d.deviceRun());
+        events.removed(d.deviceRun(), Medium.GPU);
         for (PageHashes h : d.hostRuns()) {
-            publish(KvEvent.Type.REMOVED, KvEvent.Tier.HOST, h);
+            events.removed(h, Medium.CPU);
         }
     }
 
@@ -378,7 +407,7 @@ public final class HiCache implements AutoCloseable {
             host.release(e.freedSlots());
             metrics.hostEvictedPages.add(e.freedSlots().length);
             for (PageHashes h : e.removed()) {
-                publish(KvEvent.Type.REMOVED, KvEvent.Tier.HOST, h);
+                events.removed(h, Medium.CPU);
             }
         }
     }
@@ -472,7 +501,7 @@ public final class HiCache implements AutoCloseable {
             metrics.backupsCompleted.increment();
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {
-                publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, n.hashes());
+                events.stored(n, Medium.CPU);
                 store.ifPresent(s -> uploader.upload(n));
             }
         } else {
@@ -552,10 +581,6 @@ public final class HiCache implements AutoCloseable {
 
     /* ---------------------------------------------------------------- plumbing */
 
-    void publish(KvEvent.Type type, KvEvent.Tier tier, PageHashes hashes) {
-        events.publish(new KvEvent(type, tier, namespace, hashes));
-    }
-
     /** Applies a copy's completion on the completion loop; never dropped (run here if the loop has closed). */
     void complete(Runnable task) {
         if (!completions.put(task)) {
@@ -611,7 +636,7 @@ public final class HiCache implements AutoCloseable {
     public boolean awaitIdle(Duration timeout) throws InterruptedException {
         quiesce(timeout);
         return outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
-                && pendingCopies() == 0;
+                && pendingCopies() == 0 && events.sink().idle();
     }
 
     /**
@@ -637,7 +662,7 @@ public final class HiCache implements AutoCloseable {
         long end = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < end) {
             if (outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
-                    && pendingCopies() == 0) {
+                    && pendingCopies() == 0 && events.sink().idle()) {
                 return;
             }
             Thread.sleep(2);
@@ -655,7 +680,8 @@ public final class HiCache implements AutoCloseable {
 
     /**
      * Stops the loops, letting queued work (prefetches, uploads, copies) finish for up to {@code hicache-close-timeout}
-     * in all, closes open requests, then the page store, the host pool and the device pool. Uploads still queued
+     * in all, closes open requests, then the page store, the KV event publisher (after publishing what is queued), the
+     * host pool and the device pool. Uploads still queued
      * when the time is up are not written (the pages were cached, not acknowledged anywhere); the log says how
      * many.
      */
@@ -695,6 +721,7 @@ public final class HiCache implements AutoCloseable {
                 LOG.log(Level.WARNING, "closing the page store failed", e);
             }
         });
+        events.close(); // after the loops and requests, so that their last events go out
         if (host != null) {
             host.close();
         }

@@ -1,5 +1,6 @@
 package io.hicache.core.cache;
 
+import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.page.KvGeometry;
@@ -30,6 +31,7 @@ public final class HiCacheBuilder {
     private DeviceRuntime runtime;
     private PageStore store;
     private PrometheusRegistry metrics = PrometheusRegistry.defaultRegistry;
+    private KvEventPublisher kvEventPublisher;
     private boolean opened;
 
     HiCacheBuilder() {
@@ -82,6 +84,18 @@ public final class HiCacheBuilder {
     }
 
     /**
+     * Where KV events go, instead of the publisher {@code kv-events-config} names: an in-process consumer such as a
+     * {@link io.hicache.core.events.KvEventCollector}, or a publisher the embedder opened. Optional. The cache takes
+     * ownership and closes it, also when {@link #open()} fails; its queue holds {@code kv-events-config}'s
+     * {@code max_queue_size} events.
+     */
+    public HiCacheBuilder kvEventPublisher(KvEventPublisher value) {
+        Checks.requireState(kvEventPublisher == null, "kvEventPublisher was already set to %s", kvEventPublisher);
+        kvEventPublisher = Checks.checkNotNull(value, "kvEventPublisher");
+        return this;
+    }
+
+    /**
      * The Prometheus registry the cache registers its metrics in (the engine exports it: an HTTP exporter, a push
      * gateway). Optional: the default registry, {@link PrometheusRegistry#defaultRegistry}. Caches sharing a registry
      * are told apart by the {@code namespace} label; a cache leaves the registry when it closes.
@@ -95,8 +109,8 @@ public final class HiCacheBuilder {
      * Opens the cache: a device pool, a host pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page
      * store set here or named by {@code hicache-storage-backend}, if any.
      *
-     * @throws IllegalStateException when a required part is missing (a store set here is closed), or when this
-     *     builder opened a cache already
+     * @throws IllegalStateException when a required part is missing (a store or publisher set here is closed), or
+     *     when this builder opened a cache already
      * @throws io.hicache.core.HiCacheException when a part cannot be opened; whatever was opened is closed again
      */
     public HiCache open() {
@@ -108,10 +122,13 @@ public final class HiCacheBuilder {
             Checks.requireState(geometry != null, "geometry is not set");
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
-            return HiCache.open(config, namespace, geometry, devicePages, runtime, store, metrics);
+            return HiCache.open(config, namespace, geometry, devicePages, runtime, store, metrics, kvEventPublisher);
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();
+            }
+            if (kvEventPublisher != null) {
+                kvEventPublisher.close();
             }
             throw e;
         }

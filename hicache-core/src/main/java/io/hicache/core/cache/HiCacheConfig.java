@@ -4,6 +4,7 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
+import io.hicache.core.events.KvEventsConfig;
 import io.hicache.core.memory.host.HostPoolConfig;
 import io.hicache.core.tree.EvictionPolicy;
 import io.hicache.core.util.Checks;
@@ -40,6 +41,7 @@ import java.util.Optional;
  * @param closeTimeout           how long {@code close()} lets queued background work run, in all
  * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
  * @param host                   the host pool's configuration
+ * @param kvEvents               where KV events go ({@code kv-events-config}, SGLang's JSON); off by default
  * @param settings               all the raw settings, for the page store
  */
 public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, PrefetchPolicy prefetchPolicy,
@@ -47,7 +49,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
         double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads,
-        Duration closeTimeout, Tiers tiers, HostPoolConfig host, Settings settings) {
+        Duration closeTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -92,6 +94,10 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
     public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
+    public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting("kv-events-config",
+            "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the cache "
+                    + "publishes what it stores and evicts, for cache-aware routers (docs/kv-events.md); empty: off");
+
     /** Every setting read here, the host pool's included. */
     public static final List<Setting<?>> SETTINGS;
 
@@ -99,7 +105,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, CLOSE_TIMEOUT, TIERS));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, CLOSE_TIMEOUT, TIERS, KV_EVENTS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -117,6 +123,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Checks.requireArgument(tiers == Tiers.ALL || storageBackend.isEmpty(),
                 "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s", storageBackend);
         Checks.checkNotNull(host, "host");
+        Checks.checkNotNull(kvEvents, "kvEvents");
         Checks.checkNotNull(settings, "settings");
     }
 
@@ -136,7 +143,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
                     settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
-                    HostPoolConfig.from(settings), settings);
+                    HostPoolConfig.from(settings), settings.get(KV_EVENTS), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

@@ -1,6 +1,7 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.events.Medium;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
@@ -11,6 +12,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.MatchResult;
+import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -384,14 +386,17 @@ final class Prefetcher implements AutoCloseable {
         cache.host.release(release);
         int kept = 0;
         if (landed > 0) {
-            int[] unused = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
+            RadixTree.HostInsert inserted = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
                     Arrays.copyOf(op.slots, landed), hashes.slice(0, landed));
+            int[] unused = inserted.unusedSlots();
             cache.host.release(unused);
             kept = landed - unused.length;
             cache.metrics.prefetchedPages.add(kept);
             cache.metrics.storageHitTokens.add((long) kept * cache.config.pageSizeTokens());
             cache.metrics.prefetchesCompleted.increment();
-            cache.publish(KvEvent.Type.STORED, KvEvent.Tier.HOST, hashes.slice(0, landed));
+            for (TreeNode n : inserted.storedOnHost()) {
+                cache.events.stored(n, Medium.CPU);
+            }
         }
         for (CacheRequest r : op.requests) {
             r.prefetchEnded(kept, op.pages, revoked);

@@ -47,8 +47,11 @@ final class Uploader implements AutoCloseable {
     /** "The store is too slow", once a minute at most. */
     private final RateLimitedLog slowStoreLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, 60_000);
 
-    /** One node's pages to write, and how many times it was tried. */
-    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries) {
+    /**
+     * One node's pages to write, how many times it was tried, and (when KV events are on) the run it is, captured
+     * under the lock: the node may split or go while the store works.
+     */
+    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.Run run) {
         long bytes(long pageBytes) {
             return slots.length * pageBytes;
         }
@@ -83,7 +86,8 @@ final class Uploader implements AutoCloseable {
      * entries or in bytes.
      */
     void upload(TreeNode node) {
-        enqueue(new Upload(node, node.hashes(), node.hostSlots().clone(), 0));
+        enqueue(new Upload(node, node.hashes(), node.hostSlots().clone(), 0,
+                cache.events.enabled() ? cache.events.capture(node) : null));
     }
 
     private void enqueue(Upload u) {
@@ -222,7 +226,7 @@ final class Uploader implements AutoCloseable {
         CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS).execute(() -> {
             try {
                 cache.metrics.fail("upload: retried after a failure");
-                enqueue(new Upload(u.node, u.hashes, u.slots, u.tries + 1));
+                enqueue(new Upload(u.node, u.hashes, u.slots, u.tries + 1, u.run));
             } finally {
                 inFlight.decrementAndGet();
             }
@@ -328,25 +332,36 @@ final class Uploader implements AutoCloseable {
         for (Part part : parts) {
             int[] w = written.computeIfAbsent(part.upload, u -> new int[3]);
             int ok = 0;
+            int runFrom = -1; // a run of pages written (OK), announced when it ends
             for (int i = 0; i < size(part); i++, at++) {
                 PageStatus status = r == null ? PageStatus.FAILED : r.status(at);
                 if (status == PageStatus.OK) {
                     ok++;
-                } else if (status == PageStatus.EXISTS) {
+                    runFrom = runFrom < 0 ? part.from + i : runFrom;
+                    continue;
+                }
+                if (status == PageStatus.EXISTS) {
                     w[1]++;
                 } else {
                     w[2]++;
                 }
+                announce(part.upload, runFrom, part.from + i);
+                runFrom = -1;
             }
+            announce(part.upload, runFrom, part.to);
             w[0] += ok;
             cache.metrics.uploadedPages.add(ok);
             cache.metrics.bytesHostToStore.add(ok * pageBytes);
-            if (ok > 0) {
-                cache.publish(KvEvent.Type.STORED, KvEvent.Tier.STORE, part.upload.hashes.slice(part.from, part.to));
-            }
         }
         if (r != null && r.successCount() < r.size()) {
             cache.metrics.fail("upload: " + firstFailure(r));
+        }
+    }
+
+    /** Publishes that pages {@code [from, to)} of {@code u} reached the store (nothing for {@code from} -1). */
+    private void announce(Upload u, int from, int to) {
+        if (from >= 0 && u.run != null) {
+            cache.events.stored(u.run, from, to, cache.events.storeMedium);
         }
     }
 

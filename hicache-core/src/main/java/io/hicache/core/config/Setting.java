@@ -110,6 +110,16 @@ public final class Setting<T> {
         });
     }
 
+    /**
+     * A value that {@code parser} reads from text, throwing {@link IllegalArgumentException} (its message says why) on
+     * bad text: for a value with a syntax of its own, such as {@code kv-events-config}'s JSON. {@code type} says what
+     * values look like, for help output; {@code defaultText} null means the setting has no default.
+     */
+    public static <T> Setting<T> parsed(String key, String type, String defaultText, String description,
+            Function<String, T> parser) {
+        return new Setting<>(key, type, defaultText, description, Checks.checkNotNull(parser, "parser"));
+    }
+
     /** One of an enum's values, written as {@code nameOf} spells them. */
     public static <E extends Enum<E>> Setting<E> choice(String key, Class<E> type, Function<E, String> nameOf,
             E defaultValue, String description) {

@@ -116,8 +116,13 @@ public final class RadixTree {
 
     /* ---------------------------------------------------------------- insert */
 
-    /** What an {@link #insert} did. */
-    public record InsertResult(TreeNode last, int[] duplicatePages, List<TreeNode> backupCandidates, int newPages) {
+    /**
+     * What an {@link #insert} did: the last node of the path, the given pages the tree did not take, the nodes due a
+     * backup, how many pages the new leaf has, and every node that took device pages (evicted nodes computed again,
+     * and the new leaf), top first.
+     */
+    public record InsertResult(TreeNode last, int[] duplicatePages, List<TreeNode> backupCandidates, int newPages,
+            List<TreeNode> storedOnDevice) {
     }
 
     /**
@@ -135,6 +140,7 @@ public final class RadixTree {
         MemorySegment query = MemorySegment.ofArray(tokens);
         long now = ++clock;
         List<TreeNode> candidates = new ArrayList<>();
+        List<TreeNode> stored = new ArrayList<>(1);
         int[] dup = new int[total];
         int dups = 0;
         TreeNode node = root;
@@ -147,6 +153,7 @@ public final class RadixTree {
             int same = child.pages;
             if (child.device == null) {
                 giveDevice(child, Arrays.copyOfRange(devicePages, at, at + same));
+                stored.add(child);
             } else {
                 for (int i = 0; i < same; i++) {
                     if (child.device[i] != devicePages[at + i]) {
@@ -163,11 +170,12 @@ public final class RadixTree {
             TreeNode leaf = newNode(tokens, at, total - at, node);
             leaf.lastAccess = now;
             giveDevice(leaf, Arrays.copyOfRange(devicePages, at, total));
+            stored.add(leaf);
             added = leaf.pages;
             countHit(leaf, hitThreshold, candidates);
             node = leaf;
         }
-        return new InsertResult(node, Arrays.copyOf(dup, dups), candidates, added);
+        return new InsertResult(node, Arrays.copyOf(dup, dups), candidates, added, stored);
     }
 
     private static void countHit(TreeNode n, int threshold, List<TreeNode> candidates) {
@@ -181,13 +189,18 @@ public final class RadixTree {
     }
 
     /**
+     * What an {@link #insertHost} did: the given host slots the tree did not take, and the nodes that took host slots
+     * (device-only nodes that became D+H, and the new host-only leaf), top first.
+     */
+    public record HostInsert(int[] unusedSlots, List<TreeNode> storedOnHost) {
+    }
+
+    /**
      * Inserts pages fetched into the host pool as host-only nodes under {@code anchor} (a prefetch's landing): the
      * pages of {@code tokens[from ..]} already in the tree keep their own copy, and the given slots for them come back
      * for the caller to free.
-     *
-     * @return the given host slots the tree did not take
      */
-    public int[] insertHost(TreeNode anchor, int[] tokens, int from, int pages, int[] hostSlots, PageHashes hashes) {
+    public HostInsert insertHost(TreeNode anchor, int[] tokens, int from, int pages, int[] hostSlots, PageHashes hashes) {
         Checks.requireArgument(hostSlots.length == pages && hashes.size() == pages, "%d pages, %d slots, %d hashes",
                 pages, hostSlots.length, hashes.size());
         MemorySegment query = MemorySegment.ofArray(tokens);
@@ -196,6 +209,7 @@ public final class RadixTree {
         int end = fromPage + pages;
         int[] unused = new int[pages];
         int unusedCount = 0;
+        List<TreeNode> stored = new ArrayList<>(1);
         TreeNode node = anchor;
         int at = fromPage;
         while (at < end) {
@@ -209,6 +223,7 @@ public final class RadixTree {
                 child.host = Arrays.copyOfRange(hostSlots, at - fromPage, at - fromPage + same);
                 child.hostReady = true;
                 hostPages += same;
+                stored.add(child);
             } else {
                 System.arraycopy(hostSlots, at - fromPage, unused, unusedCount, same);
                 unusedCount += same;
@@ -222,8 +237,9 @@ public final class RadixTree {
             leaf.host = Arrays.copyOfRange(hostSlots, at - fromPage, pages);
             leaf.hostReady = true;
             hostPages += leaf.pages;
+            stored.add(leaf);
         }
-        return Arrays.copyOf(unused, unusedCount);
+        return new HostInsert(Arrays.copyOf(unused, unusedCount), stored);
     }
 
     /* ---------------------------------------------------------------- pins */

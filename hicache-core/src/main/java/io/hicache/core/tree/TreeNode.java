@@ -148,6 +148,11 @@ public final class TreeNode {
         return tokens.getAtIndex(ValueLayout.JAVA_INT, index);
     }
 
+    /** A copy of this node's tokens, {@code pages * pageSize} of them. */
+    public int[] tokenIds() {
+        return tokens.toArray(ValueLayout.JAVA_INT);
+    }
+
     /** Children, in no particular order (collisions included). */
     public Collection<TreeNode> children() {
         if (children == null || children.isEmpty()) {

@@ -87,6 +87,7 @@ class RadixTreeTest {
         RadixTree.InsertResult again = tree.insert(concat(t, seq(900, 1)), new int[] {7, 8, 9, 20}, 1);
         assertArrayEquals(new int[] {7, 8, 9}, again.duplicatePages());
         assertEquals(1, again.newPages());
+        assertEquals(List.of(again.last()), again.storedOnDevice(), "only the new leaf took device pages");
         // Back the first node up and evict it: a later insert re-points it at fresh pages.
         int[] slots = {50, 51, 52};
         TreeNode.PendingCopy p = tree.beginBackup(n, slots);
@@ -96,6 +97,8 @@ class RadixTreeTest {
         RadixTree.InsertResult recomputed = tree.insert(t, new int[] {30, 31, 32}, 1);
         assertEquals(0, recomputed.duplicatePages().length);
         assertArrayEquals(new int[] {30, 31, 32}, n.devicePages());
+        assertEquals(List.of(n), recomputed.storedOnDevice(), "the evicted node took the recomputed pages");
+        assertArrayEquals(t, n.tokenIds());
         assertTrue(n.backedUp(), "re-pointed at the device, it keeps its host copy");
         tree.checkInvariants();
     }
@@ -201,15 +204,20 @@ class RadixTreeTest {
         tree.insert(concat(seq(0, 2), seq(300, 1)), new int[] {0, 1, 9}, 1);
         int[] all = concat(seq(0, 2), seq(300, 3));
         PageHasher h = new PageHasher(PAGE);
-        int[] unused = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {70, 71, 72},
+        RadixTree.HostInsert first = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {70, 71, 72},
                 h.hashPages(all, 2 * PAGE, 5 * PAGE, anchor.lastHash()));
-        assertArrayEquals(new int[0], unused, "the device-only page took the fetched copy");
+        assertArrayEquals(new int[0], first.unusedSlots(), "the device-only page took the fetched copy");
+        assertEquals(2, first.storedOnHost().size(), "the device-only node, then the new host-only leaf");
+        assertEquals(1, first.storedOnHost().get(0).pages());
+        assertEquals(2, first.storedOnHost().get(1).pages());
+        assertTrue(first.storedOnHost().get(1).devicePages() == null);
         MatchResult m = tree.match(all);
         assertEquals(3, m.devicePages());
         assertEquals(2, m.hostPages());
-        int[] again = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {80, 81, 82},
+        RadixTree.HostInsert again = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {80, 81, 82},
                 h.hashPages(all, 2 * PAGE, 5 * PAGE, anchor.lastHash()));
-        assertArrayEquals(new int[] {80, 81, 82}, again);
+        assertArrayEquals(new int[] {80, 81, 82}, again.unusedSlots());
+        assertTrue(again.storedOnHost().isEmpty(), "nothing new took host slots");
         tree.checkInvariants();
     }
 

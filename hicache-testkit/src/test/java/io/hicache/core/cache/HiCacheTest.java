@@ -511,24 +511,6 @@ class HiCacheTest {
         }
     }
 
-    @Test
-    void kvEventsTellARouterWherePagesAre() throws Exception {
-        try (TestEngine e = new TestEngine(settings(), 16, null)) {
-            e.cache.events().enable();
-            e.serve("a", prompt(0, 32));
-            e.quiesce();
-            e.serve("b", prompt(100_000, 64)); // evicts a to the host
-            e.quiesce();
-            List<KvEvent> events = e.cache.events().drain();
-            assertTrue(events.stream().anyMatch(ev -> ev.type() == KvEvent.Type.STORED && ev.tier() == KvEvent.Tier.DEVICE));
-            assertTrue(events.stream().anyMatch(ev -> ev.type() == KvEvent.Type.STORED && ev.tier() == KvEvent.Tier.HOST));
-            assertTrue(events.stream().anyMatch(ev -> ev.type() == KvEvent.Type.REMOVED && ev.tier() == KvEvent.Tier.DEVICE),
-                    events::toString);
-            assertTrue(events.stream().allMatch(ev -> ev.namespace().equals(TestEngine.NS)));
-            assertEquals(0, e.cache.events().drain().size(), "drained");
-        }
-    }
-
     /** The store, with close() doing nothing: shared by two engines in a test, closed by the test. */
     static io.hicache.core.store.PageStore unclosable(InMemoryPageStore store) {
         return io.hicache.testkit.FaultyPageStore.sharing(store);

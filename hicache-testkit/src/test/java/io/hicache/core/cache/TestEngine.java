@@ -2,6 +2,7 @@ package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.config.Settings;
+import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
@@ -42,6 +43,11 @@ final class TestEngine implements AutoCloseable {
 
     /** An engine whose cache has {@code devicePages} device pages, configured by {@code settings} (host.dir is set here). */
     TestEngine(Map<String, String> settings, int devicePages, PageStore store) {
+        this(settings, devicePages, store, null);
+    }
+
+    /** As above, publishing KV events to {@code events} (null: as {@code kv-events-config} says). */
+    TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events) {
         Path shm = Path.of("/dev/shm");
         try {
             hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
@@ -53,15 +59,19 @@ final class TestEngine implements AutoCloseable {
         settings.forEach(b::flag);
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
-        this.cache = open(config, devicePages, runtime, store);
+        this.cache = open(config, devicePages, runtime, store, events);
         this.page = config.pageSizeTokens();
         this.hasher = new PageHasher(page);
         this.flat = arena.allocate(cache.format().pageBytes(), 64);
     }
 
-    private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store) {
+    private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store,
+            KvEventPublisher events) {
         HiCacheBuilder b = HiCache.builder().config(config).namespace(NS).geometry(GEOMETRY).devicePages(devicePages)
                 .runtime(runtime);
+        if (events != null) {
+            b.kvEventPublisher(events);
+        }
         return (store == null ? b : b.store(store)).open();
     }
 

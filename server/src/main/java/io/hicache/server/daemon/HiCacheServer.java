@@ -4,6 +4,8 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Settings;
 import io.hicache.core.config.Units;
+import io.hicache.core.events.KvEventPublisher;
+import io.hicache.core.events.KvEventSink;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
@@ -39,7 +41,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of docs/protocol.md on Netty, with Prometheus metrics and a health endpoint over HTTP.
  *
  * <p>Threads: Netty's acceptor and event loops, {@code server.workers} request workers
- * ({@code hicache-server-worker-N}), the write-behind, the lease sweeper and the metrics endpoint; all stop on close.
+ * ({@code hicache-server-worker-N}), the write-behind, the lease sweeper, the metrics endpoint and, with
+ * {@code server.kv-events-config}, the KV event publisher ({@code hicache-server-kv-events}); all stop on close.
  * {@link #close()} is graceful: it stops accepting, lets requests in flight finish, closes connections, writes every
  * page not yet in L3 behind, then closes the store and frees the slab.
  *
@@ -122,9 +125,22 @@ public final class HiCacheServer implements AutoCloseable {
      * @throws HiCacheException when a part cannot start (the parts already started are stopped)
      */
     public static HiCacheServer start(ServerConfig config) {
+        return start(config, null);
+    }
+
+    /**
+     * As {@link #start(ServerConfig)}, publishing KV events to {@code kvEvents} instead of the publisher
+     * {@code server.kv-events-config} names (null: that one, or none): for a consumer in the same process. The daemon
+     * takes ownership of it and closes it, also when starting fails; its queue holds the config's
+     * {@code max_queue_size} events.
+     */
+    public static HiCacheServer start(ServerConfig config, KvEventPublisher kvEvents) {
         Optional<PageStore> store = Optional.empty();
         SlabCache cache = null;
+        KvEventSink sink = null;
         try {
+            sink = kvEvents != null ? KvEventSink.over("server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
+                    : KvEventSink.open("server-kv-events", config.kvEvents());
             if (!config.store().isEmpty()) {
                 Settings settings = config.settings();
                 if (config.store().equals("file") && settings.lookup("file.root").isEmpty()) {
@@ -132,16 +148,21 @@ public final class HiCacheServer implements AutoCloseable {
                 }
                 store = Optional.of(PageStores.open(new StoreConfig(config.store(), settings)));
             }
-            cache = new SlabCache(config, store);
+            cache = new SlabCache(config, store, sink); // from here the slab cache owns the sink
             String described = store.map(s -> s.name() + " at " + s.location()).orElse("none");
             HiCacheServer server = new HiCacheServer(config, cache, described);
             LOG.log(Level.DEBUG, server::describe); // the caller prints describe() where its users look
             return server;
         } catch (Exception e) {
             if (cache != null) {
-                cache.close();
+                cache.close(); // its store and sink too
             } else {
                 store.ifPresent(PageStore::close);
+                if (sink != null) {
+                    sink.close();
+                } else if (kvEvents != null) {
+                    kvEvents.close();
+                }
             }
             if (e instanceof HiCacheException h) {
                 throw h;

@@ -94,10 +94,24 @@ final class ServerMetrics {
         gauge("hicache_server_pages", "pages in the host slab", cache::pages);
         gauge("hicache_server_write_behind_pending_pages", "pages in the slab not yet written to L3",
                 cache.writeBehind::pendingPages);
+        if (cache.events.enabled()) {
+            counter("hicache_server_kv_events_published", "KV events handed to the publisher",
+                    () -> cache.events.sink().stats().publishedEvents());
+            counter("hicache_server_kv_events_dropped", "KV events dropped, oldest first, because the publisher fell "
+                    + "behind (server.kv-events-config max_queue_size)", () -> cache.events.sink().stats().droppedEvents());
+            counter("hicache_server_kv_event_batches_failed", "KV event batches the publisher failed on",
+                    () -> cache.events.sink().stats().failedBatches());
+            gauge("hicache_server_kv_events_queued", "KV events waiting for the publisher",
+                    () -> cache.events.sink().stats().queuedEvents());
+        }
     }
 
     private void counted(String name, String help, LongAdder value) {
-        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.sum())).register(registry);
+        counter(name, help, value::sum);
+    }
+
+    private void counter(String name, String help, LongSupplier value) {
+        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.getAsLong())).register(registry);
     }
 
     private void gauge(String name, String help, LongSupplier value) {

@@ -1,9 +1,12 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.events.KvEventSink;
+import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
@@ -49,8 +52,11 @@ import java.util.function.BooleanSupplier;
  *
  * <p>Pages are immutable while here: a delete of a page in use frees its block when the last user lets go.
  *
- * <p>Thread-safe. Owns the slab, its file, the write-behind thread and the L3 store; closing it flushes the
- * write-behind first.
+ * <p>Pages stored, written behind, evicted, deleted and cleared are announced as KV events ({@link ServerEvents}) when
+ * {@code server.kv-events-config} turns them on.
+ *
+ * <p>Thread-safe. Owns the slab, its file, the write-behind thread, the L3 store and the KV event publisher; closing
+ * it flushes the write-behind first and closes the publisher last.
  */
 final class SlabCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SlabCache.class.getName());
@@ -113,15 +119,19 @@ final class SlabCache implements AutoCloseable {
     private final ConcurrentHashMap<String, AtomicLong> namespaceBytes = new ConcurrentHashMap<>();
     private final Object evictLock = new Object();
     final WriteBehind writeBehind;
+    final ServerEvents events;
     final LongAdder hostHits = new LongAdder();
     final LongAdder storeHits = new LongAdder();
     final LongAdder misses = new LongAdder();
     final LongAdder evictedPages = new LongAdder();
     final LongAdder rejectedPuts = new LongAdder();
 
-    SlabCache(ServerConfig config, Optional<PageStore> l3) throws IOException {
+    /** A slab cache publishing KV events to {@code events}, which it owns once made (the caller closes it if this fails). */
+    SlabCache(ServerConfig config, Optional<PageStore> l3, KvEventSink events) throws IOException {
         this.config = config;
         this.l3 = l3;
+        this.events = new ServerEvents(events, Medium.ofStore(l3.map(s -> s.capabilities().has(Capability.SHARED))
+                .orElse(false)));
         long top = ServerConfig.maxBlockBytes(config.maxPageBytes(), config.minBlockBytes());
         long bytes = config.hostBytes() / top * top;
         int maxOrder = Long.numberOfTrailingZeros(top / config.minBlockBytes());
@@ -280,6 +290,7 @@ final class SlabCache implements AutoCloseable {
         if (hold) {
             stored.add(e);
         }
+        events.storedHere(e.key);
         if (e.dirty) {
             writeBehind.enqueue(e);
         }
@@ -341,6 +352,7 @@ final class SlabCache implements AutoCloseable {
         boolean met = false;
         boolean finished = false;
         List<Long> kept = new ArrayList<>();
+        List<StoreKey> evicted = new ArrayList<>();
         while (!finished) {
             long batchBytes = Math.max(wantedBytes, namespaceId == null ? freeTarget - allocator.freeBytes() : 0);
             List<Claimed<StoreKey>> batch = usage.claimOldest(Math.max(1, batchBytes), which);
@@ -348,12 +360,12 @@ final class SlabCache implements AutoCloseable {
                 break;
             }
             for (Claimed<StoreKey> candidate : batch) {
-                if (finished) {
+                if (finished || !tryEvict(candidate)) {
                     kept.add(candidate.entry());
-                } else if (!tryEvict(candidate)) {
-                    kept.add(candidate.entry());
-                } else if ((met || (met = done.getAsBoolean()))
-                        && (namespaceId != null || allocator.freeBytes() >= freeTarget)) {
+                    continue;
+                }
+                evicted.add(candidate.key());
+                if ((met || (met = done.getAsBoolean())) && (namespaceId != null || allocator.freeBytes() >= freeTarget)) {
                     finished = true;
                 }
             }
@@ -361,6 +373,7 @@ final class SlabCache implements AutoCloseable {
         for (long entry : kept) {
             usage.unclaim(entry);
         }
+        events.removedHere(evicted);
         return met;
     }
 
@@ -404,6 +417,7 @@ final class SlabCache implements AutoCloseable {
     void writtenBehind(Entry e) {
         e.dirty = false;
         usage.setFlagged(e.usage, true);
+        events.writtenBehind(e.key);
     }
 
     /**
@@ -598,6 +612,7 @@ final class SlabCache implements AutoCloseable {
             return pin(key);
         }
         namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong()).addAndGet(allocator.blockBytes(order));
+        events.storedHere(key);
         return e;
     }
 
@@ -656,9 +671,14 @@ final class SlabCache implements AutoCloseable {
      */
     PageStatus[] delete(List<StoreKey> keys, Deadline deadline) {
         PageStatus[] out = new PageStatus[keys.size()];
+        List<StoreKey> removedHere = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             out[i] = remove(keys.get(i)) ? PageStatus.OK : PageStatus.MISS;
+            if (out[i] == PageStatus.OK) {
+                removedHere.add(keys.get(i));
+            }
         }
+        events.removedHere(removedHere);
         if (l3.isEmpty()) {
             return out;
         }
@@ -671,14 +691,17 @@ final class SlabCache implements AutoCloseable {
         } catch (Exception e) {
             LOG.log(Level.DEBUG, () -> "L3 delete failed: " + e);
         }
+        List<StoreKey> removedFromL3 = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
             PageStatus inL3 = r != null ? r.status(i) : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
             if (inL3 == PageStatus.OK) {
                 out[i] = PageStatus.OK;
+                removedFromL3.add(keys.get(i));
             } else if (inL3 != PageStatus.MISS) {
                 out[i] = inL3; // not known to be gone from L3
             }
         }
+        events.removedFromL3(removedFromL3);
         return out;
     }
 
@@ -725,17 +748,23 @@ final class SlabCache implements AutoCloseable {
                 remove(k);
             }
         }
-        if (l3.isPresent()) {
-            try {
-                writeBehind.awaitBatchInFlight(deadline);
-                clearL3.call();
-            } catch (Exception e) {
-                if (deadline.isOver()) {
-                    throw new NotDoneInTime("clear of " + what + " is partial: the host slab's pages are removed, the L3"
-                            + " clear did not finish before the deadline and L3 may still hold pages; repeat the clear");
+        try {
+            if (l3.isPresent()) {
+                try {
+                    writeBehind.awaitBatchInFlight(deadline);
+                    clearL3.call();
+                } catch (Exception e) {
+                    if (deadline.isOver()) {
+                        throw new NotDoneInTime("clear of " + what + " is partial: the host slab's pages are removed, the"
+                                + " L3 clear did not finish before the deadline and L3 may still hold pages; repeat the clear");
+                    }
+                    throw e;
                 }
-                throw e;
             }
+        } finally {
+            // After L3's clear, so that no page written behind before it is announced after: a router forgets what it
+            // knew of this daemon, also when the L3 clear failed (it may have dropped pages).
+            events.cleared();
         }
     }
 
@@ -743,7 +772,10 @@ final class SlabCache implements AutoCloseable {
         return Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos())) + 1_000;
     }
 
-    /** Writes behind everything not yet in L3 (up to {@code timeout}), then frees the slab and its file. */
+    /**
+     * Writes behind everything not yet in L3 (up to {@code timeout}), then frees the slab and its file, and closes the
+     * KV event publisher after publishing what is queued.
+     */
     @Override
     public void close() {
         writeBehind.close(Duration.ofMillis(config.shutdownTimeout().toMillis()));
@@ -754,5 +786,6 @@ final class SlabCache implements AutoCloseable {
         } catch (IOException e) {
             LOG.log(Level.WARNING, "cannot delete " + file, e);
         }
+        events.close();
     }
 }

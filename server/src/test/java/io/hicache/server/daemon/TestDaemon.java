@@ -1,6 +1,7 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.config.Settings;
+import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.StoreKey;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.storage.remote.RemoteStoreConfig;
@@ -47,11 +48,16 @@ final class TestDaemon implements AutoCloseable {
      * deletes both: to restart on the same folders, close {@link #server} instead.
      */
     static TestDaemon start(Map<String, String> settings, Path hostDir, Path fileRoot) {
+        return start(settings, hostDir, fileRoot, null);
+    }
+
+    /** As above, publishing KV events to {@code kvEvents} (null: as {@code server.kv-events-config} says). */
+    static TestDaemon start(Map<String, String> settings, Path hostDir, Path fileRoot, KvEventPublisher kvEvents) {
         Settings.Builder b = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "0")
                 .flag("server.host-dir", hostDir.toString()).flag("server.host-size", "256MiB")
                 .flag("server.shutdown-timeout", "20s").flag("file.root", fileRoot.resolve("store").toString());
         settings.forEach(b::flag);
-        return new TestDaemon(HiCacheServer.start(ServerConfig.from(b.build())), hostDir, fileRoot);
+        return new TestDaemon(HiCacheServer.start(ServerConfig.from(b.build()), kvEvents), hostDir, fileRoot);
     }
 
     int port() {
