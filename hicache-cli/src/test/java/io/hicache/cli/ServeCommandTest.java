@@ -69,7 +69,7 @@ class ServeCommandTest {
         assertTrue(events.err().contains("pigeon") && events.err().contains("available: zmq"),
                 "the zmq publisher is on the command line's class path: " + events.err());
         HiCacheCliTest.Run json = HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": zmq}");
-        assertEquals(1, json.status());
+        assertEquals(2, json.status(), "malformed JSON is a bad argument, caught as the command line is read");
         assertTrue(json.err().contains("server.kv-events-config"), json.err());
     }
 
