@@ -32,8 +32,8 @@ import java.util.stream.Stream;
 /**
  * {@code file}: the local stores against the disk they sit on. Batches of 128 pages of 64 KiB and 1 MiB, put and
  * then got, through the file store and the RocksDB store, both with direct I/O so the page cache cannot serve what
- * should come from the disk; against {@code dd} with direct I/O and 1 MiB blocks writing and reading the same number
- * of bytes in the same folder, in alternating rounds. Every round moves at least 256 MiB and every case at least
+ * should come from the disk; against {@code dd} with direct I/O and blocks of the page's size (64 KiB or 1 MiB) writing
+ * and reading the same number of bytes in the same folder, in alternating rounds. Every round moves at least 256 MiB and every case at least
  * 2 GiB each side. Gets are checked against the bytes put.
  *
  * <p>The folder is {@code HICACHE_BENCH_DIR} (or the {@code hicache.bench.dir} property), else the temporary
@@ -97,15 +97,16 @@ public final class FileSuite implements BenchSuite {
                 requireAll(s.put(PageBatch.of(keys, sources), deadline()).get(10, TimeUnit.MINUTES), "put");
                 return batchBytes;
             };
+            String block = pageBytes >= 1 << 20 ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
             rows.add(BenchRow.higherIsBetter(store + "_put_" + (pageBytes >> 10) + "k_direct_io", "GB/s",
-                    "dd_write_direct_1m", comparison.measure(put, () -> dd.write(batchBytes)), 1e-9));
+                    "dd_write_direct_" + block, comparison.measure(put, () -> dd.write(batchBytes, pageBytes)), 1e-9));
             List<StoreKey> stored = keys(ns, 0);
             Comparison.Workload get = () -> {
                 requireAll(s.get(PageBatch.of(stored, targets), deadline()).get(10, TimeUnit.MINUTES), "get");
                 return batchBytes;
             };
             rows.add(BenchRow.higherIsBetter(store + "_get_" + (pageBytes >> 10) + "k_direct_io", "GB/s",
-                    "dd_read_direct_1m", comparison.measure(get, () -> dd.read(batchBytes)), 1e-9));
+                    "dd_read_direct_" + block, comparison.measure(get, () -> dd.read(batchBytes, pageBytes)), 1e-9));
             for (int i = 0; i < BATCH; i++) {
                 if (MemorySegment.mismatch(sources.get(i), 0, pageBytes, targets.get(i), 0, pageBytes) >= 0) {
                     throw new IllegalStateException(store + " returned wrong bytes for page " + i);
@@ -153,7 +154,7 @@ public final class FileSuite implements BenchSuite {
     }
 
     /**
-     * The reference: {@code dd} with direct I/O and 1 MiB blocks, writing a fresh file of the batch's size from
+     * The reference: {@code dd} with direct I/O and blocks of the page's size (one request per page, queue depth 1), writing a fresh file of the batch's size from
      * random bytes held in memory (zeros might be short-cut by the virtual disk), and reading back a file written
      * earlier. Not thread-safe; deletes its files on close.
      */
@@ -179,15 +180,15 @@ public final class FileSuite implements BenchSuite {
             dd("if=" + source, "of=" + readFile, "bs=1M", "oflag=direct");
         }
 
-        long write(long bytes) throws IOException, InterruptedException {
+        long write(long bytes, int blockBytes) throws IOException, InterruptedException {
             Path target = dir.resolve("dd-write-" + (written++ % 2) + ".bin");
             Files.deleteIfExists(target);
-            dd("if=" + source, "of=" + target, "bs=1M", "count=" + (bytes >> 20), "oflag=direct");
+            dd("if=" + source, "of=" + target, "bs=" + blockBytes, "count=" + bytes / blockBytes, "oflag=direct");
             return bytes;
         }
 
-        long read(long bytes) throws IOException, InterruptedException {
-            dd("if=" + readFile, "of=/dev/null", "bs=1M", "count=" + (bytes >> 20), "iflag=direct");
+        long read(long bytes, int blockBytes) throws IOException, InterruptedException {
+            dd("if=" + readFile, "of=/dev/null", "bs=" + blockBytes, "count=" + bytes / blockBytes, "iflag=direct");
             return bytes;
         }
 

@@ -68,14 +68,14 @@ public final class NixlSuite implements BenchSuite {
                 rows.add(BenchRow.higherIsBetter("nixl_posix_put_1m_direct_io", "GB/s", "file_store_put_1m_direct_io",
                         comparison.measure(nixlPut::put, filePut::put), 1e-9));
                 rows.add(BenchRow.higherIsBetter("nixl_posix_put_1m_direct_io_vs_dd", "GB/s", "dd_write_direct_1m",
-                        comparison.measure(nixlPut::put, () -> dd.write(batchBytes)), 1e-9));
+                        comparison.measure(nixlPut::put, () -> dd.write(batchBytes, 1 << 20)), 1e-9));
                 List<StoreKey> inNixl = FileSuite.keys(ns, 1_000_000);
                 List<StoreKey> inFile = FileSuite.keys(ns, 2_000_000);
                 Comparison.Workload nixlGet = () -> get(nixl, inNixl, targets, batchBytes);
                 rows.add(BenchRow.higherIsBetter("nixl_posix_get_1m_direct_io", "GB/s", "file_store_get_1m_direct_io",
                         comparison.measure(nixlGet, () -> get(file, inFile, targets, batchBytes)), 1e-9));
                 rows.add(BenchRow.higherIsBetter("nixl_posix_get_1m_direct_io_vs_dd", "GB/s", "dd_read_direct_1m",
-                        comparison.measure(nixlGet, () -> dd.read(batchBytes)), 1e-9));
+                        comparison.measure(nixlGet, () -> dd.read(batchBytes, 1 << 20)), 1e-9));
                 check(sources, targets, "nixl");
             }
             rows.add(registrationCache(dir, ns, arena, comparison));

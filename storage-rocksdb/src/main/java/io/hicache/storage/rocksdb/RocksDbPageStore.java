@@ -274,7 +274,13 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 statuses[i] = PageStatus.OK;
             }
             if (!added.isEmpty()) {
-                rocks.db.write(rocks.writeOptions, batch);
+                // A large batch is written once: into the memtable without the log, then flushed to a blob file
+                // before the put returns (see RocksDbHandles). A small one goes through the log as before.
+                boolean writeOnce = sources.totalBytes() >= config.writeBufferBytes() / 4;
+                rocks.db.write(writeOnce ? rocks.unloggedWrites : rocks.writeOptions, batch);
+                if (writeOnce) {
+                    rocks.db.flush(rocks.flushAndWait, rocks.pageFamilies);
+                }
                 added.forEach((id, m) -> {
                     metas.put(id, m);
                     writeOrder.insert(id, m.length());

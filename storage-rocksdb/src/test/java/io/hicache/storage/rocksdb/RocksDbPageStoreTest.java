@@ -133,4 +133,60 @@ class RocksDbPageStoreTest {
     private static <T> T await(java.util.concurrent.CompletableFuture<T> f) {
         return f.orTimeout(60, java.util.concurrent.TimeUnit.SECONDS).join();
     }
+
+    @Test
+    void aLargeBatchIsWrittenOnceToABlobFileAndASmallOneThroughTheLog() throws Exception {
+        Path root = dir.resolve("store");
+        RocksDbStoreConfig config = new RocksDbStoreConfig(root, 0, 0.9, false, false, 64L << 20, 4096, 1L << 20, 2);
+        try (RocksDbPageStore store = RocksDbPageStore.open(config); Arena arena = Arena.ofShared()) {
+            Path db = root.resolve("db");
+            // 64 KiB: under a quarter of the 1 MiB memtable, through the log, no blob file yet.
+            put(store, arena, 0, 1, 64 << 10);
+            assertEquals(0, bytes(db, ".blob"), "a small put waits in the memtable, logged");
+            long logged = bytes(db, ".log");
+            assertTrue(logged >= 64 << 10, "the small put is in the log: " + logged);
+            // 4 x 256 KiB: a quarter of the memtable or more, flushed before the put returns, not logged.
+            put(store, arena, 1, 4, 256 << 10);
+            assertTrue(bytes(db, ".blob") >= 4 * (256 << 10), "the large put is in a blob file when it returns");
+            assertTrue(bytes(db, ".log") < logged + (256 << 10), "and its bytes did not go through the log");
+            // Both read back whole.
+            for (int[] g : new int[][] {{0, 1, 64 << 10}, {1, 4, 256 << 10}}) {
+                List<StoreKey> keys = new ArrayList<>();
+                List<MemorySegment> targets = new ArrayList<>();
+                for (int i = 0; i < g[1]; i++) {
+                    keys.add(key(g[0], i));
+                    targets.add(arena.allocate(g[2]));
+                }
+                BatchResult r = store.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofSeconds(30))).join();
+                assertEquals(g[1], r.count(PageStatus.OK), r::toString);
+                for (int i = 0; i < g[1]; i++) {
+                    assertEquals(-1, PagePattern.firstMismatch(targets.get(i), keys.get(i), 0));
+                }
+            }
+        }
+    }
+
+    private static void put(RocksDbPageStore store, Arena arena, int group, int pages, int pageBytes) {
+        List<StoreKey> keys = new ArrayList<>();
+        List<MemorySegment> sources = new ArrayList<>();
+        for (int i = 0; i < pages; i++) {
+            MemorySegment page = arena.allocate(pageBytes);
+            PagePattern.fill(page, key(group, i));
+            keys.add(key(group, i));
+            sources.add(page);
+        }
+        BatchResult r = store.put(PageBatch.of(keys, sources), Deadline.after(Duration.ofSeconds(30))).join();
+        assertEquals(pages, r.count(PageStatus.OK), r::toString);
+    }
+
+    /** Bytes of the database's files whose names end in {@code suffix}. */
+    private static long bytes(Path db, String suffix) throws java.io.IOException {
+        try (var files = Files.list(db)) {
+            long sum = 0;
+            for (Path f : files.filter(f -> f.getFileName().toString().endsWith(suffix)).toList()) {
+                sum += Files.size(f);
+            }
+            return sum;
+        }
+    }
 }
