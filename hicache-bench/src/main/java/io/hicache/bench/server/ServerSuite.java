@@ -29,6 +29,12 @@ public final class ServerSuite implements BenchSuite {
     static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
     private static final long ROUND_BYTES = 512L << 20;
     private static final int BODIES = 8;
+    /** memcached's item memory: a round's pages of either size at once, with room for its slab classes to differ. */
+    private static final long MEMCACHED_MEMORY_BYTES = 3 * ROUND_BYTES;
+    /** memcached's largest item ({@code -I}): a 1 MiB page with its key and item header does not fit 1 MiB. */
+    private static final long MEMCACHED_MAX_ITEM_BYTES = 2L << 20;
+    /** Against memcached: at least its throughput, at most its p99. */
+    private static final double PEER_AIM = 1.0;
 
     @Override
     public String name() {
@@ -44,16 +50,27 @@ public final class ServerSuite implements BenchSuite {
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
+        int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis(); ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
+                ServerProcess memcached = ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20,
+                        MEMCACHED_MAX_ITEM_BYTES);
                 LoadGenerator toRedis = LoadGenerator.connect(new RespProtocol(), redis.port, CONNECTIONS, DEPTH);
-                LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH)) {
-            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis)};
-            String reference = "redis_" + redis.version;
+                LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH);
+                LoadGenerator toMemcached = LoadGenerator.connect(new MemcacheProtocol(), memcached.port, CONNECTIONS,
+                        DEPTH)) {
+            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis),
+                    new Side(memcached, new MemcacheProtocol(), toMemcached)};
             for (int pageBytes : PAGE_BYTES) {
-                size(sides, pageBytes, quick, reference, rows);
+                size(sides, pageBytes, quick, rows);
             }
+            SameHostRows.run(daemon.port, quick, rows);
         }
         return rows;
+    }
+
+    /** The daemon's event loop threads at its defaults ({@code server.io-threads} 0: one per two cores). */
+    static int daemonEventLoops() {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
     }
 
     /** One server with its generator, and what was measured of it at one page size. */
@@ -80,8 +97,7 @@ public final class ServerSuite implements BenchSuite {
         }
     }
 
-    private static void size(Side[] sides, int pageBytes, boolean quick, String reference, List<BenchRow> rows)
-            throws Exception {
+    private static void size(Side[] sides, int pageBytes, boolean quick, List<BenchRow> rows) throws Exception {
         int pages = (int) ((quick ? ROUND_BYTES / 32 : ROUND_BYTES) / pageBytes);
         int warmup = quick ? 1 : 8; // the daemon is a fresh JVM: its JIT needs several rounds
         int rounds = quick ? 1 : 6;
@@ -127,11 +143,26 @@ public final class ServerSuite implements BenchSuite {
         }
         String size = pageBytes >= (1 << 20) ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
         Side mine = sides[0];
-        Side theirs = sides[1];
-        rows.add(throughput("server_set_" + size, mine.setGbps, theirs.setGbps, reference));
-        rows.add(throughput("server_get_" + size, mine.getGbps, theirs.getGbps, reference));
-        latency("server_set_" + size, mine.setLatency, theirs.setLatency, reference, rows);
-        latency("server_get_" + size, mine.getLatency, theirs.getLatency, reference, rows);
+        Side redis = sides[1];
+        String reference = "redis_" + redis.server.version;
+        rows.add(throughput("server_set_" + size, mine.setGbps, redis.setGbps, reference));
+        rows.add(throughput("server_get_" + size, mine.getGbps, redis.getGbps, reference));
+        latency("server_set_" + size, mine.setLatency, redis.setLatency, reference, rows);
+        latency("server_get_" + size, mine.getLatency, redis.getLatency, reference, rows);
+        Side memcached = sides[2];
+        reference = "memcached_" + memcached.server.version;
+        for (String op : new String[] {"get", "set"}) {
+            boolean get = op.equals("get");
+            String metric = "server_vs_memcached_" + op + "_" + size;
+            rows.add(throughput(metric, get ? mine.getGbps : mine.setGbps, get ? memcached.getGbps : memcached.setGbps,
+                    reference).withAim(PEER_AIM));
+            List<BenchRow> latencies = new ArrayList<>();
+            latency(metric, get ? mine.getLatency : mine.setLatency, get ? memcached.getLatency : memcached.setLatency,
+                    reference, latencies);
+            for (BenchRow r : latencies) {
+                rows.add(r.metric().endsWith("_p99") ? r.withAim(PEER_AIM) : r);
+            }
+        }
     }
 
     private static BenchRow throughput(String metric, List<Double> mine, List<Double> theirs, String reference) {
