@@ -6,7 +6,8 @@ import io.netty.util.ByteProcessor;
 import java.nio.charset.StandardCharsets;
 
 /**
- * memcached's text protocol: {@code version}, {@code set key 0 0 bytes}, {@code get key} and {@code flush_all}, keys
+ * memcached's text protocol: {@code version}, {@code set key 0 0 bytes}, {@code get key}, {@code delete key} and
+ * {@code flush_all}, keys
  * being the page hash in hex (64 characters, under memcached's 250). memcached answers a connection's requests in
  * order, so the decoder numbers answers as they come. Stateless.
  */
@@ -47,6 +48,19 @@ final class MemcacheProtocol implements LoadProtocol {
         return ascii(alloc, "flush_all\r\n");
     }
 
+    /**
+     * {@code delete key}: memcached's {@code flush_all} only marks items invalid and leaves their memory with the slab
+     * class that held them, so the suite deletes a round's pages one by one (untimed) to give their memory back, as
+     * Redis's {@code FLUSHALL SYNC} and the daemon's CLEAR_ALL do; else a 64 KiB round would keep memory the 1 MiB
+     * pages then lack, and memcached would evict pages still being read.
+     */
+    ByteBuf delete(ByteBufAllocator alloc, long requestId, PageKey key) {
+        ByteBuf out = alloc.directBuffer(80);
+        out.writeCharSequence("delete ", StandardCharsets.US_ASCII);
+        out.writeBytes(key.hexAscii()).writeBytes(CRLF);
+        return out;
+    }
+
     private static ByteBuf ascii(ByteBufAllocator alloc, String text) {
         ByteBuf out = alloc.directBuffer(text.length());
         out.writeCharSequence(text, StandardCharsets.US_ASCII);
@@ -54,9 +68,10 @@ final class MemcacheProtocol implements LoadProtocol {
     }
 
     /**
-     * Answers: {@code STORED}, {@code OK}, {@code VERSION ...} end a request; a get's hit is {@code VALUE key flags
+     * Answers: {@code STORED}, {@code OK}, {@code DELETED}, {@code VERSION ...} end a request; a get's hit is {@code VALUE key flags
      * bytes}, the bytes and CRLF, then {@code END}; a lone {@code END} is a miss, and {@code ERROR},
-     * {@code CLIENT_ERROR ...}, {@code SERVER_ERROR ...} or {@code NOT_STORED} are failures.
+     * {@code CLIENT_ERROR ...}, {@code SERVER_ERROR ...}, {@code NOT_STORED} or {@code NOT_FOUND} (a delete of a page
+     * memcached had evicted) are failures.
      */
     @Override
     public Decoder decoder() {
@@ -97,7 +112,8 @@ final class MemcacheProtocol implements LoadProtocol {
                         inValue = true;
                         continue;
                     }
-                    if (line.equals("STORED") || line.equals("OK") || line.startsWith("VERSION ")) {
+                    if (line.equals("STORED") || line.equals("OK") || line.equals("DELETED")
+                            || line.startsWith("VERSION ")) {
                         return answered++;
                     }
                     if (line.equals("END")) {

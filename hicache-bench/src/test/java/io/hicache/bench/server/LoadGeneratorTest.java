@@ -46,7 +46,7 @@ class LoadGeneratorTest {
 
     @Test
     void memcachedAnswersAreCountedInOrderWhateverHowTheBytesAreSplit() {
-        byte[] stream = ("VERSION 1.6.18\r\nSTORED\r\nVALUE 0a1b 0 5\r\nhe\r\no\r\nEND\r\nOK\r\n"
+        byte[] stream = ("VERSION 1.6.18\r\nSTORED\r\nDELETED\r\nVALUE 0a1b 0 5\r\nhe\r\no\r\nEND\r\nOK\r\n"
                 + "VALUE k 0 0\r\n\r\nEND\r\n").getBytes(StandardCharsets.US_ASCII);
         for (int cut = 1; cut < stream.length; cut++) {
             LoadProtocol.Decoder d = new MemcacheProtocol().decoder();
@@ -59,11 +59,11 @@ class LoadGeneratorTest {
                 }
                 in.discardReadBytes();
             }
-            assertEquals(List.of(0L, 1L, 2L, 3L, 4L), ids, "split at " + cut);
+            assertEquals(List.of(0L, 1L, 2L, 3L, 4L, 5L), ids, "split at " + cut);
             assertEquals(0, in.readableBytes());
         }
         for (String failure : List.of("END\r\n", "ERROR\r\n", "CLIENT_ERROR bad data chunk\r\n",
-                "SERVER_ERROR object too large for cache\r\n", "NOT_STORED\r\n")) {
+                "SERVER_ERROR object too large for cache\r\n", "NOT_STORED\r\n", "NOT_FOUND\r\n")) {
             LoadProtocol.Decoder d = new MemcacheProtocol().decoder();
             assertThrows(IllegalStateException.class,
                     () -> d.next(Unpooled.copiedBuffer(failure, StandardCharsets.US_ASCII)), failure);
@@ -85,6 +85,9 @@ class LoadGeneratorTest {
         ByteBuf get = protocol.get(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 8, key, 3);
         assertEquals("get " + hex + "\r\n", get.toString(StandardCharsets.US_ASCII));
         get.release();
+        ByteBuf delete = protocol.delete(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 9, key);
+        assertEquals("delete " + hex + "\r\n", delete.toString(StandardCharsets.US_ASCII));
+        delete.release();
         ByteBuf flush = protocol.flushAll(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 9);
         assertEquals("flush_all\r\n", flush.toString(StandardCharsets.US_ASCII));
         flush.release();
