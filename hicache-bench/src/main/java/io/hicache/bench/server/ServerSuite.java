@@ -14,11 +14,14 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * {@code server}: the daemon against Redis 7 on loopback, each in its own process with nothing written to disk (the
- * daemon with no L3 store, Redis with persistence off), driven by one load generator: 16 connections with 4
- * requests in flight on each. For 64 KiB and 1 MiB pages, after eight warm-up rounds (the daemon is a fresh JVM whose
- * JIT compiler needs them; Redis gets the same rounds), six rounds alternate which server goes first; a round sets
- * 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed). Throughput is the
+ * {@code server}: the daemon against Redis 7 and memcached on loopback, each in its own process with nothing written
+ * to disk (the daemon with no L3 store, Redis with persistence off), driven by one load generator: 16 connections
+ * with 4 requests in flight on each. memcached runs with as many threads ({@code -t}) as the daemon has event loops,
+ * items up to 2 MiB and 2 GiB of memory. For 64 KiB and 1 MiB pages, after eight warm-up rounds (the daemon is a
+ * fresh JVM whose JIT compiler needs them; the peers get the same rounds), six rounds rotate which server goes
+ * first; a round sets 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed;
+ * memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
+ * ({@link SameHostRows}). Throughput is the
  * median over rounds with the median of the paired rounds' ratios; latencies are percentiles over every request of
  * the measured rounds. Before timing, each server's answer to one get is checked byte for byte against what was set.
  * Stateless; the servers go when the suite ends.
@@ -46,8 +49,8 @@ public final class ServerSuite implements BenchSuite {
 
     @Override
     public String description() {
-        return "daemon vs Redis 7 on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and 1 MiB pages, "
-                + "GB/s and p50/p99";
+        return "daemon vs Redis 7 and memcached on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and "
+                + "1 MiB pages, GB/s and p50/p99; same-host leases vs memcpy, RESERVE/COMMIT vs TCP put";
     }
 
     @Override
