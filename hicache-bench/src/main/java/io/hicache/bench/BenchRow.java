@@ -38,7 +38,7 @@ public record BenchRow(String metric, double value, String unit, String referenc
     }
 
     /** A throughput row whose ratio is the median of paired rounds' ratios. */
-    static BenchRow higherIsBetter(String metric, String unit, String reference, Comparison.Result result,
+    public static BenchRow higherIsBetter(String metric, String unit, String reference, Comparison.Result result,
             double scale) {
         return new BenchRow(metric, result.subjectPerSecond() * scale, unit, reference,
                 result.referencePerSecond() * scale, result.ratio(), "higher");

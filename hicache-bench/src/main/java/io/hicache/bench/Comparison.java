@@ -4,10 +4,10 @@ package io.hicache.bench;
  * Measures a subject against its reference in alternating rounds (subject, reference, reference, subject, ...)
  * so that drift on a noisy machine hits both alike, and reports the medians. Not thread-safe.
  */
-final class Comparison {
+public final class Comparison {
     /** A unit of work to time: runs once and returns how many items (pages, bytes) it processed. */
     @FunctionalInterface
-    interface Workload {
+    public interface Workload {
         long run() throws Exception;
     }
 
@@ -18,7 +18,7 @@ final class Comparison {
      * @param referencePerSecond the reference's items per second
      * @param ratio              the median of the per-round ratios subject / reference
      */
-    record Result(double subjectPerSecond, double referencePerSecond, double ratio) {
+    public record Result(double subjectPerSecond, double referencePerSecond, double ratio) {
     }
 
     private final int warmupRounds;
@@ -51,11 +51,11 @@ final class Comparison {
     }
 
     /** Settings with {@code warmup} and {@code rounds} rounds of {@code roundMillis} each, or a quick run. */
-    static Comparison forRun(boolean quick, int warmup, int rounds, long roundMillis) {
+    public static Comparison forRun(boolean quick, int warmup, int rounds, long roundMillis) {
         return quick ? new Comparison(1, 3, 20_000_000L) : new Comparison(warmup, rounds, roundMillis * 1_000_000L);
     }
 
-    Result measure(Workload subject, Workload reference) throws Exception {
+    public Result measure(Workload subject, Workload reference) throws Exception {
         int total = warmupRounds + rounds;
         for (int i = 0; i < warmupRounds; i++) {
             rate(subject);

@@ -17,7 +17,7 @@ import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
- * A server under test in a process of its own, on 127.0.0.1: the HiCache daemon in a child JVM, or Redis. Stopping
+ * A server under test in a process of its own, on 127.0.0.1: the HiCache daemon in a child JVM, Redis or memcached. Stopping
  * sends SIGTERM, waits, and removes the process's scratch folder. Not thread-safe.
  */
 public final class ServerProcess implements AutoCloseable {
@@ -40,6 +40,11 @@ public final class ServerProcess implements AutoCloseable {
      * (Redis runs with persistence off), and the launcher's JVM and flags.
      */
     public static ServerProcess hicache(long slabBytes) throws IOException, InterruptedException {
+        return hicache(slabBytes, List.of());
+    }
+
+    /** As {@link #hicache(long)}, with {@code flags} added to the launcher's ({@code --server.transport nio}). */
+    public static ServerProcess hicache(long slabBytes, List<String> flags) throws IOException, InterruptedException {
         Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
         List<String> command = new ArrayList<>();
@@ -49,6 +54,7 @@ public final class ServerProcess implements AutoCloseable {
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.cli.HiCacheCli", "serve",
                 "--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
                 "--server.host-dir", scratch.toString(), "--server.host-size", slabBytes + "B"));
+        command.addAll(flags);
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         int port = awaitLine(p, scratch, line -> {
             String marker = "HiCache daemon on 127.0.0.1:";
@@ -67,21 +73,50 @@ public final class ServerProcess implements AutoCloseable {
         Process p = new ProcessBuilder(binary.toString(), "--bind", "127.0.0.1", "--port", Integer.toString(port),
                 "--save", "", "--appendonly", "no", "--dir", scratch.toString(), "--daemonize", "no",
                 "--protected-mode", "yes", "--loglevel", "warning").redirectErrorStream(true).start();
+        awaitPort(p, "redis-server", port);
+        return new ServerProcess("redis", version, port, p, scratch);
+    }
+
+    /**
+     * {@code memcached} (Debian's, installed with apt-get when missing) on 127.0.0.1 over TCP only (no UDP), with
+     * {@code threads} worker threads, {@code memoryMiB} of item memory and items up to {@code maxItemBytes}.
+     */
+    public static ServerProcess memcached(int threads, long memoryMiB, long maxItemBytes)
+            throws IOException, InterruptedException {
+        Path binary = DebianTools.find("memcached", "memcached");
+        Process v = new ProcessBuilder(binary.toString(), "-V").redirectErrorStream(true).start();
+        String version = new String(v.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip()
+                .replaceFirst("^memcached\\s+", "");
+        v.waitFor(10, TimeUnit.SECONDS);
+        Path scratch = Files.createTempDirectory("hicache-bench-memcached-");
+        int port = freePort();
+        List<String> command = new ArrayList<>(List.of(binary.toString(), "-l", "127.0.0.1", "-p",
+                Integer.toString(port), "-U", "0", "-t", Integer.toString(threads), "-m", Long.toString(memoryMiB),
+                "-I", (maxItemBytes >> 10) + "k", "-c", "1024"));
+        if ("root".equals(System.getProperty("user.name"))) {
+            command.addAll(List.of("-u", "root")); // memcached refuses to run as root unless told which user to be
+        }
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        awaitPort(p, "memcached", port);
+        return new ServerProcess("memcached", version, port, p, scratch);
+    }
+
+    /** Drains the child's output and waits until it accepts connections on {@code port}. */
+    private static void awaitPort(Process p, String name, int port) throws IOException, InterruptedException {
         drain(p);
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (true) {
             try (Socket s = new Socket()) {
                 s.connect(new InetSocketAddress("127.0.0.1", port), 200);
-                break;
+                return;
             } catch (IOException notYet) {
                 if (!p.isAlive() || System.nanoTime() > until) {
                     p.destroyForcibly();
-                    throw new IOException("redis-server did not start on port " + port + ": " + notYet);
+                    throw new IOException(name + " did not start on port " + port + ": " + notYet);
                 }
                 Thread.sleep(20);
             }
         }
-        return new ServerProcess("redis", version, port, p, scratch);
     }
 
     private static int freePort() throws IOException {

@@ -22,8 +22,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Proves that a server stores what the load generator sends: one page is set through the generator and read back
- * by an independent client (the remote page store for the daemon, a plain socket for Redis), then compared byte for
- * byte. The generator itself skips the bodies of answers, so without this a server could answer gets with anything.
+ * by an independent client (the remote page store for the daemon, a plain socket for Redis and memcached), then
+ * compared byte for byte. The generator itself skips the bodies of answers, so without this a server could answer gets with anything.
  * Stateless.
  */
 final class PageCheck {
@@ -36,8 +36,12 @@ final class PageCheck {
         load.run(1, (alloc, id, index) -> protocol.set(alloc, id, key, body.retainedDuplicate(), crc));
         byte[] expected = new byte[body.readableBytes()];
         body.getBytes(body.readerIndex(), expected);
-        byte[] got = protocol instanceof HcwpProtocol ? viaRemoteStore(port, key, expected.length)
-                : viaRedisSocket(port, key);
+        byte[] got = switch (protocol) {
+            case HcwpProtocol _ -> viaRemoteStore(port, key, expected.length);
+            case MemcacheProtocol _ -> viaSocket(port, concat("get ", key.hexAscii(), "\r\n"), "VALUE ", 2);
+            default -> viaSocket(port, concat("*2\r\n$3\r\nGET\r\n$" + key.hexAscii().length + "\r\n", key.hexAscii(),
+                    "\r\n"), "$", 0);
+        };
         if (!java.util.Arrays.equals(expected, got)) {
             throw new IllegalStateException(server + " returned other bytes than the load generator set");
         }
@@ -57,26 +61,38 @@ final class PageCheck {
         }
     }
 
-    private static byte[] viaRedisSocket(int port, LoadProtocol.PageKey key) throws IOException {
+    private static byte[] concat(String head, byte[] key, String tail) {
+        byte[] h = head.getBytes(StandardCharsets.US_ASCII);
+        byte[] t = tail.getBytes(StandardCharsets.US_ASCII);
+        byte[] all = java.util.Arrays.copyOf(h, h.length + key.length + t.length);
+        System.arraycopy(key, 0, all, h.length, key.length);
+        System.arraycopy(t, 0, all, h.length + key.length, t.length);
+        return all;
+    }
+
+    /**
+     * Sends {@code request} on a plain socket and reads one value: a line starting with {@code prefix} whose
+     * space-separated field {@code lengthField} (after the prefix) is the value's length, then the value.
+     */
+    private static byte[] viaSocket(int port, byte[] request, String prefix, int lengthField) throws IOException {
         try (Socket s = new Socket()) {
             s.connect(new InetSocketAddress("127.0.0.1", port), 5000);
             s.setSoTimeout(30_000);
             OutputStream out = s.getOutputStream();
-            out.write(("*2\r\n$3\r\nGET\r\n$" + key.hexAscii().length + "\r\n").getBytes(StandardCharsets.US_ASCII));
-            out.write(key.hexAscii());
-            out.write("\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.write(request);
             DataInputStream in = new DataInputStream(s.getInputStream());
             StringBuilder line = new StringBuilder();
             for (int c = in.read(); c != '\n'; c = in.read()) {
                 if (c < 0) {
-                    throw new IOException("redis closed the connection");
+                    throw new IOException("the server closed the connection");
                 }
                 line.append((char) c);
             }
-            if (line.charAt(0) != '$' || line.charAt(1) == '-') {
-                throw new IllegalStateException("redis answered the check's GET with " + line.toString().strip());
+            String answer = line.toString().strip();
+            if (!answer.startsWith(prefix) || answer.startsWith(prefix + "-")) {
+                throw new IllegalStateException("the server answered the check's get with " + answer);
             }
-            byte[] page = new byte[Integer.parseInt(line.substring(1).strip())];
+            byte[] page = new byte[Integer.parseInt(answer.substring(prefix.length()).split(" ")[lengthField])];
             in.readFully(page);
             return page;
         }

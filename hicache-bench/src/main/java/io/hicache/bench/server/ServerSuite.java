@@ -14,11 +14,14 @@ import java.util.List;
 import java.util.SplittableRandom;
 
 /**
- * {@code server}: the daemon against Redis 7 on loopback, each in its own process with nothing written to disk (the
- * daemon with no L3 store, Redis with persistence off), driven by one load generator: 16 connections with 4
- * requests in flight on each. For 64 KiB and 1 MiB pages, after eight warm-up rounds (the daemon is a fresh JVM whose
- * JIT compiler needs them; Redis gets the same rounds), six rounds alternate which server goes first; a round sets
- * 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed). Throughput is the
+ * {@code server}: the daemon against Redis 7 and memcached on loopback, each in its own process with nothing written
+ * to disk (the daemon with no L3 store, Redis with persistence off), driven by one load generator: 16 connections
+ * with 4 requests in flight on each. memcached runs with as many threads ({@code -t}) as the daemon has event loops,
+ * items up to 2 MiB and 2 GiB of memory. For 64 KiB and 1 MiB pages, after eight warm-up rounds (the daemon is a
+ * fresh JVM whose JIT compiler needs them; the peers get the same rounds), six rounds rotate which server goes
+ * first; a round sets 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed;
+ * memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
+ * ({@link SameHostRows}). Throughput is the
  * median over rounds with the median of the paired rounds' ratios; latencies are percentiles over every request of
  * the measured rounds. Before timing, each server's answer to one get is checked byte for byte against what was set.
  * Stateless; the servers go when the suite ends.
@@ -29,6 +32,15 @@ public final class ServerSuite implements BenchSuite {
     static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
     private static final long ROUND_BYTES = 512L << 20;
     private static final int BODIES = 8;
+    /**
+     * memcached's item memory: a round's pages of each size (memory a slab class once took stays with it) with room
+     * for its chunk rounding; rounds' pages are deleted, so no more is needed.
+     */
+    private static final long MEMCACHED_MEMORY_BYTES = 4 * ROUND_BYTES;
+    /** memcached's largest item ({@code -I}): a 1 MiB page with its key and item header does not fit 1 MiB. */
+    private static final long MEMCACHED_MAX_ITEM_BYTES = 2L << 20;
+    /** Against memcached: at least its throughput, at most its p99. */
+    private static final double PEER_AIM = 1.0;
 
     @Override
     public String name() {
@@ -37,23 +49,34 @@ public final class ServerSuite implements BenchSuite {
 
     @Override
     public String description() {
-        return "daemon vs Redis 7 on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and 1 MiB pages, "
-                + "GB/s and p50/p99";
+        return "daemon vs Redis 7 and memcached on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and "
+                + "1 MiB pages, GB/s and p50/p99; same-host leases vs memcpy, RESERVE/COMMIT vs TCP put";
     }
 
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
+        int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis(); ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
+                ServerProcess memcached = ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20,
+                        MEMCACHED_MAX_ITEM_BYTES);
                 LoadGenerator toRedis = LoadGenerator.connect(new RespProtocol(), redis.port, CONNECTIONS, DEPTH);
-                LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH)) {
-            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis)};
-            String reference = "redis_" + redis.version;
+                LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH);
+                LoadGenerator toMemcached = LoadGenerator.connect(new MemcacheProtocol(), memcached.port, CONNECTIONS,
+                        DEPTH)) {
+            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis),
+                    new Side(memcached, new MemcacheProtocol(), toMemcached)};
             for (int pageBytes : PAGE_BYTES) {
-                size(sides, pageBytes, quick, reference, rows);
+                size(sides, pageBytes, quick, rows);
             }
+            SameHostRows.run(daemon.port, quick, rows);
         }
         return rows;
+    }
+
+    /** The daemon's event loop threads at its defaults ({@code server.io-threads} 0: one per two cores). */
+    static int daemonEventLoops() {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
     }
 
     /** One server with its generator, and what was measured of it at one page size. */
@@ -80,8 +103,7 @@ public final class ServerSuite implements BenchSuite {
         }
     }
 
-    private static void size(Side[] sides, int pageBytes, boolean quick, String reference, List<BenchRow> rows)
-            throws Exception {
+    private static void size(Side[] sides, int pageBytes, boolean quick, List<BenchRow> rows) throws Exception {
         int pages = (int) ((quick ? ROUND_BYTES / 32 : ROUND_BYTES) / pageBytes);
         int warmup = quick ? 1 : 8; // the daemon is a fresh JVM: its JIT needs several rounds
         int rounds = quick ? 1 : 6;
@@ -110,6 +132,10 @@ public final class ServerSuite implements BenchSuite {
                             crcs[index % BODIES]));
                     LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {s.protocol.get(
                             alloc, id, LoadProtocol.PageKey.of(round, order[index]), pageBytes)});
+                    if (s.protocol instanceof MemcacheProtocol m) { // flush_all would not give the memory back
+                        s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {m.delete(alloc, id,
+                                LoadProtocol.PageKey.of(round, index))});
+                    }
                     s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
                     if (r >= warmup) {
                         s.setGbps.add((double) pages * pageBytes / set.nanos());
@@ -127,11 +153,26 @@ public final class ServerSuite implements BenchSuite {
         }
         String size = pageBytes >= (1 << 20) ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
         Side mine = sides[0];
-        Side theirs = sides[1];
-        rows.add(throughput("server_set_" + size, mine.setGbps, theirs.setGbps, reference));
-        rows.add(throughput("server_get_" + size, mine.getGbps, theirs.getGbps, reference));
-        latency("server_set_" + size, mine.setLatency, theirs.setLatency, reference, rows);
-        latency("server_get_" + size, mine.getLatency, theirs.getLatency, reference, rows);
+        Side redis = sides[1];
+        String reference = "redis_" + redis.server.version;
+        rows.add(throughput("server_set_" + size, mine.setGbps, redis.setGbps, reference));
+        rows.add(throughput("server_get_" + size, mine.getGbps, redis.getGbps, reference));
+        latency("server_set_" + size, mine.setLatency, redis.setLatency, reference, rows);
+        latency("server_get_" + size, mine.getLatency, redis.getLatency, reference, rows);
+        Side memcached = sides[2];
+        reference = "memcached_" + memcached.server.version;
+        for (String op : new String[] {"get", "set"}) {
+            boolean get = op.equals("get");
+            String metric = "server_vs_memcached_" + op + "_" + size;
+            rows.add(throughput(metric, get ? mine.getGbps : mine.setGbps, get ? memcached.getGbps : memcached.setGbps,
+                    reference).withAim(PEER_AIM));
+            List<BenchRow> latencies = new ArrayList<>();
+            latency(metric, get ? mine.getLatency : mine.setLatency, get ? memcached.getLatency : memcached.setLatency,
+                    reference, latencies);
+            for (BenchRow r : latencies) {
+                rows.add(r.metric().endsWith("_p99") ? r.withAim(PEER_AIM) : r);
+            }
+        }
     }
 
     private static BenchRow throughput(String metric, List<Double> mine, List<Double> theirs, String reference) {

@@ -11,6 +11,7 @@ import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
+import io.hicache.storage.remote.protocol.NettyTransport;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -20,9 +21,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
@@ -71,6 +70,7 @@ public final class HiCacheServer implements AutoCloseable {
     private final ScheduledExecutorService sweeper;
     private final AtomicBoolean closing = new AtomicBoolean();
     private final String storeDescription;
+    private final NettyTransport transport;
 
     private HiCacheServer(ServerConfig config, SlabCache cache, String storeDescription) throws Exception {
         this.config = config;
@@ -81,11 +81,12 @@ public final class HiCacheServer implements AutoCloseable {
         this.leases = new Leases(cache);
         this.operations = new Operations(this);
         this.workers = Executors.newFixedThreadPool(config.workers(), Threads.factory("server-worker"));
-        this.acceptor = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        this.loops = new MultiThreadIoEventLoopGroup(config.eventLoops(), NioIoHandler.newFactory());
+        this.transport = config.transport().resolve();
+        this.acceptor = new MultiThreadIoEventLoopGroup(1, transport.ioHandlerFactory());
+        this.loops = new MultiThreadIoEventLoopGroup(config.eventLoops(), transport.ioHandlerFactory());
         this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Threads.unstarted("server-lease-sweeper", r));
         sweeper.scheduleAtFixedRate(leases::expire, 1, 1, TimeUnit.SECONDS);
-        ServerBootstrap b = new ServerBootstrap().group(acceptor, loops).channel(NioServerSocketChannel.class)
+        ServerBootstrap b = new ServerBootstrap().group(acceptor, loops).channel(transport.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
@@ -178,8 +179,14 @@ public final class HiCacheServer implements AutoCloseable {
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
                 + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: " + storeDescription
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
-                + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; metrics: "
+                + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; transport "
+                + transport.describe(config.transport()) + "; metrics: "
                 + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics");
+    }
+
+    /** The socket transport the daemon runs on: {@code server.transport} resolved (never {@code AUTO}). */
+    public NettyTransport transport() {
+        return transport;
     }
 
     /** The port the daemon listens on. */

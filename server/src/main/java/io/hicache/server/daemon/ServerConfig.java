@@ -6,6 +6,7 @@ import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.events.KvEventsConfig;
 import io.hicache.core.util.Checks;
+import io.hicache.storage.remote.protocol.NettyTransport;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
@@ -40,13 +41,14 @@ import java.util.List;
  * @param writeBehindMaxTries tries to write a page behind before it is given up (logged and reported)
  * @param kvEvents          where the daemon publishes KV events ({@code server.kv-events-config}, SGLang's
  *                          {@code --kv-events-config} JSON); off by default
+ * @param transport         Netty's socket transport ({@code auto}: epoll where its native library loads, NIO otherwise)
  * @param settings          all the raw settings, for the L3 store
  */
 public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
         int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
         long namespaceQuota, int metricsPort, int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease,
         Duration handshakeTimeout, long maxPartialFrameBytes, int writeBehindMaxTries, KvEventsConfig kvEvents,
-        Settings settings) {
+        NettyTransport transport, Settings settings) {
     public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
             "the address to listen on; anything but loopback requires server.auth-token");
     public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
@@ -93,6 +95,11 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
                     + "daemon publishes the pages it stores, writes behind, evicts and clears (docs/kv-events.md); "
                     + "empty: off");
 
+    public static final Setting<NettyTransport> TRANSPORT = Setting.choice("server.transport", NettyTransport.class,
+            NettyTransport::configName, NettyTransport.AUTO,
+            "Netty's socket transport: auto (epoll where its native library loads, nio otherwise; the start line says "
+                    + "which), nio or epoll (fails to start where epoll does not load)");
+
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;
 
@@ -104,7 +111,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
             MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
-            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT, MAX_PARTIAL_FRAMES, WRITE_BEHIND_MAX_TRIES, KV_EVENTS);
+            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT, MAX_PARTIAL_FRAMES, WRITE_BEHIND_MAX_TRIES, KV_EVENTS,
+            TRANSPORT);
 
     public ServerConfig {
         Checks.requireArgument(handshakeTimeout.toMillis() > 0, "server.handshake-timeout must be positive, was %s",
@@ -144,7 +152,7 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
                     store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
                     settings.get(IO_THREADS), settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT),
                     settings.get(MAX_LEASE), settings.get(HANDSHAKE_TIMEOUT), settings.get(MAX_PARTIAL_FRAMES),
-                    settings.get(WRITE_BEHIND_MAX_TRIES), settings.get(KV_EVENTS), settings);
+                    settings.get(WRITE_BEHIND_MAX_TRIES), settings.get(KV_EVENTS), settings.get(TRANSPORT), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }

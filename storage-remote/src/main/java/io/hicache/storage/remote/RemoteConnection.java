@@ -5,6 +5,7 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.NettyTransport;
 import io.hicache.storage.remote.protocol.ProtocolException;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.bootstrap.Bootstrap;
@@ -18,7 +19,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import java.lang.System.Logger.Level;
@@ -95,10 +95,11 @@ final class RemoteConnection {
      * Connects and shakes hands; the future completes once the daemon accepted the token and version, or fails
      * with a {@link HiCacheException} ({@link ErrorCode#STORE_UNAVAILABLE}) saying why.
      */
-    static CompletableFuture<RemoteConnection> open(EventLoopGroup group, RemoteStoreConfig config) {
+    static CompletableFuture<RemoteConnection> open(EventLoopGroup group, NettyTransport transport,
+            RemoteStoreConfig config) {
         RemoteConnection c = new RemoteConnection(config.host() + ":" + config.port());
         CompletableFuture<RemoteConnection> ready = new CompletableFuture<>();
-        Bootstrap b = new Bootstrap().group(group).channel(NioSocketChannel.class)
+        Bootstrap b = new Bootstrap().group(group).channel(transport.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
                         config.connectTimeout().toMillis()))

@@ -15,13 +15,13 @@ import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.util.Checks;
 import io.hicache.storage.remote.RemoteConnection.Reply;
 import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.NettyTransport;
 import io.hicache.storage.remote.protocol.ProtocolException;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -63,11 +63,14 @@ public final class RemotePageStore extends AbstractPageStore {
     private final AtomicReferenceArray<CompletableFuture<RemoteConnection>> connections;
     private final AtomicInteger turn = new AtomicInteger();
     private final SlabMapping slab;
+    private final NettyTransport transport;
 
-    private RemotePageStore(RemoteStoreConfig config, EventLoopGroup group, RemoteConnection first) {
+    private RemotePageStore(RemoteStoreConfig config, NettyTransport transport, EventLoopGroup group,
+            RemoteConnection first) {
         super("remote", config.host() + ":" + config.port(), new StoreCapabilities(
                 EnumSet.of(Capability.PERSISTENT, Capability.SHARED), first.hello().maxPageBytes(), 256));
         this.config = config;
+        this.transport = transport;
         this.group = group;
         this.hello = first.hello();
         this.connections = new AtomicReferenceArray<>(config.connections());
@@ -83,11 +86,12 @@ public final class RemotePageStore extends AbstractPageStore {
      */
     public static RemotePageStore open(RemoteStoreConfig config) {
         Checks.checkNotNull(config, "config");
+        NettyTransport transport = config.transport().resolve();
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(Math.min(config.connections(),
                 Runtime.getRuntime().availableProcessors()), new DefaultThreadFactory("hicache-remote-io", true),
-                NioIoHandler.newFactory());
+                transport.ioHandlerFactory());
         try {
-            return new RemotePageStore(config, group, RemoteConnection.open(group, config).get());
+            return new RemotePageStore(config, transport, group, RemoteConnection.open(group, transport, config).get());
         } catch (InterruptedException e) {
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             Thread.currentThread().interrupt();
@@ -100,6 +104,11 @@ public final class RemotePageStore extends AbstractPageStore {
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "HiCache daemon at " + config.host() + ":"
                     + config.port() + ": cannot connect: " + e.getCause(), e.getCause());
         }
+    }
+
+    /** The socket transport this client runs on: {@code remote.transport} resolved (never {@code AUTO}). */
+    public NettyTransport transport() {
+        return transport;
     }
 
     /** The largest frame the daemon accepts. */
@@ -334,7 +343,7 @@ public final class RemotePageStore extends AbstractPageStore {
                 if (isClosed()) {
                     fresh.completeExceptionally(new HiCacheException(ErrorCode.STORE_CLOSED, "the store is closed"));
                 } else {
-                    RemoteConnection.open(group, config).whenComplete((c, e) -> {
+                    RemoteConnection.open(group, transport, config).whenComplete((c, e) -> {
                         if (e != null) {
                             fresh.completeExceptionally(e);
                         } else {

@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.util.Checks;
+import io.hicache.storage.remote.protocol.NettyTransport;
 import java.time.Duration;
 import java.util.List;
 
@@ -16,8 +17,10 @@ import java.util.List;
  * @param authToken      the token the daemon requires (empty when it requires none)
  * @param connections    connections kept open and used in turn; each carries many requests at once
  * @param connectTimeout the most connecting and the handshake may take
+ * @param transport      Netty's socket transport ({@code auto}: epoll where it loads, NIO otherwise)
  */
-public record RemoteStoreConfig(String host, int port, String authToken, int connections, Duration connectTimeout) {
+public record RemoteStoreConfig(String host, int port, String authToken, int connections, Duration connectTimeout,
+        NettyTransport transport) {
     public static final Setting<String> HOST = Setting.string("remote.host", "127.0.0.1", "the daemon's address");
     public static final Setting<Integer> PORT = Setting.integer("remote.port", 7370, 1, 65535, "the daemon's port");
     public static final Setting<String> AUTH_TOKEN = Setting.string("remote.auth-token", "",
@@ -27,12 +30,23 @@ public record RemoteStoreConfig(String host, int port, String authToken, int con
     public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("remote.connect-timeout", "5s",
             "the most connecting and the handshake may take");
 
+    public static final Setting<NettyTransport> TRANSPORT = Setting.choice("remote.transport", NettyTransport.class,
+            NettyTransport::configName, NettyTransport.AUTO,
+            "Netty's socket transport: auto (epoll where its native library loads, nio otherwise), nio or epoll");
+
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT);
+    public static final List<Setting<?>> SETTINGS = List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT,
+            TRANSPORT);
 
     public RemoteStoreConfig {
         Checks.requireArgument(host != null && !host.isBlank(), "remote.host must be set");
         Checks.checkPositive(connections, "connections");
+        Checks.checkNotNull(transport, "transport");
+    }
+
+    /** A configuration on the {@code auto} transport. */
+    public RemoteStoreConfig(String host, int port, String authToken, int connections, Duration connectTimeout) {
+        this(host, port, authToken, connections, connectTimeout, NettyTransport.AUTO);
     }
 
     /**
@@ -43,7 +57,7 @@ public record RemoteStoreConfig(String host, int port, String authToken, int con
     public static RemoteStoreConfig from(Settings settings) {
         try {
             return new RemoteStoreConfig(settings.get(HOST).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
-                    settings.get(CONNECTIONS), settings.get(CONNECT_TIMEOUT));
+                    settings.get(CONNECTIONS), settings.get(CONNECT_TIMEOUT), settings.get(TRANSPORT));
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }
@@ -52,5 +66,10 @@ public record RemoteStoreConfig(String host, int port, String authToken, int con
     /** A store on the daemon at 127.0.0.1:{@code port}, with the defaults otherwise: for tests. */
     public static RemoteStoreConfig local(int port, String authToken) {
         return new RemoteStoreConfig("127.0.0.1", port, authToken, 4, Duration.ofSeconds(5));
+    }
+
+    /** This configuration on {@code transport}. */
+    public RemoteStoreConfig withTransport(NettyTransport transport) {
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport);
     }
 }
