@@ -42,8 +42,9 @@ import org.rocksdb.WriteOptions;
  *   <li><b>Write-ahead log kept</b>, synced per put when {@code rocksdb.fsync}: a killed process loses no page whose
  *       put returned.
  *   <li><b>Direct I/O</b> for reads, flushes and compactions when {@code rocksdb.direct-io}: no double caching.
- *   <li><b>Large batches written once</b>: a put of at least a quarter memtable skips the write-ahead log and is
- *       flushed (blob file, key table, synced) before it returns, so its bytes reach the disk once instead of twice
+ *   <li><b>Large batches written once</b>: a put of at least a quarter memtable skips the write-ahead log, goes into
+ *       the memtables in chunks (full memtables flush in the background while later chunks are copied) and is flushed
+ *       (blob file, key table, synced) before it returns, so its bytes reach the disk once instead of twice
  *       (log, then blob file); small puts keep the log. {@code atomic_flush} flushes pages and their records together,
  *       so a crash never leaves one without the other.
  * </ul>

@@ -48,6 +48,7 @@ import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Status;
 import org.rocksdb.WriteBatch;
+import org.rocksdb.WriteOptions;
 
 /**
  * The {@code rocksdb} page store: pages as values in a RocksDB database ({@link RocksDbHandles} says which options
@@ -256,8 +257,15 @@ public final class RocksDbPageStore extends AbstractPageStore {
         }
         PageStatus[] statuses = new PageStatus[n];
         Map<PageId, PageMeta> added = new java.util.LinkedHashMap<>();
+        // A large batch is written once: into memtables without the log, a chunk at a time so that full memtables
+        // flush in the background while later chunks are copied, then flushed before the put returns (see
+        // RocksDbHandles). A small one goes through the log in one write, as before.
+        boolean writeOnce = sources.totalBytes() >= config.writeBufferBytes() / 4;
+        long chunkBytes = writeOnce ? Math.max(1L << 20, config.writeBufferBytes() / 8) : Long.MAX_VALUE;
+        WriteOptions options = writeOnce ? rocks.unloggedWrites : rocks.writeOptions;
         writeLock.lock();
         try (Arena arena = Arena.ofConfined(); WriteBatch batch = new WriteBatch()) {
+            long inBatch = 0;
             for (int i = 0; i < n; i++) {
                 PageId id = PageId.of(sources.key(i));
                 if (metas.containsKey(id) || added.containsKey(id)) {
@@ -269,23 +277,26 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 ByteBuffer key = keyBuffer(arena, id);
                 batch.put(rocks.pages, key, page.asByteBuffer());
                 key.rewind();
-                batch.put(rocks.meta, key, direct(arena, m.toBytes()));
+                batch.put(rocks.meta, key, direct(arena, m.toBytes())); // a page and its record in one write
                 added.put(id, m);
                 statuses[i] = PageStatus.OK;
-            }
-            if (!added.isEmpty()) {
-                // A large batch is written once: into the memtable without the log, then flushed to a blob file
-                // before the put returns (see RocksDbHandles). A small one goes through the log as before.
-                boolean writeOnce = sources.totalBytes() >= config.writeBufferBytes() / 4;
-                rocks.db.write(writeOnce ? rocks.unloggedWrites : rocks.writeOptions, batch);
-                if (writeOnce) {
-                    rocks.db.flush(rocks.flushAndWait, rocks.pageFamilies);
+                inBatch += page.byteSize();
+                if (inBatch >= chunkBytes) {
+                    rocks.db.write(options, batch);
+                    batch.clear();
+                    inBatch = 0;
                 }
-                added.forEach((id, m) -> {
-                    metas.put(id, m);
-                    writeOrder.insert(id, m.length());
-                });
             }
+            if (batch.count() > 0) {
+                rocks.db.write(options, batch);
+            }
+            if (writeOnce && !added.isEmpty()) {
+                rocks.db.flush(rocks.flushAndWait, rocks.pageFamilies);
+            }
+            added.forEach((id, m) -> {
+                metas.put(id, m);
+                writeOrder.insert(id, m.length());
+            });
         } finally {
             writeLock.unlock();
             // The pages written are in the index, which counts them now; the rest were not written.

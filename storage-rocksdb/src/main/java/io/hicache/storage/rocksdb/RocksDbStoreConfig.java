@@ -38,8 +38,8 @@ public record RocksDbStoreConfig(Path root, long capacityBytes, double lowWater,
             "block cache for the key tables' index and filter blocks (pages themselves are in blob files)");
     public static final Setting<Long> BLOB_MIN = Setting.bytes("rocksdb.blob-min-size", "4KiB",
             "values at least this large are kept in blob files, out of the LSM tree");
-    public static final Setting<Long> WRITE_BUFFER = Setting.bytes("rocksdb.write-buffer", "64MiB",
-            "size of one memtable");
+    public static final Setting<Long> WRITE_BUFFER = Setting.bytes("rocksdb.write-buffer", "32MiB",
+            "size of one memtable; a put of a quarter of it or more skips the write-ahead log and is flushed before it returns");
     public static final Setting<Integer> IO_THREADS = Setting.integer("rocksdb.io-threads", 4, 1, 64,
             "threads that run the store's calls");
 
@@ -75,7 +75,7 @@ public record RocksDbStoreConfig(Path root, long capacityBytes, double lowWater,
 
     /** The defaults, rooted at {@code root}: for tests and embedding. */
     public static RocksDbStoreConfig at(Path root) {
-        return new RocksDbStoreConfig(root, 0, 0.9, false, false, 64L << 20, 4096, 64L << 20, 4);
+        return new RocksDbStoreConfig(root, 0, 0.9, false, false, 64L << 20, 4096, 32L << 20, 4);
     }
 
     public RocksDbStoreConfig withCapacityBytes(long bytes) {
