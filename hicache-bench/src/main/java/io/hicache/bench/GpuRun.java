@@ -17,6 +17,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * The one GPU entry point: on the GPU machine it runs the device runtime kit against the CUDA runtime (kernel path,
@@ -37,41 +40,41 @@ import java.util.Optional;
  *     [--experiment tuning|latency|hugepages|order [--no-kits]]
  * </pre>
  */
-public final class GpuRun {
-    private static final String USAGE = "usage: GpuRun --out DIR [--quick] [--slab-dir DIR]... "
-            + "[--experiment tuning|latency|hugepages|order [--no-kits]]";
+@Command(name = "GpuRun", mixinStandardHelpOptions = true, description = "Runs the CUDA kits and the cuda bench suite "
+        + "(or one experiment) on this machine's GPU, writing the log and results under --out.")
+public final class GpuRun implements java.util.concurrent.Callable<Integer> {
+    @Option(names = "--out", required = true, paramLabel = "DIR", description = "where the log and results go")
+    Path out;
 
-    private GpuRun() {
+    @Option(names = "--quick", description = "short rounds: checks the run works")
+    boolean quick;
+
+    @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages "
+            + "or order")
+    Experiment experiment;
+
+    @Option(names = "--no-kits", description = "skip the kits (experiments only)")
+    boolean noKits;
+
+    @Option(names = "--slab-dir", paramLabel = "DIR", description = "a host slab folder instead of /dev/shm; repeatable")
+    List<Path> slabDirs = new ArrayList<>();
+
+    /** The experiments, by their command-line names. */
+    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER }
+
+    public static void main(String[] args) {
+        System.exit(new CommandLine(new GpuRun()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
     }
 
-    public static void main(String[] args) throws Exception {
-        Path out = null;
-        boolean quick = false;
-        String experiment = null;
-        boolean kits = true;
-        List<Path> slabDirs = new ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            switch (args[i]) {
-                case "--out" -> out = Path.of(args[++i]);
-                case "--quick" -> quick = true;
-                case "--experiment" -> experiment = args[++i];
-                case "--no-kits" -> kits = false;
-                case "--slab-dir" -> slabDirs.add(Path.of(args[++i]));
-                default -> {
-                    System.err.println(USAGE);
-                    System.exit(2);
-                }
-            }
-        }
-        if (out == null || (experiment != null && !List.of("tuning", "latency", "hugepages", "order").contains(experiment))
-                || (experiment == null && !kits)) {
-            System.err.println(USAGE);
-            System.exit(2);
+    @Override
+    public Integer call() throws Exception {
+        if (experiment == null && noKits) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--no-kits goes with --experiment only");
         }
         Files.createDirectories(out);
         try (OutputStream file = Files.newOutputStream(out.resolve("gpu-run.log"));
                 PrintStream log = new PrintStream(new Tee(System.out, file), true, StandardCharsets.UTF_8)) {
-            System.exit(run(out, quick, experiment, kits, slabDirs, log));
+            return run(out, quick, experiment == null ? null : experiment.name().toLowerCase(Locale.ROOT), !noKits, slabDirs, log);
         }
     }
 
