@@ -25,16 +25,18 @@ public final class Comparison {
     private final int rounds;
     private final long roundNanos;
     private final long minItemsPerRound;
+    private final boolean warmReference;
 
     Comparison(int warmupRounds, int rounds, long roundNanos) {
-        this(warmupRounds, rounds, roundNanos, 0);
+        this(warmupRounds, rounds, roundNanos, 0, true);
     }
 
-    private Comparison(int warmupRounds, int rounds, long roundNanos, long minItemsPerRound) {
+    private Comparison(int warmupRounds, int rounds, long roundNanos, long minItemsPerRound, boolean warmReference) {
         this.warmupRounds = warmupRounds;
         this.rounds = rounds;
         this.roundNanos = roundNanos;
         this.minItemsPerRound = minItemsPerRound;
+        this.warmReference = warmReference;
     }
 
     /**
@@ -42,7 +44,15 @@ public final class Comparison {
      * suites that must move a set amount, such as enough bytes that a cache cannot hold them.
      */
     Comparison withMinItemsPerRound(long items) {
-        return new Comparison(warmupRounds, rounds, roundNanos, items);
+        return new Comparison(warmupRounds, rounds, roundNanos, items, warmReference);
+    }
+
+    /**
+     * This comparison with warm-up rounds for the subject only: for a reference that waits far more than it computes
+     * (a loop of requests to a distant server), whose warm-up would cost seconds and change nothing.
+     */
+    Comparison withoutReferenceWarmup() {
+        return new Comparison(warmupRounds, rounds, roundNanos, minItemsPerRound, false);
     }
 
     /** The settings for a full run, or for a quick one that only checks a suite works. */
@@ -59,7 +69,9 @@ public final class Comparison {
         int total = warmupRounds + rounds;
         for (int i = 0; i < warmupRounds; i++) {
             rate(subject);
-            rate(reference);
+            if (warmReference) {
+                rate(reference);
+            }
             Progress.roundDone(i + 1, total);
         }
         double[] s = new double[rounds];

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
@@ -39,7 +40,12 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * at a time, bodies copied through a {@code byte[]}; in alternating rounds. Then the latency of single-page requests,
  * median and 99th percentile, the store against the same naive client. Server and client share this machine's
  * cores, so gets also report the process's CPU seconds per GB moved. Gets are checked against the bytes put.
- * Stateless; the server and its objects go when the suite ends.
+ *
+ * <p>Then the same batches again through a {@link LatencyProxy} in front of the server, which gives each response a
+ * first-byte delay and each connection a throughput cap (20 ms and 100 MB/s unless the system properties
+ * {@value LatencyProxy.Settings#FIRST_BYTE_MS_PROPERTY} and {@value LatencyProxy.Settings#MB_PER_SECOND_PROPERTY}
+ * say otherwise): the {@code s3_latency_*} rows, where what counts is how many requests the store keeps in flight.
+ * The naive loop goes through the same proxy. Stateless; the servers and the objects go when the suite ends.
  */
 public final class S3Suite implements BenchSuite {
     static final int BATCH = 128;
@@ -47,6 +53,8 @@ public final class S3Suite implements BenchSuite {
     private static final String BUCKET = "hicache-bench";
     private static final String ACCESS_KEY = "bench";
     private static final String SECRET_KEY = "bench-secret";
+    /** What the 1 MiB latency rows aim at: 20 requests' worth in flight against the naive loop's one. */
+    private static final double LATENCY_AIM = 20;
 
     @Override
     public String name() {
@@ -56,7 +64,7 @@ public final class S3Suite implements BenchSuite {
     @Override
     public String description() {
         return "S3 store on S3Proxy over loopback: batched get/put of 128 pages (256 KiB, 1 MiB) vs a naive SDK loop; "
-                + "single-page latency";
+                + "single-page latency; the batches again through a proxy adding S3-like latency and a per-connection cap";
     }
 
     @Override
@@ -65,22 +73,45 @@ public final class S3Suite implements BenchSuite {
         S3Proxy proxy = startServer();
         URI endpoint = URI.create("http://127.0.0.1:" + proxy.getPort());
         List<BenchRow> rows = new ArrayList<>();
-        try (S3Client naive = S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint).forcePathStyle(true)
-                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
-                .build()) {
+        try (S3Client naive = naiveClient(endpoint)) {
             naive.createBucket(b -> b.bucket(BUCKET));
             try (S3PageStore store = S3PageStore.open(S3Config.local(endpoint, BUCKET, ACCESS_KEY, SECRET_KEY));
                     Arena arena = Arena.ofShared()) {
                 Comparison comparison = Comparison.forRun(quick, 1, 6, 300);
                 for (int pageBytes : PAGE_BYTES) {
-                    batches(store, naive, pageBytes, comparison, arena, rows);
+                    batches(store, naive, pageBytes, comparison, arena, rows, op -> "s3_" + op + "_128_pages_", true);
                 }
                 latency(store, naive, quick ? 20 : 400, arena, rows);
             }
+            throughLatencyProxy(proxy.getPort(), quick, rows);
         } finally {
             proxy.stop();
         }
         return rows;
+    }
+
+    /**
+     * The batches through a {@link LatencyProxy}, store and naive loop alike: a naive run of 128 pages takes seconds
+     * there (128 times the first-byte delay and the transfer at the capped rate), so these rows have fewer rounds and
+     * the naive loop no warm-up of its own.
+     */
+    private static void throughLatencyProxy(int serverPort, boolean quick, List<BenchRow> rows) throws Exception {
+        LatencyProxy.Settings settings = LatencyProxy.Settings.fromSystemProperties();
+        try (LatencyProxy slow = new LatencyProxy(serverPort, settings);
+                S3Client naive = naiveClient(slow.endpoint());
+                S3PageStore store = S3PageStore.open(S3Config.local(slow.endpoint(), BUCKET, ACCESS_KEY, SECRET_KEY));
+                Arena arena = Arena.ofShared()) {
+            Comparison comparison = Comparison.forRun(quick, 1, 3, 300).withoutReferenceWarmup();
+            for (int pageBytes : PAGE_BYTES) {
+                batches(store, naive, pageBytes, comparison, arena, rows, op -> "s3_latency_" + op + "_", false);
+            }
+        }
+    }
+
+    private static S3Client naiveClient(URI endpoint) {
+        return S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint).forcePathStyle(true)
+                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+                .build();
     }
 
     private static S3Proxy startServer() throws Exception {
@@ -98,8 +129,12 @@ public final class S3Suite implements BenchSuite {
         return proxy;
     }
 
+    /**
+     * Batched put and get of 128 pages against the naive loop, rows named {@code metric.apply(op) + size}; with
+     * {@code cpu}, also the CPU each way of getting costs. The latency rows (no CPU row) aim at 20 for 1 MiB pages.
+     */
     private static void batches(S3PageStore store, S3Client naive, int pageBytes, Comparison comparison, Arena arena,
-            List<BenchRow> rows) throws Exception {
+            List<BenchRow> rows, Function<String, String> metric, boolean cpu) throws Exception {
         Namespace ns = Namespace.of("bench/s3/" + pageBytes, KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
         List<StoreKey> keys = keys(ns, BATCH);
         List<MemorySegment> sources = pages(arena, BATCH, pageBytes, true);
@@ -119,8 +154,10 @@ public final class S3Suite implements BenchSuite {
             }
             return batchBytes;
         };
-        rows.add(BenchRow.higherIsBetter("s3_put_128_pages_" + size, "GB/s", "naive_sdk_loop_via_byte_array",
-                comparison.measure(put, naivePut), 1e-9));
+        boolean aimed = !cpu && pageBytes == (1 << 20);
+        BenchRow putRow = BenchRow.higherIsBetter(metric.apply("put") + size, "GB/s", "naive_sdk_loop_via_byte_array",
+                comparison.measure(put, naivePut), 1e-9);
+        rows.add(aimed ? putRow.withAim(LATENCY_AIM) : putRow);
         Comparison.Workload get = () -> {
             require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
             return batchBytes;
@@ -133,11 +170,15 @@ public final class S3Suite implements BenchSuite {
             }
             return batchBytes;
         };
-        rows.add(BenchRow.higherIsBetter("s3_get_128_pages_" + size, "GB/s", "naive_sdk_loop_via_byte_array",
-                comparison.measure(get, naiveGet), 1e-9));
-        // Client and server share this machine's cores: what each way costs in CPU says more than speed alone.
-        rows.add(BenchRow.lowerIsBetter("s3_get_128_pages_" + size + "_cpu_seconds_per_gb", cpuSecondsPerGb(get, batchBytes),
-                "cpu-s/GB", "naive_sdk_loop_cpu_seconds_per_gb", cpuSecondsPerGb(naiveGet, batchBytes)));
+        BenchRow getRow = BenchRow.higherIsBetter(metric.apply("get") + size, "GB/s", "naive_sdk_loop_via_byte_array",
+                comparison.measure(get, naiveGet), 1e-9);
+        rows.add(aimed ? getRow.withAim(LATENCY_AIM) : getRow);
+        if (cpu) {
+            // Client and server share this machine's cores: what each way costs in CPU says more than speed alone.
+            rows.add(BenchRow.lowerIsBetter("s3_get_128_pages_" + size + "_cpu_seconds_per_gb",
+                    cpuSecondsPerGb(get, batchBytes), "cpu-s/GB", "naive_sdk_loop_cpu_seconds_per_gb",
+                    cpuSecondsPerGb(naiveGet, batchBytes)));
+        }
         require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
         for (int i = 0; i < BATCH; i++) {
             if (MemorySegment.mismatch(sources.get(i), 0, pageBytes, targets.get(i), 0, pageBytes) >= 0) {

@@ -14,6 +14,7 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
+import io.hicache.core.util.RateLimitedLog;
 import io.hicache.storage.s3.client.IntoSegments;
 import io.hicache.storage.s3.client.S3Clients;
 import io.hicache.storage.s3.client.S3Config;
@@ -29,6 +30,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
@@ -39,6 +41,7 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.DeleteObjectsRequest;
 import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Response;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
@@ -48,7 +51,12 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 
 /**
  * The {@code s3} page store: one object per page in a bucket of any S3-compatible service, named
- * {@code PREFIX<namespace id>/<page hash>}, with the page's CRC-32C in its metadata, checked on every read. Built on
+ * {@code PREFIX<namespace id>/<page hash>}, with the page's CRC-32C and length in its metadata, checked on every read.
+ * An object whose length disagrees with the length it records (torn: a partial write on a service that does not make
+ * puts atomic, or a put still in progress on one that shows it) is a damaged page: a {@link PageStatus#MISS}, to
+ * lookups and gets alike, counted ({@link #damagedPages()}) and logged at most every 10 seconds, never a
+ * {@link PageStatus#SIZE_MISMATCH}; it is left in place, since on a shared bucket it may be another writer's put
+ * still going on, and the next put of the page replaces it. Built on
  * the SDK's asynchronous client (Netty): a batch's requests go out in parallel, at most {@code s3.concurrency} in
  * flight across the store ({@link RequestLimiter}); bodies go out of and come into the caller's off-heap memory
  * directly ({@code fromByteBufferUnsafe}; {@link IntoSegments}). The leading-hit query sends HEADs in parallel and
@@ -67,6 +75,8 @@ public final class S3PageStore extends AbstractPageStore {
     private static final System.Logger LOG = System.getLogger(S3PageStore.class.getName());
     /** Metadata key of the page's CRC-32C, as 8 hex digits. */
     static final String CRC_METADATA = "hicache-crc32c";
+    /** Metadata key of the page's length in bytes, in decimal: what the object's own length must be. */
+    static final String LENGTH_METADATA = "hicache-length";
     private static final int PREFERRED_BATCH = 128;
     /** DeleteObjects takes at most this many keys. */
     private static final int DELETE_BATCH = 1000;
@@ -74,6 +84,8 @@ public final class S3PageStore extends AbstractPageStore {
     private final S3Config config;
     private final S3AsyncClient s3;
     private final RequestLimiter limiter;
+    private final LongAdder damagedPages = new LongAdder();
+    private final RateLimitedLog damagedLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
 
     private S3PageStore(S3Config config, S3AsyncClient s3) {
         super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
@@ -128,9 +140,10 @@ public final class S3PageStore extends AbstractPageStore {
                 }
                 return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
                         .handle((response, error) -> {
-                            if (error != null) {
+                            if (error != null || damaged(key, response) != null) {
                                 firstMiss.accumulateAndGet(index, Math::min);
-                                if (!(unwrap(error) instanceof NoSuchKeyException) && !isNotFound(error)) {
+                                if (error != null && !(unwrap(error) instanceof NoSuchKeyException)
+                                        && !isNotFound(error)) {
                                     LOG.log(Level.DEBUG, () -> "s3 store: HEAD " + key + " failed: " + unwrap(error));
                                 }
                                 return false;
@@ -152,12 +165,45 @@ public final class S3PageStore extends AbstractPageStore {
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
         return perPage(targets.size(), deadline, i -> {
             MemorySegment target = targets.page(i);
-            IntoSegments into = IntoSegments.whole(target, response -> checksumProblem(response, target));
             String key = objectKey(targets.key(i));
+            IntoSegments into = IntoSegments.whole(target,
+                    (response, objectLength) -> damaged(key, response.metadata(), objectLength),
+                    response -> checksumProblem(response, target));
             CompletableFuture<PageOutcome> get = s3.getObject(
                     b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)), into);
             return guard(get, into, deadline).exceptionally(error -> failure("GET " + key, error, deadline));
         });
+    }
+
+    /** {@link #damaged(String, Map, long)} for a HEAD's answer. */
+    private PageOutcome damaged(String key, HeadObjectResponse head) {
+        Long length = head.contentLength();
+        return length == null ? null : damaged(key, head.metadata(), length);
+    }
+
+    /**
+     * A {@link PageStatus#MISS}, counted and logged, when the object is not the length its metadata records (torn);
+     * else null. An object without a recorded length (written before the store recorded one) is judged by its length
+     * and checksum alone.
+     */
+    private PageOutcome damaged(String key, Map<String, String> metadata, long objectLength) {
+        String recorded = metadata.get(LENGTH_METADATA);
+        if (recorded == null || recorded.equals(Long.toString(objectLength))) {
+            return null;
+        }
+        damagedPages.increment();
+        String problem = "object " + key + " is " + objectLength + " bytes but records " + recorded
+                + ": torn (a partial or unfinished write); a miss";
+        damagedLog.log("s3 store: " + problem);
+        return PageOutcome.of(PageStatus.MISS, problem);
+    }
+
+    /**
+     * Objects found torn since the store opened, by gets and leading-hit queries (each time one is found): their
+     * length disagreed with the length they record. Each was answered as a miss.
+     */
+    public long damagedPages() {
+        return damagedPages.sum();
     }
 
     /** Why a page that landed whole does not match the CRC-32C its object carries, or null when it does. */
@@ -180,7 +226,8 @@ public final class S3PageStore extends AbstractPageStore {
         return perPage(sources.size(), deadline, i -> {
             MemorySegment page = sources.page(i);
             String key = objectKey(sources.key(i));
-            Map<String, String> metadata = Map.of(CRC_METADATA, hex(PageChecksum.of(page)));
+            Map<String, String> metadata = Map.of(CRC_METADATA, hex(PageChecksum.of(page)), LENGTH_METADATA,
+                    Long.toString(page.byteSize()));
             // No copy: the SDK reads the caller's memory as it sends (and again if it retries).
             AsyncRequestBody body = AsyncRequestBody.fromByteBufferUnsafe(page.asByteBuffer());
             CompletableFuture<PageOutcome> put = s3.putObject(b -> b.bucket(config.bucket()).key(key)

@@ -18,6 +18,9 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  * into several ({@link #scatter}, the pieces of a NIXL OBJ read; bytes between them are skipped). Its outcome:
  *
  * <ul>
+ *   <li>what the {@link Screen} given answers for the headers, when it answers: the caller's own verdict on an
+ *       object it can tell is damaged (the {@code s3} store's torn objects), decided before any other check; nothing
+ *       is written;</li>
  *   <li>{@link PageStatus#SIZE_MISMATCH} when the object or the body is not the length expected, decided from the
  *       headers: nothing is written, the targets stay untouched;</li>
  *   <li>{@link PageStatus#FAILED} when the body is longer or shorter than its headers said;</li>
@@ -44,29 +47,45 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
         String problem(GetObjectResponse response);
     }
 
+    /**
+     * Looks at an object's headers before its body: an outcome to end the GET with (the body is then discarded
+     * unread), or null to go on.
+     */
+    @FunctionalInterface
+    public interface Screen {
+        PageOutcome outcome(GetObjectResponse response, long objectLength);
+    }
+
     private static final Check NO_CHECK = response -> null;
+    private static final Screen NO_SCREEN = (response, objectLength) -> null;
 
     private final List<Part> parts;
     private final long bodyStart;
     private final long bodyLength;
     private final long objectLength;
     private final Check check;
+    private final Screen screen;
     private final Object lock = new Object();
     private boolean abandoned;
     private volatile CompletableFuture<PageOutcome> result;
     private volatile GetObjectResponse response;
 
-    private IntoSegments(List<Part> parts, long bodyStart, long bodyLength, long objectLength, Check check) {
+    private IntoSegments(List<Part> parts, long bodyStart, long bodyLength, long objectLength, Screen screen,
+            Check check) {
         this.parts = List.copyOf(parts);
         this.bodyStart = bodyStart;
         this.bodyLength = bodyLength;
         this.objectLength = objectLength;
+        this.screen = screen;
         this.check = check;
     }
 
-    /** Receives a whole object, which must be {@code target}'s length, and checks it with {@code check}. */
-    public static IntoSegments whole(MemorySegment target, Check check) {
-        return new IntoSegments(List.of(new Part(0, target)), 0, target.byteSize(), target.byteSize(), check);
+    /**
+     * Receives a whole object, which must be {@code target}'s length, after {@code screen} has let its headers pass,
+     * and checks it with {@code check}.
+     */
+    public static IntoSegments whole(MemorySegment target, Screen screen, Check check) {
+        return new IntoSegments(List.of(new Part(0, target)), 0, target.byteSize(), target.byteSize(), screen, check);
     }
 
     /**
@@ -74,7 +93,7 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
      * of an object that must be {@code objectLength} long, into {@code parts} sorted by object offset.
      */
     public static IntoSegments scatter(List<Part> parts, long bodyStart, long bodyLength, long objectLength) {
-        return new IntoSegments(parts, bodyStart, bodyLength, objectLength, NO_CHECK);
+        return new IntoSegments(parts, bodyStart, bodyLength, objectLength, NO_SCREEN, NO_CHECK);
     }
 
     @Override
@@ -93,6 +112,12 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
         CompletableFuture<PageOutcome> mine = result;
         GetObjectResponse headers = response;
         long total = objectLength(headers);
+        PageOutcome screened = screen.outcome(headers, total);
+        if (screened != null) {
+            publisher.subscribe(new DiscardBody());
+            mine.complete(screened);
+            return;
+        }
         Long length = headers.contentLength();
         if (total != objectLength || length == null || length != bodyLength) {
             publisher.subscribe(new DiscardBody());

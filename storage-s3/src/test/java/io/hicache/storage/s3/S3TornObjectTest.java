@@ -1,0 +1,89 @@
+package io.hicache.storage.s3;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
+import io.hicache.testkit.PagePattern;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import software.amazon.awssdk.core.sync.RequestBody;
+import software.amazon.awssdk.core.sync.ResponseTransformer;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * A torn object (issue 22): what a service that does not make puts atomic leaves behind when a put is cut short, an
+ * object shorter than the length it records. It is a damaged page, a miss to gets and lookups, counted; never a
+ * size mismatch, which would tell the caller it asked with the wrong page size.
+ */
+class S3TornObjectTest {
+    private static final String BUCKET = "hicache-torn";
+    private static final int PAGE_BYTES = 1 << 20;
+    private static final Namespace NS = Namespace.of("torn", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void anObjectShorterThanItsRecordedLengthIsACountedMissNotASizeMismatch() throws Exception {
+        try (LocalS3 server = new LocalS3(dir, BUCKET);
+                S3PageStore store = S3PageStore.open(server.config(BUCKET));
+                S3Client client = server.client();
+                Arena arena = Arena.ofShared()) {
+            StoreKey key = NS.key(PageHash.fromHex("7e".repeat(32)));
+            MemorySegment page = arena.allocate(PAGE_BYTES);
+            PagePattern.fill(page, key);
+            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                    .get(1, TimeUnit.MINUTES).status(0));
+            String name = store.objectKey(key);
+            Map<String, String> metadata = client.headObject(b -> b.bucket(BUCKET).key(name)).metadata();
+
+            // What a torn put leaves: the first 300 KiB of the body under the whole page's metadata.
+            byte[] prefix = page.asSlice(0, 300 * 1024).toArray(ValueLayout.JAVA_BYTE);
+            client.putObject(b -> b.bucket(BUCKET).key(name).metadata(metadata), RequestBody.fromBytes(prefix));
+            assertEquals(prefix.length, client.getObject(b -> b.bucket(BUCKET).key(name),
+                    ResponseTransformer.toBytes()).asByteArray().length, "the server did not keep the torn object");
+
+            MemorySegment target = arena.allocate(PAGE_BYTES);
+            PagePattern.fillSentinel(target);
+            BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline()).get(1, TimeUnit.MINUTES);
+            assertEquals(PageStatus.MISS, got.status(0), got::toString);
+            assertTrue(PagePattern.isSentinel(target), "a torn object was written into the target");
+            assertEquals(1, store.damagedPages());
+            assertEquals(1, store.stats().getMisses());
+            assertEquals(0, store.stats().failedPages(), "a torn object counted as a failure");
+
+            assertEquals(0, store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
+                    "a lookup counted a torn object as a hit");
+            assertEquals(2, store.damagedPages());
+
+            // The next put of the page replaces it.
+            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                    .get(1, TimeUnit.MINUTES).status(0));
+            assertEquals(PageStatus.OK, store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                    .get(1, TimeUnit.MINUTES).status(0));
+            assertTrue(PagePattern.matches(target, key));
+            assertEquals(2, store.damagedPages());
+        }
+    }
+
+    private static Deadline deadline() {
+        return Deadline.after(Duration.ofSeconds(30));
+    }
+}
