@@ -13,7 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
@@ -24,13 +24,20 @@ public final class ServerProcess implements AutoCloseable {
     public final String name;
     public final String version;
     public final int port;
+    /** The daemon's metrics endpoint's port (Prometheus text at {@code /metrics}), or -1 when off or not the daemon. */
+    public final int metricsPort;
     private final Process process;
     private final Path scratch;
 
     private ServerProcess(String name, String version, int port, Process process, Path scratch) {
+        this(name, version, port, -1, process, scratch);
+    }
+
+    private ServerProcess(String name, String version, int port, int metricsPort, Process process, Path scratch) {
         this.name = name;
         this.version = version;
         this.port = port;
+        this.metricsPort = metricsPort;
         this.process = process;
         this.scratch = scratch;
     }
@@ -43,7 +50,10 @@ public final class ServerProcess implements AutoCloseable {
         return hicache(slabBytes, List.of());
     }
 
-    /** As {@link #hicache(long)}, with {@code flags} added to the launcher's ({@code --server.transport nio}). */
+    /**
+     * As {@link #hicache(long)}, with {@code flags} added to the launcher's ({@code --server.transport nio}). Metrics
+     * are off unless {@code flags} set {@code --server.metrics-port} (0: a free port, then in {@link #metricsPort}).
+     */
     public static ServerProcess hicache(long slabBytes, List<String> flags) throws IOException, InterruptedException {
         Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
@@ -52,16 +62,22 @@ public final class ServerProcess implements AutoCloseable {
         command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib")).toList());
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.cli.HiCacheCli", "serve",
-                "--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
+                "--server.port", "0", "--server.store", "none",
                 "--server.host-dir", scratch.toString(), "--server.host-size", slabBytes + "B"));
+        if (!flags.contains("--server.metrics-port")) {
+            command.addAll(List.of("--server.metrics-port", "-1"));
+        }
         command.addAll(flags);
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        int port = awaitLine(p, scratch, line -> {
-            String marker = "HiCache daemon on 127.0.0.1:";
-            int at = line.indexOf(marker);
-            return at < 0 ? null : Integer.valueOf(line.substring(at + marker.length()).split("\\D", 2)[0]);
-        });
-        return new ServerProcess("hicache", io.hicache.storage.remote.protocol.Wire.VERSION + "", port, p, scratch);
+        String start = awaitLine(p, scratch, line -> line.contains("HiCache daemon on 127.0.0.1:"));
+        int port = portAfter(start, "HiCache daemon on 127.0.0.1:");
+        int metricsPort = start.contains("metrics: http://") ? portAfter(start, "metrics: http://127.0.0.1:") : -1;
+        return new ServerProcess("hicache", io.hicache.storage.remote.protocol.Wire.VERSION + "", port, metricsPort, p,
+                scratch);
+    }
+
+    private static int portAfter(String line, String marker) {
+        return Integer.parseInt(line.substring(line.indexOf(marker) + marker.length()).split("\\D", 2)[0]);
     }
 
     /** {@code redis-server} with persistence off, found on this machine or installed with apt-get. */
@@ -126,17 +142,16 @@ public final class ServerProcess implements AutoCloseable {
         }
     }
 
-    /** Reads the child's output until {@code parse} finds what it wants in a line; the rest is drained. */
-    private static int awaitLine(Process p, Path scratch, Function<String, Integer> parse) throws IOException {
+    /** Reads the child's output until a line {@code wanted} accepts, returned; the rest is drained. */
+    private static String awaitLine(Process p, Path scratch, Predicate<String> wanted) throws IOException {
         BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
         StringBuilder seen = new StringBuilder();
         String line;
         while ((line = out.readLine()) != null) {
             seen.append(line).append('\n');
-            Integer found = parse.apply(line);
-            if (found != null) {
+            if (wanted.test(line)) {
                 drain(out);
-                return found;
+                return line;
             }
         }
         p.destroyForcibly();

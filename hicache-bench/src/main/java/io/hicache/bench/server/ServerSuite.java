@@ -21,7 +21,8 @@ import java.util.SplittableRandom;
  * fresh JVM whose JIT compiler needs them; the peers get the same rounds), six rounds rotate which server goes
  * first; a round sets 512 MiB of fresh pages, gets as many at random among them, and flushes the server (untimed;
  * memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
- * ({@link SameHostRows}). Throughput is the
+ * ({@link SameHostRows}), and the scale rows: a daemon with an 8 GiB slab, evicting or not ({@link EvictingRows}).
+ * Throughput is the
  * median over rounds with the median of the paired rounds' ratios; latencies are percentiles over every request of
  * the measured rounds. Before timing, each server's answer to one get is checked byte for byte against what was set.
  * Stateless; the servers go when the suite ends.
@@ -50,12 +51,17 @@ public final class ServerSuite implements BenchSuite {
     @Override
     public String description() {
         return "daemon vs Redis 7 and memcached on loopback: 16 connections x 4 pipelined, set/get of 64 KiB and "
-                + "1 MiB pages, GB/s and p50/p99; same-host leases vs memcpy, RESERVE/COMMIT vs TCP put";
+                + "1 MiB pages, GB/s and p50/p99; same-host leases vs memcpy, RESERVE/COMMIT vs TCP put; 16 KiB puts "
+                + "into an 8 GiB slab, evicting vs not";
     }
 
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
+        if (EvictingRows.only()) {
+            EvictingRows.run(quick, rows);
+            return rows;
+        }
         int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis(); ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
                 ServerProcess memcached = ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20,
@@ -71,6 +77,7 @@ public final class ServerSuite implements BenchSuite {
             }
             SameHostRows.run(daemon.port, quick, rows);
         }
+        EvictingRows.run(quick, rows); // after the servers above are gone: its slab wants their memory
         return rows;
     }
 
@@ -194,17 +201,17 @@ public final class ServerSuite implements BenchSuite {
         }
     }
 
-    private static long[] pooled(List<long[]> runs) {
+    static long[] pooled(List<long[]> runs) {
         long[] all = runs.stream().flatMapToLong(Arrays::stream).toArray();
         Arrays.sort(all);
         return all;
     }
 
-    private static double percentile(long[] sorted, double p) {
+    static double percentile(long[] sorted, double p) {
         return sorted[Math.min(sorted.length - 1, Math.max(0, (int) Math.ceil(p * sorted.length) - 1))];
     }
 
-    private static double median(List<Double> values) {
+    static double median(List<Double> values) {
         return median(values.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
