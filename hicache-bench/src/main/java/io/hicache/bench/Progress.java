@@ -1,6 +1,5 @@
 package io.hicache.bench;
 
-import java.io.Console;
 import java.io.PrintStream;
 import java.util.Locale;
 import java.util.function.LongSupplier;
@@ -52,8 +51,7 @@ public final class Progress {
 
     /** A display on {@code out}: a redrawn bar when {@code out} is this process's standard output on a terminal. */
     static Progress on(PrintStream out) {
-        Console console = System.console();
-        return new Progress(out, out == System.out && console != null && console.isTerminal(), System::nanoTime);
+        return new Progress(out, out == System.out && io.hicache.cli.Progress.isTerminal(), System::nanoTime);
     }
 
     /** Sends the rounds this JVM's measuring code finishes to {@code rounds}. */

@@ -29,9 +29,13 @@ final class DaemonAddress {
         return RemotePageStore.open(new RemoteStoreConfig(host, port, authToken, 1, Duration.ofSeconds(5)));
     }
 
+    /** The daemon's metrics as it sends them (Prometheus text). */
+    static String text(RemotePageStore daemon) throws Exception {
+        return daemon.daemonMetrics(Deadline.after(Duration.ofSeconds(5))).get(10, TimeUnit.SECONDS);
+    }
+
     /** One reading of the daemon's metrics. */
     static DaemonMetrics read(RemotePageStore daemon) throws Exception {
-        String text = daemon.daemonMetrics(Deadline.after(Duration.ofSeconds(5))).get(10, TimeUnit.SECONDS);
-        return DaemonMetrics.parse(text, System.nanoTime());
+        return DaemonMetrics.parse(text(daemon), System.nanoTime());
     }
 }

@@ -1,10 +1,7 @@
 package io.hicache.cli;
 
 import io.hicache.storage.remote.RemotePageStore;
-import io.hicache.core.Deadline;
 import java.io.PrintWriter;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -32,7 +29,7 @@ public final class StatsCommand implements Subcommand {
         PrintWriter out = spec.commandLine().getOut();
         try (RemotePageStore client = daemon.connect()) {
             if (raw) {
-                out.print(client.daemonMetrics(Deadline.after(Duration.ofSeconds(5))).get(10, TimeUnit.SECONDS));
+                out.print(DaemonAddress.text(client));
                 out.flush();
                 return OK;
             }
