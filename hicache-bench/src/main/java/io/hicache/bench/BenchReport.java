@@ -47,11 +47,14 @@ record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machin
     public void print(PrintStream out) {
         int width = Math.max(6, rows.stream().mapToInt(r -> r.metric().length()).max().orElse(0));
         int refWidth = Math.max(9, rows.stream().mapToInt(r -> r.reference().length()).max().orElse(0));
-        String format = "%-" + width + "s  %14s %-9s  %-" + refWidth + "s  %14s  %7s%n";
-        out.printf(Locale.ROOT, format, "metric", "value", "unit", "reference", "ref value", "ratio");
+        String format = "%-" + width + "s  %14s %-9s  %-" + refWidth + "s  %14s  %7s  %s";
+        out.println(String.format(Locale.ROOT, format, "metric", "value", "unit", "reference", "ref value", "ratio",
+                "rounds").stripTrailing());
         for (BenchRow r : rows) {
-            out.printf(Locale.ROOT, format, r.metric(), number(r.value()), r.unit(), r.reference(),
-                    number(r.referenceValue()), String.format(Locale.ROOT, "%.3f", r.ratio()));
+            String spread = r.ratioMin() == null ? ""
+                    : String.format(Locale.ROOT, "%.3f-%.3f", r.ratioMin(), r.ratioMax());
+            out.println(String.format(Locale.ROOT, format, r.metric(), number(r.value()), r.unit(), r.reference(),
+                    number(r.referenceValue()), String.format(Locale.ROOT, "%.3f", r.ratio()), spread).stripTrailing());
         }
     }
 

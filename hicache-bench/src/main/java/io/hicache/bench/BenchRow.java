@@ -19,11 +19,23 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
  * @param better         {@code higher} or {@code lower}: which way is better for this metric
  * @param aim            the ratio the suite aims at for this row, or {@code null} where it sets none (the JSON then
  *                       has no {@code aim} field, as every file written before aims existed)
+ * @param ratioMin       the lowest ratio of a single round, where the suite reports the spread of its rounds, else
+ *                       {@code null} ({@code ratio_min} in the JSON, absent when null)
+ * @param ratioMax       the highest ratio of a single round, alike ({@code ratio_max})
  */
-@JsonPropertyOrder({"metric", "value", "unit", "reference", "reference_value", "ratio", "better", "aim"})
+@JsonPropertyOrder({"metric", "value", "unit", "reference", "reference_value", "ratio", "better", "aim", "ratio_min",
+        "ratio_max"})
 public record BenchRow(String metric, double value, String unit, String reference,
         @JsonProperty("reference_value") double referenceValue, double ratio, String better,
-        @JsonInclude(JsonInclude.Include.NON_NULL) Double aim) {
+        @JsonInclude(JsonInclude.Include.NON_NULL) Double aim,
+        @JsonProperty("ratio_min") @JsonInclude(JsonInclude.Include.NON_NULL) Double ratioMin,
+        @JsonProperty("ratio_max") @JsonInclude(JsonInclude.Include.NON_NULL) Double ratioMax) {
+
+    /** A row without a spread. */
+    public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
+            String better, Double aim) {
+        this(metric, value, unit, reference, referenceValue, ratio, better, aim, null, null);
+    }
 
     /** A row without an aim. */
     public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
@@ -52,7 +64,13 @@ public record BenchRow(String metric, double value, String unit, String referenc
 
     /** This row with {@code ratio} as its aim: at least it where higher is better, at most where lower is. */
     public BenchRow withAim(double ratio) {
-        return new BenchRow(metric, value, unit, reference, referenceValue, this.ratio, better, ratio);
+        return new BenchRow(metric, value, unit, reference, referenceValue, this.ratio, better, ratio, ratioMin,
+                ratioMax);
+    }
+
+    /** This row with the lowest and highest ratio of its single rounds. */
+    public BenchRow withSpread(double lowest, double highest) {
+        return new BenchRow(metric, value, unit, reference, referenceValue, ratio, better, aim, lowest, highest);
     }
 
     /** Whether lower ratios are better for this row ({@code better} is {@code lower}). */

@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.ServiceLoader;
 
 /**
@@ -74,7 +75,10 @@ final class Forks {
         return rows;
     }
 
-    /** Per metric: the median value, reference value and ratio over the runs. */
+    /**
+     * Per metric: the median value, reference value and ratio over the runs; where the runs report a spread, the lowest
+     * and highest round of all of them.
+     */
     static List<BenchRow> median(List<List<BenchRow>> runs) {
         Map<String, List<BenchRow>> byMetric = new LinkedHashMap<>();
         for (List<BenchRow> run : runs) {
@@ -87,7 +91,9 @@ final class Forks {
             BenchRow first = rows.getFirst();
             merged.add(new BenchRow(metric, median(rows.stream().mapToDouble(BenchRow::value).toArray()), first.unit(),
                     first.reference(), median(rows.stream().mapToDouble(BenchRow::referenceValue).toArray()),
-                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()), first.better(), first.aim()));
+                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()), first.better(), first.aim(),
+                    rows.stream().map(BenchRow::ratioMin).filter(Objects::nonNull).min(Double::compare).orElse(null),
+                    rows.stream().map(BenchRow::ratioMax).filter(Objects::nonNull).max(Double::compare).orElse(null)));
         });
         return merged;
     }
@@ -103,14 +109,22 @@ final class Forks {
     static String format(BenchRow r) {
         return String.join("\t", r.metric(), Double.toString(r.value()), r.unit(), r.reference(),
                 Double.toString(r.referenceValue()), Double.toString(r.ratio()), r.better(),
-                r.aim() == null ? "" : Double.toString(r.aim()));
+                orEmpty(r.aim()), orEmpty(r.ratioMin()), orEmpty(r.ratioMax()));
+    }
+
+    private static String orEmpty(Double d) {
+        return d == null ? "" : Double.toString(d);
+    }
+
+    private static Double orNull(String s) {
+        return s.isEmpty() ? null : Double.valueOf(s);
     }
 
     /** The row of a line {@link #format} wrote. */
     static BenchRow parse(String line) {
         String[] f = line.split("\t", -1);
         return new BenchRow(f[0], Double.parseDouble(f[1]), f[2], f[3], Double.parseDouble(f[4]),
-                Double.parseDouble(f[5]), f[6], f[7].isEmpty() ? null : Double.valueOf(f[7]));
+                Double.parseDouble(f[5]), f[6], orNull(f[7]), orNull(f[8]), orNull(f[9]));
     }
 
     /** The child side: runs one suite and prints its rows for the parent. */

@@ -49,14 +49,16 @@ class BenchCommandTest {
         assertTrue(lines.contains(", measurement 1, round 1 of "), "the forks' rounds reach the parent: " + lines);
         assertTrue(rows.stream().allMatch(r -> r.value() > 0 && r.referenceValue() > 0 && r.ratio() > 0), rows::toString);
 
-        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher").withAim(0.7);
-        BenchRow b = new BenchRow("m", 5, "u", "ref", 20, 0.5, "higher");
+        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher").withAim(0.7).withSpread(0.05, 0.3);
+        BenchRow b = new BenchRow("m", 5, "u", "ref", 20, 0.5, "higher").withSpread(0.4, 0.9);
         BenchRow c = new BenchRow("m", 3, "u", "ref", 30, 0.2, "higher");
         BenchRow merged = Forks.median(List.of(List.of(a), List.of(b), List.of(c))).getFirst();
         assertEquals(3, merged.value());
         assertEquals(20, merged.referenceValue());
         assertEquals(0.2, merged.ratio(), "the ratio is the median of the forks' ratios");
         assertEquals(0.7, merged.aim(), "the aim survives the merge");
+        assertEquals(0.05, merged.ratioMin(), "the spread is the lowest round of any fork");
+        assertEquals(0.9, merged.ratioMax(), "and the highest");
     }
 
     @Test
@@ -66,6 +68,9 @@ class BenchCommandTest {
         assertEquals(plain, Forks.parse(Forks.format(plain)));
         assertEquals(aimed, Forks.parse(Forks.format(aimed)));
         assertNull(Forks.parse(Forks.format(plain)).aim());
+        BenchRow spread = plain.withSpread(0.4, 0.7);
+        assertEquals(spread, Forks.parse(Forks.format(spread)));
+        assertNull(Forks.parse(Forks.format(plain)).ratioMin());
     }
 
     @Test

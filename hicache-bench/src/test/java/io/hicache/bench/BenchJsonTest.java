@@ -58,11 +58,12 @@ class BenchJsonTest {
     @Test
     void aReportComesBackAsItWasWritten() throws IOException {
         BenchReport written = report(List.of(
-                new BenchRow("a", 1.5, "GB/s", "ref_a", 3, 0.5, "higher"),
+                new BenchRow("a", 1.5, "GB/s", "ref_a", 3, 0.5, "higher").withSpread(0.25, 0.75),
                 BenchRow.lowerIsBetter("b_p99", 120, "us", "ref_b", 40).withAim(2),
                 new BenchRow("c", Double.NaN, "ms", "ref_c", 0, Double.NaN, "lower")));
         String json = BenchJson.write(written);
         assertTrue(json.contains("\"aim\": 2"), json);
+        assertTrue(json.contains("\"ratio_min\": 0.25") && json.contains("\"ratio_max\": 0.75"), json);
         assertTrue(json.contains("\"value\": null"), "NaN is written as null: " + json);
         BenchReport read = BenchJson.read(json);
         assertEquals(written, read);

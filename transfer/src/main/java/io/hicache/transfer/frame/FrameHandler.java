@@ -65,9 +65,19 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
         return h.length();
     }
 
+    /**
+     * How many bytes may be read at once while no frame is under way. Anything read past the next header is parsed from
+     * that buffer, and a payload that has a target is then copied once instead of landing in place; so a subclass that
+     * knows the frames ahead carry no such payload (a run of acknowledgements) returns their length here, and one
+     * read takes them all rather than one read per header. 0 here: one header at a time.
+     */
+    protected int headerReadAheadBytes() {
+        return 0;
+    }
+
     private ByteBuf nextBuffer(ByteBufAllocator alloc) {
         if (current == null) {
-            return alloc.directBuffer(Frames.HEADER_BYTES - header.writerIndex());
+            return alloc.directBuffer(Math.max(Frames.HEADER_BYTES - header.writerIndex(), headerReadAheadBytes()));
         }
         int remaining = current.length() - payloadFilled;
         if (target != null && target != DISCARD) {
