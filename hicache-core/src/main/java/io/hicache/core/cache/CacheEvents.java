@@ -21,8 +21,8 @@ import java.util.OptionalLong;
 final class CacheEvents implements AutoCloseable {
     private final KvEventSink sink;
     private final int pageSizeTokens;
-    /** Where uploads land: DISK, or EXTERNAL for a shared store. */
-    final Medium storeMedium;
+    /** Where uploads land: DISK, or EXTERNAL for a shared store; set again when another store is attached. */
+    volatile Medium storeMedium;
 
     /** A run of pages captured for later: block ids, the block before it, its tokens. Immutable once made. */
     record Run(long[] blockIds, OptionalLong parent, int[] tokens) {

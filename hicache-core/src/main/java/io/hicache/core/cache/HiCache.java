@@ -65,7 +65,8 @@ public final class HiCache implements AutoCloseable {
     final KvPool device;
     /** The host pool; null when the cache runs the device tier only ({@code hicache-tiers device-only}). */
     final HostPagePool host;
-    final Optional<PageStore> store;
+    /** The page store now, if any: an operator may detach it and attach another while requests run. */
+    final StoreSlot stores;
     final ReentrantLock lock = new ReentrantLock();
     final CacheMetrics metrics = new CacheMetrics();
     /** The metrics in the engine's Prometheus registry: detached on close. */
@@ -113,9 +114,8 @@ public final class HiCache implements AutoCloseable {
         this.tree = new RadixTree(config.pageSizeTokens(), config.eviction());
         this.device = device;
         this.host = host;
-        this.store = store.map(s -> new TimedPageStore(s, export));
-        this.events = new CacheEvents(sink, config.pageSizeTokens(),
-                Medium.ofStore(store.map(s -> s.capabilities().has(Capability.SHARED)).orElse(false)));
+        this.stores = new StoreSlot(store.orElse(null), store.map(s -> new TimedPageStore(s, export)).orElse(null));
+        this.events = new CacheEvents(sink, config.pageSizeTokens(), storeMedium(store.orElse(null)));
         if (host != null) {
             host.forEachReady((slot, key) -> leftovers.set(slot));
         }
@@ -224,6 +224,62 @@ public final class HiCache implements AutoCloseable {
         return events.sink().stats();
     }
 
+    /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
+    public record Flushed(long devicePages, long hostPages) {
+    }
+
+    /**
+     * Drops every page of the device and host tiers that no open request pins, after waiting up to {@code timeout}
+     * for copies, uploads and prefetches in flight; the page store keeps its pages (see {@link #reset}). Requests may
+     * run meanwhile: theirs stay, and pages they commit afterwards are cached as usual. SGLang's {@code /flush_cache}.
+     */
+    public Flushed flush(Duration timeout) throws InterruptedException {
+        return CacheOperations.flush(this, timeout);
+    }
+
+    /**
+     * Detaches the page store while requests run, and hands it back (null when none was attached); the caller owns it
+     * from then on and closes it. Uploads queued before the call are written to it first (up to {@code timeout}),
+     * uploads of pages cached after it are skipped, prefetches stop at their next batch and end with what landed. No
+     * request fails because of it; requests from now on see no page store until {@link #attachStore}. Returns once
+     * nothing uses the store any more, or when {@code timeout} is up (a call still running then ends as its deadline
+     * says, and its failure, if any, is counted, never a request's).
+     */
+    public PageStore detachStore(Duration timeout) throws InterruptedException {
+        return CacheOperations.detachStore(this, timeout);
+    }
+
+    /**
+     * Attaches {@code store} as the page store, used from the next request on; the cache owns it from here (closes it
+     * on {@link #close}, or hands it back on {@link #detachStore}). Its keys carry this cache's namespace.
+     *
+     * @throws IllegalStateException when a store is attached: detach it first
+     */
+    public void attachStore(PageStore store) {
+        CacheOperations.attachStore(this, store);
+    }
+
+    /** Whether a page store is attached now. */
+    public boolean storeAttached() {
+        return stores.attached();
+    }
+
+    /**
+     * Empties the cache: {@link #flush}, then removes this cache's namespace from the attached page store (other
+     * namespaces in it stay). SGLang's {@code reset} with {@code clear_storage_backend}.
+     *
+     * @throws IllegalStateException when requests are open (their pages are pinned)
+     * @throws HiCacheException {@link ErrorCode#STORE_IO} when the store could not clear the namespace
+     */
+    public Flushed reset(Duration timeout) throws InterruptedException {
+        return CacheOperations.reset(this, timeout);
+    }
+
+    /** Where uploads to {@code store} land in KV events: EXTERNAL for a store other engines share, else DISK. */
+    static Medium storeMedium(PageStore store) {
+        return Medium.ofStore(store != null && store.capabilities().has(Capability.SHARED));
+    }
+
     /** Counters and gauges now. */
     public CacheStats stats() {
         Map<String, Integer> depths = new LinkedHashMap<>();
@@ -327,15 +383,7 @@ public final class HiCache implements AutoCloseable {
         while (device.allocator().available() < wanted) {
             RadixTree.DeviceEviction e = tree.evictDevice(wanted - device.allocator().available(),
                     host != null && config.writePolicy() == WritePolicy.WRITE_BACK, tried);
-            freeDevice(e.freedPages());
-            for (PageHashes h : e.demoted()) {
-                metrics.deviceEvictedPages.add(h.size());
-                events.removed(h, Medium.GPU);
-            }
-            for (PageHashes h : e.deleted()) {
-                metrics.deviceDeletedPages.add(h.size());
-                events.removed(h, Medium.GPU);
-            }
+            applyDeviceEviction(e);
             if (e.needBackup().isEmpty()) {
                 return; // nothing else can go now
             }
@@ -350,6 +398,19 @@ public final class HiCache implements AutoCloseable {
                     events.removed(n.hashes(), Medium.GPU);
                 }
             }
+        }
+    }
+
+    /** Frees the device pages {@code e} took from the tree, counting and announcing them; call with the lock held. */
+    void applyDeviceEviction(RadixTree.DeviceEviction e) {
+        freeDevice(e.freedPages());
+        for (PageHashes h : e.demoted()) {
+            metrics.deviceEvictedPages.add(h.size());
+            events.removed(h, Medium.GPU);
+        }
+        for (PageHashes h : e.deleted()) {
+            metrics.deviceDeletedPages.add(h.size());
+            events.removed(h, Medium.GPU);
         }
     }
 
@@ -410,6 +471,22 @@ public final class HiCache implements AutoCloseable {
                 events.removed(h, Medium.CPU);
             }
         }
+    }
+
+    /** Releases every leftover of an earlier run; returns how many; call with the lock held. */
+    int releaseLeftovers() {
+        int released = 0;
+        for (int slot = leftovers.nextSetBit(0); slot >= 0; slot = leftovers.nextSetBit(slot + 1)) {
+            host.release(slot);
+            released++;
+        }
+        leftovers.clear();
+        return released;
+    }
+
+    /** Open requests now; call with the lock held. */
+    int openRequestCount() {
+        return requests.size();
     }
 
     /** What the host evictor loop does when the pool passes its high-water mark: evict down to the low-water mark. */
@@ -502,7 +579,9 @@ public final class HiCache implements AutoCloseable {
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {
                 events.stored(n, Medium.CPU);
-                store.ifPresent(s -> uploader.upload(n));
+                if (stores.uploadsAccepted()) {
+                    uploader.upload(n);
+                }
             }
         } else {
             metrics.fail("backup: copy failed");
@@ -714,13 +793,14 @@ public final class HiCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        store.ifPresent(s -> {
+        PageStore attached = stores.detach();
+        if (attached != null) {
             try {
-                s.close();
+                attached.close();
             } catch (RuntimeException e) {
                 LOG.log(Level.WARNING, "closing the page store failed", e);
             }
-        });
+        }
         events.close(); // after the loops and requests, so that their last events go out
         if (host != null) {
             host.close();

@@ -88,6 +88,8 @@ final class Prefetcher implements AutoCloseable {
         boolean ioDone;
         boolean revoked;
         boolean finished;
+        /** The page store was detached: fetch no further batch (what landed stays). */
+        boolean cancelled;
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
             this.requests.add(request);
@@ -108,7 +110,7 @@ final class Prefetcher implements AutoCloseable {
 
     /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
     Op maybeStart(CacheRequest r, MatchResult m) {
-        if (cache.store.isEmpty()) {
+        if (!cache.stores.attached()) {
             return null;
         }
         int pageSize = cache.config.pageSizeTokens();
@@ -199,7 +201,18 @@ final class Prefetcher implements AutoCloseable {
     }
 
     private void query(Op op) {
-        PageStore store = cache.store.orElseThrow();
+        PageStore store = cache.stores.acquire();
+        try {
+            query(op, store);
+        } finally {
+            if (store != null) {
+                cache.stores.release();
+            }
+        }
+    }
+
+    /** Asks {@code store} (null: detached, so no hits) how much of {@code op} it has, then queues the fetch. */
+    private void query(Op op, PageStore store) {
         int pageSize = cache.config.pageSizeTokens();
         int[] tokens = op.tokens;
         PageHasher h = new PageHasher(pageSize);
@@ -209,9 +222,9 @@ final class Prefetcher implements AutoCloseable {
         int hits = 0;
         int batch = cache.config.storageBatchPages();
         try {
-            for (int from = 0; from < op.pages; from += batch) {
+            for (int from = 0; store != null && from < op.pages; from += batch) {
                 synchronized (op) {
-                    if (op.finished) {
+                    if (op.finished || op.cancelled) {
                         break;
                     }
                 }
@@ -267,7 +280,21 @@ final class Prefetcher implements AutoCloseable {
     }
 
     private void fetch(Op op) {
-        PageStore store = cache.store.orElseThrow();
+        PageStore store = cache.stores.acquire();
+        if (store == null) {
+            synchronized (op) {
+                op.ioDone = true; // detached while queued: nothing more lands
+            }
+            return;
+        }
+        try {
+            fetch(op, store);
+        } finally {
+            cache.stores.release();
+        }
+    }
+
+    private void fetch(Op op, PageStore store) {
         int batch = cache.config.storageBatchPages();
         long pageBytes = cache.format.pageBytes();
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
@@ -275,7 +302,7 @@ final class Prefetcher implements AutoCloseable {
             int from;
             int to;
             synchronized (op) {
-                if (op.finished || op.landed >= op.limit) {
+                if (op.finished || op.cancelled || op.landed >= op.limit) {
                     op.ioDone = true;
                     return;
                 }
@@ -444,6 +471,20 @@ final class Prefetcher implements AutoCloseable {
 
     private long timeoutMillis() {
         return cache.config.storageTimeout().toMillis() + 5_000;
+    }
+
+    /**
+     * Stops every running prefetch at its next batch (the page store is being detached): the pages that landed stay,
+     * and each request ends its prefetch as its policy says, with what landed. Call with the cache's lock held.
+     */
+    void cancelAll() {
+        for (List<Op> ops : running.values()) {
+            for (Op op : ops) {
+                synchronized (op) {
+                    op.cancelled = true;
+                }
+            }
+        }
     }
 
     int queryDepth() {

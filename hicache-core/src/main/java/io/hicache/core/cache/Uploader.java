@@ -154,7 +154,19 @@ final class Uploader implements AutoCloseable {
                 cache.lock.unlock();
             }
             if (!live.isEmpty()) {
-                failed = write(cache.store.orElseThrow(), live);
+                PageStore store = cache.stores.acquire();
+                if (store == null) { // detached past its drain time: these pages stay cached, L3 lacks them
+                    for (Upload u : live) {
+                        cache.metrics.uploadSkippedPages.add(u.slots.length);
+                    }
+                    cache.metrics.fail("upload: dropped, the page store was detached");
+                } else {
+                    try {
+                        failed = write(store, live);
+                    } finally {
+                        cache.stores.release();
+                    }
+                }
             }
         } finally {
             if (!live.isEmpty()) {
@@ -209,7 +221,7 @@ final class Uploader implements AutoCloseable {
      * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
      */
     private void tooSlow(String why) {
-        slowStoreLog.log("the page store '" + cache.store.map(PageStore::name).orElse("?")
+        slowStoreLog.log("the page store '" + cache.stores.given().map(PageStore::name).orElse("?")
                 + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
                 + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
     }
