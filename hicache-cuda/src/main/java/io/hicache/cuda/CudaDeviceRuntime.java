@@ -169,10 +169,26 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         Checks.requireArgument(!useKernel || format.rowBytes() % 16 == 0,
                 "the copy kernel moves 16-byte vectors: a row of %d bytes (%s) does not divide; use device.copy-path=memcpy",
                 format.rowBytes(), format.geometry());
-        CudaKvPool pool = new CudaKvPool(this, format, pages, useKernel);
+        CudaKvPool pool = new CudaKvPool(this, format, pages, useKernel, 0);
         pools.add(pool);
         LOG.log(Level.DEBUG, () -> "CUDA KV pool: " + pages + " pages, " + Units.formatBytes(DeviceLayout.poolBytes(format,
                 pages)));
+        return pool;
+    }
+
+    @Override
+    public KvPool adoptPool(PageFormat format, int pages, long address, long bytes) {
+        Checks.requireState(!closed.get(), "the CUDA device runtime is closed");
+        Checks.checkNotNull(format, "format");
+        Checks.checkPositive(pages, "pages");
+        long needed = DeviceLayout.poolBytes(format, pages);
+        Checks.requireArgument(address != 0 && address % 256 == 0,
+                "the adopted device address 0x%s is not aligned to 256 bytes", Long.toHexString(address));
+        Checks.requireArgument(bytes >= needed, "the adopted memory has %s bytes; %s pages of %s need %s", bytes, pages,
+                format.pageBytes(), needed);
+        boolean kernel = usesKernel() && format.rowBytes() % 16 == 0;
+        CudaKvPool pool = new CudaKvPool(this, format, pages, kernel, address);
+        pools.add(pool);
         return pool;
     }
 

@@ -3,6 +3,7 @@ package io.hicache.cuda;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.memory.CopyChecks;
+import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
@@ -42,7 +43,7 @@ final class CudaKvPool implements KvPool {
     private final CudaDeviceRuntime runtime;
     private final PageFormat format;
     private final int pages;
-    private final RawPointers.DeviceAllocation memory = RawPointers.newDeviceAllocation();
+    private final RawPointers.DeviceAllocation memory;
     private final long bytes;
     private final PageAllocator allocator;
     private final CudaStream loads;
@@ -53,7 +54,11 @@ final class CudaKvPool implements KvPool {
     private final LaunchArguments backupArguments = new LaunchArguments();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, boolean useKernel) {
+    /**
+     * A pool in device memory it allocates, or, with {@code adoptedAddress} other than 0, over memory the engine
+     * allocated there (never freed here).
+     */
+    CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, boolean useKernel, long adoptedAddress) {
         this.runtime = runtime;
         this.format = format;
         this.pages = pages;
@@ -61,12 +66,17 @@ final class CudaKvPool implements KvPool {
         this.useKernel = useKernel;
         this.tuning = runtime.tuning();
         runtime.makeCurrent();
-        try {
-            JCudaDriver.cuMemAlloc(memory, bytes);
-        } catch (CudaException e) {
-            throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "a KV pool of " + pages + " pages of "
-                    + format.pageBytes() + " bytes (" + bytes + " bytes) does not fit on " + runtime.info().name() + " ("
-                    + runtime.info().freeBytes() + " bytes free): " + e.getMessage(), e);
+        if (adoptedAddress != 0) {
+            this.memory = RawPointers.adopted(adoptedAddress);
+        } else {
+            this.memory = RawPointers.newDeviceAllocation();
+            try {
+                JCudaDriver.cuMemAlloc(memory, bytes);
+            } catch (CudaException e) {
+                throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "a KV pool of " + pages + " pages of "
+                        + format.pageBytes() + " bytes (" + bytes + " bytes) does not fit on " + runtime.info().name()
+                        + " (" + runtime.info().freeBytes() + " bytes free): " + e.getMessage(), e);
+            }
         }
         this.allocator = new PageAllocator("CUDA KV pool", pages);
         long ring = Math.max(1 << 16, 8L * pages);
@@ -94,6 +104,11 @@ final class CudaKvPool implements KvPool {
     @Override
     public long bytes() {
         return bytes;
+    }
+
+    @Override
+    public DeviceBuffers buffers() {
+        return DeviceBuffers.of("cuda", format, pages, memory.address());
     }
 
     /** True when copies use the kernel, false when they use the copy engine. */
@@ -343,7 +358,9 @@ final class CudaKvPool implements KvPool {
         loadArguments.close();
         backupArguments.close();
         runtime.makeCurrent();
-        JCudaDriver.cuMemFree(memory);
+        if (!memory.adopted()) {
+            JCudaDriver.cuMemFree(memory);
+        }
         runtime.released(this);
     }
 

@@ -27,11 +27,35 @@ final class RawPointers {
         }
     }
 
-    /** A {@link CUdeviceptr} that tells its address. */
+    /** A device allocation the engine made, at {@code address}: the pool adopts it and never frees it. */
+    static DeviceAllocation adopted(long address) {
+        return new DeviceAllocation(address);
+    }
+
+    /**
+     * A {@link CUdeviceptr} that tells its address: one {@code cuMemAlloc} fills, or one at an address the engine
+     * allocated (held as a byte offset from null, which JCuda adds to the pointer it passes to the driver).
+     */
     static final class DeviceAllocation extends CUdeviceptr {
-        /** The device address, valid once {@code cuMemAlloc} has filled this pointer. */
+        private final long adoptedAddress;
+
+        DeviceAllocation() {
+            this.adoptedAddress = 0;
+        }
+
+        private DeviceAllocation(long address) {
+            super(new CUdeviceptr(), address);
+            this.adoptedAddress = address;
+        }
+
+        /** Whether the engine allocated it (the pool must not free it). */
+        boolean adopted() {
+            return adoptedAddress != 0;
+        }
+
+        /** The device address, valid once {@code cuMemAlloc} has filled this pointer (or given when adopted). */
         long address() {
-            return getNativePointer();
+            return adoptedAddress != 0 ? adoptedAddress : getNativePointer();
         }
     }
 }

@@ -9,7 +9,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceInfo;
+import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.HostRegistration;
 import io.hicache.core.memory.HostSlab;
@@ -387,6 +389,88 @@ public abstract class DeviceRuntimeConformanceKit {
         pool.close();
         assertThrows(IllegalStateException.class, () -> pool.backup(new int[] {0}, host, new int[] {0}));
         assertThrows(IllegalStateException.class, () -> pool.readPage(0, arena.allocate(format.pageBytes())));
+    }
+
+    /* ---------------------------------------------------------------- engines' view: buffers and adopted memory */
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("formats")
+    void deviceBuffersSayWhereEachLayersRowsAre(String name, PageFormat format) {
+        try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
+            DeviceBuffers b = pool.buffers();
+            assertEquals(runtime.name(), b.runtime());
+            assertEquals(format.geometry().layers(), b.layers().size());
+            assertEquals(DEVICE_PAGES, b.pages());
+            assertEquals(format.pageSizeTokens(), b.pageSizeTokens());
+            assertEquals(format.geometry().dtype(), b.dtype());
+            assertEquals(format.rowBytes(), b.rowBytes());
+            long base = b.layers().getFirst().keyAddress();
+            int parts = format.geometry().attention().parts();
+            for (int layer = 0; layer < format.geometry().layers(); layer++) {
+                for (int part = 0; part < parts; part++) {
+                    for (int page : new int[] {0, DEVICE_PAGES / 2, DEVICE_PAGES - 1}) {
+                        int token = format.pageSizeTokens() - 1;
+                        long at = b.rowAddress(layer, part, page, token) - base;
+                        assertEquals(DeviceLayout.chunkOffset(format, DEVICE_PAGES, page, layer, part)
+                                + token * format.rowBytes(), at, "layer " + layer + " part " + part + " page " + page);
+                        assertTrue(at >= 0 && at + format.rowBytes() <= pool.bytes());
+                    }
+                }
+                assertEquals(parts == 1, b.layers().get(layer).valueAddress() == 0, "a V buffer exactly for MHA");
+            }
+        }
+    }
+
+    /**
+     * An engine allocates the KV memory and the cache's pool adopts it: the adopted pool reads and writes the same
+     * device memory (a page written through the engine's side reads back through it and the other way round, copies
+     * included), its buffers name that memory, and closing it leaves the memory allocated.
+     */
+    @Test
+    void anAdoptedPoolWorksOnTheEnginesMemoryAndLeavesItAllocated() throws Exception {
+        PageFormat format = formatFor(HostLayout.PAGE_FIRST);
+        try (KvPool engines = runtime.createPool(format, DEVICE_PAGES)) {
+            long address = engines.buffers().layers().getFirst().keyAddress();
+            MemorySegment flat = arena.allocate(format.pageBytes(), 64);
+            MemorySegment back = arena.allocate(format.pageBytes(), 64);
+            fillRandom(flat);
+            engines.writePage(3, flat);
+            HostSlab host = newSlab(format, HOST_SLOTS);
+            try (KvPool adopted = runtime.adoptPool(format, DEVICE_PAGES, address, engines.bytes())) {
+                assertEquals(address, adopted.buffers().layers().getFirst().keyAddress());
+                adopted.readPage(3, back);
+                assertEquals(-1, flat.mismatch(back), "the adopted pool sees what the engine wrote");
+                fillRandom(flat);
+                host.writePage(5, flat);
+                assertTrue(adopted.load(host, new int[] {5}, new int[] {7}).await(Deadline.after(copyTimeout())),
+                        "load");
+                engines.readPage(7, back);
+                MemorySegment expected = arena.allocate(format.pageBytes(), 64);
+                host.readPage(5, expected);
+                assertEquals(-1, expected.mismatch(back), "a load through the adopted pool lands in the engine's");
+            }
+            engines.readPage(3, back); // still allocated: the adopted pool did not free it
+            engines.writePage(3, flat);
+        }
+    }
+
+    @Test
+    void adoptingTooLittleOrMisalignedMemoryIsRefused() {
+        PageFormat format = formatFor(HostLayout.PAGE_FIRST);
+        try (KvPool engines = runtime.createPool(format, DEVICE_PAGES)) {
+            long address = engines.buffers().layers().getFirst().keyAddress();
+            assertThrows(IllegalArgumentException.class,
+                    () -> runtime.adoptPool(format, DEVICE_PAGES, address, engines.bytes() - 1));
+            assertThrows(IllegalArgumentException.class,
+                    () -> runtime.adoptPool(format, DEVICE_PAGES - 1, address + 8, engines.bytes() - 8));
+            assertThrows(IllegalArgumentException.class, () -> runtime.adoptPool(format, 1, 0, engines.bytes()));
+        }
+    }
+
+    private void fillRandom(MemorySegment m) {
+        for (long i = 0; i + 8 <= m.byteSize(); i += 8) {
+            m.set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
+        }
     }
 
     /* ---------------------------------------------------------------- helpers */

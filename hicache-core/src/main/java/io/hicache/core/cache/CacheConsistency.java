@@ -33,7 +33,7 @@ final class CacheConsistency {
             }
         }
         for (int p = 0; p < cache.device.pages(); p++) {
-            boolean allocated = cache.device.allocator().isAllocated(p);
+            boolean allocated = cache.pageAllocator.isAllocated(p);
             Checks.requireState(allocated == device.get(p), allocated ? "device page %d is allocated but has no owner"
                     : "device page %d has an owner but is free", p);
         }

@@ -1,5 +1,6 @@
 package io.hicache.core.cache;
 
+import io.hicache.core.events.AllBlocksCleared;
 import io.hicache.core.events.BlockIds;
 import io.hicache.core.events.BlockRemoved;
 import io.hicache.core.events.BlockStored;
@@ -69,6 +70,13 @@ final class CacheEvents implements AutoCloseable {
     void removed(PageHashes hashes, Medium medium) {
         if (sink.enabled() && !hashes.isEmpty()) {
             sink.emit(new BlockRemoved(BlockIds.of(hashes), medium));
+        }
+    }
+
+    /** Everything announced before is gone from every tier (a reset). */
+    void cleared() {
+        if (sink.enabled()) {
+            sink.emit(new AllBlocksCleared());
         }
     }
 

@@ -18,6 +18,7 @@ final class CacheMetrics {
     final LongAdder deviceEvictedPages = new LongAdder();
     final LongAdder deviceDeletedPages = new LongAdder();
     final LongAdder hostEvictedPages = new LongAdder();
+    final LongAdder hostAdoptedPages = new LongAdder();
     final LongAdder backupsStarted = new LongAdder();
     final LongAdder backupsCompleted = new LongAdder();
     final LongAdder backupsSkipped = new LongAdder();
@@ -47,6 +48,7 @@ final class CacheMetrics {
     CacheStats snapshot(Map<String, Integer> queueDepths, long devicePages, long hostPages, long treeNodes) {
         return new CacheStats(promptTokens.sum(), deviceHitTokens.sum(), hostHitTokens.sum(), storageHitTokens.sum(),
                 computedTokens.sum(), deviceEvictedPages.sum(), deviceDeletedPages.sum(), hostEvictedPages.sum(),
+                hostAdoptedPages.sum(),
                 backupsStarted.sum(), backupsCompleted.sum(), backupsSkipped.sum(), loadsStarted.sum(),
                 loadsCompleted.sum(), uploadedPages.sum(), uploadSkippedPages.sum(), prefetchesStarted.sum(),
                 prefetchesCompleted.sum(), prefetchesRevoked.sum(), prefetchedPages.sum(), sums(prefetchesSkipped),

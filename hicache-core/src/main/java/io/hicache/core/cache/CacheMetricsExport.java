@@ -121,6 +121,8 @@ final class CacheMetricsExport implements AutoCloseable {
                 Map.entry("hicache_cache_moved_tokens",
                         "tokens loaded to the device, prefetched from the store, backed up to host, uploaded"),
                 Map.entry("hicache_cache_evicted_pages", "pages freed by eviction, by tier and how"),
+                Map.entry("hicache_cache_adopted_pages", "host pages an earlier run left that requests took into the "
+                        + "tree (a warm host tier after a restart)"),
                 Map.entry("hicache_cache_backups", "device-to-host backups, by outcome"),
                 Map.entry("hicache_cache_loads", "host-to-device loads, by outcome"),
                 Map.entry("hicache_cache_prefetches", "prefetches from the page store, by outcome"),
@@ -149,6 +151,7 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_evicted_pages", base.add("tier", "device").add("how", "deleted"),
                     s.deviceDeletedPages());
             counter("hicache_cache_evicted_pages", base.add("tier", "host").add("how", "deleted"), s.hostEvictedPages());
+            counter("hicache_cache_adopted_pages", base, s.hostAdoptedPages());
             counter("hicache_cache_backups", base.add("outcome", "started"), s.backupsStarted());
             counter("hicache_cache_backups", base.add("outcome", "completed"), s.backupsCompleted());
             counter("hicache_cache_backups", base.add("outcome", "skipped"), s.backupsSkipped());

@@ -93,8 +93,8 @@ final class CacheOperations {
     }
 
     /**
-     * Flushes, then removes this cache's namespace from the attached store. Refused while requests are open: a reset
-     * empties every tier, and their pages are pinned.
+     * Flushes, then removes this cache's namespace from the attached store and announces AllBlocksCleared. Refused
+     * while requests are open: a reset empties every tier, and their pages are pinned.
      */
     static HiCache.Flushed reset(HiCache cache, Duration timeout) throws InterruptedException {
         cache.lock.lock();
@@ -121,6 +121,7 @@ final class CacheOperations {
                 cache.stores.release();
             }
         }
+        cache.events.cleared();
         return flushed;
     }
 }

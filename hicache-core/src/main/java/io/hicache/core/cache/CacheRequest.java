@@ -30,6 +30,8 @@ import java.util.Set;
 public final class CacheRequest implements AutoCloseable {
     private final HiCache cache;
     private final String id;
+    /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
+    private final String extraKey;
     private int[] tokens;
     private MatchResult match;
     /** The node whose path this request pins on the device; the root when none. */
@@ -48,12 +50,17 @@ public final class CacheRequest implements AutoCloseable {
     String prefetchState = "none";
     private long prefetchWaitNanos = -1;
 
-    CacheRequest(HiCache cache, String id, int[] tokens) {
+    CacheRequest(HiCache cache, String id, String extraKey, int[] tokens) {
         this.cache = cache;
         this.id = id;
+        this.extraKey = extraKey;
         this.tokens = tokens;
         RadixTree tree = cache.tree;
-        this.match = tree.match(tokens);
+        MatchResult m = tree.match(extraKey, tokens);
+        if (cache.adoptLeftovers(tokens, m) > 0) {
+            m = tree.match(extraKey, tokens); // the warm host pages an earlier run left are host hits now
+        }
+        this.match = m;
         this.deviceHitPages = match.devicePages();
         this.locked = match.lastDeviceNode();
         tree.lock(locked);
@@ -92,6 +99,11 @@ public final class CacheRequest implements AutoCloseable {
 
     public String id() {
         return id;
+    }
+
+    /** The extra key (LoRA adapter, cache salt) the request was made with; "" for none. */
+    public String extraKey() {
+        return extraKey;
     }
 
     int[] tokens() {
@@ -269,7 +281,7 @@ public final class CacheRequest implements AutoCloseable {
             int page = cache.config.pageSizeTokens();
             Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
                     pages.length, tokens.length / page);
-            RadixTree.InsertResult r = cache.tree.insert(tokens, pages,
+            RadixTree.InsertResult r = cache.tree.insert(extraKey, tokens, pages,
                     finished ? cache.config.writePolicy().hitThreshold() : 0);
             for (int p : pages) {
                 owned.remove(p);
@@ -288,7 +300,7 @@ public final class CacheRequest implements AutoCloseable {
             }
             this.tokens = tokens.clone();
             relock(r.last());
-            match = cache.tree.match(this.tokens);
+            match = cache.tree.match(extraKey, this.tokens);
         } finally {
             cache.lock.unlock();
         }
@@ -333,7 +345,7 @@ public final class CacheRequest implements AutoCloseable {
 
     /** Matches again (after a prefetch landed or a load began): the pinned device part can only have grown. */
     private void rematch() {
-        match = cache.tree.match(tokens);
+        match = cache.tree.match(extraKey, tokens);
         relock(match.lastDeviceNode());
     }
 

@@ -13,6 +13,8 @@ import java.util.Map;
  * @param deviceEvictedPages  device pages freed by demoting backed-up nodes to host-only
  * @param deviceDeletedPages  device pages freed by removing nodes that were not backed up
  * @param hostEvictedPages    host slots freed by host eviction
+ * @param hostAdoptedPages    host pages an earlier run left (a warm host tier after a restart) that requests found
+ *                            and took into the tree
  * @param backupsStarted      device-to-host backups started
  * @param backupsCompleted    and completed
  * @param backupsSkipped      not started: no host room, or the pages are already there
@@ -36,7 +38,8 @@ import java.util.Map;
  * @param treeNodes           nodes in the tree, now
  */
 public record CacheStats(long promptTokens, long deviceHitTokens, long hostHitTokens, long storageHitTokens,
-        long computedTokens, long deviceEvictedPages, long deviceDeletedPages, long hostEvictedPages, long backupsStarted,
+        long computedTokens, long deviceEvictedPages, long deviceDeletedPages, long hostEvictedPages,
+        long hostAdoptedPages, long backupsStarted,
         long backupsCompleted, long backupsSkipped, long loadsStarted, long loadsCompleted, long uploadedPages,
         long uploadSkippedPages, long prefetchesStarted, long prefetchesCompleted, long prefetchesRevoked,
         long prefetchedPages, Map<String, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,

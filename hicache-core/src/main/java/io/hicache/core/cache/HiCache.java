@@ -7,12 +7,17 @@ import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventSink;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.memory.DeviceBuffers;
+import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.host.HostPagePool;
+import io.hicache.core.page.AttentionKind;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.Capability;
@@ -20,6 +25,7 @@ import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
@@ -27,6 +33,7 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -57,12 +64,21 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class HiCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
+    /** Pages hashed at a time when looking a prompt's tail up among the host pages an earlier run left. */
+    private static final int LEFTOVER_HASH_BATCH_PAGES = 64;
 
     final HiCacheConfig config;
     final Namespace namespace;
+    /**
+     * Whether this cache uploads what it caches to the page store: always, except on the ranks of an MLA model other
+     * than {@code hicache-mla-upload-rank} (they read the pages that rank writes).
+     */
+    final boolean uploadsHere;
     final PageFormat format;
     final RadixTree tree;
     final KvPool device;
+    /** Hands out the device pool's pages: the pool's own allocator, or the engine's. */
+    final DevicePageAllocator pageAllocator;
     /** The host pool; null when the cache runs the device tier only ({@code hicache-tiers device-only}). */
     final HostPagePool host;
     /** The page store now, if any: an operator may detach it and attach another while requests run. */
@@ -104,15 +120,20 @@ public final class HiCache implements AutoCloseable {
     /** Copies started and not yet applied: counted down only after what they start next (an upload) is counted. */
     final java.util.concurrent.atomic.AtomicInteger outstanding = new java.util.concurrent.atomic.AtomicInteger();
 
-    private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device, HostPagePool host,
-            Optional<PageStore> store, PrometheusRegistry registry, KvEventSink sink) {
+    private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device,
+            DevicePageAllocator pageAllocator, HostPagePool host, Optional<PageStore> store, PrometheusRegistry registry,
+            KvEventSink sink) {
         this.config = config;
-        this.export = CacheMetricsExport.create(registry, namespace.id(), store.map(PageStore::name).orElse("none"),
-                format.pageBytes(), config.pageSizeTokens());
-        this.namespace = namespace;
+        boolean mla = format.geometry().attention() == AttentionKind.MLA;
+        // MLA pages are the same bytes on every rank: one copy in the page store, written by one rank
+        this.uploadsHere = !mla || namespace.tpRank() == config.mlaUploadRank();
+        this.namespace = mla ? namespace.sharedByRanks() : namespace;
+        this.export = CacheMetricsExport.create(registry, this.namespace.id(),
+                store.map(PageStore::name).orElse("none"), format.pageBytes(), config.pageSizeTokens());
         this.format = format;
         this.tree = new RadixTree(config.pageSizeTokens(), config.eviction());
         this.device = device;
+        this.pageAllocator = pageAllocator;
         this.host = host;
         this.stores = new StoreSlot(store.orElse(null), store.map(s -> new TimedPageStore(s, export)).orElse(null));
         this.events = new CacheEvents(sink, config.pageSizeTokens(), storeMedium(store.orElse(null)));
@@ -135,11 +156,15 @@ public final class HiCache implements AutoCloseable {
      * Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none, and
      * {@code publisher} null the one {@code kv-events-config} names, or none. A failure closes the publisher.
      */
-    static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, int devicePages,
+    static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, DeviceSetup setup,
             DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher) {
+        int devicePages = setup.pages();
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
         PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
+        Checks.requireArgument(geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
+                "hicache-mla-upload-rank is %s, but the model has %s tensor-parallel ranks", config.mlaUploadRank(),
+                namespace.tpSize());
         Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
                 "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
                 config.host().layout(), format.byteOrder());
@@ -148,7 +173,11 @@ public final class HiCache implements AutoCloseable {
                 : KvEventSink.open("kv-events", config.kvEvents());
         KvPool pool;
         try {
-            pool = runtime.createPool(format, devicePages);
+            Checks.requireArgument(setup.allocator() == null || setup.allocator().capacity() == devicePages,
+                    "the page allocator manages %s pages, the device pool has %s", setup.allocator() == null ? 0
+                            : setup.allocator().capacity(), devicePages);
+            pool = setup.address() != 0 ? runtime.adoptPool(format, devicePages, setup.address(), setup.bytes())
+                    : runtime.createPool(format, devicePages);
         } catch (RuntimeException e) {
             sink.close();
             throw e;
@@ -166,8 +195,8 @@ public final class HiCache implements AutoCloseable {
                 configured = config.storageBackend().map(name -> PageStores.open(new StoreConfig(name, config.settings())))
                         .orElse(null);
             }
-            return new HiCache(config, namespace, format, pool, host, Optional.ofNullable(store != null ? store : configured),
-                    registry, sink);
+            return new HiCache(config, namespace, format, pool, setup.allocator() != null ? setup.allocator()
+                    : pool.allocator(), host, Optional.ofNullable(store != null ? store : configured), registry, sink);
         } catch (RuntimeException e) {
             sink.close();
             if (configured != null) {
@@ -188,13 +217,25 @@ public final class HiCache implements AutoCloseable {
      * @throws IllegalArgumentException when a request with this id is open
      */
     public CacheRequest request(String id, int[] promptTokens) {
+        return request(id, "", promptTokens);
+    }
+
+    /**
+     * As {@link #request(String, int[])} for a request with an extra key (a LoRA adapter, a cache salt; "" for none),
+     * as SGLang keys its tree: requests share cached pages only with requests of the same extra key, and the pages'
+     * hashes, so their keys in the page store, chain from the extra key's own root hash.
+     */
+    public CacheRequest request(String id, String extraKey, int[] promptTokens) {
         Checks.checkNotNull(id, "id");
+        Checks.checkNotNull(extraKey, "extraKey");
         Checks.checkNotNull(promptTokens, "promptTokens");
+        Checks.requireArgument(extraKey.length() <= Namespace.MAX_TEXT_LENGTH, "extraKey is %d characters, over %d",
+                extraKey.length(), Namespace.MAX_TEXT_LENGTH);
         lock.lock();
         try {
             checkOpen();
             Checks.requireArgument(!requests.containsKey(id), "request '%s' is already open", id);
-            CacheRequest r = new CacheRequest(this, id, promptTokens.clone());
+            CacheRequest r = new CacheRequest(this, id, extraKey, promptTokens.clone());
             requests.put(id, r);
             return r;
         } finally {
@@ -222,6 +263,18 @@ public final class HiCache implements AutoCloseable {
      */
     public KvEventSink.Stats kvEventStats() {
         return events.sink().stats();
+    }
+
+    /** How the device pool is made: its pages, the engine's memory it adopts (address 0: none), its page allocator. */
+    record DeviceSetup(int pages, long address, long bytes, DevicePageAllocator allocator) {
+    }
+
+    /**
+     * Where the device pool's K and V live, per layer (addresses, strides, page size, dtype): what an engine hands to
+     * its attention kernels. Valid while the cache is open.
+     */
+    public DeviceBuffers deviceBuffers() {
+        return device.buffers();
     }
 
     /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
@@ -332,12 +385,12 @@ public final class HiCache implements AutoCloseable {
      *     did not finish in time) leave too little to evict; the message says how the pool stands
      */
     int[] allocateDevice(int count) {
-        int[] pages = device.allocator().tryAllocate(count);
+        int[] pages = pageAllocator.tryAllocate(count);
         Deadline wait = null;
         while (pages == null) {
             completions.runQueuedHere();
-            evictDevice(count - device.allocator().available());
-            pages = device.allocator().tryAllocate(count);
+            evictDevice(count - pageAllocator.available());
+            pages = pageAllocator.tryAllocate(count);
             if (pages != null) {
                 break;
             }
@@ -347,7 +400,7 @@ public final class HiCache implements AutoCloseable {
             if (wait.isOver() || !copiesInFlight()) {
                 metrics.fail("allocate: PAGES_EXHAUSTED");
                 throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
-                        + device.allocator().available() + " free, " + tree.evictableDevicePages() + " evictable of "
+                        + pageAllocator.available() + " free, " + tree.evictableDevicePages() + " evictable of "
                         + tree.devicePages() + " cached; the rest are pinned by open requests"
                         + (copiesInFlight() ? " or by copies still running after " + config.allocateWait().toMillis()
                                 + " ms (hicache-allocate-wait)" : "")
@@ -367,7 +420,7 @@ public final class HiCache implements AutoCloseable {
 
     void freeDevice(int[] pages) {
         if (pages.length > 0) {
-            device.allocator().free(pages);
+            pageAllocator.free(pages);
         }
     }
 
@@ -378,10 +431,10 @@ public final class HiCache implements AutoCloseable {
      * than staying least recently used and pinning the pool.
      */
     private void evictDevice(int pages) {
-        int wanted = device.allocator().available() + pages;
+        int wanted = pageAllocator.available() + pages;
         java.util.Set<TreeNode> tried = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        while (device.allocator().available() < wanted) {
-            RadixTree.DeviceEviction e = tree.evictDevice(wanted - device.allocator().available(),
+        while (pageAllocator.available() < wanted) {
+            RadixTree.DeviceEviction e = tree.evictDevice(wanted - pageAllocator.available(),
                     host != null && config.writePolicy() == WritePolicy.WRITE_BACK, tried);
             applyDeviceEviction(e);
             if (e.needBackup().isEmpty()) {
@@ -471,6 +524,59 @@ public final class HiCache implements AutoCloseable {
                 events.removed(h, Medium.CPU);
             }
         }
+    }
+
+    /**
+     * Adopts host pages an earlier run left (the host tier came back warm after a restart) that continue {@code m}'s
+     * match of {@code tokens}: the pages from the end of the match on whose keys the host holds, up to the first it
+     * does not, become host-only nodes, served like any host hit. Returns how many; call with the lock held.
+     */
+    int adoptLeftovers(int[] tokens, MatchResult m) {
+        int page = config.pageSizeTokens();
+        int from = m.matchedPages();
+        int total = tokens.length / page;
+        if (host == null || leftovers.isEmpty() || from >= total) {
+            return 0;
+        }
+        TreeNode anchor = m.lastNode();
+        PageHasher hasher = new PageHasher(page);
+        int[] slots = new int[total - from];
+        int found = 0;
+        PageHashes hashes = PageHashes.empty();
+        // hashed a batch at a time: a request whose first missing page is not on the host pays for one batch only
+        for (int at = from; at < total && found == at - from; at += LEFTOVER_HASH_BATCH_PAGES) {
+            int to = Math.min(total, at + LEFTOVER_HASH_BATCH_PAGES);
+            PageHash prior = at == from ? anchor.priorHash() : hashes.last();
+            PageHashes batch = prior == null ? hasher.hashPages(tokens, at * page, to * page)
+                    : hasher.hashPages(tokens, at * page, to * page, prior);
+            hashes = hashes.concat(batch);
+            for (int i = 0; i < batch.size(); i++) {
+                int slot = host.find(namespace.key(batch.get(i)));
+                if (slot < 0 || !leftovers.get(slot)) {
+                    break;
+                }
+                slots[found++] = slot;
+            }
+        }
+        if (found == 0) {
+            return 0;
+        }
+        RadixTree.HostInsert inserted = tree.insertHost(anchor, tokens, from * page, found,
+                Arrays.copyOf(slots, found), hashes.slice(0, found));
+        BitSet unused = new BitSet();
+        for (int slot : inserted.unusedSlots()) {
+            unused.set(slot);
+        }
+        for (int i = 0; i < found; i++) {
+            if (!unused.get(slots[i])) {
+                leftovers.clear(slots[i]); // a node owns it now
+            }
+        }
+        metrics.hostAdoptedPages.add(found - inserted.unusedSlots().length);
+        for (TreeNode n : inserted.storedOnHost()) {
+            events.stored(n, Medium.CPU);
+        }
+        return found - inserted.unusedSlots().length;
     }
 
     /** Releases every leftover of an earlier run; returns how many; call with the lock held. */
@@ -579,7 +685,7 @@ public final class HiCache implements AutoCloseable {
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {
                 events.stored(n, Medium.CPU);
-                if (stores.uploadsAccepted()) {
+                if (uploadsHere && stores.uploadsAccepted()) {
                     uploader.upload(n);
                 }
             }

@@ -2,6 +2,7 @@ package io.hicache.core.cache;
 
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.store.PageStore;
@@ -32,6 +33,9 @@ public final class HiCacheBuilder {
     private PageStore store;
     private PrometheusRegistry metrics = PrometheusRegistry.defaultRegistry;
     private KvEventPublisher kvEventPublisher;
+    private long deviceAddress;
+    private long deviceBytes;
+    private DevicePageAllocator pageAllocator;
     private boolean opened;
 
     HiCacheBuilder() {
@@ -70,6 +74,31 @@ public final class HiCacheBuilder {
     public HiCacheBuilder runtime(DeviceRuntime value) {
         Checks.requireState(runtime == null, "runtime was already set to %s", runtime);
         runtime = Checks.checkNotNull(value, "runtime");
+        return this;
+    }
+
+    /**
+     * Builds the device pool over memory the engine allocated ({@code bytes} at device address {@code address}: a
+     * {@code CUdeviceptr} value on CUDA, a host address on the emulated device) instead of allocating it. The pool
+     * adopts the memory and does not own it: closing the cache does not free it; the engine frees it after. It must
+     * hold {@code devicePages} pages laid out as {@link io.hicache.core.memory.DeviceLayout} says. Optional.
+     */
+    public HiCacheBuilder deviceMemory(long address, long bytes) {
+        Checks.requireState(deviceAddress == 0, "deviceMemory was already set to address %s", deviceAddress);
+        Checks.requireArgument(address != 0, "the device address must not be 0");
+        Checks.requireArgument(bytes > 0, "bytes must be positive, was %d", bytes);
+        deviceAddress = address;
+        deviceBytes = bytes;
+        return this;
+    }
+
+    /**
+     * The engine's allocator of device pages, through which the cache asks for and returns pages, in place of the
+     * pool's own. Its capacity must be {@code devicePages}. Optional; it stays the engine's.
+     */
+    public HiCacheBuilder pageAllocator(DevicePageAllocator value) {
+        Checks.requireState(pageAllocator == null, "pageAllocator was already set to %s", pageAllocator);
+        pageAllocator = Checks.checkNotNull(value, "pageAllocator");
         return this;
     }
 
@@ -122,7 +151,8 @@ public final class HiCacheBuilder {
             Checks.requireState(geometry != null, "geometry is not set");
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
-            return HiCache.open(config, namespace, geometry, devicePages, runtime, store, metrics, kvEventPublisher);
+            return HiCache.open(config, namespace, geometry, new HiCache.DeviceSetup(devicePages, deviceAddress,
+                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher);
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

@@ -38,6 +38,8 @@ import java.util.Optional;
  *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
  * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
  * @param uploadThreads          upload batches written to the page store at once
+ * @param mlaUploadRank          for MLA models (pages the same on every tensor-parallel rank): the one rank that
+ *                               uploads them; every rank reads
  * @param closeTimeout           how long {@code close()} lets queued background work run, in all
  * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
  * @param host                   the host pool's configuration
@@ -49,7 +51,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
         double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads,
-        Duration closeTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
+        int mlaUploadRank, Duration closeTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -86,6 +88,9 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
     public static final Setting<Integer> UPLOAD_THREADS = Setting.integer("hicache-upload-threads", 4, 1, 64,
             "upload batches written to the page store at once (threads of the loop hicache-upload); a store whose "
                     + "calls wait on latency rather than CPU keeps up better with more");
+    public static final Setting<Integer> MLA_UPLOAD_RANK = Setting.integer("hicache-mla-upload-rank", 0, 0, 1 << 16,
+            "for MLA models, whose KV pages are the same on every tensor-parallel rank: the rank that uploads them to "
+                    + "the page store (the others only read); their keys carry no rank");
     public static final Setting<Tiers> TIERS = Setting.choice("hicache-tiers", Tiers.class, Tiers::configName, Tiers.ALL,
             "all (device, host and the page store if one is set) or device-only (the radix tree on the device pool "
                     + "alone: no host pool, no page store)");
@@ -105,7 +110,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, CLOSE_TIMEOUT, TIERS, KV_EVENTS));
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, MLA_UPLOAD_RANK, CLOSE_TIMEOUT, TIERS,
+                KV_EVENTS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
     }
@@ -142,7 +148,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
+                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(MLA_UPLOAD_RANK),
+                    settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
                     HostPoolConfig.from(settings), settings.get(KV_EVENTS), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);

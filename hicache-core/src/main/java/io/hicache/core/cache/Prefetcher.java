@@ -95,7 +95,7 @@ final class Prefetcher implements AutoCloseable {
             this.requests.add(request);
             this.tokens = request.tokens();
             this.anchor = anchor;
-            this.anchorHash = anchor.isRoot() ? null : anchor.lastHash();
+            this.anchorHash = anchor.priorHash();
             this.fromToken = fromToken;
             this.pages = pages;
             this.slots = slots;

@@ -96,6 +96,14 @@ public final class Namespace {
         return new Namespace(modelId, kvDtype, pageByteOrder, tpRank, tpSize, extraKey);
     }
 
+    /**
+     * This namespace with no tensor-parallel rank in it (rank 0 of 1): for pages that are the same bytes on every rank,
+     * as an MLA model's latent KV is, so that all ranks share one copy of each page in the page store.
+     */
+    public Namespace sharedByRanks() {
+        return withTensorParallel(0, 1);
+    }
+
     /** The store key of page {@code hash} in this namespace. */
     public StoreKey key(PageHash hash) {
         return new StoreKey(this, hash);

@@ -6,6 +6,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -52,6 +53,21 @@ public final class PageHasher {
         }
         this.scratch = new byte[PageHash.BYTES + pageSizeTokens * Integer.BYTES];
         this.scratchSegment = MemorySegment.ofArray(scratch);
+    }
+
+    /**
+     * Where the chain of a request with extra key {@code extraKey} (a LoRA adapter, a cache salt) starts, in place of
+     * no prior: the SHA-256 of the key's UTF-8 bytes, as newer SGLang roots such chains at a hash of the key. The same
+     * tokens under two extra keys thus hash apart on every page, and their pages never share a store key.
+     */
+    public static PageHash extraKeyRoot(String extraKey) {
+        Checks.requireArgument(!extraKey.isEmpty(), "the empty extra key has no root hash: its chains start with none");
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(extraKey.getBytes(StandardCharsets.UTF_8));
+            return PageHash.fromBytes(digest, 0);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("this JDK has no SHA-256", e);
+        }
     }
 
     /** Tokens per page. */

@@ -25,6 +25,18 @@ public interface DeviceRuntime extends AutoCloseable {
     KvPool createPool(PageFormat format, int pages);
 
     /**
+     * A KV pool of {@code pages} pages of {@code format} over device memory the engine allocated: {@code bytes} at
+     * {@code address} (a {@code CUdeviceptr} value on CUDA; a host address on the emulated device), laid out as
+     * {@link DeviceLayout} says, so the engine's attention kernels and the cache's copies see the same pages. The pool
+     * adopts the memory and does not own it: closing the pool does not free it, and the engine must keep it allocated
+     * until the pool is closed.
+     *
+     * @throws IllegalArgumentException when {@code bytes} is smaller than the pool, or the address is 0 or not
+     *     aligned to 256 bytes (what CUDA's allocations give)
+     */
+    KvPool adoptPool(PageFormat format, int pages, long address, long bytes);
+
+    /**
      * Registers host memory for direct device access (the host slab); the caller closes the registration
      * before it frees or unmaps the memory.
      */

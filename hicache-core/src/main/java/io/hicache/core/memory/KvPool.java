@@ -13,8 +13,9 @@ import java.lang.foreign.MemorySegment;
  * backups); loads and backups may overlap each other. The caller owns the pages it names: it keeps them
  * allocated, and does not read a destination, until the copy is done.
  *
- * <p>Thread-safe. Closing the pool waits for its copies, then frees its device memory; the runtime that
- * created it closes it at the latest when the runtime closes.
+ * <p>Thread-safe. Closing the pool waits for its copies, then frees its device memory (unless the pool adopted
+ * memory the engine allocated: {@link DeviceRuntime#adoptPool}); the runtime that created it closes it at the latest
+ * when the runtime closes.
  */
 public interface KvPool extends AutoCloseable {
     /** Geometry and page size; its layout fixes the flat order of {@link #readPage} and {@link #writePage}. */
@@ -60,6 +61,12 @@ public interface KvPool extends AutoCloseable {
     default java.util.Optional<MemorySegment> hostVisibleMemory() {
         return java.util.Optional.empty();
     }
+
+    /**
+     * Where K and V live on the device, per layer, with strides, page size and dtype: what an engine hands to its
+     * attention kernels. Valid until the pool closes.
+     */
+    DeviceBuffers buffers();
 
     /** Bytes of device memory the pool occupies. */
     long bytes();

@@ -13,7 +13,7 @@ import java.util.Objects;
  * <p>Thread-safe (one lock; allocation is a stack pop, so it is short). Freeing a page that is not allocated
  * is a bug in the caller and fails loudly rather than corrupting the free list.
  */
-public final class PageAllocator {
+public final class PageAllocator implements DevicePageAllocator {
     private final String name;
     private final int capacity;
     private final int[] freeStack;
@@ -50,16 +50,19 @@ public final class PageAllocator {
     }
 
     /** Total pages. */
+    @Override
     public int capacity() {
         return capacity;
     }
 
     /** Pages free now. */
+    @Override
     public synchronized int available() {
         return freeCount;
     }
 
     /** {@code count} free pages, now allocated, or {@code null} (and nothing allocated) if fewer are free. */
+    @Override
     public synchronized int[] tryAllocate(int count) {
         Checks.checkNotNegative(count, "count");
         if (count > freeCount) {
@@ -94,6 +97,7 @@ public final class PageAllocator {
      * @throws IllegalArgumentException for a page out of range
      * @throws IllegalStateException    for a page that is not allocated (a double free), or listed twice
      */
+    @Override
     public synchronized void free(int... pages) {
         BitSet seen = new BitSet();
         for (int page : pages) {
@@ -110,6 +114,7 @@ public final class PageAllocator {
     }
 
     /** True if {@code page} is allocated now. */
+    @Override
     public synchronized boolean isAllocated(int page) {
         Objects.checkIndex(page, capacity);
         return allocated.get(page);

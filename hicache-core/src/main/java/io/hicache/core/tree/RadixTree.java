@@ -9,7 +9,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
 
@@ -26,10 +28,14 @@ import java.util.Set;
  * and its host slot (about 40 bytes) plus each node's share of its fixed cost.
  */
 public final class RadixTree {
+    /** The child key of every extra key's root under the root (chained; matching never descends into them). */
+    private static final long KEY_ROOT_CHILD_KEY = 0x6B6579526F6F7473L;
     private final int pageSize;
     private final EvictionPolicy policy;
     private final PageHasher hasher;
     private final TreeNode root = new TreeNode();
+    /** The roots of extra keys' runs, children of the root; one per extra key seen, never removed. */
+    private final Map<String, TreeNode> keyRoots = new HashMap<>();
     private long clock;
     private long devicePages;
     private long evictableDevicePages;
@@ -54,16 +60,47 @@ public final class RadixTree {
         return root;
     }
 
+    /**
+     * The node the runs of requests with {@code extraKey} hang from: the root for "" (no extra key), else that key's
+     * own root, a child of the root made on first use. Runs under two extra keys never share a node, and their page
+     * hashes chain from different roots ({@link PageHasher#extraKeyRoot}), as SGLang keys its tree by extra key.
+     */
+    public TreeNode rootFor(String extraKey) {
+        Checks.checkNotNull(extraKey, "extraKey");
+        if (extraKey.isEmpty()) {
+            return root;
+        }
+        TreeNode r = keyRoots.get(extraKey);
+        if (r == null) {
+            r = new TreeNode();
+            r.tokens = MemorySegment.NULL;
+            r.hashes = PageHashes.empty();
+            r.device = new int[0];
+            r.lockRef = 1; // never evicted, like the root
+            r.extraKey = extraKey;
+            r.chainHash = PageHasher.extraKeyRoot(extraKey);
+            root.addChild(KEY_ROOT_CHILD_KEY, r);
+            keyRoots.put(extraKey, r);
+        }
+        return r;
+    }
+
     /* ---------------------------------------------------------------- match */
 
     /** The longest cached prefix of {@code tokens}' whole pages; splits the node where the match ends inside one. */
     public MatchResult match(int[] tokens) {
+        return match("", tokens);
+    }
+
+    /** As {@link #match(int[])}, among the runs of {@code extraKey} ("" for none). */
+    public MatchResult match(String extraKey, int[] tokens) {
         MemorySegment query = MemorySegment.ofArray(tokens);
         int total = tokens.length / pageSize;
         long now = ++clock;
-        TreeNode node = root;
-        TreeNode lastDevice = root;
-        TreeNode lastHost = root;
+        TreeNode start = rootFor(extraKey);
+        TreeNode node = start;
+        TreeNode lastDevice = start;
+        TreeNode lastHost = start;
         int device = 0;
         int host = 0;
         int at = 0;
@@ -134,6 +171,11 @@ public final class RadixTree {
      * or a chunk of an unfinished request).
      */
     public InsertResult insert(int[] tokens, int[] devicePages, int hitThreshold) {
+        return insert("", tokens, devicePages, hitThreshold);
+    }
+
+    /** As {@link #insert(int[], int[], int)}, among the runs of {@code extraKey} ("" for none). */
+    public InsertResult insert(String extraKey, int[] tokens, int[] devicePages, int hitThreshold) {
         int total = tokens.length / pageSize;
         Checks.requireArgument(devicePages.length == total, "%d device pages for %d whole pages of tokens",
                 devicePages.length, total);
@@ -143,7 +185,7 @@ public final class RadixTree {
         List<TreeNode> stored = new ArrayList<>(1);
         int[] dup = new int[total];
         int dups = 0;
-        TreeNode node = root;
+        TreeNode node = rootFor(extraKey);
         int at = 0;
         while (at < total) {
             TreeNode child = descend(node, tokens, query, at, total - at, now);
@@ -588,7 +630,7 @@ public final class RadixTree {
             return null;
         }
         for (TreeNode c = node.children.get(pageKey(tokens, page * pageSize)); c != null; c = c.sameKey) {
-            if (firstPageEquals(c, tokens, page * pageSize)) {
+            if (c.extraKey == null && firstPageEquals(c, tokens, page * pageSize)) {
                 return c;
             }
         }
@@ -644,8 +686,9 @@ public final class RadixTree {
     }
 
     private TreeNode newNode(int[] tokens, int fromPage, int pages, TreeNode parent) {
-        PageHashes hashes = parent == root ? hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize)
-                : hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize, parent.lastHash());
+        PageHash prior = parent.priorHash();
+        PageHashes hashes = prior == null ? hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize)
+                : hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize, prior);
         return newNode(tokens, fromPage * pageSize, pages, parent, hashes);
     }
 
@@ -697,6 +740,9 @@ public final class RadixTree {
     }
 
     private long pageKey(TreeNode n) {
+        if (n.extraKey != null) {
+            return KEY_ROOT_CHILD_KEY;
+        }
         if (pageSize == 1) {
             return n.tokens.getAtIndex(ValueLayout.JAVA_INT, 0);
         }
@@ -765,14 +811,20 @@ public final class RadixTree {
     private void check(TreeNode n, Slots slots, long[] totals, boolean hashes) {
         for (TreeNode c : n.children()) {
             Checks.requireState(c.parent == n, "%s has the wrong parent", c);
+            if (c.extraKey != null) {
+                Checks.requireState(n == root && keyRoots.get(c.extraKey) == c && c.pages == 0 && c.lockRef > 0,
+                        "%s is not a proper root of extra key runs", c);
+                check(c, slots, totals, hashes);
+                continue;
+            }
             Checks.requireState(c.device != null || c.host != null, "%s is on no tier", c);
-            Checks.requireState(n == root || n.device != null || c.device == null,
+            Checks.requireState(n.isRoot() || n.device != null || c.device == null,
                     "%s is on the device under an evicted parent", c);
             Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
-            Checks.requireState(n == root || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
+            Checks.requireState(n.isRoot() || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
             Checks.requireState(c.pages > 0 && c.hashes.size() == c.pages, "%s has %d hashes", c, c.hashes.size());
             if (hashes) {
-                PageHash prior = n == root ? null : n.lastHash();
+                PageHash prior = n.priorHash();
                 int[] first = new int[pageSize];
                 for (int i = 0; i < pageSize; i++) {
                     first[i] = c.token(i);

@@ -1,6 +1,7 @@
 package io.hicache.core.tree;
 
 import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -42,6 +43,10 @@ public final class TreeNode {
     long lastAccess;
     /** A device-to-host or host-to-device copy in flight over this node's pages (shared by split halves). */
     PendingCopy pending;
+    /** For the root of an extra key's runs (a LoRA adapter, a cache salt): the key; null for every other node. */
+    String extraKey;
+    /** For such a root: the hash its runs' chains start from ({@link PageHasher#extraKeyRoot}). */
+    PageHash chainHash;
 
     TreeNode() {
         this.id = NEXT_ID.getAndIncrement();
@@ -85,8 +90,22 @@ public final class TreeNode {
         return parent;
     }
 
+    /** The tree's root, or the root of an extra key's runs: no pages, and never evicted. */
     public boolean isRoot() {
-        return parent == null;
+        return parent == null || extraKey != null;
+    }
+
+    /** The extra key whose runs hang below this root; "" for the tree's root, null for a node that is no root. */
+    public String extraKey() {
+        return parent == null ? "" : extraKey;
+    }
+
+    /**
+     * The hash a child's chain starts from: none below the tree's root, the extra key's root hash below that key's
+     * root, else the hash of this node's last page.
+     */
+    public PageHash priorHash() {
+        return parent == null ? null : extraKey != null ? chainHash : hashes.last();
     }
 
     /** Whole pages in this node. */

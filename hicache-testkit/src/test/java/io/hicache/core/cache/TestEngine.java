@@ -37,6 +37,8 @@ final class TestEngine implements AutoCloseable {
     final EmulatedDeviceRuntime runtime;
     final Path hostDir;
     final int page;
+    /** The cache's namespace: the pages' pattern and keys follow it (MLA ranks share one). */
+    final Namespace ns;
     private final PageHasher hasher;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment flat;
@@ -48,6 +50,12 @@ final class TestEngine implements AutoCloseable {
 
     /** As above, publishing KV events to {@code events} (null: as {@code kv-events-config} says). */
     TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events) {
+        this(settings, devicePages, store, events, GEOMETRY, NS);
+    }
+
+    /** An engine for a model of {@code geometry} whose rank {@code namespace} names. */
+    TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
+            KvGeometry geometry, Namespace namespace) {
         Path shm = Path.of("/dev/shm");
         try {
             hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
@@ -59,16 +67,23 @@ final class TestEngine implements AutoCloseable {
         settings.forEach(b::flag);
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
-        this.cache = open(config, devicePages, runtime, store, events);
+        try {
+            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace);
+        } catch (RuntimeException e) {
+            runtime.close();
+            deleteHostDir();
+            throw e;
+        }
+        this.ns = cache.namespace();
         this.page = config.pageSizeTokens();
         this.hasher = new PageHasher(page);
         this.flat = arena.allocate(cache.format().pageBytes(), 64);
     }
 
     private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store,
-            KvEventPublisher events) {
-        HiCacheBuilder b = HiCache.builder().config(config).namespace(NS).geometry(GEOMETRY).devicePages(devicePages)
-                .runtime(runtime);
+            KvEventPublisher events, KvGeometry geometry, Namespace namespace) {
+        HiCacheBuilder b = HiCache.builder().config(config).namespace(namespace).geometry(geometry)
+                .devicePages(devicePages).runtime(runtime);
         if (events != null) {
             b.kvEventPublisher(events);
         }
@@ -84,7 +99,12 @@ final class TestEngine implements AutoCloseable {
      * prefix's bytes, compute the rest, commit, close.
      */
     Served serve(String id, int[] prompt) throws InterruptedException {
-        try (CacheRequest r = cache.request(id, prompt)) {
+        return serve(id, "", prompt);
+    }
+
+    /** As {@link #serve(String, int[])} for a request with {@code extraKey} (a LoRA adapter, say). */
+    Served serve(String id, String extraKey, int[] prompt) throws InterruptedException {
+        try (CacheRequest r = cache.request(id, extraKey, prompt)) {
             int device = r.deviceTokens();
             int host = r.hostTokens();
             long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
@@ -99,12 +119,12 @@ final class TestEngine implements AutoCloseable {
                 throw new AssertionError("a load-back did not finish");
             }
             int[] prefix = r.prefixPages();
-            verify(prompt, prefix);
+            verify(extraKey, prompt, prefix);
             int whole = prompt.length / page;
             int[] fresh = r.allocate(whole - prefix.length);
-            PageHashes hashes = hasher.hashPages(prompt);
+            PageHashes hashes = hashes(extraKey, prompt);
             for (int i = 0; i < fresh.length; i++) {
-                PagePattern.fill(flat, NS.key(hashes.get(prefix.length + i)));
+                PagePattern.fill(flat, ns.key(hashes.get(prefix.length + i)));
                 cache.devicePages().writePage(fresh[i], flat);
             }
             int[] all = Arrays.copyOf(prefix, whole);
@@ -114,12 +134,23 @@ final class TestEngine implements AutoCloseable {
         }
     }
 
+    /** The page hashes of {@code prompt} under {@code extraKey}: chained from the key's root hash when there is one. */
+    PageHashes hashes(String extraKey, int[] prompt) {
+        return extraKey.isEmpty() ? hasher.hashPages(prompt)
+                : hasher.hashPages(prompt, 0, prompt.length / page * page, PageHasher.extraKeyRoot(extraKey));
+    }
+
     /** Checks that {@code pages} hold the KV of {@code prompt}'s first pages. */
     void verify(int[] prompt, int[] pages) {
-        PageHashes hashes = hasher.hashPages(prompt);
+        verify("", prompt, pages);
+    }
+
+    /** As {@link #verify(int[], int[])} for a request with {@code extraKey}. */
+    void verify(String extraKey, int[] prompt, int[] pages) {
+        PageHashes hashes = hashes(extraKey, prompt);
         for (int i = 0; i < pages.length; i++) {
             cache.devicePages().readPage(pages[i], flat);
-            if (!PagePattern.matches(flat, NS.key(hashes.get(i)))) {
+            if (!PagePattern.matches(flat, ns.key(hashes.get(i)))) {
                 throw new AssertionError("page " + i + " (device page " + pages[i] + ") of the prefix has wrong bytes");
             }
         }
@@ -127,10 +158,15 @@ final class TestEngine implements AutoCloseable {
 
     /** The store keys of {@code prompt}'s whole pages. */
     java.util.List<io.hicache.core.key.StoreKey> keys(int[] prompt) {
-        PageHashes hashes = hasher.hashPages(prompt);
+        return keys("", prompt);
+    }
+
+    /** The store keys of {@code prompt}'s whole pages under {@code extraKey}. */
+    java.util.List<io.hicache.core.key.StoreKey> keys(String extraKey, int[] prompt) {
+        PageHashes hashes = hashes(extraKey, prompt);
         java.util.List<io.hicache.core.key.StoreKey> keys = new java.util.ArrayList<>();
         for (int i = 0; i < hashes.size(); i++) {
-            keys.add(NS.key(hashes.get(i)));
+            keys.add(ns.key(hashes.get(i)));
         }
         return keys;
     }
@@ -168,6 +204,10 @@ final class TestEngine implements AutoCloseable {
         cache.close();
         runtime.close();
         arena.close();
+        deleteHostDir();
+    }
+
+    private void deleteHostDir() {
         try (Stream<Path> all = Files.walk(hostDir)) {
             for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);

@@ -31,6 +31,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safe. Closing it closes its pools and stops its threads.
  */
 public final class EmulatedDeviceRuntime implements DeviceRuntime {
+    /** What adopted memory must be aligned to: CUDA's allocations are (at least) 256-byte aligned. */
+    static final long ADOPTED_ALIGNMENT = 256;
     private static final System.Logger LOG = System.getLogger(EmulatedDeviceRuntime.class.getName());
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
@@ -87,6 +89,24 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
     }
 
     @Override
+    @SuppressWarnings("restricted") // the engine's memory, by address: what adopting means
+    public KvPool adoptPool(PageFormat format, int pages, long address, long bytes) {
+        Checks.requireState(!closed.get(), "the emulated device runtime is closed");
+        Checks.checkNotNull(format, "format");
+        Checks.checkPositive(pages, "pages");
+        long needed = DeviceLayout.poolBytes(format, pages);
+        Checks.requireArgument(address != 0 && address % ADOPTED_ALIGNMENT == 0,
+                "the adopted memory's address 0x%s is not aligned to %s bytes", Long.toHexString(address),
+                ADOPTED_ALIGNMENT);
+        Checks.requireArgument(bytes >= needed, "the adopted memory has %s bytes; %s pages of %s need %s", bytes, pages,
+                format.pageBytes(), needed);
+        // The engine's memory, as the engine's kernels see it: the pool copies into it and never frees it.
+        EmulatedKvPool pool = new EmulatedKvPool(this, format, pages, MemorySegment.ofAddress(address).reinterpret(needed));
+        pools.add(pool);
+        return pool;
+    }
+
+    @Override
     public HostRegistration registerHost(MemorySegment memory) {
         Checks.checkNotNull(memory, "memory");
         long bytes = memory.byteSize();
@@ -127,7 +147,7 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
     }
 
     void released(EmulatedKvPool pool) {
-        if (pools.remove(pool)) {
+        if (pools.remove(pool) && pool.ownsMemory()) {
             usedBytes.addAndGet(-pool.bytes());
         }
     }

@@ -1,6 +1,7 @@
 package io.hicache.core.memory.emulated;
 
 import io.hicache.core.memory.CopyChecks;
+import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
@@ -24,7 +25,8 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * each thread walks its share of the pages layer by layer, and a layer is signalled once every thread has
  * copied it (and every earlier layer is signalled). Loads and backups each run on their own stream.
  *
- * <p>Thread-safe. Owns its memory: {@link #close()} waits for its copies and frees it.
+ * <p>Thread-safe. Owns its memory ({@link #close()} waits for its copies and frees it), unless it adopted memory the
+ * engine allocated: then closing leaves that memory alone.
  */
 final class EmulatedKvPool implements KvPool {
     private static final System.Logger LOG = System.getLogger(EmulatedKvPool.class.getName());
@@ -33,6 +35,7 @@ final class EmulatedKvPool implements KvPool {
     private final EmulatedDeviceRuntime runtime;
     private final PageFormat format;
     private final int pages;
+    /** The arena of the memory the pool allocated; null when it adopted the engine's memory. */
     private final Arena arena;
     private final MemorySegment memory;
     private final PageAllocator allocator;
@@ -47,6 +50,26 @@ final class EmulatedKvPool implements KvPool {
         this.arena = Arena.ofShared();
         this.memory = arena.allocate(DeviceLayout.poolBytes(format, pages), 4096);
         this.allocator = new PageAllocator("emulated KV pool", pages);
+    }
+
+    /** A pool over {@code memory}, which the engine allocated and frees (after closing the pool). */
+    EmulatedKvPool(EmulatedDeviceRuntime runtime, PageFormat format, int pages, MemorySegment memory) {
+        this.runtime = runtime;
+        this.format = format;
+        this.pages = pages;
+        this.arena = null;
+        this.memory = memory;
+        this.allocator = new PageAllocator("emulated KV pool (adopted memory)", pages);
+    }
+
+    /** Whether the pool allocated its memory (false: adopted the engine's). */
+    boolean ownsMemory() {
+        return arena != null;
+    }
+
+    @Override
+    public DeviceBuffers buffers() {
+        return DeviceBuffers.of("emulated", format, pages, memory.address());
     }
 
     @Override
@@ -164,7 +187,9 @@ final class EmulatedKvPool implements KvPool {
         } catch (java.util.concurrent.ExecutionException e) {
             // Drained futures never fail; nothing to do.
         }
-        arena.close();
+        if (arena != null) {
+            arena.close();
+        }
         runtime.released(this);
     }
 
