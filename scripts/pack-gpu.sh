@@ -20,4 +20,9 @@ mkdir -p .git/info
 mvn -q -B -ntp -Dstyle.color=never -DskipTests -pl "$modules,hicache-bench" -am install
 "$pack" "$modules"
 cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests.jar .gpu/lib/
-echo "added hicache-bench.jar and hicache-cuda-tests.jar; .gpu is $(du -sm .gpu | cut -f1) MiB"
+# GpuRun's own dependencies, without the rest of the bench's (RocksDB, the AWS SDK): its command line (picocli, and
+# the CLI jar whose terminal check the bench's progress lines use) and the JSON it writes (Jackson).
+cp hicache-cli/target/hicache-cli.jar .gpu/lib/
+mvn -q -B -ntp -Dstyle.color=never -pl hicache-bench dependency:copy-dependencies -DoutputDirectory="$root/.gpu/lib" \
+  -DincludeScope=runtime -DincludeGroupIds=info.picocli,com.fasterxml.jackson.core,com.fasterxml.jackson.datatype
+echo "added hicache-bench.jar, hicache-cuda-tests.jar, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"

@@ -393,7 +393,7 @@ public abstract class DeviceRuntimeConformanceKit {
 
     /* ---------------------------------------------------------------- engines' view: buffers and adopted memory */
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest
     @MethodSource("formats")
     void deviceBuffersSayWhereEachLayersRowsAre(String name, PageFormat format) {
         try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
