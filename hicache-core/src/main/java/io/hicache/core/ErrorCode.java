@@ -38,6 +38,12 @@ public enum ErrorCode {
     /** A transfer peer refused a request: an unknown region, a range outside it, an incompatible handshake. */
     TRANSFER_REFUSED(501),
 
+    /**
+     * A rank group cannot agree any more: a rank died, left, called out of step, or did not call before the deadline.
+     * Permanent for that group.
+     */
+    RANK_GROUP_FAILED(600),
+
     /** An internal invariant broke; this is a bug in HiCache. */
     INTERNAL(900);
 
