@@ -32,6 +32,8 @@ class EmbeddingDocTest {
                 lines::toString);
         assertTrue(lines.contains("turn-2: 256 of 456 prompt tokens came from the cache (256 from the device)"),
                 lines::toString);
+        assertTrue(lines.contains("KV pool: 4 layers, 256 pages of 16 tokens, rows of 256 bytes"), lines::toString);
+        assertTrue(lines.contains("flushed: 32 device pages, 32 host pages"), lines::toString);
     }
 
     @Test
