@@ -45,11 +45,12 @@ public final class ReplaySuite implements BenchSuite {
     @Override
     public String description() {
         return "multi-turn chat replay: prompt tokens served from L1/L2/L3 vs device-only caching, device at 1/4 of "
-                + "the working set; the same with a slow L3 and with a busy CPU; requests the cache failed";
+                + "the working set; the same with a slow L3, with a busy CPU, and with a restart halfway; requests the "
+                + "cache failed";
     }
 
     /** Prompt tokens by where they came from, and requests the cache failed. */
-    private record Tally(long prompt, long device, long host, long storage, long failed) {
+    private record Tally(long prompt, long device, long host, long storage, long failed, long adoptedPages) {
         long served() {
             return device + host + storage;
         }
@@ -74,6 +75,14 @@ public final class ReplaySuite implements BenchSuite {
         Tally slow = threeTiers(workload, devicePages, new SlowPageStore(new InMemoryPageStore(8L << 30), 1_000, 500), 0);
         Tally contended = threeTiers(workload, devicePages, new InMemoryPageStore(8L << 30),
                 Runtime.getRuntime().availableProcessors());
+        // A restart in the middle (issue 19, part 3): device and host tiers, no page store, so that what the second
+        // half is served past the device comes from the warm host tier; against the same replay without a restart.
+        int half = workload.size() / 2;
+        Tally unbroken = replay(workload, devicePages, null, "all", -1, half);
+        Tally restarted = replay(workload, devicePages, null, "all", half, half);
+        long adopted = restarted.adoptedPages();
+        System.err.printf("replay restart: second half served %d tokens with a restart (%d host pages adopted), %d "
+                + "without%n", restarted.served(), adopted, unbroken.served());
         List<BenchRow> rows = new ArrayList<>();
         rows.add(BenchRow.higherIsBetter("replay_prompt_tokens_served_from_cache", tiers.served(), "tokens",
                 "device_only_caching", deviceOnly.served()));
@@ -89,11 +98,17 @@ public final class ReplaySuite implements BenchSuite {
                 tiers.served()));
         rows.add(BenchRow.higherIsBetter("replay_contended_served_tokens", contended.served(), "tokens",
                 "fast_l3_idle_cpu", tiers.served()));
+        rows.add(BenchRow.higherIsBetter("replay_restart_served_tokens", restarted.served(), "tokens",
+                "no_restart", unbroken.served()));
+        rows.add(BenchRow.higherIsBetter("replay_restart_warm_host_tokens", adopted * PAGE, "tokens",
+                "served_after_restart", restarted.served()));
         long turns = workload.size();
-        long failed = deviceOnly.failed + tiers.failed + slow.failed + contended.failed;
+        long failed = deviceOnly.failed + tiers.failed + slow.failed + contended.failed + unbroken.failed
+                + restarted.failed;
         // The reference is every request of the four runs: the ratio is the share that failed (aim: 0).
-        rows.add(new BenchRow("replay_failed_requests", failed, "requests", "requests_run", 4 * turns,
-                (double) failed / (4 * turns), "lower"));
+        long run = 4 * turns + 2 * (turns - half);
+        rows.add(new BenchRow("replay_failed_requests", failed, "requests", "requests_run", run, (double) failed / run,
+                "lower"));
         return rows;
     }
 
@@ -151,49 +166,86 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store) throws Exception {
+        return replay(turns, devicePages, store, store == null ? "device-only" : "all", -1, 0);
+    }
+
+    /**
+     * Replays {@code turns} through a cache of the given tiers (and {@code store}, closed here); with
+     * {@code restartAt} at 0 or more, the cache is closed after that many turns and opened again over the same host
+     * folder (a restart: the device tier is gone, the host tier comes back warm). Counts only the turns from
+     * {@code countFrom} on (the page store's hits are counted over all turns: a run with a store counts from 0).
+     */
+    private static Tally replay(List<int[]> turns, int devicePages, PageStore store, String tiers, int restartAt,
+            int countFrom) throws Exception {
+        if (store != null && countFrom != 0) {
+            throw new IllegalArgumentException("the store's hits are counted over the whole replay");
+        }
         Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-replay");
         Settings settings = Settings.builder().flag("host.dir", dir.toString()).flag("page-size", Integer.toString(PAGE))
                 .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
-                .flag("prefetch-threshold", "64").flag("hicache-tiers", store == null ? "device-only" : "all").build();
-        long prompt = 0;
-        long device = 0;
-        long loaded = 0;
-        long storageBefore;
-        try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2);
-                HiCache cache = open(HiCache.builder().config(HiCacheConfig.from(settings))
-                        .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                        .geometry(GEOMETRY).devicePages(devicePages).runtime(runtime), store)) {
-            storageBefore = cache.stats().storageHitTokens();
-            int n = 0;
-            long failed = 0;
-            for (int[] turn : turns) {
-                int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
-                try (CacheRequest r = cache.request("turn-" + n++, promptTokens)) {
-                    prompt += promptTokens.length;
-                    int onDevice = r.deviceTokens();
-                    device += onDevice;
-                    while (!r.prefetchDone()) {
-                        Thread.sleep(0, 200_000);
+                .flag("prefetch-threshold", "64").flag("hicache-tiers", tiers).build();
+        long[] counts = new long[5]; // prompt, device, loaded, storage, failed
+        long adopted;
+        try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
+            HiCache cache = open(settings, devicePages, runtime, store);
+            try {
+                long storageBefore = cache.stats().storageHitTokens();
+                for (int n = 0; n < turns.size(); n++) {
+                    if (n == restartAt) {
+                        counts[3] += cache.stats().storageHitTokens() - storageBefore;
+                        cache.close();
+                        cache = open(settings, devicePages, runtime, null); // the store was the first cache's
+                        storageBefore = cache.stats().storageHitTokens();
                     }
-                    CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
-                    if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
-                        throw new IllegalStateException("a load-back did not finish");
+                    long[] turn = serve(cache, n, turns.get(n));
+                    if (n >= countFrom) {
+                        for (int k = 0; k < 5; k++) {
+                            counts[k] += k == 3 ? 0 : turn[k];
+                        }
                     }
-                    loaded += lb.deviceTokens() - onDevice;
-                    int[] prefix = r.prefixPages();
-                    int whole = turn.length / PAGE;
-                    int[] fresh = r.allocate(whole - prefix.length);
-                    r.commit(Arrays.copyOf(turn, whole * PAGE), concat(prefix, fresh), true);
-                } catch (io.hicache.core.HiCacheException e) {
-                    failed++; // the engine would recompute it; counted, never hidden
                 }
+                counts[3] += cache.stats().storageHitTokens() - storageBefore;
+                adopted = cache.stats().hostAdoptedPages();
+            } finally {
+                cache.close();
             }
-            long storage = cache.stats().storageHitTokens() - storageBefore;
-            return new Tally(prompt, device, loaded - storage, storage, failed);
+            return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted);
         } finally {
             FileSuite.deleteTree(dir);
         }
+    }
+
+    private static HiCache open(Settings settings, int devicePages, EmulatedDeviceRuntime runtime, PageStore store) {
+        return open(HiCache.builder().config(HiCacheConfig.from(settings))
+                .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
+                .geometry(GEOMETRY).devicePages(devicePages).runtime(runtime), store);
+    }
+
+    /** One turn as an engine serves it; returns its prompt tokens, device hits, loaded tokens, 0, failures. */
+    private static long[] serve(HiCache cache, int n, int[] turn) throws Exception {
+        int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
+        long[] out = new long[5];
+        try (CacheRequest r = cache.request("turn-" + n, promptTokens)) {
+            out[0] = promptTokens.length;
+            int onDevice = r.deviceTokens();
+            out[1] = onDevice;
+            while (!r.prefetchDone()) {
+                Thread.sleep(0, 200_000);
+            }
+            CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
+            if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
+                throw new IllegalStateException("a load-back did not finish");
+            }
+            out[2] = lb.deviceTokens() - onDevice;
+            int[] prefix = r.prefixPages();
+            int whole = turn.length / PAGE;
+            int[] fresh = r.allocate(whole - prefix.length);
+            r.commit(Arrays.copyOf(turn, whole * PAGE), concat(prefix, fresh), true);
+        } catch (io.hicache.core.HiCacheException e) {
+            out[4] = 1; // the engine would recompute it; counted, never hidden
+        }
+        return out;
     }
 
     private static HiCache open(io.hicache.core.cache.HiCacheBuilder builder, PageStore store) {
