@@ -53,7 +53,7 @@ final class ServerMetrics {
         GaugeWithCallback.builder().name("hicache_server_connections").help("open client connections")
                 .callback(cb -> cb.call(connections.get())).register(registry);
         // Every error code at 0 from the start, so that a rate over them is 0 rather than no data.
-        for (int code = 1; code <= 9; code++) {
+        for (int code = 1; code <= Wire.E_REFUSED; code++) {
             errors.initLabelValues(Wire.errorName(code));
         }
         errors.initLabelValues("connection");

@@ -308,8 +308,10 @@ public final class RemotePageStore extends AbstractPageStore {
 
     /* ---------------------------------------------------------------- requests */
 
-    /** Sends one request, its payload written by {@code payload}, on the next connection. */
-    private <T> CompletableFuture<T> call(int op, Deadline deadline, Consumer<ByteBuf> payload, Reply<T> reply) {
+    /**
+     * Sends one request, its payload written by {@code payload}, on the next connection; {@link DaemonAdmin}'s too.
+     */
+    <T> CompletableFuture<T> call(int op, Deadline deadline, Consumer<ByteBuf> payload, Reply<T> reply) {
         return callWith(op, deadline, c -> c.payload(payload), reply);
     }
 
