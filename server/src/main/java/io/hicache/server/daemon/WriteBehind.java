@@ -31,8 +31,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * Closing waits (up to its timeout) until every page put has been written, retrying every 50 ms without giving up,
  * and names the acknowledged pages that did not reach L3.
  *
- * <p>When the store is detached (STORE DETACH), the pages still waiting are dropped: counted in {@link #dropped}, kept
- * in the slab as pages L3 lacks (evictable), never written to a store attached later.
+ * <p>When the store is detached (STORE DETACH), the pages still waiting are dropped as their turn comes (retries at
+ * once): counted in {@link #dropped}, kept in the slab as pages L3 lacks (evictable). One whose turn comes after
+ * another store was attached is written to that one.
  *
  * <p>Thread-safe.
  */
