@@ -1,6 +1,5 @@
 package io.hicache.cli;
 
-import io.hicache.core.Deadline;
 import io.hicache.storage.remote.DaemonAdmin;
 import io.hicache.storage.remote.RemotePageStore;
 import java.io.PrintWriter;
@@ -43,14 +42,10 @@ public final class AdminCommand implements Subcommand {
                 description = "how long the daemon may wait for its write-behind (default ${DEFAULT-VALUE})")
         Duration timeout;
 
-        Deadline deadline() {
-            return Deadline.after(timeout);
-        }
-
         /** The answer, waiting a little past the deadline; a failure is rethrown as it came (a HiCacheException). */
         <T> T await(CompletableFuture<T> answer) throws Exception {
             try {
-                return answer.get(timeout.toMillis() + 10_000, TimeUnit.MILLISECONDS);
+                return answer.get(timeout.plus(DaemonAdmin.GRACE).toMillis() + 1_000, TimeUnit.MILLISECONDS);
             } catch (ExecutionException e) {
                 throw e.getCause() instanceof Exception cause ? cause : e;
             }
@@ -78,7 +73,7 @@ public final class AdminCommand implements Subcommand {
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
             try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Flushed f = timeout.await(new DaemonAdmin(client).flush(timeout.deadline()));
+                DaemonAdmin.Flushed f = timeout.await(new DaemonAdmin(client).flush(timeout.timeout));
                 out.println("flushed the host slab of " + daemon.host + ":" + daemon.port + ": dropped "
                         + f.droppedPages() + " pages, kept " + f.keptPages()
                         + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));

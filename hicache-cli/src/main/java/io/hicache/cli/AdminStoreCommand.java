@@ -55,7 +55,7 @@ public final class AdminStoreCommand implements Callable<Integer> {
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
             try (RemotePageStore client = daemon.connect()) {
-                Optional<DaemonAdmin.Store> store = timeout.await(new DaemonAdmin(client).store(timeout.deadline()));
+                Optional<DaemonAdmin.Store> store = timeout.await(new DaemonAdmin(client).store(timeout.timeout));
                 out.println("L3 store: " + store.map(AdminStoreCommand::describe).orElse("none"));
                 out.flush();
                 return Subcommand.OK;
@@ -82,7 +82,7 @@ public final class AdminStoreCommand implements Callable<Integer> {
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
             try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Detached d = timeout.await(new DaemonAdmin(client).detach(timeout.deadline()));
+                DaemonAdmin.Detached d = timeout.await(new DaemonAdmin(client).detach(timeout.timeout));
                 out.println(d.store().map(s -> "detached the L3 store " + describe(s)
                         + (d.droppedWrites() > 0 ? "; " + d.droppedWrites() + " pages were not written to it before "
                         + "--timeout passed (they stay in the host slab only)" : ""))
@@ -122,7 +122,7 @@ public final class AdminStoreCommand implements Callable<Integer> {
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
             try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Store s = timeout.await(new DaemonAdmin(client).attach(name, settings, timeout.deadline()));
+                DaemonAdmin.Store s = timeout.await(new DaemonAdmin(client).attach(name, settings, timeout.timeout));
                 out.println("attached the L3 store " + describe(s));
                 out.flush();
                 return Subcommand.OK;

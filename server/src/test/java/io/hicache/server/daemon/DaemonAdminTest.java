@@ -44,6 +44,7 @@ import org.junit.jupiter.api.Test;
  */
 class DaemonAdminTest {
     private static final int PAGE = 16 * 1024;
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
     /** A client thread putting batches of fresh pages and reading each back; it records every failure. */
     private static final class Load implements AutoCloseable {
@@ -112,7 +113,7 @@ class DaemonAdminTest {
             DaemonAdmin.Flushed flushed;
             try (Load load = new Load(client, Pages.namespace("flush-load"))) {
                 load.awaitRounds(3);
-                flushed = admin.flush(deadline()).get(60, TimeUnit.SECONDS);
+                flushed = admin.flush(TIMEOUT).get(60, TimeUnit.SECONDS);
                 load.awaitRounds(3); // the load goes on after the flush too
                 assertTrue(load.failures.isEmpty(), () -> "requests failed: " + load.failures);
             }
@@ -140,7 +141,7 @@ class DaemonAdminTest {
             // Quiet now: once the last sends and the lease have let go, a flush leaves nothing in the slab.
             await(() -> {
                 try {
-                    DaemonAdmin.Flushed f = admin.flush(deadline()).get(60, TimeUnit.SECONDS);
+                    DaemonAdmin.Flushed f = admin.flush(TIMEOUT).get(60, TimeUnit.SECONDS);
                     return f.keptPages() == 0 && d.server.cache.pages() == 0;
                 } catch (Exception e) {
                     throw new AssertionError(e);
@@ -155,7 +156,7 @@ class DaemonAdminTest {
         try (TestDaemon d = TestDaemon.start(Map.of()); RemotePageStore client = d.client()) {
             DaemonAdmin admin = new DaemonAdmin(client);
             Path oldRoot = d.fileRoot.resolve("store");
-            Optional<DaemonAdmin.Store> shown = admin.store(deadline()).get(30, TimeUnit.SECONDS);
+            Optional<DaemonAdmin.Store> shown = admin.store(TIMEOUT).get(30, TimeUnit.SECONDS);
             assertEquals("file", shown.orElseThrow().name());
             assertTrue(shown.get().location().contains(oldRoot.toString()), shown::toString);
 
@@ -165,22 +166,22 @@ class DaemonAdminTest {
             try (Load load = new Load(client, Pages.namespace("swap"))) {
                 load.awaitRounds(3);
                 beforeDetach.addAll(keysOf(load));
-                DaemonAdmin.Detached d1 = admin.detach(deadline()).get(60, TimeUnit.SECONDS);
+                DaemonAdmin.Detached d1 = admin.detach(TIMEOUT).get(60, TimeUnit.SECONDS);
                 assertEquals("file", d1.store().orElseThrow().name());
                 assertEquals(0, d1.droppedWrites(), "30 s are enough to drain the write-behind");
-                assertEquals(Optional.empty(), admin.store(deadline()).get(30, TimeUnit.SECONDS));
+                assertEquals(Optional.empty(), admin.store(TIMEOUT).get(30, TimeUnit.SECONDS));
                 int seen = load.batches.size();
                 load.awaitRounds(3);
                 detached.addAll(after(load, seen));
 
                 String unknown = refusal(admin, "nosuchstore", Map.of());
                 assertTrue(unknown.contains("no page store is named 'nosuchstore'"), unknown);
-                DaemonAdmin.Store attached = admin.attach("file", Map.of("file.root", newRoot.toString()), deadline())
+                DaemonAdmin.Store attached = admin.attach("file", Map.of("file.root", newRoot.toString()), TIMEOUT)
                         .get(60, TimeUnit.SECONDS);
                 assertTrue(attached.location().contains(newRoot.toString()), attached::toString);
                 String twice = refusal(admin, "file", Map.of("file.root", newRoot.resolve("other").toString()));
                 assertTrue(twice.contains("attached already") && twice.contains(newRoot.toString()), twice);
-                assertEquals(Optional.of(attached), admin.store(deadline()).get(30, TimeUnit.SECONDS));
+                assertEquals(Optional.of(attached), admin.store(TIMEOUT).get(30, TimeUnit.SECONDS));
                 seen = load.batches.size();
                 load.awaitRounds(3);
                 afterAttach.addAll(after(load, seen));
@@ -202,6 +203,40 @@ class DaemonAdminTest {
             }
         } finally {
             TestDaemon.delete(newRoot);
+        }
+    }
+
+    @Test
+    void pagesL3DoesNotHaveByTheDeadlineAreKeptByAFlushAndDroppedByADetach() throws Exception {
+        // Every write-behind fails and is retried: no page reaches L3.
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "delaying", "delaying.failed-puts", "1000000",
+                "delaying.shared", "admin-" + System.nanoTime()));
+                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+            DaemonAdmin admin = new DaemonAdmin(client);
+            List<StoreKey> keys = pages.keys(Pages.namespace("unwritten"), 8);
+            assertEquals(8, put(client, pages.filled(keys, PAGE)).count(PageStatus.OK));
+            Duration shortTimeout = Duration.ofMillis(200);
+
+            assertEquals(new DaemonAdmin.Flushed(0, 8), admin.flush(shortTimeout).get(30, TimeUnit.SECONDS));
+            DaemonAdmin.Detached detached = admin.detach(shortTimeout).get(30, TimeUnit.SECONDS);
+            assertEquals("delaying", detached.store().orElseThrow().name());
+            assertEquals(8, detached.droppedWrites(), detached::toString);
+            await(() -> d.server.cache.writeBehind.dropped.sum() == 8 && d.server.pendingWriteBehindPages() == 0,
+                    "the write-behind to drop the pages");
+            PageBatch back = pages.empty(keys, PAGE);
+            assertEquals(8, get(client, back).count(PageStatus.OK), "the dropped writes' pages are still in the slab");
+            for (int i = 0; i < keys.size(); i++) {
+                assertEquals(-1, PagePattern.firstMismatch(back.page(i), keys.get(i), 0), "page " + i);
+            }
+            await(() -> {
+                try {
+                    return admin.flush(TIMEOUT).get(30, TimeUnit.SECONDS).droppedPages() > 0
+                            && d.server.cache.pages() == 0;
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            }, "a flush of the slab, now without L3");
+            assertEquals(8, get(client, pages.empty(keys, PAGE)).count(PageStatus.MISS), "no tier has them any more");
         }
     }
 
@@ -246,7 +281,7 @@ class DaemonAdminTest {
     /** The message of an ATTACH the daemon refuses. */
     private static String refusal(DaemonAdmin admin, String name, Map<String, String> settings) throws Exception {
         try {
-            DaemonAdmin.Store s = admin.attach(name, settings, deadline()).get(60, TimeUnit.SECONDS);
+            DaemonAdmin.Store s = admin.attach(name, settings, TIMEOUT).get(60, TimeUnit.SECONDS);
             throw new AssertionError("attached " + s);
         } catch (ExecutionException e) {
             String message = e.getCause().getMessage();
