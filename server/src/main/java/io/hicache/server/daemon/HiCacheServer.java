@@ -2,13 +2,10 @@ package io.hicache.server.daemon;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.config.Settings;
 import io.hicache.core.config.Units;
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventSink;
 import io.hicache.core.store.PageStore;
-import io.hicache.core.store.PageStores;
-import io.hicache.core.store.StoreConfig;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import io.hicache.storage.remote.protocol.NettyTransport;
@@ -27,6 +24,7 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -69,14 +67,15 @@ public final class HiCacheServer implements AutoCloseable {
     private final MetricsEndpoint endpoint;
     private final ScheduledExecutorService sweeper;
     private final AtomicBoolean closing = new AtomicBoolean();
-    private final String storeDescription;
+    /** The operator's view of the L3 store: STORE requests. */
+    final StoreAdmin stores;
     private final NettyTransport transport;
 
-    private HiCacheServer(ServerConfig config, SlabCache cache, String storeDescription) throws Exception {
+    private HiCacheServer(ServerConfig config, SlabCache cache) throws Exception {
         this.config = config;
         this.cache = cache;
+        this.stores = new StoreAdmin(cache, config);
         metrics.export(cache);
-        this.storeDescription = storeDescription;
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
         this.leases = new Leases(cache);
         this.operations = new Operations(this);
@@ -143,15 +142,10 @@ public final class HiCacheServer implements AutoCloseable {
             sink = kvEvents != null ? KvEventSink.over("server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
                     : KvEventSink.open("server-kv-events", config.kvEvents());
             if (!config.store().isEmpty()) {
-                Settings settings = config.settings();
-                if (config.store().equals("file") && settings.lookup("file.root").isEmpty()) {
-                    settings = settings.with("file.root", DEFAULT_FILE_ROOT);
-                }
-                store = Optional.of(PageStores.open(new StoreConfig(config.store(), settings)));
+                store = Optional.of(StoreAdmin.open(config, config.store(), Map.of()));
             }
             cache = new SlabCache(config, store, sink); // from here the slab cache owns the sink
-            String described = store.map(s -> s.name() + " at " + s.location()).orElse("none");
-            HiCacheServer server = new HiCacheServer(config, cache, described);
+            HiCacheServer server = new HiCacheServer(config, cache);
             LOG.log(Level.DEBUG, server::describe); // the caller prints describe() where its users look
             return server;
         } catch (Exception e) {
@@ -177,7 +171,8 @@ public final class HiCacheServer implements AutoCloseable {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
                 + io.hicache.storage.remote.protocol.Wire.VERSION + " and " + io.hicache.storage.remote.protocol.Wire.VERSION_2
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
-                + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: " + storeDescription
+                + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: "
+                + stores.show().map(s -> s.name() + " at " + s.location()).orElse("none")
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
                 + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; transport "
                 + transport.describe(config.transport()) + "; metrics: "

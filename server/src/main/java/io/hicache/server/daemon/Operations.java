@@ -175,6 +175,7 @@ final class Operations {
                 // event loop's other connections.
                 yield Work.slow(() -> commit(out, r, reservation, crcs, sum));
             }
+            case Wire.FLUSH, Wire.STORE -> AdminRequests.parse(server, out, r, in);
             default -> null;
         };
         if (work != null && r.op() != Wire.PUT && in.isReadable()) {

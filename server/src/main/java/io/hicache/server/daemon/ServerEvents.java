@@ -22,11 +22,17 @@ final class ServerEvents implements AutoCloseable {
     private static final int[] NO_TOKENS = new int[0];
 
     private final KvEventSink sink;
-    private final Medium l3Medium;
+    /** Changes when another L3 store is attached (STORE). */
+    private volatile Medium l3Medium;
 
     ServerEvents(KvEventSink sink, Medium l3Medium) {
         this.sink = sink;
         this.l3Medium = l3Medium;
+    }
+
+    /** Pages written behind from now on go to a store of {@code medium}. */
+    void l3Medium(Medium medium) {
+        this.l3Medium = medium;
     }
 
     boolean enabled() {

@@ -23,7 +23,7 @@ import java.util.concurrent.TimeUnit;
  * Reading from the connection pauses while it has {@code server.max-in-flight-bytes} in progress: requests on the
  * workers, or answers the client has not taken yet.
  *
- * <p>Writes (PUT, DELETE, CLEAR, CLEAR_ALL) take effect in the order the client sent them: a request that must not
+ * <p>Writes (PUT, DELETE, CLEAR, CLEAR_ALL, RESERVE, COMMIT, FLUSH, STORE) take effect in the order the client sent them: a request that must not
  * overtake an earlier one still on a worker (a write behind anything, anything behind a write) is held back, its
  * bytes counted as in flight, and started when that one finishes. Reads overlap one another.
  *
@@ -166,7 +166,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** Writes change pages; a connection's requests take effect in order where one of two is a write. */
     private static boolean isWrite(int op) {
         return op == Wire.PUT || op == Wire.DELETE || op == Wire.CLEAR || op == Wire.CLEAR_ALL || op == Wire.RESERVE
-                || op == Wire.COMMIT;
+                || op == Wire.COMMIT || op == Wire.FLUSH || op == Wire.STORE;
     }
 
     /**

@@ -53,7 +53,7 @@ final class ServerMetrics {
         GaugeWithCallback.builder().name("hicache_server_connections").help("open client connections")
                 .callback(cb -> cb.call(connections.get())).register(registry);
         // Every error code at 0 from the start, so that a rate over them is 0 rather than no data.
-        for (int code = 1; code <= 9; code++) {
+        for (int code = 1; code <= Wire.E_REFUSED; code++) {
             errors.initLabelValues(Wire.errorName(code));
         }
         errors.initLabelValues("connection");
@@ -89,6 +89,9 @@ final class ServerMetrics {
         counted("hicache_server_write_behind_abandoned_pages",
                 "acknowledged pages the write-behind gave up on after server.write-behind-max-tries (not in L3)",
                 cache.writeBehind.abandoned);
+        counted("hicache_server_write_behind_dropped_pages",
+                "acknowledged pages not written behind because the L3 store was detached first (not in L3)",
+                cache.writeBehind.dropped);
         gauge("hicache_server_slab_bytes", "bytes of the host slab", cache::slabBytes);
         gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache::freeBytes);
         gauge("hicache_server_pages", "pages in the host slab", cache::pages);

@@ -113,7 +113,8 @@ final class SlabCache implements AutoCloseable {
     }
 
     final ServerConfig config;
-    final Optional<PageStore> l3;
+    /** The L3 store, which STORE may detach and attach while requests run. */
+    final L3Slot l3;
     private final Path file;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment slab;
@@ -139,9 +140,8 @@ final class SlabCache implements AutoCloseable {
     /** A slab cache publishing KV events to {@code events}, which it owns once made (the caller closes it if this fails). */
     SlabCache(ServerConfig config, Optional<PageStore> l3, KvEventSink events) throws IOException {
         this.config = config;
-        this.l3 = l3;
-        this.events = new ServerEvents(events, Medium.ofStore(l3.map(s -> s.capabilities().has(Capability.SHARED))
-                .orElse(false)));
+        this.l3 = new L3Slot(l3.orElse(null));
+        this.events = new ServerEvents(events, medium(l3.orElse(null)));
         long top = ServerConfig.maxBlockBytes(config.maxPageBytes(), config.minBlockBytes());
         long bytes = config.hostBytes() / top * top;
         int maxOrder = Long.numberOfTrailingZeros(top / config.minBlockBytes());
@@ -288,7 +288,7 @@ final class SlabCache implements AutoCloseable {
     /** Makes the page written into {@code room} a stored page, or frees the room if the key was stored meanwhile. */
     private PageStatus fill(Room room, int crc, List<Entry> stored) {
         Entry e = new Entry(room.key, room.offset, room.order, room.length, crc);
-        e.dirty = l3.isPresent();
+        e.dirty = l3.writesAccepted();
         boolean hold = !e.dirty;
         if (hold) {
             e.pins.incrementAndGet();
@@ -504,7 +504,7 @@ final class SlabCache implements AutoCloseable {
             out[i] = pin(keys.get(i));
             if (out[i] != null) {
                 found++;
-            } else if (l3.isPresent()) {
+            } else if (l3.attached()) {
                 for (int j = 0; j < i; j++) {
                     if (out[j] != null) {
                         unpin(out[j]);
@@ -528,17 +528,24 @@ final class SlabCache implements AutoCloseable {
     Entry[] pinAll(List<StoreKey> keys, int[] lengths, Deadline deadline, PageStatus[] why) {
         Entry[] out = new Entry[keys.size()];
         List<Integer> absent = new ArrayList<>();
-        for (int i = 0; i < keys.size(); i++) {
-            out[i] = pin(keys.get(i));
-            if (out[i] != null) {
-                hostHits.increment();
-            } else {
-                absent.add(i);
-                why[i] = l3.isPresent() ? PageStatus.stoppedBy(deadline) : PageStatus.MISS;
+        PageStore store = l3.acquire();
+        try {
+            for (int i = 0; i < keys.size(); i++) {
+                out[i] = pin(keys.get(i));
+                if (out[i] != null) {
+                    hostHits.increment();
+                } else {
+                    absent.add(i);
+                    why[i] = store != null ? PageStatus.stoppedBy(deadline) : PageStatus.MISS;
+                }
             }
-        }
-        if (!absent.isEmpty() && l3.isPresent() && !deadline.isOver()) {
-            promote(keys, lengths, absent, out, deadline, why);
+            if (!absent.isEmpty() && store != null && !deadline.isOver()) {
+                promote(store, keys, lengths, absent, out, deadline, why);
+            }
+        } finally {
+            if (store != null) {
+                l3.release(store);
+            }
         }
         for (int i : absent) {
             if (out[i] == null && why[i] == PageStatus.MISS) {
@@ -553,7 +560,7 @@ final class SlabCache implements AutoCloseable {
      * found become clean, pinned entries) and into spill buffers where it has not (pinned entries outside the
      * index, freed when unpinned): a get larger than the slab is still answered in full.
      */
-    private void promote(List<StoreKey> keys, int[] lengths, List<Integer> absent, Entry[] out, Deadline deadline,
+    private void promote(PageStore store, List<StoreKey> keys, int[] lengths, List<Integer> absent, Entry[] out, Deadline deadline,
             PageStatus[] why) {
         List<StoreKey> ask = new ArrayList<>();
         List<MemorySegment> targets = new ArrayList<>();
@@ -588,7 +595,7 @@ final class SlabCache implements AutoCloseable {
         }
         BatchResult r = null;
         try {
-            r = l3.get().get(PageBatch.of(ask, targets), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            r = store.get(PageBatch.of(ask, targets), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             LOG.log(Level.DEBUG, () -> "L3 get failed: " + e);
         }
@@ -637,7 +644,7 @@ final class SlabCache implements AutoCloseable {
         while (n < keys.size() && index.containsKey(keys.get(n))) {
             n++;
         }
-        return n < keys.size() && l3.isPresent() ? -1 : n;
+        return n < keys.size() && l3.attached() ? -1 : n;
     }
 
     /**
@@ -647,11 +654,22 @@ final class SlabCache implements AutoCloseable {
      * @throws IllegalStateException when L3 failed to answer, for the same reason
      */
     int leadingHits(List<StoreKey> keys, Deadline deadline) {
+        PageStore store = l3.acquire();
+        try {
+            return leadingHits(store, keys, deadline);
+        } finally {
+            if (store != null) {
+                l3.release(store);
+            }
+        }
+    }
+
+    private int leadingHits(PageStore store, List<StoreKey> keys, Deadline deadline) {
         int n = 0;
         while (n < keys.size() && index.containsKey(keys.get(n))) {
             n++;
         }
-        if (n == keys.size() || l3.isEmpty()) {
+        if (n == keys.size() || store == null) {
             return n;
         }
         int here = n;
@@ -660,7 +678,7 @@ final class SlabCache implements AutoCloseable {
         }
         int inL3;
         try {
-            inL3 = l3.get().leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            inL3 = store.leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
@@ -694,17 +712,20 @@ final class SlabCache implements AutoCloseable {
             }
         }
         events.removedHere(removedHere);
-        if (l3.isEmpty()) {
+        PageStore store = l3.acquire();
+        if (store == null) {
             return out;
         }
         BatchResult r = null;
         try {
             writeBehind.awaitBatchInFlight(deadline);
-            r = l3.get().delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            r = store.delete(keys, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (Exception e) {
             LOG.log(Level.DEBUG, () -> "L3 delete failed: " + e);
+        } finally {
+            l3.release(store);
         }
         List<StoreKey> removedFromL3 = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
@@ -744,17 +765,22 @@ final class SlabCache implements AutoCloseable {
      */
     void clear(Namespace ns, Deadline deadline) throws Exception {
         clearWhere(k -> k.namespace().equals(ns), "namespace " + ns, deadline,
-                () -> l3.get().clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
+                store -> store.clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
     }
 
     /** As {@link #clear}, for every namespace. */
     void clearAll(Deadline deadline) throws Exception {
         clearWhere(k -> true, "every namespace", deadline,
-                () -> l3.get().clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
+                store -> store.clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
+    }
+
+    /** How a clear empties L3. */
+    private interface L3Clear {
+        void clear(PageStore store) throws Exception;
     }
 
     private void clearWhere(java.util.function.Predicate<StoreKey> which, String what, Deadline deadline,
-            java.util.concurrent.Callable<?> clearL3) throws Exception {
+            L3Clear clearL3) throws Exception {
         if (deadline.isOver()) {
             throw new NotDoneInTime("clear of " + what + " not started: its deadline had passed; nothing was removed");
         }
@@ -763,11 +789,12 @@ final class SlabCache implements AutoCloseable {
                 remove(k);
             }
         }
+        PageStore store = l3.acquire();
         try {
-            if (l3.isPresent()) {
+            if (store != null) {
                 try {
                     writeBehind.awaitBatchInFlight(deadline);
-                    clearL3.call();
+                    clearL3.clear(store);
                 } catch (Exception e) {
                     if (deadline.isOver()) {
                         throw new NotDoneInTime("clear of " + what + " is partial: the host slab's pages are removed, the"
@@ -777,10 +804,72 @@ final class SlabCache implements AutoCloseable {
                 }
             }
         } finally {
+            if (store != null) {
+                l3.release(store);
+            }
             // After L3's clear, so that no page written behind before it is announced after: a router forgets what it
             // knew of this daemon, also when the L3 clear failed (it may have dropped pages).
             events.cleared();
         }
+    }
+
+    /* ---------------------------------------------------------------- flush */
+
+    /** What a flush did: pages it dropped from the slab, and pages it found there and had to leave. */
+    record Flushed(long dropped, long kept) {
+    }
+
+    /**
+     * Drops the pages in the slab now that nothing pins (leases, reads and sends in progress, a put's own pages until
+     * it is answered), in every namespace; L3 keeps its copies. A page L3 lacks yet is dropped once the write-behind
+     * has written it, waiting for that up to the deadline; one still unwritten then, or pinned, is kept. Pages put
+     * while the flush runs are not its concern.
+     */
+    Flushed flush(Deadline deadline) {
+        List<Entry> left = new ArrayList<>(index.values());
+        long dropped = 0;
+        while (true) {
+            List<StoreKey> gone = new ArrayList<>();
+            List<Entry> kept = new ArrayList<>();
+            boolean unwritten = false;
+            for (Entry e : left) {
+                if (drop(e)) {
+                    gone.add(e.key);
+                } else if (!e.removed) {
+                    kept.add(e);
+                    unwritten |= e.dirty;
+                }
+            }
+            events.removedHere(gone);
+            dropped += gone.size();
+            left = kept;
+            if (!unwritten || deadline.isOver()) {
+                return new Flushed(dropped, left.size());
+            }
+            writeBehind.awaitProgress(Math.min(50, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()))));
+        }
+    }
+
+    /** Removes {@code e} if it is still the entry for its key, in L3 (or there is none) and unused. */
+    private boolean drop(Entry e) {
+        boolean[] dropped = {false};
+        index.computeIfPresent(e.key, (key, now) -> {
+            if (now != e || now.dirty || now.pins.get() != 0) {
+                return now;
+            }
+            leave(now);
+            dropped[0] = true;
+            return null;
+        });
+        if (dropped[0]) {
+            freeIfUnused(e);
+        }
+        return dropped[0];
+    }
+
+    /** The medium KV events name for pages in {@code store} (null: none). */
+    static Medium medium(PageStore store) {
+        return Medium.ofStore(store != null && store.capabilities().has(Capability.SHARED));
     }
 
     static long timeout(Deadline deadline) {
@@ -794,7 +883,7 @@ final class SlabCache implements AutoCloseable {
     @Override
     public void close() {
         writeBehind.close(Duration.ofMillis(config.shutdownTimeout().toMillis()));
-        l3.ifPresent(PageStore::close);
+        l3.close();
         arena.close();
         try {
             Files.deleteIfExists(file);

@@ -31,6 +31,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * Closing waits (up to its timeout) until every page put has been written, retrying every 50 ms without giving up,
  * and names the acknowledged pages that did not reach L3.
  *
+ * <p>When the store is detached (STORE DETACH), the pages still waiting are dropped as their turn comes (retries at
+ * once): counted in {@link #dropped}, kept in the slab as pages L3 lacks (evictable). One whose turn comes after
+ * another store was attached is written to that one.
+ *
  * <p>Thread-safe.
  */
 final class WriteBehind {
@@ -66,6 +70,8 @@ final class WriteBehind {
     /** Failed tries, counted per page. */
     final LongAdder failures = new LongAdder();
     final LongAdder abandoned = new LongAdder();
+    /** Pages not written because the store was detached before their turn. */
+    final LongAdder dropped = new LongAdder();
     private volatile boolean stopping;
     private volatile boolean stopped;
 
@@ -105,13 +111,13 @@ final class WriteBehind {
     /** Waits up to {@code millis} for a batch to finish; true if one did. */
     boolean awaitProgress(long millis) {
         synchronized (progress) {
-            long before = written.sum() + abandoned.sum();
+            long before = written.sum() + abandoned.sum() + dropped.sum();
             try {
                 progress.wait(millis);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            return written.sum() + abandoned.sum() > before;
+            return written.sum() + abandoned.sum() + dropped.sum() > before;
         }
     }
 
@@ -154,7 +160,8 @@ final class WriteBehind {
     private List<SlabCache.Entry> nextBatch() throws InterruptedException {
         List<SlabCache.Entry> batch = new ArrayList<>();
         long now = System.nanoTime();
-        while (batch.size() < BATCH && !retries.isEmpty() && retries.peek().dueNanos() - now <= 0) {
+        boolean noStore = !cache.l3.attached(); // retries are dropped at once, not when due
+        while (batch.size() < BATCH && !retries.isEmpty() && (noStore || retries.peek().dueNanos() - now <= 0)) {
             batch.add(retries.poll().entry());
         }
         if (batch.isEmpty()) {
@@ -187,7 +194,32 @@ final class WriteBehind {
         if (live.isEmpty()) {
             return;
         }
-        PageStore store = cache.l3.orElseThrow();
+        PageStore store = cache.l3.acquire();
+        if (store == null) {
+            dropAll(live);
+            return;
+        }
+        try {
+            write(store, live, keys, pages);
+        } finally {
+            cache.l3.release(store);
+        }
+    }
+
+    /** The store was detached: {@code live} will not reach L3. */
+    private void dropAll(List<SlabCache.Entry> live) {
+        for (SlabCache.Entry e : live) {
+            cache.givenUp(e);
+            pending.decrementAndGet();
+            dropped.increment();
+            cache.release(e);
+        }
+        synchronized (progress) {
+            progress.notifyAll();
+        }
+    }
+
+    private void write(PageStore store, List<SlabCache.Entry> live, List<StoreKey> keys, List<MemorySegment> pages) {
         BatchResult r = null;
         String batchFailure = null;
         try {

@@ -55,7 +55,7 @@ class DaemonTest {
             assertEquals(64, put(client, sources).count(PageStatus.OK));
             assertTrue(d.server.cache.evictedPages.sum() > 0, "16 MiB of puts in an 8 MiB slab evicted nothing");
             awaitWriteBehind(d.server);
-            PageStore l3 = d.server.cache.l3.orElseThrow();
+            PageStore l3 = d.server.cache.l3.current().orElseThrow();
             assertEquals(64, hits(l3, keys), "every page put reached the L3 store");
             long fromStoreBefore = d.server.cache.storeHits.sum();
             PageBatch targets = pages.empty(keys, 256 * KIB);

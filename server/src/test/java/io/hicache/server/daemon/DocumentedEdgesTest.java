@@ -102,7 +102,7 @@ class DocumentedEdgesTest {
             }
             TestDaemon second = TestDaemon.start(Map.of(), hostDir, dir);
             try (RemotePageStore client = second.client()) {
-                second.corrupter().corrupt(second.server.cache.l3.orElseThrow(), keys.get(0));
+                second.corrupter().corrupt(second.server.cache.l3.current().orElseThrow(), keys.get(0));
                 BatchResult got = Pages.get(client, pages.empty(keys, 8192));
                 assertEquals(PageStatus.CORRUPT, got.status(0), got.toString());
             } finally {

@@ -85,7 +85,7 @@ final class TestDaemon implements AutoCloseable {
                 }
                 return;
             }
-            flipInFile((FilePageStore) server.cache.l3.orElseThrow(), key);
+            flipInFile((FilePageStore) server.cache.l3.current().orElseThrow(), key);
         };
     }
 

@@ -182,13 +182,21 @@ final class RemoteConnection {
      * returns the future its reply completes.
      */
     <T> CompletableFuture<T> send(int op, Deadline deadline, ByteBuf payload, Reply<T> reply) {
+        return send(op, deadline, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1), payload,
+                reply);
+    }
+
+    /**
+     * As {@link #send(int, Deadline, ByteBuf, Reply)}, telling the daemon a deadline of {@code timeoutMillis} while
+     * waiting for its answer until {@code deadline}: for requests that may take until their deadline and answer then.
+     */
+    <T> CompletableFuture<T> send(int op, Deadline deadline, long timeoutMillis, ByteBuf payload, Reply<T> reply) {
         long id = ids.incrementAndGet();
         Pending<T> p = new Pending<>(op, deadline, reply, new CompletableFuture<>());
         pending.put(id, p);
         Channel ch = channel;
         ByteBuf header = ch.alloc().directBuffer(20);
-        long millis = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1);
-        Codec.beginFrame(header, op, id, millis);
+        Codec.beginFrame(header, op, id, timeoutMillis);
         header.setInt(0, Wire.HEADER_BYTES + payload.readableBytes());
         // One write per frame: two (header, then payload) from several threads could interleave on the wire.
         ch.writeAndFlush(Unpooled.wrappedBuffer(header, payload)).addListener(f -> {

@@ -308,6 +308,16 @@ public final class RemotePageStore extends AbstractPageStore {
 
     /* ---------------------------------------------------------------- requests */
 
+    /**
+     * Sends one request with a deadline of {@code timeout} for the daemon, waiting {@code grace} longer for its
+     * answer: {@link DaemonAdmin}'s, which may work until their deadline and answer then.
+     */
+    <T> CompletableFuture<T> callWithin(int op, Duration timeout, Duration grace, Consumer<ByteBuf> payload,
+            Reply<T> reply) {
+        long millis = Math.max(1, Math.min(timeout.toMillis(), 0xFFFF_FFFFL));
+        return callWith(op, Deadline.after(timeout.plus(grace)), millis, c -> c.payload(payload), reply);
+    }
+
     /** Sends one request, its payload written by {@code payload}, on the next connection. */
     private <T> CompletableFuture<T> call(int op, Deadline deadline, Consumer<ByteBuf> payload, Reply<T> reply) {
         return callWith(op, deadline, c -> c.payload(payload), reply);
@@ -316,13 +326,20 @@ public final class RemotePageStore extends AbstractPageStore {
     /** Sends one request, its payload built by {@code payload} for the connection, on the next connection. */
     private <T> CompletableFuture<T> callWith(int op, Deadline deadline, Function<RemoteConnection, ByteBuf> payload,
             Reply<T> reply) {
+        return callWith(op, deadline, -1, payload, reply);
+    }
+
+    /** As above, telling the daemon a deadline of {@code timeoutMillis} (-1: {@code deadline}'s). */
+    private <T> CompletableFuture<T> callWith(int op, Deadline deadline, long timeoutMillis,
+            Function<RemoteConnection, ByteBuf> payload, Reply<T> reply) {
         return connection(deadline).handle((c, error) -> {
             if (error != null) {
                 Throwable cause = error.getCause() != null ? error.getCause() : error;
                 return RemoteConnection.unsent(reply, deadline.isOver() ? PageStatus.stoppedBy(deadline)
                         : PageStatus.FAILED, cause.getMessage());
             }
-            return c.send(op, deadline, payload.apply(c), reply);
+            return timeoutMillis < 0 ? c.send(op, deadline, payload.apply(c), reply)
+                    : c.send(op, deadline, timeoutMillis, payload.apply(c), reply);
         }).thenCompose(f -> f);
     }
 

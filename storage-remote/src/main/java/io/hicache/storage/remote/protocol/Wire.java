@@ -39,6 +39,14 @@ public final class Wire {
     public static final byte RESERVE = 0x1A;
     /** Version 2: the pages written into a reservation, checked and stored. */
     public static final byte COMMIT = 0x1B;
+    /** Admin: drops the host slab's pages that nothing pins, writing those L3 lacks first; L3 keeps its pages. */
+    public static final byte FLUSH = 0x1C;
+    /** Admin: shows, detaches or attaches the L3 store; its first payload byte is one of the {@code STORE_*}. */
+    public static final byte STORE = 0x1D;
+    /** STORE sub-operations. */
+    public static final byte STORE_SHOW = 0;
+    public static final byte STORE_DETACH = 1;
+    public static final byte STORE_ATTACH = 2;
 
     /** A response has its request's op with the high bit set. */
     public static final int RESPONSE = 0x80;
@@ -59,6 +67,11 @@ public final class Wire {
      * deadline; the message says what was done.
      */
     public static final short E_TIMED_OUT = 9;
+    /**
+     * An admin request the daemon will not carry out as asked (STORE ATTACH while a store is attached, of a store it
+     * does not know or one that fails to open); the message says why.
+     */
+    public static final short E_REFUSED = 10;
 
     private Wire() {
     }
@@ -113,6 +126,7 @@ public final class Wire {
             case E_SHUTTING_DOWN -> "shutting_down";
             case E_INTERNAL -> "internal";
             case E_TIMED_OUT -> "timed_out";
+            case E_REFUSED -> "refused";
             default -> "error_" + code;
         };
     }
@@ -133,6 +147,8 @@ public final class Wire {
             case RELEASE -> "RELEASE";
             case RESERVE -> "RESERVE";
             case COMMIT -> "COMMIT";
+            case FLUSH -> "FLUSH";
+            case STORE -> "STORE";
             default -> (op & 0xFF) == (ERROR & 0xFF) ? "ERROR" : "op 0x" + Integer.toHexString(op & 0xFF);
         };
     }

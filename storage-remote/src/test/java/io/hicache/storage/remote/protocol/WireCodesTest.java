@@ -50,10 +50,17 @@ class WireCodesTest {
         assertEquals(0x17, Wire.HEALTH);
         assertEquals(0x18, Wire.LEASE);
         assertEquals(0x19, Wire.RELEASE);
+        assertEquals(0x1A, Wire.RESERVE);
+        assertEquals(0x1B, Wire.COMMIT);
+        assertEquals(0x1C, Wire.FLUSH);
+        assertEquals(0x1D, Wire.STORE);
+        assertEquals(0, Wire.STORE_SHOW);
+        assertEquals(1, Wire.STORE_DETACH);
+        assertEquals(2, Wire.STORE_ATTACH);
         assertEquals(0x80, Wire.RESPONSE);
         assertEquals((byte) 0xFF, Wire.ERROR);
         short[] errors = {Wire.E_MALFORMED, Wire.E_VERSION, Wire.E_AUTH, Wire.E_UNKNOWN_OP, Wire.E_TOO_LARGE, Wire.E_BUSY,
-            Wire.E_SHUTTING_DOWN, Wire.E_INTERNAL, Wire.E_TIMED_OUT};
+            Wire.E_SHUTTING_DOWN, Wire.E_INTERNAL, Wire.E_TIMED_OUT, Wire.E_REFUSED};
         for (int i = 0; i < errors.length; i++) {
             assertEquals(i + 1, errors[i]);
         }
