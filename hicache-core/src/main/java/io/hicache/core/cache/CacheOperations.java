@@ -31,7 +31,7 @@ final class CacheOperations {
         try {
             long device = cache.tree.devicePages();
             long host = cache.tree.hostPages();
-            long leftovers = cache.host == null ? 0 : cache.releaseLeftovers();
+            long leftovers = cache.leftovers.releaseAll();
             boolean freedAny = true;
             while (freedAny) {
                 // A device node that is not backed up and has host-only children goes once they have gone: alternate.

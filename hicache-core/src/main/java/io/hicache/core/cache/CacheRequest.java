@@ -57,7 +57,7 @@ public final class CacheRequest implements AutoCloseable {
         this.tokens = tokens;
         RadixTree tree = cache.tree;
         MatchResult m = tree.match(extraKey, tokens);
-        if (cache.adoptLeftovers(tokens, m) > 0) {
+        if (cache.leftovers.adopt(tokens, m) > 0) {
             m = tree.match(extraKey, tokens); // the warm host pages an earlier run left are host hits now
         }
         this.match = m;

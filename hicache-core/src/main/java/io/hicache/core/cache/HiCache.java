@@ -7,8 +7,6 @@ import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventSink;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
-import io.hicache.core.key.PageHash;
-import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.DeviceBuffers;
@@ -25,7 +23,6 @@ import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
-import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
@@ -33,8 +30,6 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -64,8 +59,6 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class HiCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
-    /** Pages hashed at a time when looking a prompt's tail up among the host pages an earlier run left. */
-    private static final int LEFTOVER_HASH_BATCH_PAGES = 64;
 
     final HiCacheConfig config;
     final Namespace namespace;
@@ -92,8 +85,8 @@ public final class HiCache implements AutoCloseable {
     final Uploader uploader;
     final Prefetcher prefetcher;
     private final Loop<Boolean> hostEvictor;
-    /** Ready host pages left by an earlier run, which no node owns: the first to go when the host needs room. */
-    private final BitSet leftovers = new BitSet();
+    /** Ready host pages left by an earlier run, which no node owns: adopted by requests, or the first to go. */
+    final WarmHostPages leftovers;
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final DevicePages devicePages = new DevicePages() {
@@ -137,9 +130,7 @@ public final class HiCache implements AutoCloseable {
         this.host = host;
         this.stores = new StoreSlot(store.orElse(null), store.map(s -> new TimedPageStore(s, export)).orElse(null));
         this.events = new CacheEvents(sink, config.pageSizeTokens(), storeMedium(store.orElse(null)));
-        if (host != null) {
-            host.forEachReady((slot, key) -> leftovers.set(slot));
-        }
+        this.leftovers = new WarmHostPages(this);
         this.completions = new Loop<>("completions", config.queueCapacity(), Runnable::run, metrics, lock);
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
@@ -510,12 +501,7 @@ public final class HiCache implements AutoCloseable {
 
     /** Frees {@code pages} host slots: leftovers of an earlier run first, then host-only leaves of the tree. */
     void evictHost(int pages) {
-        int freed = 0;
-        for (int s = leftovers.nextSetBit(0); s >= 0 && freed < pages; s = leftovers.nextSetBit(s + 1)) {
-            leftovers.clear(s);
-            host.release(s);
-            freed++;
-        }
+        int freed = leftovers.release(pages);
         if (freed < pages) {
             RadixTree.HostEviction e = tree.evictHostReporting(pages - freed);
             host.release(e.freedSlots());
@@ -524,70 +510,6 @@ public final class HiCache implements AutoCloseable {
                 events.removed(h, Medium.CPU);
             }
         }
-    }
-
-    /**
-     * Adopts host pages an earlier run left (the host tier came back warm after a restart) that continue {@code m}'s
-     * match of {@code tokens}: the pages from the end of the match on whose keys the host holds, up to the first it
-     * does not, become host-only nodes, served like any host hit. Returns how many; call with the lock held.
-     */
-    int adoptLeftovers(int[] tokens, MatchResult m) {
-        int page = config.pageSizeTokens();
-        int from = m.matchedPages();
-        int total = tokens.length / page;
-        if (host == null || leftovers.isEmpty() || from >= total) {
-            return 0;
-        }
-        TreeNode anchor = m.lastNode();
-        PageHasher hasher = new PageHasher(page);
-        int[] slots = new int[total - from];
-        int found = 0;
-        PageHashes hashes = PageHashes.empty();
-        // hashed a batch at a time: a request whose first missing page is not on the host pays for one batch only
-        for (int at = from; at < total && found == at - from; at += LEFTOVER_HASH_BATCH_PAGES) {
-            int to = Math.min(total, at + LEFTOVER_HASH_BATCH_PAGES);
-            PageHash prior = at == from ? anchor.priorHash() : hashes.last();
-            PageHashes batch = prior == null ? hasher.hashPages(tokens, at * page, to * page)
-                    : hasher.hashPages(tokens, at * page, to * page, prior);
-            hashes = hashes.concat(batch);
-            for (int i = 0; i < batch.size(); i++) {
-                int slot = host.find(namespace.key(batch.get(i)));
-                if (slot < 0 || !leftovers.get(slot)) {
-                    break;
-                }
-                slots[found++] = slot;
-            }
-        }
-        if (found == 0) {
-            return 0;
-        }
-        RadixTree.HostInsert inserted = tree.insertHost(anchor, tokens, from * page, found,
-                Arrays.copyOf(slots, found), hashes.slice(0, found));
-        BitSet unused = new BitSet();
-        for (int slot : inserted.unusedSlots()) {
-            unused.set(slot);
-        }
-        for (int i = 0; i < found; i++) {
-            if (!unused.get(slots[i])) {
-                leftovers.clear(slots[i]); // a node owns it now
-            }
-        }
-        metrics.hostAdoptedPages.add(found - inserted.unusedSlots().length);
-        for (TreeNode n : inserted.storedOnHost()) {
-            events.stored(n, Medium.CPU);
-        }
-        return found - inserted.unusedSlots().length;
-    }
-
-    /** Releases every leftover of an earlier run; returns how many; call with the lock held. */
-    int releaseLeftovers() {
-        int released = 0;
-        for (int slot = leftovers.nextSetBit(0); slot >= 0; slot = leftovers.nextSetBit(slot + 1)) {
-            host.release(slot);
-            released++;
-        }
-        leftovers.clear();
-        return released;
     }
 
     /** Open requests now; call with the lock held. */
@@ -611,20 +533,6 @@ public final class HiCache implements AutoCloseable {
         }
     }
 
-    /** Lets a leftover of an earlier run go, so a fresh write of its key can begin. */
-    boolean dropLeftover(StoreKey key) {
-        if (host == null) {
-            return false;
-        }
-        int slot = host.find(key);
-        if (slot >= 0 && leftovers.get(slot)) {
-            leftovers.clear(slot);
-            host.release(slot);
-            return true;
-        }
-        return false;
-    }
-
     /* ---------------------------------------------------------------- backups */
 
     /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
@@ -637,7 +545,7 @@ public final class HiCache implements AutoCloseable {
         PageHashes hashes = n.hashes();
         for (int i = 0; i < slots.length; i++) {
             StoreKey key = namespace.key(hashes.get(i));
-            if (!host.beginWrite(slots[i], key) && !(dropLeftover(key) && host.beginWrite(slots[i], key))) {
+            if (!host.beginWrite(slots[i], key) && !(leftovers.drop(key) && host.beginWrite(slots[i], key))) {
                 for (int j = 0; j < i; j++) {
                     host.abortWrite(slots[j]);
                 }
@@ -687,6 +595,8 @@ public final class HiCache implements AutoCloseable {
                 events.stored(n, Medium.CPU);
                 if (uploadsHere && stores.uploadsAccepted()) {
                     uploader.upload(n);
+                } else if (uploadsHere && stores.attached()) { // a detach has begun: counted, as the docs say
+                    metrics.uploadSkippedPages.add(n.pages());
                 }
             }
         } else {
@@ -808,7 +718,7 @@ public final class HiCache implements AutoCloseable {
     void checkConsistency(boolean full) {
         lock.lock();
         try {
-            CacheConsistency.check(this, requests.values(), leftovers, full);
+            CacheConsistency.check(this, requests.values(), leftovers.slots(), full);
         } finally {
             lock.unlock();
         }

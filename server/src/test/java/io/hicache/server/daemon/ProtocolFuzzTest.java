@@ -42,7 +42,10 @@ class ProtocolFuzzTest {
     private static final int PIPELINED_FRAMES = 96_000;
     private static final int CONNECTIONS = 5_000;
     private static final int BURST = 64;
-    /** Requests the fuzz may send with any payload; CLEAR_ALL is left out, as it would wipe the healthy client's pages. */
+    /**
+     * Requests the fuzz may send with any payload; CLEAR_ALL, FLUSH and STORE are left out (and never sent as "unknown"
+     * operations either), as they would wipe the healthy client's pages or take the daemon's L3 away.
+     */
     private static final int[] OPS = {Wire.LEADING_HITS, Wire.GET, Wire.PUT, Wire.DELETE, Wire.CLEAR, Wire.STATS,
             Wire.HEALTH, Wire.LEASE, Wire.RELEASE};
 
@@ -194,7 +197,7 @@ class ProtocolFuzzTest {
                 return true;
             }
         }
-        return op == Wire.CLEAR_ALL;
+        return op == Wire.CLEAR_ALL || op == Wire.FLUSH || op == Wire.STORE;
     }
 
     /** A well-formed payload for {@code op} over a fresh namespace (so nothing the healthy client owns is touched). */
