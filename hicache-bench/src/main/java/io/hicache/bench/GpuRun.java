@@ -49,8 +49,8 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
     @Option(names = "--quick", description = "short rounds: checks the run works")
     boolean quick;
 
-    @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages "
-            + "or order")
+    @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages, "
+            + "order or replay")
     Experiment experiment;
 
     @Option(names = "--no-kits", description = "skip the kits (experiments only)")
@@ -60,7 +60,7 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
     List<Path> slabDirs = new ArrayList<>();
 
     /** The experiments, by their command-line names. */
-    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER }
+    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER, REPLAY }
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new GpuRun()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
@@ -120,6 +120,8 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
                 report = BenchReport.of("cuda-tuning", CudaTuningExperiment.run(quick), command.toString(), 0);
             } else if (experiment.equals("order")) {
                 report = BenchReport.of("cuda-order", CudaOrderExperiment.run(quick), command.toString(), 0);
+            } else if (experiment.equals("replay")) {
+                report = BenchReport.of("gpu-replay", GpuReplay.run(quick), command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {

@@ -50,11 +50,12 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     /** Prompt tokens by where they came from, and requests the cache failed. */
-    private record Tally(long prompt, long device, long host, long storage, long failed, long adoptedPages) {
+    record Tally(long prompt, long device, long host, long storage, long failed, long adoptedPages) {
         long served() {
             return device + host + storage;
         }
 
+        /** {@code part} as a percentage of the prompt tokens. */
         double share(long part) {
             return 100.0 * part / prompt;
         }
@@ -116,7 +117,7 @@ public final class ReplaySuite implements BenchSuite {
      * Every turn's full sequence (prompt then answer), in the order the clients take turns. All clients share one
      * system prompt, as deployments usually do; each conversation then goes its own way.
      */
-    private static List<int[]> workload(int clients, int rounds) {
+    static List<int[]> workload(int clients, int rounds) {
         SplittableRandom random = new SplittableRandom(7);
         int[] system = tokens(random, SYSTEM_TOKENS);
         List<int[]> history = new ArrayList<>();
@@ -185,45 +186,69 @@ public final class ReplaySuite implements BenchSuite {
         Settings settings = Settings.builder().flag("host.dir", dir.toString()).flag("page-size", Integer.toString(PAGE))
                 .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
                 .flag("prefetch-threshold", "64").flag("hicache-tiers", tiers).build();
-        long[] counts = new long[5]; // prompt, device, loaded, storage, failed
-        long adopted;
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
-            HiCache cache = open(settings, devicePages, runtime, store);
-            try {
-                long storageBefore = cache.stats().storageHitTokens();
-                for (int n = 0; n < turns.size(); n++) {
-                    if (n == restartAt) {
-                        counts[3] += cache.stats().storageHitTokens() - storageBefore;
-                        cache.close();
-                        cache = open(settings, devicePages, runtime, null); // the store was the first cache's
-                        storageBefore = cache.stats().storageHitTokens();
-                    }
-                    long[] turn = serve(cache, n, turns.get(n));
-                    if (n >= countFrom) {
-                        for (int k = 0; k < 5; k++) {
-                            counts[k] += k == 3 ? 0 : turn[k];
-                        }
-                    }
-                }
-                counts[3] += cache.stats().storageHitTokens() - storageBefore;
-                adopted = cache.stats().hostAdoptedPages();
-            } finally {
-                cache.close();
-            }
-            return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted);
+            return replayOn(runtime, GEOMETRY, settings, turns, devicePages, store, restartAt, countFrom, null);
         } finally {
             FileSuite.deleteTree(dir);
         }
     }
 
-    private static HiCache open(Settings settings, int devicePages, EmulatedDeviceRuntime runtime, PageStore store) {
+    /** Load-backs of a replay: bytes moved host to device and the time the requests waited for them. */
+    static final class LoadTimer {
+        long bytes;
+        /** From asking for the load-back to its last layer on the device. */
+        long nanos;
+        /** Of that, from the load-back's start (pages allocated, copies submitted) to its end: the copies' share. */
+        long copyNanos;
+
+        double gbps() {
+            return nanos == 0 ? 0 : bytes / (double) nanos;
+        }
+    }
+
+    /**
+     * {@link #replay} on {@code runtime} for a model of {@code geometry}, configured by {@code settings} (its host
+     * folder the caller's); {@code loads}, if given, gets the load-backs' bytes and wait.
+     */
+    static Tally replayOn(io.hicache.core.memory.DeviceRuntime runtime, KvGeometry geometry, Settings settings,
+            List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads)
+            throws Exception {
+        long[] counts = new long[5]; // prompt, device, loaded, storage, failed
+        long adopted;
+        HiCache cache = open(settings, geometry, devicePages, runtime, store);
+        try {
+            long storageBefore = cache.stats().storageHitTokens();
+            for (int n = 0; n < turns.size(); n++) {
+                if (n == restartAt) {
+                    counts[3] += cache.stats().storageHitTokens() - storageBefore;
+                    cache.close();
+                    cache = open(settings, geometry, devicePages, runtime, null); // the store was the first cache's
+                    storageBefore = cache.stats().storageHitTokens();
+                }
+                long[] turn = serve(cache, n, turns.get(n), loads);
+                if (n >= countFrom) {
+                    for (int k = 0; k < 5; k++) {
+                        counts[k] += k == 3 ? 0 : turn[k];
+                    }
+                }
+            }
+            counts[3] += cache.stats().storageHitTokens() - storageBefore;
+            adopted = cache.stats().hostAdoptedPages();
+        } finally {
+            cache.close();
+        }
+        return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted);
+    }
+
+    private static HiCache open(Settings settings, KvGeometry geometry, int devicePages,
+            io.hicache.core.memory.DeviceRuntime runtime, PageStore store) {
         return open(HiCache.builder().config(HiCacheConfig.from(settings))
                 .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                .geometry(GEOMETRY).devicePages(devicePages).runtime(runtime), store);
+                .geometry(geometry).devicePages(devicePages).runtime(runtime), store);
     }
 
     /** One turn as an engine serves it; returns its prompt tokens, device hits, loaded tokens, 0, failures. */
-    private static long[] serve(HiCache cache, int n, int[] turn) throws Exception {
+    private static long[] serve(HiCache cache, int n, int[] turn, LoadTimer loads) throws Exception {
         int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
         long[] out = new long[5];
         try (CacheRequest r = cache.request("turn-" + n, promptTokens)) {
@@ -233,11 +258,19 @@ public final class ReplaySuite implements BenchSuite {
             while (!r.prefetchDone()) {
                 Thread.sleep(0, 200_000);
             }
+            long loadStart = System.nanoTime();
             CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
+            long submitted = System.nanoTime();
             if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
                 throw new IllegalStateException("a load-back did not finish");
             }
             out[2] = lb.deviceTokens() - onDevice;
+            if (loads != null && out[2] > 0) {
+                long end = System.nanoTime();
+                loads.nanos += end - loadStart;
+                loads.copyNanos += end - submitted;
+                loads.bytes += out[2] / PAGE * cache.format().pageBytes();
+            }
             int[] prefix = r.prefixPages();
             int whole = turn.length / PAGE;
             int[] fresh = r.allocate(whole - prefix.length);

@@ -1,0 +1,119 @@
+package io.hicache.bench;
+
+import io.hicache.core.config.Settings;
+import io.hicache.core.memory.HostRegistration;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.cuda.ContiguousCopy;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.storage.file.FilePageStore;
+import io.hicache.storage.file.FileStoreConfig;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * {@code GpuRun --experiment replay} (issue 19, part 7, TP 1): the replay suite's multi-turn chat workload through a
+ * cache on the CUDA runtime, for Llama-3.1-8B's geometry at TP 1 (32 layers, 8 KV heads of 128, bf16; pages of 16
+ * tokens, 2 MiB): the device pool in GPU memory (a quarter of the working set), a pinned host pool of half of it in
+ * /dev/shm, and the file store on the machine's disk. Rows: tokens served from cache against device-only caching in
+ * the same run ({@code gpu_replay_cached_tokens_tp1}, aim at least 2), and the load-backs' bandwidth (bytes loaded
+ * over the time requests waited for them) against one contiguous pinned copy to the device measured in the same run
+ * ({@code gpu_replay_loadback_gbps_tp1}, aim at least 0.8). The engine's compute is left out: pages are allocated and
+ * committed, not written. Stateless.
+ */
+final class GpuReplay {
+    private static final KvGeometry LLAMA_3_1_8B = KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16);
+
+    private GpuReplay() {
+    }
+
+    static List<BenchRow> run(boolean quick) throws Exception {
+        int clients = quick ? 8 : 48;
+        int rounds = quick ? 3 : 6;
+        List<int[]> workload = ReplaySuite.workload(clients, rounds);
+        long tokens = workload.getLast().length; // one conversation's length, for the log
+        long workingSetPages = (long) clients * ((512L + rounds * 384L) / 16);
+        int devicePages = (int) (workingSetPages / 4);
+        List<BenchRow> rows = new ArrayList<>();
+        Path hostDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-gpu-replay");
+        Path storeDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-gpu-l3");
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
+            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "device-only"),
+                    workload, devicePages, null, -1, 0, null);
+            ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+            ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "all"), workload,
+                    devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
+                    loads);
+            double contiguous = contiguousGbps(runtime, Math.min(loads.bytes, 1L << 30));
+            System.err.printf("gpu replay: %d clients x %d rounds (%d tokens per conversation at the end), device pool %d"
+                    + " pages of 2 MiB; served %d tokens (device %d, host %d, store %d) vs device-only %d; loads %d"
+                    + " bytes in %.1f ms (%.2f GB/s; %.1f ms of it after the copies were submitted) vs contiguous %.2f GB/s;"
+                    + " failed %d + %d%n", clients, rounds, tokens, devicePages, tiers.served(), tiers.device(),
+                    tiers.host(), tiers.storage(), deviceOnly.served(), loads.bytes, loads.nanos / 1e6, loads.gbps(),
+                    loads.copyNanos / 1e6, contiguous, tiers.failed(), deviceOnly.failed());
+            rows.add(BenchRow.higherIsBetter("gpu_replay_cached_tokens_tp1", tiers.served(), "tokens",
+                    "device_only_caching", deviceOnly.served()).withAim(2.0));
+            rows.add(BenchRow.higherIsBetter("gpu_replay_loadback_gbps_tp1", loads.gbps(), "GB/s",
+                    "contiguous_pinned_copy", contiguous).withAim(0.8));
+            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l1_tp1", tiers.share(tiers.device()), "%", "all",
+                    100));
+            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l2_tp1", tiers.share(tiers.host()), "%", "all",
+                    100));
+            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l3_tp1", tiers.share(tiers.storage()), "%", "all",
+                    100));
+            long failed = tiers.failed() + deviceOnly.failed();
+            rows.add(new BenchRow("gpu_replay_failed_requests_tp1", failed, "requests", "requests_run",
+                    2L * workload.size(), failed / (2.0 * workload.size()), "lower"));
+        } finally {
+            FileSuite.deleteTree(hostDir);
+            FileSuite.deleteTree(storeDir);
+        }
+        return rows;
+    }
+
+    /** The replay suite's settings, with the host pool in {@code hostDir}. */
+    private static Settings settings(Path hostDir, String tiers) {
+        return Settings.builder().flag("host.dir", hostDir.toString()).flag("page-size", "16").flag("hicache-ratio", "2")
+                .flag("hicache-storage-prefetch-policy", "wait_complete").flag("prefetch-threshold", "64")
+                .flag("hicache-tiers", tiers).build();
+    }
+
+    /**
+     * One contiguous copy of {@code bytes} to the device from pinned host memory of the host pool's kind (a /dev/shm
+     * mapping registered with the runtime), median of 15, in GB/s.
+     */
+    private static double contiguousGbps(CudaDeviceRuntime runtime, long bytes) throws IOException {
+        long size = Math.max(bytes, 64L << 20);
+        Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-gpu-replay-reference", ".bin");
+        try (Arena arena = Arena.ofShared(); ContiguousCopy copy = new ContiguousCopy(runtime, size);
+                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment host = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            host.fill((byte) 1);
+            try (HostRegistration pinned = runtime.registerHost(host)) {
+                if (!pinned.pinned()) {
+                    throw new IllegalStateException("the reference's host memory could not be pinned");
+                }
+                double[] gbps = new double[15];
+                copy.copy(host, size, false); // warm-up
+                for (int i = 0; i < gbps.length; i++) {
+                    long start = System.nanoTime();
+                    copy.copy(host, size, false);
+                    gbps[i] = size / (double) (System.nanoTime() - start);
+                }
+                Arrays.sort(gbps);
+                return gbps[gbps.length / 2];
+            }
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+}
