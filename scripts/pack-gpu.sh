@@ -5,8 +5,8 @@
 # fresh clone with an empty local Maven repository: it builds and installs what the named modules need first.
 #
 # Usage: scripts/pack-gpu.sh [MODULES]   MODULES: comma-separated, default hicache-cuda,hicache-testkit,storage-file
-#        (what GpuRun needs; the file store for --experiment replay). A run that also takes the daemon and the file store names e.g. hicache-cuda,hicache-testkit,server,
-#        storage-file. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
+#        (what GpuRun needs; the file store for --experiment replay). A run that also takes the daemon names e.g.
+#        hicache-cuda,hicache-testkit,storage-file,server. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
 #        takes; pack.sh warns when the pack grows past 60 MiB.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
