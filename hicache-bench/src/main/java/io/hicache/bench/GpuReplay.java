@@ -50,6 +50,8 @@ final class GpuReplay {
             ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "device-only"),
                     workload, devicePages, null, -1, 0, null);
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+            // -Dhicache.bench.gpu-replay.quiesce-before-load=true: a diagnosis of what a load-back waits for
+            loads.quiesceFirst = Boolean.getBoolean("hicache.bench.gpu-replay.quiesce-before-load");
             ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "all"), workload,
                     devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
                     loads);

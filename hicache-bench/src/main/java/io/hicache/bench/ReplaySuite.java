@@ -200,6 +200,11 @@ public final class ReplaySuite implements BenchSuite {
         long nanos;
         /** Of that, from the load-back's start (pages allocated, copies submitted) to its end: the copies' share. */
         long copyNanos;
+        /**
+         * A diagnosis, not a figure: let background copies (the write-through backups) finish before each load-back,
+         * so that its time shows what is left when it need not wait for them.
+         */
+        boolean quiesceFirst;
 
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
@@ -257,6 +262,9 @@ public final class ReplaySuite implements BenchSuite {
             out[1] = onDevice;
             while (!r.prefetchDone()) {
                 Thread.sleep(0, 200_000);
+            }
+            if (loads != null && loads.quiesceFirst) {
+                cache.awaitIdle(Duration.ofSeconds(30));
             }
             long loadStart = System.nanoTime();
             CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
