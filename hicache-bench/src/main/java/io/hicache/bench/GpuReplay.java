@@ -1,6 +1,5 @@
 package io.hicache.bench;
 
-import io.hicache.core.config.Settings;
 import io.hicache.core.memory.HostRegistration;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -41,18 +40,18 @@ final class GpuReplay {
         int rounds = quick ? 3 : 6;
         List<int[]> workload = ReplaySuite.workload(clients, rounds);
         long tokens = workload.getLast().length; // one conversation's length, for the log
-        long workingSetPages = (long) clients * ((512L + rounds * 384L) / 16);
-        int devicePages = (int) (workingSetPages / 4);
+        int devicePages = ReplaySuite.devicePages(clients, rounds);
         List<BenchRow> rows = new ArrayList<>();
         Path hostDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-gpu-replay");
         Path storeDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-gpu-l3");
         try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
-            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "device-only"),
+            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B,
+                    ReplaySuite.settings(hostDir, "device-only"),
                     workload, devicePages, null, -1, 0, null);
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
             // -Dhicache.bench.gpu-replay.quiesce-before-load=true: a diagnosis of what a load-back waits for
             loads.quiesceFirst = Boolean.getBoolean("hicache.bench.gpu-replay.quiesce-before-load");
-            ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, settings(hostDir, "all"), workload,
+            ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, ReplaySuite.settings(hostDir, "all"), workload,
                     devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
                     loads);
             double contiguous = contiguousGbps(runtime, Math.min(loads.bytes, 1L << 30));
@@ -80,13 +79,6 @@ final class GpuReplay {
             FileSuite.deleteTree(storeDir);
         }
         return rows;
-    }
-
-    /** The replay suite's settings, with the host pool in {@code hostDir}. */
-    private static Settings settings(Path hostDir, String tiers) {
-        return Settings.builder().flag("host.dir", hostDir.toString()).flag("page-size", "16").flag("hicache-ratio", "2")
-                .flag("hicache-storage-prefetch-policy", "wait_complete").flag("prefetch-threshold", "64")
-                .flag("hicache-tiers", tiers).build();
     }
 
     /**

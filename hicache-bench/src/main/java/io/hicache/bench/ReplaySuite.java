@@ -65,8 +65,7 @@ public final class ReplaySuite implements BenchSuite {
     public List<BenchRow> run(boolean quick) throws Exception {
         int clients = quick ? 8 : 48;
         int rounds = quick ? 3 : 6;
-        long workingSetTokens = (long) clients * (SYSTEM_TOKENS + (long) rounds * (INPUT_TOKENS + OUTPUT_TOKENS));
-        int devicePages = (int) (workingSetTokens / PAGE / 4);
+        int devicePages = devicePages(clients, rounds);
         List<int[]> workload = workload(clients, rounds);
         // The baseline: the cache in device-only mode (the radix tree on the device pool; what is evicted is gone).
         Tally deviceOnly = threeTiers(workload, devicePages, null, 0);
@@ -111,6 +110,19 @@ public final class ReplaySuite implements BenchSuite {
         rows.add(new BenchRow("replay_failed_requests", failed, "requests", "requests_run", run, (double) failed / run,
                 "lower"));
         return rows;
+    }
+
+    /** The device pool of a replay of {@code clients} x {@code rounds}: a quarter of its working set. */
+    static int devicePages(int clients, int rounds) {
+        long workingSetTokens = (long) clients * (SYSTEM_TOKENS + (long) rounds * (INPUT_TOKENS + OUTPUT_TOKENS));
+        return (int) (workingSetTokens / PAGE / 4);
+    }
+
+    /** The replay's cache settings: pages of {@value #PAGE}, the host pool in {@code hostDir}, {@code tiers}. */
+    static Settings settings(Path hostDir, String tiers) {
+        return Settings.builder().flag("host.dir", hostDir.toString()).flag("page-size", Integer.toString(PAGE))
+                .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
+                .flag("prefetch-threshold", "64").flag("hicache-tiers", tiers).build();
     }
 
     /**
@@ -183,11 +195,8 @@ public final class ReplaySuite implements BenchSuite {
         }
         Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-replay");
-        Settings settings = Settings.builder().flag("host.dir", dir.toString()).flag("page-size", Integer.toString(PAGE))
-                .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
-                .flag("prefetch-threshold", "64").flag("hicache-tiers", tiers).build();
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
-            return replayOn(runtime, GEOMETRY, settings, turns, devicePages, store, restartAt, countFrom, null);
+            return replayOn(runtime, GEOMETRY, settings(dir, tiers), turns, devicePages, store, restartAt, countFrom, null);
         } finally {
             FileSuite.deleteTree(dir);
         }

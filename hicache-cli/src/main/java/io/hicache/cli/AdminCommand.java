@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -52,6 +53,20 @@ public final class AdminCommand implements Subcommand {
         }
     }
 
+    /**
+     * Connects to the daemon, sends {@code request}, and prints the line {@code line} makes of its answer; what every
+     * admin subcommand does. A refusal is thrown as it came (the command line turns it into exit status 1).
+     */
+    static <T> int ask(CommandSpec spec, DaemonAddress daemon, Timeout timeout,
+            Function<DaemonAdmin, CompletableFuture<T>> request, Function<T, String> line) throws Exception {
+        PrintWriter out = spec.commandLine().getOut();
+        try (RemotePageStore client = daemon.connect()) {
+            out.println(line.apply(timeout.await(request.apply(new DaemonAdmin(client)))));
+            out.flush();
+            return Subcommand.OK;
+        }
+    }
+
     /** {@code hicache admin flush}. */
     @Command(name = "flush", header = "drop the host slab's pages; L3 keeps them", mixinStandardHelpOptions = true,
             sortOptions = false,
@@ -71,15 +86,9 @@ public final class AdminCommand implements Subcommand {
 
         @Override
         public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Flushed f = timeout.await(new DaemonAdmin(client).flush(timeout.timeout));
-                out.println("flushed the host slab of " + daemon.host + ":" + daemon.port + ": dropped "
-                        + f.droppedPages() + " pages, kept " + f.keptPages()
-                        + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));
-                out.flush();
-                return Subcommand.OK;
-            }
+            return ask(spec, daemon, timeout, admin -> admin.flush(timeout.timeout), f -> "flushed the host slab of "
+                    + daemon.host + ":" + daemon.port + ": dropped " + f.droppedPages() + " pages, kept "
+                    + f.keptPages() + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));
         }
     }
 }

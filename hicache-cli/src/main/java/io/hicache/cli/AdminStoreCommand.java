@@ -1,11 +1,8 @@
 package io.hicache.cli;
 
 import io.hicache.storage.remote.DaemonAdmin;
-import io.hicache.storage.remote.RemotePageStore;
-import java.io.PrintWriter;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -53,13 +50,8 @@ public final class AdminStoreCommand implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            try (RemotePageStore client = daemon.connect()) {
-                Optional<DaemonAdmin.Store> store = timeout.await(new DaemonAdmin(client).store(timeout.timeout));
-                out.println("L3 store: " + store.map(AdminStoreCommand::describe).orElse("none"));
-                out.flush();
-                return Subcommand.OK;
-            }
+            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.store(timeout.timeout),
+                    store -> "L3 store: " + store.map(AdminStoreCommand::describe).orElse("none"));
         }
     }
 
@@ -80,16 +72,10 @@ public final class AdminStoreCommand implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Detached d = timeout.await(new DaemonAdmin(client).detach(timeout.timeout));
-                out.println(d.store().map(s -> "detached the L3 store " + describe(s)
-                        + (d.droppedWrites() > 0 ? "; " + d.droppedWrites() + " pages were not written to it before "
-                        + "--timeout passed (they stay in the host slab only)" : ""))
-                        .orElse("no L3 store was attached"));
-                out.flush();
-                return Subcommand.OK;
-            }
+            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.detach(timeout.timeout),
+                    d -> d.store().map(s -> "detached the L3 store " + describe(s) + (d.droppedWrites() > 0 ? "; "
+                            + d.droppedWrites() + " pages were not written to it before --timeout passed (they stay in "
+                            + "the host slab only)" : "")).orElse("no L3 store was attached"));
         }
     }
 
@@ -120,13 +106,8 @@ public final class AdminStoreCommand implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            PrintWriter out = spec.commandLine().getOut();
-            try (RemotePageStore client = daemon.connect()) {
-                DaemonAdmin.Store s = timeout.await(new DaemonAdmin(client).attach(name, settings, timeout.timeout));
-                out.println("attached the L3 store " + describe(s));
-                out.flush();
-                return Subcommand.OK;
-            }
+            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.attach(name, settings, timeout.timeout),
+                    s -> "attached the L3 store " + describe(s));
         }
     }
 }

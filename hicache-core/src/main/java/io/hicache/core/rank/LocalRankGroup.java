@@ -44,13 +44,8 @@ public final class LocalRankGroup implements RankGroup {
     }
 
     @Override
-    public int[] allReduceMin(int[] values, Deadline deadline) {
-        return rounds.await(rank, rounds.contribute(rank, Reduction.MIN, values, -1), deadline);
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values, Deadline deadline) {
-        return rounds.await(rank, rounds.contribute(rank, Reduction.MAX, values, -1), deadline);
+    public int[] allReduce(Reduction reduction, int[] values, Deadline deadline) {
+        return rounds.await(rank, rounds.contribute(rank, reduction, values, -1), deadline);
     }
 
     @Override

@@ -25,15 +25,22 @@ public interface RankGroup extends AutoCloseable {
     int size();
 
     /**
-     * The element-wise minimum of every rank's {@code values}; every rank passes an array of the same length and gets
-     * the same result.
+     * Every rank's {@code values} reduced element by element with {@code reduction}; every rank passes the same
+     * reduction and an array of the same length, and gets the same result.
      *
      * @throws io.hicache.core.HiCacheException {@code RANK_GROUP_FAILED} as described above
      */
-    int[] allReduceMin(int[] values, Deadline deadline);
+    int[] allReduce(Reduction reduction, int[] values, Deadline deadline);
 
-    /** The element-wise maximum, as {@link #allReduceMin}. */
-    int[] allReduceMax(int[] values, Deadline deadline);
+    /** The element-wise minimum of every rank's {@code values}. */
+    default int[] allReduceMin(int[] values, Deadline deadline) {
+        return allReduce(Reduction.MIN, values, deadline);
+    }
+
+    /** The element-wise maximum of every rank's {@code values}. */
+    default int[] allReduceMax(int[] values, Deadline deadline) {
+        return allReduce(Reduction.MAX, values, deadline);
+    }
 
     /** True on every rank when every rank passed true: a decision all ranks take together or not at all. */
     default boolean allAgree(boolean value, Deadline deadline) {

@@ -130,16 +130,7 @@ public final class TcpRankGroup implements RankGroup {
     }
 
     @Override
-    public int[] allReduceMin(int[] values, Deadline deadline) {
-        return collective(Reduction.MIN, values, deadline);
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values, Deadline deadline) {
-        return collective(Reduction.MAX, values, deadline);
-    }
-
-    private synchronized int[] collective(Reduction reduction, int[] values, Deadline deadline) {
+    public synchronized int[] allReduce(Reduction reduction, int[] values, Deadline deadline) {
         Checks.checkNotNull(values, "values");
         if (server != null) {
             return rounds.await(0, rounds.contribute(0, reduction, values, -1), deadline);
