@@ -63,20 +63,23 @@ final class CacheOperations {
     static PageStore detachStore(HiCache cache, Duration timeout) throws InterruptedException {
         cache.checkOpen();
         long end = System.nanoTime() + timeout.toNanos();
-        cache.stores.stopUploads();
+        cache.stores.stopWrites();
         while (!cache.uploader.idle() && System.nanoTime() < end) {
             Thread.sleep(1);
         }
         PageStore detached;
         cache.lock.lock();
         try {
-            detached = cache.stores.detach();
+            detached = cache.stores.detach(false);
             cache.prefetcher.cancelAll();
         } finally {
             cache.lock.unlock();
         }
-        cache.stores.awaitUnused(end);
-        return detached;
+        if (detached == null) {
+            return null;
+        }
+        cache.stores.awaitUnused(detached, end);
+        return ((TimedPageStore) detached).inner(); // handed back as it was given
     }
 
     /** Attaches {@code store}; the cache owns it from here. */
@@ -85,7 +88,7 @@ final class CacheOperations {
         cache.checkOpen();
         cache.lock.lock();
         try {
-            cache.stores.attach(store, new TimedPageStore(store, cache.export));
+            cache.stores.attach(new TimedPageStore(store, cache.export));
             cache.events.storeMedium = HiCache.storeMedium(store);
         } finally {
             cache.lock.unlock();
@@ -118,7 +121,7 @@ final class CacheOperations {
                 throw new HiCacheException(ErrorCode.STORE_IO, "reset: clearing namespace " + cache.namespace.id()
                         + " in the page store failed: " + e, e);
             } finally {
-                cache.stores.release();
+                cache.stores.release(store);
             }
         }
         cache.events.cleared();

@@ -23,6 +23,7 @@ import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.store.StoreSlot;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
@@ -74,7 +75,10 @@ public final class HiCache implements AutoCloseable {
     final DevicePageAllocator pageAllocator;
     /** The host pool; null when the cache runs the device tier only ({@code hicache-tiers device-only}). */
     final HostPagePool host;
-    /** The page store now, if any: an operator may detach it and attach another while requests run. */
+    /**
+     * The page store now, if any, wrapped in its timing: an operator may detach it and attach another while requests
+     * run.
+     */
     final StoreSlot stores;
     final ReentrantLock lock = new ReentrantLock();
     final CacheMetrics metrics = new CacheMetrics();
@@ -128,7 +132,7 @@ public final class HiCache implements AutoCloseable {
         this.device = device;
         this.pageAllocator = pageAllocator;
         this.host = host;
-        this.stores = new StoreSlot(store.orElse(null), store.map(s -> new TimedPageStore(s, export)).orElse(null));
+        this.stores = new StoreSlot(store.map(s -> new TimedPageStore(s, export)).orElse(null));
         this.events = new CacheEvents(sink, config.pageSizeTokens(), storeMedium(store.orElse(null)));
         this.leftovers = new WarmHostPages(this);
         this.completions = new Loop<>("completions", config.queueCapacity(), Runnable::run, metrics, lock);
@@ -593,7 +597,7 @@ public final class HiCache implements AutoCloseable {
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {
                 events.stored(n, Medium.CPU);
-                if (uploadsHere && stores.uploadsAccepted()) {
+                if (uploadsHere && stores.writesAccepted()) {
                     uploader.upload(n);
                 } else if (uploadsHere && stores.attached()) { // a detach has begun: counted, as the docs say
                     metrics.uploadSkippedPages.add(n.pages());
@@ -809,8 +813,8 @@ public final class HiCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        PageStore attached = stores.detach();
-        if (attached != null) {
+        PageStore attached = stores.detach(false);
+        if (attached != null) { // the timing wrapper closes the store it wraps
             try {
                 attached.close();
             } catch (RuntimeException e) {

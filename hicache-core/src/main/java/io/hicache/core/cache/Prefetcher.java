@@ -206,7 +206,7 @@ final class Prefetcher implements AutoCloseable {
             query(op, store);
         } finally {
             if (store != null) {
-                cache.stores.release();
+                cache.stores.release(store);
             }
         }
     }
@@ -290,7 +290,7 @@ final class Prefetcher implements AutoCloseable {
         try {
             fetch(op, store);
         } finally {
-            cache.stores.release();
+            cache.stores.release(store);
         }
     }
 

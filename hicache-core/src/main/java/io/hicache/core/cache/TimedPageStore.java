@@ -39,6 +39,11 @@ final class TimedPageStore implements PageStore {
         return answer;
     }
 
+    /** The store it times, as it was given. */
+    PageStore inner() {
+        return store;
+    }
+
     @Override
     public String name() {
         return store.name();

@@ -164,7 +164,7 @@ final class Uploader implements AutoCloseable {
                     try {
                         failed = write(store, live);
                     } finally {
-                        cache.stores.release();
+                        cache.stores.release(store);
                     }
                 }
             }
@@ -221,7 +221,7 @@ final class Uploader implements AutoCloseable {
      * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
      */
     private void tooSlow(String why) {
-        slowStoreLog.log("the page store '" + cache.stores.given().map(PageStore::name).orElse("?")
+        slowStoreLog.log("the page store '" + cache.stores.current().map(PageStore::name).orElse("?")
                 + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
                 + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
     }

@@ -11,6 +11,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.store.StoreSlot;
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.usage.PageUsageIndex.Candidates;
 import io.hicache.core.usage.PageUsageIndex.Claimed;
@@ -114,7 +115,7 @@ final class SlabCache implements AutoCloseable {
 
     final ServerConfig config;
     /** The L3 store, which STORE may detach and attach while requests run. */
-    final L3Slot l3;
+    final StoreSlot l3;
     private final Path file;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment slab;
@@ -140,7 +141,7 @@ final class SlabCache implements AutoCloseable {
     /** A slab cache publishing KV events to {@code events}, which it owns once made (the caller closes it if this fails). */
     SlabCache(ServerConfig config, Optional<PageStore> l3, KvEventSink events) throws IOException {
         this.config = config;
-        this.l3 = new L3Slot(l3.orElse(null));
+        this.l3 = new StoreSlot(l3.orElse(null));
         this.events = new ServerEvents(events, medium(l3.orElse(null)));
         long top = ServerConfig.maxBlockBytes(config.maxPageBytes(), config.minBlockBytes());
         long bytes = config.hostBytes() / top * top;

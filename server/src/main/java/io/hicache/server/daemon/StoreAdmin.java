@@ -15,7 +15,7 @@ import java.util.concurrent.TimeUnit;
  * lets the write-behind drain, and an attach of a store opened as {@code server.store} is at start.
  *
  * <p>Thread-safe: detaches and attaches run one at a time (this object's monitor); requests go on meanwhile. The
- * slab cache's {@link L3Slot} owns the stores; this only moves them in and out.
+ * slab cache's {@link io.hicache.core.store.StoreSlot} owns the stores; this only moves them in and out.
  */
 final class StoreAdmin {
     private static final System.Logger LOG = System.getLogger(StoreAdmin.class.getName());
@@ -69,7 +69,7 @@ final class StoreAdmin {
                     TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()))));
         }
         long dropped = cache.writeBehind.pendingPages(); // the write-behind drops them once it finds no store
-        cache.l3.detach();
+        cache.l3.detach(true); // closed by the slot once no request uses it
         cache.l3.awaitUnused(store, System.nanoTime() + Math.max(0, deadline.remainingNanos()));
         Named was = Named.of(store);
         LOG.log(Level.INFO, "detached the L3 store '" + was.name() + "' at " + was.location()

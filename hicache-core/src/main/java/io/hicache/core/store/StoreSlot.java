@@ -1,61 +1,61 @@
-package io.hicache.server.daemon;
+package io.hicache.core.store;
 
-import io.hicache.core.store.PageStore;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Optional;
 
 /**
- * The daemon's L3 page store, which an operator may detach, and another attach, while requests run (the STORE
- * request). Work that calls the store {@link #acquire}s it and {@link #release}s it after, so that a detached store
- * is closed only once nothing uses it: a request that began with a store finishes with it, and none fails because
- * the store went away meanwhile.
+ * The page store a cache or the daemon uses now, which an operator may detach, and another attach, while requests
+ * run. Work that calls the store {@link #acquire}s it and {@link #release}s it after, so that a detach can wait until
+ * nothing uses the store it took away (or have it closed by its last user): a piece of work that began with a store
+ * finishes with it, and none fails because the store went away meanwhile.
  *
  * <p>Thread-safe: its monitor guards the store and its users; {@link #attached} and {@link #writesAccepted} are
- * volatile reads for the event loop's fast paths. Owns the attached store, and a detached one until it is closed.
+ * volatile reads for fast paths. Owns the attached store; a detached one belongs to whoever {@link #detach} says.
  */
-final class L3Slot {
+public final class StoreSlot {
     private PageStore store;
     /** Mirrors {@code store != null}, read without the monitor. */
     private volatile boolean attached;
-    /** Whether pages put now are written behind: false from the start of a detach. */
+    /** Whether pages cached now are written to the store: false from the start of a detach. */
     private volatile boolean writesAccepted;
     /** Acquisitions not yet released, per store (a detached store may still have some while another is attached). */
     private final Map<PageStore, Integer> users = new IdentityHashMap<>();
-    /** Detached stores still in use: each is closed by its last release. */
+    /** Detached stores still in use that their last release closes. */
     private final Map<PageStore, Boolean> retired = new IdentityHashMap<>();
 
-    L3Slot(PageStore store) {
+    /** A slot holding {@code store}, or none when null. */
+    public StoreSlot(PageStore store) {
         if (store != null) {
             attach(store);
         }
     }
 
-    /** Whether a store is attached: a page not in the slab may be in L3. */
-    boolean attached() {
+    /** Whether a store is attached. */
+    public boolean attached() {
         return attached;
     }
 
-    /** Whether a page put now is written behind (a store is attached and no detach has begun). */
-    boolean writesAccepted() {
+    /** Whether pages cached now are to be written to the store (one is attached and no detach has begun). */
+    public boolean writesAccepted() {
         return writesAccepted;
     }
 
     /** The attached store, for names and tests; calls on it go through {@link #acquire}. */
-    synchronized Optional<PageStore> current() {
+    public synchronized Optional<PageStore> current() {
         return Optional.ofNullable(store);
     }
 
     /** The attached store, counted as in use until {@link #release}; null (nothing to release) when none is. */
-    synchronized PageStore acquire() {
+    public synchronized PageStore acquire() {
         if (store != null) {
             users.merge(store, 1, Integer::sum);
         }
         return store;
     }
 
-    /** Ends an {@link #acquire} that returned {@code s}; the last user of a detached store closes it. */
-    void release(PageStore s) {
+    /** Ends an {@link #acquire} that returned {@code s}; the last user of a store detached to be closed closes it. */
+    public void release(PageStore s) {
         boolean close;
         synchronized (this) {
             int left = users.merge(s, -1, Integer::sum);
@@ -75,26 +75,27 @@ final class L3Slot {
      *
      * @throws IllegalStateException if a store is attached already (the caller still owns {@code s})
      */
-    synchronized void attach(PageStore s) {
+    public synchronized void attach(PageStore s) {
         if (store != null) {
-            throw new IllegalStateException("a store is attached already ('" + store.name() + "' at " + store.location()
-                    + "): detach it first");
+            throw new IllegalStateException("a page store is attached already ('" + store.name() + "' at "
+                    + store.location() + "): detach it first");
         }
         store = s;
         attached = true;
         writesAccepted = true;
     }
 
-    /** The first step of a detach: pages put from now on stay in the slab only. */
-    void stopWrites() {
+    /** The first step of a detach: pages cached from now on are not written to the store. */
+    public void stopWrites() {
         writesAccepted = false;
     }
 
     /**
-     * Detaches the store: from now on {@link #acquire} finds none. It is closed here if nothing uses it, else by the
-     * last {@link #release}. Returns it (null if none was attached).
+     * Detaches the store: from now on {@link #acquire} finds none. With {@code closeWhenUnused}, the slot closes it,
+     * at once if nothing uses it, else at the last {@link #release}; without, it becomes the caller's (who may
+     * {@link #awaitUnused} it before closing it). Returns it (null if none was attached).
      */
-    PageStore detach() {
+    public PageStore detach(boolean closeWhenUnused) {
         PageStore was;
         boolean closeNow;
         synchronized (this) {
@@ -102,8 +103,8 @@ final class L3Slot {
             store = null;
             attached = false;
             writesAccepted = false;
-            closeNow = was != null && !users.containsKey(was);
-            if (was != null && !closeNow) {
+            closeNow = closeWhenUnused && was != null && !users.containsKey(was);
+            if (closeWhenUnused && was != null && !closeNow) {
                 retired.put(was, true);
             }
         }
@@ -114,7 +115,7 @@ final class L3Slot {
     }
 
     /** Waits until nothing uses {@code s}, or until {@code endNanos}; true if nothing does. */
-    synchronized boolean awaitUnused(PageStore s, long endNanos) throws InterruptedException {
+    public synchronized boolean awaitUnused(PageStore s, long endNanos) throws InterruptedException {
         while (users.containsKey(s)) {
             long left = endNanos - System.nanoTime();
             if (left <= 0) {
@@ -125,9 +126,9 @@ final class L3Slot {
         return true;
     }
 
-    /** Closes the attached store and the detached ones still in use: the daemon is stopping. */
-    void close() {
-        detach();
+    /** Closes the attached store and the detached ones still in use that it was to close. */
+    public void close() {
+        detach(true);
         Map<PageStore, Boolean> left;
         synchronized (this) {
             left = new IdentityHashMap<>(retired);
