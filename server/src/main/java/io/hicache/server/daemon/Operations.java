@@ -303,7 +303,7 @@ final class Operations {
         private final int[] crcs;
         private final ByteBuf in;
         private final PageStatus[] statuses;
-        /** The pages stored so far, pinned until the answer is sent: a later page of the request must not evict them. */
+        /** The pages stored so far, pinned until the last is stored: a later page of the request must not evict them. */
         private final List<SlabCache.Entry> stored = new ArrayList<>();
         private final WireChecksum sum;
         private int next;
@@ -358,8 +358,11 @@ final class Operations {
                 statuses[next] = s;
                 at += lengths[next];
             }
-            out.statuses(r.op(), r.id(), statuses);
+            // unpinned before the answer leaves: a client that puts again at once (on another pooled connection)
+            // may need these pages evicted to make room, as a namespace at its quota does
             stored.forEach(cache::unpin);
+            stored.clear();
+            out.statuses(r.op(), r.id(), statuses);
             return true;
         }
 

@@ -612,6 +612,11 @@ final class SlabCache implements AutoCloseable {
             if (place.inSlab()) {
                 if (found) {
                     out[where.get(j)] = admit(ask.get(j), place.offset, place.order, place.length);
+                    if (out[where.get(j)] == null) {
+                        // a racing write put the page here first and a racing delete removed it: it is gone now,
+                        // and the answer must say so, not the deadline the status was first set to
+                        why[where.get(j)] = PageStatus.MISS;
+                    }
                 } else {
                     allocator.free(place.offset, place.order);
                 }
@@ -822,7 +827,7 @@ final class SlabCache implements AutoCloseable {
 
     /**
      * Drops the pages in the slab now that nothing pins (leases, reads and sends in progress, a put's own pages until
-     * it is answered), in every namespace; L3 keeps its copies. A page L3 lacks yet is dropped once the write-behind
+     * it has stored its last), in every namespace; L3 keeps its copies. A page L3 lacks yet is dropped once the write-behind
      * has written it, waiting for that up to the deadline; one still unwritten then, or pinned, is kept. Pages put
      * while the flush runs are not its concern.
      */
