@@ -51,9 +51,11 @@ final class CacheConsistency {
             return;
         }
         long used = cache.host.capacity() - cache.host.freeSlots();
-        long owned = host.cardinality() + leftovers.cardinality() + cache.prefetcher.heldPages();
-        Checks.requireState(used == owned, "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches)",
-                used, owned, host.cardinality(), leftovers.cardinality(), cache.prefetcher.heldPages());
+        long releasing = cache.agreement.heldHostSlots();
+        long owned = host.cardinality() + leftovers.cardinality() + cache.prefetcher.heldPages() + releasing;
+        Checks.requireState(used == owned, "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches, "
+                + "%d by releases the ranks have yet to agree on)", used, owned, host.cardinality(),
+                leftovers.cardinality(), cache.prefetcher.heldPages(), releasing);
     }
 
     /** Nodes with a copy in flight. */

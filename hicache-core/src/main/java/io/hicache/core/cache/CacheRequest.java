@@ -190,12 +190,18 @@ public final class CacheRequest implements AutoCloseable {
                 TreeNode last = path.getLast();
                 int loaded = pages;
                 loadedPages += pages;
+                RankAgreement.Entry settling = cache.agreement.enabled() ? cache.agreement.add(
+                        RankAgreement.Lane.COPIES, 0, ok -> finishLoad(pending, last, ok, loaded)) : null;
                 long start = System.nanoTime();
                 copy.done().whenComplete((v, error) -> {
                     if (error == null) {
                         cache.export.loadSeconds.observe((System.nanoTime() - start) / 1e9);
                     }
-                    cache.complete(() -> finishLoad(pending, last, error == null, loaded));
+                    if (settling != null) {
+                        settling.done(error == null); // applied when every rank's is done: see RankAgreement
+                    } else {
+                        cache.complete(() -> finishLoad(pending, last, error == null, loaded));
+                    }
                 });
                 relock(last);
                 rematch();
@@ -281,6 +287,7 @@ public final class CacheRequest implements AutoCloseable {
             int page = cache.config.pageSizeTokens();
             Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
                     pages.length, tokens.length / page);
+            cache.settle(); // for ranks that agree: what finished everywhere is applied before the tree changes
             RadixTree.InsertResult r = cache.tree.insert(extraKey, tokens, pages,
                     finished ? cache.config.writePolicy().hitThreshold() : 0);
             for (int p : pages) {

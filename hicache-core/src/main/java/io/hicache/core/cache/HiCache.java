@@ -18,6 +18,7 @@ import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.page.AttentionKind;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.Capability;
 import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -91,6 +92,8 @@ public final class HiCache implements AutoCloseable {
     private final Loop<Boolean> hostEvictor;
     /** Ready host pages left by an earlier run, which no node owns: adopted by requests, or the first to go. */
     final WarmHostPages leftovers;
+    /** Keeps this rank's tree the same as the other tensor-parallel ranks' (does nothing for one rank). */
+    final RankAgreement agreement;
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final DevicePages devicePages = new DevicePages() {
@@ -119,8 +122,9 @@ public final class HiCache implements AutoCloseable {
 
     private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device,
             DevicePageAllocator pageAllocator, HostPagePool host, Optional<PageStore> store, PrometheusRegistry registry,
-            KvEventSink sink) {
+            KvEventSink sink, RankGroup ranks) {
         this.config = config;
+        this.agreement = new RankAgreement(ranks, config.rankTimeout());
         boolean mla = format.geometry().attention() == AttentionKind.MLA;
         // MLA pages are the same bytes on every rank: one copy in the page store, written by one rank
         this.uploadsHere = !mla || namespace.tpRank() == config.mlaUploadRank();
@@ -152,7 +156,8 @@ public final class HiCache implements AutoCloseable {
      * {@code publisher} null the one {@code kv-events-config} names, or none. A failure closes the publisher.
      */
     static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, DeviceSetup setup,
-            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher) {
+            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher,
+            RankGroup ranks) {
         int devicePages = setup.pages();
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
@@ -160,6 +165,9 @@ public final class HiCache implements AutoCloseable {
         Checks.requireArgument(geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
                 "hicache-mla-upload-rank is %s, but the model has %s tensor-parallel ranks", config.mlaUploadRank(),
                 namespace.tpSize());
+        Checks.requireArgument(ranks == null || (ranks.size() == namespace.tpSize() && ranks.rank() == namespace.tpRank()),
+                "the rank group is rank %s of %s, the namespace says rank %s of %s", ranks == null ? 0 : ranks.rank(),
+                ranks == null ? 0 : ranks.size(), namespace.tpRank(), namespace.tpSize());
         Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
                 "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
                 config.host().layout(), format.byteOrder());
@@ -191,7 +199,8 @@ public final class HiCache implements AutoCloseable {
                         .orElse(null);
             }
             return new HiCache(config, namespace, format, pool, setup.allocator() != null ? setup.allocator()
-                    : pool.allocator(), host, Optional.ofNullable(store != null ? store : configured), registry, sink);
+                    : pool.allocator(), host, Optional.ofNullable(store != null ? store : configured), registry, sink,
+                    ranks);
         } catch (RuntimeException e) {
             sink.close();
             if (configured != null) {
@@ -230,6 +239,7 @@ public final class HiCache implements AutoCloseable {
         try {
             checkOpen();
             Checks.requireArgument(!requests.containsKey(id), "request '%s' is already open", id);
+            settle();
             CacheRequest r = new CacheRequest(this, id, extraKey, promptTokens.clone());
             requests.put(id, r);
             return r;
@@ -383,7 +393,12 @@ public final class HiCache implements AutoCloseable {
         int[] pages = pageAllocator.tryAllocate(count);
         Deadline wait = null;
         while (pages == null) {
-            completions.runQueuedHere();
+            boolean over = wait != null && wait.isOver();
+            if (agreement.enabled()) {
+                over = settle(over ? 0 : 1)[0] == 0; // one rank's wait is over: every rank's is
+            } else {
+                completions.runQueuedHere();
+            }
             evictDevice(count - pageAllocator.available());
             pages = pageAllocator.tryAllocate(count);
             if (pages != null) {
@@ -392,7 +407,7 @@ public final class HiCache implements AutoCloseable {
             if (wait == null) {
                 wait = Deadline.after(config.allocateWait());
             }
-            if (wait.isOver() || !copiesInFlight()) {
+            if (over || !copiesInFlight()) {
                 metrics.fail("allocate: PAGES_EXHAUSTED");
                 throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
                         + pageAllocator.available() + " free, " + tree.evictableDevicePages() + " evictable of "
@@ -488,31 +503,62 @@ public final class HiCache implements AutoCloseable {
         if (host == null) {
             return null;
         }
+        if (agreement.enabled()) {
+            return reserveHostAgreeing(count);
+        }
         int[] slots = host.tryReserve(count);
         if (slots == null) {
             evictHost(count - host.freeSlots());
             slots = host.tryReserve(count);
         }
-        if (slots != null && occupancy() >= config.hostHighWater() && hostEvictor.depth() == 0) {
-            hostEvictor.offer(Boolean.TRUE);
+        if (slots != null && !agreement.enabled() && occupancy() >= config.hostHighWater() && hostEvictor.depth() == 0) {
+            hostEvictor.offer(Boolean.TRUE); // ranks that agree evict at their settles instead: see settle()
         }
         return slots;
     }
 
+    /**
+     * {@link #reserveHost} for ranks that agree. Each rank's leftovers of an earlier run are its own, so the room that
+     * decides whether to evict counts them as free (the same on every rank); they are freed only when this rank needs
+     * their slots.
+     */
+    private int[] reserveHostAgreeing(int count) {
+        if (hostRoom() < count) {
+            evictHostTree(count - hostRoom());
+            if (hostRoom() < count) {
+                return null;
+            }
+        }
+        if (host.freeSlots() < count) {
+            leftovers.release(count - host.freeSlots());
+        }
+        return host.tryReserve(count);
+    }
+
+    /** Free host slots, counting leftovers as free for ranks that agree (see {@link #reserveHostAgreeing}). */
+    private int hostRoom() {
+        return host.freeSlots() + (agreement.enabled() ? leftovers.count() : 0);
+    }
+
     private double occupancy() {
-        return 1.0 - (double) host.freeSlots() / host.capacity();
+        return 1.0 - (double) hostRoom() / host.capacity();
     }
 
     /** Frees {@code pages} host slots: leftovers of an earlier run first, then host-only leaves of the tree. */
     void evictHost(int pages) {
         int freed = leftovers.release(pages);
         if (freed < pages) {
-            RadixTree.HostEviction e = tree.evictHostReporting(pages - freed);
-            host.release(e.freedSlots());
-            metrics.hostEvictedPages.add(e.freedSlots().length);
-            for (PageHashes h : e.removed()) {
-                events.removed(h, Medium.CPU);
-            }
+            evictHostTree(pages - freed);
+        }
+    }
+
+    /** Frees up to {@code pages} host slots of host-only leaves of the tree. */
+    private void evictHostTree(int pages) {
+        RadixTree.HostEviction e = tree.evictHostReporting(pages);
+        host.release(e.freedSlots());
+        metrics.hostEvictedPages.add(e.freedSlots().length);
+        for (PageHashes h : e.removed()) {
+            events.removed(h, Medium.CPU);
         }
     }
 
@@ -525,16 +571,36 @@ public final class HiCache implements AutoCloseable {
     private void evictHostToLowWater() {
         lock.lock();
         try {
-            if (closed.get() || host == null) {
-                return;
-            }
-            int target = (int) Math.ceil(host.capacity() * (1 - config.hostLowWater()));
-            if (host.freeSlots() < target) {
-                evictHost(target - host.freeSlots());
+            if (!closed.get() && host != null) {
+                evictHostToLowWaterLocked();
             }
         } finally {
             lock.unlock();
         }
+    }
+
+    private void evictHostToLowWaterLocked() {
+        int target = (int) Math.ceil(host.capacity() * (1 - config.hostLowWater()));
+        if (hostRoom() < target) {
+            if (agreement.enabled()) {
+                evictHostTree(target - hostRoom());
+            } else {
+                evictHost(target - hostRoom());
+            }
+        }
+    }
+
+    /**
+     * Applies what finished in the background on every rank, then, for ranks that agree, evicts host pages past the
+     * high-water mark here (where every rank does it at the same point) rather than on the evictor loop. Returns
+     * {@code extra} reduced with MIN over the ranks. A no-op for one rank. Call with the lock held.
+     */
+    int[] settle(int... extra) {
+        int[] agreed = agreement.settle(extra);
+        if (agreement.enabled() && host != null && occupancy() >= config.hostHighWater()) {
+            evictHostToLowWaterLocked();
+        }
+        return agreed;
     }
 
     /* ---------------------------------------------------------------- backups */
@@ -547,17 +613,23 @@ public final class HiCache implements AutoCloseable {
             return null;
         }
         PageHashes hashes = n.hashes();
-        for (int i = 0; i < slots.length; i++) {
-            StoreKey key = namespace.key(hashes.get(i));
-            if (!host.beginWrite(slots[i], key) && !(leftovers.drop(key) && host.beginWrite(slots[i], key))) {
-                for (int j = 0; j < i; j++) {
-                    host.abortWrite(slots[j]);
-                }
-                host.release(slots);
-                metrics.backupsSkipped.increment();
-                metrics.fail("backup: host page already claimed");
-                return null;
+        int claimed = 0;
+        while (claimed < slots.length) {
+            StoreKey key = namespace.key(hashes.get(claimed));
+            if (!host.beginWrite(slots[claimed], key) && !(leftovers.drop(key) && host.beginWrite(slots[claimed], key))) {
+                break;
             }
+            claimed++;
+        }
+        // A key can be claimed here by a prefetch still writing it and not on another rank: all start it, or none.
+        if (!agreement.allAgree(claimed == slots.length)) {
+            for (int j = 0; j < claimed; j++) {
+                host.abortWrite(slots[j]);
+            }
+            host.release(slots);
+            metrics.backupsSkipped.increment();
+            metrics.fail("backup: host page already claimed");
+            return null;
         }
         TreeNode.PendingCopy pending = tree.beginBackup(n, slots);
         outstanding.incrementAndGet();
@@ -565,20 +637,27 @@ public final class HiCache implements AutoCloseable {
         pending.attach(copy);
         metrics.backupsStarted.increment();
         BackupOp op = new BackupOp(n, pending, slots, copy);
+        RankAgreement.Entry settling = agreement.enabled()
+                ? agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishBackup(op, ok)) : null;
+        op.settling = settling;
         long start = System.nanoTime();
         copy.done().whenComplete((v, error) -> {
             if (error == null) {
                 export.backupSeconds.observe((System.nanoTime() - start) / 1e9);
                 op.commitOnce(); // checksums and the host index here, on the copy's thread, not under the cache's lock
             }
-            complete(() -> finishBackup(op, error == null));
+            if (settling != null) {
+                settling.done(error == null); // applied when every rank's is done: see RankAgreement
+            } else {
+                complete(() -> finishBackup(op, error == null));
+            }
         });
         return op;
     }
 
     /** Applies a finished backup, once: commits the host pages, or gives the slots back when the copy failed. */
     void finishBackup(BackupOp op, boolean ok) {
-        if (!op.finish()) {
+        if (!op.finish(ok)) {
             return;
         }
         try {
@@ -605,8 +684,10 @@ public final class HiCache implements AutoCloseable {
             }
         } else {
             metrics.fail("backup: copy failed");
-            for (int s : op.slots) {
-                host.abortWrite(s);
+            if (!op.committed.isDone()) { // else it worked here and failed on another rank: its pages are ready
+                for (int s : op.slots) {
+                    host.abortWrite(s);
+                }
             }
             host.release(tree.finishBackup(op.pending, op.node, false));
         }
@@ -621,7 +702,10 @@ public final class HiCache implements AutoCloseable {
         /** Done once the host pages are committed (checksum, journal, index): see {@link #commitOnce}. */
         final java.util.concurrent.CompletableFuture<Void> committed = new java.util.concurrent.CompletableFuture<>();
         private final AtomicBoolean commitClaimed = new AtomicBoolean();
+        /** Its place in the queue of copies the ranks apply together; null for one rank. */
+        RankAgreement.Entry settling;
         private boolean finished;
+        private boolean finishedOk;
 
         BackupOp(TreeNode node, TreeNode.PendingCopy pending, int[] slots, KvCopy copy) {
             this.node = node;
@@ -651,16 +735,23 @@ public final class HiCache implements AutoCloseable {
         }
 
         /** True for the first caller only. */
-        boolean finish() {
+        boolean finish(boolean ok) {
             if (finished) {
                 return false;
             }
             finished = true;
+            finishedOk = ok;
             return true;
         }
 
         /** Waits for the copy (with the lock held: the copy does not need it) and applies it; true if it worked. */
         boolean awaitAndFinish(Deadline deadline) {
+            if (settling != null) {
+                // Every rank waits for its own copies up to this one, then all apply what all of them finished.
+                agreement.awaitDone(RankAgreement.Lane.COPIES, settling, deadline);
+                settle();
+                return finished && finishedOk;
+            }
             try {
                 copy.await(deadline);
             } catch (InterruptedException e) {
@@ -733,9 +824,41 @@ public final class HiCache implements AutoCloseable {
      * for an engine that drains before a checkpoint or a benchmark phase. True if it got there.
      */
     public boolean awaitIdle(Duration timeout) throws InterruptedException {
+        if (agreement.enabled()) {
+            return drain(timeout);
+        }
         quiesce(timeout);
-        return outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
-                && pendingCopies() == 0 && events.sink().idle();
+        return outstanding.get() == 0 && loopsIdle() && pendingCopies() == 0;
+    }
+
+    private boolean loopsIdle() {
+        return completions.depth() == 0 && uploader.idle() && prefetcher.idle() && events.sink().idle();
+    }
+
+    /**
+     * For ranks that agree: settles until every rank's background work is done and applied, or until {@code timeout}
+     * on any rank (every rank returns the same). A collective: every rank calls it at the same point.
+     */
+    private boolean drain(Duration timeout) throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            lock.lock();
+            try {
+                // prefetches their requests have yet to end are not work in flight: open requests end them
+                boolean idleHere = agreement.allDone() && completions.depth() == 0 && uploader.idle()
+                        && prefetcher.workIdle() && events.sink().idle();
+                int[] agreed = settle(idleHere ? 1 : 0, System.nanoTime() < end ? 1 : 0);
+                if (agreed[0] == 1 && agreement.isEmpty()) {
+                    return true; // idle everywhere before the settle, and what it applied started nothing new
+                }
+                if (agreed[1] == 0) {
+                    return false;
+                }
+            } finally {
+                lock.unlock();
+            }
+            Thread.sleep(1);
+        }
     }
 
     /**
@@ -756,8 +879,15 @@ public final class HiCache implements AutoCloseable {
         return Math.max(1, (endNanos - System.nanoTime()) / 1_000_000);
     }
 
-    /** Waits until the background loops have nothing queued or running: for tests and orderly shutdown. */
+    /**
+     * Waits until the background loops have nothing queued or running: for tests and orderly shutdown. For ranks
+     * that agree it is a collective, as {@link #awaitIdle} (local once the cache is closing).
+     */
     void quiesce(Duration timeout) throws InterruptedException {
+        if (agreement.enabled()) {
+            drain(timeout);
+            return;
+        }
         long end = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < end) {
             if (outstanding.get() == 0 && completions.depth() == 0 && uploader.idle() && prefetcher.idle()
@@ -789,6 +919,7 @@ public final class HiCache implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        runLocked(agreement::goLocal); // the other ranks may be gone: what is left is applied here alone
         export.close();
         long end = System.nanoTime() + config.closeTimeout().toNanos();
         prefetcher.close(leftMillis(end));

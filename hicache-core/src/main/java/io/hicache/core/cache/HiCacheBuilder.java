@@ -5,6 +5,7 @@ import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.page.KvGeometry;
+import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -36,6 +37,7 @@ public final class HiCacheBuilder {
     private long deviceAddress;
     private long deviceBytes;
     private DevicePageAllocator pageAllocator;
+    private RankGroup rankGroup;
     private boolean opened;
 
     HiCacheBuilder() {
@@ -103,6 +105,19 @@ public final class HiCacheBuilder {
     }
 
     /**
+     * The tensor-parallel ranks of the model this cache is one rank of (its rank and size must be the namespace's):
+     * the cache then takes every decision that changes its tree together with the other ranks' caches, at the same
+     * engine calls, so that all ranks' trees, hits and loads stay the same (docs/embedding.md, "Tensor-parallel ranks").
+     * Every rank must drive its cache with the same calls in the same order. Optional: without one the cache decides
+     * alone. It stays the caller's: the caller closes it after the cache.
+     */
+    public HiCacheBuilder rankGroup(RankGroup value) {
+        Checks.requireState(rankGroup == null, "rankGroup was already set to %s", rankGroup);
+        rankGroup = Checks.checkNotNull(value, "rankGroup");
+        return this;
+    }
+
+    /**
      * The page store (L3) to use instead of the one {@code hicache-storage-backend} names. Optional. The cache takes
      * ownership and closes it, also when {@link #open()} fails.
      */
@@ -152,7 +167,7 @@ public final class HiCacheBuilder {
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
             return HiCache.open(config, namespace, geometry, new HiCache.DeviceSetup(devicePages, deviceAddress,
-                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher);
+                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup);
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

@@ -41,6 +41,8 @@ import java.util.Optional;
  * @param mlaUploadRank          for MLA models (pages the same on every tensor-parallel rank): the one rank that
  *                               uploads them; every rank reads
  * @param closeTimeout           how long {@code close()} lets queued background work run, in all
+ * @param rankTimeout            how long a rank waits for the others in one of the collectives that keep
+ *                               tensor-parallel ranks' trees the same (with a rank group); past it the call fails
  * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
  * @param host                   the host pool's configuration
  * @param kvEvents               where KV events go ({@code kv-events-config}, SGLang's JSON); off by default
@@ -51,7 +53,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
         int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
         double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads,
-        int mlaUploadRank, Duration closeTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
+        int mlaUploadRank, Duration closeTimeout, Duration rankTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -96,6 +98,9 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     + "alone: no host pool, no page store)");
     public static final Setting<Duration> CLOSE_TIMEOUT = Setting.duration("hicache-close-timeout", "10s",
             "how long closing the cache lets queued background work (uploads, prefetches, copies) run, in all");
+    public static final Setting<Duration> RANK_TIMEOUT = Setting.duration("hicache-rank-timeout", "60s",
+            "with a rank group (tensor-parallel ranks): how long a rank waits for the others at one of the collectives "
+                    + "that keep their caches the same before the call fails with RANK_GROUP_FAILED");
     public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
@@ -110,7 +115,8 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
                 PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
                 STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, MLA_UPLOAD_RANK, CLOSE_TIMEOUT, TIERS,
+                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, MLA_UPLOAD_RANK, CLOSE_TIMEOUT,
+                RANK_TIMEOUT, TIERS,
                 KV_EVENTS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
@@ -125,6 +131,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                 hostLowWater, hostHighWater);
         Checks.checkNotNull(storageBackend, "storageBackend");
         Checks.checkNotNull(tiers, "tiers");
+        Checks.requireArgument(rankTimeout.isPositive(), "hicache-rank-timeout must be positive, was %s", rankTimeout);
         Checks.checkPositive(uploadThreads, "uploadThreads");
         Checks.requireArgument(tiers == Tiers.ALL || storageBackend.isEmpty(),
                 "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s", storageBackend);
@@ -149,7 +156,7 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
                     settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
                     settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
                     settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(MLA_UPLOAD_RANK),
-                    settings.get(CLOSE_TIMEOUT), settings.get(TIERS),
+                    settings.get(CLOSE_TIMEOUT), settings.get(RANK_TIMEOUT), settings.get(TIERS),
                     HostPoolConfig.from(settings), settings.get(KV_EVENTS), settings);
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);

@@ -96,6 +96,11 @@ final class Loop<T> implements AutoCloseable {
         return false;
     }
 
+    /** Whether an {@link #offer} now would be taken (with one thread offering, it stays true until it offers). */
+    boolean hasRoom() {
+        return !closed && queue.remainingCapacity() > 0;
+    }
+
     /** The next queued item if there is one, taken: for work that gathers several items into one batch. */
     T pollQueued() {
         return queue.poll();

@@ -90,6 +90,8 @@ final class Prefetcher implements AutoCloseable {
         boolean finished;
         /** The page store was detached: fetch no further batch (what landed stays). */
         boolean cancelled;
+        /** For ranks that agree: frees the slots of the batch in flight when the prefetch ended, once it is done. */
+        RankAgreement.Entry inFlightRelease;
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
             this.requests.add(request);
@@ -138,13 +140,17 @@ final class Prefetcher implements AutoCloseable {
         }
         double recompute = cache.config.recomputeTokensPerSecond();
         double speed = storeBytesPerSecond;
+        boolean slower = false;
         if (recompute > 0 && speed > 0) {
             double fetchSeconds = (double) pages * cache.format.pageBytes() / speed;
             double recomputeSeconds = (double) pages * pageSize / recompute;
-            if (fetchSeconds > recomputeSeconds) {
-                skip(r, "slower_than_recompute");
-                return null;
-            }
+            slower = fetchSeconds > recomputeSeconds;
+        }
+        // Each rank measured its own store speed, and its query loop has its own backlog: all start it, or none.
+        boolean room = query.hasRoom();
+        if (!cache.agreement.allAgree(!slower && room)) {
+            skip(r, slower ? "slower_than_recompute" : room ? "another_rank_declined" : "queue_full");
+            return null;
         }
         int[] slots = cache.reserveHost(pages);
         if (slots == null) {
@@ -177,7 +183,8 @@ final class Prefetcher implements AutoCloseable {
         int to = from + pages * cache.config.pageSizeTokens();
         for (Op op : running.getOrDefault(anchor, List.of())) {
             synchronized (op) {
-                if (op.finished || op.revoked) {
+                // A revoke is one rank's query's view; ranks that agree join by what they all know
+                if (op.finished || (op.revoked && !cache.agreement.enabled())) {
                     continue;
                 }
             }
@@ -252,7 +259,8 @@ final class Prefetcher implements AutoCloseable {
                 op.ioDone = true;
                 trimmed = new int[0];
             } else {
-                trimmed = Arrays.copyOfRange(op.slots, hits, op.limit);
+                // ranks that agree free slots only where all do it: when the prefetch ends
+                trimmed = cache.agreement.enabled() ? new int[0] : Arrays.copyOfRange(op.slots, hits, op.limit);
                 op.limit = hits;
             }
         }
@@ -356,8 +364,13 @@ final class Prefetcher implements AutoCloseable {
                 op.inFlightFrom = -1;
                 op.inFlightTo = -1;
                 if (op.finished) {
-                    // The request went on without these pages: give every slot of the batch back.
-                    cache.host.release(Arrays.copyOfRange(op.slots, from, to));
+                    // The request went on without these pages: give every slot of the batch back (ranks that agree
+                    // do it at a settle, where every rank does).
+                    if (op.inFlightRelease != null) {
+                        op.inFlightRelease.done(true);
+                    } else {
+                        cache.host.release(Arrays.copyOfRange(op.slots, from, to));
+                    }
                     op.ioDone = true;
                     return;
                 }
@@ -390,25 +403,51 @@ final class Prefetcher implements AutoCloseable {
         int[] release;
         PageHashes hashes;
         boolean revoked;
+        boolean agreeing = cache.agreement.enabled();
+        int[] agreed = null;
+        if (agreeing) {
+            synchronized (op) {
+                if (op.finished) {
+                    return true;
+                }
+                agreed = new int[] {force || mayEnd(op) ? 1 : 0, op.revoked ? 0 : op.landed};
+            }
+            // SGLang's two reductions in one: every rank may end it, and the pages that landed on every rank
+            agreed = cache.agreement.allReduceMin(agreed);
+            if (agreed[0] == 0) {
+                return false;
+            }
+        }
         synchronized (op) {
             if (op.finished) {
                 return true;
             }
-            if (!force && !mayEnd(op)) {
+            if (!agreeing && !force && !mayEnd(op)) {
                 return false;
             }
             op.finished = true;
             revoked = op.revoked;
-            landed = revoked ? 0 : op.landed;
+            landed = agreeing ? agreed[1] : revoked ? 0 : op.landed;
             hashes = op.hashes;
-            // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds.
+            // Slots past what landed, up to the query's limit (all of them, for ranks that agree: the query kept
+            // them), and not in a batch the I/O loop holds.
             List<Integer> free = new ArrayList<>();
-            for (int i = landed; i < op.limit; i++) {
+            for (int i = landed; i < (agreeing ? op.pages : op.limit); i++) {
                 if (i < op.inFlightFrom || i >= op.inFlightTo) {
                     free.add(op.slots[i]);
                 }
             }
             release = free.stream().mapToInt(Integer::intValue).toArray();
+            if (agreeing) {
+                // queued on every rank, a batch in flight here or not, so that the ranks' queues stay the same
+                int[] inFlight = op.inFlightFrom < 0 ? new int[0]
+                        : Arrays.copyOfRange(op.slots, op.inFlightFrom, op.inFlightTo);
+                op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, inFlight.length,
+                        ok -> cache.host.release(inFlight));
+                if (inFlight.length == 0) {
+                    op.inFlightRelease.done(true);
+                }
+            }
         }
         cache.host.release(release);
         int kept = 0;
@@ -497,7 +536,12 @@ final class Prefetcher implements AutoCloseable {
 
     /** True when no prefetch is unfinished and neither loop has work. */
     boolean idle() {
-        return active.get() == 0 && busy.get() == 0 && query.depth() == 0 && io.depth() == 0;
+        return active.get() == 0 && workIdle();
+    }
+
+    /** True when neither loop has work: prefetches may be unfinished, waiting for their requests to end them. */
+    boolean workIdle() {
+        return busy.get() == 0 && query.depth() == 0 && io.depth() == 0;
     }
 
     /** Host slots held by unfinished prefetches (reserved, in flight or landed): for the consistency check. */

@@ -51,9 +51,17 @@ final class Uploader implements AutoCloseable {
      * One node's pages to write, how many times it was tried, and (when KV events are on) the run it is, captured
      * under the lock: the node may split or go while the store works.
      */
-    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.Run run) {
+    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.Run run,
+            RankAgreement.Entry settling) {
         long bytes(long pageBytes) {
             return slots.length * pageBytes;
+        }
+
+        /** Done with it, written or not: for ranks that agree, its node's host pages may go once all are. */
+        void ended() {
+            if (settling != null) {
+                settling.done(true);
+            }
         }
     }
 
@@ -86,8 +94,14 @@ final class Uploader implements AutoCloseable {
      * entries or in bytes.
      */
     void upload(TreeNode node) {
+        RankAgreement.Entry settling = null;
+        if (cache.agreement.enabled()) {
+            // SGLang's protect_host at queueing: when the pages may go again is agreed by the ranks, not timed here
+            cache.tree.protectHost(node);
+            settling = cache.agreement.add(RankAgreement.Lane.UPLOADS, 0, ok -> cache.tree.releaseHost(node));
+        }
         enqueue(new Upload(node, node.hashes(), node.hostSlots().clone(), 0,
-                cache.events.enabled() ? cache.events.capture(node) : null));
+                cache.events.enabled() ? cache.events.capture(node) : null, settling));
     }
 
     private void enqueue(Upload u) {
@@ -97,6 +111,7 @@ final class Uploader implements AutoCloseable {
             cache.metrics.uploadSkippedPages.add(u.slots.length);
             cache.metrics.fail("upload: queue full (hicache-upload-queue-bytes); the store is slower than the puts");
             tooSlow("the upload queue is full (" + queuedBytes.get() + " bytes, hicache-upload-queue-bytes)");
+            u.ended();
             return;
         }
         inFlight.incrementAndGet();
@@ -104,6 +119,7 @@ final class Uploader implements AutoCloseable {
             queuedBytes.addAndGet(-bytes);
             inFlight.decrementAndGet();
             cache.metrics.uploadSkippedPages.add(u.slots.length);
+            u.ended();
         }
     }
 
@@ -115,6 +131,7 @@ final class Uploader implements AutoCloseable {
             } catch (InterruptedException e) { // closing, past hicache-close-timeout: it is not written
                 queuedBytes.addAndGet(-next.bytes(cache.format.pageBytes()));
                 cache.metrics.uploadSkippedPages.add(next.slots.length);
+                next.ended();
                 inFlight.decrementAndGet();
                 return;
             }
@@ -145,9 +162,12 @@ final class Uploader implements AutoCloseable {
                         cache.metrics.uploadSkippedPages.add(u.slots.length);
                         cache.metrics.fail("upload: dropped, its host pages left before its turn");
                         tooSlow("uploads wait so long that their host pages are evicted first");
+                        u.ended();
                         continue;
                     }
-                    cache.tree.protectHost(u.node);
+                    if (u.settling == null) { // ranks that agree protected it when it was queued
+                        cache.tree.protectHost(u.node);
+                    }
                     live.add(u);
                 }
             } finally {
@@ -173,7 +193,11 @@ final class Uploader implements AutoCloseable {
                 cache.lock.lock();
                 try {
                     for (Upload u : live) {
-                        cache.tree.releaseHost(u.node);
+                        if (u.settling == null) {
+                            cache.tree.releaseHost(u.node);
+                        } else if (!failed.contains(u)) {
+                            u.ended();
+                        }
                     }
                 } finally {
                     cache.lock.unlock();
@@ -238,7 +262,7 @@ final class Uploader implements AutoCloseable {
         CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS).execute(() -> {
             try {
                 cache.metrics.fail("upload: retried after a failure");
-                enqueue(new Upload(u.node, u.hashes, u.slots, u.tries + 1, u.run));
+                enqueue(new Upload(u.node, u.hashes, u.slots, u.tries + 1, u.run, u.settling));
             } finally {
                 inFlight.decrementAndGet();
             }

@@ -22,6 +22,8 @@ final class WarmHostPages {
 
     private final HiCache cache;
     private final BitSet slots = new BitSet();
+    /** For ranks that agree: whether any rank reopened with leftovers (asked once, at the first request); else null. */
+    private Boolean anyRankHasThem;
 
     /** The ready pages of {@code cache}'s host pool as it opened (none for a cache without one). */
     WarmHostPages(HiCache cache) {
@@ -34,6 +36,11 @@ final class WarmHostPages {
     /** Their slots, for the consistency check. */
     BitSet slots() {
         return slots;
+    }
+
+    /** How many there are. */
+    int count() {
+        return slots.cardinality();
     }
 
     /** Releases up to {@code pages} of them; returns how many. */
@@ -74,7 +81,14 @@ final class WarmHostPages {
         int page = cache.config.pageSizeTokens();
         int from = m.matchedPages();
         int total = tokens.length / page;
-        if (cache.host == null || slots.isEmpty() || from >= total) {
+        if (cache.host == null || from >= total) {
+            return 0;
+        }
+        boolean agreeing = cache.agreement.enabled();
+        if (agreeing && anyRankHasThem == null) { // every rank's first request with a tail asks, once
+            anyRankHasThem = cache.agreement.allReduceMin(slots.isEmpty() ? 1 : 0)[0] == 0;
+        }
+        if (agreeing ? !anyRankHasThem : slots.isEmpty()) {
             return 0;
         }
         TreeNode anchor = m.lastNode();
@@ -96,6 +110,9 @@ final class WarmHostPages {
                 }
                 found[count++] = slot;
             }
+        }
+        if (agreeing) {
+            count = cache.agreement.allReduceMin(count)[0]; // the pages every rank kept, and no more
         }
         if (count == 0) {
             return 0;

@@ -10,6 +10,7 @@ import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.hicache.testkit.PagePattern;
 import java.io.IOException;
@@ -56,6 +57,12 @@ final class TestEngine implements AutoCloseable {
     /** An engine for a model of {@code geometry} whose rank {@code namespace} names. */
     TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
             KvGeometry geometry, Namespace namespace) {
+        this(settings, devicePages, store, events, geometry, namespace, null);
+    }
+
+    /** As above, the cache being the rank of {@code ranks} that {@code namespace} names (null: no group). */
+    TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
+            KvGeometry geometry, Namespace namespace, RankGroup ranks) {
         Path shm = Path.of("/dev/shm");
         try {
             hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
@@ -68,7 +75,7 @@ final class TestEngine implements AutoCloseable {
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
         try {
-            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace);
+            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace, ranks);
         } catch (RuntimeException e) {
             runtime.close();
             deleteHostDir();
@@ -81,9 +88,12 @@ final class TestEngine implements AutoCloseable {
     }
 
     private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store,
-            KvEventPublisher events, KvGeometry geometry, Namespace namespace) {
+            KvEventPublisher events, KvGeometry geometry, Namespace namespace, RankGroup ranks) {
         HiCacheBuilder b = HiCache.builder().config(config).namespace(namespace).geometry(geometry)
                 .devicePages(devicePages).runtime(runtime);
+        if (ranks != null) {
+            b.rankGroup(ranks);
+        }
         if (events != null) {
             b.kvEventPublisher(events);
         }
