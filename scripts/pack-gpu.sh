@@ -4,8 +4,8 @@
 # and the CUDA kits (hicache-bench.jar, hicache-cuda-tests.jar; their own dependencies are not packed). Works on a
 # fresh clone with an empty local Maven repository: it builds and installs what the named modules need first.
 #
-# Usage: scripts/pack-gpu.sh [MODULES]   MODULES: comma-separated, default hicache-cuda,hicache-testkit,storage-file
-#        (what GpuRun needs; the file store for --experiment replay). A run that also takes the daemon names e.g.
+# Usage: scripts/pack-gpu.sh [MODULES]   MODULES: comma-separated, default hicache-cuda,hicache-testkit,storage-file,transfer
+#        (what GpuRun needs; the file store and the TCP rank group for --experiment replay). A run that also takes the daemon names e.g.
 #        hicache-cuda,hicache-testkit,storage-file,server. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
 #        takes; pack.sh warns when the pack grows past 60 MiB.
 set -euo pipefail
@@ -13,7 +13,7 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 pack=${HICACHE_GPU_PACK:-$root/../shared/gpu/pack.sh}
 [[ -x $pack ]] || { echo "pack-gpu.sh: $pack not found (set HICACHE_GPU_PACK)" >&2; exit 1; }
-modules=${1:-hicache-cuda,hicache-testkit,storage-file}
+modules=${1:-hicache-cuda,hicache-testkit,storage-file,transfer}
 mkdir -p .git/info
 # pack.sh copies each module's dependencies without building their siblings: put those in the local repository.
 # hicache-bench is built (not packed) for GpuRun's jar, so everything it depends on is built too.

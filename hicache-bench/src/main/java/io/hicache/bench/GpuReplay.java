@@ -74,11 +74,11 @@ final class GpuReplay {
             long failed = tiers.failed() + deviceOnly.failed();
             rows.add(new BenchRow("gpu_replay_failed_requests_tp1", failed, "requests", "requests_run",
                     2L * workload.size(), failed / (2.0 * workload.size()), "lower"));
-            if (secondGpu()) {
-                rows.addAll(tp2(runtime, clients, rounds, workload.size()));
-            } else {
-                System.err.println("gpu replay: one GPU here, no TP 2 rows (they need two: nvidia-h200-x2)");
+            boolean two = secondGpu();
+            if (!two) {
+                System.err.println("gpu replay: one GPU here: TP 2 runs both ranks on it (rows *_tp2_one_gpu)");
             }
+            rows.addAll(tp2(runtime, two, clients, rounds, workload.size()));
         } finally {
             FileSuite.deleteTree(hostDir);
             FileSuite.deleteTree(storeDir);
@@ -97,28 +97,31 @@ final class GpuReplay {
     /**
      * TP 2: Llama-3.1-8B's KV heads split over two ranks (4 each, pages of 1 MiB), rank 0 on GPU 0 in this process and
      * rank 1 on GPU 1 in a child JVM, agreeing through a TCP rank group ({@link TpReplay}). Rows as at TP 1, from rank
-     * 0, plus the turns on which the ranks answered differently (aim: none).
+     * 0, plus the turns on which the ranks answered differently (aim: none). With one GPU both ranks share it, and
+     * the rows say so ({@code _tp2_one_gpu}): the agreement is the same, the bandwidth is not TP 2's.
      */
-    private static List<BenchRow> tp2(CudaDeviceRuntime runtime, int clients, int rounds, int turns) throws Exception {
+    private static List<BenchRow> tp2(CudaDeviceRuntime runtime, boolean twoGpus, int clients, int rounds, int turns)
+            throws Exception {
+        String tp = twoGpus ? "_tp2" : "_tp2_one_gpu";
         KvGeometry perRank = KvGeometry.mha(LLAMA_3_1_8B.layers(), LLAMA_3_1_8B.kvHeads() / 2, LLAMA_3_1_8B.headDim(),
                 LLAMA_3_1_8B.dtype());
-        TpReplay.Outcome o = TpReplay.runTwoRanks(runtime, true, perRank, clients, rounds);
+        TpReplay.Outcome o = TpReplay.runTwoRanks(runtime, twoGpus ? 1 : 0, perRank, clients, rounds);
         TpReplay.RankRun r = o.rank0();
         double contiguous = contiguousGbps(runtime, Math.min(r.loads().bytes, 1L << 30));
-        System.err.printf("gpu replay TP 2: rank 0 served %d tokens (device %d, host %d, store %d) vs device-only %d;"
+        System.err.printf("gpu replay TP 2 (" + (twoGpus ? "GPUs 0 and 1" : "both ranks on GPU 0") + "): rank 0 served %d tokens (device %d, host %d, store %d) vs device-only %d;"
                 + " loads %d bytes at %.2f GB/s vs contiguous %.2f; %d of %d turns differ between the ranks;"
                 + " failed %d + %d%n", r.tiers().served(), r.tiers().device(), r.tiers().host(), r.tiers().storage(),
                 r.deviceOnly().served(), r.loads().bytes, r.loads().gbps(), contiguous, o.disagreements(),
                 o.turnsCompared(), r.tiers().failed(), r.deviceOnly().failed());
         List<BenchRow> rows = new ArrayList<>();
-        rows.add(BenchRow.higherIsBetter("gpu_replay_cached_tokens_tp2", r.tiers().served(), "tokens",
+        rows.add(BenchRow.higherIsBetter("gpu_replay_cached_tokens" + tp, r.tiers().served(), "tokens",
                 "device_only_caching", r.deviceOnly().served()).withAim(2.0));
-        rows.add(BenchRow.higherIsBetter("gpu_replay_loadback_gbps_tp2", r.loads().gbps(), "GB/s",
+        rows.add(BenchRow.higherIsBetter("gpu_replay_loadback_gbps" + tp, r.loads().gbps(), "GB/s",
                 "contiguous_pinned_copy", contiguous).withAim(0.8));
-        rows.add(new BenchRow("gpu_replay_rank_disagreements_tp2", o.disagreements(), "turns", "turns_compared",
+        rows.add(new BenchRow("gpu_replay_rank_disagreements" + tp, o.disagreements(), "turns", "turns_compared",
                 o.turnsCompared(), o.disagreements() / (double) o.turnsCompared(), "lower"));
         long failed = r.tiers().failed() + r.deviceOnly().failed();
-        rows.add(new BenchRow("gpu_replay_failed_requests_tp2", failed, "requests", "requests_run", 2L * turns,
+        rows.add(new BenchRow("gpu_replay_failed_requests" + tp, failed, "requests", "requests_run", 2L * turns,
                 failed / (2.0 * turns), "lower"));
         return rows;
     }

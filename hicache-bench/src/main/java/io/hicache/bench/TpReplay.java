@@ -25,7 +25,7 @@ import java.util.concurrent.TimeUnit;
  * JVM, whose caches agree through a {@link TcpRankGroup} on 127.0.0.1. Each rank replays the same turns twice, with
  * device-only caching and with all tiers (its host pool in /dev/shm, its own file store), and reports every turn's
  * device hits, tokens loaded back and failure; the ranks must answer the same on every turn. On CUDA the ranks use
- * devices 0 and 1 ({@code GpuRun --experiment replay} on a machine with two GPUs); on the emulated device it is the
+ * devices 0 and 1 ({@code GpuRun --experiment replay} on a machine with two GPUs; both on device 0 where there is one); on the emulated device it is the
  * cross-process test of rank groups ({@code TpReplayTest}). Stateless.
  */
 final class TpReplay {
@@ -47,14 +47,15 @@ final class TpReplay {
     }
 
     /**
-     * Rank 0 on {@code runtime} here, rank 1 in a child JVM ({@code cuda}: on device 1; else on an emulated device),
-     * both replaying {@code clients} conversations of {@code rounds} turns for a model of {@code geometry} per rank.
+     * Rank 0 on {@code runtime} here, rank 1 in a child JVM (on CUDA device {@code rank1Gpu}, or, for -1, on an
+     * emulated device), both replaying {@code clients} conversations of {@code rounds} turns for a model of
+     * {@code geometry} per rank.
      */
-    static Outcome runTwoRanks(DeviceRuntime runtime, boolean cuda, KvGeometry geometry, int clients, int rounds)
+    static Outcome runTwoRanks(DeviceRuntime runtime, int rank1Gpu, KvGeometry geometry, int clients, int rounds)
             throws Exception {
         try (TcpRankGroup group = TcpRankGroup.listen(GROUP, 2, "127.0.0.1", 0)) {
-            ChildJvm child = ChildJvm.start(TpReplay.class, List.of(Integer.toString(group.port()), cuda ? "cuda"
-                    : "emulated", Integer.toString(geometry.layers()), Integer.toString(geometry.kvHeads()),
+            ChildJvm child = ChildJvm.start(TpReplay.class, List.of(Integer.toString(group.port()),
+                    Integer.toString(rank1Gpu), Integer.toString(geometry.layers()), Integer.toString(geometry.kvHeads()),
                     Integer.toString(geometry.headDim()), Integer.toString(clients), Integer.toString(rounds)));
             RankRun mine;
             try {
@@ -121,18 +122,19 @@ final class TpReplay {
     }
 
     /**
-     * Rank 1: {@code PORT cuda|emulated LAYERS KV_HEADS HEAD_DIM CLIENTS ROUNDS}. Prints {@code turn device-only|all}
+     * Rank 1: {@code PORT GPU LAYERS KV_HEADS HEAD_DIM CLIENTS ROUNDS} (GPU: a CUDA device ordinal, or -1 for an
+     * emulated device). Prints {@code turn device-only|all}
      * and each turn's answers, then {@value #DONE}.
      */
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);
-        boolean cuda = args[1].equals("cuda");
+        int gpu = Integer.parseInt(args[1]);
         KvGeometry geometry = KvGeometry.mha(Integer.parseInt(args[2]), Integer.parseInt(args[3]),
                 Integer.parseInt(args[4]), KvDtype.BFLOAT16);
         int clients = Integer.parseInt(args[5]);
         int rounds = Integer.parseInt(args[6]);
         try (TcpRankGroup group = TcpRankGroup.join(GROUP, 1, 2, "127.0.0.1", port, Duration.ofSeconds(30));
-                DeviceRuntime runtime = cuda ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(1))
+                DeviceRuntime runtime = gpu >= 0 ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(gpu))
                         : new EmulatedDeviceRuntime(256L << 20, 2)) {
             RankRun run = runRank(runtime, geometry, group, clients, rounds);
             StringBuilder out = new StringBuilder();

@@ -19,7 +19,7 @@ class TpReplayTest {
     void twoRankProcessesAnswerEveryTurnAlike() throws Exception {
         TpReplay.Outcome o;
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
-            o = TpReplay.runTwoRanks(runtime, false, KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16), 6, 3);
+            o = TpReplay.runTwoRanks(runtime, -1, KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16), 6, 3);
         }
         TpReplay.RankRun r = o.rank0();
         assertEquals(r.deviceOnlyTurns().size(), o.rank1DeviceOnly().size(), "rank 1 replayed every device-only turn");

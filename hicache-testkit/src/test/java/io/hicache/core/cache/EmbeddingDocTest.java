@@ -27,13 +27,21 @@ class EmbeddingDocTest {
 
     @Test
     void theExampleInTheDocsCompilesAndRuns() throws Exception {
-        List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"));
+        List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"), "EmbeddingExample");
         assertTrue(lines.contains("turn-1: 0 of 200 prompt tokens came from the cache (0 from the device)"),
                 lines::toString);
         assertTrue(lines.contains("turn-2: 256 of 456 prompt tokens came from the cache (256 from the device)"),
                 lines::toString);
         assertTrue(lines.contains("KV pool: 4 layers, 256 pages of 16 tokens, rows of 256 bytes"), lines::toString);
         assertTrue(lines.contains("flushed: 32 device pages, 32 host pages"), lines::toString);
+    }
+
+    @Test
+    void theTensorParallelExampleCompilesAndItsRanksAgree() throws Exception {
+        List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"), "TensorParallelExample");
+        String turns = " turn 1: 0 cached, new pages from 0; turn 2: 288 cached, new pages from 18; turn 3: 592 cached,"
+                + " new pages from 37; idle true";
+        assertEquals(List.of("rank 0:" + turns, "rank 1:" + turns), lines);
     }
 
     @Test
@@ -44,9 +52,16 @@ class EmbeddingDocTest {
 
     /** The first java block of {@code docPath}, compiled and run with a host folder as its argument; what it printed. */
     private List<String> compileAndRun(Path docPath) throws Exception {
+        return compileAndRun(docPath, null);
+    }
+
+    /** As above, for the java block that declares public class {@code className} (null: the first block). */
+    private List<String> compileAndRun(Path docPath, String className) throws Exception {
         String doc = Files.readString(docPath);
         Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(doc);
-        assertTrue(block.find(), docPath + " has no java block");
+        do {
+            assertTrue(block.find(), docPath + " has no java block declaring " + className);
+        } while (className != null && !block.group(1).contains("public class " + className + " "));
         String source = block.group(1);
         Matcher name = Pattern.compile("public class (\\w+)").matcher(source);
         assertTrue(name.find(), "the example declares no public class");
