@@ -227,27 +227,30 @@ public final class ReplaySuite implements BenchSuite {
     static Tally replayOn(io.hicache.core.memory.DeviceRuntime runtime, KvGeometry geometry, Settings settings,
             List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads)
             throws Exception {
-        return replayOn(runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null);
+        return replayOn(runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null,
+                null);
     }
 
     /**
      * As above, the cache being rank {@code group.rank()} of a tensor-parallel model whose ranks agree through
-     * {@code group} (null: one rank); {@code perTurn}, if given, gets each turn's prompt tokens, device hits, tokens
-     * loaded back and failure (1), in order.
+     * {@code group} (null: one rank), and reduce their prefetches' hits over {@code queries} (null: not);
+     * {@code perTurn}, if given, gets each turn's prompt tokens, device hits, tokens loaded back and failure (1), in
+     * order.
      */
     static Tally replayOn(io.hicache.core.memory.DeviceRuntime runtime, KvGeometry geometry, Settings settings,
             List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads,
-            io.hicache.core.rank.RankGroup group, List<long[]> perTurn) throws Exception {
+            io.hicache.core.rank.RankGroup group, io.hicache.core.rank.RankGroup queries, List<long[]> perTurn)
+            throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
         long adopted;
-        HiCache cache = open(settings, geometry, devicePages, runtime, store, group);
+        HiCache cache = open(settings, geometry, devicePages, runtime, store, group, queries);
         try {
             long storageBefore = cache.stats().storageHitTokens();
             for (int n = 0; n < turns.size(); n++) {
                 if (n == restartAt) {
                     counts[3] += cache.stats().storageHitTokens() - storageBefore;
                     cache.close();
-                    cache = open(settings, geometry, devicePages, runtime, null, group); // the store was the first cache's
+                    cache = open(settings, geometry, devicePages, runtime, null, group, queries); // the store was the first cache's
                     storageBefore = cache.stats().storageHitTokens();
                 }
                 long[] turn = serve(cache, n, turns.get(n), loads);
@@ -269,13 +272,20 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     private static HiCache open(Settings settings, KvGeometry geometry, int devicePages,
-            io.hicache.core.memory.DeviceRuntime runtime, PageStore store, io.hicache.core.rank.RankGroup group) {
+            io.hicache.core.memory.DeviceRuntime runtime, PageStore store, io.hicache.core.rank.RankGroup group,
+            io.hicache.core.rank.RankGroup queries) {
         int rank = group == null ? 0 : group.rank();
         io.hicache.core.cache.HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(settings))
                 .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank,
                         group == null ? 1 : group.size()))
                 .geometry(geometry).devicePages(devicePages).runtime(runtime);
-        return open(group == null ? b : b.rankGroup(group), store);
+        if (group != null) {
+            b.rankGroup(group);
+        }
+        if (queries != null) {
+            b.prefetchRankGroup(queries);
+        }
+        return open(b, store);
     }
 
     /** One turn as an engine serves it; returns its prompt tokens, device hits, loaded tokens, 0, failures. */

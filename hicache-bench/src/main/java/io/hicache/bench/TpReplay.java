@@ -53,13 +53,15 @@ final class TpReplay {
      */
     static Outcome runTwoRanks(DeviceRuntime runtime, int rank1Gpu, KvGeometry geometry, int clients, int rounds)
             throws Exception {
-        try (TcpRankGroup group = TcpRankGroup.listen(GROUP, 2, "127.0.0.1", 0)) {
+        try (TcpRankGroup group = TcpRankGroup.listen(GROUP, 2, "127.0.0.1", 0);
+                TcpRankGroup queries = TcpRankGroup.listen(GROUP + "-prefetch", 2, "127.0.0.1", 0)) {
             ChildJvm child = ChildJvm.start(TpReplay.class, List.of(Integer.toString(group.port()),
+                    Integer.toString(queries.port()),
                     Integer.toString(rank1Gpu), Integer.toString(geometry.layers()), Integer.toString(geometry.kvHeads()),
                     Integer.toString(geometry.headDim()), Integer.toString(clients), Integer.toString(rounds)));
             RankRun mine;
             try {
-                mine = runRank(runtime, geometry, group, clients, rounds);
+                mine = runRank(runtime, geometry, group, queries, clients, rounds);
                 if (!child.awaitLine(DONE, 10, TimeUnit.MINUTES)) {
                     throw new IllegalStateException("rank 1 did not finish its replays; it printed " + child.lines());
                 }
@@ -91,9 +93,12 @@ final class TpReplay {
         return differ;
     }
 
-    /** One rank's replays, agreeing with the others through {@code group}. */
-    static RankRun runRank(DeviceRuntime runtime, KvGeometry geometry, RankGroup group, int clients, int rounds)
-            throws Exception {
+    /**
+     * One rank's replays, agreeing with the others through {@code group}, and reducing the page store's hits over
+     * {@code queries} on the prefetch query thread.
+     */
+    static RankRun runRank(DeviceRuntime runtime, KvGeometry geometry, RankGroup group, RankGroup queries, int clients,
+            int rounds) throws Exception {
         List<int[]> workload = ReplaySuite.workload(clients, rounds);
         int devicePages = ReplaySuite.devicePages(clients, rounds);
         Path shm = Path.of("/dev/shm");
@@ -104,12 +109,12 @@ final class TpReplay {
         try {
             List<long[]> deviceOnlyTurns = new ArrayList<>();
             ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, geometry, settings(hostDir, "device-only"),
-                    workload, devicePages, null, -1, 0, null, group, deviceOnlyTurns);
+                    workload, devicePages, null, -1, 0, null, group, queries, deviceOnlyTurns);
             List<long[]> tierTurns = new ArrayList<>();
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
             ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, geometry, settings(hostDir, "all"), workload,
                     devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
-                    loads, group, tierTurns);
+                    loads, group, queries, tierTurns);
             return new RankRun(deviceOnly, tiers, deviceOnlyTurns, tierTurns, loads);
         } finally {
             FileSuite.deleteTree(hostDir);
@@ -122,21 +127,24 @@ final class TpReplay {
     }
 
     /**
-     * Rank 1: {@code PORT GPU LAYERS KV_HEADS HEAD_DIM CLIENTS ROUNDS} (GPU: a CUDA device ordinal, or -1 for an
-     * emulated device). Prints {@code turn device-only|all}
+     * Rank 1: {@code PORT PREFETCH_PORT GPU LAYERS KV_HEADS HEAD_DIM CLIENTS ROUNDS} (GPU: a CUDA device ordinal, or
+     * -1 for an emulated device). Prints {@code turn device-only|all}
      * and each turn's answers, then {@value #DONE}.
      */
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);
-        int gpu = Integer.parseInt(args[1]);
-        KvGeometry geometry = KvGeometry.mha(Integer.parseInt(args[2]), Integer.parseInt(args[3]),
-                Integer.parseInt(args[4]), KvDtype.BFLOAT16);
-        int clients = Integer.parseInt(args[5]);
-        int rounds = Integer.parseInt(args[6]);
+        int queryPort = Integer.parseInt(args[1]);
+        int gpu = Integer.parseInt(args[2]);
+        KvGeometry geometry = KvGeometry.mha(Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                Integer.parseInt(args[5]), KvDtype.BFLOAT16);
+        int clients = Integer.parseInt(args[6]);
+        int rounds = Integer.parseInt(args[7]);
         try (TcpRankGroup group = TcpRankGroup.join(GROUP, 1, 2, "127.0.0.1", port, Duration.ofSeconds(30));
+                TcpRankGroup queries = TcpRankGroup.join(GROUP + "-prefetch", 1, 2, "127.0.0.1", queryPort,
+                        Duration.ofSeconds(30));
                 DeviceRuntime runtime = gpu >= 0 ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(gpu))
                         : new EmulatedDeviceRuntime(256L << 20, 2)) {
-            RankRun run = runRank(runtime, geometry, group, clients, rounds);
+            RankRun run = runRank(runtime, geometry, group, queries, clients, rounds);
             StringBuilder out = new StringBuilder();
             for (long[] t : run.deviceOnlyTurns()) {
                 out.append("turn device-only ").append(join(t)).append('\n');

@@ -122,9 +122,9 @@ public final class HiCache implements AutoCloseable {
 
     private HiCache(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device,
             DevicePageAllocator pageAllocator, HostPagePool host, Optional<PageStore> store, PrometheusRegistry registry,
-            KvEventSink sink, RankGroup ranks) {
+            KvEventSink sink, RankGroup ranks, RankGroup queryRanks) {
         this.config = config;
-        this.agreement = new RankAgreement(ranks, config.rankTimeout());
+        this.agreement = new RankAgreement(ranks, queryRanks, config.rankTimeout());
         boolean mla = format.geometry().attention() == AttentionKind.MLA;
         // MLA pages are the same bytes on every rank: one copy in the page store, written by one rank
         this.uploadsHere = !mla || namespace.tpRank() == config.mlaUploadRank();
@@ -157,7 +157,7 @@ public final class HiCache implements AutoCloseable {
      */
     static HiCache open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, DeviceSetup setup,
             DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher,
-            RankGroup ranks) {
+            RankGroup ranks, RankGroup queryRanks) {
         int devicePages = setup.pages();
         Checks.checkNotNull(config, "config");
         Checks.checkNotNull(namespace, "namespace");
@@ -168,6 +168,8 @@ public final class HiCache implements AutoCloseable {
         Checks.requireArgument(ranks == null || (ranks.size() == namespace.tpSize() && ranks.rank() == namespace.tpRank()),
                 "the rank group is rank %s of %s, the namespace says rank %s of %s", ranks == null ? 0 : ranks.rank(),
                 ranks == null ? 0 : ranks.size(), namespace.tpRank(), namespace.tpSize());
+        Checks.requireArgument(queryRanks == null || (ranks != null && queryRanks.size() == ranks.size()
+                && queryRanks.rank() == ranks.rank()), "the prefetch rank group must be the same ranks as the rank group");
         Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
                 "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
                 config.host().layout(), format.byteOrder());
@@ -200,7 +202,7 @@ public final class HiCache implements AutoCloseable {
             }
             return new HiCache(config, namespace, format, pool, setup.allocator() != null ? setup.allocator()
                     : pool.allocator(), host, Optional.ofNullable(store != null ? store : configured), registry, sink,
-                    ranks);
+                    ranks, queryRanks);
         } catch (RuntimeException e) {
             sink.close();
             if (configured != null) {

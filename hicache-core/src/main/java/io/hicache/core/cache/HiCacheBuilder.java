@@ -38,6 +38,7 @@ public final class HiCacheBuilder {
     private long deviceBytes;
     private DevicePageAllocator pageAllocator;
     private RankGroup rankGroup;
+    private RankGroup prefetchRankGroup;
     private boolean opened;
 
     HiCacheBuilder() {
@@ -118,6 +119,19 @@ public final class HiCacheBuilder {
     }
 
     /**
+     * A second group of the same ranks, for the prefetch query thread (SGLang's gloo group): with it the page store's
+     * hit count for each prefetch is reduced to the ranks' minimum before anything is fetched, so that no rank fetches
+     * pages another rank's store lacks (without it each rank fetches what its store has, and the minimum of what
+     * landed is kept when the prefetch ends: the trees agree either way). Optional; needs {@link #rankGroup}. It stays
+     * the caller's.
+     */
+    public HiCacheBuilder prefetchRankGroup(RankGroup value) {
+        Checks.requireState(prefetchRankGroup == null, "prefetchRankGroup was already set to %s", prefetchRankGroup);
+        prefetchRankGroup = Checks.checkNotNull(value, "prefetchRankGroup");
+        return this;
+    }
+
+    /**
      * The page store (L3) to use instead of the one {@code hicache-storage-backend} names. Optional. The cache takes
      * ownership and closes it, also when {@link #open()} fails.
      */
@@ -167,7 +181,8 @@ public final class HiCacheBuilder {
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
             return HiCache.open(config, namespace, geometry, new HiCache.DeviceSetup(devicePages, deviceAddress,
-                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup);
+                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup,
+                    prefetchRankGroup);
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

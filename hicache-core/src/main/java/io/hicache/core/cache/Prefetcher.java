@@ -246,6 +246,12 @@ final class Prefetcher implements AutoCloseable {
             cache.metrics.fail("prefetch: hit query " + e.getClass().getSimpleName());
             // What was counted before the failure still stands.
         }
+        try {
+            hits = cache.agreement.queryHits(hits); // once per prefetch on every rank, whatever happened above
+        } catch (RuntimeException e) { // the ranks can no longer agree: fetch nothing
+            cache.metrics.fail("prefetch: hit query reduction " + e.getClass().getSimpleName());
+            hits = 0;
+        }
         boolean revoke = hits < cache.config.prefetchThresholdPages();
         int[] trimmed;
         synchronized (op) {

@@ -62,13 +62,16 @@ final class RankAgreement {
     }
 
     private final RankGroup group;
+    /** A second group of the same ranks for the prefetch query thread (SGLang's gloo group), or null. */
+    private final RankGroup queryGroup;
     private final Duration timeout;
     private final List<ArrayDeque<Entry>> lanes = new ArrayList<>();
     /** Closing: settle applies what finished here, without asking the others (who may be gone). */
     private boolean local;
 
-    RankAgreement(RankGroup group, Duration timeout) {
+    RankAgreement(RankGroup group, RankGroup queryGroup, Duration timeout) {
         this.group = group;
+        this.queryGroup = queryGroup;
         this.timeout = timeout;
         for (int i = 0; i < Lane.values().length; i++) {
             lanes.add(new ArrayDeque<>());
@@ -130,6 +133,15 @@ final class RankAgreement {
     /** {@code values} reduced with MIN over the ranks; this rank's own without a group. */
     int[] allReduceMin(int... values) {
         return group == null || local ? values : group.allReduceMin(values, Deadline.after(timeout));
+    }
+
+    /**
+     * The page store's hits for a prefetch, reduced with MIN over the ranks on the prefetch query thread when there is
+     * a query group (this rank's own without one). Every rank's query thread calls it once per prefetch, in the order
+     * the prefetches started.
+     */
+    int queryHits(int hits) {
+        return queryGroup == null ? hits : queryGroup.allReduceMin(new int[] {hits}, Deadline.after(timeout))[0];
     }
 
     /** True on every rank when it is true on every rank. */

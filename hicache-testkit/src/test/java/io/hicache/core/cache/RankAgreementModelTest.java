@@ -77,6 +77,8 @@ class RankAgreementModelTest {
                 List.of("write_through", "write_through_selective", "write_back").get(script.nextInt(3)),
                 "hicache-storage-timeout", "2s", "hicache-rank-timeout", "10s");
         List<RankGroup> groups = LocalRankGroup.create("model", ranks);
+        // half the runs also reduce the store's hits on the prefetch query threads (SGLang's second group)
+        List<RankGroup> queryGroups = script.nextBoolean() ? LocalRankGroup.create("model-prefetch", ranks) : null;
         String[] seen = new String[ranks];
         AtomicReference<String> divergence = new AtomicReference<>();
         int[] compared = new int[1];
@@ -94,8 +96,8 @@ class RankAgreementModelTest {
             List<Future<String>> results = new ArrayList<>();
             for (int r = 0; r < ranks; r++) {
                 int rank = r;
-                results.add(threads.submit(() -> new Rank(rank, ranks, seed, settings, groups.get(rank)).run(seen, meet,
-                        divergence)));
+                results.add(threads.submit(() -> new Rank(rank, ranks, seed, settings, groups.get(rank),
+                        queryGroups == null ? null : queryGroups.get(rank)).run(seen, meet, divergence)));
             }
             List<String> stats = new ArrayList<>();
             ExecutionException first = null;
@@ -113,12 +115,15 @@ class RankAgreementModelTest {
             }
             assertEquals(null, divergence.get());
             assertEquals(STEPS + STEPS / 100 + 1, compared[0], "the ranks met after every step");
-            System.out.println("rank model test: " + ranks + " ranks, " + STEPS + " steps, seed " + seed + "; "
-                    + String.join("; ", stats));
+            System.out.println("rank model test: " + ranks + " ranks, " + STEPS + " steps, seed " + seed
+                    + (queryGroups != null ? ", hits reduced on the query threads" : "") + "; " + String.join("; ", stats));
         } finally {
             threads.shutdownNow();
             for (RankGroup g : groups) {
                 g.close();
+            }
+            if (queryGroups != null) {
+                queryGroups.forEach(RankGroup::close);
             }
         }
     }
@@ -147,10 +152,11 @@ class RankAgreementModelTest {
         private final SplittableRandom timing;
         private final Map<String, String> settings;
         private final RankGroup group;
+        private final RankGroup queryGroup;
         private final int ranks;
         private final long seed;
 
-        Rank(int rank, int ranks, long seed, Map<String, String> settings, RankGroup group) {
+        Rank(int rank, int ranks, long seed, Map<String, String> settings, RankGroup group, RankGroup queryGroup) {
             this.rank = rank;
             this.ranks = ranks;
             this.seed = seed;
@@ -158,8 +164,10 @@ class RankAgreementModelTest {
             this.timing = new SplittableRandom(seed * 31 + rank);
             this.settings = settings;
             this.group = group;
-            script.nextInt(3); // the two choices the settings took
+            this.queryGroup = queryGroup;
+            script.nextInt(3); // the three choices the run's set-up took
             script.nextInt(3);
+            script.nextBoolean();
         }
 
         String run(String[] seen, CyclicBarrier meet, AtomicReference<String> divergence) throws Exception {
@@ -170,6 +178,9 @@ class RankAgreementModelTest {
                     dumpRankThreads(); // where the rank it waited for is
                 }
                 group.close(); // the others' collectives fail at once instead of at their deadline
+                if (queryGroup != null) {
+                    queryGroup.close();
+                }
                 meet.reset();
                 throw e;
             }
@@ -183,7 +194,8 @@ class RankAgreementModelTest {
             for (int i = 0; i < 10; i++) {
                 library.add(tokens(script, 8 + script.nextInt(32)));
             }
-            try (TestEngine engine = new TestEngine(settings, 32, store, null, TestEngine.GEOMETRY, ns, ALONE ? null : group);
+            try (TestEngine engine = new TestEngine(settings, 32, store, null, TestEngine.GEOMETRY, ns,
+                    ALONE ? null : group, ALONE ? null : queryGroup);
                     Arena arena = Arena.ofShared()) {
                 MemorySegment flat = arena.allocate(engine.cache.format().pageBytes(), 64);
                 List<Open> open = new ArrayList<>();

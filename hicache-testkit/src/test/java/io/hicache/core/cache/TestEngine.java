@@ -57,12 +57,15 @@ final class TestEngine implements AutoCloseable {
     /** An engine for a model of {@code geometry} whose rank {@code namespace} names. */
     TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
             KvGeometry geometry, Namespace namespace) {
-        this(settings, devicePages, store, events, geometry, namespace, null);
+        this(settings, devicePages, store, events, geometry, namespace, null, null);
     }
 
-    /** As above, the cache being the rank of {@code ranks} that {@code namespace} names (null: no group). */
+    /**
+     * As above, the cache being the rank of {@code ranks} that {@code namespace} names (null: no group), with
+     * {@code prefetchRanks} for its prefetch query thread (null: none).
+     */
     TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
-            KvGeometry geometry, Namespace namespace, RankGroup ranks) {
+            KvGeometry geometry, Namespace namespace, RankGroup ranks, RankGroup prefetchRanks) {
         Path shm = Path.of("/dev/shm");
         try {
             hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
@@ -75,7 +78,7 @@ final class TestEngine implements AutoCloseable {
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
         try {
-            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace, ranks);
+            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace, ranks, prefetchRanks);
         } catch (RuntimeException e) {
             runtime.close();
             deleteHostDir();
@@ -88,11 +91,15 @@ final class TestEngine implements AutoCloseable {
     }
 
     private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store,
-            KvEventPublisher events, KvGeometry geometry, Namespace namespace, RankGroup ranks) {
+            KvEventPublisher events, KvGeometry geometry, Namespace namespace, RankGroup ranks,
+            RankGroup prefetchRanks) {
         HiCacheBuilder b = HiCache.builder().config(config).namespace(namespace).geometry(geometry)
                 .devicePages(devicePages).runtime(runtime);
         if (ranks != null) {
             b.rankGroup(ranks);
+        }
+        if (prefetchRanks != null) {
+            b.prefetchRankGroup(prefetchRanks);
         }
         if (events != null) {
             b.kvEventPublisher(events);
