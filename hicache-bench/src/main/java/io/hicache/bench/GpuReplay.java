@@ -51,9 +51,16 @@ final class GpuReplay {
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
             // -Dhicache.bench.gpu-replay.quiesce-before-load=true: a diagnosis of what a load-back waits for
             loads.quiesceFirst = Boolean.getBoolean("hicache.bench.gpu-replay.quiesce-before-load");
+            // -Dhicache.bench.gpu-replay.sample-loads=true: another diagnosis, where the loadBack calls spend their time
+            loads.sampler = Boolean.getBoolean("hicache.bench.gpu-replay.sample-loads") ? new CallSampler() : null;
             ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, ReplaySuite.settings(hostDir, "all"), workload,
                     devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
                     loads);
+            if (loads.sampler != null) {
+                loads.sampler.close();
+                System.err.println("gpu replay: where loadBack spent its time (sampled every 200 us):");
+                loads.sampler.top(25).forEach(line -> System.err.println("  " + line));
+            }
             double contiguous = contiguousGbps(runtime, Math.min(loads.bytes, 1L << 30));
             System.err.printf("gpu replay: %d clients x %d rounds (%d tokens per conversation at the end), device pool %d"
                     + " pages of 2 MiB; served %d tokens (device %d, host %d, store %d) vs device-only %d; loads %d"

@@ -214,6 +214,8 @@ public final class ReplaySuite implements BenchSuite {
          * so that its time shows what is left when it need not wait for them.
          */
         boolean quiesceFirst;
+        /** A diagnostic too: when set, where the load-back calls spend their time (see {@link CallSampler}). */
+        CallSampler sampler;
 
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
@@ -303,7 +305,17 @@ public final class ReplaySuite implements BenchSuite {
                 cache.awaitIdle(Duration.ofSeconds(30));
             }
             long loadStart = System.nanoTime();
-            CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
+            if (loads != null && loads.sampler != null) {
+                loads.sampler.enter();
+            }
+            CacheRequest.LoadBack lb;
+            try {
+                lb = r.loadBack(Integer.MAX_VALUE);
+            } finally {
+                if (loads != null && loads.sampler != null) {
+                    loads.sampler.leave();
+                }
+            }
             long submitted = System.nanoTime();
             if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
                 throw new IllegalStateException("a load-back did not finish");

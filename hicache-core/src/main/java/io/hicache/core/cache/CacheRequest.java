@@ -288,6 +288,14 @@ public final class CacheRequest implements AutoCloseable {
             Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
                     pages.length, tokens.length / page);
             cache.settle(); // for ranks that agree: what finished everywhere is applied before the tree changes
+            int[] prefix = locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
+            for (int i = 0; i < pages.length; i++) {
+                // a page neither allocated here nor the cached prefix's would end up with two owners
+                Checks.requireArgument(owned.contains(pages[i]) || (i < prefix.length && prefix[i] == pages[i]),
+                        "page %s at position %s is neither one this request allocated nor its cached prefix's page "
+                                + "there (after a load-back that failed, the prefix is shorter: ask prefixPages() again)",
+                        pages[i], i);
+            }
             RadixTree.InsertResult r = cache.tree.insert(extraKey, tokens, pages,
                     finished ? cache.config.writePolicy().hitThreshold() : 0);
             for (int p : pages) {

@@ -44,8 +44,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * and, optionally, a page store (L3). An engine opens one per model rank, then for each request follows the short
  * sequence of {@link CacheRequest} (docs/embedding.md): request, prefetch check, load back, allocate, commit, close.
  *
- * <p>Background work runs on named loops with bounded queues ({@code hicache-completions}, {@code -upload},
- * {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}); a failed copy or store call becomes a miss
+ * <p>Background work runs on named loops with bounded queues ({@code hicache-completions}, {@code -host-commit},
+ * {@code -upload}, {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}); a failed copy or store call becomes a miss
  * or a skipped backup, counted in {@link #stats()}, never a dead thread or a damaged tree.
  *
  * <p>With {@code kv-events-config} set (or a publisher given to the builder) the cache publishes SGLang's KV events
@@ -61,6 +61,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class HiCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
+    /** Threads of the {@code hicache-host-commit} loop. */
+    private static final int HOST_COMMIT_THREADS = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
 
     final HiCacheConfig config;
     final Namespace namespace;
@@ -90,6 +92,12 @@ public final class HiCache implements AutoCloseable {
     final Uploader uploader;
     final Prefetcher prefetcher;
     private final Loop<Boolean> hostEvictor;
+    /**
+     * Commits the host pages of finished backups (checksums, journal, index) off the thread that saw the copy finish:
+     * on CUDA that thread signals every copy of its stream, loads included, and a 2 MiB page's checksum takes about a
+     * tenth of a millisecond; on several threads, since a turn's backup can be tens of pages.
+     */
+    private final Loop<BackupOp> hostCommits;
     /** Ready host pages left by an earlier run, which no node owns: adopted by requests, or the first to go. */
     final WarmHostPages leftovers;
     /** Keeps this rank's tree the same as the other tensor-parallel ranks' (does nothing for one rank). */
@@ -143,6 +151,8 @@ public final class HiCache implements AutoCloseable {
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
+        this.hostCommits = new Loop<>("host-commit", config.queueCapacity(), this::commitBackup, metrics, null,
+                HOST_COMMIT_THREADS);
         export.start(this::stats);
     }
 
@@ -624,7 +634,7 @@ public final class HiCache implements AutoCloseable {
             claimed++;
         }
         // A key can be claimed here by a prefetch still writing it and not on another rank: all start it, or none.
-        if (!agreement.allAgree(claimed == slots.length)) {
+        if (!agreement.allAgree(RankAgreement.Site.BACKUP_CLAIM, claimed == slots.length)) {
             for (int j = 0; j < claimed; j++) {
                 host.abortWrite(slots[j]);
             }
@@ -644,17 +654,40 @@ public final class HiCache implements AutoCloseable {
         op.settling = settling;
         long start = System.nanoTime();
         copy.done().whenComplete((v, error) -> {
-            if (error == null) {
-                export.backupSeconds.observe((System.nanoTime() - start) / 1e9);
-                op.commitOnce(); // checksums and the host index here, on the copy's thread, not under the cache's lock
+            if (error != null) {
+                backupCommitted(op, false);
+                return;
             }
-            if (settling != null) {
-                settling.done(error == null); // applied when every rank's is done: see RankAgreement
-            } else {
-                complete(() -> finishBackup(op, error == null));
+            export.backupSeconds.observe((System.nanoTime() - start) / 1e9);
+            if (!hostCommits.put(op)) {
+                commitBackup(op); // closing: here, then
             }
         });
         return op;
+    }
+
+    /**
+     * Commits the host pages of a backup whose copy finished (checksums and the host index, not under the cache's
+     * lock), then hands it to be applied: on the completion loop, or, for ranks that agree, at a settle.
+     */
+    private void commitBackup(BackupOp op) {
+        boolean ok;
+        try {
+            op.commitOnce();
+            ok = true;
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "committing a backup's host pages failed", e);
+            ok = false;
+        }
+        backupCommitted(op, ok);
+    }
+
+    private void backupCommitted(BackupOp op, boolean ok) {
+        if (op.settling != null) {
+            op.settling.done(ok); // applied when every rank's is done: see RankAgreement
+        } else {
+            complete(() -> finishBackup(op, ok));
+        }
     }
 
     /** Applies a finished backup, once: commits the host pages, or gives the slots back when the copy failed. */
@@ -678,15 +711,18 @@ public final class HiCache implements AutoCloseable {
             metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {
                 events.stored(n, Medium.CPU);
-                if (uploadsHere && stores.writesAccepted()) {
-                    uploader.upload(n);
+                if (stores.writesAccepted() && (uploadsHere || agreement.enabled())) {
+                    // an MLA rank that does not upload still queues what the uploading rank protects, unwritten, so
+                    // that the ranks' queues and host pins stay the same
+                    uploader.upload(n, uploadsHere);
                 } else if (uploadsHere && stores.attached()) { // a detach has begun: counted, as the docs say
                     metrics.uploadSkippedPages.add(n.pages());
                 }
             }
         } else {
             metrics.fail("backup: copy failed");
-            if (!op.committed.isDone()) { // else it worked here and failed on another rank: its pages are ready
+            if (!op.committed.isDone() || op.committed.isCompletedExceptionally()) {
+                // (else it worked here and failed on another rank: its pages are ready, and released below)
                 for (int s : op.slots) {
                     host.abortWrite(s);
                 }
@@ -749,9 +785,12 @@ public final class HiCache implements AutoCloseable {
         /** Waits for the copy (with the lock held: the copy does not need it) and applies it; true if it worked. */
         boolean awaitAndFinish(Deadline deadline) {
             if (settling != null) {
-                // Every rank waits for its own copies up to this one, then all apply what all of them finished.
+                // Every rank waits for its own copies up to this one, then all apply what all of them finished (a
+                // settle applies a bounded number of copies: again while it applies some and this one waits).
                 agreement.awaitDone(RankAgreement.Lane.COPIES, settling, deadline);
-                settle();
+                do {
+                    settle();
+                } while (!finished && agreement.copiesApplied() > 0);
                 return finished && finishedOk;
             }
             try {
@@ -932,6 +971,7 @@ public final class HiCache implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        hostCommits.close(leftMillis(end));
         completions.close(leftMillis(end));
         hostEvictor.close(leftMillis(end));
         if (!uploader.idle() || uploader.depth() > 0) {

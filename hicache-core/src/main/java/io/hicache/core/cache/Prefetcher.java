@@ -148,7 +148,7 @@ final class Prefetcher implements AutoCloseable {
         }
         // Each rank measured its own store speed, and its query loop has its own backlog: all start it, or none.
         boolean room = query.hasRoom();
-        if (!cache.agreement.allAgree(!slower && room)) {
+        if (!cache.agreement.allAgree(RankAgreement.Site.PREFETCH_START, !slower && room)) {
             skip(r, slower ? "slower_than_recompute" : room ? "another_rank_declined" : "queue_full");
             return null;
         }
@@ -371,7 +371,7 @@ final class Prefetcher implements AutoCloseable {
                 op.inFlightTo = -1;
                 if (op.finished) {
                     // The request went on without these pages: give every slot of the batch back (ranks that agree
-                    // do it at a settle, where every rank does).
+                    // free them, and the prefetch's other unused slots, at a settle, where every rank does).
                     if (op.inFlightRelease != null) {
                         op.inFlightRelease.done(true);
                     } else {
@@ -419,7 +419,7 @@ final class Prefetcher implements AutoCloseable {
                 agreed = new int[] {force || mayEnd(op) ? 1 : 0, op.revoked ? 0 : op.landed};
             }
             // SGLang's two reductions in one: every rank may end it, and the pages that landed on every rank
-            agreed = cache.agreement.allReduceMin(agreed);
+            agreed = cache.agreement.allReduceMin(RankAgreement.Site.PREFETCH_END, agreed);
             if (agreed[0] == 0) {
                 return false;
             }
@@ -445,14 +445,15 @@ final class Prefetcher implements AutoCloseable {
             }
             release = free.stream().mapToInt(Integer::intValue).toArray();
             if (agreeing) {
-                // queued on every rank, a batch in flight here or not, so that the ranks' queues stay the same
-                int[] inFlight = op.inFlightFrom < 0 ? new int[0]
-                        : Arrays.copyOfRange(op.slots, op.inFlightFrom, op.inFlightTo);
-                op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, inFlight.length,
-                        ok -> cache.host.release(inFlight));
-                if (inFlight.length == 0) {
+                // Ranks that agree free them all at once, at a settle, once the batch in flight here (if any) is
+                // done: every rank then has the same free host slots at every call.
+                int[] all = Arrays.copyOfRange(op.slots, landed, op.pages);
+                op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, all.length,
+                        ok -> cache.host.release(all));
+                if (op.inFlightFrom < 0) {
                     op.inFlightRelease.done(true);
                 }
+                release = new int[0];
             }
         }
         cache.host.release(release);
@@ -471,7 +472,7 @@ final class Prefetcher implements AutoCloseable {
             }
         }
         for (CacheRequest r : op.requests) {
-            r.prefetchEnded(kept, op.pages, revoked);
+            r.prefetchEnded(kept, op.pages, revoked && !agreeing); // a revoke is one rank's view; what landed is all's
         }
         List<Op> fromAnchor = running.get(op.anchor);
         if (fromAnchor != null && fromAnchor.remove(op) && fromAnchor.isEmpty()) {

@@ -1,7 +1,10 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.core.rank.RankGroup;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -18,10 +21,21 @@ import java.util.function.Consumer;
  * every decision that depends on timing or on one rank's view goes through {@link #allReduceMin} at the same call on
  * every rank. Without a group (one rank) it does nothing: completions apply as they happen.
  *
- * <p>Not thread-safe: every method but {@link Entry#done} is called with the cache's lock held. Holds no resources;
- * the group is the embedder's.
+ * <p>Every collective carries the point of the code that calls it ({@link Site}), reduced with MIN and MAX, so that
+ * ranks that fell out of step (one rank settles where another claims a backup's pages) fail at once with
+ * {@code RANK_GROUP_FAILED} on every rank rather than combining unrelated values.
+ *
+ * <p>Not thread-safe: every method but {@link Entry#done} and {@link #queryHits} (the prefetch query thread's, on its
+ * own group) is called with the cache's lock held. Holds no resources; the groups are the embedder's.
  */
 final class RankAgreement {
+    private static final System.Logger LOG = System.getLogger(RankAgreement.class.getName());
+
+    /** The points of the code that call a collective: every rank must call the same ones in the same order. */
+    enum Site {
+        SETTLE, BACKUP_CLAIM, PREFETCH_START, PREFETCH_END, LEFTOVERS_ANY, LEFTOVERS_ADOPTED, QUERY_HITS
+    }
+
     /** Copies whose outcome one settle carries at most: more finished ones wait for the next. */
     static final int COPY_OUTCOMES = 32;
 
@@ -67,7 +81,9 @@ final class RankAgreement {
     private final Duration timeout;
     private final List<ArrayDeque<Entry>> lanes = new ArrayList<>();
     /** Closing: settle applies what finished here, without asking the others (who may be gone). */
-    private boolean local;
+    private volatile boolean local;
+    /** Copies the last settle applied (the same on every rank). */
+    private int copiesApplied;
 
     RankAgreement(RankGroup group, RankGroup queryGroup, Duration timeout) {
         this.group = group;
@@ -120,19 +136,35 @@ final class RankAgreement {
             values[lane] = lead;
         }
         System.arraycopy(extra, 0, values, n + COPY_OUTCOMES, extra.length);
-        int[] agreed = local ? values : group.allReduceMin(values, Deadline.after(timeout));
+        int[] agreed = local ? values : reduce(group, Site.SETTLE, values);
+        copiesApplied = agreed[Lane.COPIES.ordinal()];
         for (int lane = 0; lane < n; lane++) {
             for (int i = 0; i < agreed[lane]; i++) {
                 Entry e = lanes.get(lane).pollFirst();
-                e.apply.accept(lane != Lane.COPIES.ordinal() || agreed[n + i] == 1);
+                try {
+                    e.apply.accept(lane != Lane.COPIES.ordinal() || agreed[n + i] == 1);
+                } catch (RuntimeException failure) {
+                    // the rest must still be applied, or this rank's queues fall out of step with the others'
+                    LOG.log(Level.ERROR, "applying a finished " + Lane.values()[lane] + " entry failed", failure);
+                }
             }
         }
         return Arrays.copyOfRange(agreed, n + COPY_OUTCOMES, agreed.length);
     }
 
-    /** {@code values} reduced with MIN over the ranks; this rank's own without a group. */
-    int[] allReduceMin(int... values) {
-        return group == null || local ? values : group.allReduceMin(values, Deadline.after(timeout));
+    /** Copies the last {@link #settle} applied: the same on every rank. */
+    int copiesApplied() {
+        return copiesApplied;
+    }
+
+    /** {@code values} reduced with MIN over the ranks at {@code site}; this rank's own without a group. */
+    int[] allReduceMin(Site site, int... values) {
+        return group == null || local ? values : reduce(group, site, values);
+    }
+
+    /** True on every rank when it is true on every rank. */
+    boolean allAgree(Site site, boolean value) {
+        return allReduceMin(site, value ? 1 : 0)[0] == 1;
     }
 
     /**
@@ -141,12 +173,25 @@ final class RankAgreement {
      * the prefetches started.
      */
     int queryHits(int hits) {
-        return queryGroup == null ? hits : queryGroup.allReduceMin(new int[] {hits}, Deadline.after(timeout))[0];
+        return queryGroup == null || local ? hits : reduce(queryGroup, Site.QUERY_HITS, new int[] {hits})[0];
     }
 
-    /** True on every rank when it is true on every rank. */
-    boolean allAgree(boolean value) {
-        return allReduceMin(value ? 1 : 0)[0] == 1;
+    /**
+     * {@code values} reduced with MIN over {@code over}'s ranks, with {@code site} and its negation in front, so that a
+     * rank calling from another site is seen by every rank (their MIN and MAX differ).
+     */
+    private int[] reduce(RankGroup over, Site site, int[] values) {
+        int[] tagged = new int[values.length + 2];
+        tagged[0] = site.ordinal();
+        tagged[1] = -site.ordinal();
+        System.arraycopy(values, 0, tagged, 2, values.length);
+        int[] agreed = over.allReduceMin(tagged, Deadline.after(timeout));
+        if (agreed[0] != -agreed[1]) {
+            throw new HiCacheException(ErrorCode.RANK_GROUP_FAILED, "the ranks' caches are out of step: this rank "
+                    + "reduced at " + site + ", another at " + Site.values()[agreed[0] == site.ordinal() ? -agreed[1]
+                    : agreed[0]] + " (every rank must drive its cache with the same calls in the same order)");
+        }
+        return Arrays.copyOfRange(agreed, 2, agreed.length);
     }
 
     /**
@@ -188,6 +233,11 @@ final class RankAgreement {
             }
         }
         return true;
+    }
+
+    /** Entries queued in each lane: for tests, which check that ranks' queues stay the same. */
+    int[] queued() {
+        return lanes.stream().mapToInt(ArrayDeque::size).toArray();
     }
 
     /** Host slots that queued releases hold. */

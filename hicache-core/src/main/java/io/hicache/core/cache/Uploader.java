@@ -91,14 +91,19 @@ final class Uploader implements AutoCloseable {
 
     /**
      * Queues {@code node}'s pages; call with the cache's lock held. Skipped (and counted) when the queue is full, in
-     * entries or in bytes.
+     * entries or in bytes. {@code write} false (ranks that agree, on an MLA rank that does not upload) only protects
+     * the node's host pages as the uploading rank does, until the ranks agree its upload is done.
      */
-    void upload(TreeNode node) {
+    void upload(TreeNode node, boolean write) {
         RankAgreement.Entry settling = null;
         if (cache.agreement.enabled()) {
             // SGLang's protect_host at queueing: when the pages may go again is agreed by the ranks, not timed here
             cache.tree.protectHost(node);
             settling = cache.agreement.add(RankAgreement.Lane.UPLOADS, 0, ok -> cache.tree.releaseHost(node));
+            if (!write) {
+                settling.done(true);
+                return;
+            }
         }
         enqueue(new Upload(node, node.hashes(), node.hostSlots().clone(), 0,
                 cache.events.enabled() ? cache.events.capture(node) : null, settling));
@@ -137,6 +142,9 @@ final class Uploader implements AutoCloseable {
             }
             try {
                 write(batch.uploads);
+            } catch (RuntimeException e) { // never lose the batch behind it, nor the loop
+                LOG.log(System.Logger.Level.ERROR, "an upload batch failed unexpectedly", e);
+                cache.metrics.fail("upload: " + e.getClass().getSimpleName());
             } finally {
                 synchronized (budgetLock) {
                     hostPagesHeld -= batch.pages;

@@ -86,7 +86,8 @@ final class WarmHostPages {
         }
         boolean agreeing = cache.agreement.enabled();
         if (agreeing && anyRankHasThem == null) { // every rank's first request with a tail asks, once
-            anyRankHasThem = cache.agreement.allReduceMin(slots.isEmpty() ? 1 : 0)[0] == 0;
+            anyRankHasThem = cache.agreement.allReduceMin(RankAgreement.Site.LEFTOVERS_ANY, slots.isEmpty() ? 1 : 0)[0]
+                    == 0;
         }
         if (agreeing ? !anyRankHasThem : slots.isEmpty()) {
             return 0;
@@ -112,7 +113,7 @@ final class WarmHostPages {
             }
         }
         if (agreeing) {
-            count = cache.agreement.allReduceMin(count)[0]; // the pages every rank kept, and no more
+            count = cache.agreement.allReduceMin(RankAgreement.Site.LEFTOVERS_ADOPTED, count)[0]; // what all kept
         }
         if (count == 0) {
             return 0;
