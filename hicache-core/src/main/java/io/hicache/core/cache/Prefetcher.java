@@ -435,18 +435,9 @@ final class Prefetcher implements AutoCloseable {
             revoked = op.revoked;
             landed = agreeing ? agreed[1] : revoked ? 0 : op.landed;
             hashes = op.hashes;
-            // Slots past what landed, up to the query's limit (all of them, for ranks that agree: the query kept
-            // them), and not in a batch the I/O loop holds.
-            List<Integer> free = new ArrayList<>();
-            for (int i = landed; i < (agreeing ? op.pages : op.limit); i++) {
-                if (i < op.inFlightFrom || i >= op.inFlightTo) {
-                    free.add(op.slots[i]);
-                }
-            }
-            release = free.stream().mapToInt(Integer::intValue).toArray();
             if (agreeing) {
-                // Ranks that agree free them all at once, at a settle, once the batch in flight here (if any) is
-                // done: every rank then has the same free host slots at every call.
+                // Ranks that agree free every slot past what landed (the query kept them) at once, at a settle, once
+                // the batch in flight here (if any) is done: every rank then has the same free host slots at every call.
                 int[] all = Arrays.copyOfRange(op.slots, landed, op.pages);
                 op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, all.length,
                         ok -> cache.host.release(all));
@@ -454,6 +445,15 @@ final class Prefetcher implements AutoCloseable {
                     op.inFlightRelease.done(true);
                 }
                 release = new int[0];
+            } else {
+                // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds.
+                List<Integer> free = new ArrayList<>();
+                for (int i = landed; i < op.limit; i++) {
+                    if (i < op.inFlightFrom || i >= op.inFlightTo) {
+                        free.add(op.slots[i]);
+                    }
+                }
+                release = free.stream().mapToInt(Integer::intValue).toArray();
             }
         }
         cache.host.release(release);

@@ -185,7 +185,8 @@ class HiCacheModelTest {
         }
     }
 
-    private static int[] nextPrompt(SplittableRandom random, List<int[]> library) {
+    /** A prompt from {@code library}: a conversation, maybe cut short, maybe with new tokens; it may join the library. */
+    static int[] nextPrompt(SplittableRandom random, List<int[]> library) {
         int[] base = library.get(random.nextInt(library.size()));
         int keep = random.nextInt(4) == 0 ? random.nextInt(base.length + 1) : base.length;
         int[] extra = randomTokens(random, random.nextInt(4) == 0 ? 0 : random.nextInt(24));
@@ -196,7 +197,7 @@ class HiCacheModelTest {
         return prompt;
     }
 
-    private static int[] randomTokens(SplittableRandom random, int n) {
+    static int[] randomTokens(SplittableRandom random, int n) {
         int[] t = new int[n];
         for (int i = 0; i < n; i++) {
             t[i] = random.nextInt(50);

@@ -209,7 +209,7 @@ class RankAgreementModelTest {
             Namespace ns = Namespace.of("rank-model", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank, ranks);
             List<int[]> library = new ArrayList<>();
             for (int i = 0; i < 10; i++) {
-                library.add(tokens(script, 8 + script.nextInt(32)));
+                library.add(HiCacheModelTest.randomTokens(script, 8 + script.nextInt(32)));
             }
             try (TestEngine engine = new TestEngine(settings, 32, store, null, shared != null ? MLA : TestEngine.GEOMETRY, ns,
                     ALONE ? null : group, ALONE ? null : queryGroup);
@@ -227,7 +227,7 @@ class RankAgreementModelTest {
                     } else {
                         int choice = script.nextInt(100);
                         if (open.isEmpty() || (choice < 25 && open.size() < 6)) {
-                            int[] prompt = nextPrompt(script, library);
+                            int[] prompt = HiCacheModelTest.nextPrompt(script, library);
                             CacheRequest r = engine.cache.request("r" + opened++, prompt);
                             open.add(new Open(r, prompt));
                             said.append("open ").append(r.id()).append(" device ").append(r.deviceTokens())
@@ -377,24 +377,5 @@ class RankAgreementModelTest {
                     .append(c.pending() == null ? "" : c.pending().toHost() ? " backing-up" : " loading").append('\n');
             describe(c, depth + 1, b);
         }
-    }
-
-    private static int[] nextPrompt(SplittableRandom random, List<int[]> library) {
-        int[] base = library.get(random.nextInt(library.size()));
-        int keep = random.nextInt(4) == 0 ? random.nextInt(base.length + 1) : base.length;
-        int[] extra = tokens(random, random.nextInt(4) == 0 ? 0 : random.nextInt(24));
-        int[] prompt = TestEngine.concat(Arrays.copyOf(base, keep), extra);
-        if (random.nextInt(8) == 0) {
-            library.set(random.nextInt(library.size()), prompt); // conversations grow
-        }
-        return prompt;
-    }
-
-    private static int[] tokens(SplittableRandom random, int n) {
-        int[] t = new int[n];
-        for (int i = 0; i < n; i++) {
-            t[i] = random.nextInt(50);
-        }
-        return t;
     }
 }
