@@ -294,6 +294,16 @@ public final class HiCache implements AutoCloseable {
         return device.buffers();
     }
 
+    /**
+     * The device pool's memory where this process's host code can address it, laid out as
+     * {@link io.hicache.core.memory.DeviceLayout} says: on the emulated device, so that a transport (prefill/decode
+     * disaggregation) can register it and move pages straight in and out of the pool; empty on CUDA, whose pool only a
+     * device-side transport reaches. Valid while the cache is open.
+     */
+    public Optional<MemorySegment> hostVisibleDeviceMemory() {
+        return device.hostVisibleMemory();
+    }
+
     /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
     public record Flushed(long devicePages, long hostPages) {
     }

@@ -1,0 +1,210 @@
+package io.hicache.transfer.pd;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.Deadline;
+import io.hicache.core.cache.HiCache;
+import io.hicache.core.cache.HiCacheConfig;
+import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageByteOrder;
+import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.TransferConfig;
+import io.hicache.transfer.TransferEngine;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 20, parts 1 and 2, in one JVM over TCP: a prefill and a decode, each on its own cache (emulated device, host
+ * pool), serve a conversation of several turns. Each turn's prompt is the last one, the answer the decode generated,
+ * and a new message. The prefill computes only what its cache lacks; the decode receives only what its cache lacks
+ * (the earlier turns it decoded are there), and every prompt page on the decode has the bytes the prefill computed
+ * for its tokens; at the end nothing is pinned on either side.
+ */
+class CachedPdTest {
+    private static final KvGeometry MODEL = KvGeometry.mha(3, 2, 16, KvDtype.BFLOAT16);
+    private static final int PAGE = 4;
+    private static final int DEVICE_PAGES = 256;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+    private final List<Path> dirs = new ArrayList<>();
+    private final Arena arena = Arena.ofShared();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            open.get(i).close();
+        }
+        arena.close();
+        for (Path dir : dirs) {
+            try (Stream<Path> all = Files.walk(dir)) {
+                for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+    }
+
+    private <T extends AutoCloseable> T keep(T c) {
+        open.add(c);
+        return c;
+    }
+
+    /** One side: its cache over an emulated device, its transfer engine with the cache's pool registered. */
+    private record Side(HiCache cache, TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux) {
+    }
+
+    private Side side(String name) throws Exception {
+        Path shm = Path.of("/dev/shm");
+        Path dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-pd-" + name);
+        dirs.add(dir);
+        EmulatedDeviceRuntime runtime = keep(new EmulatedDeviceRuntime(64L << 20, 2));
+        HiCache cache = keep(HiCache.builder()
+                .config(HiCacheConfig.from(Settings.builder().flag("page-size", Integer.toString(PAGE))
+                        .flag("hicache-ratio", "2").flag("host.dir", dir.toString()).build()))
+                .namespace(Namespace.of("pd-model", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
+                .geometry(MODEL).devicePages(DEVICE_PAGES).runtime(runtime).open());
+        TransferEngine engine = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of("tcp"))
+                .withTimeouts(2_000, 500, 200)));
+        RankSpec spec = new RankSpec(MODEL, PAGE, 1, 0, DEVICE_PAGES, 8, 64, engine.address());
+        MemorySegment pool = cache.hostVisibleDeviceMemory().orElseThrow();
+        LocalRegion kv = engine.register(RankSpec.KV_REGION, pool);
+        LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
+        return new Side(cache, engine, spec, kv, aux);
+    }
+
+    @Test
+    void eachTurnMovesOnlyWhatTheDecodeLacksAndTheDecodeKeepsItForTheNext() throws Exception {
+        BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
+        Side p = side("prefill");
+        Side d = side("decode");
+        PrefillRank prefillRank = keep(PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
+        DecodeRank decodeRank = keep(DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
+        CachedPrefill prefill = CachedPrefill.over(p.cache, prefillRank);
+        CachedDecode decode = keep(CachedDecode.over(d.cache, decodeRank, 5_000));
+        ExecutorService prefillThread = Executors.newSingleThreadExecutor();
+        SplittableRandom random = new SplittableRandom(7);
+        MemorySegment flat = arena.allocate(d.cache.format().pageBytes(), 64);
+        int[] conversation = new int[0];
+        int decodedBefore = 0; // whole pages of the last turn's sequence the decode committed
+        try {
+            for (int turn = 0; turn < 4; turn++) {
+                int[] prompt = concat(conversation, tokens(random, 30 + random.nextInt(20)));
+                long room = 100 + turn;
+                byte[] aux = ("turn " + turn).getBytes();
+                String prefillId = "p" + turn;
+                Future<CachedPrefill.Outcome> sent = prefillThread.submit(() -> prefill.prefill(room, prefillId,
+                        prompt, (tokens, from, pages) -> computeInto(p.cache, tokens, from, pages),
+                        aux, Deadline.after(Duration.ofSeconds(20))));
+                CachedDecode.Received got = decode.receive(room, "d" + turn, prompt, boot.url(), turn % 8,
+                        Deadline.after(Duration.ofSeconds(20)));
+                CachedPrefill.Outcome out = sent.get(30, TimeUnit.SECONDS);
+                assertEquals(KvPoll.SUCCESS, got.state(), got.failure());
+                assertEquals(KvPoll.SUCCESS, out.state(), out.failure());
+                assertNotNull(got.request());
+                // the decode held what it decoded last turn, and received the rest
+                assertEquals(decodedBefore * PAGE, got.cachedTokens(), "turn " + turn + ": tokens the decode held");
+                assertEquals(prompt.length - decodedBefore * PAGE, got.receivedTokens());
+                // the prefill computed only past what its cache held: last turn's prompt, in whole pages
+                assertEquals(turn == 0 ? 0 : conversationPromptPages(turn) * PAGE, out.cachedTokens(),
+                        "turn " + turn + ": tokens the prefill's cache served");
+                for (int i = 0; i < got.pages().length; i++) {
+                    d.cache.devicePages().readPage(got.pages()[i], flat);
+                    assertTrue(matches(flat, prompt, i), "turn " + turn + ", page position " + i + " on the decode");
+                }
+                byte[] landed = d.aux.memory().asSlice((long) (turn % 8) * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
+                assertEquals(new String(aux), new String(landed), "aux data");
+                // the engine decodes an answer of 12 tokens, then commits the finished sequence and closes the request
+                int[] sequence = concat(prompt, tokens(random, 12));
+                int positions = (sequence.length + PAGE - 1) / PAGE;
+                int[] pages = Arrays.copyOf(got.pages(), positions);
+                int[] more = got.request().allocate(positions - got.pages().length);
+                System.arraycopy(more, 0, pages, got.pages().length, more.length);
+                // the prompt's partial last page now holds answer tokens too: its KV is recomputed, as decoding does
+                computeInto(d.cache, sequence, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1),
+                        Arrays.copyOfRange(pages, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1), positions));
+                int whole = sequence.length / PAGE;
+                got.request().commit(Arrays.copyOf(sequence, whole * PAGE), Arrays.copyOf(pages, whole), true);
+                got.request().close();
+                decodedBefore = whole;
+                promptPages.add(prompt.length / PAGE);
+                conversation = sequence;
+            }
+        } finally {
+            prefillThread.shutdownNow();
+        }
+        assertEquals(0, decode.quarantinedRequests());
+        assertTrue(p.cache.nothingPinned(), "the prefill's cache holds no pins");
+        assertTrue(d.cache.nothingPinned(), "the decode's cache holds no pins");
+    }
+
+    /** Whole pages of the prompt of turn {@code turn - 1}: what the prefill's cache holds at turn {@code turn}. */
+    private int conversationPromptPages(int turn) {
+        return promptPages.get(turn - 1);
+    }
+
+    private final List<Integer> promptPages = new ArrayList<>();
+
+    /** The engine's prefill, made up: each page's bytes follow from the tokens up to its end. */
+    private static void computeInto(HiCache cache, int[] tokens, int fromPosition, int[] pages) {
+        MemorySegment flat = Arena.ofAuto().allocate(cache.format().pageBytes(), 64);
+        for (int i = 0; i < pages.length; i++) {
+            fill(flat, tokens, fromPosition + i);
+            cache.devicePages().writePage(pages[i], flat);
+        }
+    }
+
+    private static void fill(MemorySegment flat, int[] tokens, int position) {
+        SplittableRandom bytes = new SplittableRandom(seed(tokens, position));
+        for (long b = 0; b < flat.byteSize(); b += 8) {
+            flat.set(ValueLayout.JAVA_LONG_UNALIGNED, b, bytes.nextLong());
+        }
+    }
+
+    private static boolean matches(MemorySegment flat, int[] tokens, int position) {
+        MemorySegment want = Arena.ofAuto().allocate(flat.byteSize(), 64);
+        fill(want, tokens, position);
+        return want.mismatch(flat) < 0;
+    }
+
+    private static long seed(int[] tokens, int position) {
+        int end = Math.min(tokens.length, (position + 1) * PAGE);
+        return Arrays.hashCode(Arrays.copyOf(tokens, end)) * 31L + end;
+    }
+
+    private static int[] tokens(SplittableRandom random, int n) {
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = random.nextInt(30_000);
+        }
+        return t;
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+}
