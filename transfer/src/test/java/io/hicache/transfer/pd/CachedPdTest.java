@@ -95,15 +95,43 @@ class CachedPdTest {
         return new Side(cache, engine, spec, kv, aux);
     }
 
-    @Test
-    void eachTurnMovesOnlyWhatTheDecodeLacksAndTheDecodeKeepsItForTheNext() throws Exception {
+    /** A bootstrap server, a prefill and a decode, each on its cache. */
+    private record Pd(BootstrapServer boot, Side p, Side d, CachedPrefill prefill, CachedDecode decode) {
+    }
+
+    private Pd start() throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
         Side p = side("prefill");
         Side d = side("decode");
         PrefillRank prefillRank = keep(PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
         DecodeRank decodeRank = keep(DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
-        CachedPrefill prefill = CachedPrefill.over(p.cache, prefillRank);
-        CachedDecode decode = keep(CachedDecode.over(d.cache, decodeRank, 5_000));
+        return new Pd(boot, p, d, CachedPrefill.over(p.cache, prefillRank),
+                keep(CachedDecode.over(d.cache, decodeRank, 5_000)));
+    }
+
+    @Test
+    void aHandoffThatNeverCameIsAbortedAndItsPagesFreed() throws Exception {
+        Pd pd = start();
+        int[] prompt = tokens(new SplittableRandom(3), 40);
+        // no prefill ever computes room 9: the decode gives up at its deadline and aborts in two phases
+        CachedDecode.Received got = pd.decode.receive(9, "d9", prompt, pd.boot.url(), 0,
+                Deadline.after(Duration.ofMillis(300)));
+        assertEquals(KvPoll.FAILED, got.state());
+        assertEquals(null, got.request(), "the request was closed");
+        assertEquals(0, pd.decode.quarantinedRequests(), "the prefill confirmed that nothing can land: " + got.failure());
+        assertTrue(pd.d.cache.awaitIdle(Duration.ofSeconds(10)));
+        assertTrue(pd.d.cache.nothingPinned(), "the failed request's pages are free");
+        assertEquals(0, pd.d.cache.stats().devicePages(), "nothing of the failed handoff was cached");
+    }
+
+    @Test
+    void eachTurnMovesOnlyWhatTheDecodeLacksAndTheDecodeKeepsItForTheNext() throws Exception {
+        Pd pd = start();
+        Side p = pd.p;
+        Side d = pd.d;
+        BootstrapServer boot = pd.boot;
+        CachedPrefill prefill = pd.prefill;
+        CachedDecode decode = pd.decode;
         ExecutorService prefillThread = Executors.newSingleThreadExecutor();
         SplittableRandom random = new SplittableRandom(7);
         MemorySegment flat = arena.allocate(d.cache.format().pageBytes(), 64);
@@ -156,6 +184,8 @@ class CachedPdTest {
             prefillThread.shutdownNow();
         }
         assertEquals(0, decode.quarantinedRequests());
+        // the backups the commits started pin their pages until they are done
+        assertTrue(p.cache.awaitIdle(Duration.ofSeconds(10)) && d.cache.awaitIdle(Duration.ofSeconds(10)));
         assertTrue(p.cache.nothingPinned(), "the prefill's cache holds no pins");
         assertTrue(d.cache.nothingPinned(), "the decode's cache holds no pins");
     }
