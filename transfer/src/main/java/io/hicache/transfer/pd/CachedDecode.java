@@ -31,25 +31,47 @@ public final class CachedDecode implements AutoCloseable {
     private final HiCache cache;
     private final DecodeRank rank;
     private final long abortWaitMillis;
+    private final boolean offload;
     /** Requests whose pages a failed handoff may still write: never freed while this decode runs. */
     private final List<CacheRequest> quarantined = new ArrayList<>();
 
-    private CachedDecode(HiCache cache, DecodeRank rank, long abortWaitMillis) {
+    private CachedDecode(HiCache cache, DecodeRank rank, long abortWaitMillis, boolean offload) {
         this.cache = cache;
         this.rank = rank;
         this.abortWaitMillis = abortWaitMillis;
+        this.offload = offload;
     }
 
     /**
      * A decode on {@code cache} through {@code rank}, started over the cache's device pool (as for
      * {@link CachedPrefill#over}); a failed handoff waits up to {@code abortWaitMillis} for the prefill to confirm that
-     * no write can still land before its pages are freed.
+     * no write can still land before its pages are freed; {@code offload} is
+     * {@code disaggregation-decode-enable-offload-kvcache} (see {@link #finish}).
      */
-    public static CachedDecode over(HiCache cache, DecodeRank rank, long abortWaitMillis) {
+    public static CachedDecode over(HiCache cache, DecodeRank rank, long abortWaitMillis, boolean offload) {
         Checks.checkNotNull(cache, "cache");
         Checks.checkNotNull(rank, "rank");
         CachedPrefill.checkSamePool(cache, rank.spec(), "decode");
-        return new CachedDecode(cache, rank, abortWaitMillis);
+        return new CachedDecode(cache, rank, abortWaitMillis, offload);
+    }
+
+    /** As above, configured by {@code settings}: its abort acknowledgement timeout (and a second), its offload. */
+    public static CachedDecode over(HiCache cache, DecodeRank rank, PdSettings settings) {
+        return over(cache, rank, settings.pd().abortAckTimeoutMillis() + 1_000, settings.decodeOffload());
+    }
+
+    /**
+     * Ends a request {@link #receive} handed back, once decoding finished: commits {@code sequence}'s whole pages
+     * ({@code pages}: one per position, the prompt's and those the engine allocated from the request) and closes it.
+     * The pages stay in the decode's tree for the conversation's next turn; with offload on they are also backed up to
+     * the host and uploaded to the page store, as a finished request's are (SGLang's decode offload).
+     */
+    public void finish(CacheRequest request, int[] sequence, int[] pages) {
+        int pageSize = cache.config().pageSizeTokens();
+        int whole = sequence.length / pageSize;
+        try (request) {
+            request.commit(Arrays.copyOf(sequence, whole * pageSize), Arrays.copyOf(pages, whole), offload);
+        }
     }
 
     /**

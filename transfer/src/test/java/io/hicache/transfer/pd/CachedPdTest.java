@@ -106,7 +106,7 @@ class CachedPdTest {
         PrefillRank prefillRank = keep(PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
         DecodeRank decodeRank = keep(DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
         return new Pd(boot, p, d, CachedPrefill.over(p.cache, prefillRank),
-                keep(CachedDecode.over(d.cache, decodeRank, 5_000)));
+                keep(CachedDecode.over(d.cache, decodeRank, 5_000, true)));
     }
 
     @Test
@@ -173,10 +173,8 @@ class CachedPdTest {
                 // the prompt's partial last page now holds answer tokens too: its KV is recomputed, as decoding does
                 computeInto(d.cache, sequence, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1),
                         Arrays.copyOfRange(pages, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1), positions));
-                int whole = sequence.length / PAGE;
-                got.request().commit(Arrays.copyOf(sequence, whole * PAGE), Arrays.copyOf(pages, whole), true);
-                got.request().close();
-                decodedBefore = whole;
+                decode.finish(got.request(), sequence, pages);
+                decodedBefore = sequence.length / PAGE;
                 promptPages.add(prompt.length / PAGE);
                 conversation = sequence;
             }
@@ -188,6 +186,7 @@ class CachedPdTest {
         assertTrue(p.cache.awaitIdle(Duration.ofSeconds(10)) && d.cache.awaitIdle(Duration.ofSeconds(10)));
         assertTrue(p.cache.nothingPinned(), "the prefill's cache holds no pins");
         assertTrue(d.cache.nothingPinned(), "the decode's cache holds no pins");
+        assertTrue(d.cache.stats().backupsCompleted() > 0, "decode offload backed the finished requests up to the host");
     }
 
     /** Whole pages of the prompt of turn {@code turn - 1}: what the prefill's cache holds at turn {@code turn}. */
