@@ -104,7 +104,7 @@ final class Layout {
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),
-            Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote")),
+            Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "transfer")),
             Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-cuda-kit", "hicache-testkit",
                     "storage-file", "storage-rocksdb", "storage-s3", "storage-nixl", "storage-remote", "transfer", "server",
                     "hicache-cli")));

@@ -64,6 +64,27 @@ public final class DecodeRank implements AutoCloseable {
         return new DecodeRank(engine, spec, config);
     }
 
+    /**
+     * Waits until the prefill instance behind {@code bootstrapUrl} answers with every rank registered, or
+     * {@code timeout}: for a decode started together with its prefill (a receiver made before would fail its room at
+     * once). True if it did.
+     */
+    public static boolean awaitPrefill(String bootstrapUrl, Duration timeout) throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        BootstrapClient client = new BootstrapClient(Duration.ofSeconds(2));
+        while (System.nanoTime() < end) {
+            try {
+                if (!client.ranks(bootstrapUrl).isEmpty()) {
+                    return true;
+                }
+            } catch (java.io.IOException | RuntimeException e) {
+                // not up yet, or not every rank registered (503)
+            }
+            Thread.sleep(50);
+        }
+        return false;
+    }
+
     /** This rank's spec. */
     public RankSpec spec() {
         return spec;

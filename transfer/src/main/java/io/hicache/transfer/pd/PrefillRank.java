@@ -98,6 +98,15 @@ public final class PrefillRank implements AutoCloseable {
         return rooms.containsKey(room);
     }
 
+    /**
+     * Rooms a decode named (its destination arrived) that the engine has not asked a sender for, oldest first: for an
+     * engine that learns of its requests through the decode (the synthetic engine of {@code hicache pd prefill}).
+     */
+    public java.util.List<Long> unclaimedRooms() {
+        return rooms.values().stream().filter(r -> !r.claimed && r.state != KvPoll.FAILED && !r.destinations.isEmpty())
+                .sorted(java.util.Comparator.comparingLong(r -> r.createdNanos)).map(r -> r.id).toList();
+    }
+
     /** Rooms the rank still tracks (not yet released by their senders). */
     public int activeRooms() {
         return rooms.size();
