@@ -52,18 +52,23 @@ class PdEndToEndTest {
     }
 
     /** A prefill child: its process, the lines it printed, and its input. */
-    private static final class Child implements AutoCloseable {
+    static final class Child implements AutoCloseable {
         final Process process;
         final List<String> lines = new CopyOnWriteArrayList<>();
         final OutputStream in;
 
         Child(String name, String transport) throws Exception {
+            this(name, PrefillProcessMain.class, List.of(name, "1024", transport));
+        }
+
+        /** A child running {@code main} with {@code args}. */
+        Child(String name, Class<?> main, List<String> args) throws Exception {
             List<String> command = new ArrayList<>();
             command.add(ProcessHandle.current().info().command().orElseThrow());
             command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                     .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
-            command.addAll(List.of("-cp", System.getProperty("java.class.path"), PrefillProcessMain.class.getName(),
-                    name, "1024", transport));
+            command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+            command.addAll(args);
             process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             in = process.getOutputStream();
             Thread reader = new Thread(() -> {
