@@ -90,7 +90,7 @@ final class Prefetcher implements AutoCloseable {
         boolean finished;
         /** The page store was detached: fetch no further batch (what landed stays). */
         boolean cancelled;
-        /** For ranks that agree: frees the slots of the batch in flight when the prefetch ended, once it is done. */
+        /** For ranks that agree: frees the slots the prefetch did not use, once its batch in flight (if any) is done. */
         RankAgreement.Entry inFlightRelease;
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {

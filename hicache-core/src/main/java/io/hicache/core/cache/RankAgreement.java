@@ -15,7 +15,7 @@ import java.util.function.Consumer;
 
 /**
  * Keeps the tensor-parallel ranks' trees identical: what finishes in the background (copies between device and host,
- * uploads that protect host pages, host slots a prefetch's last batch still held) is not applied when it finishes but
+ * uploads that protect host pages, host slots a prefetch did not use) is not applied when it finishes but
  * queued, in the order it started, and applied at the engine's calls, as far as every rank has got ({@link #settle}:
  * one all-reduce MIN of each lane's finished prefix and of the copies' outcomes, SGLang's {@code writing_check});
  * every decision that depends on timing or on one rank's view goes through {@link #allReduceMin} at the same call on
@@ -45,7 +45,7 @@ final class RankAgreement {
         COPIES,
         /** Uploads to the page store: each protects its node's host pages until it is applied. */
         UPLOADS,
-        /** Host slots a prefetch's batch still wrote when the prefetch ended: freed once applied. */
+        /** Host slots a prefetch did not use (a batch may still be writing some): freed once applied. */
         RELEASES
     }
 
