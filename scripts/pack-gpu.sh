@@ -7,7 +7,8 @@
 # Usage: scripts/pack-gpu.sh [MODULES]   MODULES: comma-separated, default hicache-cuda,hicache-testkit,storage-file,transfer
 #        (what GpuRun needs; the file store and the TCP rank group for --experiment replay). A run that also takes the daemon names e.g.
 #        hicache-cuda,hicache-testkit,storage-file,server. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
-#        takes; pack.sh warns when the pack grows past 60 MiB.
+#        takes; pack.sh warns when the pack grows past 60 MiB. HICACHE_GPU_PACK_NO_KITS=1 leaves the kits' jars out
+#        (for `GpuRun --experiment ... --no-kits`), which the replay needs to fit beside the working tree.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -25,4 +26,11 @@ cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests
 cp hicache-cli/target/hicache-cli.jar .gpu/lib/
 mvn -q -B -ntp -Dstyle.color=never -pl hicache-bench dependency:copy-dependencies -DoutputDirectory="$root/.gpu/lib" \
   -DincludeScope=runtime -DincludeGroupIds=info.picocli,com.fasterxml.jackson.core,com.fasterxml.jackson.datatype
+if [[ ${HICACHE_GPU_PACK_NO_KITS:-0} == 1 ]]; then
+  # For experiments run with --no-kits: the kits' JUnit jars (and jna-platform, which nothing on the replay's path
+  # loads) are left out, so that .gpu and the working tree fit the device tool's 64 MiB together.
+  rm -f .gpu/lib/junit-*.jar .gpu/lib/opentest4j-*.jar .gpu/lib/apiguardian-*.jar .gpu/lib/jnr-a64asm-*.jar \
+    .gpu/lib/jna-platform-*.jar .gpu/lib/hicache-cuda-tests.jar
+  echo "HICACHE_GPU_PACK_NO_KITS=1: left out the kits' jars (run GpuRun with --no-kits)"
+fi
 echo "added hicache-bench.jar, hicache-cuda-tests.jar, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"
