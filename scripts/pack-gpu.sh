@@ -30,7 +30,7 @@ if [[ ${HICACHE_GPU_PACK_NO_KITS:-0} == 1 ]]; then
   # For experiments run with --no-kits: the kits' JUnit jars (and jna-platform, which nothing on the replay's path
   # loads) are left out, so that .gpu and the working tree fit the device tool's 64 MiB together.
   rm -f .gpu/lib/junit-*.jar .gpu/lib/opentest4j-*.jar .gpu/lib/apiguardian-*.jar .gpu/lib/jnr-a64asm-*.jar \
-    .gpu/lib/jna-platform-*.jar .gpu/lib/hicache-cuda-tests.jar
+    .gpu/lib/jna-platform-*.jar
   echo "HICACHE_GPU_PACK_NO_KITS=1: left out the kits' jars (run GpuRun with --no-kits)"
 fi
 echo "added hicache-bench.jar, hicache-cuda-tests.jar, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"
