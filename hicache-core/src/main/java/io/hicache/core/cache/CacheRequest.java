@@ -310,7 +310,7 @@ public final class CacheRequest implements AutoCloseable {
             }
             if (cache.host != null) {
                 for (TreeNode n : r.backupCandidates()) {
-                    cache.startBackup(n);
+                    cache.backups.start(n);
                 }
             }
             this.tokens = tokens.clone();

@@ -8,11 +8,9 @@ import io.hicache.core.events.KvEventSink;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHashes;
-import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
-import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.page.AttentionKind;
@@ -61,8 +59,6 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class HiCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(HiCache.class.getName());
-    /** Threads of the {@code hicache-host-commit} loop. */
-    private static final int HOST_COMMIT_THREADS = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
 
     final HiCacheConfig config;
     final Namespace namespace;
@@ -92,12 +88,8 @@ public final class HiCache implements AutoCloseable {
     final Uploader uploader;
     final Prefetcher prefetcher;
     private final Loop<Boolean> hostEvictor;
-    /**
-     * Commits the host pages of finished backups (checksums, journal, index) off the thread that saw the copy finish:
-     * on CUDA that thread signals every copy of its stream, loads included, and a 2 MiB page's checksum takes about a
-     * tenth of a millisecond; on several threads, since a turn's backup can be tens of pages.
-     */
-    private final Loop<BackupOp> hostCommits;
+    /** Backups of device pages to the host, and the loop that commits their host pages. */
+    final Backups backups;
     /** Ready host pages left by an earlier run, which no node owns: adopted by requests, or the first to go. */
     final WarmHostPages leftovers;
     /** Keeps this rank's tree the same as the other tensor-parallel ranks' (does nothing for one rank). */
@@ -151,8 +143,7 @@ public final class HiCache implements AutoCloseable {
         this.uploader = new Uploader(this);
         this.prefetcher = new Prefetcher(this);
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
-        this.hostCommits = new Loop<>("host-commit", config.queueCapacity(), this::commitBackup, metrics, null,
-                HOST_COMMIT_THREADS);
+        this.backups = new Backups(this);
         export.start(this::stats);
     }
 
@@ -474,7 +465,7 @@ public final class HiCache implements AutoCloseable {
             }
             for (TreeNode n : e.needBackup()) {
                 tried.add(n);
-                BackupOp op = startBackup(n);
+                Backups.BackupOp op = backups.start(n);
                 if (op == null) {
                     giveWay(n);
                 } else if (op.awaitAndFinish(Deadline.after(config.storageTimeout()))) {
@@ -623,201 +614,6 @@ public final class HiCache implements AutoCloseable {
             evictHostToLowWaterLocked();
         }
         return agreed;
-    }
-
-    /* ---------------------------------------------------------------- backups */
-
-    /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
-    BackupOp startBackup(TreeNode n) {
-        int[] slots = reserveHost(n.pages());
-        if (slots == null) {
-            metrics.backupsSkipped.increment();
-            return null;
-        }
-        PageHashes hashes = n.hashes();
-        int claimed = 0;
-        while (claimed < slots.length) {
-            StoreKey key = namespace.key(hashes.get(claimed));
-            if (!host.beginWrite(slots[claimed], key) && !(leftovers.drop(key) && host.beginWrite(slots[claimed], key))) {
-                break;
-            }
-            claimed++;
-        }
-        // A key can be claimed here by a prefetch still writing it and not on another rank: all start it, or none.
-        if (!agreement.allAgree(RankAgreement.Site.BACKUP_CLAIM, claimed == slots.length)) {
-            for (int j = 0; j < claimed; j++) {
-                host.abortWrite(slots[j]);
-            }
-            host.release(slots);
-            metrics.backupsSkipped.increment();
-            metrics.fail("backup: host page already claimed");
-            return null;
-        }
-        TreeNode.PendingCopy pending = tree.beginBackup(n, slots);
-        outstanding.incrementAndGet();
-        KvCopy copy = device.backup(n.devicePages(), host.slab(), slots);
-        pending.attach(copy);
-        metrics.backupsStarted.increment();
-        BackupOp op = new BackupOp(n, pending, slots, copy);
-        RankAgreement.Entry settling = agreement.enabled()
-                ? agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishBackup(op, ok)) : null;
-        op.settling = settling;
-        long start = System.nanoTime();
-        copy.done().whenComplete((v, error) -> {
-            if (error != null) {
-                backupCommitted(op, false);
-                return;
-            }
-            export.backupSeconds.observe((System.nanoTime() - start) / 1e9);
-            if (!hostCommits.put(op)) {
-                commitBackup(op); // closing: here, then
-            }
-        });
-        return op;
-    }
-
-    /**
-     * Commits the host pages of a backup whose copy finished (checksums and the host index, not under the cache's
-     * lock), then hands it to be applied: on the completion loop, or, for ranks that agree, at a settle.
-     */
-    private void commitBackup(BackupOp op) {
-        boolean ok;
-        try {
-            op.commitOnce();
-            ok = true;
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "committing a backup's host pages failed", e);
-            ok = false;
-        }
-        backupCommitted(op, ok);
-    }
-
-    private void backupCommitted(BackupOp op, boolean ok) {
-        if (op.settling != null) {
-            op.settling.done(ok); // applied when every rank's is done: see RankAgreement
-        } else {
-            complete(() -> finishBackup(op, ok));
-        }
-    }
-
-    /** Applies a finished backup, once: commits the host pages, or gives the slots back when the copy failed. */
-    void finishBackup(BackupOp op, boolean ok) {
-        if (!op.finish(ok)) {
-            return;
-        }
-        try {
-            applyBackup(op, ok);
-        } finally {
-            outstanding.decrementAndGet();
-        }
-    }
-
-    private void applyBackup(BackupOp op, boolean ok) {
-        if (ok) {
-            op.commitOnce(); // done already, unless this runs first: then here
-            op.committed.join();
-            tree.finishBackup(op.pending, op.node, true);
-            metrics.backupsCompleted.increment();
-            metrics.bytesDeviceToHost.add((long) op.slots.length * format.pageBytes());
-            for (TreeNode n : op.pending.nodes()) {
-                events.stored(n, Medium.CPU);
-                if (stores.writesAccepted() && (uploadsHere || agreement.enabled())) {
-                    // an MLA rank that does not upload still queues what the uploading rank protects, unwritten, so
-                    // that the ranks' queues and host pins stay the same
-                    uploader.upload(n, uploadsHere);
-                } else if (uploadsHere && stores.attached()) { // a detach has begun: counted, as the docs say
-                    metrics.uploadSkippedPages.add(n.pages());
-                }
-            }
-        } else {
-            metrics.fail("backup: copy failed");
-            if (!op.committed.isDone() || op.committed.isCompletedExceptionally()) {
-                // (else it worked here and failed on another rank: its pages are ready, and released below)
-                for (int s : op.slots) {
-                    host.abortWrite(s);
-                }
-            }
-            host.release(tree.finishBackup(op.pending, op.node, false));
-        }
-    }
-
-    /** A backup in flight. */
-    final class BackupOp {
-        final TreeNode node;
-        final TreeNode.PendingCopy pending;
-        final int[] slots;
-        final KvCopy copy;
-        /** Done once the host pages are committed (checksum, journal, index): see {@link #commitOnce}. */
-        final java.util.concurrent.CompletableFuture<Void> committed = new java.util.concurrent.CompletableFuture<>();
-        private final AtomicBoolean commitClaimed = new AtomicBoolean();
-        /** Its place in the queue of copies the ranks apply together; null for one rank. */
-        RankAgreement.Entry settling;
-        private boolean finished;
-        private boolean finishedOk;
-
-        BackupOp(TreeNode node, TreeNode.PendingCopy pending, int[] slots, KvCopy copy) {
-            this.node = node;
-            this.pending = pending;
-            this.slots = slots;
-            this.copy = copy;
-        }
-
-        /**
-         * Commits the host pages of a copy that finished well, once, by whichever thread comes first: the copy's
-         * completion (so that the checksums and the Chronicle Map puts of the host index stay off the cache's lock)
-         * or the one applying the backup. The other waits on {@link #committed}.
-         */
-        void commitOnce() {
-            if (!commitClaimed.compareAndSet(false, true)) {
-                return;
-            }
-            try {
-                for (int s : slots) {
-                    host.commitWrite(s);
-                }
-                committed.complete(null);
-            } catch (RuntimeException e) {
-                committed.completeExceptionally(e);
-                throw e;
-            }
-        }
-
-        /** True for the first caller only. */
-        boolean finish(boolean ok) {
-            if (finished) {
-                return false;
-            }
-            finished = true;
-            finishedOk = ok;
-            return true;
-        }
-
-        /** Waits for the copy (with the lock held: the copy does not need it) and applies it; true if it worked. */
-        boolean awaitAndFinish(Deadline deadline) {
-            if (settling != null) {
-                // Every rank waits for its own copies up to this one, then all apply what all of them finished (a
-                // settle applies a bounded number of copies: again while it applies some and this one waits).
-                agreement.awaitDone(RankAgreement.Lane.COPIES, settling, deadline);
-                do {
-                    settle();
-                } while (!finished && agreement.copiesApplied() > 0);
-                return finished && finishedOk;
-            }
-            try {
-                copy.await(deadline);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (HiCacheException e) {
-                // the copy failed: its outcome below says so
-            }
-            if (!copy.done().isDone()) {
-                return false; // still running: the completion loop will apply it
-            }
-            // The copy's own outcome, not the wait's: its completion may be committing the pages right now.
-            boolean ok = !copy.done().isCompletedExceptionally();
-            finishBackup(this, ok);
-            return ok;
-        }
     }
 
     /* ---------------------------------------------------------------- plumbing */
@@ -981,7 +777,7 @@ public final class HiCache implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        hostCommits.close(leftMillis(end));
+        backups.close(leftMillis(end));
         completions.close(leftMillis(end));
         hostEvictor.close(leftMillis(end));
         if (!uploader.idle() || uploader.depth() > 0) {

@@ -64,7 +64,7 @@ class RankAgreementModelTest {
         long seed = Long.getLong("hicache.rank-model.seed", System.nanoTime());
         try {
             run(ranks, seed);
-        } catch (AssertionError | RuntimeException e) {
+        } catch (Exception | AssertionError e) {
             throw new AssertionError("rank model test failed with seed " + seed + " (-Dhicache.rank-model.seed=" + seed
                     + ")", e);
         }
