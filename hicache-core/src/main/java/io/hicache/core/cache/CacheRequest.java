@@ -175,7 +175,16 @@ public final class CacheRequest implements AutoCloseable {
             int page = cache.config.pageSizeTokens();
             int tokensToLoad = pages * page;
             if (pages > 0 && tokensToLoad >= cache.config.loadBackThresholdTokens() && tokensToLoad <= budgetTokens) {
-                int[] devicePages = cache.allocateDevice(pages);
+                // Taking device pages may evict host pages (a backup needing room, the high-water mark at a settle):
+                // not these. Protecting the path's last node keeps the whole path, as host eviction takes leaves.
+                TreeNode end = path.getLast();
+                cache.tree.protectHost(end);
+                int[] devicePages;
+                try {
+                    devicePages = cache.allocateDevice(pages);
+                } finally {
+                    cache.tree.releaseHost(end);
+                }
                 TreeNode.PendingCopy pending = cache.tree.beginLoad(path, devicePages);
                 int[] slots = new int[pages];
                 int at = 0;
