@@ -26,7 +26,6 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -281,16 +280,7 @@ public final class PdCommand implements Subcommand {
                         }
                         int wrong = SyntheticChat.wrongPages(node.cache, prompt, got.pages());
                         failed += wrong == 0 ? 0 : 1;
-                        int[] sequence = Arrays.copyOf(prompt, prompt.length + SyntheticChat.answer(c, turn).length);
-                        System.arraycopy(SyntheticChat.answer(c, turn), 0, sequence, prompt.length,
-                                sequence.length - prompt.length);
-                        int positions = (sequence.length + PAGE - 1) / PAGE;
-                        int[] pages = Arrays.copyOf(got.pages(), positions);
-                        int[] more = got.request().allocate(positions - got.pages().length);
-                        System.arraycopy(more, 0, pages, got.pages().length, more.length);
-                        int from = prompt.length / PAGE; // the prompt's partial last page takes answer tokens too
-                        SyntheticChat.compute(node.cache, sequence, from, Arrays.copyOfRange(pages, from, positions));
-                        decode.finish(got.request(), sequence, pages);
+                        SyntheticChat.decode(decode, node.cache, got, prompt, SyntheticChat.answer(c, turn));
                         out.printf("conversation %d, turn %d: %d prompt tokens, %d held by this decode, %d received; "
                                 + "%s%n", c, turn, prompt.length, got.cachedTokens(), got.receivedTokens(),
                                 wrong == 0 ? "every byte checked" : wrong + " pages WRONG");

@@ -107,19 +107,13 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
             if (slice > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException("transfer-slice-bytes is " + slice + ", over 64 MiB");
             }
-            TransferConfig transfer = TransferConfig.defaults(engineName)
-                    .withConnectionsPerPeer(settings.get(CONNECTIONS))
-                    .withSliceBytes((int) slice)
-                    .withIoThreads(settings.get(IO_THREADS))
-                    .withShmDir(settings.get(SHM_DIR))
-                    .withTimeouts(settings.get(SLICE_TIMEOUT).toMillis(), settings.get(CONNECT_TIMEOUT).toMillis(),
-                            settings.get(HEARTBEAT).toMillis())
-                    .withTransports(settings.get(BACKEND).transports);
-            transfer = new TransferConfig(transfer.name(), settings.get(BIND_HOST), settings.get(PORT),
-                    transfer.connectionsPerPeer(), transfer.sliceBytes(), transfer.windowBytesPerConnection(),
-                    transfer.ioThreads(), transfer.shmDir(), transfer.sliceTimeoutMillis(),
-                    transfer.connectTimeoutMillis(), transfer.heartbeatMillis(), transfer.sliceRetries(),
-                    transfer.transports());
+            int sliceBytes = (int) slice;
+            TransferConfig defaults = TransferConfig.defaults(engineName);
+            TransferConfig transfer = new TransferConfig(engineName, settings.get(BIND_HOST), settings.get(PORT),
+                    settings.get(CONNECTIONS), sliceBytes, Math.max(defaults.windowBytesPerConnection(), sliceBytes),
+                    settings.get(IO_THREADS), settings.get(SHM_DIR), settings.get(SLICE_TIMEOUT).toMillis(),
+                    settings.get(CONNECT_TIMEOUT).toMillis(), settings.get(HEARTBEAT).toMillis(),
+                    defaults.sliceRetries(), settings.get(BACKEND).transports);
             PdConfig pd = new PdConfig(settings.get(BOOTSTRAP_TIMEOUT).toMillis(), settings.get(WAITING_TIMEOUT).toMillis(),
                     settings.get(CHUNK_DEADLINE).toMillis(), settings.get(HEARTBEAT_INTERVAL).toMillis(),
                     settings.get(HEARTBEAT_MAX_FAILURE), settings.get(ABORT_ACK_TIMEOUT).toMillis(),

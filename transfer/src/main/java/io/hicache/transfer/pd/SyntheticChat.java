@@ -57,6 +57,26 @@ public final class SyntheticChat {
         }
     }
 
+    /**
+     * The synthetic engine's decode of a received prompt: generates {@code answer} into the request's prompt pages
+     * (the prompt's partial last page takes answer tokens too, so its KV is computed again, as decoding does) and pages
+     * it allocates from the request, then ends the request through {@code decode} ({@link CachedDecode#finish}).
+     * Returns the sequence, prompt and answer.
+     */
+    public static int[] decode(CachedDecode decode, HiCache cache, CachedDecode.Received got, int[] prompt,
+            int[] answer) {
+        int pageSize = cache.config().pageSizeTokens();
+        int[] sequence = concat(prompt, answer);
+        int positions = (sequence.length + pageSize - 1) / pageSize;
+        int[] pages = Arrays.copyOf(got.pages(), positions);
+        int[] more = got.request().allocate(positions - got.pages().length);
+        System.arraycopy(more, 0, pages, got.pages().length, more.length);
+        int from = prompt.length / pageSize;
+        compute(cache, sequence, from, Arrays.copyOfRange(pages, from, positions));
+        decode.finish(got.request(), sequence, pages);
+        return sequence;
+    }
+
     /** The page positions of {@code tokens} whose bytes in {@code pages} are not what {@link #compute} writes. */
     public static int wrongPages(HiCache cache, int[] tokens, int[] pages) {
         MemorySegment got = Arena.ofAuto().allocate(cache.format().pageBytes(), 64);

@@ -20,7 +20,6 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.stream.Stream;
@@ -102,14 +101,7 @@ class CachedPdEndToEndTest {
                                 : SyntheticChat.prompt(SyntheticChat.room(c, turn - 1)).length;
                         assertEquals("done " + room + " SUCCESS " + prefillCached + " " + (prompt.length - prefillCached),
                                 done, "the prefill's cache served the conversation's earlier prompt");
-                        int[] sequence = concat(prompt, SyntheticChat.answer(c, turn));
-                        int positions = (sequence.length + PAGE - 1) / PAGE;
-                        int[] pages = Arrays.copyOf(got.pages(), positions);
-                        int[] more = got.request().allocate(positions - got.pages().length);
-                        System.arraycopy(more, 0, pages, got.pages().length, more.length);
-                        int from = prompt.length / PAGE;
-                        SyntheticChat.compute(cache, sequence, from, Arrays.copyOfRange(pages, from, positions));
-                        decode.finish(got.request(), sequence, pages);
+                        int[] sequence = SyntheticChat.decode(decode, cache, got, prompt, SyntheticChat.answer(c, turn));
                         decodedWholeTokens[c] = sequence.length / PAGE * PAGE;
                         succeeded++;
                     }
@@ -151,11 +143,5 @@ class CachedPdEndToEndTest {
                 }
             }
         }
-    }
-
-    private static int[] concat(int[] a, int[] b) {
-        int[] out = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
     }
 }

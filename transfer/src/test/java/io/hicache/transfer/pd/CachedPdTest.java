@@ -23,7 +23,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -134,17 +133,16 @@ class CachedPdTest {
         CachedDecode decode = pd.decode;
         ExecutorService prefillThread = Executors.newSingleThreadExecutor();
         SplittableRandom random = new SplittableRandom(7);
-        MemorySegment flat = arena.allocate(d.cache.format().pageBytes(), 64);
         int[] conversation = new int[0];
         int decodedBefore = 0; // whole pages of the last turn's sequence the decode committed
         try {
             for (int turn = 0; turn < 4; turn++) {
-                int[] prompt = concat(conversation, tokens(random, 30 + random.nextInt(20)));
+                int[] prompt = SyntheticChat.concat(conversation, tokens(random, 30 + random.nextInt(20)));
                 long room = 100 + turn;
                 byte[] aux = ("turn " + turn).getBytes();
                 String prefillId = "p" + turn;
                 Future<CachedPrefill.Outcome> sent = prefillThread.submit(() -> prefill.prefill(room, prefillId,
-                        prompt, (tokens, from, pages) -> computeInto(p.cache, tokens, from, pages),
+                        prompt, (tokens, from, pages) -> SyntheticChat.compute(p.cache, tokens, from, pages),
                         aux, Deadline.after(Duration.ofSeconds(20))));
                 CachedDecode.Received got = decode.receive(room, "d" + turn, prompt, boot.url(), turn % 8,
                         Deadline.after(Duration.ofSeconds(20)));
@@ -158,22 +156,12 @@ class CachedPdTest {
                 // the prefill computed only past what its cache held: last turn's prompt, in whole pages
                 assertEquals(turn == 0 ? 0 : conversationPromptPages(turn) * PAGE, out.cachedTokens(),
                         "turn " + turn + ": tokens the prefill's cache served");
-                for (int i = 0; i < got.pages().length; i++) {
-                    d.cache.devicePages().readPage(got.pages()[i], flat);
-                    assertTrue(matches(flat, prompt, i), "turn " + turn + ", page position " + i + " on the decode");
-                }
+                assertEquals(0, SyntheticChat.wrongPages(d.cache, prompt, got.pages()),
+                        "turn " + turn + ": prompt pages on the decode without the bytes computed for them");
                 byte[] landed = d.aux.memory().asSlice((long) (turn % 8) * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
                 assertEquals(new String(aux), new String(landed), "aux data");
                 // the engine decodes an answer of 12 tokens, then commits the finished sequence and closes the request
-                int[] sequence = concat(prompt, tokens(random, 12));
-                int positions = (sequence.length + PAGE - 1) / PAGE;
-                int[] pages = Arrays.copyOf(got.pages(), positions);
-                int[] more = got.request().allocate(positions - got.pages().length);
-                System.arraycopy(more, 0, pages, got.pages().length, more.length);
-                // the prompt's partial last page now holds answer tokens too: its KV is recomputed, as decoding does
-                computeInto(d.cache, sequence, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1),
-                        Arrays.copyOfRange(pages, got.pages().length - (prompt.length % PAGE == 0 ? 0 : 1), positions));
-                decode.finish(got.request(), sequence, pages);
+                int[] sequence = SyntheticChat.decode(decode, d.cache, got, prompt, tokens(random, 12));
                 decodedBefore = sequence.length / PAGE;
                 promptPages.add(prompt.length / PAGE);
                 conversation = sequence;
@@ -196,44 +184,11 @@ class CachedPdTest {
 
     private final List<Integer> promptPages = new ArrayList<>();
 
-    /** The engine's prefill, made up: each page's bytes follow from the tokens up to its end. */
-    private static void computeInto(HiCache cache, int[] tokens, int fromPosition, int[] pages) {
-        MemorySegment flat = Arena.ofAuto().allocate(cache.format().pageBytes(), 64);
-        for (int i = 0; i < pages.length; i++) {
-            fill(flat, tokens, fromPosition + i);
-            cache.devicePages().writePage(pages[i], flat);
-        }
-    }
-
-    private static void fill(MemorySegment flat, int[] tokens, int position) {
-        SplittableRandom bytes = new SplittableRandom(seed(tokens, position));
-        for (long b = 0; b < flat.byteSize(); b += 8) {
-            flat.set(ValueLayout.JAVA_LONG_UNALIGNED, b, bytes.nextLong());
-        }
-    }
-
-    private static boolean matches(MemorySegment flat, int[] tokens, int position) {
-        MemorySegment want = Arena.ofAuto().allocate(flat.byteSize(), 64);
-        fill(want, tokens, position);
-        return want.mismatch(flat) < 0;
-    }
-
-    private static long seed(int[] tokens, int position) {
-        int end = Math.min(tokens.length, (position + 1) * PAGE);
-        return Arrays.hashCode(Arrays.copyOf(tokens, end)) * 31L + end;
-    }
-
     private static int[] tokens(SplittableRandom random, int n) {
         int[] t = new int[n];
         for (int i = 0; i < n; i++) {
             t[i] = random.nextInt(30_000);
         }
         return t;
-    }
-
-    private static int[] concat(int[] a, int[] b) {
-        int[] out = Arrays.copyOf(a, a.length + b.length);
-        System.arraycopy(b, 0, out, a.length, b.length);
-        return out;
     }
 }
