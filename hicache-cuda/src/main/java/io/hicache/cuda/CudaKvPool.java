@@ -142,6 +142,35 @@ final class CudaKvPool implements KvPool {
         }, "load of " + devicePages.length + " pages");
     }
 
+    @Override
+    public KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount) {
+        checkCopy(host);
+        CopyChecks.checkLayers(format, firstLayer, layerCount);
+        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
+        return byLayer(backups, devicePages, host, hostSlots, firstLayer, layerCount, true);
+    }
+
+    @Override
+    public KvCopy loadLayers(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
+        checkCopy(host);
+        CopyChecks.checkLayers(format, firstLayer, layerCount);
+        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
+        return byLayer(loads, devicePages, host, hostSlots, firstLayer, layerCount, false);
+    }
+
+    /** One launch (or copy-engine batch) per layer on {@code stream}, each followed by its layer's event. */
+    private KvCopy byLayer(CudaStream stream, int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer,
+            int layerCount, boolean toHost) {
+        String what = (toHost ? "gather" : "scatter") + " of layers " + firstLayer + "+" + layerCount + " of "
+                + devicePages.length + " pages";
+        return stream.submit(layerCount, pairs(devicePages, hostSlots), (s, indexAddress, signals) -> {
+            for (int j = 0; j < layerCount; j++) {
+                copy(s.lane(j), host, devicePages, hostSlots, indexAddress, firstLayer + j, 1, toHost);
+                s.recordLayer(signals, j, j, j == layerCount - 1, what);
+            }
+        }, what);
+    }
+
     private void checkCopy(HostSlab host) {
         checkOpen();
         CopyChecks.checkSameGeometry(format, host);

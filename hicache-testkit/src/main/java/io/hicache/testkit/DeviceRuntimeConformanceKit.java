@@ -272,6 +272,107 @@ public abstract class DeviceRuntimeConformanceKit {
         }
     }
 
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("formats")
+    void layerRangeCopiesMoveOnlyTheirLayersAndSignalEachInOrder(String name, PageFormat format) throws Exception {
+        int layers = format.geometry().layers();
+        try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
+            HostSlab host = newSlab(format, HOST_SLOTS);
+            fillDevice(pool, range(DEVICE_PAGES));
+            fillHost(host, range(HOST_SLOTS));
+            int[] devicePages = pick(DEVICE_PAGES, 12);
+            int[] hostSlots = pick(HOST_SLOTS, 12);
+            // A staged handoff's gather: every layer but the first, each signalled with its bytes on the host.
+            ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
+            KvCopy gather = pool.backupLayers(devicePages, host, hostSlots, 1, layers - 1);
+            assertEquals(layers - 1, gather.layers());
+            for (int j = 0; j < layers - 1; j++) {
+                int l = j;
+                gather.layerDone(j).thenRun(() -> {
+                    for (int earlier = 0; earlier < l; earlier++) {
+                        if (!gather.layerDone(earlier).isDone()) {
+                            problems.add("gathered layer " + (l + 1) + " signalled before layer " + (earlier + 1));
+                        }
+                    }
+                    String bad = hostLayerProblem(host, hostSlots[l % hostSlots.length], DEVICE_SIDE
+                            + devicePages[l % devicePages.length], l + 1);
+                    if (bad != null) {
+                        problems.add("gathered layer " + (l + 1) + " signalled before its bytes landed: " + bad);
+                    }
+                });
+            }
+            assertTrue(gather.await(Deadline.after(copyTimeout())), "gather did not finish in time");
+            assertEquals(List.of(), List.copyOf(problems));
+            for (int i = 0; i < devicePages.length; i++) {
+                assertNull(hostLayerProblem(host, hostSlots[i], HOST_SIDE + hostSlots[i], 0), "layer 0 was not asked for");
+                for (int layer = 1; layer < layers; layer++) {
+                    assertNull(hostLayerProblem(host, hostSlots[i], DEVICE_SIDE + devicePages[i], layer));
+                }
+            }
+            // A staged handoff's scatter: one layer as it arrives; the device's other layers keep their bytes.
+            int[] loadSlots = pick(HOST_SLOTS, 12);
+            int last = layers - 1;
+            KvCopy scatter = pool.loadLayers(host, loadSlots, devicePages, last, 1);
+            assertEquals(1, scatter.layers());
+            assertTrue(scatter.awaitLayer(0, Deadline.after(copyTimeout())), "scatter did not finish in time");
+            assertTrue(scatter.done().isDone());
+            for (int i = 0; i < devicePages.length; i++) {
+                MemorySegment flat = arena.allocate(format.pageBytes());
+                pool.readPage(devicePages[i], flat);
+                for (int layer = 0; layer < layers; layer++) {
+                    long seed = layer == last ? expectedHostSeed(host, loadSlots[i], layer) : DEVICE_SIDE + devicePages[i];
+                    assertNull(layerProblem(format, flat, seed, layer), "device page " + devicePages[i] + " layer "
+                            + layer);
+                }
+            }
+            assertThrows(IllegalArgumentException.class, () -> pool.loadLayers(host, loadSlots, devicePages, last, 2));
+            assertThrows(IllegalArgumentException.class, () -> pool.backupLayers(devicePages, host, hostSlots, 0, 0));
+            assertThrows(IllegalArgumentException.class, () -> pool.backupLayers(devicePages, host, hostSlots, -1, 1));
+        }
+    }
+
+    /** The pattern seed that a host slot's {@code layer} holds after the gather above: device bytes unless layer 0. */
+    private long expectedHostSeed(HostSlab host, int slot, int layer) {
+        MemorySegment flat = arena.allocate(host.format().pageBytes());
+        host.readPage(slot, flat);
+        if (layerProblem(host.format(), flat, HOST_SIDE + slot, layer) == null) {
+            return HOST_SIDE + slot;
+        }
+        for (int page = 0; page < DEVICE_PAGES; page++) {
+            if (layerProblem(host.format(), flat, DEVICE_SIDE + page, layer) == null) {
+                return DEVICE_SIDE + page;
+            }
+        }
+        return fail("host slot " + slot + " layer " + layer + " holds neither pattern");
+    }
+
+    private String hostLayerProblem(HostSlab host, int slot, long seed, int layer) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment flat = scratch.allocate(host.format().pageBytes());
+            host.readPage(slot, flat);
+            String bad = layerProblem(host.format(), flat, seed, layer);
+            return bad == null ? null : "host slot " + slot + ": " + bad;
+        }
+    }
+
+    /** Where {@code layer} of a flat page differs from the page {@code seed} fills, or null when it does not. */
+    private static String layerProblem(PageFormat format, MemorySegment actual, long seed, int layer) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment expected = scratch.allocate(format.pageBytes());
+            PagePattern.fill(expected, seed);
+            for (int part = 0; part < format.geometry().attention().parts(); part++) {
+                for (int token = 0; token < format.pageSizeTokens(); token++) {
+                    long off = format.rowOffset(part, layer, token);
+                    if (MemorySegment.mismatch(actual, off, off + format.rowBytes(), expected, off,
+                            off + format.rowBytes()) >= 0) {
+                        return "part " + part + ", layer " + layer + ", token " + token + " differ";
+                    }
+                }
+            }
+        }
+        return null;
+    }
+
     /** A host slab and a pool filled with their patterns, and a random load between them. */
     private record FilledLoad(HostSlab host, int[] hostSlots, int[] devicePages) {
     }
@@ -551,24 +652,13 @@ public abstract class DeviceRuntimeConformanceKit {
 
     /** Why the first {@code layers} layers of a device page differ from the pattern of {@code seed}, or null. */
     private String devicePageProblem(KvPool pool, int page, long seed, int layers) {
-        PageFormat format = pool.format();
         try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment actual = scratch.allocate(format.pageBytes());
-            MemorySegment expected = scratch.allocate(format.pageBytes());
+            MemorySegment actual = scratch.allocate(pool.format().pageBytes());
             pool.readPage(page, actual);
-            PagePattern.fill(expected, seed);
-            int parts = format.geometry().attention().parts();
-            for (int part = 0; part < parts; part++) {
-                for (int layer = 0; layer < layers; layer++) {
-                    for (int token = 0; token < format.pageSizeTokens(); token++) {
-                        long off = format.rowOffset(part, layer, token);
-                        long mismatch = MemorySegment.mismatch(actual, off, off + format.rowBytes(), expected, off,
-                                off + format.rowBytes());
-                        if (mismatch >= 0) {
-                            return "device page " + page + " differs at part " + part + ", layer " + layer + ", token "
-                                    + token;
-                        }
-                    }
+            for (int layer = 0; layer < layers; layer++) {
+                String bad = layerProblem(pool.format(), actual, seed, layer);
+                if (bad != null) {
+                    return "device page " + page + ": " + bad;
                 }
             }
         }

@@ -57,4 +57,15 @@ public final class CopyChecks {
         Checks.requireArgument(slab.geometry().equals(pool.geometry()) && slab.pageSizeTokens() == pool.pageSizeTokens(),
                 "the host slab holds %s, the KV pool %s: geometry and page size must match", slab, pool);
     }
+
+    /**
+     * Checks that {@code [firstLayer, firstLayer + layerCount)} is a non-empty range of the format's layers.
+     *
+     * @throws IllegalArgumentException naming the range and the layers
+     */
+    public static void checkLayers(PageFormat format, int firstLayer, int layerCount) {
+        int layers = format.geometry().layers();
+        Checks.requireArgument(firstLayer >= 0 && layerCount > 0 && firstLayer <= layers - layerCount,
+                "layers [%d, %d) are not a range of the format's %d layers", firstLayer, firstLayer + layerCount, layers);
+    }
 }

@@ -44,6 +44,25 @@ public interface KvPool extends AutoCloseable {
     KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages);
 
     /**
+     * Copies layers {@code [firstLayer, firstLayer + layerCount)} of device pages to host pages, signalling each layer
+     * as it lands ({@link KvCopy#layerDone}{@code (j)} is layer {@code firstLayer + j}): a staged handoff's gather, so
+     * that layer i can leave the host while later layers are still copied. Runs on the backup stream, after the
+     * backups submitted before it.
+     *
+     * @throws IllegalArgumentException as for {@link #backup}, or for a layer range outside the format's layers
+     */
+    KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount);
+
+    /**
+     * Copies layers {@code [firstLayer, firstLayer + layerCount)} of host pages to device pages, signalling each layer
+     * as it lands: a staged handoff's scatter, one layer as soon as it arrived. Runs on the load stream, after the
+     * loads submitted before it.
+     *
+     * @throws IllegalArgumentException as for {@link #backupLayers}
+     */
+    KvCopy loadLayers(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount);
+
+    /**
      * Writes one page from host memory in the flat order of {@link #format()}, synchronously. Not ordered with
      * copies in flight: for tests, verification and hand-over of single pages.
      */

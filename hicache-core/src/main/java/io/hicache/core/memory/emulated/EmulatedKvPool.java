@@ -102,8 +102,28 @@ final class EmulatedKvPool implements KvPool {
         checkOpen();
         CopyChecks.checkSameGeometry(format, host);
         CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), true);
+        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), true, 0, format.geometry().layers(), false);
         return backups.submit(format.geometry().layers(), job::start);
+    }
+
+    @Override
+    public KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount) {
+        checkOpen();
+        CopyChecks.checkSameGeometry(format, host);
+        CopyChecks.checkLayers(format, firstLayer, layerCount);
+        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
+        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), true, firstLayer, layerCount, true);
+        return backups.submit(layerCount, job::start);
+    }
+
+    @Override
+    public KvCopy loadLayers(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
+        checkOpen();
+        CopyChecks.checkSameGeometry(format, host);
+        CopyChecks.checkLayers(format, firstLayer, layerCount);
+        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
+        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), false, firstLayer, layerCount, true);
+        return loads.submit(layerCount, job::start);
     }
 
     @Override
@@ -111,7 +131,7 @@ final class EmulatedKvPool implements KvPool {
         checkOpen();
         CopyChecks.checkSameGeometry(format, host);
         CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), false);
+        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), false, 0, format.geometry().layers(), true);
         return loads.submit(format.geometry().layers(), job::start);
     }
 
@@ -194,26 +214,33 @@ final class EmulatedKvPool implements KvPool {
     }
 
     /**
-     * One copy: the pairs are cut into one share per copy thread; each share is copied layer by layer. For a
-     * load every layer is signalled as soon as all shares have copied it; for a backup everything is signalled
-     * at the end, as one operation.
+     * One copy of a range of layers: the pairs are cut into one share per copy thread; each share is copied layer by
+     * layer. With {@code perLayer} (loads, staged gathers) every layer is signalled as soon as all shares have copied
+     * it; without (a backup) everything is signalled at the end, as one operation.
      */
     private final class Job {
         private final HostSlab host;
         private final int[] devicePages;
         private final int[] hostSlots;
         private final boolean toHost;
+        private final int firstLayer;
+        private final int layerCount;
+        private final boolean perLayer;
         private final AtomicBoolean failed = new AtomicBoolean();
 
-        Job(HostSlab host, int[] devicePages, int[] hostSlots, boolean toHost) {
+        Job(HostSlab host, int[] devicePages, int[] hostSlots, boolean toHost, int firstLayer, int layerCount,
+                boolean perLayer) {
             this.host = host;
             this.devicePages = devicePages;
             this.hostSlots = hostSlots;
             this.toHost = toHost;
+            this.firstLayer = firstLayer;
+            this.layerCount = layerCount;
+            this.perLayer = perLayer;
         }
 
         void start(LayerSignals signals) {
-            int layers = format.geometry().layers();
+            int layers = layerCount;
             if (devicePages.length == 0) {
                 signals.allLanded();
                 return;
@@ -235,18 +262,18 @@ final class EmulatedKvPool implements KvPool {
         private void copyShare(int from, int to, LayerSignals signals, AtomicIntegerArray remainingPerLayer,
                 AtomicInteger remainingShares) {
             try {
-                for (int layer = 0; layer < format.geometry().layers(); layer++) {
+                for (int j = 0; j < layerCount; j++) {
                     if (failed.get()) {
                         return;
                     }
                     for (int i = from; i < to; i++) {
-                        copyLayer(devicePages[i], hostSlots[i], layer);
+                        copyLayer(devicePages[i], hostSlots[i], firstLayer + j);
                     }
-                    if (!toHost && remainingPerLayer.decrementAndGet(layer) == 0) {
-                        signals.landed(layer);
+                    if (perLayer && remainingPerLayer.decrementAndGet(j) == 0) {
+                        signals.landed(j);
                     }
                 }
-                if (toHost && remainingShares.decrementAndGet() == 0) {
+                if (!perLayer && remainingShares.decrementAndGet() == 0) {
                     signals.allLanded();
                 }
             } catch (Throwable t) {
