@@ -75,7 +75,8 @@ final class Layout {
             pkg("io.hicache.transfer.shm", "transfer", 2, Kind.PLUGIN),
             pkg("io.hicache.transfer.rank", "transfer", 2, Kind.API),
             pkg("io.hicache.transfer", "transfer", 3, Kind.API),
-            pkg("io.hicache.transfer.pd", "transfer", 4, Kind.API),
+            pkg("io.hicache.transfer.staged", "transfer", 4, Kind.API),
+            pkg("io.hicache.transfer.pd", "transfer", 5, Kind.API),
             pkg("io.hicache.transfer.kit", "transfer-kit", 0, Kind.API),
             // server
             pkg("io.hicache.server.daemon", "server", 0, Kind.API),
