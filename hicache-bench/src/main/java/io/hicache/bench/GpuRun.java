@@ -29,7 +29,8 @@ import picocli.CommandLine.Option;
  * suite with {@link CudaTuningExperiment} ({@code cuda-tuning.json}), {@code --experiment latency} with
  * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
  * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}), {@code --experiment order} with
- * {@link CudaOrderExperiment} ({@code cuda-order.json}). {@code --slab-dir DIR} puts the suite's pinned
+ * {@link CudaOrderExperiment} ({@code cuda-order.json}), {@code --experiment replay} with {@link GpuReplay}
+ * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu} ({@code pd-gpu.json}). {@code --slab-dir DIR} puts the suite's pinned
  * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
  * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
  * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
@@ -37,7 +38,7 @@ import picocli.CommandLine.Option;
  * <pre>
  * scripts/pack-gpu.sh
  * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--slab-dir DIR]...
- *     [--experiment tuning|latency|hugepages|order [--no-kits]]
+ *     [--experiment tuning|latency|hugepages|order|replay|pd [--no-kits]]
  * </pre>
  */
 @Command(name = "GpuRun", mixinStandardHelpOptions = true, description = "Runs the CUDA kits and the cuda bench suite "
@@ -50,7 +51,7 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
     boolean quick;
 
     @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages, "
-            + "order or replay")
+            + "order, replay or pd")
     Experiment experiment;
 
     @Option(names = "--no-kits", description = "skip the kits (experiments only)")
@@ -60,7 +61,7 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
     List<Path> slabDirs = new ArrayList<>();
 
     /** The experiments, by their command-line names. */
-    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER, REPLAY }
+    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER, REPLAY, PD }
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new GpuRun()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
@@ -122,6 +123,10 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
                 report = BenchReport.of("cuda-order", CudaOrderExperiment.run(quick), command.toString(), 0);
             } else if (experiment.equals("replay")) {
                 report = BenchReport.of("gpu-replay", GpuReplay.run(quick), command.toString(), 0);
+            } else if (experiment.equals("pd")) {
+                try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
+                    report = BenchReport.of("pd-gpu", PdHandoffGpu.run(runtime, quick, log), command.toString(), 0);
+                }
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {

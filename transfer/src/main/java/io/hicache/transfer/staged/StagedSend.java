@@ -77,7 +77,7 @@ public final class StagedSend {
 
     private void write(int layer, StagingArea staging, int[] stagingSlots, TransferEngine engine, RemoteSegment peer,
             String peerRegion, int peerSlotCount, int[] peerSlots, Deadline deadline, IntConsumer layerWritten) {
-        List<TransferRequest> writes = writes(layer, staging, stagingSlots, peerRegion, peerSlotCount, peerSlots);
+        List<TransferRequest> writes = writesFor(layer, staging, stagingSlots, peerRegion, peerSlotCount, peerSlots);
         try {
             engine.submit(peer, writes, deadline).whenDone().whenComplete((batch, error) -> {
                 if (error != null || !batch.allDone()) {
@@ -97,7 +97,7 @@ public final class StagedSend {
     }
 
     /** One write per part and run of slots consecutive on both sides: two per layer for fresh allocations. */
-    static List<TransferRequest> writes(int layer, StagingArea staging, int[] stagingSlots, String peerRegion,
+    public static List<TransferRequest> writesFor(int layer, StagingArea staging, int[] stagingSlots, String peerRegion,
             int peerSlotCount, int[] peerSlots) {
         PageFormat format = staging.slab().format();
         long chunk = staging.slab().chunkBytes();
