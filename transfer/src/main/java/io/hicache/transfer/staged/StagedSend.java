@@ -22,19 +22,37 @@ import java.util.function.IntConsumer;
  * layer landed from {@code layerWritten}, called once per layer whose write the peer acknowledged (in any order:
  * layers travel on several connections).
  *
+ * <p>At most {@value #WIRE_AHEAD_BYTES} bytes of layers (at least two layers) are on the wire at once: later layers
+ * wait, gathered, so that the early ones reach the decode first.
+ *
  * <p>Thread-safe. Callbacks run on the device runtime's completion thread and the transport's threads, so they must
  * be short. The caller owns the device pages and both sides' staging slots until {@link #done()} completes, which it
  * does only when no byte of the handoff is moving any more.
  */
 public final class StagedSend {
+    /**
+     * Bytes of gathered layers on the wire at once (at least two layers): enough to keep every connection's window
+     * full, few enough that layer i does not share the wire with many later layers, which would delay the first layer
+     * the decode can use.
+     */
+    static final long WIRE_AHEAD_BYTES = 64L << 20;
+
     private final int layers;
+    private final int layersAhead;
     private final AtomicInteger unresolved;
     private final AtomicReference<String> failure = new AtomicReference<>();
     private final CompletableFuture<Void> done = new CompletableFuture<>();
+    private final Wire wire;
+    /** Layers gathered, layers handed to the wire (or skipped after a failure), layers on the wire: under the lock. */
+    private int gathered;
+    private int sent;
+    private int onWire;
 
-    private StagedSend(int layers) {
+    private StagedSend(int layers, long layerBytes, long wireAheadBytes, Wire wire) {
         this.layers = layers;
+        this.layersAhead = (int) Math.max(2, Math.min(layers, (wireAheadBytes + layerBytes - 1) / layerBytes));
         this.unresolved = new AtomicInteger(layers);
+        this.wire = wire;
     }
 
     /**
@@ -47,6 +65,14 @@ public final class StagedSend {
     public static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
             TransferEngine engine, RemoteSegment peer, String peerRegion, int peerSlotCount, int[] peerSlots,
             Deadline deadline, IntConsumer layerWritten) {
+        return start(pool, devicePages, staging, stagingSlots, engine, peer, peerRegion, peerSlotCount, peerSlots,
+                deadline, layerWritten, WIRE_AHEAD_BYTES);
+    }
+
+    /** {@link #start} with another bound on the bytes on the wire (tests: two layers ahead at most). */
+    static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
+            TransferEngine engine, RemoteSegment peer, String peerRegion, int peerSlotCount, int[] peerSlots,
+            Deadline deadline, IntConsumer layerWritten, long wireAheadBytes) {
         Checks.requireArgument(devicePages.length == stagingSlots.length && devicePages.length == peerSlots.length,
                 "device pages, staging slots and peer slots differ in number: %d, %d, %d", devicePages.length,
                 stagingSlots.length, peerSlots.length);
@@ -55,45 +81,93 @@ public final class StagedSend {
                     peerSlotCount);
         }
         int layers = pool.format().geometry().layers();
-        StagedSend send = new StagedSend(layers);
+        long layerBytes = Math.max(1, staging.slab().chunkBytes() * pool.format().geometry().attention().parts()
+                * devicePages.length);
+        Wire wire = new Wire(staging, stagingSlots.clone(), engine, peer, peerRegion, peerSlotCount, peerSlots.clone(),
+                deadline, layerWritten);
+        StagedSend send = new StagedSend(layers, layerBytes, wireAheadBytes, wire);
         KvCopy gather = pool.backupLayers(devicePages, staging.slab(), stagingSlots, 0, layers);
         for (int layer = 0; layer < layers; layer++) {
             int l = layer;
             gather.layerDone(layer).whenComplete((ok, error) -> {
                 if (error != null) {
-                    send.resolve("gathering layer " + l + " failed: " + error.getMessage());
-                } else if (send.failure.get() != null) {
-                    send.resolve(null);
-                } else if (deadline.isOver()) {
-                    send.resolve("the deadline passed before layer " + l + " was sent");
+                    send.fail("gathering layer " + l + " failed: " + error.getMessage());
+                    send.resolve();
                 } else {
-                    send.write(l, staging, stagingSlots, engine, peer, peerRegion, peerSlotCount, peerSlots, deadline,
-                            layerWritten);
+                    send.gathered(l);
                 }
             });
         }
         return send;
     }
 
-    private void write(int layer, StagingArea staging, int[] stagingSlots, TransferEngine engine, RemoteSegment peer,
+    /** Where the gathered layers go. */
+    private record Wire(StagingArea staging, int[] stagingSlots, TransferEngine engine, RemoteSegment peer,
             String peerRegion, int peerSlotCount, int[] peerSlots, Deadline deadline, IntConsumer layerWritten) {
-        List<TransferRequest> writes = writesFor(layer, staging, stagingSlots, peerRegion, peerSlotCount, peerSlots);
-        try {
-            engine.submit(peer, writes, deadline).whenDone().whenComplete((batch, error) -> {
-                if (error != null || !batch.allDone()) {
-                    resolve("writing layer " + layer + " failed: " + (error != null ? error : batch.firstFailure()));
+    }
+
+    private void gathered(int layer) {
+        synchronized (this) {
+            gathered = Math.max(gathered, layer + 1);
+        }
+        pump();
+    }
+
+    /** Hands gathered layers to the wire while fewer than {@link #layersAhead} are on it; skips them after a failure. */
+    private void pump() {
+        while (true) {
+            int layer;
+            boolean skip;
+            synchronized (this) {
+                skip = failure.get() != null;
+                if (sent >= gathered || (!skip && onWire >= layersAhead)) {
                     return;
                 }
-                try {
-                    layerWritten.accept(layer);
-                    resolve(null);
-                } catch (RuntimeException e) {
-                    resolve("reporting layer " + layer + " failed: " + e);
+                layer = sent++;
+                if (!skip) {
+                    onWire++;
                 }
+            }
+            if (skip) {
+                resolve();
+            } else if (wire.deadline().isOver()) {
+                fail("the deadline passed before layer " + layer + " was sent");
+                offWire();
+            } else {
+                write(layer);
+            }
+        }
+    }
+
+    private void write(int layer) {
+        List<TransferRequest> writes = writesFor(layer, wire.staging(), wire.stagingSlots(), wire.peerRegion(),
+                wire.peerSlotCount(), wire.peerSlots());
+        try {
+            wire.engine().submit(wire.peer(), writes, wire.deadline()).whenDone().whenComplete((batch, error) -> {
+                if (error != null || !batch.allDone()) {
+                    fail("writing layer " + layer + " failed: " + (error != null ? error : batch.firstFailure()));
+                } else {
+                    try {
+                        wire.layerWritten().accept(layer);
+                    } catch (RuntimeException e) {
+                        fail("reporting layer " + layer + " failed: " + e);
+                    }
+                }
+                offWire();
             });
         } catch (RuntimeException e) {
-            resolve("writing layer " + layer + " failed: " + e.getMessage());
+            fail("writing layer " + layer + " failed: " + e.getMessage());
+            offWire();
         }
+    }
+
+    /** A layer left the wire (written, failed or never sent): resolves it and lets the next one on. */
+    private void offWire() {
+        synchronized (this) {
+            onWire--;
+        }
+        resolve();
+        pump();
     }
 
     /** One write per part and run of slots consecutive on both sides: two per layer for fresh allocations. */
@@ -119,10 +193,12 @@ public final class StagedSend {
         return writes;
     }
 
-    private void resolve(String why) {
-        if (why != null) {
-            failure.compareAndSet(null, why);
-        }
+    private void fail(String why) {
+        failure.compareAndSet(null, why);
+    }
+
+    /** One layer is over: written, failed, or skipped. The last one completes {@link #done()}. */
+    private void resolve() {
         if (unresolved.decrementAndGet() == 0) {
             String first = failure.get();
             if (first == null) {

@@ -28,7 +28,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Staged handoffs between two pools on the emulated device, through two transfer engines in this JVM: the path a
@@ -67,9 +67,9 @@ class StagedHandoffTest {
         return new Side(pool, engine, staging);
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "shm"})
-    void everyLayerArrivesWithItsBytesAndBecomesUsableInOrder(String transport) throws Exception {
+    @ParameterizedTest(name = "{0}, {1} bytes ahead")
+    @CsvSource({"tcp, 67108864", "shm, 67108864", "tcp, 1", "shm, 1"})
+    void everyLayerArrivesWithItsBytesAndBecomesUsableInOrder(String transport, long wireAheadBytes) throws Exception {
         Side prefill = side("prefill", transport, 16);
         Side decode = side("decode", transport, 24);
         int[] sourcePages = {3, 17, 5, 6, 7, 30, 31, 2, 39, 0, 11, 12};
@@ -112,7 +112,7 @@ class StagedHandoffTest {
                 Deadline.after(Duration.ofSeconds(20)), layer -> {
                     written.incrementAndGet();
                     peer.send(new LayerArrival(42, layer).encode());
-                });
+                }, wireAheadBytes);
         send.done().get(20, TimeUnit.SECONDS);
         assertEquals(layers, written.get(), "every layer reported once");
         assertTrue(receive.layers().await(Deadline.after(Duration.ofSeconds(20))), "every layer usable");
