@@ -33,6 +33,8 @@ public final class DecodeRank implements AutoCloseable {
 
     private final TransferEngine engine;
     private final RankSpec spec;
+    /** A staged rank's pool and staging area, or null when prefill ranks write into the pool's own region. */
+    private final StagedPool staged;
     private final PdConfig config;
     private final PdThread worker;
     private final PdThread checks;
@@ -40,9 +42,10 @@ public final class DecodeRank implements AutoCloseable {
     private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
     private final Map<String, Prefill> prefills = new HashMap<>();
 
-    private DecodeRank(TransferEngine engine, RankSpec spec, PdConfig config) {
+    private DecodeRank(TransferEngine engine, RankSpec spec, StagedPool staged, PdConfig config) {
         this.engine = engine;
         this.spec = spec;
+        this.staged = staged;
         this.config = config;
         this.bootstrap = new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis()));
         this.worker = new PdThread("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
@@ -61,7 +64,26 @@ public final class DecodeRank implements AutoCloseable {
             PdConfig config) {
         PrefillRank.check(kv, RankSpec.KV_REGION, spec.kvBytes());
         PrefillRank.check(aux, RankSpec.AUX_REGION, spec.auxBytes());
-        return new DecodeRank(engine, spec, config);
+        if (spec.staged()) {
+            throw new IllegalArgumentException("a staged spec goes with startStaged");
+        }
+        return new DecodeRank(engine, spec, null, config);
+    }
+
+    /**
+     * Starts a rank whose pool no transport reaches (a CUDA pool): prefill ranks write each layer of a room's pages
+     * into slots of {@code staging} (the engine's region {@link RankSpec#STAGING_REGION}, as many slots as
+     * {@code spec.stagingSlots()}), which the rank takes when it sends the destination and gives back when the room
+     * succeeded or its abort was acknowledged; each layer is scattered into the room's pages as it arrives, and the
+     * room reaches SUCCESS once every scatter is done. The pool, staging area and engine stay the caller's.
+     *
+     * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
+     */
+    public static DecodeRank startStaged(TransferEngine engine, RankSpec spec, io.hicache.core.memory.KvPool pool,
+            io.hicache.transfer.staged.StagingArea staging, LocalRegion aux, PdConfig config) {
+        StagedPool staged = StagedPool.of(pool, staging, spec);
+        PrefillRank.check(aux, RankSpec.AUX_REGION, spec.auxBytes());
+        return new DecodeRank(engine, spec, staged, config);
     }
 
     /**
@@ -137,6 +159,9 @@ public final class DecodeRank implements AutoCloseable {
 
     void forget(Room room) {
         worker.post(() -> {
+            if (!room.infoSent) {
+                freeStaging(room);
+            }
             if (room.released.isDone() || !room.infoSent || room.state == KvPoll.SUCCESS) {
                 rooms.remove(room.id, room);
             } else {
@@ -194,13 +219,29 @@ public final class DecodeRank implements AutoCloseable {
         if (!room.resolved || room.init == null || room.infoSent || room.state == KvPoll.FAILED) {
             return;
         }
+        if (staged != null) {
+            int wanted = room.init[0].length - room.init[1][1];
+            if (wanted > staged.staging().slab().slots()) {
+                fail(room, "the room needs " + wanted + " staging slots, the staging area has "
+                        + staged.staging().slab().slots());
+                return;
+            }
+            room.stagingSlots = staged.takeSlots(wanted);
+            if (room.stagingSlots == null) {
+                room.waitingForStaging = true; // rooms that give slots back try again; the bootstrap timeout bounds it
+                return;
+            }
+            room.waitingForStaging = false;
+        }
+        String stagingSlots = room.stagingSlots == null ? "" : PdMessage.ints(room.stagingSlots);
         boolean mla = spec.model().attention() == AttentionKind.MLA;
         for (int i = 0; i < room.targets.length; i++) {
             boolean dummy = mla && i > 0; // MLA latents are whole on every rank: one prefill rank sends
             RemoteSegment s = room.prefill.segments.get(room.targets[i]);
             s.send(PdMessage.of("INFO", "room", Long.toString(room.id), "spec", spec.encode(), "pages",
                     PdMessage.ints(room.init[0]), "aux", Integer.toString(room.init[1][0]), "prefix",
-                    Integer.toString(room.init[1][1]), "dummy", Boolean.toString(dummy)).encode());
+                    Integer.toString(room.init[1][1]), "dummy", Boolean.toString(dummy), "staging", stagingSlots)
+                    .encode());
         }
         room.infoSent = true;
         room.infoSentNanos = System.nanoTime();
@@ -221,9 +262,7 @@ public final class DecodeRank implements AutoCloseable {
                         case "TRANSFERRING" -> room.advance(KvPoll.TRANSFERRING);
                         case "SUCCESS" -> {
                             room.succeeded.add(rank);
-                            if (room.succeeded.size() == room.targets.length) {
-                                room.advance(KvPoll.SUCCESS);
-                            }
+                            maybeSucceed(room);
                         }
                         default -> fail(room, "prefill rank " + rank + ": " + m.get("reason"));
                     }
@@ -232,10 +271,75 @@ public final class DecodeRank implements AutoCloseable {
                     room.acked.add(rank);
                     maybeRelease(room);
                 }
+                case "LAYER" -> scatter(room, m);
                 default -> LOG.log(Level.WARNING, () -> "decode got a " + m.type() + " message; ignored");
             }
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "decode rank " + spec.tpRank() + " could not handle a message", e);
+        }
+    }
+
+    /** SUCCESS once every prefill rank said so and (staged) every layer that arrived is on the device. */
+    private void maybeSucceed(Room room) {
+        if (room.succeeded.size() == room.targets.length && room.scatters == 0 && room.state != KvPoll.FAILED) {
+            room.advance(KvPoll.SUCCESS);
+            freeStaging(room);
+        }
+    }
+
+    /** A prefill rank wrote one layer of pages {@code [from, from + count)} into this rank's staging slots. */
+    private void scatter(Room room, PdMessage m) {
+        if (staged == null || room.stagingSlots == null || room.state == KvPoll.FAILED) {
+            return; // a failed room's pages may be reused once released: nothing more is written into them
+        }
+        int from = Integer.parseInt(m.get("from"));
+        int count = Integer.parseInt(m.get("count"));
+        int layer = Integer.parseInt(m.get("layer"));
+        int prefix = room.init[1][1];
+        int[] pages = room.init[0];
+        if (from < prefix || count < 1 || from > pages.length - count || layer < 0
+                || layer >= spec.model().layers()) {
+            fail(room, "a prefill rank reported layer " + layer + " of pages [" + from + ", " + (from + count)
+                    + "), outside the " + (pages.length - prefix) + " pages it was asked for");
+            return;
+        }
+        int[] slots = java.util.Arrays.copyOfRange(room.stagingSlots, from - prefix, from - prefix + count);
+        int[] targets = java.util.Arrays.copyOfRange(pages, from, from + count);
+        room.scatters++;
+        try {
+            staged.pool().loadLayers(staged.staging().slab(), slots, targets, layer, 1).done().whenComplete(
+                    (ok, e) -> worker.post(() -> scattered(room, layer, e)));
+        } catch (RuntimeException e) {
+            scattered(room, layer, e);
+        }
+    }
+
+    private void scattered(Room room, int layer, Throwable failure) {
+        room.scatters--;
+        if (failure != null) {
+            fail(room, "scattering layer " + layer + " failed: " + failure.getMessage());
+        }
+        maybeSucceed(room);
+        maybeRelease(room);
+    }
+
+    /**
+     * Gives a room's staging slots back (it succeeded, or nothing can be written into them any more), and sends the
+     * destination of rooms that waited for slots, oldest first.
+     */
+    private void freeStaging(Room room) {
+        if (room.stagingSlots == null) {
+            return;
+        }
+        staged.staging().slots().free(room.stagingSlots);
+        room.stagingSlots = null;
+        List<Room> waiting = rooms.values().stream().filter(r -> r.waitingForStaging && !r.state.isFinal())
+                .sorted(java.util.Comparator.comparingLong(r -> r.createdNanos)).toList();
+        for (Room r : waiting) {
+            maybeSendInfo(r);
+            if (r.waitingForStaging) {
+                return;
+            }
         }
     }
 
@@ -244,7 +348,7 @@ public final class DecodeRank implements AutoCloseable {
      * prefill's connections to this engine are all closed (no write can land any more).
      */
     private void maybeRelease(Room room) {
-        if (room.released.isDone() || room.abortStartedNanos == 0) {
+        if (room.released.isDone() || room.abortStartedNanos == 0 || room.scatters > 0) {
             return;
         }
         boolean safe = true;
@@ -258,6 +362,7 @@ public final class DecodeRank implements AutoCloseable {
             }
         }
         if (safe) {
+            freeStaging(room);
             room.released.complete(true);
             if (room.forgetWhenReleased) {
                 rooms.remove(room.id, room);
@@ -291,7 +396,9 @@ public final class DecodeRank implements AutoCloseable {
                 }
                 if (!r.infoSent && !r.state.isFinal() && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(
                         config.bootstrapTimeoutMillis())) {
-                    fail(r, "not initialised within " + config.bootstrapTimeoutMillis() + " ms");
+                    fail(r, r.waitingForStaging ? "no " + (r.init[0].length - r.init[1][1]) + " staging slots came free"
+                            + " within " + config.bootstrapTimeoutMillis() + " ms" : "not initialised within "
+                            + config.bootstrapTimeoutMillis() + " ms");
                 }
                 if (r.prefill != null && !r.state.isFinal() && r.prefill.dead) {
                     fail(r, r.prefill.deathReason);
@@ -391,6 +498,12 @@ public final class DecodeRank implements AutoCloseable {
         long infoSentNanos;
         long abortStartedNanos;
         boolean forgetWhenReleased;
+        /** A staged room's staging slots, for positions [prefix, pages): held until it succeeded or was released. */
+        int[] stagingSlots;
+        /** A staged room's scatters in flight. */
+        int scatters;
+        /** A staged room whose destination waits for staging slots. */
+        boolean waitingForStaging;
 
         Room(long id, String bootstrapUrl) {
             this.id = id;

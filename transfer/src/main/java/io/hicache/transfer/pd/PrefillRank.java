@@ -31,18 +31,25 @@ public final class PrefillRank implements AutoCloseable {
 
     private final TransferEngine engine;
     private final RankSpec spec;
+    /** The KV pool's own region, or null for a staged rank. */
     private final LocalRegion kv;
+    /** A staged rank's pool and staging area, or null. */
+    private final StagedPool staged;
     private final LocalRegion aux;
     private final PdConfig config;
     private final PdThread worker;
     private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
     private final Map<String, RemoteSegment> decodes = new HashMap<>();
     private final ArrayDeque<Integer> freeAuxSlots = new ArrayDeque<>();
+    /** Staged pieces waiting for staging slots, oldest first. Worker thread only. */
+    private final ArrayDeque<StagePiece> waitingForStaging = new ArrayDeque<>();
 
-    private PrefillRank(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux, PdConfig config) {
+    private PrefillRank(TransferEngine engine, RankSpec spec, LocalRegion kv, StagedPool staged, LocalRegion aux,
+            PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         this.kv = kv;
+        this.staged = staged;
         this.aux = aux;
         this.config = config;
         for (int i = 0; i < spec.auxSlots(); i++) {
@@ -64,9 +71,33 @@ public final class PrefillRank implements AutoCloseable {
             String bootstrapUrl, PdConfig config) throws IOException, InterruptedException {
         check(kv, RankSpec.KV_REGION, spec.kvBytes());
         check(aux, RankSpec.AUX_REGION, spec.auxBytes());
-        PrefillRank rank = new PrefillRank(engine, spec, kv, aux, config);
+        if (spec.staged()) {
+            throw new IllegalArgumentException("a staged spec goes with startStaged");
+        }
+        return register(new PrefillRank(engine, spec, kv, null, aux, config), bootstrapUrl, config);
+    }
+
+    /**
+     * Starts a rank whose pool no transport reaches (a CUDA pool) and registers it: each chunk's pages are gathered
+     * layer by layer into {@code staging} (the engine's region {@link RankSpec#STAGING_REGION}, as many slots as
+     * {@code spec.stagingSlots()}) and written into the decode's staging area, pipelined
+     * ({@link io.hicache.transfer.staged.StagedSend}); the decode scatters each layer as it arrives. The pool, staging
+     * area and engine stay the caller's.
+     *
+     * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
+     */
+    public static PrefillRank startStaged(TransferEngine engine, RankSpec spec, io.hicache.core.memory.KvPool pool,
+            io.hicache.transfer.staged.StagingArea staging, LocalRegion aux, String bootstrapUrl, PdConfig config)
+            throws IOException, InterruptedException {
+        StagedPool staged = StagedPool.of(pool, staging, spec);
+        check(aux, RankSpec.AUX_REGION, spec.auxBytes());
+        return register(new PrefillRank(engine, spec, null, staged, aux, config), bootstrapUrl, config);
+    }
+
+    private static PrefillRank register(PrefillRank rank, String bootstrapUrl, PdConfig config)
+            throws IOException, InterruptedException {
         try {
-            new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis())).register(bootstrapUrl, spec);
+            new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis())).register(bootstrapUrl, rank.spec);
         } catch (IOException | InterruptedException | RuntimeException e) {
             rank.close();
             throw e;
@@ -167,13 +198,19 @@ public final class PrefillRank implements AutoCloseable {
             fail(room, "cannot reach decode at " + decode.engineAddress() + ": " + e.getMessage());
             return;
         }
+        String staging = m.get("staging");
         Destination d = new Destination(decode, segment, PdMessage.ints(m.get("pages")),
                 Integer.parseInt(m.get("aux")), Integer.parseInt(m.get("prefix")),
-                Boolean.parseBoolean(m.get("dummy")));
+                Boolean.parseBoolean(m.get("dummy")), staging == null ? new int[0] : PdMessage.ints(staging));
         room.destinations.add(d);
         String refusal = decode.incompatibility(spec);
         if (refusal != null) {
             fail(room, "refused at handshake: " + refusal);
+            return;
+        }
+        if (spec.staged() && !d.dummy && d.staging.length != d.pages.length - d.prefix) {
+            fail(room, "the decode named " + d.staging.length + " staging slots for " + (d.pages.length - d.prefix)
+                    + " pages");
             return;
         }
         room.required = KvPlan.decodeRanksPerPrefillRank(decode.tpSize(), spec.tpSize());
@@ -231,7 +268,11 @@ public final class PrefillRank implements AutoCloseable {
                 src[i] = srcPages[skip + i];
                 dst[i] = d.pages[from + skip + i];
             }
-            submit(room, d, KvPlan.writes(spec, kv.memory(), d.spec, src, dst));
+            if (staged != null) {
+                stage(room, d, src, from + skip);
+            } else {
+                submit(room, d, KvPlan.writes(spec, kv.memory(), d.spec, src, dst));
+            }
         }
         if (last) {
             room.lastAux = auxData == null ? new byte[0] : auxData;
@@ -252,6 +293,81 @@ public final class PrefillRank implements AutoCloseable {
             maybeFinish(room);
             forgetIfIdle(room);
         }));
+    }
+
+    /**
+     * Sends pages {@code src}, positions {@code [position, position + src.length)} of the request, through both staging
+     * areas; the decode hears of each layer (LAYER) as it lands in its staging slots and scatters it. A chunk larger
+     * than the staging area goes in pieces; pieces wait, in the order they came, while the staging area is full.
+     */
+    private void stage(Room room, Destination d, int[] src, int position) {
+        int most = staged.staging().slab().slots();
+        for (int at = 0; at < src.length; at += most) {
+            int n = Math.min(most, src.length - at);
+            room.inFlight++; // a waiting piece keeps the room from finishing, as a write in flight does
+            waitingForStaging.add(new StagePiece(room, d, java.util.Arrays.copyOfRange(src, at, at + n), position + at));
+        }
+        startWaitingPieces();
+    }
+
+    /** One piece of a chunk waiting for staging slots. */
+    private record StagePiece(Room room, Destination d, int[] src, int position) {
+    }
+
+    private void startWaitingPieces() {
+        while (!waitingForStaging.isEmpty()) {
+            StagePiece piece = waitingForStaging.peek();
+            if (piece.room.state == KvPoll.FAILED) {
+                waitingForStaging.poll();
+                pieceOver(piece.room);
+                continue;
+            }
+            int[] local = staged.takeSlots(piece.src.length);
+            if (local == null) {
+                return; // a staged send in flight gives slots back, and starts the rest then
+            }
+            waitingForStaging.poll();
+            startPiece(piece, local);
+        }
+    }
+
+    private void startPiece(StagePiece piece, int[] local) {
+        Room room = piece.room;
+        Destination d = piece.d;
+        int at = piece.position - d.prefix;
+        int[] peer = java.util.Arrays.copyOfRange(d.staging, at, at + piece.src.length);
+        String roomId = Long.toString(room.id);
+        String rankId = Integer.toString(spec.tpRank());
+        String from = Integer.toString(piece.position);
+        String count = Integer.toString(piece.src.length);
+        io.hicache.transfer.staged.StagedSend send;
+        try {
+            send = io.hicache.transfer.staged.StagedSend.start(staged.pool(), piece.src, staged.staging(), local,
+                    engine, d.segment, RankSpec.STAGING_REGION, d.spec.stagingSlots(), peer, Deadline.after(
+                            Duration.ofMillis(config.chunkDeadlineMillis())), layer -> d.segment.send(PdMessage.of(
+                                    "LAYER", "room", roomId, "rank", rankId, "from", from, "count", count, "layer",
+                                    Integer.toString(layer)).encode()));
+        } catch (RuntimeException e) {
+            staged.staging().slots().free(local);
+            fail(room, "staging a chunk failed: " + e);
+            pieceOver(room);
+            return;
+        }
+        send.done().whenComplete((ok, e) -> worker.post(() -> {
+            staged.staging().slots().free(local);
+            if (e != null) {
+                fail(room, "staged transfer to decode " + d.spec.engineAddress() + " failed: " + e.getMessage());
+            }
+            pieceOver(room);
+            startWaitingPieces();
+        }));
+    }
+
+    private void pieceOver(Room room) {
+        room.inFlight--;
+        maybeAck(room);
+        maybeFinish(room);
+        forgetIfIdle(room);
     }
 
     private void forgetIfIdle(Room room) {
@@ -373,9 +489,12 @@ public final class PrefillRank implements AutoCloseable {
         }
     }
 
-    /** Where one decode rank wants a room's KV. Worker thread only. */
+    /**
+     * Where one decode rank wants a room's KV: its pages, and for a staged decode the staging slots of positions
+     * {@code [prefix, pages.length)}. Worker thread only.
+     */
     private record Destination(RankSpec spec, RemoteSegment segment, int[] pages, int auxSlot, int prefix,
-            boolean dummy) {
+            boolean dummy, int[] staging) {
     }
 
     /** One request. Mutable fields belong to the worker thread; {@link #state} and {@link #reason} are read anywhere. */

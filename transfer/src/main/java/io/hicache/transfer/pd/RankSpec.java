@@ -13,11 +13,22 @@ import java.util.Map;
  * What a prefill or decode rank tells its peers about its KV: the whole model's geometry, the page size, its place in
  * tensor parallelism, its KV pool (region {@code kv}, laid out as {@link DeviceLayout} says, {@code kvPages} pages of
  * its own heads) and its aux slots (region {@code aux}), and the address of its transfer engine. Immutable.
+ *
+ * <p>A rank whose pool no transport reaches (a CUDA pool) stages: {@code stagingSlots} is then the size of its staging
+ * area (region {@code staging}, {@link io.hicache.transfer.staged.StagingArea}), and peers write into that instead of
+ * the pool; 0 for a rank whose pool is registered itself as region {@code kv}.
  */
 public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
-        int auxSlotBytes, String engineAddress) {
+        int auxSlotBytes, String engineAddress, int stagingSlots) {
     public static final String KV_REGION = "kv";
     public static final String AUX_REGION = "aux";
+    public static final String STAGING_REGION = "staging";
+
+    /** A rank whose pool is registered itself (no staging). */
+    public RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
+            int auxSlotBytes, String engineAddress) {
+        this(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress, 0);
+    }
 
     public RankSpec {
         if (tpSize < 1 || tpRank < 0 || tpRank >= tpSize) {
@@ -26,12 +37,26 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         if (kvPages < 1 || auxSlots < 1 || auxSlotBytes < 1 || pageSizeTokens < 1) {
             throw new IllegalArgumentException("kvPages, auxSlots, auxSlotBytes and pageSizeTokens must be >= 1");
         }
+        if (stagingSlots < 0) {
+            throw new IllegalArgumentException("stagingSlots must be >= 0, got " + stagingSlots);
+        }
         model.perRank(tpSize); // refuses head counts that do not split
     }
 
     /** The page format of this rank's pool (its share of the heads). */
     public PageFormat format() {
         return new PageFormat(model.perRank(tpSize), pageSizeTokens, HostLayout.LAYER_FIRST);
+    }
+
+    /** This spec for a rank that stages through {@code slots} staging pages. */
+    public RankSpec withStaging(int slots) {
+        return new RankSpec(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress,
+                slots);
+    }
+
+    /** Whether the rank's pages pass through a staging area. */
+    public boolean staged() {
+        return stagingSlots > 0;
     }
 
     /** Index of the first KV head this rank holds (heads are replicated when there are fewer heads than ranks). */
@@ -73,6 +98,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         m.put("auxSlots", Integer.toString(auxSlots));
         m.put("auxBytes", Integer.toString(auxSlotBytes));
         m.put("address", engineAddress);
+        m.put("staging", Integer.toString(stagingSlots));
         StringBuilder b = new StringBuilder();
         m.forEach((k, v) -> b.append(b.isEmpty() ? "" : ";").append(k).append('=').append(v));
         return b.toString();
@@ -95,7 +121,8 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             KvGeometry g = new KvGeometry(AttentionKind.valueOf(m.get("attention")), i(m, "layers"), i(m, "heads"),
                     i(m, "dim"), KvDtype.valueOf(m.get("dtype")));
             return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
-                    i(m, "auxBytes"), java.util.Objects.requireNonNull(m.get("address"), "address"));
+                    i(m, "auxBytes"), java.util.Objects.requireNonNull(m.get("address"), "address"),
+                    m.containsKey("staging") ? i(m, "staging") : 0);
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("not a rank spec: '" + text + "': " + e.getMessage(), e);
         }
@@ -111,7 +138,8 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
 
     /**
      * Why a decode rank with this spec cannot take KV from {@code prefill}, or null when it can: the model geometry
-     * (which includes the KV dtype) and the page size must be the same.
+     * (which includes the KV dtype) and the page size must be the same, and both sides stage or neither does (staged
+     * ranks also need the same TP size, MLA aside).
      */
     public String incompatibility(RankSpec prefill) {
         if (pageSizeTokens != prefill.pageSizeTokens) {
@@ -122,6 +150,14 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         }
         if (!model.equals(prefill.model)) {
             return "model geometry differs: prefill " + prefill.model + ", decode " + model;
+        }
+        if (staged() != prefill.staged()) {
+            return "only the " + (staged() ? "decode" : "prefill") + " stages its pages through host memory (a device"
+                    + " pool no transport reaches): both sides must, or neither";
+        }
+        if (staged() && model.attention() != AttentionKind.MLA && tpSize != prefill.tpSize) {
+            return "staged handoffs move whole rows: prefill TP " + prefill.tpSize + " and decode TP " + tpSize
+                    + " split the KV heads differently";
         }
         return null;
     }

@@ -1,0 +1,39 @@
+package io.hicache.transfer.pd;
+
+import io.hicache.core.memory.KvPool;
+import io.hicache.core.util.Checks;
+import io.hicache.transfer.staged.StagingArea;
+
+/**
+ * A staged rank's device pool and staging area (region {@link RankSpec#STAGING_REGION}): what its peers write into
+ * and what its pool gathers from or scatters into. Both stay the rank starter's. Immutable.
+ */
+record StagedPool(KvPool pool, StagingArea staging) {
+    StagedPool {
+        Checks.checkNotNull(pool, "pool");
+        Checks.checkNotNull(staging, "staging");
+    }
+
+    /** The pool and staging area of a rank with {@code spec}, checked against it. */
+    static StagedPool of(KvPool pool, StagingArea staging, RankSpec spec) {
+        StagedPool p = new StagedPool(pool, staging);
+        Checks.requireArgument(spec.staged() && staging.slab().slots() == spec.stagingSlots(),
+                "the spec says %d staging slots, the staging area has %d", spec.stagingSlots(), staging.slab().slots());
+        Checks.requireArgument(staging.region().name().equals(RankSpec.STAGING_REGION),
+                "the staging area must be the engine's region '%s', got '%s'", RankSpec.STAGING_REGION,
+                staging.region().name());
+        Checks.requireArgument(pool.pages() == spec.kvPages() && pool.format().geometry().equals(spec.format().geometry())
+                && pool.format().pageSizeTokens() == spec.pageSizeTokens(),
+                "the pool (%d pages of %s) is not the spec's (%d pages of %s)", pool.pages(), pool.format(),
+                spec.kvPages(), spec.format());
+        Checks.requireArgument(staging.slab().format().geometry().equals(pool.format().geometry())
+                && staging.slab().format().pageSizeTokens() == pool.format().pageSizeTokens(),
+                "the staging area holds %s, the pool %s", staging.slab().format(), pool.format());
+        return p;
+    }
+
+    /** Staging slots for {@code count} pages, or null while fewer are free. */
+    int[] takeSlots(int count) {
+        return count == 0 ? new int[0] : staging.slots().tryAllocate(count);
+    }
+}
