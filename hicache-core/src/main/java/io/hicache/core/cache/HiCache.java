@@ -295,6 +295,16 @@ public final class HiCache implements AutoCloseable {
         return device.hostVisibleMemory();
     }
 
+    /**
+     * The device pool itself, for a transfer that copies the pages of requests the caller holds open (a staged
+     * prefill/decode handoff gathers and scatters them layer by layer, {@code io.hicache.transfer.staged}). The cache
+     * owns it: the caller never closes it, allocates or frees its pages, or touches pages no open request of its own
+     * holds. Valid while the cache is open.
+     */
+    public KvPool devicePool() {
+        return device;
+    }
+
     /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
     public record Flushed(long devicePages, long hostPages) {
     }

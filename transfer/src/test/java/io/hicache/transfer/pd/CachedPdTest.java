@@ -16,6 +16,7 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.staged.StagingArea;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -33,6 +34,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Issue 20, parts 1 and 2, in one JVM over TCP: a prefill and a decode, each on its own cache (emulated device, host
@@ -70,11 +73,15 @@ class CachedPdTest {
         return c;
     }
 
-    /** One side: its cache over an emulated device, its transfer engine with the cache's pool registered. */
-    private record Side(HiCache cache, TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux) {
+    /**
+     * One side: its cache over an emulated device, its transfer engine with the cache's pool registered, or (staged,
+     * as a CUDA pool would be) a staging area instead.
+     */
+    private record Side(HiCache cache, TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
+            StagingArea staging) {
     }
 
-    private Side side(String name) throws Exception {
+    private Side side(String name, boolean staged) throws Exception {
         Path shm = Path.of("/dev/shm");
         Path dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
                 "hicache-pd-" + name);
@@ -88,29 +95,40 @@ class CachedPdTest {
         TransferEngine engine = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of("tcp"))
                 .withTimeouts(2_000, 500, 200)));
         RankSpec spec = new RankSpec(MODEL, PAGE, 1, 0, DEVICE_PAGES, 8, 64, engine.address());
+        LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
+        if (staged) {
+            // the prefill's area is smaller than a turn (its chunks go in pieces), the decode's holds a turn
+            int slots = name.equals("prefill") ? 8 : 64;
+            StagingArea staging = keep(StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, cache.format(), slots));
+            return new Side(cache, engine, spec.withStaging(slots), null, aux, staging);
+        }
         MemorySegment pool = cache.hostVisibleDeviceMemory().orElseThrow();
         LocalRegion kv = engine.register(RankSpec.KV_REGION, pool);
-        LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
-        return new Side(cache, engine, spec, kv, aux);
+        return new Side(cache, engine, spec, kv, aux, null);
     }
 
     /** A bootstrap server, a prefill and a decode, each on its cache. */
     private record Pd(BootstrapServer boot, Side p, Side d, CachedPrefill prefill, CachedDecode decode) {
     }
 
-    private Pd start() throws Exception {
+    private Pd start(boolean staged) throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
-        Side p = side("prefill");
-        Side d = side("decode");
-        PrefillRank prefillRank = keep(PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
-        DecodeRank decodeRank = keep(DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
+        Side p = side("prefill", staged);
+        Side d = side("decode", staged);
+        PrefillRank prefillRank = keep(staged
+                ? PrefillRank.startStaged(p.engine, p.spec, p.cache.devicePool(), p.staging, p.aux, boot.url(),
+                        PdHandoffTest.FAST)
+                : PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
+        DecodeRank decodeRank = keep(staged
+                ? DecodeRank.startStaged(d.engine, d.spec, d.cache.devicePool(), d.staging, d.aux, PdHandoffTest.FAST)
+                : DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
         return new Pd(boot, p, d, CachedPrefill.over(p.cache, prefillRank),
                 keep(CachedDecode.over(d.cache, decodeRank, 5_000, true)));
     }
 
     @Test
     void aHandoffThatNeverCameIsAbortedAndItsPagesFreed() throws Exception {
-        Pd pd = start();
+        Pd pd = start(false);
         int[] prompt = tokens(new SplittableRandom(3), 40);
         // no prefill ever computes room 9: the decode gives up at its deadline and aborts in two phases
         CachedDecode.Received got = pd.decode.receive(9, "d9", prompt, pd.boot.url(), 0,
@@ -123,9 +141,10 @@ class CachedPdTest {
         assertEquals(0, pd.d.cache.stats().devicePages(), "nothing of the failed handoff was cached");
     }
 
-    @Test
-    void eachTurnMovesOnlyWhatTheDecodeLacksAndTheDecodeKeepsItForTheNext() throws Exception {
-        Pd pd = start();
+    @ParameterizedTest(name = "staged {0}")
+    @ValueSource(booleans = {false, true})
+    void eachTurnMovesOnlyWhatTheDecodeLacksAndTheDecodeKeepsItForTheNext(boolean staged) throws Exception {
+        Pd pd = start(staged);
         Side p = pd.p;
         Side d = pd.d;
         BootstrapServer boot = pd.boot;
@@ -175,6 +194,10 @@ class CachedPdTest {
         assertTrue(p.cache.nothingPinned(), "the prefill's cache holds no pins");
         assertTrue(d.cache.nothingPinned(), "the decode's cache holds no pins");
         assertTrue(d.cache.stats().backupsCompleted() > 0, "decode offload backed the finished requests up to the host");
+        if (staged) {
+            assertEquals(64, d.staging.slots().available(), "every room gave the decode's staging slots back");
+            assertEquals(8, p.staging.slots().available(), "every piece gave the prefill's staging slots back");
+        }
     }
 
     /** Whole pages of the prompt of turn {@code turn - 1}: what the prefill's cache holds at turn {@code turn}. */
