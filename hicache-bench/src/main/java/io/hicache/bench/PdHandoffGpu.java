@@ -33,7 +33,8 @@ import java.util.stream.IntStream;
 /**
  * Staged prefill-to-decode handoffs between two KV pools of one device runtime (on the GPU machine: two CUDA pools,
  * the prefill's and the decode's, on one GPU), through two transfer engines in this process over {@code shm} and
- * {@code tcp}: device, pinned staging, wire, pinned staging, device, layer by layer. Each handoff is timed against the
+ * {@code tcp}: device, pinned staging, wire, pinned staging, device, layer by layer; first with the staged path's
+ * own parts, then through the PD ranks ({@link RankHandoffs}: bootstrap, destination, status, aux). Each handoff is timed against the
  * slowest of its three stages measured alone on the same bytes in the same run (the gather, the wire, the scatter):
  * only overlapping them brings the handoff near that stage. Every byte of the last handoff of each size is checked at
  * the decode, after both staging areas and the decode's pages were overwritten with a sentinel.
@@ -76,6 +77,7 @@ final class PdHandoffGpu {
             fillPattern(prefill, maxPages);
             for (String transport : List.of("shm", "tcp")) {
                 String suffix = transport.equals("shm") ? "" : "_tcp";
+                List<Timing> timings = new ArrayList<>();
                 try (TransferEngine prefillEngine = engine("pd-prefill", transport);
                         TransferEngine decodeEngine = engine("pd-decode", transport);
                         StagingArea prefillStaging = StagingArea.open(prefillEngine, "staging", runtime, format, maxPages);
@@ -100,8 +102,11 @@ final class PdHandoffGpu {
                                 t.wireMs(), t.scatterMs(), t.gatherMs() + t.wireMs() + t.scatterMs(), t.handoffMs(),
                                 t.firstLayerMs(), t.mismatchedPages());
                         rows.addAll(rows(format, size, suffix, t));
+                        timings.add(t);
                     }
                 }
+                rows.addAll(RankHandoffs.measure(runtime, prefill, decode, format, transport, sizes, timings, repeats,
+                        log));
             }
         }
         return rows;
@@ -130,11 +135,11 @@ final class PdHandoffGpu {
         return (size.tokens() + PAGE_TOKENS - 1) / PAGE_TOKENS;
     }
 
-    private static long bytes(PageFormat format, int pages) {
+    static long bytes(PageFormat format, int pages) {
         return format.pageBytes() * pages;
     }
 
-    private static TransferEngine engine(String name, String transport) {
+    static TransferEngine engine(String name, String transport) {
         return TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of(transport)).withIoThreads(4)
                 .withSliceBytes(1 << 20).withWindowBytesPerConnection(16L << 20).withTimeouts(30_000, 2_000, 1_000));
     }
@@ -225,7 +230,7 @@ final class PdHandoffGpu {
         }
     }
 
-    private static void fillSentinel(KvPool pool, int[] pages) {
+    static void fillSentinel(KvPool pool, int[] pages) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment flat = arena.allocate(pool.format().pageBytes(), 64);
             PagePattern.fillSentinel(flat);
@@ -235,7 +240,7 @@ final class PdHandoffGpu {
         }
     }
 
-    private static long mismatchedPages(KvPool decode, int[] source, int[] target) {
+    static long mismatchedPages(KvPool decode, int[] source, int[] target) {
         long wrong = 0;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment flat = arena.allocate(decode.format().pageBytes(), 64);
@@ -249,11 +254,11 @@ final class PdHandoffGpu {
         return wrong;
     }
 
-    private static double millisSince(long t0) {
+    static double millisSince(long t0) {
         return (System.nanoTime() - t0) / 1e6;
     }
 
-    private static double median(double[] values) {
+    static double median(double[] values) {
         double[] sorted = values.clone();
         Arrays.sort(sorted);
         return sorted[sorted.length / 2];
