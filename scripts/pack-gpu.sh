@@ -19,6 +19,18 @@ mkdir -p .git/info
 # pack.sh copies each module's dependencies without building their siblings: put those in the local repository.
 # hicache-bench is built (not packed) for GpuRun's jar, so everything it depends on is built too.
 mvn -q -B -ntp -Dstyle.color=never -DskipTests -pl "$modules,hicache-bench" -am install
+# pack.sh's runtime lacks the HTTP server and client that the PD bootstrap server and its client use (GpuRun
+# --experiment pd): build it here with them; pack.sh keeps a jre.tgz it finds.
+if [[ ! -f .gpu/jre.tgz ]] || ! tar xzf .gpu/jre.tgz -O jre/release | grep -q jdk.httpserver; then
+  jdk=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
+  [[ -x $jdk/bin/jlink ]] || { echo "pack-gpu.sh: no jlink next to $(command -v java): put a JDK 25 first on the PATH" >&2; exit 1; }
+  tmp=$(mktemp -d)
+  mkdir -p .gpu
+  "$jdk/bin/jlink" --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,jdk.compiler,jdk.zipfs,jdk.httpserver,java.net.http \
+    --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$tmp/jre"
+  tar czf .gpu/jre.tgz -C "$tmp" jre
+  rm -rf "$tmp"
+fi
 "$pack" "$modules"
 cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests.jar .gpu/lib/
 # GpuRun's own dependencies, without the rest of the bench's (RocksDB, the AWS SDK): its command line (picocli, and

@@ -32,8 +32,16 @@ record StagedPool(KvPool pool, StagingArea staging) {
         return p;
     }
 
-    /** Staging slots for {@code count} pages, or null while fewer are free. */
+    /**
+     * Staging slots for {@code count} pages, or null while fewer are free; ascending, so that slots freed and taken
+     * again (the allocator hands them back last freed first, so in reverse) still make long runs: one write per layer
+     * and part, not one per page.
+     */
     int[] takeSlots(int count) {
-        return count == 0 ? new int[0] : staging.slots().tryAllocate(count);
+        int[] slots = count == 0 ? new int[0] : staging.slots().tryAllocate(count);
+        if (slots != null) {
+            java.util.Arrays.sort(slots);
+        }
+        return slots;
     }
 }
