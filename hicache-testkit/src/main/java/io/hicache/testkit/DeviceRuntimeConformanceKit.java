@@ -321,7 +321,7 @@ public abstract class DeviceRuntimeConformanceKit {
                 pool.readPage(devicePages[i], flat);
                 for (int layer = 0; layer < layers; layer++) {
                     long seed = layer == last ? expectedHostSeed(host, loadSlots[i], layer) : DEVICE_SIDE + devicePages[i];
-                    assertNull(layerProblem(format, flat, seed, layer), "device page " + devicePages[i] + " layer "
+                    assertNull(PagePattern.layerMismatch(format, flat, seed, layer), "device page " + devicePages[i] + " layer "
                             + layer);
                 }
             }
@@ -335,11 +335,11 @@ public abstract class DeviceRuntimeConformanceKit {
     private long expectedHostSeed(HostSlab host, int slot, int layer) {
         MemorySegment flat = arena.allocate(host.format().pageBytes());
         host.readPage(slot, flat);
-        if (layerProblem(host.format(), flat, HOST_SIDE + slot, layer) == null) {
+        if (PagePattern.layerMismatch(host.format(), flat, HOST_SIDE + slot, layer) == null) {
             return HOST_SIDE + slot;
         }
         for (int page = 0; page < DEVICE_PAGES; page++) {
-            if (layerProblem(host.format(), flat, DEVICE_SIDE + page, layer) == null) {
+            if (PagePattern.layerMismatch(host.format(), flat, DEVICE_SIDE + page, layer) == null) {
                 return DEVICE_SIDE + page;
             }
         }
@@ -350,28 +350,11 @@ public abstract class DeviceRuntimeConformanceKit {
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment flat = scratch.allocate(host.format().pageBytes());
             host.readPage(slot, flat);
-            String bad = layerProblem(host.format(), flat, seed, layer);
+            String bad = PagePattern.layerMismatch(host.format(), flat, seed, layer);
             return bad == null ? null : "host slot " + slot + ": " + bad;
         }
     }
 
-    /** Where {@code layer} of a flat page differs from the page {@code seed} fills, or null when it does not. */
-    private static String layerProblem(PageFormat format, MemorySegment actual, long seed, int layer) {
-        try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment expected = scratch.allocate(format.pageBytes());
-            PagePattern.fill(expected, seed);
-            for (int part = 0; part < format.geometry().attention().parts(); part++) {
-                for (int token = 0; token < format.pageSizeTokens(); token++) {
-                    long off = format.rowOffset(part, layer, token);
-                    if (MemorySegment.mismatch(actual, off, off + format.rowBytes(), expected, off,
-                            off + format.rowBytes()) >= 0) {
-                        return "part " + part + ", layer " + layer + ", token " + token + " differ";
-                    }
-                }
-            }
-        }
-        return null;
-    }
 
     /** A host slab and a pool filled with their patterns, and a random load between them. */
     private record FilledLoad(HostSlab host, int[] hostSlots, int[] devicePages) {
@@ -656,7 +639,7 @@ public abstract class DeviceRuntimeConformanceKit {
             MemorySegment actual = scratch.allocate(pool.format().pageBytes());
             pool.readPage(page, actual);
             for (int layer = 0; layer < layers; layer++) {
-                String bad = layerProblem(pool.format(), actual, seed, layer);
+                String bad = PagePattern.layerMismatch(pool.format(), actual, seed, layer);
                 if (bad != null) {
                     return "device page " + page + ": " + bad;
                 }

@@ -1,6 +1,8 @@
 package io.hicache.testkit;
 
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.page.PageFormat;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -86,6 +88,28 @@ public final class PagePattern {
     /** True when every byte of {@code page} is the pattern of {@code key} with salt 0. */
     public static boolean matches(MemorySegment page, StoreKey key) {
         return firstMismatch(page, key, 0) < 0;
+    }
+
+    /**
+     * Where layer {@code layer} of {@code page}, a flat page of {@code format}, differs from the pattern of
+     * {@code seed} (part, layer and token of the first row that does), or null when the layer matches: for copies that
+     * move some layers only.
+     */
+    public static String layerMismatch(PageFormat format, MemorySegment page, long seed, int layer) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment expected = scratch.allocate(format.pageBytes());
+            fill(expected, seed);
+            for (int part = 0; part < format.geometry().attention().parts(); part++) {
+                for (int token = 0; token < format.pageSizeTokens(); token++) {
+                    long off = format.rowOffset(part, layer, token);
+                    if (MemorySegment.mismatch(page, off, off + format.rowBytes(), expected, off,
+                            off + format.rowBytes()) >= 0) {
+                        return "part " + part + ", layer " + layer + ", token " + token + " differ";
+                    }
+                }
+            }
+        }
+        return null;
     }
 
     /** Fills {@code page} with {@link #SENTINEL}, to check later that nothing wrote it. */

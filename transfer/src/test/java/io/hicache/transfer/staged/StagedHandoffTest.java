@@ -176,19 +176,9 @@ class StagedHandoffTest {
     private static String layerProblem(KvPool pool, int page, long seed, int layer) {
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment actual = scratch.allocate(FORMAT.pageBytes());
-            MemorySegment expected = scratch.allocate(FORMAT.pageBytes());
             pool.readPage(page, actual);
-            PagePattern.fill(expected, seed);
-            for (int part = 0; part < FORMAT.geometry().attention().parts(); part++) {
-                for (int token = 0; token < FORMAT.pageSizeTokens(); token++) {
-                    long off = FORMAT.rowOffset(part, layer, token);
-                    if (MemorySegment.mismatch(actual, off, off + FORMAT.rowBytes(), expected, off,
-                            off + FORMAT.rowBytes()) >= 0) {
-                        return "page " + page + " layer " + layer + " part " + part + " token " + token + " differs";
-                    }
-                }
-            }
+            String bad = PagePattern.layerMismatch(FORMAT, actual, seed, layer);
+            return bad == null ? null : "page " + page + ": " + bad;
         }
-        return null;
     }
 }
