@@ -286,22 +286,26 @@ public abstract class DeviceRuntimeConformanceKit {
             ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
             KvCopy gather = pool.backupLayers(devicePages, host, hostSlots, 1, layers - 1);
             assertEquals(layers - 1, gather.layers());
+            List<java.util.concurrent.CompletableFuture<Void>> checks = new ArrayList<>();
             for (int j = 0; j < layers - 1; j++) {
                 int l = j;
-                gather.layerDone(j).thenRun(() -> {
+                checks.add(gather.layerDone(j).thenRun(() -> {
                     for (int earlier = 0; earlier < l; earlier++) {
                         if (!gather.layerDone(earlier).isDone()) {
                             problems.add("gathered layer " + (l + 1) + " signalled before layer " + (earlier + 1));
                         }
                     }
-                    String bad = hostLayerProblem(host, hostSlots[l % hostSlots.length], DEVICE_SIDE
-                            + devicePages[l % devicePages.length], l + 1);
-                    if (bad != null) {
-                        problems.add("gathered layer " + (l + 1) + " signalled before its bytes landed: " + bad);
+                    for (int i = 0; i < devicePages.length; i++) {
+                        String bad = hostLayerProblem(host, hostSlots[i], DEVICE_SIDE + devicePages[i], l + 1);
+                        if (bad != null) {
+                            problems.add("gathered layer " + (l + 1) + " signalled before its bytes landed: " + bad);
+                        }
                     }
-                });
+                }));
             }
             assertTrue(gather.await(Deadline.after(copyTimeout())), "gather did not finish in time");
+            java.util.concurrent.CompletableFuture.allOf(checks.toArray(java.util.concurrent.CompletableFuture[]::new))
+                    .get(copyTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
             assertEquals(List.of(), List.copyOf(problems));
             for (int i = 0; i < devicePages.length; i++) {
                 assertNull(hostLayerProblem(host, hostSlots[i], HOST_SIDE + hostSlots[i], 0), "layer 0 was not asked for");

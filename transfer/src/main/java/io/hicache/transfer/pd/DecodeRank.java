@@ -41,6 +41,8 @@ public final class DecodeRank implements AutoCloseable {
     private final BootstrapClient bootstrap;
     private final Map<Long, Room> rooms = new ConcurrentHashMap<>();
     private final Map<String, Prefill> prefills = new HashMap<>();
+    /** Staged rooms whose abort was not acknowledged in time: their staging slots wait for a late ack. Worker only. */
+    private final Map<Long, Room> quarantinedStaging = new HashMap<>();
 
     private DecodeRank(TransferEngine engine, RankSpec spec, StagedPool staged, PdConfig config) {
         this.engine = engine;
@@ -75,7 +77,9 @@ public final class DecodeRank implements AutoCloseable {
      * into slots of {@code staging} (the engine's region {@link RankSpec#STAGING_REGION}, as many slots as
      * {@code spec.stagingSlots()}), which the rank takes when it sends the destination and gives back when the room
      * succeeded or its abort was acknowledged; each layer is scattered into the room's pages as it arrives, and the
-     * room reaches SUCCESS once every scatter is done. The pool, staging area and engine stay the caller's.
+     * room reaches SUCCESS once every scatter is done. A room whose abort no prefill rank acknowledged in time keeps its
+     * slots, quarantined like its pages, until a late acknowledgement or the prefill's death. The pool, staging area and
+     * engine stay the caller's: close the rank, then the pool (its close waits for its copies), then the staging area.
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
@@ -226,7 +230,9 @@ public final class DecodeRank implements AutoCloseable {
                         + staged.staging().slab().slots());
                 return;
             }
-            room.stagingSlots = staged.takeSlots(wanted);
+            boolean olderWaits = rooms.values().stream().anyMatch(r -> r != room && r.waitingForStaging
+                    && !r.state.isFinal() && r.createdNanos < room.createdNanos);
+            room.stagingSlots = olderWaits ? null : staged.takeSlots(wanted); // first come, first served
             if (room.stagingSlots == null) {
                 room.waitingForStaging = true; // rooms that give slots back try again; the bootstrap timeout bounds it
                 return;
@@ -252,6 +258,11 @@ public final class DecodeRank implements AutoCloseable {
         try {
             PdMessage m = PdMessage.decode(payload);
             Room room = rooms.get(m.room());
+            Room quarantined = quarantinedStaging.get(m.room());
+            if (quarantined != null && m.type().equals("ABORT_ACK")) {
+                quarantined.acked.add(Integer.parseInt(m.get("rank")));
+                maybeFreeQuarantined(quarantined);
+            }
             if (room == null) {
                 return;
             }
@@ -282,8 +293,8 @@ public final class DecodeRank implements AutoCloseable {
     /** SUCCESS once every prefill rank said so and (staged) every layer that arrived is on the device. */
     private void maybeSucceed(Room room) {
         if (room.succeeded.size() == room.targets.length && room.scatters == 0 && room.state != KvPoll.FAILED) {
+            freeStaging(room); // before SUCCESS: whoever sees SUCCESS sees the slots back
             room.advance(KvPoll.SUCCESS);
-            freeStaging(room);
         }
     }
 
@@ -351,17 +362,7 @@ public final class DecodeRank implements AutoCloseable {
         if (room.released.isDone() || room.abortStartedNanos == 0 || room.scatters > 0) {
             return;
         }
-        boolean safe = true;
-        for (int r : room.targets) {
-            if (room.acked.contains(r)) {
-                continue;
-            }
-            RemoteSegment s = room.prefill.segments.get(r);
-            if (s.alive() || engine.inboundConnections(s.name()) > 0) {
-                safe = false;
-            }
-        }
-        if (safe) {
+        if (nothingCanLand(room)) {
             freeStaging(room);
             room.released.complete(true);
             if (room.forgetWhenReleased) {
@@ -372,9 +373,34 @@ public final class DecodeRank implements AutoCloseable {
             LOG.log(Level.WARNING, () -> "room " + room.id + ": no abort acknowledgement within "
                     + config.abortAckTimeoutMillis() + " ms; its pages stay quarantined");
             room.released.complete(false);
+            if (room.stagingSlots != null) {
+                quarantinedStaging.put(room.id, room); // freed on a late acknowledgement or the prefill's death
+            }
             if (room.forgetWhenReleased) {
                 rooms.remove(room.id, room);
             }
+        }
+    }
+
+    /** Every prefill rank of the room acknowledged its abort, or is dead with no connection into this engine left. */
+    private boolean nothingCanLand(Room room) {
+        for (int r : room.targets) {
+            if (room.acked.contains(r)) {
+                continue;
+            }
+            RemoteSegment s = room.prefill.segments.get(r);
+            if (s.alive() || engine.inboundConnections(s.name()) > 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Gives back the staging slots of a room quarantined after its abort timed out, once nothing can land there. */
+    private void maybeFreeQuarantined(Room room) {
+        if (nothingCanLand(room)) {
+            quarantinedStaging.remove(room.id, room);
+            freeStaging(room);
         }
     }
 
@@ -412,6 +438,9 @@ public final class DecodeRank implements AutoCloseable {
                     }
                 }
                 maybeRelease(r);
+            }
+            for (Room q : List.copyOf(quarantinedStaging.values())) {
+                maybeFreeQuarantined(q);
             }
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "decode sweep failed; it runs again", e);

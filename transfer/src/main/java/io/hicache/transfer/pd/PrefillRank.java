@@ -82,7 +82,8 @@ public final class PrefillRank implements AutoCloseable {
      * layer by layer into {@code staging} (the engine's region {@link RankSpec#STAGING_REGION}, as many slots as
      * {@code spec.stagingSlots()}) and written into the decode's staging area, pipelined
      * ({@link io.hicache.transfer.staged.StagedSend}); the decode scatters each layer as it arrives. The pool, staging
-     * area and engine stay the caller's.
+     * area and engine stay the caller's: close the rank first, then the pool (its close waits for its copies), then the
+     * staging area; a failed room's staged sends stop sending layers not yet on the wire.
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
@@ -353,7 +354,9 @@ public final class PrefillRank implements AutoCloseable {
             pieceOver(room);
             return;
         }
+        room.stagedSends.add(send);
         send.done().whenComplete((ok, e) -> worker.post(() -> {
+            room.stagedSends.remove(send);
             staged.staging().slots().free(local);
             if (e != null) {
                 fail(room, "staged transfer to decode " + d.spec.engineAddress() + " failed: " + e.getMessage());
@@ -425,6 +428,21 @@ public final class PrefillRank implements AutoCloseable {
         room.reason = reason;
         room.state = KvPoll.FAILED;
         status(room, "FAILED", reason);
+        // Staged: pieces not started never will be, layers not yet on the wire stay off it (an abort's ack comes sooner)
+        for (io.hicache.transfer.staged.StagedSend send : room.stagedSends) {
+            send.cancel(reason);
+        }
+        int dropped = 0;
+        for (java.util.Iterator<StagePiece> it = waitingForStaging.iterator(); it.hasNext(); ) {
+            if (it.next().room == room) {
+                it.remove();
+                dropped++;
+            }
+        }
+        if (dropped > 0) {
+            room.inFlight -= dropped;
+            forgetIfIdle(room);
+        }
         if (room.inFlight == 0) {
             freeAux(room);
         }
@@ -514,6 +532,8 @@ public final class PrefillRank implements AutoCloseable {
         /** Whether the engine asked for the room's sender; a room only a decode named is dropped after a while. */
         volatile boolean claimed;
         int auxSlot = -1;
+        /** Staged sends of the room still running. Worker thread only. */
+        final List<io.hicache.transfer.staged.StagedSend> stagedSends = new ArrayList<>();
 
         Room(long id, long createdNanos) {
             this.id = id;

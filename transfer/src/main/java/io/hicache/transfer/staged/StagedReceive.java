@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * later layers are still on the wire. {@link #layers()} signals each layer usable, in order.
  *
  * <p>Thread-safe. The caller owns the device pages and staging slots until {@link #layers()}'s {@code done()}
- * completes (or, after a failure, until the sender's side is over and no scatter is queued).
+ * completes; after a failure, until the sender's side is over and the scatters it started ended, which
+ * {@link #scattersInFlight()} tells.
  */
 public final class StagedReceive {
     private final KvPool pool;
@@ -21,6 +22,7 @@ public final class StagedReceive {
     private final int[] devicePages;
     private final LayerSignals usable;
     private final AtomicIntegerArray arrived;
+    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
 
     /**
      * Expects the pages' layers in {@code stagingSlots} of {@code staging}, bound for {@code devicePages}.
@@ -48,8 +50,10 @@ public final class StagedReceive {
         if (!arrived.compareAndSet(layer, 0, 1)) {
             return;
         }
+        inFlight.incrementAndGet();
         try {
             pool.loadLayers(staging.slab(), stagingSlots, devicePages, layer, 1).done().whenComplete((ok, error) -> {
+                inFlight.decrementAndGet();
                 if (error != null) {
                     usable.fail("scattering layer " + layer, error);
                 } else {
@@ -57,8 +61,14 @@ public final class StagedReceive {
                 }
             });
         } catch (RuntimeException e) {
+            inFlight.decrementAndGet();
             usable.fail("scattering layer " + layer, e);
         }
+    }
+
+    /** Scatters started and not yet ended: after a failure, the pages and slots are free to reuse once this is 0. */
+    public int scattersInFlight() {
+        return inFlight.get();
     }
 
     /** Fails every layer not yet usable: the sender gave up. */

@@ -47,10 +47,11 @@ public final class StagedSend {
     private int gathered;
     private int sent;
     private int onWire;
+    private int mostOnWire;
 
     private StagedSend(int layers, long layerBytes, long wireAheadBytes, Wire wire) {
         this.layers = layers;
-        this.layersAhead = (int) Math.max(2, Math.min(layers, (wireAheadBytes + layerBytes - 1) / layerBytes));
+        this.layersAhead = (int) Math.max(2, Math.min(layers, wireAheadBytes / layerBytes));
         this.unresolved = new AtomicInteger(layers);
         this.wire = wire;
     }
@@ -92,10 +93,8 @@ public final class StagedSend {
             gather.layerDone(layer).whenComplete((ok, error) -> {
                 if (error != null) {
                     send.fail("gathering layer " + l + " failed: " + error.getMessage());
-                    send.resolve();
-                } else {
-                    send.gathered(l);
                 }
+                send.gathered(l); // after a failure pump skips it: every layer resolves in pump, once
             });
         }
         return send;
@@ -126,6 +125,7 @@ public final class StagedSend {
                 layer = sent++;
                 if (!skip) {
                     onWire++;
+                    mostOnWire = Math.max(mostOnWire, onWire);
                 }
             }
             if (skip) {
@@ -140,9 +140,9 @@ public final class StagedSend {
     }
 
     private void write(int layer) {
-        List<TransferRequest> writes = writesFor(layer, wire.staging(), wire.stagingSlots(), wire.peerRegion(),
-                wire.peerSlotCount(), wire.peerSlots());
         try {
+            List<TransferRequest> writes = writesFor(layer, wire.staging(), wire.stagingSlots(), wire.peerRegion(),
+                    wire.peerSlotCount(), wire.peerSlots());
             wire.engine().submit(wire.peer(), writes, wire.deadline()).whenDone().whenComplete((batch, error) -> {
                 if (error != null || !batch.allDone()) {
                     fail("writing layer " + layer + " failed: " + (error != null ? error : batch.firstFailure()));
@@ -207,6 +207,20 @@ public final class StagedSend {
                 done.completeExceptionally(new IllegalStateException("staged handoff failed: " + first));
             }
         }
+    }
+
+    /**
+     * Stops the handoff: layers not yet on the wire are not sent (those on it finish or fail), and {@link #done()}
+     * fails with {@code why} once nothing moves. For an abort, so that the peer hears sooner that nothing more lands.
+     */
+    public void cancel(String why) {
+        fail(why);
+        pump();
+    }
+
+    /** The most layers that were on the wire at once so far (tests of the bound). */
+    synchronized int mostOnWire() {
+        return mostOnWire;
     }
 
     /** Layers in the handoff. */

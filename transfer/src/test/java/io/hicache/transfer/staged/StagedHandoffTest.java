@@ -115,6 +115,8 @@ class StagedHandoffTest {
                 }, wireAheadBytes);
         send.done().get(20, TimeUnit.SECONDS);
         assertEquals(layers, written.get(), "every layer reported once");
+        assertTrue(send.mostOnWire() >= 1 && send.mostOnWire() <= (wireAheadBytes == 1 ? 2 : layers),
+                "layers on the wire at once: " + send.mostOnWire());
         assertTrue(receive.layers().await(Deadline.after(Duration.ofSeconds(20))), "every layer usable");
         assertEquals(List.of(), List.copyOf(problems));
         for (int i = 0; i < targetPages.length; i++) {
