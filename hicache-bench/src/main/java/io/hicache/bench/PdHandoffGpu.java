@@ -103,6 +103,12 @@ final class PdHandoffGpu {
                                 t.firstLayerMs(), t.mismatchedPages());
                         rows.addAll(rows(format, size, suffix, t));
                         timings.add(t);
+                        if (Boolean.getBoolean("hicache.bench.pd.sweep")) {
+                            // Diagnostic, not rows: how the bound on bytes on the wire moves the handoff.
+                            log.println("pd " + transport + " " + size.label() + " by wire bound:" + pair.sweep(
+                                    pages(size), new long[] {16L << 20, 32L << 20, 64L << 20, 128L << 20, 256L << 20,
+                                        1L << 40}));
+                        }
                     }
                 }
                 rows.addAll(RankHandoffs.measure(runtime, prefill, decode, format, transport, sizes, timings, repeats,
@@ -201,26 +207,56 @@ final class PdHandoffGpu {
                     decodeStaging.region().memory().fill(PagePattern.SENTINEL);
                     fillSentinel(decode, target);
                 }
-                StagedReceive receive = new StagedReceive(decode, decodeStaging, slots, target);
-                long id = nextId++;
-                current.set(new Handoff(id, receive));
-                t0 = System.nanoTime();
-                StagedSend send = StagedSend.start(prefill, source, prefillStaging, slots, prefillEngine, peer,
-                        decodeStaging.region().name(), decodeStaging.slab().slots(), slots,
-                        Deadline.after(Duration.ofMinutes(2)), layer -> peer.send(new LayerArrival(id, layer).encode()));
-                KvCopy usable = receive.layers();
-                usable.layerDone(0).get(2, TimeUnit.MINUTES);
-                first[r] = millisSince(t0);
-                usable.done().get(2, TimeUnit.MINUTES);
-                handoff[r] = millisSince(t0);
-                send.done().get(2, TimeUnit.MINUTES);
-                current.set(null);
+                double[] times = handoff(source, target, slots, StagedSend.WIRE_AHEAD_BYTES);
+                first[r] = times[0];
+                handoff[r] = times[1];
                 if (check) {
                     wrong = mismatchedPages(decode, source, target);
                 }
             }
             return new Timing(median(gather), median(wire), median(scatter), median(handoff), median(first), wrong,
                     pages);
+        }
+
+        /** One staged handoff with at most {@code wireAheadBytes} on the wire: {first layer usable, done} in ms. */
+        double[] handoff(int[] source, int[] target, int[] slots, long wireAheadBytes) throws Exception {
+            StagedReceive receive = new StagedReceive(decode, decodeStaging, slots, target);
+            long id = nextId++;
+            current.set(new Handoff(id, receive));
+            long t0 = System.nanoTime();
+            StagedSend send = StagedSend.start(prefill, source, prefillStaging, slots, prefillEngine, peer,
+                    decodeStaging.region().name(), decodeStaging.slab().slots(), slots,
+                    Deadline.after(Duration.ofMinutes(2)), layer -> peer.send(new LayerArrival(id, layer).encode()),
+                    wireAheadBytes);
+            KvCopy usable = receive.layers();
+            usable.layerDone(0).get(2, TimeUnit.MINUTES);
+            double first = millisSince(t0);
+            usable.done().get(2, TimeUnit.MINUTES);
+            double all = millisSince(t0);
+            send.done().get(2, TimeUnit.MINUTES);
+            current.set(null);
+            return new double[] {first, all};
+        }
+
+        /** Handoffs of {@code pages} pages with each bound on the wire, five each: medians, for the log. */
+        String sweep(int pages, long[] bounds) throws Exception {
+            int[] source = IntStream.range(0, pages).toArray();
+            int[] target = IntStream.range(0, pages).map(p -> p + 3).toArray();
+            int[] slots = IntStream.range(0, pages).toArray();
+            StringBuilder out = new StringBuilder();
+            for (long bound : bounds) {
+                double[] first = new double[5];
+                double[] all = new double[5];
+                for (int r = 0; r < 5; r++) {
+                    double[] t = handoff(source, target, slots, bound);
+                    first[r] = t[0];
+                    all[r] = t[1];
+                }
+                out.append(String.format(Locale.ROOT, " %d MiB: %.1f ms (first layer %.2f ms, all %s);", bound >> 20,
+                        median(all), median(first), Arrays.toString(Arrays.stream(all).map(v -> Math.round(v * 10)
+                                / 10.0).toArray())));
+            }
+            return out.toString();
         }
 
         private static void await(KvCopy copy) throws InterruptedException {

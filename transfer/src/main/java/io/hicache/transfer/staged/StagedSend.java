@@ -35,7 +35,7 @@ public final class StagedSend {
      * full, few enough that layer i does not share the wire with many later layers, which would delay the first layer
      * the decode can use.
      */
-    static final long WIRE_AHEAD_BYTES = 64L << 20;
+    public static final long WIRE_AHEAD_BYTES = 64L << 20;
 
     private final int layers;
     private final int layersAhead;
@@ -70,8 +70,11 @@ public final class StagedSend {
                 deadline, layerWritten, WIRE_AHEAD_BYTES);
     }
 
-    /** {@link #start} with another bound on the bytes on the wire (tests: two layers ahead at most). */
-    static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
+    /**
+     * {@link #start} with another bound on the bytes of gathered layers on the wire at once (at least two layers go
+     * whatever the bound): for benchmarks and tests of the bound.
+     */
+    public static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
             TransferEngine engine, RemoteSegment peer, String peerRegion, int peerSlotCount, int[] peerSlots,
             Deadline deadline, IntConsumer layerWritten, long wireAheadBytes) {
         Checks.requireArgument(devicePages.length == stagingSlots.length && devicePages.length == peerSlots.length,
