@@ -13,7 +13,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A TCP proxy of the tests' own on 127.0.0.1, in front of a server: it forwards bytes both ways, after a delay per
- * chunk, or not at all (a server that hangs: connections accepted, requests read, nothing answered). Thread-safe;
+ * burst (a request or a response), or not at all (a server that hangs: connections accepted, requests read, nothing answered). Thread-safe;
  * closing it closes every connection.
  */
 final class DelayingProxy implements AutoCloseable {
@@ -25,6 +25,8 @@ final class DelayingProxy implements AutoCloseable {
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private volatile Mode mode = Mode.PASS;
     private volatile long delayMillis;
+    /** Bytes that follow the previous ones within this gap belong to the same burst. */
+    private static final long BURST_GAP_NANOS = 20_000_000L;
 
     DelayingProxy(int targetPort) throws IOException {
         this.targetPort = targetPort;
@@ -67,17 +69,22 @@ final class DelayingProxy implements AutoCloseable {
 
     private void pump(Socket from, Socket to) {
         byte[] chunk = new byte[64 * 1024];
+        long lastForward = 0;
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
             int n;
             while ((n = in.read(chunk)) >= 0) {
                 while (mode == Mode.HANG && !from.isClosed()) {
                     Thread.sleep(20);
                 }
-                if (mode == Mode.DELAY) {
+                // A delay per burst (a request or a response), not per read: how many reads a response takes depends
+                // on the machine's load, and a delay per read made a 256 KiB page miss the client's attempt timeout on
+                // a busy machine (CI saw it once), which is not what "a slow server" means.
+                if (mode == Mode.DELAY && System.nanoTime() - lastForward > BURST_GAP_NANOS) {
                     Thread.sleep(delayMillis);
                 }
                 out.write(chunk, 0, n);
                 out.flush();
+                lastForward = System.nanoTime();
             }
         } catch (IOException | InterruptedException e) {
             // a side closed
