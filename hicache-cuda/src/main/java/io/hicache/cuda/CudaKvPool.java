@@ -130,16 +130,7 @@ final class CudaKvPool implements KvPool {
 
     @Override
     public KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages) {
-        checkCopy(host);
-        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
-        int[] pairs = pairs(devicePages, hostSlots);
-        int layers = format.geometry().layers();
-        return loads.submit(layers, pairs, (stream, indexAddress, signals) -> {
-            for (int layer = 0; layer < layers; layer++) {
-                copy(stream.lane(layer), host, devicePages, hostSlots, indexAddress, layer, 1, false);
-                stream.recordLayer(signals, layer, layer, layer == layers - 1, "load of layer " + layer);
-            }
-        }, "load of " + devicePages.length + " pages");
+        return loadLayers(host, hostSlots, devicePages, 0, format.geometry().layers());
     }
 
     @Override
@@ -161,7 +152,7 @@ final class CudaKvPool implements KvPool {
     /** One launch (or copy-engine batch) per layer on {@code stream}, each followed by its layer's event. */
     private KvCopy byLayer(CudaStream stream, int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer,
             int layerCount, boolean toHost) {
-        String what = (toHost ? "gather" : "scatter") + " of layers " + firstLayer + "+" + layerCount + " of "
+        String what = (toHost ? "copy to host" : "load") + " of layers " + firstLayer + "+" + layerCount + " of "
                 + devicePages.length + " pages";
         return stream.submit(layerCount, pairs(devicePages, hostSlots), (s, indexAddress, signals) -> {
             for (int j = 0; j < layerCount; j++) {

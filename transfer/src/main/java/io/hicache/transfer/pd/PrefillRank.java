@@ -285,15 +285,8 @@ public final class PrefillRank implements AutoCloseable {
         room.inFlight++;
         TransferBatch batch = engine.submit(d.segment, writes, Deadline.after(Duration.ofMillis(
                 config.chunkDeadlineMillis())));
-        batch.whenDone().whenComplete((b, e) -> worker.post(() -> {
-            room.inFlight--;
-            if (!b.allDone()) {
-                fail(room, "transfer to decode " + d.spec.engineAddress() + " failed: " + b.firstFailure());
-            }
-            maybeAck(room);
-            maybeFinish(room);
-            forgetIfIdle(room);
-        }));
+        batch.whenDone().whenComplete((b, e) -> worker.post(() -> writeOver(room, b.allDone() ? null
+                : "transfer to decode " + d.spec.engineAddress() + " failed: " + b.firstFailure())));
     }
 
     /**
@@ -320,7 +313,7 @@ public final class PrefillRank implements AutoCloseable {
             StagePiece piece = waitingForStaging.peek();
             if (piece.room.state == KvPoll.FAILED) {
                 waitingForStaging.poll();
-                pieceOver(piece.room);
+                writeOver(piece.room, null);
                 continue;
             }
             int[] local = staged.takeSlots(piece.src.length);
@@ -350,24 +343,28 @@ public final class PrefillRank implements AutoCloseable {
                                     Integer.toString(layer)).encode()));
         } catch (RuntimeException e) {
             staged.staging().slots().free(local);
-            fail(room, "staging a chunk failed: " + e);
-            pieceOver(room);
+            writeOver(room, "staging a chunk failed: " + e);
             return;
         }
         room.stagedSends.add(send);
         send.done().whenComplete((ok, e) -> worker.post(() -> {
             room.stagedSends.remove(send);
             staged.staging().slots().free(local);
-            if (e != null) {
-                fail(room, "staged transfer to decode " + d.spec.engineAddress() + " failed: " + e.getMessage());
-            }
-            pieceOver(room);
+            writeOver(room, e == null ? null : "staged transfer to decode " + d.spec.engineAddress() + " failed: "
+                    + e.getMessage());
             startWaitingPieces();
         }));
     }
 
-    private void pieceOver(Room room) {
+    /**
+     * One write of the room (a batch, a staged piece, or a piece that never started) is over; {@code failure} says
+     * why it failed, or is null.
+     */
+    private void writeOver(Room room, String failure) {
         room.inFlight--;
+        if (failure != null) {
+            fail(room, failure);
+        }
         maybeAck(room);
         maybeFinish(room);
         forgetIfIdle(room);

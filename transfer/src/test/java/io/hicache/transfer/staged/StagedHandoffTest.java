@@ -118,6 +118,7 @@ class StagedHandoffTest {
         assertTrue(send.mostOnWire() >= 1 && send.mostOnWire() <= (wireAheadBytes == 1 ? 2 : layers),
                 "layers on the wire at once: " + send.mostOnWire());
         assertTrue(receive.layers().await(Deadline.after(Duration.ofSeconds(20))), "every layer usable");
+        assertEquals(0, receive.scattersInFlight(), "every scatter ended");
         assertEquals(List.of(), List.copyOf(problems));
         for (int i = 0; i < targetPages.length; i++) {
             for (int layer = 0; layer < layers; layer++) {

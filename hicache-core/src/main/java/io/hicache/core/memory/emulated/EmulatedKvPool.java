@@ -128,11 +128,7 @@ final class EmulatedKvPool implements KvPool {
 
     @Override
     public KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages) {
-        checkOpen();
-        CopyChecks.checkSameGeometry(format, host);
-        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), false, 0, format.geometry().layers(), true);
-        return loads.submit(format.geometry().layers(), job::start);
+        return loadLayers(host, hostSlots, devicePages, 0, format.geometry().layers());
     }
 
     @Override
