@@ -10,16 +10,16 @@ import jcuda.driver.JCudaDriver;
  * Whether CUDA can run in this process, decided once. It first asks the dynamic linker for
  * {@code libcuda.so.1} (no side effects where there is no driver), and only then lets JCuda load its natives
  * (which throws a {@link LinkageError} without a driver, and extracts its libraries to the temp folder) and
- * counts the devices. Thread-safe.
+ * counts the devices. Thread-safe. Public for modules that call the driver themselves (the cuda-ipc transport).
  */
-final class CudaProbe {
+public final class CudaProbe {
     private static final Optional<String> REASON = probe();
 
     private CudaProbe() {
     }
 
     /** Why CUDA cannot be used here, or empty when it can. The same answer for the life of the process. */
-    static Optional<String> unavailableReason() {
+    public static Optional<String> unavailableReason() {
         return REASON;
     }
 

@@ -114,6 +114,12 @@ public final class ChildJvm {
         return process.exitValue();
     }
 
+    /** Writes {@code line} and a newline to the child's standard input, for children that take commands. */
+    public void tell(String line) throws IOException {
+        process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        process.getOutputStream().flush();
+    }
+
     /** The whole lines printed so far. */
     public List<String> lines() {
         synchronized (lines) {

@@ -1,5 +1,6 @@
 package io.hicache.transfer;
 
+import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.RegisteredRegion;
 import java.lang.foreign.MemorySegment;
@@ -26,6 +27,7 @@ public final class LocalRegion implements AutoCloseable {
     private final MemorySegment memory;
     private final Optional<Path> shmFile;
     private final Runnable free;
+    private final MemoryKind kind;
     private final Served served = new Served();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition idle = lock.newCondition();
@@ -34,9 +36,10 @@ public final class LocalRegion implements AutoCloseable {
     private int inFlight;
     private boolean retired;
 
-    LocalRegion(TransferEngine engine, String name, int id, MemorySegment memory, Optional<Path> shmFile,
-            Runnable free) {
+    LocalRegion(TransferEngine engine, String name, int id, MemorySegment memory, MemoryKind kind,
+            Optional<Path> shmFile, Runnable free) {
         this.engine = engine;
+        this.kind = kind;
         this.free = free;
         this.name = name;
         this.id = id;
@@ -54,9 +57,17 @@ public final class LocalRegion implements AutoCloseable {
         return id;
     }
 
-    /** Its memory. */
+    /**
+     * Its memory. For a device region ({@link TransferEngine#registerDevice}) a segment that only carries the device
+     * address and length: the CPU must not read or write it.
+     */
     public MemorySegment memory() {
         return memory;
+    }
+
+    /** Where its bytes live. */
+    public MemoryKind kind() {
+        return kind;
     }
 
     /** The shared-memory file that holds it, for regions a same-host peer may map. */
@@ -66,7 +77,8 @@ public final class LocalRegion implements AutoCloseable {
 
     /** What the segment publishes about it. */
     public RegionDescriptor descriptor() {
-        return new RegionDescriptor(name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), keys);
+        return new RegionDescriptor(name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), keys,
+                kind);
     }
 
     /** The view transports serve peers' requests through. */
@@ -109,7 +121,8 @@ public final class LocalRegion implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "region " + name + " (#" + id + ", " + memory.byteSize() + " bytes" + shmFile.map(p -> ", " + p)
+        return "region " + name + " (#" + id + ", " + memory.byteSize() + " bytes" + (kind == MemoryKind.DEVICE
+                ? ", device memory" : "") + shmFile.map(p -> ", " + p)
                 .orElse("") + ")";
     }
 
@@ -128,6 +141,11 @@ public final class LocalRegion implements AutoCloseable {
         @Override
         public MemorySegment memory() {
             return memory;
+        }
+
+        @Override
+        public MemoryKind kind() {
+            return kind;
         }
 
         @Override

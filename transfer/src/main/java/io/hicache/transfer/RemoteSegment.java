@@ -1,11 +1,15 @@
 package io.hicache.transfer;
 
 import io.hicache.transfer.control.ControlClient;
+import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.SegmentDescriptor;
+import io.hicache.transfer.spi.Transport;
 import io.hicache.transfer.spi.TransportLink;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -26,8 +30,8 @@ public final class RemoteSegment implements AutoCloseable {
     private final PeerContext peer = new Peer();
     private final CopyOnWriteArrayList<Runnable> deathListeners = new CopyOnWriteArrayList<>();
     private volatile SegmentDescriptor descriptor;
-    private volatile TransportLink link;
-    private volatile String transport;
+    /** The linked transports, in the engine's preference; the first is the primary (host memory) link. */
+    private final CopyOnWriteArrayList<Linked> links = new CopyOnWriteArrayList<>();
     private volatile String deathReason;
 
     RemoteSegment(TransferEngine engine, ControlClient control, SegmentDescriptor descriptor) {
@@ -36,9 +40,18 @@ public final class RemoteSegment implements AutoCloseable {
         this.descriptor = descriptor;
     }
 
-    void attach(String transportName, TransportLink transportLink) {
-        this.transport = transportName;
-        this.link = transportLink;
+    /** Adds a linked transport: the primary (host memory) one first, the others in the order attached. */
+    void attach(String transportName, Transport transport, TransportLink transportLink, boolean primary) {
+        Linked linked = new Linked(transportName, transport, transportLink);
+        if (primary) {
+            links.add(0, linked);
+        } else {
+            links.add(linked);
+        }
+    }
+
+    /** A transport linked to this peer. */
+    record Linked(String name, Transport transport, TransportLink link) {
     }
 
     /** The peer's published segment, as last fetched. */
@@ -51,13 +64,36 @@ public final class RemoteSegment implements AutoCloseable {
         return descriptor.name();
     }
 
-    /** The transport chosen for this peer. */
+    /** The transport chosen for this peer's host memory (the first linked), or null before one is linked. */
     public String transport() {
-        return transport;
+        return links.isEmpty() ? null : links.get(0).name();
+    }
+
+    /** Every transport linked to this peer, in the engine's preference. */
+    public List<String> transports() {
+        return links.stream().map(Linked::name).toList();
+    }
+
+    /**
+     * The transport that moves requests between local memory of kind {@code local} and the peer's regions of kind
+     * {@code remote}, if one is linked: what a caller checks before it sends device memory directly (else it stages
+     * through host memory).
+     */
+    public Optional<String> transportFor(MemoryKind local, MemoryKind remote) {
+        return linkFor(local, remote).map(Linked::name);
+    }
+
+    Optional<Linked> linkFor(MemoryKind local, MemoryKind remote) {
+        for (Linked l : links) {
+            if (l.transport().moves(local, remote)) {
+                return Optional.of(l);
+            }
+        }
+        return Optional.empty();
     }
 
     TransportLink link() {
-        return link;
+        return links.isEmpty() ? null : links.get(0).link();
     }
 
     /** The peer as its transport link sees it. */
@@ -135,16 +171,15 @@ public final class RemoteSegment implements AutoCloseable {
     @Override
     public void close() {
         die("closed by this engine");
-        TransportLink l = link;
-        if (l != null) {
-            l.close();
+        for (Linked l : links) {
+            l.link().close();
         }
         engine.forget(this);
     }
 
     @Override
     public String toString() {
-        return "segment " + descriptor.name() + " at " + descriptor.address() + " over " + transport;
+        return "segment " + descriptor.name() + " at " + descriptor.address() + " over " + transports();
     }
 
     /** What the transport link learns about the peer. */

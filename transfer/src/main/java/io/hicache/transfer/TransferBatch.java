@@ -27,12 +27,10 @@ public final class TransferBatch {
     private final List<Request> requests;
     private final CountDownLatch pending;
     private final CompletableFuture<TransferBatch> completion = new CompletableFuture<>();
-    private final TransportLink link;
 
-    TransferBatch(int size, TransportLink link) {
+    TransferBatch(int size) {
         this.requests = new ArrayList<>(size);
         this.pending = new CountDownLatch(size);
-        this.link = link;
         if (size == 0) {
             completion.complete(this);
         }
@@ -114,7 +112,7 @@ public final class TransferBatch {
             if (r.intend(RequestState.TIMED_OUT, "the deadline passed")) {
                 for (SliceImpl s : r.slices) {
                     if (!s.finished) {
-                        link.abandon(s);
+                        s.link.abandon(s);
                     }
                 }
             }
@@ -182,6 +180,7 @@ public final class TransferBatch {
     /** A slice of a request, as transports see it. */
     final class SliceImpl implements Slice {
         private final Request request;
+        private final TransportLink link;
         private final TransferOp op;
         private final MemorySegment local;
         private final RegionDescriptor region;
@@ -190,14 +189,20 @@ public final class TransferBatch {
         private final AtomicBoolean over = new AtomicBoolean();
         volatile boolean finished;
 
-        SliceImpl(Request request, TransferOp op, MemorySegment local, RegionDescriptor region, long remoteOffset,
-                int retries) {
+        SliceImpl(Request request, TransportLink link, TransferOp op, MemorySegment local, RegionDescriptor region,
+                long remoteOffset, int retries) {
             this.request = request;
+            this.link = link;
             this.op = op;
             this.local = local;
             this.region = region;
             this.remoteOffset = remoteOffset;
             this.retries = new AtomicInteger(retries);
+        }
+
+        /** The link that carries it. */
+        TransportLink link() {
+            return link;
         }
 
         @Override

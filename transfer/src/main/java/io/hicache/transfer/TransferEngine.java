@@ -7,10 +7,12 @@ import io.hicache.transfer.control.ControlClient;
 import io.hicache.transfer.control.ControlHost;
 import io.hicache.transfer.control.ControlPlane;
 import io.hicache.transfer.spi.LocalSegment;
+import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.RegisteredRegion;
 import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.Transport;
+import io.hicache.transfer.spi.TransferOp;
 import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
 import io.hicache.transfer.spi.TransportProvider;
@@ -80,7 +82,7 @@ public final class TransferEngine implements AutoCloseable {
             }
             TransportContext context = new TransportContext(config.name(), config.bindHost(), config.ioThreads(),
                     config.connectionsPerPeer(), config.windowBytesPerConnection(), config.sliceTimeoutMillis(),
-                    config.connectTimeoutMillis(), timer, new Served());
+                    config.connectTimeoutMillis(), config.shmDir(), timer, new Served());
             for (String name : config.transports()) {
                 TransportProvider p = providers.get(name);
                 if (p == null) {
@@ -155,7 +157,44 @@ public final class TransferEngine implements AutoCloseable {
      * @throws IllegalArgumentException when the name is taken or the memory is empty
      */
     public LocalRegion register(String name, MemorySegment memory) {
-        return add(name, memory, Optional.empty(), () -> { });
+        return add(name, memory, MemoryKind.HOST, Optional.empty(), () -> { });
+    }
+
+    /**
+     * Registers device memory the caller owns ({@code bytes} at the device's unified address {@code address}, e.g.
+     * a CUDA KV pool) under {@code name}. Only transports that move device memory ({@link Transport#moves}) register
+     * and reach it; requests between it and a peer that no linked transport can move are refused with the reason.
+     * The returned region's {@link LocalRegion#memory()} carries the address and length only: local requests slice
+     * it to name device ranges, nothing may dereference it. The caller keeps the memory allocated until the region
+     * is closed.
+     *
+     * @throws IllegalArgumentException when the name is taken, the range is empty, or no configured transport moves
+     *     device memory
+     * @throws TransferException when a transport cannot export it
+     */
+    @SuppressWarnings("restricted") // an address token: the engine and host transports never dereference it
+    public LocalRegion registerDevice(String name, long address, long bytes) {
+        requireOpen();
+        if (address == 0 || bytes <= 0) {
+            throw new IllegalArgumentException("device region " + name + " needs an address and bytes > 0, got 0x"
+                    + Long.toHexString(address) + " and " + bytes);
+        }
+        if (transports.values().stream().noneMatch(TransferEngine::movesDevice)) {
+            throw new IllegalArgumentException("device region " + name + ": none of the transports "
+                    + transports.keySet() + " moves device memory");
+        }
+        return add(name, MemorySegment.ofAddress(address).reinterpret(bytes), MemoryKind.DEVICE, Optional.empty(),
+                () -> { });
+    }
+
+    private static boolean movesDevice(Transport t) {
+        return t.moves(MemoryKind.DEVICE, MemoryKind.DEVICE) || t.moves(MemoryKind.HOST, MemoryKind.DEVICE)
+                || t.moves(MemoryKind.DEVICE, MemoryKind.HOST);
+    }
+
+    /** The transports that register a region of {@code kind}: all for host memory, device movers for device. */
+    private List<Transport> registering(MemoryKind kind) {
+        return transports.values().stream().filter(t -> kind == MemoryKind.HOST || movesDevice(t)).toList();
     }
 
     /**
@@ -175,7 +214,7 @@ public final class TransferEngine implements AutoCloseable {
             ch.truncate(bytes);
             ch.position(bytes - 1).write(java.nio.ByteBuffer.allocate(1));
             MemorySegment memory = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
-            return add(name, memory, Optional.of(file), () -> {
+            return add(name, memory, MemoryKind.HOST, Optional.of(file), () -> {
                 arena.close();
                 try {
                     Files.deleteIfExists(file);
@@ -202,12 +241,12 @@ public final class TransferEngine implements AutoCloseable {
         return s.replaceAll("[^A-Za-z0-9_.-]", "_");
     }
 
-    private LocalRegion add(String name, MemorySegment memory, Optional<Path> file, Runnable free) {
+    private LocalRegion add(String name, MemorySegment memory, MemoryKind kind, Optional<Path> file, Runnable free) {
         requireOpen();
         if (memory.byteSize() == 0) {
             throw new IllegalArgumentException("region " + name + " is empty");
         }
-        LocalRegion region = new LocalRegion(this, name, nextId.getAndIncrement(), memory, file, free);
+        LocalRegion region = new LocalRegion(this, name, nextId.getAndIncrement(), memory, kind, file, free);
         if (byName.putIfAbsent(name, region) != null) {
             free.run();
             throw new IllegalArgumentException("a region named " + name + " is already registered");
@@ -216,7 +255,7 @@ public final class TransferEngine implements AutoCloseable {
         Map<String, String> keys = new LinkedHashMap<>();
         List<Transport> done = new ArrayList<>();
         try {
-            for (Transport t : transports.values()) {
+            for (Transport t : registering(kind)) {
                 t.register(region.served()).forEach((k, v) -> keys.put(t.name() + "." + k, v));
                 done.add(t);
             }
@@ -239,7 +278,7 @@ public final class TransferEngine implements AutoCloseable {
                         + " ms; closing the connections that carry them");
                 transports.values().forEach(t -> t.closeInbound(config.sliceTimeoutMillis()));
             }
-            for (Transport t : transports.values()) {
+            for (Transport t : registering(region.kind())) {
                 try {
                     t.deregister(region.served());
                 } catch (RuntimeException e) {
@@ -305,12 +344,7 @@ public final class TransferEngine implements AutoCloseable {
         client.watch(timer, config.heartbeatMillis(), segment::die);
         SegmentDescriptor local = descriptor();
         try {
-            for (Map.Entry<String, Transport> t : transports.entrySet()) {
-                if (remote.transports().contains(t.getKey()) && t.getValue().canReach(local, remote)) {
-                    segment.attach(t.getKey(), t.getValue().link(segment.peer()));
-                    break;
-                }
-            }
+            linkTransports(segment, local, remote);
         } catch (RuntimeException e) {
             segment.close();
             throw translate(e);
@@ -324,6 +358,33 @@ public final class TransferEngine implements AutoCloseable {
         return segment;
     }
 
+    /**
+     * Links the first transport in preference that moves host memory and reaches the peer (the segment's primary
+     * link; failing to link it fails the open), then every other one that reaches it and moves device memory (one
+     * that fails to link is left out with a warning: requests it would have carried fall back or are refused).
+     */
+    private void linkTransports(RemoteSegment segment, SegmentDescriptor local, SegmentDescriptor remote) {
+        boolean hostLinked = false;
+        for (Map.Entry<String, Transport> e : transports.entrySet()) {
+            Transport t = e.getValue();
+            if (!remote.transports().contains(e.getKey()) || !t.canReach(local, remote)) {
+                continue;
+            }
+            boolean host = t.moves(MemoryKind.HOST, MemoryKind.HOST);
+            if (host && !hostLinked) {
+                segment.attach(e.getKey(), t, t.link(segment.peer()), true);
+                hostLinked = true;
+            } else if (movesDevice(t)) {
+                try {
+                    segment.attach(e.getKey(), t, t.link(segment.peer()), false);
+                } catch (RuntimeException failure) {
+                    LOG.log(Level.WARNING, "transport " + e.getKey() + " could not link " + remote.name()
+                            + "; its device requests go elsewhere or are refused: " + failure.getMessage());
+                }
+            }
+        }
+    }
+
     void forget(RemoteSegment segment) {
         opened.remove(segment);
     }
@@ -335,24 +396,22 @@ public final class TransferEngine implements AutoCloseable {
      */
     public TransferBatch submit(RemoteSegment segment, List<TransferRequest> requests, Deadline deadline) {
         requireOpen();
-        TransportLink link = segment.link();
-        TransferBatch batch = new TransferBatch(requests.size(), link);
+        TransferBatch batch = new TransferBatch(requests.size());
         List<TransferBatch.SliceImpl> slices = new ArrayList<>();
         for (TransferRequest req : requests) {
             TransferBatch.Request r = batch.new Request();
             batch.add(r);
-            String refusal = check(segment, req);
-            if (refusal != null) {
-                r.refuse(refusal);
+            Route route = route(segment, req);
+            if (route.refusal() != null) {
+                r.refuse(route.refusal());
                 continue;
             }
-            RegionDescriptor region = segment.remote().region(req.remoteRegion()).orElseThrow();
-            long slice = config.sliceBytes();
+            long slice = Math.max(1, route.link().transport().sliceBytes(config.sliceBytes()));
             long length = req.bytes();
             for (long off = 0; off < length; off += slice) {
                 long n = Math.min(slice, length - off);
-                r.slices.add(batch.new SliceImpl(r, req.op(), req.local().asSlice(off, n), region,
-                        req.remoteOffset() + off, config.sliceRetries()));
+                r.slices.add(batch.new SliceImpl(r, route.link().link(), req.op(), req.local().asSlice(off, n),
+                        route.region(), req.remoteOffset() + off, config.sliceRetries()));
             }
             r.outstanding.set(r.slices.size());
             slices.addAll(r.slices);
@@ -366,40 +425,58 @@ public final class TransferEngine implements AutoCloseable {
                     TimeUnit.NANOSECONDS);
         }
         for (TransferBatch.SliceImpl s : slices) {
-            link.submit(s);
+            s.link().submit(s);
         }
         return batch;
     }
 
-    private String check(RemoteSegment segment, TransferRequest req) {
-        if (!segment.alive()) {
-            return "peer " + segment.name() + " is dead: " + segment.deathReason();
+    /** Where a request goes: the remote region and the link that moves its kinds of memory, or why it cannot start. */
+    private record Route(RegionDescriptor region, RemoteSegment.Linked link, String refusal) {
+        static Route refused(String why) {
+            return new Route(null, null, why);
         }
-        if (!isRegistered(req.local())) {
-            return "local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
-                    + " bytes) is not inside a registered region";
+    }
+
+    private Route route(RemoteSegment segment, TransferRequest req) {
+        if (!segment.alive()) {
+            return Route.refused("peer " + segment.name() + " is dead: " + segment.deathReason());
+        }
+        LocalRegion local = registeredAround(req.local());
+        if (local == null) {
+            return Route.refused("local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
+                    + " bytes) is not inside a registered region");
         }
         Optional<RegionDescriptor> region = segment.remote().region(req.remoteRegion());
         if (region.isEmpty()) {
-            return "segment " + segment.name() + " publishes no region " + req.remoteRegion();
+            return Route.refused("segment " + segment.name() + " publishes no region " + req.remoteRegion());
         }
         if (req.remoteOffset() > region.get().bytes() - req.bytes()) {
-            return "range [" + req.remoteOffset() + ", +" + req.bytes() + ") is outside region "
-                    + req.remoteRegion() + " of " + region.get().bytes() + " bytes";
+            return Route.refused("range [" + req.remoteOffset() + ", +" + req.bytes() + ") is outside region "
+                    + req.remoteRegion() + " of " + region.get().bytes() + " bytes");
         }
-        return null;
+        Optional<RemoteSegment.Linked> link = segment.linkFor(local.kind(), region.get().kind());
+        if (link.isEmpty()) {
+            return Route.refused("no transport linked to " + segment.name() + " moves " + kindName(local.kind())
+                    + " memory " + (req.op() == TransferOp.READ ? "from " : "to ") + kindName(region.get().kind())
+                    + " memory (region " + req.remoteRegion() + "); linked: " + segment.transports());
+        }
+        return new Route(region.get(), link.get(), null);
     }
 
-    private boolean isRegistered(MemorySegment local) {
+    private static String kindName(MemoryKind kind) {
+        return kind.name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    private LocalRegion registeredAround(MemorySegment local) {
         long start = local.address();
         long end = start + local.byteSize();
         for (LocalRegion r : byId.values()) {
             long rs = r.memory().address();
             if (start >= rs && end <= rs + r.memory().byteSize()) {
-                return true;
+                return r;
             }
         }
-        return false;
+        return null;
     }
 
     private void requireOpen() {
@@ -460,7 +537,7 @@ public final class TransferEngine implements AutoCloseable {
         @Override
         public RegisteredRegion region(int id) {
             LocalRegion r = byId.get(id);
-            return r == null ? null : r.served();
+            return r == null || r.kind() != MemoryKind.HOST ? null : r.served();
         }
 
         @Override

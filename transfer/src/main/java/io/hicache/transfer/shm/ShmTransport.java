@@ -1,6 +1,7 @@
 package io.hicache.transfer.shm;
 
 import io.hicache.core.util.Threads;
+import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.SegmentDescriptor;
@@ -9,6 +10,7 @@ import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportLink;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -42,10 +44,12 @@ final class ShmTransport implements Transport {
 
     @Override
     public boolean canReach(SegmentDescriptor local, SegmentDescriptor remote) {
-        if (!local.hostId().equals(remote.hostId()) || remote.regions().isEmpty()) {
+        List<RegionDescriptor> host = remote.regions().stream().filter(r -> r.kind() == MemoryKind.HOST).toList();
+        if (!local.hostId().equals(remote.hostId()) || host.isEmpty()) {
             return false;
         }
-        for (RegionDescriptor r : remote.regions()) {
+        // device regions are another transport's business
+        for (RegionDescriptor r : host) {
             if (!r.shared() || !Files.isReadable(Path.of(r.shmPath()))) {
                 return false;
             }

@@ -5,7 +5,11 @@ package io.hicache.transfer.spi;
  * transport reports the connections peers hold into it. Thread-safe; implemented by the engine.
  */
 public interface LocalSegment {
-    /** The region peers address as {@code id}, or null when none is registered under it. */
+    /**
+     * The host region peers address as {@code id}, or null when none is registered under it. Device regions are
+     * never served this way (the CPU cannot touch them): a transport that moves device memory gets them from
+     * {@link Transport#register}.
+     */
     RegisteredRegion region(int id);
 
     /**

@@ -14,15 +14,26 @@ import java.util.Objects;
  * @param keys     access keys that transports returned from {@link Transport#register}, each under
  *                 {@code <transport>.<key>} (an RDMA transport would publish its rkey as {@code rdma.rkey}); may be
  *                 empty
+ * @param kind     where its bytes live: a device region is reached only by a transport that moves device memory
  */
-public record RegionDescriptor(String name, int id, long bytes, String shmPath, Map<String, String> keys) {
+public record RegionDescriptor(String name, int id, long bytes, String shmPath, Map<String, String> keys,
+        MemoryKind kind) {
     public RegionDescriptor {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(shmPath, "shmPath");
+        Objects.requireNonNull(kind, "kind");
+        if (kind == MemoryKind.DEVICE && !shmPath.isEmpty()) {
+            throw new IllegalArgumentException("device region " + name + " cannot be a shared-memory file");
+        }
         keys = Map.copyOf(keys);
         if (bytes <= 0) {
             throw new IllegalArgumentException("region " + name + " must have bytes > 0, got " + bytes);
         }
+    }
+
+    /** A host region. */
+    public RegionDescriptor(String name, int id, long bytes, String shmPath, Map<String, String> keys) {
+        this(name, id, bytes, shmPath, keys, MemoryKind.HOST);
     }
 
     /** Whether another process on the same host can map the region's memory. */

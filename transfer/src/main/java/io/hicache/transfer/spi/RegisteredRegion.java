@@ -17,8 +17,14 @@ public interface RegisteredRegion {
     /** The number peers address it by. */
     int id();
 
-    /** Its memory. */
+    /**
+     * Its memory. For a {@link MemoryKind#DEVICE} region only the address and length mean anything: the CPU must not
+     * read or write it.
+     */
     MemorySegment memory();
+
+    /** Where its bytes live. */
+    MemoryKind kind();
 
     /** Whether [{@code offset}, {@code offset + length}) lies inside the region. */
     default boolean contains(long offset, long length) {

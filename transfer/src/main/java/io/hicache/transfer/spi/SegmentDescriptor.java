@@ -71,6 +71,7 @@ public record SegmentDescriptor(String name, String address, String hostId, long
                 out.writeInt(r.id());
                 out.writeLong(r.bytes());
                 out.writeUTF(r.shmPath());
+                out.writeByte(r.kind().ordinal());
                 out.writeInt(r.keys().size());
                 for (Map.Entry<String, String> e : r.keys().entrySet()) {
                     out.writeUTF(e.getKey());
@@ -108,11 +109,15 @@ public record SegmentDescriptor(String name, String address, String hostId, long
                 int id = in.readInt();
                 long len = in.readLong();
                 String shm = in.readUTF();
+                int kind = in.readUnsignedByte();
+                if (kind >= MemoryKind.values().length) {
+                    throw new IOException("unknown memory kind " + kind + " of region " + rn);
+                }
                 Map<String, String> keys = new LinkedHashMap<>();
                 for (int k = in.readInt(); k > 0; k--) {
                     keys.put(in.readUTF(), in.readUTF());
                 }
-                regions.add(new RegionDescriptor(rn, id, len, shm, keys));
+                regions.add(new RegionDescriptor(rn, id, len, shm, keys, MemoryKind.values()[kind]));
             }
             return new SegmentDescriptor(name, address, hostId, pid, transports, endpoints, regions);
         } catch (IOException e) {

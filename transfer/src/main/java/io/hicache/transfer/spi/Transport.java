@@ -54,7 +54,29 @@ public interface Transport extends AutoCloseable {
     default void closeInbound(long waitMillis) {
     }
 
-    /** Whether this transport can reach every region of {@code remote} from {@code local}. */
+    /**
+     * Whether this transport moves bytes between local memory of kind {@code local} and a remote region of kind
+     * {@code remote}. The engine picks, for each request, the first linked transport in its preference that moves its
+     * pair of kinds, and registers device regions only with transports that move device memory; the host transports
+     * (TCP, shared memory) never see one. Default: host to host only.
+     */
+    default boolean moves(MemoryKind local, MemoryKind remote) {
+        return local == MemoryKind.HOST && remote == MemoryKind.HOST;
+    }
+
+    /**
+     * The slice size this transport wants, given the configured one: requests larger than it are cut into slices of
+     * it. A transport whose hardware moves any length in one operation, with no window to respect (a device copy),
+     * returns {@link Long#MAX_VALUE} so that one request is one operation. Default: the configured size.
+     */
+    default long sliceBytes(long configuredSliceBytes) {
+        return configuredSliceBytes;
+    }
+
+    /**
+     * Whether this transport can reach every region of {@code remote} from {@code local} that it
+     * {@link #moves moves}.
+     */
     boolean canReach(SegmentDescriptor local, SegmentDescriptor remote);
 
     /**

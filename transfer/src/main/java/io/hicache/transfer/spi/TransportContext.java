@@ -1,5 +1,6 @@
 package io.hicache.transfer.spi;
 
+import java.nio.file.Path;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 
@@ -14,15 +15,18 @@ import java.util.concurrent.ScheduledExecutorService;
  * @param windowBytesPerConnection bytes in flight on one connection before further slices wait
  * @param sliceTimeoutMillis       a slice on the wire longer than this fails its connection
  * @param connectTimeoutMillis     one connection attempt
+ * @param shmDir                   the engine's shared-memory folder, where a transport may put files that same-host
+ *                                 peers open (sockets, handles)
  * @param timer                    the engine's timer thread, for sweeps and retries; tasks must be short
  * @param local                    this engine's regions, for serving peers' requests
  */
 public record TransportContext(String engineName, String bindHost, int ioThreads, int connectionsPerPeer,
         long windowBytesPerConnection, long sliceTimeoutMillis, long connectTimeoutMillis,
-        ScheduledExecutorService timer, LocalSegment local) {
+        Path shmDir, ScheduledExecutorService timer, LocalSegment local) {
     public TransportContext {
         Objects.requireNonNull(engineName, "engineName");
         Objects.requireNonNull(bindHost, "bindHost");
+        Objects.requireNonNull(shmDir, "shmDir");
         Objects.requireNonNull(timer, "timer");
         Objects.requireNonNull(local, "local");
     }

@@ -1,0 +1,414 @@
+package io.hicache.transfer.cuda;
+
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.util.Threads;
+import io.hicache.transfer.spi.PeerContext;
+import io.hicache.transfer.spi.RegionDescriptor;
+import io.hicache.transfer.spi.Slice;
+import io.hicache.transfer.spi.TransferOp;
+import io.hicache.transfer.spi.TransportContext;
+import io.hicache.transfer.spi.TransportLink;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import jcuda.CudaException;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUipcMem_flags;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * The cuda-ipc path to one peer, as the importer: the peer's device regions mapped on first use (after the peer
+ * recorded the mapping), each request one {@code cuMemcpyAsync} on this link's stream for the local device, an event
+ * recorded after it, and a completion thread that reports each slice when its event fires, in order. A REVOKE from
+ * the peer waits for the copies into that region, unmaps it and answers CLOSED; the socket closing (the peer died or
+ * closed) does the same for every region, and later slices fail.
+ *
+ * <p>Thread-safe: slices may be submitted from any thread. Closing waits (bounded) for copies in flight, unmaps
+ * every region, then closes the socket, in that order, so the exporter never frees memory this process maps.
+ */
+final class IpcLink implements TransportLink {
+    private static final System.Logger LOG = System.getLogger(IpcLink.class.getName());
+    private static final int EVENT_FLAGS = CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING;
+
+    private final TransportContext context;
+    private final CudaContexts cuda;
+    private final PeerContext peer;
+    private final Consumer<IpcLink> onClose;
+    private final SocketChannel channel;
+    private final Map<Integer, Mapping> mappings = new ConcurrentHashMap<>();
+    private final Map<Integer, CompletableFuture<Boolean>> opening = new ConcurrentHashMap<>();
+    private final Map<Integer, CUstream> streams = new ConcurrentHashMap<>();
+    private final Map<Integer, ConcurrentLinkedQueue<CUevent>> spareEvents = new ConcurrentHashMap<>();
+    private final BlockingQueue<Copy> inFlight = new LinkedBlockingQueue<>();
+    private final Thread reader;
+    private final Thread completer;
+    private volatile String gone;
+    private volatile boolean closing;
+
+    /** A peer's region mapped here. */
+    private static final class Mapping {
+        final int region;
+        final int device;
+        final DevicePointer base;
+        final long offset;
+        int copies;
+        boolean revoked;
+
+        Mapping(int region, int device, DevicePointer base, long offset) {
+            this.region = region;
+            this.device = device;
+            this.base = base;
+            this.offset = offset;
+        }
+    }
+
+    /** A copy enqueued on a stream, and the event recorded after it. */
+    private record Copy(Slice slice, Mapping mapping, CUevent event) {
+    }
+
+    private IpcLink(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose,
+            SocketChannel channel) {
+        this.context = context;
+        this.cuda = cuda;
+        this.peer = peer;
+        this.onClose = onClose;
+        this.channel = channel;
+        this.reader = Threads.unstarted("cuda-ipc-link-" + context.engineName() + "-" + peer.remote().name(),
+                this::readLoop);
+        this.completer = Threads.unstarted("cuda-ipc-done-" + context.engineName() + "-" + peer.remote().name(),
+                this::completeLoop);
+    }
+
+    /** Connects to the peer's socket and says who this engine is. */
+    static IpcLink open(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose) {
+        String socket = peer.remote().endpoint(CudaIpcTransport.NAME).orElseThrow(() -> new HiCacheException(
+                ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no cuda-ipc endpoint"));
+        SocketChannel channel = null;
+        try {
+            channel = SocketChannel.open(StandardProtocolFamily.UNIX);
+            channel.connect(UnixDomainSocketAddress.of(socket));
+            IpcWire.write(channel, IpcWire.HELLO, 0, context.engineName());
+        } catch (IOException e) {
+            if (channel != null) {
+                try {
+                    channel.close();
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot connect to "
+                    + peer.remote().name() + " at " + socket + ": " + e.getMessage(), e);
+        }
+        IpcLink link = new IpcLink(context, cuda, peer, onClose, channel);
+        link.reader.start();
+        link.completer.start();
+        return link;
+    }
+
+    @Override
+    public void submit(Slice slice) {
+        Mapping mapping = null;
+        try {
+            String refusal = refusal(slice);
+            if (refusal != null) {
+                slice.done(refusal);
+                return;
+            }
+            long local = slice.local().address();
+            int device = cuda.deviceOf(local);
+            mapping = mapped(slice.region(), device);
+            synchronized (mapping) {
+                if (mapping.revoked) {
+                    slice.done("region " + slice.region().name() + " of " + peer.remote().name() + " was unregistered");
+                    return;
+                }
+                mapping.copies++;
+            }
+            long remote = mapping.base.address() + mapping.offset + slice.remoteOffset();
+            long length = slice.local().byteSize();
+            CUstream stream = stream(device);
+            synchronized (stream) {
+                // the completion queue must see events in the order they are recorded on the stream
+                cuda.makeCurrent(device);
+                if (slice.op() == TransferOp.WRITE) {
+                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(remote), DevicePointer.at(local), length, stream);
+                } else {
+                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(local), DevicePointer.at(remote), length, stream);
+                }
+                CUevent event = event(device);
+                JCudaDriver.cuEventRecord(event, stream);
+                inFlight.add(new Copy(slice, mapping, event));
+            }
+        } catch (CudaException | HiCacheException e) {
+            if (mapping != null) {
+                ended(mapping);
+            }
+            slice.done("cuda-ipc copy failed: " + e.getMessage());
+        }
+    }
+
+    private String refusal(Slice slice) {
+        if (gone != null) {
+            return "the cuda-ipc link to " + peer.remote().name() + " is closed: " + gone;
+        }
+        if (!peer.alive()) {
+            return "peer " + peer.remote().name() + " is dead: " + peer.deathReason();
+        }
+        if (!slice.wanted()) {
+            return "not wanted any more";
+        }
+        return null;
+    }
+
+    /** The mapping of {@code region}, opened on first use after the exporter recorded it. */
+    private Mapping mapped(RegionDescriptor region, int device) {
+        Mapping m = mappings.get(region.id());
+        if (m != null) {
+            if (m.device != device) {
+                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " is mapped "
+                        + "for device " + m.device + ", the local memory is on device " + device);
+            }
+            return m;
+        }
+        synchronized (this) {
+            m = mappings.get(region.id());
+            if (m != null) {
+                return m;
+            }
+            Map<String, String> keys = region.keysOf(CudaIpcTransport.NAME);
+            if (!keys.containsKey("handle")) {
+                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " of "
+                        + peer.remote().name() + " is not exported over cuda-ipc");
+            }
+            if (!askToOpen(region.id())) {
+                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " of "
+                        + peer.remote().name() + " was unregistered");
+            }
+            DevicePointer base = new DevicePointer();
+            try {
+                cuda.makeCurrent(device);
+                JCudaDriver.cuIpcOpenMemHandle(base, CudaContexts.decode(keys.get("handle")),
+                        CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+            } catch (CudaException e) {
+                say(IpcWire.CLOSED, region.id());
+                throw e;
+            }
+            m = new Mapping(region.id(), device, base, Long.parseLong(keys.get("offset")));
+            mappings.put(region.id(), m);
+            return m;
+        }
+    }
+
+    private boolean askToOpen(int region) {
+        CompletableFuture<Boolean> answer = new CompletableFuture<>();
+        opening.put(region, answer);
+        try {
+            say(IpcWire.OPEN, region);
+            return answer.get(context.connectTimeoutMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " did not answer a "
+                    + "cuda-ipc OPEN within " + context.connectTimeoutMillis() + " ms");
+        } catch (ExecutionException e) {
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc OPEN failed: " + e.getCause()
+                    .getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "interrupted while mapping a region");
+        } finally {
+            opening.remove(region, answer);
+        }
+    }
+
+    private CUstream stream(int device) {
+        return streams.computeIfAbsent(device, d -> {
+            cuda.makeCurrent(d);
+            CUstream s = new CUstream();
+            JCudaDriver.cuStreamCreate(s, CUstream_flags.CU_STREAM_NON_BLOCKING);
+            return s;
+        });
+    }
+
+    private CUevent event(int device) {
+        CUevent e = spareEvents.computeIfAbsent(device, d -> new ConcurrentLinkedQueue<>()).poll();
+        if (e == null) {
+            e = new CUevent();
+            JCudaDriver.cuEventCreate(e, EVENT_FLAGS);
+        }
+        return e;
+    }
+
+    /** Reports each copy when its event fired, in the order they were enqueued. */
+    private void completeLoop() {
+        while (true) {
+            Copy copy;
+            try {
+                copy = inFlight.poll(100, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (copy == null) {
+                if (gone != null && closing) {
+                    return;
+                }
+                continue;
+            }
+            String failure = null;
+            try {
+                cuda.makeCurrent(copy.mapping().device);
+                JCudaDriver.cuEventSynchronize(copy.event());
+                spareEvents.get(copy.mapping().device).add(copy.event());
+            } catch (RuntimeException e) {
+                failure = "cuda-ipc copy failed on the device: " + e.getMessage();
+                LOG.log(Level.WARNING, "cuda-ipc: a copy to or from " + peer.remote().name() + " failed", e);
+            } catch (Error e) {
+                failure = "cuda-ipc completion failed: " + e;
+                LOG.log(Level.ERROR, "cuda-ipc completion loop error", e);
+            }
+            ended(copy.mapping());
+            copy.slice().done(failure);
+        }
+    }
+
+    private void ended(Mapping mapping) {
+        synchronized (mapping) {
+            mapping.copies--;
+            mapping.notifyAll();
+        }
+    }
+
+    /** Reads the exporter's answers and revocations; on EOF the peer is gone and every mapping is dropped. */
+    private void readLoop() {
+        try (DataInputStream in = IpcWire.input(channel)) {
+            while (true) {
+                IpcWire.Message m = IpcWire.read(in);
+                switch (m.kind()) {
+                    case IpcWire.OPENED, IpcWire.GONE -> {
+                        CompletableFuture<Boolean> f = opening.get(m.region());
+                        if (f != null) {
+                            f.complete(m.kind() == IpcWire.OPENED);
+                        }
+                    }
+                    case IpcWire.REVOKE -> {
+                        unmap(m.region());
+                        say(IpcWire.CLOSED, m.region());
+                    }
+                    default -> throw new IOException("unexpected message " + m.kind() + " from an exporter");
+                }
+            }
+        } catch (IOException e) {
+            if (gone == null) {
+                gone = "the peer closed the cuda-ipc connection (" + e.getMessage() + ")";
+            }
+        } catch (RuntimeException | Error e) {
+            gone = "the cuda-ipc reader failed: " + e;
+            LOG.log(Level.ERROR, "cuda-ipc reader for " + peer.remote().name() + " failed", e);
+        } finally {
+            opening.values().forEach(f -> f.complete(false));
+            for (int region : List.copyOf(mappings.keySet())) {
+                unmap(region);
+            }
+        }
+    }
+
+    /** Stops new copies into {@code region}, waits (bounded) for those in flight, then unmaps it. */
+    private void unmap(int region) {
+        Mapping m = mappings.get(region);
+        if (m == null) {
+            return;
+        }
+        long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(context.sliceTimeoutMillis());
+        synchronized (m) {
+            m.revoked = true;
+            try {
+                while (m.copies > 0 && until - System.nanoTime() > 0) {
+                    m.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime())));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (m.copies > 0) {
+                LOG.log(Level.WARNING, "cuda-ipc: " + m.copies + " copies into region " + region + " of "
+                        + peer.remote().name() + " still running after " + context.sliceTimeoutMillis()
+                        + " ms; unmapping anyway");
+            }
+        }
+        if (!mappings.remove(region, m)) {
+            return; // the reader and close() both unmap on the way out: one closes the handle
+        }
+        try {
+            cuda.makeCurrent(m.device);
+            JCudaDriver.cuIpcCloseMemHandle(m.base);
+        } catch (CudaException e) {
+            LOG.log(Level.WARNING, "cuda-ipc: unmapping region " + region + " of " + peer.remote().name() + " failed",
+                    e);
+        }
+    }
+
+    private void say(byte kind, int region) {
+        synchronized (channel) {
+            try {
+                IpcWire.write(channel, kind, region, "");
+            } catch (IOException e) {
+                LOG.log(Level.DEBUG, () -> "cuda-ipc: cannot tell " + peer.remote().name() + ": " + e);
+            }
+        }
+    }
+
+    @Override
+    public void abandon(Slice slice) {
+        // a device copy ends by itself within microseconds to milliseconds; there is nothing to tear down
+    }
+
+    @Override
+    public void close() {
+        if (closing) {
+            return;
+        }
+        closing = true;
+        if (gone == null) {
+            gone = "closed by this engine";
+        }
+        for (int region : List.copyOf(mappings.keySet())) {
+            unmap(region);
+        }
+        try {
+            channel.close();
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "closing a cuda-ipc link", e);
+        }
+        try {
+            reader.join(TimeUnit.SECONDS.toMillis(5));
+            completer.join(context.sliceTimeoutMillis() + 1_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (Map.Entry<Integer, CUstream> s : streams.entrySet()) {
+            try {
+                cuda.makeCurrent(s.getKey());
+                JCudaDriver.cuStreamDestroy(s.getValue());
+                spareEvents.getOrDefault(s.getKey(), new ConcurrentLinkedQueue<>()).forEach(JCudaDriver::cuEventDestroy);
+            } catch (CudaException e) {
+                LOG.log(Level.DEBUG, "destroying a cuda-ipc stream", e);
+            }
+        }
+        onClose.accept(this);
+    }
+}
