@@ -33,6 +33,9 @@ if [[ ! -f .gpu/jre.tgz ]] || ! tar xzf .gpu/jre.tgz -O jre/release | grep -q jd
 fi
 "$pack" "$modules"
 cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests.jar .gpu/lib/
+# the cuda-ipc transport, and from the test jars its kit and peer process and the transfer kit's patterns (--experiment pd)
+cp transfer-cuda/target/hicache-transfer-cuda.jar transfer-cuda/target/hicache-transfer-cuda-tests.jar \
+  transfer/target/hicache-transfer-tests.jar .gpu/lib/
 # GpuRun's own dependencies, without the rest of the bench's (RocksDB, the AWS SDK): its command line (picocli, and
 # the CLI jar whose terminal check the bench's progress lines use) and the JSON it writes (Jackson).
 cp hicache-cli/target/hicache-cli.jar .gpu/lib/
@@ -45,4 +48,4 @@ if [[ ${HICACHE_GPU_PACK_NO_KITS:-0} == 1 ]]; then
     .gpu/lib/jna-platform-*.jar
   echo "HICACHE_GPU_PACK_NO_KITS=1: left out the kits' jars (run GpuRun with --no-kits)"
 fi
-echo "added hicache-bench.jar, hicache-cuda-tests.jar, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"
+echo "added hicache-bench.jar, hicache-cuda-tests.jar, the cuda-ipc jars, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Reads the compiled main classes of every module, and the two kits shipped in test jars, from this module's test class
+ * Reads the compiled main classes of every module, and the three kits shipped in test jars, from this module's test class
  * path and checks them against {@link Layout}. The fixture classes show that each rule fails on the violation it is for,
  * and passes what it should.
  */
@@ -40,7 +40,8 @@ class ArchitectureTest {
     /** Main classes, plus the kits of the test jars; no other test classes (this module's fixtures among them). */
     private static boolean isMainOrKit(Location location) {
         String where = location.toString();
-        if (where.contains("/io/hicache/cuda/kit/") || where.contains("/io/hicache/transfer/kit/")) {
+        if (where.contains("/io/hicache/cuda/kit/") || where.contains("/io/hicache/transfer/kit/")
+                || where.contains("/io/hicache/transfer/cuda/kit/")) {
             return !where.contains("/hicache-architecture/");
         }
         return !where.contains("-tests.jar") && !where.contains("/test-classes/");

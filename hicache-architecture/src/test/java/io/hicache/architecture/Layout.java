@@ -6,7 +6,7 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * The layout the architecture test enforces, in one table: every package of main code (and of the two kits shipped in
+ * The layout the architecture test enforces, in one table: every package of main code (and of the three kits shipped in
  * test jars), the module that holds it, its rank in the module's layer order, and its kind. Plus which module may
  * depend on which. docs/architecture.md draws the same graph; change both together.
  */
@@ -78,6 +78,9 @@ final class Layout {
             pkg("io.hicache.transfer.staged", "transfer", 4, Kind.API),
             pkg("io.hicache.transfer.pd", "transfer", 5, Kind.API),
             pkg("io.hicache.transfer.kit", "transfer-kit", 0, Kind.API),
+            // transfer-cuda: the cuda-ipc transport (a plug-in), and its kit in the test jar
+            pkg("io.hicache.transfer.cuda", "transfer-cuda", 0, Kind.PLUGIN),
+            pkg("io.hicache.transfer.cuda.kit", "transfer-cuda-kit", 0, Kind.API),
             // server
             pkg("io.hicache.server.daemon", "server", 0, Kind.API),
             // hicache-cli
@@ -104,11 +107,14 @@ final class Layout {
             Map.entry("events-zmq", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
+            Map.entry("transfer-cuda", Set.of("hicache-core", "transfer", "hicache-cuda")),
+            Map.entry("transfer-cuda-kit", Set.of("hicache-core", "transfer", "hicache-cuda", "transfer-cuda",
+                    "hicache-testkit", "transfer-kit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),
             Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "transfer")),
             Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-cuda-kit", "hicache-testkit",
                     "storage-file", "storage-rocksdb", "storage-s3", "storage-nixl", "storage-remote", "transfer", "server",
-                    "hicache-cli")));
+                    "hicache-cli", "transfer-cuda", "transfer-cuda-kit", "transfer-kit")));
 
     /**
      * Internal packages a module may use all the same, each with its reason. The bench measures the radix tree on its

@@ -25,7 +25,7 @@ final class Poms {
     private static final Pattern OWN_ARTIFACT = Pattern.compile("</parent>\\s*<artifactId>([^<]+)</artifactId>");
 
     /** Modules whose test jar carries a kit that other modules run (Layout's {@code *-kit} modules). */
-    private static final Set<String> KIT_MODULES = Set.of("hicache-cuda", "transfer");
+    private static final Set<String> KIT_MODULES = Set.of("hicache-cuda", "transfer", "transfer-cuda");
 
     private Poms() {
     }

@@ -6,6 +6,8 @@ import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaDeviceRuntimeProvider;
 import io.hicache.cuda.kit.CudaKits;
 import io.hicache.testkit.ConformanceReport;
+import io.hicache.testkit.ConformanceRunner;
+import io.hicache.transfer.cuda.kit.CudaIpcTransportKit;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -30,7 +32,8 @@ import picocli.CommandLine.Option;
  * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
  * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}), {@code --experiment order} with
  * {@link CudaOrderExperiment} ({@code cuda-order.json}), {@code --experiment replay} with {@link GpuReplay}
- * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu} ({@code pd-gpu.json}). {@code --slab-dir DIR} puts the suite's pinned
+ * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu} and {@link NvlinkHandoffGpu}
+ * ({@code pd-gpu.json}; its kit is the cuda-ipc transport's, not the runtime kits). {@code --slab-dir DIR} puts the suite's pinned
  * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
  * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
  * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
@@ -95,7 +98,10 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
         log.printf(Locale.ROOT, "device: %s, %.1f GiB (%.1f free), copy kernel %s%n", info.name(), info.totalBytes() / 1073741824.0,
                 info.freeBytes() / 1073741824.0, kernel ? "loaded" : "NOT loaded");
 
-        List<ConformanceReport> allKits = runKits ? CudaKits.run() : List.of();
+        // the pd experiment is about moving KV between processes: its kit is the cuda-ipc transport's
+        List<ConformanceReport> allKits = !runKits ? List.of() : "pd".equals(experiment)
+                ? List.of(ConformanceRunner.run(CudaIpcTransportKit.class, "cuda-ipc transport"))
+                : CudaKits.run();
         ByteArrayOutputStream kits = new ByteArrayOutputStream();
         try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
             for (ConformanceReport r : allKits) {
@@ -124,9 +130,12 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
             } else if (experiment.equals("replay")) {
                 report = BenchReport.of("gpu-replay", GpuReplay.run(quick), command.toString(), 0);
             } else if (experiment.equals("pd")) {
+                List<BenchRow> rows = new ArrayList<>();
                 try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
-                    report = BenchReport.of("pd-gpu", PdHandoffGpu.run(runtime, quick, log), command.toString(), 0);
+                    rows.addAll(PdHandoffGpu.run(runtime, quick, log));
                 }
+                rows.addAll(NvlinkHandoffGpu.run(quick, log));
+                report = BenchReport.of("pd-gpu", rows, command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {
