@@ -82,6 +82,9 @@ final class NvlinkHandoffGpu {
                 long bytes = PdHandoffGpu.bytes(format, pages);
                 double referenceMs = time(repeats, () -> {
                     prefillPool.copyTo(reference, 0, 0, bytes);
+                    // a device-to-device cuMemcpyPeer returns before the copy ends: time it to the end
+                    prefillPool.synchronize();
+                    reference.synchronize();
                     return null;
                 });
                 double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);

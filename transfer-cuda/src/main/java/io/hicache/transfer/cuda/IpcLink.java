@@ -15,6 +15,8 @@ import java.lang.System.Logger.Level;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
@@ -62,6 +64,8 @@ final class IpcLink implements TransportLink {
     private final Thread completer;
     private volatile String gone;
     private volatile boolean closing;
+    /** {base, limit, device} of the local allocation last looked up. */
+    private volatile long[] lastAllocation;
 
     /** A peer's region mapped here. */
     private static final class Mapping {
@@ -133,7 +137,7 @@ final class IpcLink implements TransportLink {
                 return;
             }
             long local = slice.local().address();
-            int device = cuda.deviceOf(local);
+            int device = deviceOf(local);
             mapping = mapped(slice.region(), device);
             synchronized (mapping) {
                 if (mapping.revoked) {
@@ -163,6 +167,21 @@ final class IpcLink implements TransportLink {
             }
             slice.done("cuda-ipc copy failed: " + e.getMessage());
         }
+    }
+
+    /** The device of a local address; the last allocation looked up is remembered (requests come from one pool). */
+    private int deviceOf(long address) {
+        long[] known = lastAllocation;
+        if (known != null && address >= known[0] && address < known[1]) {
+            return (int) known[2];
+        }
+        int device = cuda.deviceOf(address);
+        DevicePointer base = new DevicePointer();
+        long[] size = {0};
+        cuda.makeCurrent(device);
+        JCudaDriver.cuMemGetAddressRange(base, size, DevicePointer.at(address));
+        lastAllocation = new long[] {base.address(), base.address() + size[0], device};
+        return device;
     }
 
     private String refusal(Slice slice) {
@@ -255,35 +274,51 @@ final class IpcLink implements TransportLink {
         return e;
     }
 
-    /** Reports each copy when its event fired, in the order they were enqueued. */
+    /**
+     * Reports copies when their events fired, in the order they were enqueued. It waits on the newest event of what is
+     * queued: a stream runs in order, so every earlier copy on it has ended too (one wake-up for many small copies).
+     */
     private void completeLoop() {
+        List<Copy> ready = new ArrayList<>();
         while (true) {
-            Copy copy;
+            Copy first;
             try {
-                copy = inFlight.poll(100, TimeUnit.MILLISECONDS);
+                first = inFlight.poll(100, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 return;
             }
-            if (copy == null) {
+            if (first == null) {
                 if (gone != null && closing) {
                     return;
                 }
                 continue;
             }
+            ready.clear();
+            ready.add(first);
+            inFlight.drainTo(ready);
+            // one stream per device: wait on the newest event of each device among them
+            Map<Integer, CUevent> newest = new HashMap<>();
+            for (Copy c : ready) {
+                newest.put(c.mapping().device, c.event());
+            }
             String failure = null;
             try {
-                cuda.makeCurrent(copy.mapping().device);
-                JCudaDriver.cuEventSynchronize(copy.event());
-                spareEvents.get(copy.mapping().device).add(copy.event());
+                for (Map.Entry<Integer, CUevent> e : newest.entrySet()) {
+                    cuda.makeCurrent(e.getKey());
+                    JCudaDriver.cuEventSynchronize(e.getValue());
+                }
             } catch (RuntimeException e) {
                 failure = "cuda-ipc copy failed on the device: " + e.getMessage();
-                LOG.log(Level.WARNING, "cuda-ipc: a copy to or from " + peer.remote().name() + " failed", e);
+                LOG.log(Level.WARNING, "cuda-ipc: copies to or from " + peer.remote().name() + " failed", e);
             } catch (Error e) {
                 failure = "cuda-ipc completion failed: " + e;
                 LOG.log(Level.ERROR, "cuda-ipc completion loop error", e);
             }
-            ended(copy.mapping());
-            copy.slice().done(failure);
+            for (Copy c : ready) {
+                spareEvents.get(c.mapping().device).add(c.event());
+                ended(c.mapping());
+                c.slice().done(failure);
+            }
         }
     }
 
