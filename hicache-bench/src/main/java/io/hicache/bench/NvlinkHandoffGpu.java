@@ -121,7 +121,6 @@ final class NvlinkHandoffGpu {
                     actual == expected ? "every byte as it must be" : "WRONG BYTES");
             rows.add(new BenchRow("pd_nvlink_pools_with_wrong_bytes", actual == expected ? 0 : 1, "pools",
                     "pools_checked", 1, actual == expected ? 0 : 1, "lower"));
-            rows.add(new BenchRow("pd_nvlink_peer_device", peerDevice, "ordinal", "prefill_device", 0, 0, "info"));
         } finally {
             decode.kill();
             try (var files = Files.walk(shmDir)) {
