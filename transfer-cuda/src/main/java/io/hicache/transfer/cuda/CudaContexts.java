@@ -72,6 +72,17 @@ final class CudaContexts implements AutoCloseable {
         return ordinal[0];
     }
 
+    /**
+     * The allocation that holds {@code address} on device {@code ordinal}: {base, limit} (what an IPC handle covers).
+     */
+    long[] allocationOf(int ordinal, long address) {
+        makeCurrent(ordinal);
+        DevicePointer base = new DevicePointer();
+        long[] size = {0};
+        JCudaDriver.cuMemGetAddressRange(base, size, DevicePointer.at(address));
+        return new long[] {base.address(), base.address() + size[0]};
+    }
+
     /** The PCI bus id of device {@code ordinal}, the same in every process of the host. */
     String busId(int ordinal) {
         String[] id = {null};

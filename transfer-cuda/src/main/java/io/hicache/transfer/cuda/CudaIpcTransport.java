@@ -114,19 +114,16 @@ final class CudaIpcTransport implements Transport {
         long address = region.memory().address();
         try {
             int ordinal = cuda.deviceOf(address);
-            cuda.makeCurrent(ordinal);
-            DevicePointer base = new DevicePointer();
-            long[] size = {0};
-            JCudaDriver.cuMemGetAddressRange(base, size, DevicePointer.at(address));
+            long base = cuda.allocationOf(ordinal, address)[0];
             CUipcMemHandle handle = new CUipcMemHandle();
-            JCudaDriver.cuIpcGetMemHandle(handle, base);
+            JCudaDriver.cuIpcGetMemHandle(handle, DevicePointer.at(base));
             lock.lock();
             try {
                 holders.put(region.id(), new HashSet<>());
             } finally {
                 lock.unlock();
             }
-            return Map.of("handle", CudaContexts.encode(handle), "offset", Long.toString(address - base.address()),
+            return Map.of("handle", CudaContexts.encode(handle), "offset", Long.toString(address - base),
                     "bus", cuda.busId(ordinal));
         } catch (CudaException e) {
             throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot export " + region + ": "

@@ -176,11 +176,8 @@ final class IpcLink implements TransportLink {
             return (int) known[2];
         }
         int device = cuda.deviceOf(address);
-        DevicePointer base = new DevicePointer();
-        long[] size = {0};
-        cuda.makeCurrent(device);
-        JCudaDriver.cuMemGetAddressRange(base, size, DevicePointer.at(address));
-        lastAllocation = new long[] {base.address(), base.address() + size[0], device};
+        long[] allocation = cuda.allocationOf(device, address);
+        lastAllocation = new long[] {allocation[0], allocation[1], device};
         return device;
     }
 
