@@ -179,12 +179,17 @@ public final class TransferEngine implements AutoCloseable {
             throw new IllegalArgumentException("device region " + name + " needs an address and bytes > 0, got 0x"
                     + Long.toHexString(address) + " and " + bytes);
         }
-        if (transports.values().stream().noneMatch(TransferEngine::movesDevice)) {
+        if (!movesDeviceMemory()) {
             throw new IllegalArgumentException("device region " + name + ": none of the transports "
                     + transports.keySet() + " moves device memory");
         }
         return add(name, MemorySegment.ofAddress(address).reinterpret(bytes), MemoryKind.DEVICE, Optional.empty(),
                 () -> { });
+    }
+
+    /** Whether one of this engine's transports moves device memory, so that {@link #registerDevice} can take a region. */
+    public boolean movesDeviceMemory() {
+        return transports.values().stream().anyMatch(TransferEngine::movesDevice);
     }
 
     private static boolean movesDevice(Transport t) {

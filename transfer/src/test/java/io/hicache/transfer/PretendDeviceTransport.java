@@ -22,12 +22,12 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * provider is listed in the test resources; only engines whose transports name {@code pretend-device} create one.
  */
 public final class PretendDeviceTransport implements TransportProvider {
-    static final String NAME = "pretend-device";
+    public static final String NAME = "pretend-device";
     /** Every slice any instance moved, in order. */
-    static final List<Long> SLICE_BYTES = new CopyOnWriteArrayList<>();
+    public static final List<Long> SLICE_BYTES = new CopyOnWriteArrayList<>();
     /** Regions registered and deregistered with any instance, by name. */
-    static final List<String> REGISTERED = new CopyOnWriteArrayList<>();
-    static final List<String> DEREGISTERED = new CopyOnWriteArrayList<>();
+    public static final List<String> REGISTERED = new CopyOnWriteArrayList<>();
+    public static final List<String> DEREGISTERED = new CopyOnWriteArrayList<>();
 
     @Override
     public String name() {

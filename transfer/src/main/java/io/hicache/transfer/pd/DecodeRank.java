@@ -5,6 +5,7 @@ import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
+import io.hicache.transfer.spi.MemoryKind;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
@@ -35,6 +36,8 @@ public final class DecodeRank implements AutoCloseable {
     private final RankSpec spec;
     /** A staged rank's pool and staging area, or null when prefill ranks write into the pool's own region. */
     private final StagedPool staged;
+    /** A staged rank's pool registered as device memory (prefill ranks linked by a device transport write there). */
+    private final LocalRegion deviceKv;
     private final PdConfig config;
     private final PdThread worker;
     private final PdThread checks;
@@ -44,10 +47,11 @@ public final class DecodeRank implements AutoCloseable {
     /** Staged rooms whose abort was not acknowledged in time: their staging slots wait for a late ack. Worker only. */
     private final Map<Long, Room> quarantinedStaging = new HashMap<>();
 
-    private DecodeRank(TransferEngine engine, RankSpec spec, StagedPool staged, PdConfig config) {
+    private DecodeRank(TransferEngine engine, RankSpec spec, StagedPool staged, LocalRegion deviceKv, PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         this.staged = staged;
+        this.deviceKv = deviceKv;
         this.config = config;
         this.bootstrap = new BootstrapClient(Duration.ofMillis(config.lookupTimeoutMillis()));
         this.worker = new PdThread("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
@@ -69,7 +73,7 @@ public final class DecodeRank implements AutoCloseable {
         if (spec.staged()) {
             throw new IllegalArgumentException("a staged spec goes with startStaged");
         }
-        return new DecodeRank(engine, spec, null, config);
+        return new DecodeRank(engine, spec, null, null, config);
     }
 
     /**
@@ -78,8 +82,14 @@ public final class DecodeRank implements AutoCloseable {
      * {@code spec.stagingSlots()}), which the rank takes when it sends the destination and gives back when the room
      * succeeded or its abort was acknowledged; each layer is scattered into the room's pages as it arrives, and the
      * room reaches SUCCESS once every scatter is done. A room whose abort no prefill rank acknowledged in time keeps its
-     * slots, quarantined like its pages, until a late acknowledgement or the prefill's death. The pool, staging area and
-     * engine stay the caller's: close the rank, then the pool (its close waits for its copies), then the staging area.
+     * slots, quarantined like its pages, until a late acknowledgement or the prefill's death.
+     *
+     * <p>When one of the engine's transports moves device memory ({@code cuda-ipc}), the rank also registers the pool
+     * as the device region {@link RankSpec#KV_REGION} ({@link RankSpec#deviceKv()} in its {@link #spec()}): a room
+     * whose prefill ranks registered theirs too, and which that transport links to this engine, takes no staging slots,
+     * and the prefill writes its pages device to device; the others stage. The rank closes that region. The pool,
+     * staging area and engine stay the caller's: close the rank, then the pool (its close waits for its copies), then
+     * the staging area.
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
@@ -87,7 +97,8 @@ public final class DecodeRank implements AutoCloseable {
             io.hicache.transfer.staged.StagingArea staging, LocalRegion aux, PdConfig config) {
         StagedPool staged = StagedPool.of(pool, staging, spec);
         PrefillRank.check(aux, RankSpec.AUX_REGION, spec.auxBytes());
-        return new DecodeRank(engine, spec, staged, config);
+        LocalRegion deviceKv = staged.exportDevice(engine, spec);
+        return new DecodeRank(engine, spec.withDeviceKv(deviceKv != null), staged, deviceKv, config);
     }
 
     /**
@@ -179,16 +190,19 @@ public final class DecodeRank implements AutoCloseable {
     private void resolve(Room room) {
         try {
             Prefill p = prefill(room.bootstrapUrl);
-            String refusal = spec.incompatibility(p.specs.get(0));
+            room.prefill = p;
+            room.targets = KvPlan.prefillRanksFor(spec, p.specs.size());
+            boolean device = deviceKv != null;
+            for (int r : room.targets) {
+                RemoteSegment s = p.segment(r);
+                device &= p.specs.get(r).deviceKv() && s.transportFor(MemoryKind.DEVICE, MemoryKind.DEVICE).isPresent();
+            }
+            String refusal = spec.incompatibility(p.specs.get(0), device);
             if (refusal != null) {
                 fail(room, "refused at handshake: " + refusal);
                 return;
             }
-            room.prefill = p;
-            room.targets = KvPlan.prefillRanksFor(spec, p.specs.size());
-            for (int r : room.targets) {
-                p.segment(r);
-            }
+            room.device = device;
             room.resolved = true;
             maybeSendInfo(room);
         } catch (IOException | TransferException | IllegalArgumentException e) {
@@ -223,7 +237,7 @@ public final class DecodeRank implements AutoCloseable {
         if (!room.resolved || room.init == null || room.infoSent || room.state == KvPoll.FAILED) {
             return;
         }
-        if (staged != null) {
+        if (staged != null && !room.device) {
             int wanted = room.init[0].length - room.init[1][1];
             if (wanted > staged.staging().slab().slots()) {
                 fail(room, "the room needs " + wanted + " staging slots, the staging area has "
@@ -246,8 +260,8 @@ public final class DecodeRank implements AutoCloseable {
             RemoteSegment s = room.prefill.segments.get(room.targets[i]);
             s.send(PdMessage.of("INFO", "room", Long.toString(room.id), "spec", spec.encode(), "pages",
                     PdMessage.ints(room.init[0]), "aux", Integer.toString(room.init[1][0]), "prefix",
-                    Integer.toString(room.init[1][1]), "dummy", Boolean.toString(dummy), "staging", stagingSlots)
-                    .encode());
+                    Integer.toString(room.init[1][1]), "dummy", Boolean.toString(dummy), "path", room.path(staged != null),
+                    "staging", stagingSlots).encode());
         }
         room.infoSent = true;
         room.infoSentNanos = System.nanoTime();
@@ -476,12 +490,16 @@ public final class DecodeRank implements AutoCloseable {
         }
     }
 
+    /** Stops the rank's threads, closes its links to prefills and unregisters the pool's device region, if any. */
     @Override
     public void close() {
         checks.close();
         worker.close();
         for (Prefill p : prefills.values()) {
             p.segments.values().forEach(RemoteSegment::close);
+        }
+        if (deviceKv != null) {
+            deviceKv.close();
         }
     }
 
@@ -533,6 +551,8 @@ public final class DecodeRank implements AutoCloseable {
         int scatters;
         /** A staged room whose destination waits for staging slots. */
         boolean waitingForStaging;
+        /** Prefill ranks write this room's pages into the pool's device region, device to device (no staging). */
+        boolean device;
 
         Room(long id, String bootstrapUrl) {
             this.id = id;
@@ -543,6 +563,11 @@ public final class DecodeRank implements AutoCloseable {
             if (state != KvPoll.FAILED && to.compareTo(state) > 0) {
                 state = to;
             }
+        }
+
+        /** How the prefill writes this room's pages, as INFO names it. */
+        String path(boolean stagedRank) {
+            return device ? PdMessage.PATH_DEVICE : stagedRank ? PdMessage.PATH_STAGED : PdMessage.PATH_DIRECT;
         }
     }
 }

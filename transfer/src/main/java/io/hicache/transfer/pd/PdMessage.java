@@ -13,7 +13,11 @@ import java.util.stream.Collectors;
  * <ul>
  *   <li>{@code INFO} decode to prefill: {@code room}, {@code spec} (the decode rank), {@code pages} (destination
  *       page per page position), {@code aux} (slot), {@code prefix} (leading pages decode already holds),
- *       {@code dummy} (this prefill rank sends nothing for the room).
+ *       {@code dummy} (this prefill rank sends nothing for the room), {@code path} (how the pages go: {@code direct}
+ *       into the pool's host-visible region, {@code staged} through both staging areas into {@code staging}, the
+ *       decode's staging slots, or {@code device} into the pool's device region over a device transport).
+ *   <li>{@code LAYER} prefill to decode, staged rooms: {@code room}, {@code rank}, {@code from}, {@code count},
+ *       {@code layer}: that layer of those pages is in the decode's staging slots.
  *   <li>{@code STATUS} prefill to decode: {@code room}, {@code rank}, {@code state} (TRANSFERRING, SUCCESS,
  *       FAILED), {@code reason}.
  *   <li>{@code ABORT} decode to prefill: {@code room}. {@code ABORT_ACK} back: {@code room}, {@code rank}, sent once
@@ -21,6 +25,10 @@ import java.util.stream.Collectors;
  * </ul>
  */
 record PdMessage(String type, Map<String, String> fields) {
+    static final String PATH_DIRECT = "direct";
+    static final String PATH_STAGED = "staged";
+    static final String PATH_DEVICE = "device";
+
     static PdMessage of(String type, String... keyValues) {
         Map<String, String> f = new LinkedHashMap<>();
         for (int i = 0; i < keyValues.length; i += 2) {

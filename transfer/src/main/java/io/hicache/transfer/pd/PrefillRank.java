@@ -7,6 +7,7 @@ import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
 import io.hicache.transfer.TransferRequest;
+import io.hicache.transfer.spi.MemoryKind;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
@@ -35,6 +36,8 @@ public final class PrefillRank implements AutoCloseable {
     private final LocalRegion kv;
     /** A staged rank's pool and staging area, or null. */
     private final StagedPool staged;
+    /** A staged rank's pool registered as device memory, or null: the source of device-to-device writes. */
+    private final LocalRegion deviceKv;
     private final LocalRegion aux;
     private final PdConfig config;
     private final PdThread worker;
@@ -44,12 +47,13 @@ public final class PrefillRank implements AutoCloseable {
     /** Staged pieces waiting for staging slots, oldest first. Worker thread only. */
     private final ArrayDeque<StagePiece> waitingForStaging = new ArrayDeque<>();
 
-    private PrefillRank(TransferEngine engine, RankSpec spec, LocalRegion kv, StagedPool staged, LocalRegion aux,
-            PdConfig config) {
+    private PrefillRank(TransferEngine engine, RankSpec spec, LocalRegion kv, StagedPool staged, LocalRegion deviceKv,
+            LocalRegion aux, PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         this.kv = kv;
         this.staged = staged;
+        this.deviceKv = deviceKv;
         this.aux = aux;
         this.config = config;
         for (int i = 0; i < spec.auxSlots(); i++) {
@@ -74,16 +78,22 @@ public final class PrefillRank implements AutoCloseable {
         if (spec.staged()) {
             throw new IllegalArgumentException("a staged spec goes with startStaged");
         }
-        return register(new PrefillRank(engine, spec, kv, null, aux, config), bootstrapUrl, config);
+        return register(new PrefillRank(engine, spec, kv, null, null, aux, config), bootstrapUrl, config);
     }
 
     /**
      * Starts a rank whose pool no transport reaches (a CUDA pool) and registers it: each chunk's pages are gathered
      * layer by layer into {@code staging} (the engine's region {@link RankSpec#STAGING_REGION}, as many slots as
      * {@code spec.stagingSlots()}) and written into the decode's staging area, pipelined
-     * ({@link io.hicache.transfer.staged.StagedSend}); the decode scatters each layer as it arrives. The pool, staging
-     * area and engine stay the caller's: close the rank first, then the pool (its close waits for its copies), then the
-     * staging area; a failed room's staged sends stop sending layers not yet on the wire.
+     * ({@link io.hicache.transfer.staged.StagedSend}); the decode scatters each layer as it arrives. A failed room's
+     * staged sends stop sending layers not yet on the wire.
+     *
+     * <p>When one of the engine's transports moves device memory ({@code cuda-ipc}), the rank also registers the pool
+     * as the device region {@link RankSpec#KV_REGION} (its {@link #spec()} says so to the bootstrap server), and writes
+     * the pages of a decode that asks for it ({@code path=device}: both pools registered, a device transport linking
+     * the two engines) straight from its pool into the decode's, device to device. The rank closes that region. The
+     * pool, staging area and engine stay the caller's: close the rank first, then the pool (its close waits for its
+     * copies), then the staging area.
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
@@ -92,7 +102,9 @@ public final class PrefillRank implements AutoCloseable {
             throws IOException, InterruptedException {
         StagedPool staged = StagedPool.of(pool, staging, spec);
         check(aux, RankSpec.AUX_REGION, spec.auxBytes());
-        return register(new PrefillRank(engine, spec, null, staged, aux, config), bootstrapUrl, config);
+        LocalRegion deviceKv = staged.exportDevice(engine, spec);
+        return register(new PrefillRank(engine, spec.withDeviceKv(deviceKv != null), null, staged, deviceKv, aux, config),
+                bootstrapUrl, config);
     }
 
     private static PrefillRank register(PrefillRank rank, String bootstrapUrl, PdConfig config)
@@ -199,17 +211,26 @@ public final class PrefillRank implements AutoCloseable {
             fail(room, "cannot reach decode at " + decode.engineAddress() + ": " + e.getMessage());
             return;
         }
-        String staging = m.get("staging");
+        String staging = m.fields().get("staging");
+        String path = m.fields().getOrDefault("path", spec.staged() ? PdMessage.PATH_STAGED : PdMessage.PATH_DIRECT);
+        boolean device = path.equals(PdMessage.PATH_DEVICE);
         Destination d = new Destination(decode, segment, PdMessage.ints(m.get("pages")),
                 Integer.parseInt(m.get("aux")), Integer.parseInt(m.get("prefix")),
-                Boolean.parseBoolean(m.get("dummy")), staging == null ? new int[0] : PdMessage.ints(staging));
+                Boolean.parseBoolean(m.get("dummy")), staging == null ? new int[0] : PdMessage.ints(staging), device);
         room.destinations.add(d);
-        String refusal = decode.incompatibility(spec);
+        String refusal = decode.incompatibility(spec, device);
         if (refusal != null) {
             fail(room, "refused at handshake: " + refusal);
             return;
         }
-        if (spec.staged() && !d.dummy && d.staging.length != d.pages.length - d.prefix) {
+        if (device && (deviceKv == null || segment.transportFor(MemoryKind.DEVICE, MemoryKind.DEVICE).isEmpty())) {
+            fail(room, "the decode at " + decode.engineAddress() + " asked for device-to-device writes, but "
+                    + (deviceKv == null ? "this rank's pool is not registered as device memory"
+                            : "no transport that moves device memory links this engine to it (linked: "
+                                    + segment.transports() + ")"));
+            return;
+        }
+        if (spec.staged() && !device && !d.dummy && d.staging.length != d.pages.length - d.prefix) {
             fail(room, "the decode named " + d.staging.length + " staging slots for " + (d.pages.length - d.prefix)
                     + " pages");
             return;
@@ -269,7 +290,9 @@ public final class PrefillRank implements AutoCloseable {
                 src[i] = srcPages[skip + i];
                 dst[i] = d.pages[from + skip + i];
             }
-            if (staged != null) {
+            if (d.device) {
+                submit(room, d, KvPlan.writes(spec, deviceKv.memory(), d.spec, src, dst));
+            } else if (staged != null) {
                 stage(room, d, src, from + skip);
             } else {
                 submit(room, d, KvPlan.writes(spec, kv.memory(), d.spec, src, dst));
@@ -495,21 +518,24 @@ public final class PrefillRank implements AutoCloseable {
         }
     }
 
-    /** Stops the rank's thread and closes its links to decodes. */
+    /** Stops the rank's thread, closes its links to decodes and unregisters the pool's device region, if any. */
     @Override
     public void close() {
         worker.close();
         for (RemoteSegment s : decodes.values()) {
             s.close();
         }
+        if (deviceKv != null) {
+            deviceKv.close();
+        }
     }
 
     /**
      * Where one decode rank wants a room's KV: its pages, and for a staged decode the staging slots of positions
-     * {@code [prefix, pages.length)}. Worker thread only.
+     * {@code [prefix, pages.length)}, or ({@code device}) its pool's device region. Worker thread only.
      */
     private record Destination(RankSpec spec, RemoteSegment segment, int[] pages, int auxSlot, int prefix,
-            boolean dummy, int[] staging) {
+            boolean dummy, int[] staging, boolean device) {
     }
 
     /** One request. Mutable fields belong to the worker thread; {@link #state} and {@link #reason} are read anywhere. */

@@ -16,10 +16,13 @@ import java.util.Map;
  *
  * <p>A rank whose pool no transport reaches (a CUDA pool) stages: {@code stagingSlots} is then the size of its staging
  * area (region {@code staging}, {@link io.hicache.transfer.staged.StagingArea}), and peers write into that instead of
- * the pool; 0 for a rank whose pool is registered itself as region {@code kv}.
+ * the pool; 0 for a rank whose pool is registered itself as region {@code kv}. A staged rank whose engine has a
+ * transport that moves device memory (e.g. {@code cuda-ipc}) also registers its pool as the device region {@code kv}
+ * ({@code deviceKv}): a peer with a linked device transport writes straight into it, device to device, and only peers
+ * without one stage.
  */
 public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
-        int auxSlotBytes, String engineAddress, int stagingSlots) {
+        int auxSlotBytes, String engineAddress, int stagingSlots, boolean deviceKv) {
     public static final String KV_REGION = "kv";
     public static final String AUX_REGION = "aux";
     public static final String STAGING_REGION = "staging";
@@ -27,7 +30,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
     /** A rank whose pool is registered itself (no staging). */
     public RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
             int auxSlotBytes, String engineAddress) {
-        this(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress, 0);
+        this(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress, 0, false);
     }
 
     public RankSpec {
@@ -40,6 +43,9 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         if (stagingSlots < 0) {
             throw new IllegalArgumentException("stagingSlots must be >= 0, got " + stagingSlots);
         }
+        if (deviceKv && stagingSlots == 0) {
+            throw new IllegalArgumentException("only a staged rank (a device pool) registers its pool as device memory");
+        }
         model.perRank(tpSize); // refuses head counts that do not split
     }
 
@@ -51,7 +57,13 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
     /** This spec for a rank that stages through {@code slots} staging pages. */
     public RankSpec withStaging(int slots) {
         return new RankSpec(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress,
-                slots);
+                slots, deviceKv && slots > 0);
+    }
+
+    /** This spec for a staged rank whose pool is ({@code true}) or is not registered as the device region kv. */
+    public RankSpec withDeviceKv(boolean registered) {
+        return new RankSpec(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress,
+                stagingSlots, registered);
     }
 
     /** Whether the rank's pages pass through a staging area. */
@@ -99,6 +111,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         m.put("auxBytes", Integer.toString(auxSlotBytes));
         m.put("address", engineAddress);
         m.put("staging", Integer.toString(stagingSlots));
+        m.put("device", Boolean.toString(deviceKv));
         StringBuilder b = new StringBuilder();
         m.forEach((k, v) -> b.append(b.isEmpty() ? "" : ";").append(k).append('=').append(v));
         return b.toString();
@@ -122,7 +135,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
                     i(m, "dim"), KvDtype.valueOf(m.get("dtype")));
             return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
                     i(m, "auxBytes"), java.util.Objects.requireNonNull(m.get("address"), "address"),
-                    m.containsKey("staging") ? i(m, "staging") : 0);
+                    m.containsKey("staging") ? i(m, "staging") : 0, Boolean.parseBoolean(m.get("device")));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("not a rank spec: '" + text + "': " + e.getMessage(), e);
         }
@@ -138,10 +151,11 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
 
     /**
      * Why a decode rank with this spec cannot take KV from {@code prefill}, or null when it can: the model geometry
-     * (which includes the KV dtype) and the page size must be the same, and both sides stage or neither does (staged
-     * ranks also need the same TP size, MLA aside).
+     * (which includes the KV dtype) and the page size must be the same, and both sides stage or neither does. Staged
+     * ranks that go through their staging areas ({@code deviceToDevice} false) also need the same TP size, MLA aside;
+     * device-to-device writes split heads as host writes do.
      */
-    public String incompatibility(RankSpec prefill) {
+    public String incompatibility(RankSpec prefill, boolean deviceToDevice) {
         if (pageSizeTokens != prefill.pageSizeTokens) {
             return "page size differs: prefill " + prefill.pageSizeTokens + " tokens, decode " + pageSizeTokens;
         }
@@ -155,9 +169,9 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             return "only the " + (staged() ? "decode" : "prefill") + " stages its pages through host memory (a device"
                     + " pool no transport reaches): both sides must, or neither";
         }
-        if (staged() && model.attention() != AttentionKind.MLA && tpSize != prefill.tpSize) {
+        if (staged() && !deviceToDevice && model.attention() != AttentionKind.MLA && tpSize != prefill.tpSize) {
             return "staged handoffs move whole rows: prefill TP " + prefill.tpSize + " and decode TP " + tpSize
-                    + " split the KV heads differently";
+                    + " split the KV heads differently (no device transport links the two ranks)";
         }
         return null;
     }

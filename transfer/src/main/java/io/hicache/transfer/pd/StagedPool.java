@@ -2,6 +2,8 @@ package io.hicache.transfer.pd;
 
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.util.Checks;
+import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
 
 /**
@@ -9,6 +11,8 @@ import io.hicache.transfer.staged.StagingArea;
  * and what its pool gathers from or scatters into. Both stay the rank starter's. Immutable.
  */
 record StagedPool(KvPool pool, StagingArea staging) {
+    private static final System.Logger LOG = System.getLogger(StagedPool.class.getName());
+
     StagedPool {
         Checks.checkNotNull(pool, "pool");
         Checks.checkNotNull(staging, "staging");
@@ -30,6 +34,26 @@ record StagedPool(KvPool pool, StagingArea staging) {
                 && staging.slab().format().pageSizeTokens() == pool.format().pageSizeTokens(),
                 "the staging area holds %s, the pool %s", staging.slab().format(), pool.format());
         return p;
+    }
+
+    /**
+     * Registers the pool's device memory as the engine's device region {@link RankSpec#KV_REGION}, so that a peer
+     * linked by a transport that moves device memory writes pages into it directly; null when none of the engine's
+     * transports moves device memory, or when one cannot export this memory (logged: the rank then only stages). The
+     * caller closes the region before the pool.
+     */
+    LocalRegion exportDevice(TransferEngine engine, RankSpec spec) {
+        if (!engine.movesDeviceMemory()) {
+            return null;
+        }
+        long base = pool.buffers().layers().getFirst().keyAddress(); // layer 0's K: the start of the pool's layout
+        try {
+            return engine.registerDevice(RankSpec.KV_REGION, base, spec.kvBytes());
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, () -> "the KV pool's device memory could not be registered with "
+                    + engine.config().name() + "; every handoff stages: " + e.getMessage());
+            return null;
+        }
     }
 
     /**

@@ -11,6 +11,7 @@ import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.PretendDeviceTransport;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
@@ -57,8 +58,9 @@ class StagedPdHandoffTest {
         }
     }
 
-    private Node node(String name, String transport, int tp, int rank, int stagingSlots) {
-        TransferEngine e = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of(transport))
+    /** A node whose engine has {@code transports} (comma-separated, in order of preference). */
+    private Node node(String name, String transports, int tp, int rank, int stagingSlots) {
+        TransferEngine e = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of(transports.split(",")))
                 .withTimeouts(2_000, 500, 200)));
         RankSpec spec = new RankSpec(MODEL, 4, tp, rank, 32, 8, 64, e.address()).withStaging(stagingSlots);
         EmulatedDeviceRuntime device = keep(new EmulatedDeviceRuntime(16L << 20, 2));
@@ -229,12 +231,106 @@ class StagedPdHandoffTest {
         assertEquals(KvPoll.FAILED, rec.poll());
         assertTrue(rec.failureReason().contains("only the decode stages"), rec.failureReason());
         RankSpec otherTp = new RankSpec(MODEL, 4, 2, 0, 32, 8, 64, "127.0.0.1:1").withStaging(4);
-        assertTrue(d.spec().incompatibility(otherTp).contains("split the KV heads differently"));
+        assertTrue(d.spec().incompatibility(otherTp, false).contains("split the KV heads differently"));
+        assertEquals(null, d.spec().incompatibility(otherTp, true), "device-to-device writes split heads as host writes");
         RankSpec mla = new RankSpec(KvGeometry.mla(3, 32, 8, KvDtype.BFLOAT16), 4, 2, 0, 32, 8, 64, "x").withStaging(4);
         RankSpec mlaDecode = new RankSpec(mla.model(), 4, 1, 0, 32, 8, 64, "y").withStaging(4);
-        assertEquals(null, mlaDecode.incompatibility(mla), "MLA latents are whole on every rank");
+        assertEquals(null, mlaDecode.incompatibility(mla, false), "MLA latents are whole on every rank");
         assertEquals(d.spec(), RankSpec.decode(d.spec().encode()), "the staging slot count travels with the spec");
         assertThrows(IllegalArgumentException.class, () -> DecodeRank.startStaged(d.engine(), d.spec().withStaging(9),
                 d.pool(), d.staging(), d.aux(), FAST), "a spec that disagrees with the staging area");
+    }
+
+    @ParameterizedTest(name = "prefill tp {0}, decode tp 1")
+    @CsvSource({"1", "2"})
+    void poolsThatADeviceTransportLinksSkipTheStagingAreas(int prefillTp) throws Exception {
+        BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, prefillTp));
+        long room = 41;
+        int[] srcPages = {3, 4, 5, 9, 10, 11};
+        int[] dstPages = {7, 8, 20, 21, 22, 2};
+        List<Node> prefillNodes = new ArrayList<>();
+        List<PrefillRank> prefills = new ArrayList<>();
+        for (int r = 0; r < prefillTp; r++) {
+            Node p = node("prefill-" + r, PretendDeviceTransport.NAME + ",tcp", prefillTp, r, 4);
+            prefillNodes.add(p);
+            KvPatterns.fill(p.spec(), p.memory(), room, srcPages, 0, srcPages.length);
+            PrefillRank rank = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
+                    boot.url(), FAST));
+            assertTrue(rank.spec().deviceKv(), "the prefill's pool is registered as device memory");
+            prefills.add(rank);
+        }
+        Node d = node("decode", PretendDeviceTransport.NAME + ",tcp", 1, 0, 4); // fewer slots than the room: unused
+        DecodeRank decode = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
+        assertTrue(decode.spec().deviceKv());
+        int slicesBefore = PretendDeviceTransport.SLICE_BYTES.size();
+        KvReceiver rec = decode.receiver(room, boot.url());
+        rec.init(dstPages, 1, 1);
+        List<KvSender> senders = new ArrayList<>();
+        for (PrefillRank p : prefills) {
+            KvSender s = p.sender(room);
+            await(() -> s.poll() == KvPoll.WAITING_FOR_INPUT, 5_000, () -> "prefill waiting, is " + s.poll());
+            senders.add(s);
+        }
+        assertEquals(4, d.staging().slots().available(), "a device-to-device room takes no staging slots");
+        for (KvSender s : senders) {
+            s.send(new int[] {3, 4, 5}, false, null);
+            s.send(new int[] {9, 10, 11}, true, "aux".getBytes());
+        }
+        await(() -> rec.poll().isFinal(), 10_000, () -> "decode final");
+        assertEquals(KvPoll.SUCCESS, rec.poll(), rec.failureReason());
+        assertTrue(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, 1, dstPages.length),
+                "every head of every sent page, from every prefill rank");
+        assertFalse(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, 0, 1), "the prefix page was not sent");
+        assertTrue(PretendDeviceTransport.SLICE_BYTES.size() > slicesBefore, "the pages went over the device transport");
+        for (Node p : prefillNodes) {
+            assertEquals(4, p.staging().slots().available(), "the prefill gathered nothing into its staging area");
+        }
+
+        // an abort after a first chunk: acknowledged once the device writes in flight are done
+        KvReceiver aborted = decode.receiver(room + 1, boot.url());
+        aborted.init(new int[] {12, 13, 14, 15}, 2, 0);
+        List<KvSender> abortedSenders = new ArrayList<>();
+        for (PrefillRank p : prefills) {
+            KvSender s = p.sender(room + 1);
+            await(() -> s.poll() == KvPoll.WAITING_FOR_INPUT, 5_000, () -> "prefill waiting");
+            s.send(new int[] {3, 4}, false, null);
+            abortedSenders.add(s);
+        }
+        assertTrue(aborted.abort().get(10, TimeUnit.SECONDS), "released once every prefill rank acknowledged");
+        for (KvSender s : abortedSenders) {
+            await(() -> s.poll() == KvPoll.FAILED, 5_000, () -> "prefill failed");
+        }
+
+        int deregistered = java.util.Collections.frequency(PretendDeviceTransport.DEREGISTERED, RankSpec.KV_REGION);
+        decode.close();
+        prefills.forEach(PrefillRank::close);
+        assertEquals(deregistered + 1 + prefillTp, java.util.Collections.frequency(PretendDeviceTransport.DEREGISTERED,
+                RankSpec.KV_REGION), "each rank unregistered its pool's device region when it closed");
+    }
+
+    @Test
+    void whenOnlyOneSideHasADeviceTransportTheRanksStage() throws Exception {
+        BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
+        Node p = node("prefill", PretendDeviceTransport.NAME + ",tcp", 1, 0, 4);
+        int[] pages = {1, 2, 3};
+        KvPatterns.fill(p.spec(), p.memory(), 7, pages, 0, pages.length);
+        PrefillRank prefill = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
+                boot.url(), FAST));
+        Node d = node("decode", "tcp", 1, 0, 4);
+        DecodeRank decode = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
+        assertTrue(prefill.spec().deviceKv());
+        assertFalse(decode.spec().deviceKv(), "an engine without a device transport does not register the pool");
+        int slicesBefore = PretendDeviceTransport.SLICE_BYTES.size();
+        KvReceiver rec = decode.receiver(7, boot.url());
+        rec.init(new int[] {5, 6, 7}, 0, 0);
+        KvSender s = prefill.sender(7);
+        await(() -> s.poll() == KvPoll.WAITING_FOR_INPUT, 5_000, () -> "prefill waiting");
+        assertEquals(1, d.staging().slots().available(), "the staged room holds 3 of the decode's 4 staging slots");
+        s.send(pages, true, new byte[4]);
+        await(() -> rec.poll().isFinal(), 10_000, () -> "decode final");
+        assertEquals(KvPoll.SUCCESS, rec.poll(), rec.failureReason());
+        assertTrue(KvPatterns.matches(d.spec(), d.memory(), 7, new int[] {5, 6, 7}, 0, 3));
+        assertEquals(slicesBefore, PretendDeviceTransport.SLICE_BYTES.size(), "nothing went over the device transport");
+        assertEquals(4, d.staging().slots().available());
     }
 }
