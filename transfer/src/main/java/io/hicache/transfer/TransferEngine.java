@@ -113,6 +113,20 @@ public final class TransferEngine implements AutoCloseable {
         return e;
     }
 
+    /**
+     * Why the transport named {@code name} cannot run in this process: no provider of that name on the class path, or
+     * its provider's {@link TransportProvider#unavailableReason}; empty when it can.
+     */
+    public static Optional<String> unavailable(String name) {
+        for (TransportProvider p : ServiceLoader.load(TransportProvider.class, TransferEngine.class.getClassLoader())) {
+            if (p.name().equals(name)) {
+                return p.unavailableReason();
+            }
+        }
+        return Optional.of("no transport named '" + name + "' on the class path (its module, e.g. hicache-transfer-cuda "
+                + "for cuda-ipc, is not a dependency)");
+    }
+
     /** Starts an engine: binds its listener and creates its transports. */
     public static TransferEngine open(TransferConfig config) {
         return new TransferEngine(config);

@@ -18,13 +18,19 @@ public final class CudaIpcTransportProvider implements TransportProvider {
         return CudaIpcTransport.NAME;
     }
 
+    /** Where CUDA cannot run: why (the driver or the device is missing). */
+    @Override
+    public java.util.Optional<String> unavailableReason() {
+        return CudaProbe.unavailableReason().map(why -> "cuda-ipc needs CUDA: " + why);
+    }
+
     /**
      * @throws HiCacheException {@link ErrorCode#TRANSFER_UNAVAILABLE} where CUDA cannot run (no driver, no device)
      */
     @Override
     public Transport create(TransportContext context) {
-        CudaProbe.unavailableReason().ifPresent(why -> {
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc needs CUDA: " + why);
+        unavailableReason().ifPresent(why -> {
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, why);
         });
         return new CudaIpcTransport(context);
     }

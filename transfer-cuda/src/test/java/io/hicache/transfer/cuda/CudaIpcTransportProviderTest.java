@@ -25,6 +25,15 @@ class CudaIpcTransportProviderTest {
     }
 
     @Test
+    void theAutoBackendListsCudaIpcExactlyWhereCudaRuns() {
+        java.util.Optional<String> cuda = CudaProbe.unavailableReason();
+        assertEquals(cuda.map(why -> "cuda-ipc needs CUDA: " + why), TransferEngine.unavailable("cuda-ipc"));
+        List<String> auto = io.hicache.transfer.pd.PdSettings.from(io.hicache.core.config.Settings.builder().build(),
+                "auto").transfer().transports();
+        assertEquals(cuda.isEmpty() ? List.of("cuda-ipc", "shm", "tcp") : List.of("shm", "tcp"), auto);
+    }
+
+    @Test
     void theProviderIsFoundUnderItsName() {
         assertEquals("cuda-ipc", java.util.ServiceLoader.load(io.hicache.transfer.spi.TransportProvider.class).stream()
                 .map(p -> p.get().name()).filter("cuda-ipc"::equals).findFirst().orElse("missing"));

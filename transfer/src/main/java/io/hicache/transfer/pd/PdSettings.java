@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.transfer.TransferConfig;
+import io.hicache.transfer.TransferEngine;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -35,28 +36,45 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
 
     /** SGLang's {@code --disaggregation-transfer-backend}, for this engine's transports. */
     public enum Backend {
-        /** Shared memory to peers on this host, TCP to the others. */
+        /**
+         * GPU to GPU over CUDA IPC where that transport can run here (its module on the class path, CUDA working), for
+         * device pools on this host; shared memory to host memory on this host; TCP to the other hosts.
+         */
         AUTO(List.of("shm", "tcp")),
         TCP(List.of("tcp")),
-        SHM(List.of("shm"));
+        SHM(List.of("shm")),
+        /** CUDA IPC for device pools on this host, then shared memory and TCP: the engine fails to start without it. */
+        CUDA_IPC(List.of(CUDA_IPC_TRANSPORT, "shm", "tcp"));
 
-        final List<String> transports;
+        private final List<String> transports;
 
         Backend(List<String> transports) {
             this.transports = transports;
         }
 
+        /** The transports, in order of preference; {@code auto} asks whether {@code cuda-ipc} can run here. */
+        List<String> transports() {
+            if (this != AUTO || TransferEngine.unavailable(CUDA_IPC_TRANSPORT).isPresent()) {
+                return transports;
+            }
+            return java.util.stream.Stream.concat(java.util.stream.Stream.of(CUDA_IPC_TRANSPORT), transports.stream())
+                    .toList();
+        }
+
         String configName() {
-            return name().toLowerCase(Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT).replace('_', '-');
         }
     }
+
+    private static final String CUDA_IPC_TRANSPORT = "cuda-ipc";
 
     public static final Setting<Mode> MODE = Setting.choice("disaggregation-mode", Mode.class, Mode::configName,
             Mode.NULL, "null (no disaggregation), prefill or decode");
     public static final Setting<Integer> BOOTSTRAP_PORT = Setting.integer("disaggregation-bootstrap-port", 8998, 0, 65535,
             "the port of a prefill instance's bootstrap server (0: a free one)");
     public static final Setting<Backend> BACKEND = Setting.choice("disaggregation-transfer-backend", Backend.class,
-            Backend::configName, Backend.AUTO, "auto (shared memory on one host, TCP across hosts), tcp or shm");
+            Backend::configName, Backend.AUTO, "auto (CUDA IPC between device pools where it can run, shared memory on one host, TCP across "
+            + "hosts), tcp, shm or cuda-ipc");
     public static final Setting<Boolean> DECODE_OFFLOAD = Setting.bool("disaggregation-decode-enable-offload-kvcache",
             false, "a decode backs finished requests' pages up to the host tier and the page store");
     public static final Setting<Duration> BOOTSTRAP_TIMEOUT = Setting.duration("disaggregation-bootstrap-timeout",
@@ -113,7 +131,7 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
                     settings.get(CONNECTIONS), sliceBytes, Math.max(defaults.windowBytesPerConnection(), sliceBytes),
                     settings.get(IO_THREADS), settings.get(SHM_DIR), settings.get(SLICE_TIMEOUT).toMillis(),
                     settings.get(CONNECT_TIMEOUT).toMillis(), settings.get(HEARTBEAT).toMillis(),
-                    defaults.sliceRetries(), settings.get(BACKEND).transports);
+                    defaults.sliceRetries(), settings.get(BACKEND).transports());
             PdConfig pd = new PdConfig(settings.get(BOOTSTRAP_TIMEOUT).toMillis(), settings.get(WAITING_TIMEOUT).toMillis(),
                     settings.get(CHUNK_DEADLINE).toMillis(), settings.get(HEARTBEAT_INTERVAL).toMillis(),
                     settings.get(HEARTBEAT_MAX_FAILURE), settings.get(ABORT_ACK_TIMEOUT).toMillis(),

@@ -10,6 +10,15 @@ public interface TransportProvider {
     String name();
 
     /**
+     * Why the transport cannot run in this process (no driver, no device), or empty when {@link #create} may succeed:
+     * configurations that pick transports for the user ({@code disaggregation-transfer-backend=auto}) leave out those
+     * that cannot run instead of failing. Cheap enough to call once per configuration read.
+     */
+    default java.util.Optional<String> unavailableReason() {
+        return java.util.Optional.empty();
+    }
+
+    /**
      * Creates the transport for one engine.
      *
      * @throws io.hicache.core.HiCacheException when it cannot start (a port it cannot bind, a device it cannot open)

@@ -19,7 +19,8 @@ class PdSettingsTest {
         assertEquals(PdSettings.Mode.NULL, s.mode());
         assertEquals(8998, s.bootstrapPort());
         assertFalse(s.decodeOffload());
-        assertEquals(List.of("shm", "tcp"), s.transfer().transports());
+        assertEquals(List.of("shm", "tcp"), s.transfer().transports(), "auto, without cuda-ipc on the class path");
+        assertTrue(io.hicache.transfer.TransferEngine.unavailable("cuda-ipc").orElseThrow().contains("class path"));
         assertEquals("127.0.0.1", s.transfer().bindHost());
         assertEquals(PdConfig.defaults(), s.pd());
     }
@@ -35,6 +36,9 @@ class PdSettingsTest {
         assertEquals(9100, s.bootstrapPort());
         assertTrue(s.decodeOffload());
         assertEquals(List.of("tcp"), s.transfer().transports());
+        assertEquals(List.of("cuda-ipc", "shm", "tcp"), PdSettings.from(Settings.builder().flag(
+                "disaggregation-transfer-backend", "cuda-ipc").build(), "n").transfer().transports(),
+                "asked for by name, cuda-ipc is listed whether or not it can run (the engine then says why not)");
         assertEquals(2, s.transfer().connectionsPerPeer());
         assertEquals(1 << 20, s.transfer().sliceBytes());
         assertEquals(20_000, s.pd().waitingTimeoutMillis());
