@@ -32,8 +32,8 @@ import picocli.CommandLine.Option;
  * {@link CudaLatencyExperiment} ({@code cuda-latency.json}), {@code --experiment hugepages} with
  * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}), {@code --experiment order} with
  * {@link CudaOrderExperiment} ({@code cuda-order.json}), {@code --experiment replay} with {@link GpuReplay}
- * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu} and {@link NvlinkHandoffGpu}
- * ({@code pd-gpu.json}; its kit is the cuda-ipc transport's, not the runtime kits). {@code --slab-dir DIR} puts the suite's pinned
+ * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu}, {@link NvlinkHandoffGpu}
+ * and {@link RankIpcHandoffs} ({@code pd-gpu.json}; its kit is the cuda-ipc transport's, not the runtime kits). {@code --slab-dir DIR} puts the suite's pinned
  * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
  * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
  * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
@@ -135,6 +135,7 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
                     rows.addAll(PdHandoffGpu.run(runtime, quick, log));
                 }
                 rows.addAll(NvlinkHandoffGpu.run(quick, log));
+                rows.addAll(RankIpcHandoffs.run(quick, log));
                 report = BenchReport.of("pd-gpu", rows, command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);

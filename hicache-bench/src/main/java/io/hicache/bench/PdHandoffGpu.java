@@ -151,7 +151,7 @@ final class PdHandoffGpu {
     }
 
     /** Prefill page p holds the pattern of seed {@code SEED + p}. */
-    private static void fillPattern(KvPool pool, int pages) {
+    static void fillPattern(KvPool pool, int pages) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment flat = arena.allocate(pool.format().pageBytes(), 64);
             for (int p = 0; p < pages; p++) {

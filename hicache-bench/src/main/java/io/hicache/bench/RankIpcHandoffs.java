@@ -1,0 +1,175 @@
+package io.hicache.bench;
+
+import io.hicache.core.memory.KvPool;
+import io.hicache.core.page.HostLayout;
+import io.hicache.core.page.PageFormat;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.testkit.ChildJvm;
+import io.hicache.transfer.LocalRegion;
+import io.hicache.transfer.TransferConfig;
+import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.cuda.kit.DeviceBuffer;
+import io.hicache.transfer.cuda.kit.IpcPeer;
+import io.hicache.transfer.pd.BootstrapServer;
+import io.hicache.transfer.pd.KvPoll;
+import io.hicache.transfer.pd.KvSender;
+import io.hicache.transfer.pd.PdConfig;
+import io.hicache.transfer.pd.PrefillRank;
+import io.hicache.transfer.pd.RankSpec;
+import io.hicache.transfer.staged.StagingArea;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+
+/**
+ * Prefill-to-decode handoffs through the PD ranks when both pools are CUDA pools in two processes of one host: the
+ * prefill rank (this process, device 0) and the decode rank ({@link IpcDecodeMain}, a child JVM on device 1 where
+ * there are two GPUs, else on device 0) both have {@code cuda-ipc} and register their pools as device memory, so the
+ * decode asks for device-to-device writes and the pages never touch host memory; the staging areas are smaller than
+ * one request, so a room that staged would fail. Timed from the prefill's send of the whole request as one chunk to
+ * its SUCCESS (every write done at the decode's GPU, the aux slot written, the status sent), against one
+ * {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The last handoff of each size is checked
+ * page by page at the decode after its pages were overwritten with a sentinel. Not thread-safe.
+ */
+final class RankIpcHandoffs {
+    static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
+    private static final int STAGING_SLOTS = 8;
+    private static final int TARGET_OFFSET = 5;
+
+    private RankIpcHandoffs() {
+    }
+
+    static TransferConfig engineConfig(String name, Path shmDir) {
+        return TransferConfig.defaults(name).withTransports(List.of("cuda-ipc", "shm")).withShmDir(shmDir)
+                .withTimeouts(30_000, 2_000, 1_000);
+    }
+
+    static List<BenchRow> run(boolean quick, PrintStream log) throws Exception {
+        PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
+        List<PdHandoffGpu.Size> sizes = List.of(new PdHandoffGpu.Size("4k", 4096), new PdHandoffGpu.Size("32k", 32768));
+        int maxPages = PdHandoffGpu.pages(sizes.getLast());
+        int poolPages = maxPages + TARGET_OFFSET + 3;
+        int repeats = quick ? 2 : 5;
+        int peerDevice = IpcPeer.peerDevice();
+        Path shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-pd-ipc");
+        List<BenchRow> rows = new ArrayList<>();
+        ChildJvm decode = null;
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults());
+                KvPool prefill = runtime.createPool(format, poolPages);
+                BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
+                TransferEngine engine = TransferEngine.open(engineConfig("pd-ipc-prefill", shmDir));
+                StagingArea staging = StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format,
+                        STAGING_SLOTS)) {
+            PdHandoffGpu.fillPattern(prefill, maxPages);
+            RankSpec spec = new RankSpec(format.geometry(), format.pageSizeTokens(), 1, 0, poolPages, 4, 64,
+                    engine.address()).withStaging(STAGING_SLOTS);
+            LocalRegion aux = engine.registerShared(RankSpec.AUX_REGION, spec.auxBytes());
+            try (PrefillRank rank = PrefillRank.startStaged(engine, spec, prefill, staging, aux, boot.url(), CONFIG)) {
+                decode = ChildJvm.start(IpcDecodeMain.class, IpcDecodeMain.args(shmDir, boot.url(), poolPages,
+                        peerDevice, STAGING_SLOTS));
+                if (!decode.awaitLine("ready ", 120, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("the decode process did not start: " + decode.kill());
+                }
+                String decodeDeviceKv = decode.lines().stream().filter(l -> l.startsWith("ready ")).findFirst()
+                        .orElseThrow().substring(6);
+                log.printf(Locale.ROOT, "pd ranks over cuda-ipc: prefill on device 0, decode process on device %d%s; "
+                        + "pools registered as device memory: prefill %s, decode %s; staging areas of %d pages%n",
+                        peerDevice, peerDevice == 0 ? " (one GPU: both processes on it)" : "", rank.spec().deviceKv(),
+                        decodeDeviceKv, STAGING_SLOTS);
+                long room = 1;
+                for (PdHandoffGpu.Size size : sizes) {
+                    int pages = PdHandoffGpu.pages(size);
+                    long bytes = PdHandoffGpu.bytes(format, pages);
+                    double referenceMs = peerCopyMs(bytes, peerDevice, repeats);
+                    double[] ms = new double[repeats + 1];
+                    long wrong = -1;
+                    for (int r = 0; r <= repeats; r++) { // the first is a warm-up: links, IPC mappings
+                        boolean check = r == repeats;
+                        if (check) {
+                            IpcPeer.ask(decode, "sentinel " + TARGET_OFFSET + " " + pages, "sentinel");
+                        }
+                        ms[r] = handoff(rank, decode, room, pages);
+                        if (check) {
+                            wrong = Long.parseLong(IpcPeer.ask(decode, "check 0 " + TARGET_OFFSET + " " + pages,
+                                    "wrong"));
+                        }
+                        room++;
+                    }
+                    double median = PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
+                    double gbps = bytes / 1e9 / (median / 1e3);
+                    double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);
+                    log.printf(Locale.ROOT, "pd ranks cuda-ipc %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
+                            + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n", size.label(),
+                            bytes / 1048576.0, median, gbps, referenceMs, referenceGbps, gbps / referenceGbps, wrong);
+                    rows.add(BenchRow.higherIsBetter("pd_rank_nvlink_handoff_" + size.label() + "_gbps", gbps, "GB/s",
+                            "one_cuMemcpyPeer_same_bytes", referenceGbps));
+                    rows.add(new BenchRow("pd_rank_nvlink_pages_with_wrong_bytes_" + size.label(), wrong, "pages",
+                            "pages_checked", pages, wrong / (double) pages, "lower"));
+                }
+            }
+        } finally {
+            if (decode != null) {
+                decode.kill();
+            }
+            try (var files = Files.walk(shmDir)) {
+                for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        return rows;
+    }
+
+    /** One room of {@code pages} pages, prefill pages {@code [0, pages)} into decode pages from the offset; in ms. */
+    private static double handoff(PrefillRank rank, ChildJvm decode, long room, int pages) throws Exception {
+        IpcPeer.ask(decode, "receive " + room + " " + TARGET_OFFSET + " " + pages, "receiving");
+        KvSender sender = rank.sender(room);
+        await(sender, KvPoll.WAITING_FOR_INPUT, "the destination of room " + room);
+        long t0 = System.nanoTime();
+        sender.send(IntStream.range(0, pages).toArray(), true, ("room " + room).getBytes());
+        await(sender, KvPoll.SUCCESS, "room " + room + " sent");
+        double ms = PdHandoffGpu.millisSince(t0);
+        String outcome = IpcPeer.ask(decode, "await " + room, "final");
+        if (!outcome.startsWith(room + " SUCCESS")) {
+            throw new IllegalStateException("the decode ended room " + room + " as: " + outcome);
+        }
+        sender.close();
+        return ms;
+    }
+
+    /** Waits for {@code state}, spinning (the handoff is timed by it); fails on FAILED or after 2 minutes. */
+    private static void await(KvSender sender, KvPoll state, String what) {
+        long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (sender.poll() != state) {
+            if (sender.poll() == KvPoll.FAILED) {
+                throw new IllegalStateException(what + " failed: " + sender.failureReason());
+            }
+            if (System.nanoTime() > end) {
+                throw new IllegalStateException(what + ": still " + sender.poll() + " after 2 minutes");
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** The median time of one {@code cuMemcpyPeer} of {@code bytes} from device 0 to the peer device, to its end. */
+    private static double peerCopyMs(long bytes, int peerDevice, int repeats) {
+        try (DeviceBuffer from = DeviceBuffer.allocate(0, bytes); DeviceBuffer to = DeviceBuffer.allocate(peerDevice,
+                bytes)) {
+            double[] ms = new double[repeats + 1];
+            for (int r = 0; r <= repeats; r++) {
+                long t0 = System.nanoTime();
+                from.copyTo(to, 0, 0, bytes);
+                from.synchronize();
+                to.synchronize();
+                ms[r] = PdHandoffGpu.millisSince(t0);
+            }
+            return PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
+        }
+    }
+}
