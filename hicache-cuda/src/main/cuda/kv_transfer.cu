@@ -12,6 +12,8 @@
 // page is then one contiguous stretch of host memory, read or written in order. Each thread loads UNROLL vectors before it stores any,
 // keeping several reads in flight (host reads cross PCIe). Needs row_bytes % 16 == 0 and 16-byte aligned bases.
 // The entry points differ only in index arithmetic width and loads in flight; CudaDeviceRuntime picks one.
+// hicache_address_copy is apart: it copies a list of (source, target, bytes) between any two device addresses (this
+// device's memory, or a peer's mapped through CUDA IPC), for the cuda-ipc transport's batches of small requests.
 #include <stdint.h>
 
 // One 16-byte load. LOAD 0: a plain load. LOAD 1: with the L2::256B prefetch-size hint, which asks L2 to fetch the
@@ -117,3 +119,43 @@ HICACHE_KV_COPY(hicache_kv_copy_u32_u8, 8, unsigned int, 0)
 // The same with the 256-byte L2 prefetch hint, plain and read-only.
 HICACHE_KV_COPY(hicache_kv_copy_u32_l2_256, 4, unsigned int, 1)
 HICACHE_KV_COPY(hicache_kv_copy_u32_nc_l2_256, 4, unsigned int, 2)
+
+// Copies entries[3c] -> entries[3c + 1], entries[3c + 2] bytes, for every c < count: one block per copy at a time,
+// 16-byte vectors where both addresses and the length allow (each thread loads up to 4 before it stores), bytes
+// otherwise. Copies in one launch must not overlap.
+extern "C" __global__ void __launch_bounds__(256)
+hicache_address_copy(const unsigned long long* __restrict__ entries, int count)
+{
+    for (int c = blockIdx.x; c < count; c += gridDim.x) {
+        const unsigned long long source = entries[3 * c];
+        const unsigned long long target = entries[3 * c + 1];
+        const unsigned long long bytes = entries[3 * c + 2];
+        if (((source | target | bytes) & 15) == 0) {
+            const uint4* from = (const uint4*) source;
+            uint4* to = (uint4*) target;
+            const unsigned long long vectors = bytes >> 4;
+            const unsigned long long stride = blockDim.x;
+            for (unsigned long long v = threadIdx.x; v < vectors; v += 4 * stride) {
+                uint4 data[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    if (v + u * stride < vectors) {
+                        data[u] = from[v + u * stride];
+                    }
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    if (v + u * stride < vectors) {
+                        to[v + u * stride] = data[u];
+                    }
+                }
+            }
+        } else {
+            const char* from = (const char*) source;
+            char* to = (char*) target;
+            for (unsigned long long b = threadIdx.x; b < bytes; b += blockDim.x) {
+                to[b] = from[b];
+            }
+        }
+    }
+}

@@ -28,11 +28,11 @@ import java.util.stream.IntStream;
  * device, a small staging area, a transfer engine with {@code cuda-ipc} then {@code shm}, and a staged
  * {@link DecodeRank}, which registers the pool as device memory. Prints {@code ready <deviceKv>}, then answers commands
  * read from standard input, one per line:
- * {@code receive ROOM FIRST COUNT} (a receiver for pages {@code [FIRST, FIRST + COUNT)}; prints {@code receiving ROOM}),
+ * {@code receive ROOM PAGES} (a receiver for the comma-separated pages; prints {@code receiving ROOM}),
  * {@code await ROOM} (waits up to 2 minutes for the room to end; prints {@code final ROOM STATE REASON}),
- * {@code sentinel FIRST COUNT} (overwrites those pages; prints {@code sentinel done}),
- * {@code check SOURCE TARGET COUNT} (compares pages {@code TARGET + i} with the prefill's pattern of page
- * {@code SOURCE + i}; prints {@code wrong <pages>}). Exits when its input closes. Arguments: shared-memory folder,
+ * {@code sentinel PAGES} (overwrites those pages; prints {@code sentinel done}),
+ * {@code check PAGES} (compares the i-th of those pages with the prefill's pattern of its page i; prints
+ * {@code wrong <pages>}). Exits when its input closes. Arguments: shared-memory folder,
  * bootstrap URL, pool pages, device ordinal, staging slots.
  */
 public final class IpcDecodeMain {
@@ -71,7 +71,7 @@ public final class IpcDecodeMain {
                 case "receive" -> {
                     long room = Long.parseLong(cmd[1]);
                     KvReceiver receiver = rank.receiver(room, bootstrapUrl);
-                    receiver.init(range(Integer.parseInt(cmd[2]), Integer.parseInt(cmd[3])), 0, 0);
+                    receiver.init(pages(cmd[2]), 0, 0);
                     receivers.put(room, receiver);
                     System.out.println("receiving " + room);
                 }
@@ -86,13 +86,13 @@ public final class IpcDecodeMain {
                     receiver.close();
                 }
                 case "sentinel" -> {
-                    PdHandoffGpu.fillSentinel(pool, range(Integer.parseInt(cmd[1]), Integer.parseInt(cmd[2])));
+                    PdHandoffGpu.fillSentinel(pool, pages(cmd[1]));
                     System.out.println("sentinel done");
                 }
                 case "check" -> {
-                    int count = Integer.parseInt(cmd[3]);
-                    System.out.println("wrong " + PdHandoffGpu.mismatchedPages(pool, range(Integer.parseInt(cmd[1]),
-                            count), range(Integer.parseInt(cmd[2]), count)));
+                    int[] target = pages(cmd[1]);
+                    System.out.println("wrong " + PdHandoffGpu.mismatchedPages(pool, IntStream.range(0, target.length)
+                            .toArray(), target));
                 }
                 default -> System.out.println("unknown " + line);
             }
@@ -100,8 +100,14 @@ public final class IpcDecodeMain {
         }
     }
 
-    private static int[] range(int first, int count) {
-        return IntStream.range(first, first + count).toArray();
+    private static int[] pages(String list) {
+        return java.util.Arrays.stream(list.split(",")).mapToInt(Integer::parseInt).toArray();
+    }
+
+    /** The form of a page list in a command. */
+    static String list(int[] pages) {
+        return java.util.Arrays.stream(pages).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(
+                ","));
     }
 
     /** The child's command line as the parent starts it. */

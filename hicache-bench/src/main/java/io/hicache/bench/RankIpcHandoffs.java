@@ -32,7 +32,9 @@ import java.util.stream.IntStream;
  * prefill rank (this process, device 0) and the decode rank ({@link IpcDecodeMain}, a child JVM on device 1 where
  * there are two GPUs, else on device 0) both have {@code cuda-ipc} and register their pools as device memory, so the
  * decode asks for device-to-device writes and the pages never touch host memory; the staging areas are smaller than
- * one request, so a room that staged would fail. Timed from the prefill's send of the whole request as one chunk to
+ * one request, so a room that staged would fail. Two plans per size: {@code contiguous} (the decode's pages follow each
+ * other, so one write per layer and part) and {@code fragmented} (the decode's pages shuffled over its pool, as an
+ * allocator that has run a while hands them out: one 32 KiB write per page, layer and part). Timed from the prefill's send of the whole request as one chunk to
  * its SUCCESS (every write done at the decode's GPU, the aux slot written, the status sent), against one
  * {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The last handoff of each size is checked
  * page by page at the decode after its pages were overwritten with a sentinel. Not thread-safe.
@@ -40,7 +42,6 @@ import java.util.stream.IntStream;
 final class RankIpcHandoffs {
     static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
     private static final int STAGING_SLOTS = 8;
-    private static final int TARGET_OFFSET = 5;
 
     private RankIpcHandoffs() {
     }
@@ -54,7 +55,7 @@ final class RankIpcHandoffs {
         PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
         List<PdHandoffGpu.Size> sizes = List.of(new PdHandoffGpu.Size("4k", 4096), new PdHandoffGpu.Size("32k", 32768));
         int maxPages = PdHandoffGpu.pages(sizes.getLast());
-        int poolPages = maxPages + TARGET_OFFSET + 3;
+        int poolPages = 2 * maxPages;
         int repeats = quick ? 2 : 5;
         int peerDevice = IpcPeer.peerDevice();
         Path shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-pd-ipc");
@@ -83,34 +84,43 @@ final class RankIpcHandoffs {
                         peerDevice, peerDevice == 0 ? " (one GPU: both processes on it)" : "", rank.spec().deviceKv(),
                         decodeDeviceKv, STAGING_SLOTS);
                 long room = 1;
+                java.util.Random random = new java.util.Random(7);
                 for (PdHandoffGpu.Size size : sizes) {
                     int pages = PdHandoffGpu.pages(size);
                     long bytes = PdHandoffGpu.bytes(format, pages);
                     double referenceMs = peerCopyMs(bytes, peerDevice, repeats);
-                    double[] ms = new double[repeats + 1];
-                    long wrong = -1;
-                    for (int r = 0; r <= repeats; r++) { // the first is a warm-up: links, IPC mappings
-                        boolean check = r == repeats;
-                        if (check) {
-                            IpcPeer.ask(decode, "sentinel " + TARGET_OFFSET + " " + pages, "sentinel");
-                        }
-                        ms[r] = handoff(rank, decode, room, pages);
-                        if (check) {
-                            wrong = Long.parseLong(IpcPeer.ask(decode, "check 0 " + TARGET_OFFSET + " " + pages,
-                                    "wrong"));
-                        }
-                        room++;
-                    }
-                    double median = PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
-                    double gbps = bytes / 1e9 / (median / 1e3);
                     double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);
-                    log.printf(Locale.ROOT, "pd ranks cuda-ipc %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
-                            + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n", size.label(),
-                            bytes / 1048576.0, median, gbps, referenceMs, referenceGbps, gbps / referenceGbps, wrong);
-                    rows.add(BenchRow.higherIsBetter("pd_rank_nvlink_handoff_" + size.label() + "_gbps", gbps, "GB/s",
-                            "one_cuMemcpyPeer_same_bytes", referenceGbps));
-                    rows.add(new BenchRow("pd_rank_nvlink_pages_with_wrong_bytes_" + size.label(), wrong, "pages",
-                            "pages_checked", pages, wrong / (double) pages, "lower"));
+                    List<Integer> shuffled = new ArrayList<>(IntStream.range(0, poolPages).boxed().toList());
+                    java.util.Collections.shuffle(shuffled, random);
+                    for (String plan : List.of("contiguous", "fragmented")) {
+                        String target = IpcDecodeMain.list(plan.equals("contiguous")
+                                ? IntStream.range(maxPages, maxPages + pages).toArray()
+                                : shuffled.subList(0, pages).stream().mapToInt(Integer::intValue).toArray());
+                        double[] ms = new double[repeats + 1];
+                        long wrong = -1;
+                        for (int r = 0; r <= repeats; r++) { // the first is a warm-up: links, IPC mappings
+                            boolean check = r == repeats;
+                            if (check) {
+                                IpcPeer.ask(decode, "sentinel " + target, "sentinel");
+                            }
+                            ms[r] = handoff(rank, decode, room, pages, target);
+                            if (check) {
+                                wrong = Long.parseLong(IpcPeer.ask(decode, "check " + target, "wrong"));
+                            }
+                            room++;
+                        }
+                        double median = PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
+                        double gbps = bytes / 1e9 / (median / 1e3);
+                        log.printf(Locale.ROOT, "pd ranks cuda-ipc %s %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
+                                + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n",
+                                size.label(), plan, bytes / 1048576.0, median, gbps, referenceMs, referenceGbps,
+                                gbps / referenceGbps, wrong);
+                        String suffix = plan.equals("contiguous") ? "" : "_fragmented";
+                        rows.add(BenchRow.higherIsBetter("pd_rank_nvlink_handoff_" + size.label() + suffix + "_gbps",
+                                gbps, "GB/s", "one_cuMemcpyPeer_same_bytes", referenceGbps));
+                        rows.add(new BenchRow("pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix, wrong,
+                                "pages", "pages_checked", pages, wrong / (double) pages, "lower"));
+                    }
                 }
             }
         } finally {
@@ -126,9 +136,10 @@ final class RankIpcHandoffs {
         return rows;
     }
 
-    /** One room of {@code pages} pages, prefill pages {@code [0, pages)} into decode pages from the offset; in ms. */
-    private static double handoff(PrefillRank rank, ChildJvm decode, long room, int pages) throws Exception {
-        IpcPeer.ask(decode, "receive " + room + " " + TARGET_OFFSET + " " + pages, "receiving");
+    /** One room: prefill pages {@code [0, pages)} into the decode's {@code target} pages (a command's list); in ms. */
+    private static double handoff(PrefillRank rank, ChildJvm decode, long room, int pages, String target)
+            throws Exception {
+        IpcPeer.ask(decode, "receive " + room + " " + target, "receiving");
         KvSender sender = rank.sender(room);
         await(sender, KvPoll.WAITING_FOR_INPUT, "the destination of room " + room);
         long t0 = System.nanoTime();

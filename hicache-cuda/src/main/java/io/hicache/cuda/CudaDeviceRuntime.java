@@ -128,7 +128,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         this.kernelProblem = problem;
     }
 
-    private static String ptx() throws IOException {
+    static String ptx() throws IOException {
         try (InputStream in = CudaDeviceRuntime.class.getResourceAsStream(PTX)) {
             if (in == null) {
                 throw new IOException(PTX + " is missing from the class path");

@@ -443,9 +443,12 @@ public final class TransferEngine implements AutoCloseable {
                     delay + TimeUnit.MILLISECONDS.toNanos(3 * config.sliceTimeoutMillis() + 1_000),
                     TimeUnit.NANOSECONDS);
         }
+        // each link takes its share of the submission at once (in order), so it may move many slices together
+        Map<TransportLink, List<TransferBatch.SliceImpl>> byLink = new LinkedHashMap<>();
         for (TransferBatch.SliceImpl s : slices) {
-            s.link().submit(s);
+            byLink.computeIfAbsent(s.link(), l -> new ArrayList<>()).add(s);
         }
+        byLink.forEach(TransportLink::submitAll);
         return batch;
     }
 

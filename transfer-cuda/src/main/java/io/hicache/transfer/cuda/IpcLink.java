@@ -28,6 +28,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import io.hicache.cuda.AddressCopyKernel;
 import jcuda.CudaException;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
@@ -38,8 +39,9 @@ import jcuda.driver.JCudaDriver;
 
 /**
  * The cuda-ipc path to one peer, as the importer: the peer's device regions mapped on first use (after the peer
- * recorded the mapping), each request one {@code cuMemcpyAsync} on this link's stream for the local device, an event
- * recorded after it, and a completion thread that reports each slice when its event fires, in order. A REVOKE from
+ * recorded the mapping), the small requests of a submission copied by one launch of the address-copy kernel and the
+ * others by one {@code cuMemcpyAsync} each, on this link's stream for the local device, an event recorded after them,
+ * and a completion thread that reports the slices when their event fires, in order. A REVOKE from
  * the peer waits for the copies into that region, unmaps it and answers CLOSED; the socket closing (the peer died or
  * closed) does the same for every region, and later slices fail.
  *
@@ -49,6 +51,12 @@ import jcuda.driver.JCudaDriver;
 final class IpcLink implements TransportLink {
     private static final System.Logger LOG = System.getLogger(IpcLink.class.getName());
     private static final int EVENT_FLAGS = CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING;
+    /** A submission of at least this many small slices for one device goes in one kernel launch. */
+    static final int KERNEL_MIN_COPIES = 4;
+    /** Slices larger than this go to the copy engine, one {@code cuMemcpyAsync} each. */
+    static final long KERNEL_MAX_BYTES = 1L << 20;
+    /** Copies one launch takes; longer lists go in several. */
+    private static final int KERNEL_CAPACITY = 1 << 16;
 
     private final TransportContext context;
     private final CudaContexts cuda;
@@ -58,6 +66,9 @@ final class IpcLink implements TransportLink {
     private final Map<Integer, Mapping> mappings = new ConcurrentHashMap<>();
     private final Map<Integer, CompletableFuture<Boolean>> opening = new ConcurrentHashMap<>();
     private final Map<Integer, CUstream> streams = new ConcurrentHashMap<>();
+    /** Each device's address-copy kernel, used under that device's stream lock. */
+    private final Map<Integer, AddressCopyKernel> kernels = new ConcurrentHashMap<>();
+    private volatile String kernelProblem;
     private final Map<Integer, ConcurrentLinkedQueue<CUevent>> spareEvents = new ConcurrentHashMap<>();
     private final BlockingQueue<Copy> inFlight = new LinkedBlockingQueue<>();
     private final Thread reader;
@@ -84,8 +95,8 @@ final class IpcLink implements TransportLink {
         }
     }
 
-    /** A copy enqueued on a stream, and the event recorded after it. */
-    private record Copy(Slice slice, Mapping mapping, CUevent event) {
+    /** Copies enqueued on a device's stream together, and the event recorded after them. */
+    private record Copy(List<Target> targets, int device, CUevent event) {
     }
 
     private IpcLink(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose,
@@ -129,12 +140,50 @@ final class IpcLink implements TransportLink {
 
     @Override
     public void submit(Slice slice) {
+        Target t = target(slice);
+        if (t != null) {
+            enqueue(t.device(), List.of(t));
+        }
+    }
+
+    /**
+     * Small slices of one submission go to their device in one launch of the address-copy kernel (a fragmented plan
+     * is thousands of 32 KiB requests: one {@code cuMemcpyAsync} each costs microseconds apiece); large ones, which the
+     * copy engine moves at full speed, one {@code cuMemcpyAsync} each.
+     */
+    @Override
+    public void submitAll(List<? extends Slice> slices) {
+        if (slices.size() < KERNEL_MIN_COPIES) {
+            slices.forEach(this::submit);
+            return;
+        }
+        Map<Integer, List<Target>> small = new HashMap<>();
+        for (Slice slice : slices) {
+            Target t = target(slice);
+            if (t == null) {
+                continue;
+            }
+            if (t.length() > KERNEL_MAX_BYTES) {
+                enqueue(t.device(), List.of(t));
+            } else {
+                small.computeIfAbsent(t.device(), d -> new ArrayList<>()).add(t);
+            }
+        }
+        small.forEach(this::enqueue);
+    }
+
+    /** A slice checked and mapped: its device, both addresses and its length; the mapping counts it as a copy. */
+    private record Target(Slice slice, Mapping mapping, int device, long source, long destination, long length) {
+    }
+
+    /** Checks {@code slice} and maps its region; null when the slice was answered already (refused or failed). */
+    private Target target(Slice slice) {
         Mapping mapping = null;
         try {
             String refusal = refusal(slice);
             if (refusal != null) {
                 slice.done(refusal);
-                return;
+                return null;
             }
             long local = slice.local().address();
             int device = deviceOf(local);
@@ -142,31 +191,79 @@ final class IpcLink implements TransportLink {
             synchronized (mapping) {
                 if (mapping.revoked) {
                     slice.done("region " + slice.region().name() + " of " + peer.remote().name() + " was unregistered");
-                    return;
+                    return null;
                 }
                 mapping.copies++;
             }
             long remote = mapping.base.address() + mapping.offset + slice.remoteOffset();
-            long length = slice.local().byteSize();
+            boolean write = slice.op() == TransferOp.WRITE;
+            return new Target(slice, mapping, device, write ? local : remote, write ? remote : local,
+                    slice.local().byteSize());
+        } catch (CudaException | HiCacheException e) {
+            slice.done("cuda-ipc copy failed: " + e.getMessage());
+            return null;
+        }
+    }
+
+    /** Enqueues {@code targets} on the device's stream (one kernel launch when there are enough), then one event. */
+    private void enqueue(int device, List<Target> targets) {
+        try {
             CUstream stream = stream(device);
             synchronized (stream) {
                 // the completion queue must see events in the order they are recorded on the stream
                 cuda.makeCurrent(device);
-                if (slice.op() == TransferOp.WRITE) {
-                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(remote), DevicePointer.at(local), length, stream);
+                AddressCopyKernel kernel = targets.size() >= KERNEL_MIN_COPIES ? kernel(device) : null;
+                if (kernel != null) {
+                    int n = targets.size();
+                    long[] sources = new long[n];
+                    long[] destinations = new long[n];
+                    long[] lengths = new long[n];
+                    for (int i = 0; i < n; i++) {
+                        Target t = targets.get(i);
+                        sources[i] = t.source();
+                        destinations[i] = t.destination();
+                        lengths[i] = t.length();
+                    }
+                    kernel.enqueue(sources, destinations, lengths, n, stream);
                 } else {
-                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(local), DevicePointer.at(remote), length, stream);
+                    for (Target t : targets) {
+                        JCudaDriver.cuMemcpyAsync(DevicePointer.at(t.destination()), DevicePointer.at(t.source()),
+                                t.length(), stream);
+                    }
                 }
                 CUevent event = event(device);
                 JCudaDriver.cuEventRecord(event, stream);
-                inFlight.add(new Copy(slice, mapping, event));
+                inFlight.add(new Copy(targets, device, event));
             }
         } catch (CudaException | HiCacheException e) {
-            if (mapping != null) {
-                ended(mapping);
+            for (Target t : targets) {
+                ended(t.mapping());
+                t.slice().done("cuda-ipc copy failed: " + e.getMessage());
             }
-            slice.done("cuda-ipc copy failed: " + e.getMessage());
         }
+    }
+
+    /**
+     * The address-copy kernel of {@code device}, loaded on first use; null where it cannot load (the reason is logged
+     * once, and copies go one by one). The caller holds the device's stream lock and made its context current.
+     */
+    private AddressCopyKernel kernel(int device) {
+        if (kernelProblem != null) {
+            return null;
+        }
+        AddressCopyKernel k = kernels.get(device);
+        if (k == null) {
+            try {
+                k = AddressCopyKernel.load(KERNEL_CAPACITY);
+                kernels.put(device, k);
+            } catch (IOException | CudaException e) {
+                kernelProblem = e.getMessage();
+                LOG.log(Level.WARNING, "cuda-ipc: the address-copy kernel cannot be loaded (" + e.getMessage()
+                        + "); small requests are copied one by one");
+                return null;
+            }
+        }
+        return k;
     }
 
     /** The device of a local address; the last allocation looked up is remembered (requests come from one pool). */
@@ -296,7 +393,7 @@ final class IpcLink implements TransportLink {
             // one stream per device: wait on the newest event of each device among them
             Map<Integer, CUevent> newest = new HashMap<>();
             for (Copy c : ready) {
-                newest.put(c.mapping().device, c.event());
+                newest.put(c.device(), c.event());
             }
             String failure = null;
             try {
@@ -312,9 +409,11 @@ final class IpcLink implements TransportLink {
                 LOG.log(Level.ERROR, "cuda-ipc completion loop error", e);
             }
             for (Copy c : ready) {
-                spareEvents.get(c.mapping().device).add(c.event());
-                ended(c.mapping());
-                c.slice().done(failure);
+                spareEvents.get(c.device()).add(c.event());
+                for (Target t : c.targets()) {
+                    ended(t.mapping());
+                    t.slice().done(failure);
+                }
             }
         }
     }
@@ -435,6 +534,11 @@ final class IpcLink implements TransportLink {
         for (Map.Entry<Integer, CUstream> s : streams.entrySet()) {
             try {
                 cuda.makeCurrent(s.getKey());
+                AddressCopyKernel kernel = kernels.remove(s.getKey());
+                if (kernel != null) {
+                    JCudaDriver.cuStreamSynchronize(s.getValue()); // its lists may still be read
+                    kernel.close();
+                }
                 JCudaDriver.cuStreamDestroy(s.getValue());
                 spareEvents.getOrDefault(s.getKey(), new ConcurrentLinkedQueue<>()).forEach(JCudaDriver::cuEventDestroy);
             } catch (CudaException e) {

@@ -9,6 +9,16 @@ public interface TransportLink extends AutoCloseable {
     void submit(Slice slice);
 
     /**
+     * Takes the slices of one submission that go over this link, in order, as {@link #submit} each would: a link that
+     * moves many small slices cheaper together (one kernel launch for a batch of device copies) overrides it.
+     */
+    default void submitAll(java.util.List<? extends Slice> slices) {
+        for (Slice s : slices) {
+            submit(s);
+        }
+    }
+
+    /**
      * Asks that {@code slice}, which its batch no longer wants, be resolved promptly, even at the cost of tearing
      * down the connection that carries it. A link for which in-flight slices end quickly anyway may ignore it.
      */
