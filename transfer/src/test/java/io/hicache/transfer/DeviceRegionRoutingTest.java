@@ -43,6 +43,7 @@ class DeviceRegionRoutingTest {
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-routing");
         arena = Arena.ofShared();
         PretendDeviceTransport.SLICE_BYTES.clear();
+        PretendDeviceTransport.SUBMISSIONS.clear();
         PretendDeviceTransport.REGISTERED.clear();
         PretendDeviceTransport.DEREGISTERED.clear();
     }
@@ -99,6 +100,31 @@ class DeviceRegionRoutingTest {
         assertTrue(TransferPatterns.matches(localDevice.memory(), 2, 0, BYTES), "device bytes moved intact");
         assertEquals(List.of(BYTES), PretendDeviceTransport.SLICE_BYTES,
                 "one device slice for an 8 MiB request (the transport asked for no slicing); none for host memory");
+    }
+
+    @Test
+    void aLinkTakesItsSlicesOfOneSubmissionTogether() throws Exception {
+        TransferEngine local = engine("local", PretendDeviceTransport.NAME, "shm");
+        TransferEngine remote = engine("remote", PretendDeviceTransport.NAME, "shm");
+        LocalRegion localDevice = device(local, "kv", 1);
+        LocalRegion localHost = local.register("aux", arena.allocate(BYTES, 4096));
+        device(remote, "kv", 2);
+        remote.registerShared("aux", BYTES);
+        RemoteSegment segment = local.openSegment(remote.address(), Duration.ofSeconds(10));
+        List<TransferRequest> requests = new ArrayList<>();
+        for (int i = 0; i < 5; i++) { // device and host requests interleaved
+            requests.add(TransferRequest.read(localDevice.memory().asSlice(i * 65536L, 65536), "kv", i * 65536L));
+            requests.add(TransferRequest.read(localHost.memory().asSlice(i * 4096L, 4096), "aux", 0));
+        }
+        TransferBatch batch = local.submit(segment, requests, Deadline.after(Duration.ofSeconds(10)));
+        assertTrue(batch.await(Duration.ofSeconds(15)));
+        for (int i = 0; i < batch.size(); i++) {
+            assertEquals(RequestState.DONE, batch.state(i), batch.reason(i));
+        }
+        assertEquals(List.of(5), PretendDeviceTransport.SUBMISSIONS, "the five device slices in one call, in order");
+        assertEquals(List.of(65536L, 65536L, 65536L, 65536L, 65536L), PretendDeviceTransport.SLICE_BYTES);
+        assertTrue(TransferPatterns.matches(localDevice.memory().asSlice(0, 5 * 65536L), 2, 0, BYTES),
+                "device bytes moved intact");
     }
 
     @Test

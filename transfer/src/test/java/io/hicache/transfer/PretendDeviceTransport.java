@@ -25,6 +25,8 @@ public final class PretendDeviceTransport implements TransportProvider {
     public static final String NAME = "pretend-device";
     /** Every slice any instance moved, in order. */
     public static final List<Long> SLICE_BYTES = new CopyOnWriteArrayList<>();
+    /** How many slices each {@code submitAll} call handed a link, in order. */
+    public static final List<Integer> SUBMISSIONS = new CopyOnWriteArrayList<>();
     /** Regions registered and deregistered with any instance, by name. */
     public static final List<String> REGISTERED = new CopyOnWriteArrayList<>();
     public static final List<String> DEREGISTERED = new CopyOnWriteArrayList<>();
@@ -74,6 +76,12 @@ public final class PretendDeviceTransport implements TransportProvider {
         @Override
         public TransportLink link(PeerContext peer) {
             return new TransportLink() {
+                @Override
+                public void submitAll(List<? extends Slice> slices) {
+                    SUBMISSIONS.add(slices.size());
+                    slices.forEach(this::submit);
+                }
+
                 @Override
                 @SuppressWarnings("restricted") // the peer's "device" region is host memory of this JVM
                 public void submit(Slice slice) {
