@@ -30,9 +30,10 @@ import org.junit.jupiter.api.Test;
  * emulated device, its pool registered with its transfer engine); two child JVMs are prefills, each on its own cache
  * ({@link CachedPrefillProcessMain}). Eight conversations of four turns, each conversation on one prefill; turn n+1 on
  * the decode holds exactly what turn n decoded (counts) and every received page has the bytes the prefill computed;
- * each prefill's cache serves the conversation's earlier prompt. Prefill A is killed with SIGKILL after turn 1: its
- * conversations' later turns fail within the deadline and are released in two phases (a dead prefill can write
- * nothing); a handoff no prefill ever serves is aborted. At the end no pin, room or quarantined page is left on the
+ * each prefill's cache serves the conversation's earlier prompt. Prefill A is killed with SIGKILL in turn 2, in the
+ * middle of conversation 0's handoff (it sent every page but the last, as a chunk that is not the last): that handoff
+ * and its conversations' later turns fail within the deadline and are released in two phases (a dead prefill can
+ * write nothing); a handoff no prefill ever serves is aborted. At the end no pin, room or quarantined page is left on the
  * decode, nor pin or room on the surviving prefill.
  */
 class CachedPdEndToEndTest {
@@ -51,6 +52,32 @@ class CachedPdEndToEndTest {
                 .flag("hicache-ratio", "2").flag("host.dir", hostDir.toString()).build()))
                 .namespace(Namespace.of("pd-e2e", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
                 .geometry(MODEL).devicePages(devicePages).runtime(device).open();
+    }
+
+    /**
+     * Prefill A sends all but the last page of {@code room}, is killed once that is on its way, and the decode's
+     * receive of the room fails (the prefill died) within its deadline.
+     */
+    private static CachedDecode.Received killedMidTransfer(CachedDecode decode, PdEndToEndTest.Child a, long room,
+            int[] prompt, String url, RankSpec spec) throws Exception {
+        a.send("half " + room);
+        java.util.concurrent.CompletableFuture<CachedDecode.Received> receiving = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> {
+                    try {
+                        return decode.receive(room, "room-" + room, prompt, url, (int) (room % spec.auxSlots()),
+                                Deadline.after(Duration.ofSeconds(15)));
+                    } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                    }
+                });
+        assertEquals("half " + room + " TRANSFERRING", a.awaitLine("half " + room + " ", 20_000),
+                "prefill A sent all but the last page");
+        a.process.destroyForcibly(); // prefill A dies mid-transfer
+        CachedDecode.Received got = receiving.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        // the connection's end or the missed health checks, whichever the decode notices first
+        assertTrue(got.failure() != null && (got.failure().contains("died") || got.failure().contains("heartbeats")),
+                "the decode saw the prefill die: " + got.failure());
+        return got;
     }
 
     @Test
@@ -76,16 +103,18 @@ class CachedPdEndToEndTest {
                     CachedDecode decode = CachedDecode.over(cache, rank, 10_000, true)) {
                 int[] decodedWholeTokens = new int[CONVERSATIONS];
                 for (int turn = 0; turn < TURNS; turn++) {
-                    if (turn == 2) {
-                        a.process.destroyForcibly(); // prefill A dies halfway
-                    }
                     for (int c = 0; c < CONVERSATIONS; c++) {
                         int child = c % 2;
                         long room = SyntheticChat.room(c, turn);
                         int[] prompt = SyntheticChat.prompt(room);
-                        children[child].send("req " + room);
-                        CachedDecode.Received got = decode.receive(room, "room-" + room, prompt, urls[child],
-                                (int) (room % spec.auxSlots()), Deadline.after(Duration.ofSeconds(15)));
+                        CachedDecode.Received got;
+                        if (turn == 2 && c == 0) {
+                            got = killedMidTransfer(decode, a, room, prompt, urls[0], spec);
+                        } else {
+                            children[child].send("req " + room);
+                            got = decode.receive(room, "room-" + room, prompt, urls[child], (int) (room
+                                    % spec.auxSlots()), Deadline.after(Duration.ofSeconds(15)));
+                        }
                         if (child == 0 && turn >= 2) {
                             assertEquals(KvPoll.FAILED, got.state(), "room " + room + " on the killed prefill");
                             assertNotNull(got.failure());

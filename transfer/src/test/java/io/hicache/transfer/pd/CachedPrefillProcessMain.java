@@ -28,7 +28,9 @@ import java.util.stream.Stream;
  * A prefill process on its own cache for {@code CachedPdEndToEndTest}: an emulated device, a {@link HiCache} with a
  * host pool, a transfer engine, a bootstrap server and a {@link CachedPrefill}. Reads {@code req <room>} lines and
  * prefills the room's synthetic prompt ({@link SyntheticChat}), printing {@code done <room> <state> <cached tokens>
- * <computed tokens>}; {@code check} waits for the cache's background work and prints {@code check pinned=<bool>
+ * <computed tokens>}; {@code half <room>} sends every page of the room's prompt but the last (whatever the pool holds
+ * there) as a chunk that is not the last, prints {@code half <room>} once it is on its way, and sends nothing more (a
+ * prefill to be killed mid-transfer); {@code check} waits for the cache's background work and prints {@code check pinned=<bool>
  * rooms=<n>}. Prints {@code ready <bootstrap url>} when it serves. Args: name, transport, device pages.
  */
 public final class CachedPrefillProcessMain {
@@ -57,6 +59,9 @@ public final class CachedPrefillProcessMain {
                     if (w[0].equals("req")) {
                         long room = Long.parseLong(w[1]);
                         workers.execute(() -> serve(prefill, cache, room));
+                    } else if (w[0].equals("half")) {
+                        long room = Long.parseLong(w[1]);
+                        workers.execute(() -> sendAllButTheLastPage(rank, room));
                     } else if (w[0].equals("check")) {
                         boolean idle = cache.awaitIdle(Duration.ofSeconds(10));
                         say("check pinned=" + !(idle && cache.nothingPinned()) + " rooms=" + rank.activeRooms());
@@ -83,6 +88,25 @@ public final class CachedPrefillProcessMain {
             say("done " + room + " " + o.state() + " " + o.cachedTokens() + " " + o.computedTokens());
         } catch (Exception e) {
             say("done " + room + " FAILED 0 0 " + e);
+        }
+    }
+
+    private static void sendAllButTheLastPage(PrefillRank rank, long room) {
+        try {
+            KvSender sender = rank.sender(room);
+            long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (sender.poll() == KvPoll.BOOTSTRAPPING && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            int positions = (SyntheticChat.prompt(room).length + CachedPdEndToEndTest.PAGE - 1)
+                    / CachedPdEndToEndTest.PAGE;
+            sender.send(java.util.stream.IntStream.range(0, positions - 1).toArray(), false, null);
+            while (sender.poll() != KvPoll.TRANSFERRING && System.nanoTime() < until) {
+                Thread.sleep(1);
+            }
+            say("half " + room + " " + sender.poll());
+        } catch (Exception e) {
+            say("half " + room + " FAILED " + e);
         }
     }
 
