@@ -34,10 +34,11 @@ import java.util.stream.IntStream;
  * decode asks for device-to-device writes and the pages never touch host memory; the staging areas are smaller than
  * one request, so a room that staged would fail. Two plans per size: {@code contiguous} (the decode's pages follow each
  * other, so one write per layer and part) and {@code fragmented} (the decode's pages shuffled over its pool, as an
- * allocator that has run a while hands them out: one 32 KiB write per page, layer and part). Timed from the prefill's send of the whole request as one chunk to
- * its SUCCESS (every write done at the decode's GPU, the aux slot written, the status sent), against one
- * {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The last handoff of each size is checked
- * page by page at the decode after its pages were overwritten with a sentinel. Not thread-safe.
+ * allocator that has run a while hands them out: one 32 KiB write per page, layer and part). Timed from the prefill's
+ * send of the whole request as one chunk to its SUCCESS (every write done at the decode's GPU, the aux slot written,
+ * the status sent), against one {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The
+ * last handoff of each size and plan is checked page by page at the decode after its pages were overwritten with a
+ * sentinel. Not thread-safe.
  */
 final class RankIpcHandoffs {
     static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);

@@ -73,8 +73,8 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
     public static final Setting<Integer> BOOTSTRAP_PORT = Setting.integer("disaggregation-bootstrap-port", 8998, 0, 65535,
             "the port of a prefill instance's bootstrap server (0: a free one)");
     public static final Setting<Backend> BACKEND = Setting.choice("disaggregation-transfer-backend", Backend.class,
-            Backend::configName, Backend.AUTO, "auto (CUDA IPC between device pools where it can run, shared memory on one host, TCP across "
-            + "hosts), tcp, shm or cuda-ipc");
+            Backend::configName, Backend.AUTO, "auto (CUDA IPC between device pools where it can run, shared memory "
+            + "on one host, TCP across hosts), tcp, shm or cuda-ipc");
     public static final Setting<Boolean> DECODE_OFFLOAD = Setting.bool("disaggregation-decode-enable-offload-kvcache",
             false, "a decode backs finished requests' pages up to the host tier and the page store");
     public static final Setting<Duration> BOOTSTRAP_TIMEOUT = Setting.duration("disaggregation-bootstrap-timeout",
