@@ -74,8 +74,11 @@ class DeviceRegionRoutingTest {
         return engine.registerDevice(name, memory.address(), BYTES);
     }
 
-    @Test
-    void eachRequestGoesToTheTransportThatMovesItsKindsOfMemory() throws Exception {
+    /** An engine, its device and host regions, and its segment of a peer with both kinds, over shm and pretend-device. */
+    private record Linked(TransferEngine engine, LocalRegion device, LocalRegion host, RemoteSegment segment) {
+    }
+
+    private Linked linkedOverShmAndTheDeviceTransport() {
         TransferEngine local = engine("local", PretendDeviceTransport.NAME, "shm");
         TransferEngine remote = engine("remote", PretendDeviceTransport.NAME, "shm");
         LocalRegion localDevice = device(local, "kv", 1);
@@ -83,6 +86,16 @@ class DeviceRegionRoutingTest {
         device(remote, "kv", 2);
         remote.registerShared("aux", BYTES);
         RemoteSegment segment = local.openSegment(remote.address(), Duration.ofSeconds(10));
+        return new Linked(local, localDevice, localHost, segment);
+    }
+
+    @Test
+    void eachRequestGoesToTheTransportThatMovesItsKindsOfMemory() throws Exception {
+        Linked pair = linkedOverShmAndTheDeviceTransport();
+        TransferEngine local = pair.engine();
+        LocalRegion localDevice = pair.device();
+        LocalRegion localHost = pair.host();
+        RemoteSegment segment = pair.segment();
 
         assertEquals("shm", segment.transport(), "host memory goes over shared memory");
         assertEquals(List.of("shm", PretendDeviceTransport.NAME), segment.transports());
@@ -104,13 +117,11 @@ class DeviceRegionRoutingTest {
 
     @Test
     void aLinkTakesItsSlicesOfOneSubmissionTogether() throws Exception {
-        TransferEngine local = engine("local", PretendDeviceTransport.NAME, "shm");
-        TransferEngine remote = engine("remote", PretendDeviceTransport.NAME, "shm");
-        LocalRegion localDevice = device(local, "kv", 1);
-        LocalRegion localHost = local.register("aux", arena.allocate(BYTES, 4096));
-        device(remote, "kv", 2);
-        remote.registerShared("aux", BYTES);
-        RemoteSegment segment = local.openSegment(remote.address(), Duration.ofSeconds(10));
+        Linked pair = linkedOverShmAndTheDeviceTransport();
+        TransferEngine local = pair.engine();
+        LocalRegion localDevice = pair.device();
+        LocalRegion localHost = pair.host();
+        RemoteSegment segment = pair.segment();
         List<TransferRequest> requests = new ArrayList<>();
         for (int i = 0; i < 5; i++) { // device and host requests interleaved
             requests.add(TransferRequest.read(localDevice.memory().asSlice(i * 65536L, 65536), "kv", i * 65536L));
