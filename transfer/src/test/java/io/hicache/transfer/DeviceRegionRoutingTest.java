@@ -92,25 +92,21 @@ class DeviceRegionRoutingTest {
     @Test
     void eachRequestGoesToTheTransportThatMovesItsKindsOfMemory() throws Exception {
         Linked pair = linkedOverShmAndTheDeviceTransport();
-        TransferEngine local = pair.engine();
-        LocalRegion localDevice = pair.device();
-        LocalRegion localHost = pair.host();
-        RemoteSegment segment = pair.segment();
 
-        assertEquals("shm", segment.transport(), "host memory goes over shared memory");
-        assertEquals(List.of("shm", PretendDeviceTransport.NAME), segment.transports());
-        assertEquals(Optional.of(PretendDeviceTransport.NAME), segment.transportFor(MemoryKind.DEVICE,
+        assertEquals("shm", pair.segment().transport(), "host memory goes over shared memory");
+        assertEquals(List.of("shm", PretendDeviceTransport.NAME), pair.segment().transports());
+        assertEquals(Optional.of(PretendDeviceTransport.NAME), pair.segment().transportFor(MemoryKind.DEVICE,
                 MemoryKind.DEVICE));
-        assertEquals(Optional.empty(), segment.transportFor(MemoryKind.HOST, MemoryKind.DEVICE));
+        assertEquals(Optional.empty(), pair.segment().transportFor(MemoryKind.HOST, MemoryKind.DEVICE));
 
-        TransferBatch batch = local.submit(segment, List.of(
-                TransferRequest.read(localDevice.memory().asSlice(0, BYTES), "kv", 0),
-                TransferRequest.read(localHost.memory().asSlice(0, 1 << 20), "aux", 0)),
+        TransferBatch batch = pair.engine().submit(pair.segment(), List.of(
+                TransferRequest.read(pair.device().memory().asSlice(0, BYTES), "kv", 0),
+                TransferRequest.read(pair.host().memory().asSlice(0, 1 << 20), "aux", 0)),
                 Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(15)));
         assertEquals(RequestState.DONE, batch.state(0), batch.reason(0));
         assertEquals(RequestState.DONE, batch.state(1), batch.reason(1));
-        assertTrue(TransferPatterns.matches(localDevice.memory(), 2, 0, BYTES), "device bytes moved intact");
+        assertTrue(TransferPatterns.matches(pair.device().memory(), 2, 0, BYTES), "device bytes moved intact");
         assertEquals(List.of(BYTES), PretendDeviceTransport.SLICE_BYTES,
                 "one device slice for an 8 MiB request (the transport asked for no slicing); none for host memory");
     }
@@ -118,23 +114,19 @@ class DeviceRegionRoutingTest {
     @Test
     void aLinkTakesItsSlicesOfOneSubmissionTogether() throws Exception {
         Linked pair = linkedOverShmAndTheDeviceTransport();
-        TransferEngine local = pair.engine();
-        LocalRegion localDevice = pair.device();
-        LocalRegion localHost = pair.host();
-        RemoteSegment segment = pair.segment();
         List<TransferRequest> requests = new ArrayList<>();
         for (int i = 0; i < 5; i++) { // device and host requests interleaved
-            requests.add(TransferRequest.read(localDevice.memory().asSlice(i * 65536L, 65536), "kv", i * 65536L));
-            requests.add(TransferRequest.read(localHost.memory().asSlice(i * 4096L, 4096), "aux", 0));
+            requests.add(TransferRequest.read(pair.device().memory().asSlice(i * 65536L, 65536), "kv", i * 65536L));
+            requests.add(TransferRequest.read(pair.host().memory().asSlice(i * 4096L, 4096), "aux", 0));
         }
-        TransferBatch batch = local.submit(segment, requests, Deadline.after(Duration.ofSeconds(10)));
+        TransferBatch batch = pair.engine().submit(pair.segment(), requests, Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(15)));
         for (int i = 0; i < batch.size(); i++) {
             assertEquals(RequestState.DONE, batch.state(i), batch.reason(i));
         }
         assertEquals(List.of(5), PretendDeviceTransport.SUBMISSIONS, "the five device slices in one call, in order");
         assertEquals(List.of(65536L, 65536L, 65536L, 65536L, 65536L), PretendDeviceTransport.SLICE_BYTES);
-        assertTrue(TransferPatterns.matches(localDevice.memory().asSlice(0, 5 * 65536L), 2, 0, BYTES),
+        assertTrue(TransferPatterns.matches(pair.device().memory().asSlice(0, 5 * 65536L), 2, 0, BYTES),
                 "device bytes moved intact");
     }
 
