@@ -32,7 +32,7 @@ public final class AddressCopyKernel implements AutoCloseable {
     private final int capacity;
     private final CUmodule module = new CUmodule();
     private final CUfunction function = new CUfunction();
-    private final RawPointers.DeviceAllocation list = RawPointers.newDeviceAllocation();
+    private final DevicePointer list = new DevicePointer();
     private final Arena arena = Arena.ofShared();
     private final MemorySegment mirror;
     private final CUevent uploaded = new CUevent();

@@ -14,7 +14,7 @@ import jcuda.driver.JCudaDriver;
  */
 public final class ContiguousCopy implements AutoCloseable {
     private final CudaDeviceRuntime runtime;
-    private final RawPointers.DeviceAllocation buffer = RawPointers.newDeviceAllocation();
+    private final DevicePointer buffer = new DevicePointer();
     private final long bytes;
     private final CUstream stream = new CUstream();
 

@@ -256,7 +256,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
 
         /** The kernel reads host memory at its host address: unified addressing must map it there. */
         private void checkSameAddressOnDevice(long hostAddress) {
-            RawPointers.DeviceAllocation mapped = RawPointers.newDeviceAllocation();
+            DevicePointer mapped = new DevicePointer();
             JCudaDriver.cuMemHostGetDevicePointer(mapped, RawPointers.host(hostAddress), 0);
             Checks.requireState(mapped.address() == hostAddress,
                     "registered host memory at 0x%x is mapped at 0x%x on the device: unified addressing is off",

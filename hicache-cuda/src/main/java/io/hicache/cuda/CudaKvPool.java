@@ -43,7 +43,7 @@ final class CudaKvPool implements KvPool {
     private final CudaDeviceRuntime runtime;
     private final PageFormat format;
     private final int pages;
-    private final RawPointers.DeviceAllocation memory;
+    private final DevicePointer memory;
     private final long bytes;
     private final PageAllocator allocator;
     private final CudaStream loads;
@@ -67,9 +67,9 @@ final class CudaKvPool implements KvPool {
         this.tuning = runtime.tuning();
         runtime.makeCurrent();
         if (adoptedAddress != 0) {
-            this.memory = RawPointers.adopted(adoptedAddress);
+            this.memory = DevicePointer.at(adoptedAddress);
         } else {
-            this.memory = RawPointers.newDeviceAllocation();
+            this.memory = new DevicePointer();
             try {
                 JCudaDriver.cuMemAlloc(memory, bytes);
             } catch (CudaException e) {
@@ -378,7 +378,7 @@ final class CudaKvPool implements KvPool {
         loadArguments.close();
         backupArguments.close();
         runtime.makeCurrent();
-        if (!memory.adopted()) {
+        if (!memory.given()) { // an adopted pool's memory is the engine's
             JCudaDriver.cuMemFree(memory);
         }
         runtime.released(this);

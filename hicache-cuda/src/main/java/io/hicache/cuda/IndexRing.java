@@ -18,7 +18,7 @@ import jcuda.driver.JCudaDriver;
  * <p>Thread-safe. The owning stream frees it.
  */
 final class IndexRing implements AutoCloseable {
-    private final RawPointers.DeviceAllocation memory = RawPointers.newDeviceAllocation();
+    private final DevicePointer memory = new DevicePointer();
     private final Arena arena = Arena.ofShared();
     private final MemorySegment mirror;
     private final long capacityInts;

@@ -2,6 +2,7 @@ package io.hicache.transfer.cuda;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.cuda.DevicePointer;
 import java.lang.reflect.Field;
 import java.util.HexFormat;
 import java.util.Map;

@@ -3,6 +3,7 @@ package io.hicache.transfer.cuda;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.util.Threads;
+import io.hicache.cuda.DevicePointer;
 import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.RegionDescriptor;

@@ -4,6 +4,7 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.util.Threads;
 import io.hicache.cuda.AddressCopyKernel;
+import io.hicache.cuda.DevicePointer;
 import io.hicache.transfer.spi.PeerContext;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.Slice;

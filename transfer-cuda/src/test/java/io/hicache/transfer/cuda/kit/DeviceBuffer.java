@@ -1,10 +1,10 @@
 package io.hicache.transfer.cuda.kit;
 
+import io.hicache.cuda.DevicePointer;
 import java.lang.foreign.MemorySegment;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
-import jcuda.driver.CUdeviceptr;
 import jcuda.driver.JCudaDriver;
 
 /**
@@ -14,15 +14,8 @@ import jcuda.driver.JCudaDriver;
  */
 public final class DeviceBuffer implements AutoCloseable {
     private final CUcontext context = new CUcontext();
-    private final Address pointer = new Address();
+    private final DevicePointer pointer = new DevicePointer();
     private final long bytes;
-
-    /** A CUdeviceptr that tells its address once the driver filled it. */
-    private static final class Address extends CUdeviceptr {
-        long address() {
-            return getNativePointer();
-        }
-    }
 
     private DeviceBuffer(int ordinal, long bytes) {
         CUdevice device = new CUdevice();
