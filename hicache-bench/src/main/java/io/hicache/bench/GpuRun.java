@@ -116,7 +116,9 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
 
         BenchReport report = null;
         try {
-            StringBuilder command = new StringBuilder("bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
+            StringBuilder command = new StringBuilder("bash .gpu/java"
+                    + (Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly") ? " -Dhicache.bench.pd.gpuToGpuOnly=true" : "")
+                    + " -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
             command.append(quick ? " --quick" : "");
             slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));
             command.append(experiment != null ? " --experiment " + experiment : "").append(runKits ? "" : " --no-kits");
@@ -130,13 +132,18 @@ public final class GpuRun implements java.util.concurrent.Callable<Integer> {
             } else if (experiment.equals("replay")) {
                 report = BenchReport.of("gpu-replay", GpuReplay.run(quick), command.toString(), 0);
             } else if (experiment.equals("pd")) {
+                // -Dhicache.bench.pd.gpuToGpuOnly=true: only the cuda-ipc rows (pd-gpu-nvlink.json), for a short lease
+                // of the two-GPU machine
+                boolean gpuToGpuOnly = Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly");
                 List<BenchRow> rows = new ArrayList<>();
-                try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
-                    rows.addAll(PdHandoffGpu.run(runtime, quick, log));
+                if (!gpuToGpuOnly) {
+                    try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
+                        rows.addAll(PdHandoffGpu.run(runtime, quick, log));
+                    }
                 }
                 rows.addAll(NvlinkHandoffGpu.run(quick, log));
                 rows.addAll(RankIpcHandoffs.run(quick, log));
-                report = BenchReport.of("pd-gpu", rows, command.toString(), 0);
+                report = BenchReport.of(gpuToGpuOnly ? "pd-gpu-nvlink" : "pd-gpu", rows, command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {

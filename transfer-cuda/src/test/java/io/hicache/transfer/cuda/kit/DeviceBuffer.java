@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUresult;
 import jcuda.driver.JCudaDriver;
 
 /**
@@ -54,11 +55,30 @@ public final class DeviceBuffer implements AutoCloseable {
         JCudaDriver.cuMemcpyDtoH(Pointer.to(host.asByteBuffer()), pointer.withByteOffset(offset), host.byteSize());
     }
 
-    /** {@code length} bytes from {@code from} (offset here) to {@code to} (offset there) in one {@code cuMemcpyPeer}. */
+    /**
+     * {@code length} bytes from {@code from} (offset here) to {@code to} (offset there) in one {@code cuMemcpyPeer}.
+     * Between two devices it first enables peer access both ways (once; the driver answers that it is already on
+     * after): without it the driver stages the copy through host memory, which is not the GPU-to-GPU reference.
+     */
     public void copyTo(DeviceBuffer to, long toOffset, long fromOffset, long length) {
+        if (!to.context.equals(context)) {
+            enablePeerAccess(context, to.context);
+            enablePeerAccess(to.context, context);
+        }
         JCudaDriver.cuCtxSetCurrent(context);
         JCudaDriver.cuMemcpyPeer(to.pointer.withByteOffset(toOffset), to.context, pointer.withByteOffset(fromOffset),
                 context, length);
+    }
+
+    private static void enablePeerAccess(CUcontext from, CUcontext to) {
+        JCudaDriver.cuCtxSetCurrent(from);
+        try {
+            JCudaDriver.cuCtxEnablePeerAccess(to, 0);
+        } catch (jcuda.CudaException e) {
+            if (!e.getMessage().contains(CUresult.stringFor(CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED))) {
+                throw e;
+            }
+        }
     }
 
     /** Waits for everything queued in the context. */
