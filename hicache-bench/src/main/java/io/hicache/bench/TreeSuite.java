@@ -1,6 +1,16 @@
 package io.hicache.bench;
 
+import io.hicache.core.cache.CacheRequest;
+import io.hicache.core.cache.HiCache;
+import io.hicache.core.cache.HiCacheConfig;
+import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.tree.EvictionPolicy;
+import io.hicache.core.util.Checks;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import java.lang.management.ManagementFactory;
@@ -15,7 +25,8 @@ import java.util.SplittableRandom;
  * for cached 2K- and 32K-token sequences (median and 99th percentile of single calls), against comparing the same
  * tokens with {@code Arrays.equals} (the least any match must do); insert latency of a new 2K-token branch (mostly
  * hashing its pages, against hashing alone); and the tree's heap bytes per cached page (measured around building
- * it, after full collections). Stateless.
+ * it, after full collections); a request's commit through the cache against the bare tree's insert (see
+ * {@link #commits}). Stateless.
  */
 public final class TreeSuite implements BenchSuite {
     private static final int SYSTEM_PROMPTS = 64;
@@ -44,6 +55,7 @@ public final class TreeSuite implements BenchSuite {
         if (!quick) {
             heapOnly(64, 16 * TARGET_TOKENS, rows);
         }
+        commits(quick, rows);
         return rows;
     }
 
@@ -165,6 +177,71 @@ public final class TreeSuite implements BenchSuite {
         Arrays.sort(hash);
         rows.add(BenchRow.lowerIsBetter("tree_insert_2k_tokens_new_branch_p" + page + "_median", insert[inserts / 2] / 1e3,
                 "us", "hashing_its_new_pages_median", hash[inserts / 2] / 1e3));
+    }
+
+    /**
+     * A request's commit through the cache (device only, emulated device, pages of 16 tokens) of a new 2K- and
+     * 32K-token prompt, against inserting the same tokens into a bare tree: the commit adds its checks (the tokens
+     * against the prompt, each page the request's own or its prefix's, no page twice) and its bookkeeping. Also the
+     * checks' two scans alone ({@code Arrays.mismatch} over the tokens, {@code Checks.requireDistinct} over the pages),
+     * against the commit.
+     */
+    private static void commits(boolean quick, List<BenchRow> rows) throws Exception {
+        int page = 16;
+        SplittableRandom random = new SplittableRandom(7);
+        Settings settings = Settings.builder().flag("page-size", Integer.toString(page))
+                .flag("hicache-tiers", "device-only").build();
+        for (int length : new int[] {2048, 32 * 1024}) {
+            int pages = length / page;
+            int n = quick ? 50 : length == 2048 ? 5_000 : 500;
+            double[] commit = new double[n];
+            double[] insert = new double[n];
+            double[] checks = new double[n];
+            try (EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(16L << 20, 1);
+                    HiCache cache = HiCache.builder().config(HiCacheConfig.from(settings))
+                            .namespace(Namespace.of("tree-bench", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
+                            .geometry(KvGeometry.mha(1, 1, 8, KvDtype.BFLOAT16)).devicePages(4 * pages)
+                            .runtime(device).open()) {
+                RadixTree bare = new RadixTree(page, EvictionPolicy.LRU);
+                for (int c = 0; c < n + n / 10; c++) {
+                    int[] prompt = tokens(random, length);
+                    long a;
+                    long b;
+                    try (CacheRequest r = cache.request("c" + c, prompt)) {
+                        int[] own = r.allocate(pages);
+                        a = System.nanoTime();
+                        r.commit(prompt, own, true);
+                        b = System.nanoTime();
+                    }
+                    int[] other = tokens(random, length);
+                    int[] copy = other.clone();
+                    int[] devicePages = new int[pages];
+                    Arrays.setAll(devicePages, p -> p);
+                    long d = System.nanoTime();
+                    bare.insert(other, devicePages, 1);
+                    long e = System.nanoTime();
+                    sink += Arrays.mismatch(other, copy);
+                    Checks.requireDistinct(devicePages, pages, "page");
+                    long f = System.nanoTime();
+                    if (c >= n / 10) {
+                        commit[c - n / 10] = b - a;
+                        insert[c - n / 10] = e - d;
+                        checks[c - n / 10] = f - e;
+                    }
+                    if (bare.devicePages() > 64L * pages) {
+                        bare = new RadixTree(page, EvictionPolicy.LRU);
+                    }
+                }
+            }
+            Arrays.sort(commit);
+            Arrays.sort(insert);
+            Arrays.sort(checks);
+            String size = length == 2048 ? "2k" : "32k";
+            rows.add(BenchRow.lowerIsBetter("cache_commit_" + size + "_tokens_p16_median", commit[n / 2] / 1e3, "us",
+                    "tree_insert_same_tokens_median", insert[n / 2] / 1e3));
+            rows.add(BenchRow.lowerIsBetter("commit_checks_" + size + "_tokens_p16_median", checks[n / 2] / 1e3, "us",
+                    "cache_commit_median", commit[n / 2] / 1e3));
+        }
     }
 
     private static int[] tokens(SplittableRandom random, int n) {

@@ -229,6 +229,11 @@ final class Backups {
         }
     }
 
+    /** Whether its loop's thread has ended: for tests. */
+    boolean ended() {
+        return hostCommits.ended();
+    }
+
     /** Stops the commit loop, letting queued commits run for up to {@code waitMillis}. */
     void close(long waitMillis) {
         hostCommits.close(waitMillis);

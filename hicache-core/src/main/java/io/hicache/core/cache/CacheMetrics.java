@@ -29,6 +29,8 @@ final class CacheMetrics {
     final LongAdder prefetchesStarted = new LongAdder();
     final LongAdder prefetchesCompleted = new LongAdder();
     final LongAdder prefetchesRevoked = new LongAdder();
+    final LongAdder prefetchesTimedOut = new LongAdder();
+    final LongAdder prefetchesEmpty = new LongAdder();
     final LongAdder prefetchedPages = new LongAdder();
     final Map<String, LongAdder> prefetchesSkipped = new ConcurrentHashMap<>();
     final LongAdder bytesDeviceToHost = new LongAdder();
@@ -51,7 +53,8 @@ final class CacheMetrics {
                 hostAdoptedPages.sum(),
                 backupsStarted.sum(), backupsCompleted.sum(), backupsSkipped.sum(), loadsStarted.sum(),
                 loadsCompleted.sum(), uploadedPages.sum(), uploadSkippedPages.sum(), prefetchesStarted.sum(),
-                prefetchesCompleted.sum(), prefetchesRevoked.sum(), prefetchedPages.sum(), sums(prefetchesSkipped),
+                prefetchesCompleted.sum(), prefetchesRevoked.sum(), prefetchesTimedOut.sum(),
+                prefetchesEmpty.sum(), prefetchedPages.sum(), sums(prefetchesSkipped),
                 bytesDeviceToHost.sum(), bytesHostToDevice.sum(), bytesHostToStore.sum(), bytesStoreToHost.sum(),
                 sums(failures), Map.copyOf(queueDepths), devicePages, hostPages, treeNodes);
     }

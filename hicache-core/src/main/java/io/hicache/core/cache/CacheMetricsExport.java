@@ -160,6 +160,8 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_prefetches", base.add("outcome", "started"), s.prefetchesStarted());
             counter("hicache_cache_prefetches", base.add("outcome", "completed"), s.prefetchesCompleted());
             counter("hicache_cache_prefetches", base.add("outcome", "revoked"), s.prefetchesRevoked());
+            counter("hicache_cache_prefetches", base.add("outcome", "timed_out"), s.prefetchesTimedOut());
+            counter("hicache_cache_prefetches", base.add("outcome", "empty"), s.prefetchesEmpty());
             counters.computeIfAbsent("hicache_cache_prefetches_skipped", k -> new LinkedHashMap<>());
             s.prefetchesSkipped().forEach((reason, n) -> counter("hicache_cache_prefetches_skipped",
                     base.add("reason", reason), n));

@@ -88,7 +88,7 @@ final class CacheOperations {
         cache.checkOpen();
         cache.lock.lock();
         try {
-            cache.stores.attach(new TimedPageStore(store, cache.export));
+            cache.stores.attach(cache.timed(store));
             cache.events.storeMedium = HiCache.storeMedium(store);
         } finally {
             cache.lock.unlock();

@@ -8,6 +8,7 @@ import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -33,6 +34,8 @@ public final class CacheRequest implements AutoCloseable {
     /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
     private final String extraKey;
     private int[] tokens;
+    /** The longest tokens the request has stated (its prompt, or a longer commit): every commit must agree with them. */
+    private int[] stated;
     private MatchResult match;
     /** The node whose path this request pins on the device; the root when none. */
     private TreeNode locked;
@@ -55,6 +58,7 @@ public final class CacheRequest implements AutoCloseable {
         this.id = id;
         this.extraKey = extraKey;
         this.tokens = tokens;
+        this.stated = tokens;
         RadixTree tree = cache.tree;
         MatchResult m = tree.match(extraKey, tokens);
         if (cache.leftovers.adopt(tokens, m) > 0) {
@@ -74,10 +78,14 @@ public final class CacheRequest implements AutoCloseable {
         }
     }
 
-    /** The prefetch fetched {@code kept} of {@code asked} pages into the tree (or was revoked): called by it. */
-    void prefetchEnded(int kept, int asked, boolean revoked) {
+    /**
+     * The prefetch fetched {@code kept} of {@code asked} pages into the tree, was revoked, or was ended by the timeout
+     * policy before its fetch finished: called by it.
+     */
+    void prefetchEnded(int kept, int asked, boolean revoked, boolean timedOut) {
         fetchedPages = kept;
-        prefetchState = revoked ? "revoked" : "fetched " + kept + " of " + asked + " pages";
+        prefetchState = revoked ? "revoked"
+                : (timedOut ? "timed out, " : "") + "fetched " + kept + " of " + asked + " pages";
     }
 
     /**
@@ -181,7 +189,7 @@ public final class CacheRequest implements AutoCloseable {
                 cache.tree.protectHost(end);
                 int[] devicePages;
                 try {
-                    devicePages = cache.allocateDevice(pages);
+                    devicePages = cache.allocateDevice(pages, heldPages());
                 } finally {
                     cache.tree.releaseHost(end);
                 }
@@ -272,7 +280,7 @@ public final class CacheRequest implements AutoCloseable {
         cache.lock.lock();
         try {
             checkOpen();
-            int[] pages = cache.allocateDevice(count);
+            int[] pages = cache.allocateDevice(count, heldPages());
             for (int p : pages) {
                 owned.add(p);
             }
@@ -288,23 +296,51 @@ public final class CacheRequest implements AutoCloseable {
      * pages this request allocated). Pages of this request the tree does not need (another request cached the same
      * tokens first) are freed; a trailing partial page stays the request's until it closes. A finished request
      * counts hits for the write policy and starts backups; a chunk of an unfinished one does not.
+     *
+     * <p>What it requires, checked before anything changes (a refused commit changes nothing):
+     * <ul>
+     *   <li>{@code tokens} agree with the request's prompt, and with what it committed before, wherever both have a
+     *       token: a chunk commits a prefix of the prompt, a finished request the prompt and what it generated;
+     *   <li>{@code pages} has one page per whole page of {@code tokens}, each listed once;
+     *   <li>each page is one this request allocated and has not committed yet, or the cached prefix's page at that
+     *       very position ({@link #prefixPages()}).
+     * </ul>
+     *
+     * @throws IllegalArgumentException when any of these does not hold; the message says which
      */
     public void commit(int[] tokens, int[] pages, boolean finished) {
+        Checks.checkNotNull(tokens, "tokens");
+        Checks.checkNotNull(pages, "pages");
         cache.lock.lock();
         try {
             checkOpen();
             int page = cache.config.pageSizeTokens();
             Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
                     pages.length, tokens.length / page);
+            // Pages are cached under the tokens given: under any others they would be served to another prompt.
+            int common = Math.min(tokens.length, stated.length);
+            int differ = Arrays.mismatch(tokens, 0, common, stated, 0, common);
+            Checks.requireArgument(differ < 0, "token %s of the commit is %s where the request's prompt (or what it "
+                    + "committed before) has %s: a request commits its prompt (a chunk: a prefix of it) and what it "
+                    + "generated after it, never other tokens", differ, differ < 0 ? 0 : tokens[differ],
+                    differ < 0 ? 0 : stated[differ]);
             cache.settle(); // for ranks that agree: what finished everywhere is applied before the tree changes
             int[] prefix = locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
+            int[] fresh = new int[pages.length];
+            int freshCount = 0;
             for (int i = 0; i < pages.length; i++) {
+                boolean prefixPage = i < prefix.length && prefix[i] == pages[i];
                 // a page neither allocated here nor the cached prefix's would end up with two owners
-                Checks.requireArgument(owned.contains(pages[i]) || (i < prefix.length && prefix[i] == pages[i]),
+                Checks.requireArgument(prefixPage || owned.contains(pages[i]),
                         "page %s at position %s is neither one this request allocated nor its cached prefix's page "
                                 + "there (after a load-back that failed, the prefix is shorter: ask prefixPages() again)",
                         pages[i], i);
+                if (!prefixPage) {
+                    fresh[freshCount++] = pages[i];
+                }
             }
+            // Prefix pages are distinct tree pages at their own positions; the request's own may be listed twice.
+            Checks.requireDistinct(fresh, freshCount, "page");
             RadixTree.InsertResult r = cache.tree.insert(extraKey, tokens, pages,
                     finished ? cache.config.writePolicy().hitThreshold() : 0);
             for (int p : pages) {
@@ -323,6 +359,9 @@ public final class CacheRequest implements AutoCloseable {
                 }
             }
             this.tokens = tokens.clone();
+            if (tokens.length > stated.length) { // after a chunk, the rest of the prompt still binds later commits
+                stated = this.tokens;
+            }
             relock(r.last());
             match = cache.tree.match(extraKey, this.tokens);
         } finally {
@@ -360,6 +399,15 @@ public final class CacheRequest implements AutoCloseable {
         owned.clear();
         cache.freeDevice(mine);
         cache.forget(this);
+    }
+
+    /** Device pages this request holds: those it allocated and has not committed, and its pinned prefix. */
+    private int heldPages() {
+        int held = owned.size();
+        for (TreeNode n = locked; !n.isRoot(); n = n.parent()) {
+            held += n.pages();
+        }
+        return held;
     }
 
     /** Device pages this request allocated and has not committed: for tests. */

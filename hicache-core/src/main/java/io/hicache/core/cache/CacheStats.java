@@ -23,8 +23,12 @@ import java.util.Map;
  * @param uploadedPages       pages written to the page store
  * @param uploadSkippedPages  pages the store already had, or that could not be written
  * @param prefetchesStarted   prefetches from the page store started
- * @param prefetchesCompleted and ended with pages used
+ * @param prefetchesCompleted of those, ended with pages used
  * @param prefetchesRevoked   ended because the store had too few of the pages
+ * @param prefetchesTimedOut  ended by the {@code timeout} policy before their fetch finished, with no page used
+ * @param prefetchesEmpty     ended with no page used otherwise: the request left first, the fetch failed or was given
+ *                            up, the store went away, or the tree had the pages already. Started prefetches that
+ *                            ended are exactly completed + revoked + timed out + empty
  * @param prefetchedPages     pages fetched and landed in the tree
  * @param prefetchesSkipped   prefetches not started, by reason
  * @param bytesDeviceToHost   bytes copied from device to host
@@ -42,7 +46,7 @@ public record CacheStats(long promptTokens, long deviceHitTokens, long hostHitTo
         long hostAdoptedPages, long backupsStarted,
         long backupsCompleted, long backupsSkipped, long loadsStarted, long loadsCompleted, long uploadedPages,
         long uploadSkippedPages, long prefetchesStarted, long prefetchesCompleted, long prefetchesRevoked,
-        long prefetchedPages, Map<String, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,
+        long prefetchesTimedOut, long prefetchesEmpty, long prefetchedPages, Map<String, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,
         long bytesHostToStore, long bytesStoreToHost, Map<String, Long> failures, Map<String, Integer> queueDepths,
         long devicePages, long hostPages, long treeNodes) {
 }

@@ -136,7 +136,7 @@ public final class HiCache implements AutoCloseable {
         this.device = device;
         this.pageAllocator = pageAllocator;
         this.host = host;
-        this.stores = new StoreSlot(store.map(s -> new TimedPageStore(s, export)).orElse(null));
+        this.stores = new StoreSlot(store.map(this::timed).orElse(null));
         this.events = new CacheEvents(sink, config.pageSizeTokens(), storeMedium(store.orElse(null)));
         this.leftovers = new WarmHostPages(this);
         this.completions = new Loop<>("completions", config.queueCapacity(), Runnable::run, metrics, lock);
@@ -145,6 +145,25 @@ public final class HiCache implements AutoCloseable {
         this.hostEvictor = new Loop<>("host-evictor", 1, ignored -> evictHostToLowWater(), metrics);
         this.backups = new Backups(this);
         export.start(this::stats);
+    }
+
+    /** {@code store} as the cache calls it: timed, and watched for whether it answers. */
+    TimedPageStore timed(PageStore store) {
+        return new TimedPageStore(store, export, metrics, config.storageTimeout());
+    }
+
+    /**
+     * Whether work needing {@code kinds} of store call may start (YES when no store is attached: nothing waits on
+     * one); see {@link TimedPageStore#admit}.
+     */
+    TimedPageStore.Admission admitStoreWork(TimedPageStore.Kind... kinds) {
+        return stores.current().map(s -> s instanceof TimedPageStore t ? t.admit(kinds) : TimedPageStore.Admission.YES)
+                .orElse(TimedPageStore.Admission.YES);
+    }
+
+    /** Whether the attached store answers calls of {@code kind} now (true when none is attached). */
+    boolean storeAnswers(TimedPageStore.Kind kind) {
+        return stores.current().map(s -> !(s instanceof TimedPageStore t) || t.answering(kind)).orElse(true);
     }
 
     /** Starts the description of a cache to open: see {@link HiCacheBuilder}. */
@@ -409,10 +428,21 @@ public final class HiCache implements AutoCloseable {
      * completions may be queued behind a busy thread, and they unlock pages), and waits up to
      * {@code hicache-allocate-wait} for copies still in flight. Called with the lock held.
      *
+     * @param heldByCaller device pages the caller itself holds (its pinned prefix, its pages not committed): they
+     *     cannot come free while it waits
      * @throws HiCacheException {@link ErrorCode#PAGES_EXHAUSTED} when pages pinned by open requests (or copies that
-     *     did not finish in time) leave too little to evict; the message says how the pool stands
+     *     did not finish in time) leave too little to evict, and at once when {@code count} could never fit; the
+     *     message says which, and how the pool stands
      */
-    int[] allocateDevice(int count) {
+    int[] allocateDevice(int count, int heldByCaller) {
+        int could = pageAllocator.capacity() - heldByCaller;
+        if (count > could) {
+            metrics.fail("allocate: PAGES_EXHAUSTED");
+            throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages, and this can never "
+                    + "fit: the device pool has " + pageAllocator.capacity() + " pages in all"
+                    + (heldByCaller > 0 ? ", " + heldByCaller + " of them held by this request itself" : "")
+                    + ". Do not retry: split the work into smaller chunks, or give the device pool more pages");
+        }
         int[] pages = pageAllocator.tryAllocate(count);
         Deadline wait = null;
         while (pages == null) {
@@ -762,6 +792,11 @@ public final class HiCache implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Whether every thread the cache started has ended (after {@link #close}): for tests. */
+    boolean threadsEnded() {
+        return prefetcher.ended() && uploader.ended() && backups.ended() && completions.ended() && hostEvictor.ended();
     }
 
     /**

@@ -5,8 +5,8 @@ import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
@@ -17,14 +17,19 @@ import java.util.function.Consumer;
  * is refused (the caller skips it and counts that), so a slow store never stalls the engine. The thread never dies
  * on a failed item: it counts the failure under the loop's name, logs it and goes on. A loop may be guarded by a
  * lock: its thread runs each item holding it, and a caller holding it may run the queued items itself
- * ({@link #runQueuedHere}), including the one the thread has taken and waits to lock for. Thread-safe; the cache
- * closes it.
+ * ({@link #runQueuedHere}), including the one the thread has taken and waits to lock for. Work already taken on
+ * (the next step of an item whose store call answered) comes back through {@link #resume}, past the bound: it is not
+ * new work, and refusing it would lose what the item holds. Closing lets queued work run for the time given, then
+ * interrupts the threads and drops what is still queued, so that a hung store cannot keep them alive past it.
+ * Thread-safe; the cache closes it.
  */
 final class Loop<T> implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Loop.class.getName());
 
     private final String name;
-    private final BlockingQueue<T> queue;
+    private final int capacity;
+    /** Unbounded: {@link #offer} keeps new work to {@link #capacity}, {@link #resume} may go past it. */
+    private final BlockingQueue<T> queue = new LinkedBlockingQueue<>();
     private final Consumer<T> work;
     private final CacheMetrics metrics;
     private final List<Thread> threads;
@@ -36,6 +41,8 @@ final class Loop<T> implements AutoCloseable {
      */
     private final AtomicReference<T> inHand = new AtomicReference<>();
     private volatile boolean closed;
+    /** Set when closing has waited long enough: the threads take no more work. */
+    private volatile boolean stopped;
     /** Set by tests to stand for a starved thread: it takes no work while set. */
     private volatile boolean pausedForTests;
 
@@ -57,7 +64,7 @@ final class Loop<T> implements AutoCloseable {
         Checks.requireArgument(guard == null || threadCount == 1, "a guarded loop has one thread");
         this.name = name;
         this.guard = guard;
-        this.queue = new ArrayBlockingQueue<>(capacity);
+        this.capacity = Checks.checkPositive(capacity, "capacity");
         this.work = work;
         this.metrics = metrics;
         List<Thread> started = new ArrayList<>(threadCount);
@@ -72,10 +79,20 @@ final class Loop<T> implements AutoCloseable {
         if (closed) {
             return false;
         }
-        if (!queue.offer(item)) {
+        if (queue.size() >= capacity) {
             metrics.fail(name + ": queue full");
             return false;
         }
+        queue.add(item);
+        return true;
+    }
+
+    /** Queues the next step of work this loop took on earlier, whatever the bound; false when the loop stopped. */
+    boolean resume(T item) {
+        if (stopped) {
+            return false;
+        }
+        queue.add(item);
         return true;
     }
 
@@ -86,9 +103,13 @@ final class Loop<T> implements AutoCloseable {
     boolean put(T item) {
         try {
             while (!closed) {
-                if (queue.offer(item, 50, TimeUnit.MILLISECONDS)) {
-                    return true;
+                synchronized (queue) { // one waiting producer at a time past the bound
+                    if (queue.size() < capacity) {
+                        queue.add(item);
+                        return true;
+                    }
                 }
+                Thread.sleep(1);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -98,7 +119,7 @@ final class Loop<T> implements AutoCloseable {
 
     /** Whether an {@link #offer} now would be taken (with one thread offering, it stays true until it offers). */
     boolean hasRoom() {
-        return !closed && queue.remainingCapacity() > 0;
+        return !closed && queue.size() < capacity;
     }
 
     /** The next queued item if there is one, taken: for work that gathers several items into one batch. */
@@ -137,7 +158,7 @@ final class Loop<T> implements AutoCloseable {
     }
 
     private void run() {
-        while (!closed || !queue.isEmpty()) {
+        while (!stopped && (!closed || !queue.isEmpty())) {
             T item;
             try {
                 if (pausedForTests && !closed) {
@@ -179,20 +200,44 @@ final class Loop<T> implements AutoCloseable {
         }
     }
 
-    /** Lets the queued work finish (up to {@code waitMillis}), then stops the thread. */
+    /**
+     * Lets the queued work finish for most of {@code waitMillis}, then interrupts the threads (a store call they wait
+     * on is given up) and waits for them to end within the rest; what is still queued is dropped.
+     */
     void close(long waitMillis) {
         closed = true;
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMillis);
+        long now = System.nanoTime();
+        long end = now + TimeUnit.MILLISECONDS.toNanos(waitMillis);
+        long interruptAt = end - TimeUnit.MILLISECONDS.toNanos(Math.min(500, waitMillis / 5));
+        joinUntil(interruptAt);
+        stopped = true;
         for (Thread thread : threads) {
-            try {
-                thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+            thread.interrupt();
+        }
+        joinUntil(Math.max(end, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50))); // an interrupted thread ends soon
+
+        for (Thread thread : threads) {
             if (thread.isAlive()) {
-                thread.interrupt();
+                LOG.log(Level.WARNING, thread.getName() + " is still running after " + waitMillis + " ms of closing: "
+                        + "its current task does not answer interrupts");
             }
         }
+    }
+
+    private void joinUntil(long endNanos) {
+        for (Thread thread : threads) {
+            try {
+                thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(endNanos - System.nanoTime())));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /** Whether every thread of the loop has ended: for tests. */
+    boolean ended() {
+        return threads.stream().noneMatch(Thread::isAlive);
     }
 
     @Override

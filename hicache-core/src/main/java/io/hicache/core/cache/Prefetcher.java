@@ -16,45 +16,73 @@ import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Prefetch from the page store into the host pool (L3 to L2), as SGLang does it, plus a cost check SGLang lacks.
  * A request whose deepest match is backed up (or that matched nothing) and whose uncached tail is at least
- * {@code prefetch-threshold} tokens gets host slots for the tail and an operation that runs on two loops:
+ * {@code prefetch-threshold} tokens gets host slots for the tail and an operation in two stages:
  * {@code hicache-prefetch-query} asks the store how many of the tail's pages it has (in batches, stopping at the
  * first miss) and revokes the operation below the threshold; {@code hicache-prefetch-io} fetches them into the host
  * slab, batch by batch, stopping at the first page that does not arrive. The request ends the operation when its
  * policy allows ({@link #tryFinish}); the pages that arrived become host-only nodes under the anchor.
  *
- * <p>Not started: past {@code 0.8 * (host pool - device pool)} pages held by prefetches, without host room, and
- * (when {@code hicache-recompute-tokens-per-second} is set) when fetching at the store's measured speed would take
- * longer than recomputing; each reason is counted.
+ * <p>Neither loop thread waits on the store: a step issues a call and returns, and the call's answer queues the next
+ * step ({@link Loop#resume}). So queries run side by side and no request waits behind another's hung one; fetches run
+ * {@link #FETCH_LANES} operations at a time (each holding a batch of host slots while its get runs). A call not
+ * answered {@link TimedPageStore#GRACE} after its deadline is given up: its query counts what it had, its fetch lands
+ * nothing and lets its request go on, and the store counts as not answering, so no prefetch starts until it answers
+ * again. The slots of a given-up get stay claimed until the store answers it (the store may still write into them;
+ * the contract says so); a request that ends its operation cancels the deadline of the get in flight.
  *
- * <p>Thread-safe: an operation's fields are guarded by its own monitor; tree changes happen under the cache's lock.
+ * <p>Not started: while the store does not answer, once prefetches hold {@code 0.8 * (host pool - device pool)} host
+ * slots (SGLang's rate limit: reached, not merely approached, so a long tail on an idle cache still starts), without
+ * host room, and (when {@code hicache-recompute-tokens-per-second} is set) when fetching at the store's measured
+ * speed would take longer than recomputing; each reason is counted. Every operation started ends once, counted by how:
+ * completed (pages used), revoked, timed out (ended by the {@code timeout} policy with nothing used) or empty.
+ *
+ * <p>Thread-safe: an operation's fields are guarded by its own monitor; tree changes happen under the cache's lock;
+ * {@link #pendingQueries}, {@link #waitingFetches} and {@link #lanesBusy} belong to the loop threads.
  */
 final class Prefetcher implements AutoCloseable {
+    /** Operations fetching at once; the rest wait their turn in order. */
+    static final int FETCH_LANES = 4;
+
     private final HiCache cache;
-    private final Loop<Op> query;
-    private final Loop<Op> io;
+    private final Loop<Runnable> query;
+    private final Loop<Runnable> io;
     private final AtomicInteger active = new AtomicInteger();
-    /** Loop tasks running now: an operation can be finished while its last batch is still in the I/O loop. */
+    /** Loop steps queued or running, and store calls awaited: zero when the prefetcher has nothing in hand. */
     private final AtomicInteger busy = new AtomicInteger();
+    /**
+     * Host slots prefetches hold: those of unfinished operations, and the batches of ended ones whose gets have not
+     * answered yet.
+     */
     private final AtomicLong heldPages = new AtomicLong();
     /** The store's measured read speed (bytes per second, moving average); 0 until measured. */
     private volatile double storeBytesPerSecond;
+    /** For ranks that agree: queries in the order they started, each reduced only after those before it (query loop). */
+    private final ArrayDeque<Op> pendingQueries = new ArrayDeque<>();
+    /** Operations whose query is done, waiting for a fetch lane (I/O loop). */
+    private final ArrayDeque<Op> waitingFetches = new ArrayDeque<>();
+    /** Fetch lanes in use (I/O loop). */
+    private int lanesBusy;
 
     Prefetcher(HiCache cache) {
         this.cache = cache;
-        this.query = new Loop<>("prefetch-query", cache.config.queueCapacity(), this::runQuery, cache.metrics);
-        this.io = new Loop<>("prefetch-io", cache.config.queueCapacity(), this::runIo, cache.metrics);
+        this.query = new Loop<>("prefetch-query", cache.config.queueCapacity(), this::step, cache.metrics);
+        this.io = new Loop<>("prefetch-io", cache.config.queueCapacity(), this::step, cache.metrics);
     }
 
     /**
@@ -78,12 +106,18 @@ final class Prefetcher implements AutoCloseable {
         final int pages;
         final int[] slots;
         final long startNanos = System.nanoTime();
+        /** Started as a trial of a store that was not answering: its calls go ahead regardless. */
+        final boolean trial;
         // monitor fields
         PageHashes hashes;
         int limit;
         int landed;
-        int inFlightFrom = -1;
-        int inFlightTo = -1;
+        /** The batch whose get is in flight, or null. */
+        Fetch inFlight;
+        /** The deadline of the store call in flight (query or get), cancelled when the operation ends. */
+        Deadline callDeadline;
+        /** The query's count, once it answered (ranks that agree reduce counts in the order queries started). */
+        int queryHits = -1;
         boolean queried;
         boolean ioDone;
         boolean revoked;
@@ -93,7 +127,8 @@ final class Prefetcher implements AutoCloseable {
         /** For ranks that agree: frees the slots the prefetch did not use, once its batch in flight (if any) is done. */
         RankAgreement.Entry inFlightRelease;
 
-        Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots) {
+        Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots, boolean trial) {
+            this.trial = trial;
             this.requests.add(request);
             this.tokens = request.tokens();
             this.anchor = anchor;
@@ -102,6 +137,32 @@ final class Prefetcher implements AutoCloseable {
             this.pages = pages;
             this.slots = slots;
             this.limit = pages;
+        }
+    }
+
+    /**
+     * One get in flight: the batch of an operation's pages, the slots it began writing, and the memory the store holds.
+     * {@link #targets} is set before the get is made; {@link #writesDropped} is guarded by the op's monitor.
+     */
+    private static final class Fetch {
+        final Op op;
+        final int from;
+        final int to;
+        final int begun;
+        final PageStore store;
+        final Arena staging;
+        final long startNanos;
+        List<MemorySegment> targets = List.of();
+        boolean writesDropped;
+
+        Fetch(Op op, int from, int to, int begun, PageStore store, Arena staging, long startNanos) {
+            this.op = op;
+            this.from = from;
+            this.to = to;
+            this.begun = begun;
+            this.store = store;
+            this.staging = staging;
+            this.startNanos = startNanos;
         }
     }
 
@@ -134,7 +195,7 @@ final class Prefetcher implements AutoCloseable {
             return same;
         }
         long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
-        if (heldPages.get() + pages > budget) {
+        if (heldPages.get() >= budget) {
             skip(r, "rate_limited");
             return null;
         }
@@ -146,10 +207,14 @@ final class Prefetcher implements AutoCloseable {
             double recomputeSeconds = (double) pages * pageSize / recompute;
             slower = fetchSeconds > recomputeSeconds;
         }
-        // Each rank measured its own store speed, and its query loop has its own backlog: all start it, or none.
+        // Each rank measured its own store speed, sees its own store answer, and its query loop has its own backlog:
+        // all start it, or none.
         boolean room = query.hasRoom();
-        if (!cache.agreement.allAgree(RankAgreement.Site.PREFETCH_START, !slower && room)) {
-            skip(r, slower ? "slower_than_recompute" : room ? "another_rank_declined" : "queue_full");
+        TimedPageStore.Admission admission = cache.admitStoreWork(TimedPageStore.Kind.QUERY, TimedPageStore.Kind.GET);
+        boolean answering = admission != TimedPageStore.Admission.NO;
+        if (!cache.agreement.allAgree(RankAgreement.Site.PREFETCH_START, !slower && room && answering)) {
+            skip(r, !answering ? "store_unresponsive" : slower ? "slower_than_recompute" : room
+                    ? "another_rank_declined" : "queue_full");
             return null;
         }
         int[] slots = cache.reserveHost(pages);
@@ -160,10 +225,12 @@ final class Prefetcher implements AutoCloseable {
         if (!anchor.isRoot()) {
             cache.tree.protectHost(anchor);
         }
-        Op op = new Op(r, anchor, m.matchedPages() * pageSize, pages, slots);
+        Op op = new Op(r, anchor, m.matchedPages() * pageSize, pages, slots, admission == TimedPageStore.Admission.TRIAL);
         heldPages.addAndGet(pages);
         active.incrementAndGet();
-        if (!query.offer(op)) {
+        busy.incrementAndGet();
+        if (!query.offer(() -> startQuery(op))) {
+            busy.decrementAndGet();
             cache.host.release(slots);
             if (!anchor.isRoot()) {
                 cache.tree.releaseHost(anchor);
@@ -196,55 +263,120 @@ final class Prefetcher implements AutoCloseable {
         return null;
     }
 
-    /* ---------------------------------------------------------------- the query loop */
-
-    private void runQuery(Op op) {
-        busy.incrementAndGet();
+    /** Runs a loop step, counted as work in hand until it ends (each step was counted when it was queued). */
+    private void step(Runnable step) {
         try {
-            query(op);
+            step.run();
         } finally {
             busy.decrementAndGet();
         }
     }
 
-    private void query(Op op) {
-        PageStore store = cache.stores.acquire();
+    /** Queues the next step of work in hand on {@code loop}; false (nothing queued, nothing counted) once it stopped. */
+    private boolean resume(Loop<Runnable> loop, Runnable step) {
+        busy.incrementAndGet();
+        if (!loop.resume(step)) {
+            busy.decrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
+    /* ---------------------------------------------------------------- the query stage */
+
+    /** On the query loop: hashes the tail and asks the store about it, batch by batch, without waiting. */
+    private void startQuery(Op op) {
+        int pageSize = cache.config.pageSizeTokens();
+        PageHasher h = new PageHasher(pageSize);
+        int to = op.fromToken + op.pages * pageSize;
+        PageHashes hashes = op.anchorHash == null ? h.hashPages(op.tokens, op.fromToken, to)
+                : h.hashPages(op.tokens, op.fromToken, to, op.anchorHash);
+        if (cache.agreement.enabled()) {
+            pendingQueries.add(op);
+        }
+        boolean answers = op.trial || cache.storeAnswers(TimedPageStore.Kind.QUERY);
+        PageStore store = answers ? cache.stores.acquire() : null; // null: detached or silent, no hits
+        ask(op, store, hashes, 0, 0);
+    }
+
+    /**
+     * Asks {@code store} about pages {@code from..} of {@code op} having counted {@code hits} before them; the answer
+     * asks about the next batch or ends the query. Runs on the query loop, then on whatever thread answers.
+     */
+    private void ask(Op op, PageStore store, PageHashes hashes, int from, int hits) {
+        int batch = cache.config.storageBatchPages();
+        boolean stop;
+        synchronized (op) {
+            stop = store == null || op.finished || op.cancelled || from >= op.pages;
+        }
+        if (stop) {
+            answered(op, store, hashes, hits);
+            return;
+        }
+        List<StoreKey> keys = keys(hashes, from, Math.min(op.pages, from + batch));
+        Deadline deadline = deadline();
+        synchronized (op) {
+            op.callDeadline = deadline;
+        }
+        CompletableFuture<Integer> ask;
         try {
-            query(op, store);
-        } finally {
-            if (store != null) {
-                cache.stores.release(store);
+            ask = store.leadingHits(keys, deadline);
+        } catch (RuntimeException e) {
+            ask = CompletableFuture.failedFuture(e);
+        }
+        busy.incrementAndGet(); // the call, until it answers or is given up
+        ask.copy().orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS).whenComplete((n, e) -> {
+            busy.decrementAndGet();
+            if (e != null) {
+                cache.metrics.fail("prefetch: hit query " + (timedOut(e) ? "given up past its deadline"
+                        : unwrap(e).getClass().getSimpleName()));
+                answered(op, store, hashes, hits); // what was counted before the failure still stands
+            } else if (n < keys.size()) {
+                answered(op, store, hashes, hits + n);
+            } else {
+                ask(op, store, hashes, from + keys.size(), hits + n);
+            }
+        });
+    }
+
+    /** The query has its count: the rest is done on the query loop. */
+    private void answered(Op op, PageStore store, PageHashes hashes, int hits) {
+        if (store != null) {
+            cache.stores.release(store);
+        }
+        if (!resume(query, () -> queryAnswered(op, hashes, hits))) {
+            synchronized (op) {
+                op.ioDone = true; // closing: nothing more lands
             }
         }
     }
 
-    /** Asks {@code store} (null: detached, so no hits) how much of {@code op} it has, then queues the fetch. */
-    private void query(Op op, PageStore store) {
-        int pageSize = cache.config.pageSizeTokens();
-        int[] tokens = op.tokens;
-        PageHasher h = new PageHasher(pageSize);
-        int to = op.fromToken + op.pages * pageSize;
-        PageHashes hashes = op.anchorHash == null ? h.hashPages(tokens, op.fromToken, to)
-                : h.hashPages(tokens, op.fromToken, to, op.anchorHash);
-        int hits = 0;
-        int batch = cache.config.storageBatchPages();
-        try {
-            for (int from = 0; store != null && from < op.pages; from += batch) {
-                synchronized (op) {
-                    if (op.finished || op.cancelled) {
-                        break;
-                    }
-                }
-                List<StoreKey> keys = keys(hashes, from, Math.min(op.pages, from + batch));
-                int n = store.leadingHits(keys, deadline()).get(timeoutMillis(), TimeUnit.MILLISECONDS);
-                hits += n;
-                if (n < keys.size()) {
-                    break;
+    /** On the query loop: ends the query (for ranks that agree, in the order the queries started). */
+    private void queryAnswered(Op op, PageHashes hashes, int hits) {
+        synchronized (op) {
+            op.hashes = hashes;
+            op.queryHits = hits;
+        }
+        if (!cache.agreement.enabled()) {
+            endQuery(op);
+            return;
+        }
+        while (!pendingQueries.isEmpty()) {
+            Op first = pendingQueries.peek();
+            synchronized (first) {
+                if (first.queryHits < 0) {
+                    return; // an earlier query has not answered yet: every rank reduces in the same order
                 }
             }
-        } catch (Exception e) {
-            cache.metrics.fail("prefetch: hit query " + e.getClass().getSimpleName());
-            // What was counted before the failure still stands.
+            endQuery(pendingQueries.poll());
+        }
+    }
+
+    /** Revokes {@code op} below the threshold, else trims its slots to what the store has and queues the fetch. */
+    private void endQuery(Op op) {
+        int hits;
+        synchronized (op) {
+            hits = op.queryHits;
         }
         try {
             hits = cache.agreement.queryHits(hits); // once per prefetch on every rank, whatever happened above
@@ -255,8 +387,8 @@ final class Prefetcher implements AutoCloseable {
         boolean revoke = hits < cache.config.prefetchThresholdPages();
         int[] trimmed;
         synchronized (op) {
-            op.hashes = hashes;
             op.queried = true;
+            op.callDeadline = null;
             if (op.finished) {
                 return;
             }
@@ -272,120 +404,216 @@ final class Prefetcher implements AutoCloseable {
         }
         cache.host.release(trimmed);
         if (revoke) {
-            cache.metrics.prefetchesRevoked.increment();
             return;
         }
-        if (!io.offer(op)) {
+        if (!resume(io, () -> queueFetch(op))) {
             synchronized (op) {
                 op.ioDone = true;
             }
         }
     }
 
-    /* ---------------------------------------------------------------- the I/O loop */
+    /* ---------------------------------------------------------------- the fetch stage */
 
-    private void runIo(Op op) {
-        busy.incrementAndGet();
-        try {
-            fetch(op);
-        } finally {
-            busy.decrementAndGet();
+    /** On the I/O loop: {@code op} waits for a lane. */
+    private void queueFetch(Op op) {
+        waitingFetches.add(op);
+        startFetches();
+    }
+
+    /** On the I/O loop: gives free lanes to waiting operations. */
+    private void startFetches() {
+        while (lanesBusy < FETCH_LANES && !waitingFetches.isEmpty()) {
+            lanesBusy++;
+            fetchNext(waitingFetches.poll());
         }
     }
 
-    private void fetch(Op op) {
-        PageStore store = cache.stores.acquire();
-        if (store == null) {
-            synchronized (op) {
-                op.ioDone = true; // detached while queued: nothing more lands
+    /** On the I/O loop: {@code op}'s fetch is over (all landed, or it stopped): its lane goes to the next. */
+    private void fetchOver(Op op) {
+        synchronized (op) {
+            op.ioDone = true;
+        }
+        lanesBusy--;
+        startFetches();
+    }
+
+    /** On the I/O loop: starts the get of {@code op}'s next batch, or ends its fetch. */
+    private void fetchNext(Op op) {
+        boolean answers = op.trial || cache.storeAnswers(TimedPageStore.Kind.GET);
+        PageStore store = answers ? cache.stores.acquire() : null; // null: detached, or it stopped answering
+        boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
+        int batch = cache.config.storageBatchPages();
+        Fetch f;
+        List<StoreKey> keys;
+        synchronized (op) {
+            if (store == null || op.finished || op.cancelled || op.landed >= op.limit) {
+                f = null;
+                keys = null;
+            } else {
+                int from = op.landed;
+                int to = Math.min(op.limit, from + batch);
+                keys = keys(op.hashes, from, to);
+                // Claimed under the monitor, so that an ending request sees exactly which writes to give up.
+                int begun = 0;
+                try {
+                    while (begun < keys.size() && cache.host.beginWrite(op.slots[from + begun], keys.get(begun))) {
+                        begun++;
+                    }
+                } catch (RuntimeException e) {
+                    cache.metrics.fail("prefetch: get " + e.getClass().getSimpleName());
+                }
+                f = new Fetch(op, from, to, begun, store, direct ? null : Arena.ofShared(), System.nanoTime());
+                op.inFlight = f;
+                op.callDeadline = begun == 0 ? null : deadline();
             }
+        }
+        if (f == null) {
+            if (store != null) {
+                cache.stores.release(store);
+            }
+            fetchOver(op);
             return;
         }
+        CompletableFuture<BatchResult> get = null;
+        Deadline deadline = op.callDeadline;
+        List<MemorySegment> targets = new ArrayList<>(f.begun);
         try {
-            fetch(op, store);
-        } finally {
-            cache.stores.release(store);
+            for (int i = 0; i < f.begun; i++) {
+                targets.add(direct ? cache.host.slab().page(op.slots[f.from + i])
+                        : f.staging.allocate(cache.format.pageBytes(), 64));
+            }
+            if (f.begun > 0) {
+                get = store.get(PageBatch.of(keys.subList(0, f.begun), targets), deadline);
+            }
+        } catch (RuntimeException e) {
+            cache.metrics.fail("prefetch: get " + e.getClass().getSimpleName());
+        }
+        f.targets = targets;
+        if (get == null) { // nothing was lent to the store
+            batchEnded(f, 0, false);
+            return;
+        }
+        CompletableFuture<BatchResult> answer = get;
+        busy.incrementAndGet(); // the call, until it answers or is given up
+        get.copy().orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS).whenComplete((r, e) -> {
+            busy.decrementAndGet();
+            if (e != null && timedOut(e)) {
+                // Given up: the request may go on, but the store may still write into the batch's memory, which
+                // stays reserved until it answers.
+                cache.metrics.fail("prefetch: get given up past its deadline");
+                if (resume(io, () -> givenUp(f))) {
+                    answer.whenComplete((late, error) -> resume(io, () -> batchEnded(f, 0, true)));
+                }
+                return;
+            }
+            if (e != null) {
+                cache.metrics.fail("prefetch: get " + unwrap(e).getClass().getSimpleName());
+            }
+            resume(io, () -> batchEnded(f, e == null ? leadingOk(r, f.begun) : 0, false));
+        });
+    }
+
+    /** On the I/O loop: {@code f}'s get was given up; its writes are dropped and its lane goes on. */
+    private void givenUp(Fetch f) {
+        synchronized (f.op) {
+            dropWrites(f);
+        }
+        fetchOver(f.op);
+    }
+
+    /**
+     * Gives up the writes {@code f} began (the keys are free again, for a backup of the same pages), keeping its slots
+     * reserved: the store may still write into them. Call holding the op's monitor.
+     */
+    private void dropWrites(Fetch f) {
+        if (!f.writesDropped) {
+            f.writesDropped = true;
+            for (int i = 0; i < f.begun; i++) {
+                cache.host.abortWrite(f.op.slots[f.from + i]);
+            }
         }
     }
 
-    private void fetch(Op op, PageStore store) {
-        int batch = cache.config.storageBatchPages();
+    private static int leadingOk(BatchResult r, int begun) {
+        int ok = 0;
+        while (ok < begun && r.status(ok) == PageStatus.OK) {
+            ok++;
+        }
+        return ok;
+    }
+
+    /**
+     * On the I/O loop: the batch's get answered ({@code ok} leading pages arrived), failed, or ({@code givenUp}) was
+     * given up and has now answered at last. Commits what arrived (unless the operation ended meanwhile and dropped
+     * the writes), gives back what did not, and fetches on.
+     */
+    private void batchEnded(Fetch f, int ok, boolean givenUp) {
+        Op op = f.op;
         long pageBytes = cache.format.pageBytes();
-        boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
-        while (true) {
-            int from;
-            int to;
+        int landed = 0;
+        boolean more;
+        try {
             synchronized (op) {
-                if (op.finished || op.cancelled || op.landed >= op.limit) {
-                    op.ioDone = true;
-                    return;
-                }
-                from = op.landed;
-                to = Math.min(op.limit, from + batch);
-                op.inFlightFrom = from;
-                op.inFlightTo = to;
-            }
-            int begun = 0;
-            int ok = 0;
-            long start = System.nanoTime();
-            try (Arena staging = Arena.ofShared()) {
-                List<StoreKey> keys = keys(op.hashes, from, to);
-                while (begun < keys.size() && cache.host.beginWrite(op.slots[from + begun], keys.get(begun))) {
-                    begun++;
-                }
-                if (begun > 0) {
-                    List<MemorySegment> targets = new ArrayList<>(begun);
-                    for (int i = 0; i < begun; i++) {
-                        targets.add(direct ? cache.host.slab().page(op.slots[from + i]) : staging.allocate(pageBytes, 64));
-                    }
-                    BatchResult r = store.get(PageBatch.of(keys.subList(0, begun), targets), deadline())
-                            .get(timeoutMillis(), TimeUnit.MILLISECONDS);
-                    while (ok < begun && r.status(ok) == PageStatus.OK) {
-                        ok++;
-                    }
-                    if (ok < begun) {
-                        cache.metrics.fail("prefetch: " + Uploader.firstFailure(r));
-                    }
-                    for (int i = 0; i < ok; i++) {
-                        if (!direct) {
-                            cache.host.writePage(op.slots[from + i], targets.get(i));
+                if (!f.writesDropped) {
+                    try {
+                        for (; landed < ok; landed++) {
+                            int slot = op.slots[f.from + landed];
+                            if (f.staging != null) {
+                                cache.host.writePage(slot, f.targets.get(landed));
+                            }
+                            cache.host.commitWrite(slot);
                         }
-                        cache.host.commitWrite(op.slots[from + i]);
+                    } catch (RuntimeException e) {
+                        cache.metrics.fail("prefetch: landing " + e.getClass().getSimpleName());
                     }
+                    for (int i = landed; i < f.begun; i++) {
+                        cache.host.abortWrite(op.slots[f.from + i]);
+                    }
+                    f.writesDropped = true;
                 }
-            } catch (Exception e) {
-                cache.metrics.fail("prefetch: get " + e.getClass().getSimpleName());
-            } finally {
-                for (int i = ok; i < begun; i++) {
-                    cache.host.abortWrite(op.slots[from + i]);
-                }
-            }
-            if (ok > 0) {
-                double seconds = (System.nanoTime() - start) / 1e9;
-                double speed = ok * pageBytes / Math.max(seconds, 1e-6);
-                storeBytesPerSecond = storeBytesPerSecond == 0 ? speed : 0.8 * storeBytesPerSecond + 0.2 * speed;
-                cache.metrics.bytesStoreToHost.add(ok * pageBytes);
-            }
-            synchronized (op) {
-                op.inFlightFrom = -1;
-                op.inFlightTo = -1;
+                op.inFlight = null;
+                op.callDeadline = null;
                 if (op.finished) {
                     // The request went on without these pages: give every slot of the batch back (ranks that agree
                     // free them, and the prefetch's other unused slots, at a settle, where every rank does).
                     if (op.inFlightRelease != null) {
                         op.inFlightRelease.done(true);
                     } else {
-                        cache.host.release(Arrays.copyOfRange(op.slots, from, to));
+                        cache.host.release(Arrays.copyOfRange(op.slots, f.from, f.to));
+                        heldPages.addAndGet(-(f.to - f.from));
                     }
-                    op.ioDone = true;
-                    return;
-                }
-                op.landed += ok;
-                if (ok < to - from) {
-                    op.ioDone = true;
-                    return;
+                    more = false;
+                    landed = 0;
+                } else {
+                    op.landed += landed;
+                    more = !givenUp && landed == f.to - f.from;
                 }
             }
+        } finally {
+            if (f.staging != null) {
+                f.staging.close();
+            }
+            if (f.store != null) {
+                cache.stores.release(f.store);
+            }
+        }
+        if (landed < f.begun && !givenUp && f.begun > 0) {
+            cache.metrics.fail("prefetch: " + (landed == 0 ? "no page of a batch arrived" : "a batch arrived in part"));
+        }
+        if (landed > 0) {
+            double seconds = (System.nanoTime() - f.startNanos) / 1e9;
+            double speed = landed * pageBytes / Math.max(seconds, 1e-6);
+            storeBytesPerSecond = storeBytesPerSecond == 0 ? speed : 0.8 * storeBytesPerSecond + 0.2 * speed;
+            cache.metrics.bytesStoreToHost.add(landed * pageBytes);
+        }
+        if (givenUp) {
+            return; // its lane went on when it was given up
+        }
+        if (more) {
+            fetchNext(op);
+        } else {
+            fetchOver(op);
         }
     }
 
@@ -409,6 +637,8 @@ final class Prefetcher implements AutoCloseable {
         int[] release;
         PageHashes hashes;
         boolean revoked;
+        boolean timedOut;
+        int heldBack = 0;
         boolean agreeing = cache.agreement.enabled();
         int[] agreed = null;
         if (agreeing) {
@@ -432,7 +662,14 @@ final class Prefetcher implements AutoCloseable {
                 return false;
             }
             op.finished = true;
+            if (op.callDeadline != null) {
+                op.callDeadline.cancel(); // a store that honours it gives the batch's slots back at once
+            }
+            if (op.inFlight != null) {
+                dropWrites(op.inFlight); // its keys are free for the request's own backups at once
+            }
             revoked = op.revoked;
+            timedOut = !force && !revoked && !op.ioDone && cache.config.prefetchPolicy() == PrefetchPolicy.TIMEOUT;
             landed = agreeing ? agreed[1] : revoked ? 0 : op.landed;
             hashes = op.hashes;
             if (agreeing) {
@@ -441,15 +678,18 @@ final class Prefetcher implements AutoCloseable {
                 int[] all = Arrays.copyOfRange(op.slots, landed, op.pages);
                 op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, all.length,
                         ok -> cache.host.release(all));
-                if (op.inFlightFrom < 0) {
+                if (op.inFlight == null) {
                     op.inFlightRelease.done(true);
                 }
                 release = new int[0];
             } else {
-                // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds.
+                // Slots past what landed, up to the query's limit, and not in a batch the I/O loop holds (it gives
+                // those back when its get answers).
+                Fetch f = op.inFlight;
+                heldBack = f == null ? 0 : f.to - f.from;
                 List<Integer> free = new ArrayList<>();
                 for (int i = landed; i < op.limit; i++) {
-                    if (i < op.inFlightFrom || i >= op.inFlightTo) {
+                    if (f == null || i < f.from || i >= f.to) {
                         free.add(op.slots[i]);
                     }
                 }
@@ -466,13 +706,16 @@ final class Prefetcher implements AutoCloseable {
             kept = landed - unused.length;
             cache.metrics.prefetchedPages.add(kept);
             cache.metrics.storageHitTokens.add((long) kept * cache.config.pageSizeTokens());
-            cache.metrics.prefetchesCompleted.increment();
             for (TreeNode n : inserted.storedOnHost()) {
                 cache.events.stored(n, Medium.CPU);
             }
         }
+        // Every ending is counted once, by how it ended. A revoke is one rank's view; what landed is all ranks'.
+        boolean revokedHere = revoked && !agreeing;
+        (revokedHere ? cache.metrics.prefetchesRevoked : kept > 0 ? cache.metrics.prefetchesCompleted
+                : timedOut ? cache.metrics.prefetchesTimedOut : cache.metrics.prefetchesEmpty).increment();
         for (CacheRequest r : op.requests) {
-            r.prefetchEnded(kept, op.pages, revoked && !agreeing); // a revoke is one rank's view; what landed is all's
+            r.prefetchEnded(kept, op.pages, revokedHere, timedOut);
         }
         List<Op> fromAnchor = running.get(op.anchor);
         if (fromAnchor != null && fromAnchor.remove(op) && fromAnchor.isEmpty()) {
@@ -481,7 +724,7 @@ final class Prefetcher implements AutoCloseable {
         if (!op.anchor.isRoot()) {
             cache.tree.releaseHost(op.anchor);
         }
-        heldPages.addAndGet(-op.pages);
+        heldPages.addAndGet(-(op.pages - heldBack));
         active.decrementAndGet();
         return true;
     }
@@ -515,8 +758,17 @@ final class Prefetcher implements AutoCloseable {
         return Deadline.after(cache.config.storageTimeout());
     }
 
-    private long timeoutMillis() {
-        return cache.config.storageTimeout().toMillis() + 5_000;
+    /** How long to wait for a call made with {@code deadline} before giving it up: its time and the grace after. */
+    private static long givenUpAfterMillis(Deadline deadline) {
+        return deadline.remaining().plus(TimedPageStore.GRACE).toMillis();
+    }
+
+    private static boolean timedOut(Throwable e) {
+        return unwrap(e) instanceof TimeoutException;
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     }
 
     /**
@@ -551,7 +803,10 @@ final class Prefetcher implements AutoCloseable {
         return busy.get() == 0 && query.depth() == 0 && io.depth() == 0;
     }
 
-    /** Host slots held by unfinished prefetches (reserved, in flight or landed): for the consistency check. */
+    /**
+     * Host slots held by prefetches: unfinished ones' (reserved, in flight or landed), and ended ones' batches whose
+     * gets have not answered yet. For the consistency check and the rate limit.
+     */
     long heldPages() {
         return heldPages.get();
     }
@@ -559,6 +814,11 @@ final class Prefetcher implements AutoCloseable {
     @Override
     public void close() {
         close(30_000);
+    }
+
+    /** Whether both loops' threads have ended: for tests. */
+    boolean ended() {
+        return query.ended() && io.ended();
     }
 
     /** Stops both loops, letting queued work run for up to {@code waitMillis} in all. */

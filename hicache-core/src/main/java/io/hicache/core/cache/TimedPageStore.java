@@ -8,35 +8,206 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.store.StoreStats;
+import io.hicache.core.util.RateLimitedLog;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
+import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 
 /**
  * The cache's page store with each call's latency, from the call to its future's completion (answered or failed),
- * observed in a histogram per operation. Thread-safe as the store it wraps; closing it closes that store.
+ * observed in a histogram per operation, and whether the store answers each kind of call ({@link #admit}).
+ *
+ * <p>A kind of call (hit queries, gets, puts) is answered while its calls complete before their deadlines. One that
+ * completes only once its deadline has passed (its pages TIMED_OUT), or has not completed {@link #GRACE} after it, says
+ * the store has stopped answering that kind: the cache then starts no prefetch (queries and gets) or upload (queries and
+ * puts) that needs it, so the host tier goes on alone and L3 just misses. Now and then one piece of work is let
+ * through as a trial (after a storage timeout, then twice as long each time it fails, up to {@link #MAX_TRIAL_FACTOR}
+ * timeouts); a timely answer to any call of the kind ends the silence. So a hung store costs the requests that were
+ * already waiting on it their own deadline, a trial's request its own, and no other request anything.
+ *
+ * <p>Thread-safe as the store it wraps; closing it closes that store.
  */
 final class TimedPageStore implements PageStore {
+    private static final System.Logger LOG = System.getLogger(TimedPageStore.class.getName());
+    /** How long after its deadline a call may still complete before its kind counts as not answered. */
+    static final Duration GRACE = Duration.ofSeconds(1);
+    /** The longest time between trials, in storage timeouts. */
+    static final int MAX_TRIAL_FACTOR = 16;
+
+    /** The kinds of call whose answers are watched. */
+    enum Kind {
+        QUERY, GET, PUT
+    }
+
+    /** Whether work that needs some kinds of call may start: yes, no, or yes as a trial of a silent kind. */
+    enum Admission {
+        YES, NO, TRIAL
+    }
+
     private final PageStore store;
     private final DistributionDataPoint leadingHits;
     private final DistributionDataPoint get;
     private final DistributionDataPoint put;
     private final DistributionDataPoint delete;
+    private final CacheMetrics metrics;
+    private final long timeoutNanos;
+    /** Calls not completed yet. */
+    private final Set<Call> outstanding = ConcurrentHashMap.newKeySet();
+    private final Health[] health = {new Health(Kind.QUERY), new Health(Kind.GET), new Health(Kind.PUT)};
+    private final RateLimitedLog silentLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, 60_000);
 
-    TimedPageStore(PageStore store, CacheMetricsExport export) {
+    /** One call: its kind (null: not watched), when its deadline expires, whether it was counted as overdue. */
+    private static final class Call {
+        final Kind kind;
+        final long expiresAtNanos;
+        volatile boolean overdue;
+
+        Call(Kind kind, Deadline deadline) {
+            long left = deadline.remainingNanos(); // read once: it may be cancelled meanwhile
+            // A call made past its deadline (cancelled already) is answered at once with nothing done: not a sign.
+            this.kind = left > 0 ? kind : null;
+            this.expiresAtNanos = System.nanoTime() + left;
+        }
+    }
+
+    /** Whether one kind of call is answered; guarded by its monitor. */
+    private final class Health {
+        final Kind kind;
+        boolean silent;
+        long nextTrialNanos;
+        int trialFactor = 1;
+
+        Health(Kind kind) {
+            this.kind = kind;
+        }
+
+        synchronized void answered() {
+            if (silent) {
+                silent = false;
+                trialFactor = 1;
+                LOG.log(System.Logger.Level.INFO, "the page store '" + store.name() + "' answers its "
+                        + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls again");
+            }
+        }
+
+        synchronized void silent(String why) {
+            if (!silent) {
+                silent = true;
+                nextTrialNanos = System.nanoTime() + timeoutNanos;
+                metrics.fail("store: " + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls not answered");
+                silentLog.log("the page store '" + store.name() + "' at " + store.location() + " does not answer its "
+                        + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls (" + why + "): the work that needs "
+                        + "them pauses, with a trial now and then, until they are answered again");
+            }
+        }
+
+        /** Whether a trial may go now; if so, the next one is due twice as late. Call holding the monitor. */
+        boolean trialDue(long now) {
+            return now - nextTrialNanos >= 0;
+        }
+
+        void trialTaken(long now) {
+            nextTrialNanos = now + timeoutNanos * trialFactor;
+            trialFactor = Math.min(MAX_TRIAL_FACTOR, trialFactor * 2);
+        }
+    }
+
+    /** Times {@code store}; {@code timeout} is the cache's storage timeout, the first wait before a trial. */
+    TimedPageStore(PageStore store, CacheMetricsExport export, CacheMetrics metrics, Duration timeout) {
         this.store = store;
         this.leadingHits = export.storeSeconds("leading_hits");
         this.get = export.storeSeconds("get");
         this.put = export.storeSeconds("put");
         this.delete = export.storeSeconds("delete");
+        this.metrics = metrics;
+        this.timeoutNanos = timeout.toNanos();
     }
 
-    private static <T> CompletableFuture<T> timed(DistributionDataPoint latency, Supplier<CompletableFuture<T>> call) {
+    private <T> CompletableFuture<T> timed(DistributionDataPoint latency, Kind kind, Deadline deadline,
+            Supplier<CompletableFuture<T>> call) {
         long start = System.nanoTime();
-        CompletableFuture<T> answer = call.get();
-        answer.whenComplete((v, e) -> latency.observe((System.nanoTime() - start) / 1e9));
+        Call c = new Call(kind, deadline);
+        outstanding.add(c);
+        CompletableFuture<T> answer;
+        try {
+            answer = call.get();
+        } catch (RuntimeException e) { // bad arguments: refused before any I/O, which says nothing of the store
+            outstanding.remove(c);
+            throw e;
+        }
+        answer.whenComplete((v, e) -> {
+            long now = System.nanoTime();
+            outstanding.remove(c);
+            latency.observe((now - start) / 1e9);
+            if (c.kind == null) {
+                return;
+            }
+            if (now - c.expiresAtNanos < 0) { // in time; a cancelled call answered late did not honour the cancel
+                health[c.kind.ordinal()].answered();
+            } else {
+                health[c.kind.ordinal()].silent("a call completed only once its deadline had passed");
+            }
+        });
         return answer;
+    }
+
+    /** Whether calls of {@code kind} are answered now (calls past their deadline and grace say they are not). */
+    boolean answering(Kind kind) {
+        checkOverdue();
+        Health h = health[kind.ordinal()];
+        synchronized (h) {
+            return !h.silent;
+        }
+    }
+
+    /**
+     * Whether work needing calls of {@code kinds} may start: {@link Admission#YES} while every kind is answered,
+     * {@link Admission#TRIAL} when a trial of each silent kind is due (taken by this caller), else
+     * {@link Admission#NO}. Cheap: a look at the calls in flight.
+     */
+    Admission admit(Kind... kinds) {
+        checkOverdue();
+        long now = System.nanoTime();
+        boolean anySilent = false;
+        for (Kind k : kinds) {
+            Health h = health[k.ordinal()];
+            synchronized (h) {
+                if (h.silent) {
+                    anySilent = true;
+                    if (!h.trialDue(now)) {
+                        return Admission.NO;
+                    }
+                }
+            }
+        }
+        if (!anySilent) {
+            return Admission.YES;
+        }
+        for (Kind k : kinds) {
+            Health h = health[k.ordinal()];
+            synchronized (h) {
+                if (h.silent) {
+                    h.trialTaken(now);
+                }
+            }
+        }
+        return Admission.TRIAL;
+    }
+
+    private void checkOverdue() {
+        long now = System.nanoTime();
+        long late = GRACE.toNanos();
+        for (Call c : outstanding) {
+            if (c.kind != null && !c.overdue && now - c.expiresAtNanos >= late) {
+                c.overdue = true; // each hung call silences its kind once
+                health[c.kind.ordinal()].silent("a call has not completed " + GRACE.toMillis()
+                        + " ms after its deadline");
+            }
+        }
     }
 
     /** The store it times, as it was given. */
@@ -61,22 +232,22 @@ final class TimedPageStore implements PageStore {
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
-        return timed(leadingHits, () -> store.leadingHits(keys, deadline));
+        return timed(leadingHits, Kind.QUERY, deadline, () -> store.leadingHits(keys, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return timed(get, () -> store.get(targets, deadline));
+        return timed(get, Kind.GET, deadline, () -> store.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return timed(put, () -> store.put(sources, deadline));
+        return timed(put, Kind.PUT, deadline, () -> store.put(sources, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return timed(delete, () -> store.delete(keys, deadline));
+        return timed(delete, null, deadline, () -> store.delete(keys, deadline));
     }
 
     @Override

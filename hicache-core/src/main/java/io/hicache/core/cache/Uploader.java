@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,6 +33,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * (and counted: the prefix stays correct, L3 just lacks those pages). The queue is bounded in bytes
  * ({@code hicache-upload-queue-bytes}) as well as in entries. A node whose write failed is retried with backoff
  * (0.2 s, 0.4 s, 0.8 s), then counted as skipped: the pages stay cached on the host.
+ *
+ * <p>A store that stops answering ({@link TimedPageStore#admit}) is not written to: uploads are dropped and
+ * counted until it answers again. A call is waited for until its deadline and {@link TimedPageStore#GRACE} after, then
+ * given up; a given-up put keeps its host pages protected (and its staging memory) until the store answers it, since
+ * the store may still be reading them. Closing interrupts the threads once the close timeout is nearly over.
  *
  * <p>Thread-safe.
  */
@@ -159,6 +165,7 @@ final class Uploader implements AutoCloseable {
     private void write(List<Upload> uploads) {
         List<Upload> live = new ArrayList<>(uploads.size());
         List<Upload> failed = List.of();
+        CompletableFuture<?> lent = null;
         try {
             cache.lock.lock();
             try {
@@ -182,33 +189,38 @@ final class Uploader implements AutoCloseable {
                 cache.lock.unlock();
             }
             if (!live.isEmpty()) {
-                PageStore store = cache.stores.acquire();
-                if (store == null) { // detached past its drain time: these pages stay cached, L3 lacks them
+                boolean answers = cache.admitStoreWork(TimedPageStore.Kind.QUERY, TimedPageStore.Kind.PUT)
+                        != TimedPageStore.Admission.NO;
+                PageStore store = answers ? cache.stores.acquire() : null;
+                if (store == null) { // detached past its drain time, or silent: these pages stay cached, L3 lacks them
                     for (Upload u : live) {
                         cache.metrics.uploadSkippedPages.add(u.slots.length);
                     }
-                    cache.metrics.fail("upload: dropped, the page store was detached");
+                    cache.metrics.fail(cache.stores.attached() ? "upload: dropped, the page store does not answer"
+                            : "upload: dropped, the page store was detached");
                 } else {
+                    Written w = null;
                     try {
-                        failed = write(store, live);
+                        w = write(store, live);
+                        failed = w.retry();
                     } finally {
-                        cache.stores.release(store);
+                        if (w == null || w.lent() == null) {
+                            cache.stores.release(store);
+                        } else {
+                            lent = w.lent(); // the store still reads the pages: they stay protected until it answers
+                            lent.whenComplete((v, e) -> cache.stores.release(store));
+                        }
                     }
                 }
             }
         } finally {
             if (!live.isEmpty()) {
-                cache.lock.lock();
-                try {
-                    for (Upload u : live) {
-                        if (u.settling == null) {
-                            cache.tree.releaseHost(u.node);
-                        } else if (!failed.contains(u)) {
-                            u.ended();
-                        }
-                    }
-                } finally {
-                    cache.lock.unlock();
+                List<Upload> done = live;
+                List<Upload> retried = failed;
+                if (lent == null) {
+                    unprotect(done, retried);
+                } else {
+                    lent.whenComplete((v, e) -> unprotect(done, retried));
                 }
             }
             for (Upload u : failed) {
@@ -216,6 +228,29 @@ final class Uploader implements AutoCloseable {
             }
             inFlight.addAndGet(-uploads.size());
         }
+    }
+
+    /** Lets the host pages of uploads that were written (or given up) go again. */
+    private void unprotect(List<Upload> live, List<Upload> failed) {
+        cache.lock.lock();
+        try {
+            for (Upload u : live) {
+                if (u.settling == null) {
+                    cache.tree.releaseHost(u.node);
+                } else if (!failed.contains(u)) {
+                    u.ended();
+                }
+            }
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /**
+     * What writing a batch of uploads left: those to try again, and a put the store has not answered yet (null: none),
+     * whose pages and staging memory it may still be reading.
+     */
+    private record Written(List<Upload> retry, CompletableFuture<?> lent) {
     }
 
     /**
@@ -281,30 +316,33 @@ final class Uploader implements AutoCloseable {
      * Writes the pages of {@code uploads} (their host pages protected) that the store lacks; returns those to try
      * again: some of their pages failed and they have tries left (their pages are counted by the retry).
      */
-    private List<Upload> write(PageStore store, List<Upload> uploads) {
+    private Written write(PageStore store, List<Upload> uploads) {
         List<List<StoreKey>> keys = new ArrayList<>(uploads.size());
         List<CompletableFuture<Integer>> asks = new ArrayList<>(uploads.size());
+        Deadline askDeadline = deadline();
         for (Upload u : uploads) {
             List<StoreKey> k = new ArrayList<>(u.slots.length);
             for (int i = 0; i < u.slots.length; i++) {
                 k.add(cache.namespace.key(u.hashes.get(i)));
             }
             keys.add(k);
-            asks.add(store.leadingHits(k, deadline()));
+            asks.add(store.leadingHits(k, askDeadline));
         }
         List<Part> parts = new ArrayList<>();
         int batch = cache.config.storageBatchPages();
         int[] have = new int[uploads.size()];
         for (int n = 0; n < uploads.size(); n++) {
             Upload u = uploads.get(n);
-            have[n] = haveOrNone(asks.get(n));
+            have[n] = haveOrNone(asks.get(n), askDeadline);
             for (int from = have[n]; from < u.slots.length; from += batch) {
                 parts.add(new Part(u, keys.get(n), from, Math.min(u.slots.length, from + batch)));
             }
         }
         java.util.Map<Upload, int[]> written = new java.util.IdentityHashMap<>(); // OK, EXISTS, failed pages
-        try (Arena staging = Arena.ofShared()) {
-            for (int p = 0; p < parts.size(); ) {
+        Arena staging = Arena.ofShared();
+        CompletableFuture<BatchResult> lent = null;
+        try {
+            for (int p = 0; p < parts.size() && lent == null; ) {
                 // Parts of several uploads share a put, up to a batch of pages.
                 List<Part> put = new ArrayList<>();
                 int pages = 0;
@@ -312,20 +350,27 @@ final class Uploader implements AutoCloseable {
                     pages += size(parts.get(p));
                     put.add(parts.get(p++));
                 }
-                put(store, put, staging, written);
+                lent = put(store, put, staging, written); // a put given up ends the batch: the store is not answering
+            }
+        } finally {
+            if (lent == null) {
+                staging.close();
+            } else {
+                lent.whenComplete((v, e) -> staging.close());
             }
         }
         List<Upload> retry = new ArrayList<>();
         for (int n = 0; n < uploads.size(); n++) {
             Upload u = uploads.get(n);
             int[] w = written.getOrDefault(u, new int[3]);
-            if (w[2] > 0 && u.tries + 1 < MAX_TRIES) {
+            if (w[2] > 0 && u.tries + 1 < MAX_TRIES && lent == null) {
                 retry.add(u); // what it skipped is counted by the retry
             } else {
-                cache.metrics.uploadSkippedPages.add(have[n] + w[1] + w[2]);
+                int unwritten = u.slots.length - have[n] - w[0] - w[1] - w[2]; // parts after a given-up put
+                cache.metrics.uploadSkippedPages.add(have[n] + w[1] + w[2] + unwritten);
             }
         }
-        return retry;
+        return new Written(retry, lent);
     }
 
     private static int size(Part part) {
@@ -333,20 +378,25 @@ final class Uploader implements AutoCloseable {
     }
 
     /** How many leading pages the store has, or none when it could not say (the put then says EXISTS). */
-    private int haveOrNone(CompletableFuture<Integer> ask) {
+    private int haveOrNone(CompletableFuture<Integer> ask, Deadline deadline) {
         try {
-            return ask.get(timeoutMillis(), TimeUnit.MILLISECONDS);
+            return ask.get(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            Thread.currentThread().interrupt(); // closing: the thread stops at its next wait
             return 0;
         } catch (Exception e) {
-            cache.metrics.fail("upload: leading hits " + e.getClass().getSimpleName());
+            cache.metrics.fail("upload: leading hits " + (e instanceof TimeoutException ? "given up past its deadline"
+                    : e.getClass().getSimpleName()));
             return 0;
         }
     }
 
-    /** One put of {@code parts}; adds each upload's OK, EXISTS and failed pages to {@code written}. */
-    private void put(PageStore store, List<Part> parts, Arena staging, java.util.Map<Upload, int[]> written) {
+    /**
+     * One put of {@code parts}; adds each upload's OK, EXISTS and failed pages to {@code written}. Returns the put's
+     * future when it was given up unanswered (the store may still read its pages), else null.
+     */
+    private CompletableFuture<BatchResult> put(PageStore store, List<Part> parts, Arena staging,
+            java.util.Map<Upload, int[]> written) {
         long pageBytes = cache.format.pageBytes();
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
         PageBatch.Builder batch = PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());
@@ -362,15 +412,21 @@ final class Uploader implements AutoCloseable {
                 batch.add(part.keys.get(i), page);
             }
         }
-        BatchResult r;
+        BatchResult r = null;
+        CompletableFuture<BatchResult> call = null;
+        CompletableFuture<BatchResult> lent = null;
+        Deadline deadline = deadline();
         try {
-            r = store.put(batch.build(), deadline()).get(timeoutMillis(), TimeUnit.MILLISECONDS);
+            call = store.put(batch.build(), deadline);
+            r = call.get(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            r = null;
+            Thread.currentThread().interrupt(); // closing: the thread stops at its next wait
+            lent = call;
+        } catch (TimeoutException e) {
+            cache.metrics.fail("upload: put given up past its deadline");
+            lent = call;
         } catch (Exception e) {
             cache.metrics.fail("upload: " + e.getClass().getSimpleName());
-            r = null;
         }
         int at = 0;
         for (Part part : parts) {
@@ -400,6 +456,7 @@ final class Uploader implements AutoCloseable {
         if (r != null && r.successCount() < r.size()) {
             cache.metrics.fail("upload: " + firstFailure(r));
         }
+        return lent;
     }
 
     /** Publishes that pages {@code [from, to)} of {@code u} reached the store (nothing for {@code from} -1). */
@@ -422,8 +479,9 @@ final class Uploader implements AutoCloseable {
         return Deadline.after(cache.config.storageTimeout());
     }
 
-    private long timeoutMillis() {
-        return cache.config.storageTimeout().toMillis() + 5_000;
+    /** How long to wait for a call made with {@code deadline} before giving it up: its time and the grace after. */
+    private static long givenUpAfterMillis(Deadline deadline) {
+        return deadline.remaining().plus(TimedPageStore.GRACE).toMillis();
     }
 
     int depth() {
@@ -437,6 +495,11 @@ final class Uploader implements AutoCloseable {
     @Override
     public void close() {
         loop.close();
+    }
+
+    /** Whether its loop's threads have ended: for tests. */
+    boolean ended() {
+        return loop.ended();
     }
 
     /** Stops the loop, letting queued uploads run for up to {@code waitMillis}; what is left is not written. */

@@ -24,6 +24,20 @@ public final class Checks {
         }
     }
 
+    /**
+     * Throws {@link IllegalArgumentException} naming the value when one of {@code values[0 .. count)} is there more
+     * than once. Sorts a copy: O(n log n), nothing kept.
+     */
+    public static void requireDistinct(int[] values, int count, String what) {
+        int[] sorted = java.util.Arrays.copyOf(values, count);
+        java.util.Arrays.sort(sorted);
+        for (int i = 1; i < sorted.length; i++) {
+            if (sorted[i] == sorted[i - 1]) {
+                throw new IllegalArgumentException(what + " " + sorted[i] + " is listed more than once");
+            }
+        }
+    }
+
     /** Returns {@code value} if it is at least 1, else throws naming {@code name}. */
     public static int checkPositive(int value, String name) {
         if (value < 1) {

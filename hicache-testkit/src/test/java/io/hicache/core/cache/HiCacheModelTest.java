@@ -80,6 +80,7 @@ class HiCacheModelTest {
                     CacheRequest r = cache.request("r" + opened++, prompt);
                     Open o = new Open(r, prompt);
                     checkClaims(o, hasher, committed);
+                    engine.verify(prompt, r.prefixPages()); // a device hit holds the bytes of its own tokens
                     open.add(o);
                 } else {
                     Open o = open.get(random.nextInt(open.size()));
@@ -87,6 +88,8 @@ class HiCacheModelTest {
                         o.r.prefetchDone();
                     } else if (choice < 55) {
                         loadBack(o, random, engine);
+                    } else if (choice < 60) {
+                        badCommit(o, random, cache);
                     } else if (choice < 80) {
                         try {
                             commit(o, random, cache, hasher, flat, committed);
@@ -172,6 +175,46 @@ class HiCacheModelTest {
         for (int i = 0; i < upTo; i++) {
             committed.add(hashes.get(i).toHex());
         }
+    }
+
+    /**
+     * A commit the cache must refuse, changing nothing: the request's computed pages under tokens that are not its
+     * prompt's, the cached prefix's pages under tokens whose first page differs, or one page listed twice.
+     */
+    private static void badCommit(Open o, SplittableRandom random, HiCache cache) {
+        int[] prefix = o.r.prefixPages();
+        int whole = o.prompt.length / PAGE;
+        int[] fresh;
+        try {
+            fresh = o.r.allocate(whole - prefix.length);
+        } catch (HiCacheException full) {
+            return;
+        }
+        int[] pages = Arrays.copyOf(prefix, whole);
+        System.arraycopy(fresh, 0, pages, prefix.length, fresh.length);
+        int[] tokens = Arrays.copyOf(o.prompt, whole * PAGE);
+        int kind = random.nextInt(3);
+        if (kind == 0 && whole > 0) {
+            int at = random.nextInt(tokens.length);
+            tokens[at] = tokens[at] == 7 ? 8 : 7; // other tokens, the same pages
+        } else if (kind == 1 && prefix.length > 0) {
+            tokens[random.nextInt(PAGE)] ^= 0x4000; // the prefix's pages under a first page that differs
+        } else if (whole > 1) {
+            int from = random.nextInt(whole);
+            int to = (from + 1 + random.nextInt(whole - 1)) % whole;
+            pages[to] = pages[from]; // a page listed twice
+        } else {
+            return;
+        }
+        Set<Integer> before = Set.copyOf(o.r.ownedPages());
+        try {
+            o.r.commit(tokens, pages, random.nextBoolean());
+            fail("a bad commit (kind " + kind + ") was accepted: " + Arrays.toString(pages));
+        } catch (IllegalArgumentException refused) {
+            // as it must be
+        }
+        assertEquals(before, Set.copyOf(o.r.ownedPages()), "a refused commit changed what the request owns");
+        cache.checkConsistency(false);
     }
 
     /** The cache may claim only pages some request committed. */

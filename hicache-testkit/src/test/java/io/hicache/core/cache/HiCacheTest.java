@@ -158,9 +158,11 @@ class HiCacheTest {
         try (TestEngine e = new TestEngine(settings(), 8, null)) {
             CacheRequest r = e.cache.request("big", prompt(0, 64));
             r.allocate(8);
-            var ex = assertThrows(HiCacheException.class, () -> r.allocate(1));
+            CacheRequest other = e.cache.request("other", prompt(1000, 16)); // its own allocation could fit later
+            var ex = assertThrows(HiCacheException.class, () -> other.allocate(1));
             assertEquals(ErrorCode.PAGES_EXHAUSTED, ex.code());
-            assertTrue(ex.getMessage().contains("pinned"), ex.getMessage());
+            assertTrue(ex.getMessage().contains("pinned") && ex.getMessage().contains("Temporary"), ex.getMessage());
+            other.close();
             r.close();
             e.cache.checkConsistency();
         }
