@@ -413,6 +413,30 @@ public final class HiCache implements AutoCloseable {
     }
 
     /**
+     * How much room each tier has, now. Immutable; a snapshot (requests and background work change it at once).
+     *
+     * @param devicePages          pages in the device pool
+     * @param deviceFreePages      of those, free now (no node, no request holds them)
+     * @param deviceEvictablePages cached by the tree and pinned by no request: what an allocation could evict
+     * @param hostPages            slots in the host pool (0 in device-only mode)
+     * @param hostFreePages        of those, free now (host eviction frees more, down to its low-water mark)
+     */
+    public record Room(int devicePages, int deviceFreePages, long deviceEvictablePages, int hostPages,
+            int hostFreePages) {
+    }
+
+    /** The capacity and the free room of the device and host tiers, now. */
+    public Room room() {
+        lock.lock();
+        try {
+            return new Room(pageAllocator.capacity(), pageAllocator.available(), tree.evictableDevicePages(),
+                    host == null ? 0 : host.capacity(), host == null ? 0 : host.freeSlots());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
      * The device pages, one at a time: the engine computes KV into the pages a request allocates, and tests and
      * hand-over read or write single pages through this view.
      */

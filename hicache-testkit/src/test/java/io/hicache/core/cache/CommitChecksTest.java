@@ -111,6 +111,24 @@ class CommitChecksTest {
     }
 
     @Test
+    void roomSaysWhatEachTierHoldsAndHasFree() throws Exception {
+        try (TestEngine engine = new TestEngine(Map.of("page-size", Integer.toString(PAGE), "hicache-ratio", "2"), 16,
+                null)) {
+            assertEquals(new HiCache.Room(16, 16, 0, 32, 32), engine.cache.room());
+            try (CacheRequest r = engine.cache.request("r", TestEngine.prompt(1000, 4 * PAGE))) {
+                r.commit(TestEngine.prompt(1000, 4 * PAGE), r.allocate(4), false);
+                r.allocate(2);
+                HiCache.Room room = engine.cache.room();
+                assertEquals(10, room.deviceFreePages());
+                assertEquals(0, room.deviceEvictablePages(), "the request pins its prefix");
+            }
+            HiCache.Room after = engine.cache.room();
+            assertEquals(12, after.deviceFreePages());
+            assertEquals(4, after.deviceEvictablePages());
+        }
+    }
+
+    @Test
     void anAllocationThatCouldNeverFitSaysSo() throws Exception {
         try (TestEngine engine = new TestEngine(SETTINGS, 8, null)) {
             try (CacheRequest r = engine.cache.request("big", TestEngine.prompt(1000, 20 * PAGE))) {
