@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from hicache import HiCacheClient, Status  # noqa: E402
 from hicache.namespace import LAYER_MAJOR, TOKEN_MAJOR  # noqa: E402
-from hicache.sglang import HiCacheDaemonStorage  # noqa: E402
+from hicache.sglang import HiCacheDaemonStorage, _compat  # noqa: E402
 from hicache.sglang.config import BackendSettings, build_namespace, canonical_dtype, page_hash  # noqa: E402
 
 try:
@@ -330,6 +330,37 @@ class RoundTripTest(BackendTestCase):
         self.assertEqual(before, big.snapshot())
         self.assertEqual(1, reader.counters().get("get_pages_size_mismatch"))
 
+    def asymmetric_round_trip(self, layout: str, local=None):
+        """K and V head dims differ (SGLang's AsymmetricMHATokenToKVPoolHost): zero copy of the K and the V blob
+        of each page, which have different sizes."""
+        extra = {} if local is None else {"local": local}
+        writer_pool = fake.FakeAsymmetricMHATokenToKVPoolHost(layout, head_dim=24, v_head_dim=16)
+        reader_pool = fake.FakeAsymmetricMHATokenToKVPoolHost(layout, head_dim=24, v_head_dim=16)
+        writer = self.backend(writer_pool, extra_config=extra)
+        reader = self.backend(reader_pool, extra_config=extra)
+        for p in (2, 9):
+            writer_pool.fill_page(p * 4, RNG)
+        keys = random_keys(2)
+        before = {(p, l, s): reader_pool.row(p, l, s) for p in range(2) for l in range(reader_pool.layer_num)
+                  for s in range(reader_pool.size)}
+        self.assertEqual([True, True], writer.batch_set_v1(keys, slots([2, 9], 4)))
+        self.assertTrue(writer._pool.zero_copy)
+        for key, p in zip(keys, (2, 9)):
+            status, data = self.raw_page(writer, key, writer_pool.page_bytes)
+            self.assertEqual((Status.OK, writer_pool.wire_page(p * 4)), (status, data))
+        self.assertEqual([True, True, False], reader.batch_get_v1(keys + random_keys(1), slots([5, 0, 7], 4)))
+        self.assertEqual(writer_pool.page_rows(8), reader_pool.page_rows(20))
+        self.assertEqual(writer_pool.page_rows(36), reader_pool.page_rows(0))
+        for (p, l, s), row in before.items():  # nothing but the target pages changed
+            if s // 4 not in (5, 0):
+                self.assertEqual(row, reader_pool.row(p, l, s), (p, l, s))
+
+    def test_mha_asymmetric_page_first(self):
+        self.asymmetric_round_trip("page_first")
+
+    def test_mha_asymmetric_page_first_direct_over_tcp(self):
+        self.asymmetric_round_trip("page_first_direct", local=False)
+
 
 class SharingTest(BackendTestCase):
     """Which other ranks and engines see a rank's pages."""
@@ -443,6 +474,50 @@ class CopyingInterfaceTest(BackendTestCase):
         self.assertEqual(1, stats.counters["get_pages_ok"])
         self.assertEqual(1, stats.counters["get_pages_miss"])
         self.assertEqual([], list(b.get_stats().backup_pgs))  # drained
+
+    def test_stats_reach_sglang_collector(self):
+        """Under --enable-metrics SGLang hands get_stats() to StorageMetricsCollector.log_storage_metrics, which
+        asserts its own StorageMetrics class (fake.installed_metrics_modules)."""
+        _compat.storage_metrics_class.cache_clear()
+        self.addCleanup(_compat.storage_metrics_class.cache_clear)
+        pool = mha("page_first")
+        b = self.backend(pool)
+        pool.fill_page(0, RNG)
+        keys = random_keys(2)
+        with fake.installed_metrics_modules() as modules:
+            collector = modules[fake.METRICS_MODULE].StorageMetricsCollector({"storage_backend": "dynamic"})
+            b.batch_set_v1(keys, slots([0, 1], 4))
+            b.batch_get_v1(keys[:1], slots([2], 4))
+            collector.log_storage_metrics(b.get_stats())
+            collector.log_storage_metrics(b.get_stats())  # drained: nothing more
+        self.assertEqual(([2], [1]), (collector.histograms["backup_pgs"], collector.histograms["prefetch_pgs"]))
+        self.assertEqual(1, len(collector.histograms["prefetch_bandwidth"]))
+
+
+class DraftPagesTest(BackendTestCase):
+    """Speculative decoding's draft KV, which SGLang stores as ``"<hash>.draft"`` pages through the copying calls
+    (``fake.draft_page_set_generic`` / ``draft_page_get_generic``): served like any page, without warnings."""
+
+    def test_draft_pages_round_trip(self):
+        target, draft = mha("page_first"), mha("page_first", layer_num=1, head_num=4)
+        other_draft = mha("page_first", layer_num=1, head_num=4)
+        b = self.backend(target)
+        reader = self.backend(mha("page_first"))
+        for p in (1, 6):
+            target.fill_page(p * 4, RNG)
+            draft.fill_page(p * 4, RNG)
+        hashes = random_keys(2)
+        with self.assertNoLogs("hicache.sglang.storage", logging.WARNING):
+            self.assertEqual([True, True], b.batch_set_v1(hashes, slots([1, 6], 4)))  # the target pages
+            fake.draft_page_set_generic(b, draft, hashes, slots([1, 6], 4))
+            fake.draft_page_get_generic(reader, other_draft, hashes + random_keys(1), slots([3, 8, 10], 4))
+        self.assertEqual(draft.page_rows(4), other_draft.page_rows(12))
+        self.assertEqual(draft.page_rows(24), other_draft.page_rows(32))
+        self.assertEqual(bytes(other_draft.page_bytes), b"".join(other_draft.page_rows(40).values()))
+        # the draft pages are pages of their own: the target pages under the bare hashes are unchanged
+        self.assertEqual(2, reader.batch_exists(hashes))
+        self.assertEqual(2, reader.counters()["get_pages_ok"])
+        self.assertEqual(1, reader.counters()["get_pages_miss"])
 
 
 class DaemonSettingsTest(BackendTestCase):

@@ -9,7 +9,9 @@ one. Without SGLang (tests, tools) the stand-ins below have exactly the methods 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Optional
+import functools
+import importlib
+from typing import Any, Dict, List, Optional
 
 try:  # pragma: no cover - depends on the environment
     from sglang.srt.mem_cache.hicache_storage import (  # type: ignore[import-not-found]
@@ -94,28 +96,43 @@ except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU
             return None
 
 
+# Where SGLang keeps ``StorageMetrics``, newest first: ``observability/metrics_collector.py`` since early 2026,
+# ``metrics/collector.py`` before. Its ``StorageMetricsCollector.log_storage_metrics`` asserts
+# ``isinstance(..., StorageMetrics)`` against its own class, so ``get_stats`` must return that class, whichever
+# module holds it; a stand-in makes SGLang's scheduler raise AssertionError under ``--enable-metrics``.
+STORAGE_METRICS_MODULES = ("sglang.srt.observability.metrics_collector", "sglang.srt.metrics.collector")
+
+
 @dataclasses.dataclass
 class _StandInStorageMetrics:
-    """Stand-in for SGLang's ``StorageMetrics`` (``sglang.srt.metrics.collector``): per-batch observations."""
+    """Stand-in for SGLang's ``StorageMetrics`` when SGLang is not installed: the fields SGLang reads
+    (``StorageMetricsCollector.log_storage_metrics``: the four lists; ``prefetch_stats`` in 2026 versions)."""
 
     prefetch_pgs: List[int] = dataclasses.field(default_factory=list)
     backup_pgs: List[int] = dataclasses.field(default_factory=list)
     prefetch_bandwidth: List[float] = dataclasses.field(default_factory=list)
     backup_bandwidth: List[float] = dataclasses.field(default_factory=list)
+    prefetch_stats: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=None)
+def storage_metrics_class() -> type:
+    """SGLang's ``StorageMetrics`` class from the first of :data:`STORAGE_METRICS_MODULES` that imports, else the
+    stand-in. Resolved once: ``get_stats`` runs on every scheduler step when metrics are on."""
+    for module_name in STORAGE_METRICS_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+            return getattr(module, "StorageMetrics")
+        except Exception:  # absent (ImportError), moved, or SGLang present but broken
+            continue
+    return _StandInStorageMetrics
 
 
 def new_storage_metrics() -> Any:
-    """An empty ``StorageMetrics``: SGLang's own class when it can be had (its metrics collector asserts the
-    type), else the stand-in. Either way it has the four lists and accepts extra attributes."""
-    if SGLANG_AVAILABLE:  # pragma: no cover - depends on the environment
-        try:
-            from sglang.srt.metrics.collector import StorageMetrics  # type: ignore[import-not-found]
-
-            return StorageMetrics()
-        except Exception:
-            pass
-    return _StandInStorageMetrics()
+    """An empty ``StorageMetrics`` of :func:`storage_metrics_class`. Either way it has the four lists and accepts
+    extra attributes."""
+    return storage_metrics_class()()
 
 
 __all__ = ["HiCacheStorage", "HiCacheStorageConfig", "HiCacheStorageExtraInfo", "SGLANG_AVAILABLE",
-           "new_storage_metrics"]
+           "STORAGE_METRICS_MODULES", "new_storage_metrics", "storage_metrics_class"]

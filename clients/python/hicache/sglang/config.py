@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from typing import Any, Mapping, Optional
 
 from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
@@ -91,6 +92,8 @@ class BackendSettings:
     extra: str = ""
     unknown_keys: tuple = ()
     interface_v1: bool = False
+    interface_v1_note: str = ""
+    """Why ``interface_v1`` may not be what was meant (a string such as ``"0"``), else empty."""
 
     @classmethod
     def from_extra_config(cls, extra_config: Optional[Mapping[str, Any]]) -> "BackendSettings":
@@ -138,14 +141,31 @@ class BackendSettings:
         token = get("token", "")
         if not isinstance(token, str):
             raise ValueError("extra_config 'token' must be a string")
-        try:
-            interface_v1 = bool(int(config.get("interface_v1") or 0))
-        except (TypeError, ValueError):
-            interface_v1 = bool(config.get("interface_v1"))
+        interface_v1, interface_v1_note = read_interface_v1(config)
         unknown = tuple(sorted(k for k in config if k not in OWN_KEYS and k not in SGLANG_KEYS))
         return cls(host=host, port=port, token=token, timeout_s=timeout_s, pool_size=pool_size,
                    local=_parse_local(config.get("local")), model=model, dtype=dtype, extra=extra,
-                   unknown_keys=unknown, interface_v1=interface_v1)
+                   unknown_keys=unknown, interface_v1=interface_v1, interface_v1_note=interface_v1_note)
+
+
+_FALSE_LOOKING = frozenset({"0", "false", "no", "off", "none", "null"})
+
+
+def read_interface_v1(config: Mapping[str, Any]) -> tuple[bool, str]:
+    """``interface_v1`` exactly as SGLang reads it, and a note when that reading is likely a surprise.
+
+    SGLang chooses the zero-copy calls with ``bool(extra_config.get("interface_v1", 0))``
+    (``HiCacheController.attach_storage_backend``), so the backend must read it the same way or it would describe
+    a path SGLang does not take: ``1``/``true`` turn it on, ``0``/``false``/``null``/absent turn it off, and any
+    non-empty string turns it on, ``"0"`` and ``"false"`` included."""
+    value = config.get("interface_v1", 0)
+    enabled = bool(value)
+    note = ""
+    if isinstance(value, str) and value.strip().lower() in _FALSE_LOOKING:
+        note = (f"extra_config \"interface_v1\" is the string {value!r}, which SGLang reads with bool() as "
+                "true: it moves pages with batch_get_v1/batch_set_v1 (zero copy); to turn that off, write the "
+                "number 0 or false, without quotes")
+    return enabled, note
 
 
 def extra_key(extra: str, pp_rank: int, pp_size: int, cp_rank: int, cp_size: int) -> str:
@@ -184,7 +204,24 @@ def page_hash(key: Any) -> Optional[bytes]:
     return None
 
 
+_COMPONENT = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def component_key(key: Any) -> Optional[str]:
+    """The component of a key SGLang names ``"<64-hex page hash>.<component>"`` (``"draft"``), else None.
+
+    SGLang keeps a second pool's page under its page hash and the pool's name joined with a dot (the
+    ``{key}.{pool_name}`` convention of ``HiCacheStorage``): from March 2026 (PR #21125) to July 2026 (PR #30393),
+    ``HiCacheController`` stored the speculative-decoding draft model's KV of each page as ``"<hash>.draft"``
+    through ``batch_set`` / ``batch_get`` on every backend it has no special path for, ``dynamic`` included."""
+    if not isinstance(key, str) or len(key) < 66 or key[64] != "." or page_hash(key[:64]) is None:
+        return None
+    component = key[65:]
+    return component if _COMPONENT.fullmatch(component) else None
+
+
 def fallback_hash(key: Any) -> bytes:
-    """The 32 bytes used for a key that is not a 64-hex page hash: SHA-256 of its text. Such pages work
-    between SGLang engines configured alike, never with a Java engine (whose keys are the raw page hashes)."""
+    """The 32 bytes used for a key that is not a 64-hex page hash (a draft page's ``"<hash>.draft"``, or anything
+    else): SHA-256 of its text. Such pages work between SGLang engines configured alike, never with a Java engine
+    (whose keys are the raw page hashes)."""
     return hashlib.sha256(str(key).encode("utf-8", "surrogatepass")).digest()

@@ -16,7 +16,8 @@ layout                 host buffer (MHA; MLA without 2)   page on the wire      
 Zero copy uses ``get_page_buffer_meta(indices)``, which SGLang returns as ``(ptr_list, size_list)``:
 
 * ``page_first`` and ``page_first_direct``: per page K then V (MHA), one blob each, or one blob (MLA). The parts
-  are sent as they are.
+  are sent as they are. A pool whose K and V head dims differ (``AsymmetricMHATokenToKVPoolHost``) gives the same
+  two blobs, of different sizes; it has no flat pages, so it needs SGLang's ``interface_v1``.
 * ``layer_first`` (SGLang versions that have it): per page and layer, K then V: ``K0 V0 K1 V1 ...`` (MHA) or
   ``K0 K1 ...`` (MLA). The backend sends all K parts, then all V parts, which is the layer-major page.
 
@@ -61,6 +62,12 @@ def _looks_mla(pool: Any) -> bool:
     return hasattr(pool, "kv_lora_rank") or "MLA" in type(pool).__name__
 
 
+def _head_dims(pool: Any) -> tuple[Optional[int], Optional[int]]:
+    """(K head dim, V head dim) of an MHA pool; V is None when the pool has one head dim for both."""
+    k_dim, v_dim = getattr(pool, "head_dim", None), getattr(pool, "v_head_dim", None)
+    return (k_dim if isinstance(k_dim, int) else None), (v_dim if isinstance(v_dim, int) else None)
+
+
 def pool_dtype(pool: Any) -> tuple[Optional[str], Optional[str]]:
     """(canonical KV dtype, what the pool said). SGLang keeps fp8 caches as ``uint8`` in the host pool
     (``store_dtype``), so the device pool's ``dtype`` is asked first."""
@@ -97,6 +104,12 @@ class HostPool:
         self.page_size: int = page_size
         self.is_mla: bool = bool(is_mla) or _looks_mla(pool)
         self.parts: int = 1 if self.is_mla else 2
+        # SGLang's AsymmetricMHATokenToKVPoolHost (head_dim != v_head_dim, e.g. MiMo-V2): K and V in two buffers,
+        # page_first or page_first_direct only, and no flat pages (get_data_page raises NotImplementedError).
+        k_dim, v_dim = _head_dims(pool)
+        self.head_dims: tuple = (k_dim, v_dim)
+        self.asymmetric: bool = (not self.is_mla and (
+            "Asymmetric" in type(pool).__name__ or (k_dim is not None and v_dim is not None and k_dim != v_dim)))
         layer_num = getattr(pool, "layer_num", None)
         self.layer_num: Optional[int] = layer_num if isinstance(layer_num, int) and layer_num > 0 else None
         self.page_bytes: Optional[int] = self._page_bytes()
@@ -121,6 +134,7 @@ class HostPool:
 
     def describe(self) -> str:
         return (f"{'MLA' if self.is_mla else 'MHA'} {self.layout}, page {self.page_size} tokens"
+                + (f", K/V head dims {self.head_dims[0]}/{self.head_dims[1]}" if self.asymmetric else "")
                 + (f", {self.page_bytes} bytes" if self.page_bytes else "")
                 + (f", {self.layer_num} layers" if self.layer_num else ""))
 

@@ -20,6 +20,7 @@ I/O and backup threads at once.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import types
 from typing import Any, List, Optional, Sequence
@@ -30,7 +31,7 @@ from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from ..protocol import Status
 from ._compat import HiCacheStorage, HiCacheStorageExtraInfo, new_storage_metrics
 from ._support import Counters, RateLimitedLog
-from .config import DEFAULT_DTYPE, BackendSettings, build_namespace, fallback_hash, page_hash
+from .config import DEFAULT_DTYPE, BackendSettings, build_namespace, component_key, fallback_hash, page_hash
 from .pool import HostPool, ZeroCopyUnavailable, buffer_spec
 
 logger = logging.getLogger(__name__)
@@ -73,12 +74,16 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self.namespace: Namespace = self._namespace()
         self._log = RateLimitedLog(logger)
         self._counters = Counters()
+        self._components_seen: set = set()
+        self._components_lock = threading.Lock()
         self._closed = False
         if self.settings.unknown_keys:
             logger.warning("HiCache daemon backend: extra_config keys %s are not known and were ignored; known: %s",
                            ", ".join(self.settings.unknown_keys), ", ".join(("host", "port", "token", "timeout_s",
                                                                             "pool_size", "local", "model", "dtype",
                                                                             "extra")))
+        if self.settings.interface_v1_note:
+            logger.warning("HiCache daemon backend: %s", self.settings.interface_v1_note)
         if not self.settings.interface_v1:
             logger.info("HiCache daemon backend: extra_config has no \"interface_v1\": 1, so SGLang moves pages "
                         "through flat copies (batch_get/batch_set) instead of zero copy")
@@ -125,6 +130,13 @@ class HiCacheDaemonStorage(HiCacheStorage):
         keeps it, and fixes the namespace's byte order and KV dtype from it. Raises ValueError for a pool this
         backend cannot serve (SGLang then fails at start, with the message)."""
         pool = HostPool(mem_pool_host, self.is_mla)
+        if pool.asymmetric and not self.settings.interface_v1:
+            # SGLang's pool for such models has no flat pages: its copying path raises in the prefetch and backup
+            # threads, which SGLang never restarts, so L3 would stop for good at the first page.
+            raise ValueError(f"the host pool's K and V head dims differ ({pool.describe()}): SGLang's host pool for "
+                             "such models has no flat pages (get_data_page), so SGLang can move them only through "
+                             "batch_get_v1/batch_set_v1; set \"interface_v1\": 1 in "
+                             "--hicache-storage-backend-extra-config")
         dtype = self.settings.dtype
         if dtype is None:
             if pool.dtype is not None:
@@ -168,12 +180,27 @@ class HiCacheDaemonStorage(HiCacheStorage):
         for key in keys:
             raw = page_hash(key)
             if raw is None:
-                self._log.warning("key-format", "HiCache daemon backend: key %r is not a 64-hex page hash; it is "
-                                  "stored under SHA-256 of its text (such pages are not shared with Java engines)",
-                                  key)
+                component = component_key(key)
+                if component is not None:
+                    self._component_seen(component, key)
+                else:
+                    self._log.warning("key-format", "HiCache daemon backend: key %r is not a 64-hex page hash; it "
+                                      "is stored under SHA-256 of its text (such pages are not shared with Java "
+                                      "engines)", key)
                 raw = fallback_hash(key)
             hashes.append(raw)
         return hashes
+
+    def _component_seen(self, component: str, key: str) -> None:
+        """Says once per component that SGLang sends ``"<hash>.<component>"`` keys (``.draft``: the draft model's
+        KV under speculative decoding). They are normal input: stored like any page, never warned about."""
+        with self._components_lock:
+            if component in self._components_seen:
+                return
+            self._components_seen.add(component)
+        logger.info("HiCache daemon backend: SGLang sends %r pages (keys such as %r%s); they are stored under "
+                    "SHA-256 of the key, shared with SGLang engines configured alike, not with Java engines",
+                    component, key, ": the speculative-decoding draft model's KV" if component == "draft" else "")
 
     def _failed(self, operation: str, pages: int, error: BaseException) -> None:
         self._counters.add(**{f"{operation}_failed_calls": 1, f"{operation}_failed_pages": pages})
@@ -429,10 +456,12 @@ class HiCacheDaemonStorage(HiCacheStorage):
                            type(e).__name__, e)
 
     def get_stats(self):
-        """SGLang's ``StorageMetrics`` (its class when SGLang is installed: its metrics collector checks the type):
-        pages and GB/s per prefetch and backup batch since the last call, plus ``counters``, a dict of cumulative
-        counts: ``get_pages_ok``, ``get_pages_miss``, ``get_failed_calls``, ``set_pages_ok``, ``set_pages_exists``,
-        ``set_pages_present`` (skipped after the leading-hits query), ``set_failed_pages``, ``exists_hits``..."""
+        """SGLang's ``StorageMetrics``, its own class from ``sglang.srt.observability.metrics_collector`` (or the
+        older ``sglang.srt.metrics.collector``) when SGLang is installed, since its metrics collector asserts the
+        type: pages and GB/s per prefetch and backup batch since the last call, plus ``counters``, a dict of
+        cumulative counts: ``get_pages_ok``, ``get_pages_miss``, ``get_failed_calls``, ``set_pages_ok``,
+        ``set_pages_exists``, ``set_pages_present`` (skipped after the leading-hits query), ``set_failed_pages``,
+        ``exists_hits``..."""
         metrics = new_storage_metrics()
         self._counters.drain_into(metrics)
         try:
