@@ -52,10 +52,12 @@ import software.amazon.awssdk.services.s3.model.S3Object;
 /**
  * The {@code s3} page store: one object per page in a bucket of any S3-compatible service, named
  * {@code PREFIX<namespace id>/<page hash>}, with the page's CRC-32C and length in its metadata, checked on every read.
- * An object whose length disagrees with the length it records (torn: a partial write on a service that does not make
- * puts atomic, or a put still in progress on one that shows it) is a damaged page: a {@link PageStatus#MISS}, to
- * lookups and gets alike, counted ({@link #damagedPages()}) and logged at most every 10 seconds, never a
- * {@link PageStatus#SIZE_MISMATCH}; it is left in place, since on a shared bucket it may be another writer's put
+ * An object that is torn, what a service that does not make puts atomic shows of a put cut short or still in
+ * progress, is not a page yet: one without the {@code hicache-crc32c} metadata (a body whose metadata has not
+ * landed), or whose length disagrees with the length it records (a body part written, or part replaced), is a
+ * {@link PageStatus#MISS} to lookups and gets alike, counted ({@link #tornObjects()}) and logged at most every 10
+ * seconds; never {@link PageStatus#CORRUPT}, which is for bytes that fail their checksum, nor
+ * {@link PageStatus#SIZE_MISMATCH}. It is left in place, since on a shared bucket it may be another writer's put
  * still going on, and the next put of the page replaces it. Built on
  * the SDK's asynchronous client (Netty): a batch's requests go out in parallel, at most {@code s3.concurrency} in
  * flight across the store ({@link RequestLimiter}); bodies go out of and come into the caller's off-heap memory
@@ -84,8 +86,8 @@ public final class S3PageStore extends AbstractPageStore {
     private final S3Config config;
     private final S3AsyncClient s3;
     private final RequestLimiter limiter;
-    private final LongAdder damagedPages = new LongAdder();
-    private final RateLimitedLog damagedLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    private final LongAdder tornObjects = new LongAdder();
+    private final RateLimitedLog tornLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
 
     private S3PageStore(S3Config config, S3AsyncClient s3) {
         super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
@@ -140,7 +142,7 @@ public final class S3PageStore extends AbstractPageStore {
                 }
                 return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
                         .handle((response, error) -> {
-                            if (error != null || damaged(key, response) != null) {
+                            if (error != null || torn(key, response) != null) {
                                 firstMiss.accumulateAndGet(index, Math::min);
                                 if (error != null && !(unwrap(error) instanceof NoSuchKeyException)
                                         && !isNotFound(error)) {
@@ -167,7 +169,7 @@ public final class S3PageStore extends AbstractPageStore {
             MemorySegment target = targets.page(i);
             String key = objectKey(targets.key(i));
             IntoSegments into = IntoSegments.whole(target,
-                    (response, objectLength) -> damaged(key, response.metadata(), objectLength),
+                    (response, objectLength) -> torn(key, response.metadata(), objectLength),
                     response -> checksumProblem(response, target));
             CompletableFuture<PageOutcome> get = s3.getObject(
                     b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)), into);
@@ -175,44 +177,51 @@ public final class S3PageStore extends AbstractPageStore {
         });
     }
 
-    /** {@link #damaged(String, Map, long)} for a HEAD's answer. */
-    private PageOutcome damaged(String key, HeadObjectResponse head) {
+    /** {@link #torn(String, Map, long)} for a HEAD's answer. */
+    private PageOutcome torn(String key, HeadObjectResponse head) {
         Long length = head.contentLength();
-        return length == null ? null : damaged(key, head.metadata(), length);
+        return length == null ? null : torn(key, head.metadata(), length);
     }
 
     /**
-     * A {@link PageStatus#MISS}, counted and logged, when the object is not the length its metadata records (torn);
-     * else null. An object without a recorded length (written before the store recorded one) is judged by its length
-     * and checksum alone.
+     * A {@link PageStatus#MISS}, counted and logged, when the object is torn: it has no checksum (its body has landed
+     * but not its metadata, on a service that writes them apart), or it is not the length its metadata records; else
+     * null. An object without a recorded length but with a checksum (written before the store recorded lengths) is
+     * judged by its length and checksum alone.
      */
-    private PageOutcome damaged(String key, Map<String, String> metadata, long objectLength) {
+    private PageOutcome torn(String key, Map<String, String> metadata, long objectLength) {
         String recorded = metadata.get(LENGTH_METADATA);
-        if (recorded == null || recorded.equals(Long.toString(objectLength))) {
+        String problem;
+        if (metadata.get(CRC_METADATA) == null) {
+            problem = "object " + key + " (" + objectLength + " bytes) has no " + CRC_METADATA + " metadata";
+        } else if (recorded != null && !recorded.equals(Long.toString(objectLength))) {
+            problem = "object " + key + " is " + objectLength + " bytes but records " + recorded;
+        } else {
             return null;
         }
-        damagedPages.increment();
-        String problem = "object " + key + " is " + objectLength + " bytes but records " + recorded
-                + ": torn (a partial or unfinished write); a miss";
-        damagedLog.log("s3 store: " + problem);
+        tornObjects.increment();
+        problem += ": torn (a put cut short or still landing); a miss";
+        tornLog.log("s3 store: " + problem);
         return PageOutcome.of(PageStatus.MISS, problem);
     }
 
     /**
-     * Objects found torn since the store opened, by gets and leading-hit queries (each time one is found): their
-     * length disagreed with the length they record. Each was answered as a miss.
+     * Torn objects found since the store opened, by gets and leading-hit queries (each time one is found): objects
+     * without the {@code hicache-crc32c} metadata, or not the length they record. Each was answered as a miss. Not in
+     * {@link #stats()}, whose {@link io.hicache.core.store.StoreStats} has no field for it; a get's miss is counted
+     * there as any miss.
      */
-    public long damagedPages() {
-        return damagedPages.sum();
+    public long tornObjects() {
+        return tornObjects.sum();
     }
 
-    /** Why a page that landed whole does not match the CRC-32C its object carries, or null when it does. */
+    /**
+     * Why a page that landed whole does not match the CRC-32C its object carries, or null when it does. An object
+     * without one never gets here: it is torn ({@link #torn(String, Map, long)}).
+     */
     private static String checksumProblem(GetObjectResponse response, MemorySegment page) {
         String crc = response.metadata().get(CRC_METADATA);
-        if (crc == null) {
-            return "the object has no " + CRC_METADATA + " metadata: not written by this store";
-        }
-        return crc.equals(hex(PageChecksum.of(page))) ? null : "page checksum mismatch";
+        return crc != null && crc.equals(hex(PageChecksum.of(page))) ? null : "page checksum mismatch";
     }
 
     private static String hex(int crc) {

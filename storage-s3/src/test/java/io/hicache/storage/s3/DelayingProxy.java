@@ -10,11 +10,14 @@ import java.net.Socket;
 import java.net.URI;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A TCP proxy of the tests' own on 127.0.0.1, in front of a server: it forwards bytes both ways, after a delay per
  * burst (a request or a response), or not at all (a server that hangs: connections accepted, requests read, nothing answered). Thread-safe;
- * closing it closes every connection.
+ * closing it closes every connection. It can also put one stray byte before the next answer
+ * ({@link #garbleNextAnswer()}), as s3rver does when it sends a byte past a response's Content-Length.
  */
 final class DelayingProxy implements AutoCloseable {
     /** What the proxy does with the bytes it gets. */
@@ -25,6 +28,8 @@ final class DelayingProxy implements AutoCloseable {
     private final List<Socket> sockets = new CopyOnWriteArrayList<>();
     private volatile Mode mode = Mode.PASS;
     private volatile long delayMillis;
+    private final AtomicBoolean garbleNext = new AtomicBoolean();
+    private final AtomicInteger garbled = new AtomicInteger();
     /** Bytes that follow the previous ones within this gap belong to the same burst. */
     private static final long BURST_GAP_NANOS = 20_000_000L;
 
@@ -51,6 +56,16 @@ final class DelayingProxy implements AutoCloseable {
         mode = Mode.HANG;
     }
 
+    /** Puts one byte that is not HTTP before the next bytes a server sends (the start of its next answer). */
+    void garbleNextAnswer() {
+        garbleNext.set(true);
+    }
+
+    /** Answers garbled so far. */
+    int garbled() {
+        return garbled.get();
+    }
+
     private void acceptLoop() {
         while (!listener.isClosed()) {
             try {
@@ -59,15 +74,15 @@ final class DelayingProxy implements AutoCloseable {
                 server.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 2000);
                 sockets.add(client);
                 sockets.add(server);
-                Thread.ofVirtual().start(() -> pump(client, server));
-                Thread.ofVirtual().start(() -> pump(server, client));
+                Thread.ofVirtual().start(() -> pump(client, server, false));
+                Thread.ofVirtual().start(() -> pump(server, client, true));
             } catch (IOException e) {
                 // closed, or the server is down: the client sees its connection closed
             }
         }
     }
 
-    private void pump(Socket from, Socket to) {
+    private void pump(Socket from, Socket to, boolean answers) {
         byte[] chunk = new byte[64 * 1024];
         long lastForward = 0;
         try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
@@ -81,6 +96,10 @@ final class DelayingProxy implements AutoCloseable {
                 // a busy machine (CI saw it once), which is not what "a slow server" means.
                 if (mode == Mode.DELAY && System.nanoTime() - lastForward > BURST_GAP_NANOS) {
                     Thread.sleep(delayMillis);
+                }
+                if (answers && garbleNext.compareAndSet(true, false)) {
+                    out.write('x');
+                    garbled.incrementAndGet();
                 }
                 out.write(chunk, 0, n);
                 out.flush();

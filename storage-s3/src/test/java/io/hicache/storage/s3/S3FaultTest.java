@@ -109,6 +109,31 @@ class S3FaultTest {
         }
     }
 
+    /**
+     * An answer that is not HTTP (one stray byte before it, what s3rver sends past an empty object's Content-Length
+     * when a put fills the object meanwhile) is retried, as a dropped connection is; the SDK alone
+     * would fail the page with a status 999 made up by Netty's decoder.
+     */
+    @Test
+    void anAnswerThatIsNotHttpIsRetried() throws Exception {
+        try (LocalS3 server = new LocalS3(dir, BUCKET); DelayingProxy proxy = new DelayingProxy(server.port());
+                S3PageStore store = S3PageStore.open(S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY,
+                        LocalS3.SECRET_KEY).withConcurrency(1));
+                Arena arena = Arena.ofShared()) {
+            List<StoreKey> keys = keys(3, 1);
+            Deadline deadline = Deadline.after(Duration.ofSeconds(20));
+            proxy.garbleNextAnswer();
+            assertEquals(PageStatus.OK, store.put(batch(arena, keys, 64 * 1024), deadline).get(30, TimeUnit.SECONDS)
+                    .status(0));
+            proxy.garbleNextAnswer();
+            List<MemorySegment> targets = targets(arena, 1, 64 * 1024);
+            BatchResult got = store.get(PageBatch.of(keys, targets), deadline).get(30, TimeUnit.SECONDS);
+            assertEquals(PageStatus.OK, got.status(0), got::toString);
+            assertTrue(PagePattern.matches(targets.getFirst(), keys.getFirst()));
+            assertEquals(2, proxy.garbled(), "the proxy garbled no answer: the case checked nothing");
+        }
+    }
+
     private static void assertWithin(long startNanos, Duration limit, String message) {
         Duration took = Duration.ofNanos(System.nanoTime() - startNanos);
         // 300 ms of slack for scheduling on a busy 2-core machine.

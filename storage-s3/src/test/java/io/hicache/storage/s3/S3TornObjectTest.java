@@ -28,9 +28,10 @@ import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.services.s3.S3Client;
 
 /**
- * A torn object (issue 22): what a service that does not make puts atomic leaves behind when a put is cut short, an
- * object shorter than the length it records. It is a damaged page, a miss to gets and lookups, counted; never a
- * size mismatch, which would tell the caller it asked with the wrong page size.
+ * A torn object (issue 22): what a service that does not make puts atomic shows of a put cut short or still landing,
+ * an object shorter than the length it records, or a body without its metadata yet (s3rver writes the body first).
+ * It is a miss to gets and lookups, counted; never a size mismatch, which would tell the caller it asked with the
+ * wrong page size, nor corrupt, which is for bytes that fail their checksum.
  */
 class S3TornObjectTest {
     private static final String BUCKET = "hicache-torn";
@@ -65,13 +66,13 @@ class S3TornObjectTest {
             BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline()).get(1, TimeUnit.MINUTES);
             assertEquals(PageStatus.MISS, got.status(0), got::toString);
             assertTrue(PagePattern.isSentinel(target), "a torn object was written into the target");
-            assertEquals(1, store.damagedPages());
+            assertEquals(1, store.tornObjects());
             assertEquals(1, store.stats().getMisses());
             assertEquals(0, store.stats().failedPages(), "a torn object counted as a failure");
 
             assertEquals(0, store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
                     "a lookup counted a torn object as a hit");
-            assertEquals(2, store.damagedPages());
+            assertEquals(2, store.tornObjects());
 
             // The next put of the page replaces it.
             assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
@@ -79,7 +80,48 @@ class S3TornObjectTest {
             assertEquals(PageStatus.OK, store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
                     .get(1, TimeUnit.MINUTES).status(0));
             assertTrue(PagePattern.matches(target, key));
-            assertEquals(2, store.damagedPages());
+            assertEquals(2, store.tornObjects());
+        }
+    }
+
+    @Test
+    void anObjectWithoutItsMetadataIsACountedMissNotCorruptWhileFlippedBytesStayCorrupt() throws Exception {
+        try (LocalS3 server = new LocalS3(dir, BUCKET);
+                S3PageStore store = S3PageStore.open(server.config(BUCKET));
+                S3Client client = server.client();
+                Arena arena = Arena.ofShared()) {
+            StoreKey key = NS.key(PageHash.fromHex("5a".repeat(32)));
+            String name = store.objectKey(key);
+            MemorySegment page = arena.allocate(PAGE_BYTES);
+            PagePattern.fill(page, key);
+            MemorySegment target = arena.allocate(PAGE_BYTES);
+
+            // What a put still landing on s3rver shows: the whole body (then an empty one) before any metadata.
+            byte[] body = page.toArray(ValueLayout.JAVA_BYTE);
+            for (byte[] landed : List.of(body, new byte[0])) {
+                client.putObject(b -> b.bucket(BUCKET).key(name), RequestBody.fromBytes(landed));
+                PagePattern.fillSentinel(target);
+                BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                        .get(1, TimeUnit.MINUTES);
+                assertEquals(PageStatus.MISS, got.status(0), got::toString);
+                assertTrue(got.detail(0).orElse("").contains("no hicache-crc32c metadata"), got::toString);
+                assertTrue(PagePattern.isSentinel(target), "an object without metadata was written into the target");
+                assertEquals(0, store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
+                        "a lookup counted an object without metadata as a hit");
+            }
+            assertEquals(4, store.tornObjects());
+            assertEquals(2, store.stats().getMisses());
+            assertEquals(0, store.stats().corruptPages(), "an object without metadata counted as corrupt");
+
+            // The page put whole, then one byte flipped under its metadata: that is corrupt, and not torn.
+            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                    .get(1, TimeUnit.MINUTES).status(0));
+            S3PageStoreConformanceTest.flipAByte(client, BUCKET, name);
+            BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                    .get(1, TimeUnit.MINUTES);
+            assertEquals(PageStatus.CORRUPT, got.status(0), got::toString);
+            assertEquals(1, store.stats().corruptPages());
+            assertEquals(4, store.tornObjects());
         }
     }
 

@@ -15,6 +15,7 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.checksums.RequestChecksumCalculation;
 import software.amazon.awssdk.core.checksums.ResponseChecksumValidation;
 import software.amazon.awssdk.core.exception.SdkClientException;
+import software.amazon.awssdk.core.exception.SdkServiceException;
 import software.amazon.awssdk.http.nio.netty.NettyNioAsyncHttpClient;
 import software.amazon.awssdk.http.nio.netty.SdkEventLoopGroup;
 import software.amazon.awssdk.regions.Region;
@@ -46,7 +47,8 @@ public final class S3Clients {
     /**
      * The asynchronous client: Netty connections up to {@code s3.concurrency} on the process's shared event loops,
      * each attempt bounded by
-     * {@code s3.request-timeout}, the standard retry strategy (throttling, 5xx, timeouts) with exponential backoff
+     * {@code s3.request-timeout}, the standard retry strategy (throttling, 5xx, timeouts, and answers that are not
+     * HTTP, see {@code unreadableResponse}) with exponential backoff
      * and jitter from 50 ms to 2 s, up to {@code s3.max-attempts}. The SDK's own payload checksums are only used
      * where S3 requires them: the store keeps its own CRC-32C in the object's metadata, which every S3-compatible
      * service stores, whereas trailing checksums in chunked uploads are not understood everywhere.
@@ -73,11 +75,22 @@ public final class S3Clients {
                         .tcpKeepAlive(true))
                 .overrideConfiguration(o -> o.apiCallAttemptTimeout(config.requestTimeout())
                         .retryStrategy(r -> r.maxAttempts(config.maxAttempts())
+                                .retryOnException(S3Clients::unreadableResponse)
                                 .backoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
                                 .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(200),
                                         Duration.ofSeconds(5)))));
         config.endpoint().ifPresent(builder::endpointOverride);
         return builder.build();
+    }
+
+    /**
+     * Whether the server's answer could not be read as HTTP: Netty's decoder reports such a response with status 999,
+     * no real status (those end at 599), and the SDK does not retry it, though it is a broken exchange like a dropped
+     * connection, which it does retry. s3rver, for one, can send a byte past an empty object's Content-Length when a
+     * put fills the object meanwhile, which garbles the next answer on that connection.
+     */
+    private static boolean unreadableResponse(Throwable error) {
+        return error instanceof SdkServiceException s && s.statusCode() > 599;
     }
 
     /**
