@@ -326,7 +326,8 @@ class HiCacheClient:
         def on_answer(group: list, frame: Frame) -> None:
             payload = conn.read_payload(frame, call.io_deadline)
             lease_id, count = struct.unpack_from(">QI", payload, 0)
-            lease_ids.append(lease_id)
+            if lease_id != 0:  # 0: no lease was taken (the connection holds its limit); every page is REJECTED
+                lease_ids.append(lease_id)
             if count != len(group) or len(payload) != 12 + protocol.LEASE_ENTRY.size * count:
                 raise HiCacheProtocolError(f"a LEASE of {len(group)} pages was answered with {count} entries in "
                                            f"{len(payload)} bytes")
@@ -510,7 +511,9 @@ class HiCacheClient:
                 self._reserve_supported = False  # this daemon predates RESERVE: PUT from now on
                 return sorted(unknown)
             self._reserve_supported = True
-            by_id = {rid: (group, checksums) for rid, group, checksums in reservations}
+            # Reservation 0 took nothing (the connection holds its limit of leases and reservations; every page is
+            # REJECTED and goes to PUT): there is nothing to commit.
+            by_id = {rid: (group, checksums) for rid, group, checksums in reservations if rid != 0}
             pipeline.run(conn, Op.COMMIT, [[rid] for rid in by_id],
                          lambda g: ([struct.pack(">QI", g[0], len(by_id[g[0]][1])),
                                      struct.pack(f">{len(by_id[g[0]][1])}I", *by_id[g[0]][1])], 0),
@@ -521,7 +524,7 @@ class HiCacheClient:
             return sorted(no_room)
         finally:
             if not committed:
-                self._release(conn, [rid for rid, _, _ in reservations], call)
+                self._release(conn, [rid for rid, _, _ in reservations if rid != 0], call)
 
     def delete(self, ns: Namespace, hashes: Sequence, timeout_s: Optional[float] = None) -> list[Status]:
         """Removes pages from every tier. Per page: ``OK`` removed, ``MISS`` was not there, ``TIMED_OUT`` (L3 had

@@ -54,13 +54,26 @@ public final class AdminCommand implements Subcommand {
     }
 
     /**
-     * Connects to the daemon, sends {@code request}, and prints the line {@code line} makes of its answer; what every
-     * admin subcommand does. A refusal is thrown as it came (the command line turns it into exit status 1).
+     * The daemon's admin token ({@code server.admin-token}), sent in the HELLO instead of {@code --auth-token} when
+     * given. A picocli mixin; filled once.
      */
-    static <T> int ask(CommandSpec spec, DaemonAddress daemon, Timeout timeout,
+    static final class AdminToken {
+        @Option(names = "--admin-token", paramLabel = "TEXT", defaultValue = "${env:HICACHE_SERVER_ADMIN_TOKEN:-}",
+                description = "the daemon's server.admin-token, sent instead of --auth-token (default: "
+                        + "HICACHE_SERVER_ADMIN_TOKEN, else none: a daemon without one takes admin requests from loopback "
+                        + "only, with its ordinary token)")
+        String adminToken;
+    }
+
+    /**
+     * Connects to the daemon (with the admin token if one is given), sends {@code request}, and prints the line
+     * {@code line} makes of its answer; what every admin subcommand does. A refusal is thrown as it came (the command
+     * line turns it into exit status 1).
+     */
+    static <T> int ask(CommandSpec spec, DaemonAddress daemon, AdminToken admin, Timeout timeout,
             Function<DaemonAdmin, CompletableFuture<T>> request, Function<T, String> line) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        try (RemotePageStore client = daemon.connect()) {
+        try (RemotePageStore client = admin.adminToken.isEmpty() ? daemon.connect() : daemon.connect(admin.adminToken)) {
             out.println(line.apply(timeout.await(request.apply(new DaemonAdmin(client)))));
             out.flush();
             return Subcommand.OK;
@@ -82,11 +95,14 @@ public final class AdminCommand implements Subcommand {
         DaemonAddress daemon;
 
         @Mixin
+        AdminToken adminToken;
+
+        @Mixin
         Timeout timeout;
 
         @Override
         public Integer call() throws Exception {
-            return ask(spec, daemon, timeout, admin -> admin.flush(timeout.timeout), f -> "flushed the host slab of "
+            return ask(spec, daemon, adminToken, timeout, admin -> admin.flush(timeout.timeout), f -> "flushed the host slab of "
                     + daemon.host + ":" + daemon.port + ": dropped " + f.droppedPages() + " pages, kept "
                     + f.keptPages() + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));
         }

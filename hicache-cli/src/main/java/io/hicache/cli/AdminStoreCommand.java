@@ -46,11 +46,14 @@ public final class AdminStoreCommand implements Callable<Integer> {
         DaemonAddress daemon;
 
         @Mixin
+        AdminCommand.AdminToken adminToken;
+
+        @Mixin
         AdminCommand.Timeout timeout;
 
         @Override
         public Integer call() throws Exception {
-            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.store(timeout.timeout),
+            return AdminCommand.ask(spec, daemon, adminToken, timeout, admin -> admin.store(timeout.timeout),
                     store -> "L3 store: " + store.map(AdminStoreCommand::describe).orElse("none"));
         }
     }
@@ -68,11 +71,14 @@ public final class AdminStoreCommand implements Callable<Integer> {
         DaemonAddress daemon;
 
         @Mixin
+        AdminCommand.AdminToken adminToken;
+
+        @Mixin
         AdminCommand.Timeout timeout;
 
         @Override
         public Integer call() throws Exception {
-            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.detach(timeout.timeout),
+            return AdminCommand.ask(spec, daemon, adminToken, timeout, admin -> admin.detach(timeout.timeout),
                     d -> d.store().map(s -> "detached the L3 store " + describe(s) + (d.droppedWrites() > 0 ? "; "
                             + d.droppedWrites() + " pages were not written to it before --timeout passed (they stay in "
                             + "the host slab only)" : "")).orElse("no L3 store was attached"));
@@ -84,15 +90,21 @@ public final class AdminStoreCommand implements Callable<Integer> {
             sortOptions = false,
             description = "Has the daemon open store NAME (file, rocksdb, s3, remote, ...) as --server.store opens it at "
                     + "start, with the daemon's own settings and each --set over them, and attach it. Refused when a "
-                    + "store is attached (detach it first), NAME is unknown, or the store fails to open.",
-            footer = {"%nExamples:", "  hicache admin store attach file --set file.root=/data/hicache",
-                "  hicache admin store attach rocksdb --set rocksdb.path=/data/rocks"})
+                    + "store is attached (detach it first), NAME is unknown, a --set key is not one of the store's "
+                    + "settings, a folder it names is outside the daemon's server.store-root (by default the folder "
+                    + "holding its own store folder: ./hicache-data), a remote store is the daemon itself, or the store "
+                    + "fails to open.",
+            footer = {"%nExamples:", "  hicache admin store attach file --set file.root=hicache-data/file-2",
+                "  hicache admin store attach rocksdb --set rocksdb.root=hicache-data/rocksdb"})
     public static final class Attach implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
         @Mixin
         DaemonAddress daemon;
+
+        @Mixin
+        AdminCommand.AdminToken adminToken;
 
         @Mixin
         AdminCommand.Timeout timeout;
@@ -106,7 +118,7 @@ public final class AdminStoreCommand implements Callable<Integer> {
 
         @Override
         public Integer call() throws Exception {
-            return AdminCommand.ask(spec, daemon, timeout, admin -> admin.attach(name, settings, timeout.timeout),
+            return AdminCommand.ask(spec, daemon, adminToken, timeout, admin -> admin.attach(name, settings, timeout.timeout),
                     s -> "attached the L3 store " + describe(s));
         }
     }

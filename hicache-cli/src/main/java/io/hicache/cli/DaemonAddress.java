@@ -26,7 +26,12 @@ final class DaemonAddress {
 
     /** Connects; the caller closes the client. */
     RemotePageStore connect() {
-        return RemotePageStore.open(new RemoteStoreConfig(host, port, authToken, 1, Duration.ofSeconds(5)));
+        return connect(authToken);
+    }
+
+    /** Connects with {@code token} in the HELLO instead of {@link #authToken}; the caller closes the client. */
+    RemotePageStore connect(String token) {
+        return RemotePageStore.open(new RemoteStoreConfig(host, port, token, 1, Duration.ofSeconds(5)));
     }
 
     /** The daemon's metrics as it sends them (Prometheus text). */

@@ -41,7 +41,9 @@ public final class ServeCommand implements Subcommand {
 
     @Override
     public void addOptions(CommandSpec spec) {
-        SettingOptions.add(spec, "%nDaemon settings:", ServerConfig.SETTINGS, Map.of());
+        // server.store-root has no fixed default: it follows the daemon's own store folder.
+        SettingOptions.add(spec, "%nDaemon settings:", ServerConfig.SETTINGS, Map.of("server.store-root",
+                "./hicache-data with the default file.root"));
         for (PageStoreProvider p : PageStores.providers()) {
             // The daemon puts the file store under the working directory unless told otherwise: show that default.
             SettingOptions.add(spec, "%nStore '" + p.name() + "' (server.store " + p.name() + "): " + p.description()

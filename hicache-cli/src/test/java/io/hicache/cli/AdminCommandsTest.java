@@ -73,6 +73,26 @@ class AdminCommandsTest {
     }
 
     @Test
+    void aDaemonWithAnAdminTokenTakesAdminCommandsWithItOnly(@TempDir Path dir) throws Exception {
+        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder().flag("server.bind", "127.0.0.1")
+                .flag("server.port", "0").flag("server.metrics-port", "-1").flag("server.store", "none")
+                .flag("server.auth-token", TOKEN).flag("server.admin-token", "operator")
+                .flag("server.host-size", "64MiB").flag("server.host-dir", dir.resolve("slab").toString()).build()));
+        try {
+            String port = Integer.toString(server.port());
+            HiCacheCliTest.Run plain = admin(port, "flush");
+            assertEquals(1, plain.status(), plain.out());
+            assertTrue(plain.err().contains("server.admin-token"), plain.err());
+            assertEquals("L3 store: none\n", admin(port, "store", "show").out(), "SHOW is not an admin operation");
+            HiCacheCliTest.Run withToken = admin(port, "flush", "--admin-token", "operator");
+            assertEquals(0, withToken.status(), withToken.err());
+            assertTrue(withToken.out().contains("dropped 0 pages"), withToken.out());
+        } finally {
+            server.close();
+        }
+    }
+
+    @Test
     void badAdminArgumentsExitWith2() {
         for (String[] args : new String[][] {{"admin"}, {"admin", "store"}, {"admin", "store", "attach"},
             {"admin", "store", "frob"}, {"admin", "store", "attach", "file", "--set", "no-equals-sign"},

@@ -504,6 +504,13 @@ public final class PageUsageIndex<K> {
         }
     }
 
+    /** Namespace numbers handed out so far, in use or free (tests: a namespace that empties gives its number back). */
+    int namespaceNumbers() {
+        synchronized (lock) {
+            return namespaces == null ? 0 : namespaces.numbers();
+        }
+    }
+
     public Order order() {
         return order;
     }
@@ -613,8 +620,10 @@ public final class PageUsageIndex<K> {
         if (namespaces != null) {
             int ns = namespace(slot);
             unlinkFromNamespace(slot, ns);
-            namespaces.count[ns]--;
             namespaces.bytes[ns] -= b;
+            if (--namespaces.count[ns] == 0) {
+                namespaces.release(ns); // nothing is kept for a namespace that holds nothing
+            }
         }
         size--;
         totalBytes -= b;
@@ -747,7 +756,7 @@ public final class PageUsageIndex<K> {
 
     private void checkNamespaces() {
         int total = 0;
-        for (int ns = 0; ns < namespaces.namespaces(); ns++) {
+        for (int ns = 0; ns < namespaces.numbers(); ns++) {
             int count = 0;
             long sum = 0;
             int last = NIL;

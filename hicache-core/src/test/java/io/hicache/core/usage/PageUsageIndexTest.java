@@ -151,6 +151,29 @@ class PageUsageIndexTest {
         index.checkInvariants();
     }
 
+    /**
+     * A namespace that empties gives its number back: 100,000 namespaces that come and go (a fresh cache salt per
+     * request) leave the index with nothing for them; it used to keep a few bytes for each, for good.
+     */
+    @Test
+    void aNamespaceThatEmptiesLeavesNothingBehind() {
+        PageUsageIndex<String> index = PageUsageIndex.<String>builder(Order.RECENCY)
+                .namespaces(k -> k.substring(0, k.indexOf('/'))).build();
+        index.insert("kept/1", 1);
+        for (int i = 0; i < 100_000; i++) {
+            index.insert("ns" + i + "/a", 5);
+            index.insert("ns" + i + "/b", 6);
+            index.remove("ns" + i + "/a");
+            index.remove("ns" + i + "/b");
+            assertEquals(0, index.size("ns" + i));
+        }
+        assertTrue(index.namespaceNumbers() <= 2, index.namespaceNumbers() + " namespace numbers for 2 at a time");
+        assertEquals(1, index.size("kept"));
+        index.insert("kept/2", 1);
+        assertEquals(List.of("kept/1", "kept/2"), keysOf(index.claimOldest(100, Candidates.any().inNamespace("kept"))));
+        index.checkInvariants();
+    }
+
     @Test
     void candidatesCanBeLimitedToFlaggedEntriesAndByAFilter() {
         PageUsageIndex<String> index = recency();

@@ -10,9 +10,10 @@ import java.util.Optional;
 
 /**
  * The operator's requests (docs/protocol.md §3): FLUSH, and STORE with its SHOW, DETACH and ATTACH. Parsed on the
- * event loop, run on a worker (they wait for the write-behind, or open a store). Like every request, they run only
- * on a connection whose HELLO was accepted, so only with the daemon's token when it has one; for a connection's order
- * they are writes. Stateless; thread-safe.
+ * event loop, run on a worker (they wait for the write-behind, or open a store). FLUSH, DETACH and ATTACH (and
+ * CLEAR_ALL) are admin operations: {@link ServerHandler} runs them only on a connection whose HELLO carried
+ * {@code server.admin-token}, or, without one, from a loopback peer. For a connection's order they are writes.
+ * Stateless; thread-safe.
  */
 final class AdminRequests {
     /** The most settings an ATTACH may carry. */

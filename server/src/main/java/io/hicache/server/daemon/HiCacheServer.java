@@ -74,10 +74,10 @@ public final class HiCacheServer implements AutoCloseable {
     private HiCacheServer(ServerConfig config, SlabCache cache) throws Exception {
         this.config = config;
         this.cache = cache;
-        this.stores = new StoreAdmin(cache, config);
+        this.stores = new StoreAdmin(cache, config, this::port);
         metrics.export(cache);
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
-        this.leases = new Leases(cache);
+        this.leases = new Leases(cache, config.maxLeasesPerConnection());
         this.operations = new Operations(this);
         this.workers = Executors.newFixedThreadPool(config.workers(), Threads.factory("server-worker"));
         this.transport = config.transport().resolve();
@@ -170,7 +170,9 @@ public final class HiCacheServer implements AutoCloseable {
     public String describe() {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
                 + io.hicache.storage.remote.protocol.Wire.VERSION + " and " + io.hicache.storage.remote.protocol.Wire.VERSION_2
-                + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required") + "); host slab "
+                + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
+                + (config.adminToken().isEmpty() ? ", admin operations from loopback only" : ", admin token required for "
+                        + "admin operations") + "); host slab "
                 + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: "
                 + stores.show().map(s -> s.name() + " at " + s.location()).orElse("none")
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()

@@ -17,7 +17,12 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.zip.CRC32C;
 
 /**
@@ -36,8 +41,16 @@ final class Operations {
         static final int NO_CHECKSUMS = 0x01;
     }
 
-    /** A parsed request's work. */
-    record Work(BooleanSupplier inline, Runnable onWorker) {
+    /**
+     * A parsed request's work: {@code inline} tries it on the event loop (true: done and answered); otherwise
+     * {@code onWorker} runs it on a worker, or, where {@code later} is given, {@code later} starts it on a worker and
+     * the request is done (answered) when the future it returns completes.
+     */
+    record Work(BooleanSupplier inline, Runnable onWorker, Supplier<CompletableFuture<?>> later) {
+        Work(BooleanSupplier inline, Runnable onWorker) {
+            this(inline, onWorker, null);
+        }
+
         /** Work that is always quick: it runs on the event loop. */
         static Work quick(Runnable r) {
             return new Work(() -> {
@@ -49,6 +62,11 @@ final class Operations {
         /** Work that may block: it always goes to a worker. */
         static Work slow(Runnable r) {
             return new Work(() -> false, r);
+        }
+
+        /** Work that starts on a worker and is answered when the future {@code start} returns completes. */
+        static Work deferred(Supplier<CompletableFuture<?>> start) {
+            return new Work(() -> false, null, start);
         }
     }
 
@@ -126,9 +144,9 @@ final class Operations {
             }
             case Wire.CLEAR -> {
                 Namespace ns = namespaces.read(in);
-                yield Work.slow(() -> clear(out, r, () -> cache.clear(ns, r.deadline())));
+                yield Work.deferred(() -> clear(out, r, ns));
             }
-            case Wire.CLEAR_ALL -> Work.slow(() -> clear(out, r, () -> cache.clearAll(r.deadline())));
+            case Wire.CLEAR_ALL -> Work.deferred(() -> clear(out, r, null));
             case Wire.STATS -> Work.quick(() -> {
                 ByteBuf answer = out.begin(r.op(), r.id());
                 byte[] text = server.metrics.render().getBytes(StandardCharsets.UTF_8);
@@ -209,20 +227,40 @@ final class Operations {
         out.send(answer);
     }
 
-    /** A clear's work, which throws on failure. */
-    private interface Clearing {
-        void run() throws Exception;
-    }
-
-    private static void clear(Responder out, Request r, Clearing clearing) {
-        try {
-            clearing.run();
-            out.send(out.begin(r.op(), r.id()));
-        } catch (NotDoneInTime e) {
-            out.fail(r.id(), Wire.E_TIMED_OUT, e.getMessage(), false);
-        } catch (Exception e) {
-            out.fail(r.id(), Wire.E_INTERNAL, "clear failed: " + e, false);
+    /**
+     * A CLEAR ({@code ns}) or CLEAR_ALL (null): the slab's pages at once, L3's in the background
+     * ({@link SlabCache#clear}); answered when both are done, or at the deadline (ERROR TIMED_OUT saying what was
+     * done), whichever comes first. The future completes once the answer is sent.
+     */
+    private CompletableFuture<?> clear(Responder out, Request r, Namespace ns) {
+        String what = ns == null ? "every namespace" : "namespace " + ns;
+        if (r.deadline().isOver()) {
+            out.fail(r.id(), Wire.E_TIMED_OUT, "clear of " + what + " not started: its deadline had passed; nothing "
+                    + "was removed", false);
+            return CompletableFuture.completedFuture(null);
         }
+        SlabCache.Clearing clearing = cache.clear(ns);
+        if (clearing.inL3() == null) {
+            out.send(out.begin(r.op(), r.id()));
+            return CompletableFuture.completedFuture(null);
+        }
+        return clearing.inL3().copy().orTimeout(Math.max(0, r.deadline().remainingNanos()), TimeUnit.NANOSECONDS)
+                .handle((ignored, t) -> {
+                    Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+                    if (cause == null) {
+                        out.send(out.begin(r.op(), r.id()));
+                    } else if (cause instanceof TimeoutException) {
+                        out.fail(r.id(), Wire.E_TIMED_OUT, "clear of " + what + " is partial: the host slab's pages are "
+                                + "removed (" + clearing.removedHere() + "); the L3 clear did not finish before the "
+                                + "deadline and goes on in the background (" + clearing.describeL3() + "), so L3 may "
+                                + "still hold pages; repeat the clear to wait for it", false);
+                    } else {
+                        out.fail(r.id(), Wire.E_INTERNAL, "clear of " + what + " failed: the host slab's pages are "
+                                + "removed (" + clearing.removedHere() + "), the L3 clear failed and L3 may still hold "
+                                + "pages: " + cause, false);
+                    }
+                    return null;
+                });
     }
 
     /**
@@ -233,6 +271,9 @@ final class Operations {
     private void pages(Responder out, Request r, SlabCache.Entry[] entries, PageStatus[] why, int[] lengths,
             long leaseMillis, WireChecksum sum) {
         boolean lease = r.op() == Wire.LEASE;
+        Channel owner = out.context().channel();
+        // Over server.max-leases-per-connection the lease takes nothing: its pages are REJECTED (GET them instead).
+        boolean overLimit = lease && !server.leases.tryHold(owner);
         ByteBuf meta = out.begin(r.op(), r.id());
         int leaseIdAt = meta.writerIndex();
         if (lease) {
@@ -246,7 +287,7 @@ final class Operations {
             PageStatus status = e == null ? (why == null ? PageStatus.MISS : why[i])
                     : e.length != lengths[i] ? PageStatus.SIZE_MISMATCH
                     // A page the slab had no room for cannot be leased: the client should get it instead.
-                    : lease && !e.inSlab() ? PageStatus.REJECTED : PageStatus.OK;
+                    : lease && (!e.inSlab() || overLimit) ? PageStatus.REJECTED : PageStatus.OK;
             int crc = 0;
             if (e != null && !noChecksums) {
                 crc = e.crc;
@@ -276,7 +317,11 @@ final class Operations {
             }
         }
         if (lease) {
-            Channel owner = out.context().channel();
+            if (overLimit) {
+                meta.setLong(leaseIdAt, 0); // no lease: id 0 names none
+                out.send(meta);
+                return;
+            }
             long id = server.leases.grant(owner, delivered, leaseMillis);
             if (!owner.isActive()) {
                 server.leases.release(owner, id); // closed meanwhile: its leases were ended before this one began
@@ -394,6 +439,8 @@ final class Operations {
         private int next;
         /** Set once the rooms belong to a reservation: from then on only the reservation frees them. */
         private boolean handedOver;
+        /** Whether the connection had a lease slot for this reservation (decided once, at the first page). */
+        private Boolean held;
 
         Reserve(Responder out, Request r, List<StoreKey> keys, int[] lengths, long holdMillis) {
             this.out = out;
@@ -415,15 +462,25 @@ final class Operations {
                         cache.abandon(room); // the request fails as a whole: nothing stays reserved
                     }
                 }
+                if (Boolean.TRUE.equals(held) && !handedOver) {
+                    server.leases.unhold(out.context().channel());
+                }
                 throw e;
             }
         }
 
         private boolean reserveRest(boolean mayWait) {
             Deadline deadline = r.deadline();
+            Channel owner = out.context().channel();
+            if (held == null) {
+                held = server.leases.tryHold(owner);
+            }
             for (; next < keys.size(); next++) {
                 SlabCache.Room room;
-                if (deadline.isOver()) {
+                if (!held) {
+                    // Over server.max-leases-per-connection: nothing is reserved (PUT the pages instead).
+                    room = SlabCache.Room.refusedFor(PageStatus.REJECTED);
+                } else if (deadline.isOver()) {
                     room = SlabCache.Room.refusedFor(PageStatus.stoppedBy(deadline));
                 } else {
                     room = cache.reserve(keys.get(next), lengths[next], mayWait ? deadline : null);
@@ -434,10 +491,9 @@ final class Operations {
                 statuses[next] = room.refused() == null ? PageStatus.OK : room.refused();
                 rooms[next] = room.refused() == null ? room : null;
             }
-            Channel owner = out.context().channel();
-            long id = server.leases.reserve(owner, rooms, statuses, holdMillis);
+            long id = held ? server.leases.reserve(owner, rooms, statuses, holdMillis) : 0;
             handedOver = true;
-            if (!owner.isActive()) {
+            if (held && !owner.isActive()) {
                 server.leases.release(owner, id); // closed meanwhile: its reservations were abandoned before this one
             }
             ByteBuf answer = out.begin(r.op(), r.id());

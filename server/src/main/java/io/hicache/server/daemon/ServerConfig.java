@@ -20,6 +20,10 @@ import java.util.List;
  * @param bind              the address to listen on
  * @param port              the port (0: any free one)
  * @param authToken         the token clients must present; required when {@code bind} is not a loopback address
+ * @param adminToken        the token a connection's HELLO carries for admin operations (FLUSH, STORE DETACH and
+ *                          ATTACH, CLEAR_ALL); empty: admin operations are accepted from loopback peers only
+ * @param storeRoot         the folder under which STORE ATTACH may place the folders it names (absolute)
+ * @param maxLeasesPerConnection leases and reservations one connection may hold at once
  * @param maxConnections    open connections at most
  * @param maxFrameBytes     the largest frame accepted (its declared length, which does not count the length field);
  *                          a declared length above it closes the connection unread
@@ -44,16 +48,29 @@ import java.util.List;
  * @param transport         Netty's socket transport ({@code auto}: epoll where its native library loads, NIO otherwise)
  * @param settings          all the raw settings, for the L3 store
  */
-public record ServerConfig(String bind, int port, String authToken, int maxConnections, int maxFrameBytes,
-        int maxPageBytes, long maxInFlightBytes, Path hostDir, long hostBytes, long minBlockBytes, String store,
-        long namespaceQuota, int metricsPort, int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease,
-        Duration handshakeTimeout, long maxPartialFrameBytes, int writeBehindMaxTries, KvEventsConfig kvEvents,
-        NettyTransport transport, Settings settings) {
+public record ServerConfig(String bind, int port, String authToken, String adminToken, Path storeRoot,
+        int maxLeasesPerConnection, int maxConnections, int maxFrameBytes, int maxPageBytes, long maxInFlightBytes,
+        Path hostDir, long hostBytes, long minBlockBytes, String store, long namespaceQuota, int metricsPort,
+        int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease, Duration handshakeTimeout,
+        long maxPartialFrameBytes, int writeBehindMaxTries, KvEventsConfig kvEvents, NettyTransport transport,
+        Settings settings) {
     public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
             "the address to listen on; anything but loopback requires server.auth-token");
     public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
     public static final Setting<String> AUTH_TOKEN = Setting.string("server.auth-token", "",
             "the token clients must present; required when listening beyond loopback");
+    public static final Setting<String> ADMIN_TOKEN = Setting.string("server.admin-token", "",
+            "the token a client's HELLO must carry for admin operations (FLUSH, STORE DETACH and ATTACH, CLEAR_ALL; "
+                    + "such a connection may do everything else too); unset: admin operations are accepted only from "
+                    + "loopback peers, and refused (ERROR AUTH) from any other address");
+    public static final Setting<Path> STORE_ROOT = Setting.path("server.store-root", null,
+            "the folder under which STORE ATTACH (hicache admin store attach) may place the folders it names "
+                    + "(file.root, rocksdb.root, nixl.dirs); one outside it is refused. Unset: the folder that holds "
+                    + "the daemon's own store folder (the parent of file.root, or of rocksdb.root with server.store "
+                    + "rocksdb)");
+    public static final Setting<Integer> MAX_LEASES_PER_CONNECTION = Setting.integer("server.max-leases-per-connection",
+            65_536, 1, 1 << 24, "leases and reservations (LEASE, RESERVE) one connection may hold at once; past it a "
+                    + "LEASE or RESERVE takes nothing and answers its pages REJECTED (GET or PUT them instead)");
     public static final Setting<Integer> MAX_CONNECTIONS = Setting.integer("server.max-connections", 1024, 1, 1 << 20,
             "open connections at most");
     public static final Setting<Long> MAX_FRAME = Setting.bytes("server.max-frame-bytes", "68MiB",
@@ -109,7 +126,8 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
     }
 
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
+    public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, ADMIN_TOKEN, STORE_ROOT,
+            MAX_LEASES_PER_CONNECTION, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
             MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
             SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT, MAX_PARTIAL_FRAMES, WRITE_BEHIND_MAX_TRIES, KV_EVENTS,
             TRANSPORT);
@@ -131,7 +149,17 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
             Checks.requireArgument(!authToken.isBlank(),
                     "server.bind %s is not a loopback address: set server.auth-token, which clients must then present", bind);
         }
+        Checks.requireArgument(adminToken.isEmpty() || !adminToken.equals(authToken),
+                "server.admin-token must differ from server.auth-token (else every client could run admin operations)");
+        Checks.requireArgument(adminToken.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES
+                && authToken.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES,
+                "server.auth-token and server.admin-token may have at most %d bytes (a HELLO carries them)",
+                MAX_TOKEN_BYTES);
+        Checks.requireArgument(storeRoot.isAbsolute(), "server.store-root must be absolute here, was %s", storeRoot);
     }
+
+    /** The longest token a HELLO can carry: a protocol string. */
+    static final int MAX_TOKEN_BYTES = io.hicache.storage.remote.protocol.Codec.MAX_STRING_BYTES;
 
     /**
      * Reads the configuration.
@@ -146,7 +174,10 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
             Checks.requireArgument(frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
                     "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
             String store = settings.get(STORE).trim();
+            Path storeRoot = STORE_ROOT.find(settings).orElseGet(() -> defaultStoreRoot(settings, store))
+                    .toAbsolutePath().normalize();
             return new ServerConfig(settings.get(BIND).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
+                    settings.get(ADMIN_TOKEN), storeRoot, settings.get(MAX_LEASES_PER_CONNECTION),
                     settings.get(MAX_CONNECTIONS), (int) frame, (int) page, settings.get(MAX_IN_FLIGHT),
                     settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
                     store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
@@ -156,6 +187,24 @@ public record ServerConfig(String bind, int port, String authToken, int maxConne
         } catch (IllegalArgumentException e) {
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
         }
+    }
+
+    /**
+     * {@code server.store-root} when it is not set: the folder that holds the daemon's own store folder, so that an
+     * operator may attach a store beside the one the daemon started with (a store's own folder would only let the
+     * same store be attached again: the file store refuses a root inside another's). The daemon's own folder is the
+     * first folder setting of its store ({@code file.root}, {@code rocksdb.root}), as given or by default; for a store
+     * without one (s3, remote, none) it is the file store's, {@code file.root} (by default
+     * {@link HiCacheServer#DEFAULT_FILE_ROOT}: the root is then {@code ./hicache-data}).
+     */
+    static Path defaultStoreRoot(Settings settings, String store) {
+        Setting<?> folder = io.hicache.core.store.PageStores.find(store).stream()
+                .flatMap(p -> p.settings().stream()).filter(s -> s.type().equals("path")).findFirst().orElse(null);
+        String key = folder != null ? folder.key() : "file.root";
+        String fallback = key.equals("file.root") ? HiCacheServer.DEFAULT_FILE_ROOT
+                : folder.defaultText().orElse(HiCacheServer.DEFAULT_FILE_ROOT);
+        Path own = Path.of(settings.lookup(key).map(v -> v.text().trim()).orElse(fallback)).toAbsolutePath().normalize();
+        return own.getParent() != null ? own.getParent() : own;
     }
 
     /** The slab allocator's largest block: the smallest power of two of blocks that holds the largest page. */

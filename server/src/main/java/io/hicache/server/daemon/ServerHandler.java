@@ -10,10 +10,13 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.TooLongFrameException;
 import java.lang.System.Logger.Level;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -26,6 +29,9 @@ import java.util.concurrent.TimeUnit;
  * <p>Writes (PUT, DELETE, CLEAR, CLEAR_ALL, RESERVE, COMMIT, FLUSH, STORE) take effect in the order the client sent them: a request that must not
  * overtake an earlier one still on a worker (a write behind anything, anything behind a write) is held back, its
  * bytes counted as in flight, and started when that one finishes. Reads overlap one another.
+ *
+ * <p>Admin operations (FLUSH, STORE DETACH and ATTACH, CLEAR_ALL) run only on a connection with admin permission
+ * ({@link #mayAdminister}); elsewhere they are ERROR AUTH and the connection stays.
  *
  * <p>A malformed request gets an ERROR answer and the connection stays; a malformed or refused handshake, a request
  * before the handshake and a frame over the size limit get an ERROR answer and the connection is closed.
@@ -47,6 +53,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     private boolean counted;
     private boolean authenticated;
+    /** Whether this connection may run admin operations (see {@link #adminRefusal}); set by its HELLO. */
+    private boolean admin;
     /** The protocol version HELLO agreed on, and the page checksum on the wire (version 2 may choose CRC-32). */
     private int version = Wire.VERSION;
     private WireChecksum checksum = WireChecksum.CRC32C;
@@ -140,6 +148,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
             return;
         }
+        String refusal = admin ? null : adminRefusal(r.op(), frame);
+        if (refusal != null) {
+            frame.release();
+            out.fail(r.id(), Wire.E_AUTH, refusal, false);
+            return;
+        }
         Operations.Work work;
         try {
             work = operations.parse(out, r, frame, namespaces, version, checksum);
@@ -161,6 +175,27 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         run(ctx, r, work, frame, write, false);
+    }
+
+    /**
+     * Why a connection without admin permission may not run this request, or null if it may: FLUSH, STORE DETACH and
+     * ATTACH, and CLEAR_ALL are the operator's. (STORE SHOW only names the store; CLEAR clears one namespace, a
+     * client's own.)
+     */
+    private String adminRefusal(int op, ByteBuf frame) {
+        boolean adminOp = op == Wire.FLUSH || op == Wire.CLEAR_ALL
+                || op == Wire.STORE && frame.isReadable() && frame.getUnsignedByte(frame.readerIndex()) != Wire.STORE_SHOW;
+        if (!adminOp) {
+            return null;
+        }
+        return Wire.opName(op) + " is an admin operation: " + (server.config.adminToken().isEmpty()
+                ? "without server.admin-token the daemon accepts admin operations only from loopback peers, and this "
+                        + "connection comes from " + ctx().channel().remoteAddress()
+                : "this connection's HELLO did not carry server.admin-token");
+    }
+
+    private ChannelHandlerContext ctx() {
+        return out.context();
     }
 
     /** Writes change pages; a connection's requests take effect in order where one of two is a write. */
@@ -210,17 +245,26 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         try {
             server.workers.execute(() -> {
+                boolean handedOff = false;
                 try {
-                    work.onWorker().run();
+                    if (work.later() == null) {
+                        work.onWorker().run();
+                    } else {
+                        // Answered when the work's future completes (a clear waiting for L3 up to its deadline): no
+                        // worker waits meanwhile, and the connection's later requests are held back until then (§1).
+                        work.later().get().whenComplete((ignored, t) -> {
+                            if (t != null) {
+                                failed(r, t);
+                            }
+                            ranOnWorker(ctx, r, frame, start, bytes, write);
+                        });
+                        handedOff = true;
+                    }
                 } catch (RuntimeException e) {
                     failed(r, e);
                 } finally {
-                    frame.release();
-                    server.metrics.request(r.op(), System.nanoTime() - start);
-                    try {
-                        ctx.channel().eventLoop().execute(() -> ranOnWorker(ctx, bytes, write));
-                    } catch (RejectedExecutionException stopped) {
-                        server.inFlight.decrementAndGet(); // the event loop is gone: so is the connection
+                    if (!handedOff) {
+                        ranOnWorker(ctx, r, frame, start, bytes, write);
                     }
                 }
             });
@@ -228,6 +272,18 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             frame.release();
             out.fail(r.id(), Wire.E_SHUTTING_DOWN, "the daemon is shutting down", false);
             ranOnWorker(ctx, bytes, write);
+        }
+    }
+
+    /** A request finished off the event loop: its frame is released, and the event loop learns it is done. */
+    private void ranOnWorker(ChannelHandlerContext ctx, Operations.Request r, ByteBuf frame, long start, long bytes,
+            boolean write) {
+        frame.release();
+        server.metrics.request(r.op(), System.nanoTime() - start);
+        try {
+            ctx.channel().eventLoop().execute(() -> ranOnWorker(ctx, bytes, write));
+        } catch (RejectedExecutionException stopped) {
+            server.inFlight.decrementAndGet(); // the event loop is gone: so is the connection
         }
     }
 
@@ -256,7 +312,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         out.fail(requestId, code, message, true);
     }
 
-    private void failed(Operations.Request r, RuntimeException e) {
+    private void failed(Operations.Request r, Throwable e) {
         LOG.log(Level.WARNING, "request " + Wire.opName(r.op()) + " failed", e);
         out.fail(r.id(), Wire.E_INTERNAL, String.valueOf(e.getMessage()), false);
     }
@@ -274,7 +330,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         try {
             long magic = Codec.readUnsignedInt(in);
             int asked = Codec.readUnsignedShort(in);
-            String token = Codec.readString(in);
             if (magic != Wire.MAGIC) {
                 failAndClose(r.id(), Wire.E_MALFORMED, "not a HiCache client (bad magic)");
                 return;
@@ -284,19 +339,33 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                         + Wire.VERSION + " and " + Wire.VERSION_2 + ")");
                 return;
             }
+            // §2: a token is a string, at most 2,048 bytes; a longer one makes the HELLO too large, whichever version
+            // (a version 1 HELLO with a 2,049-byte token still fits the pre-HELLO frame limit, which counts version
+            // 2's checksum byte).
+            if (in.readableBytes() >= 2 && in.getUnsignedShort(in.readerIndex()) > Codec.MAX_STRING_BYTES) {
+                failAndClose(r.id(), Wire.E_TOO_LARGE, "a token of " + in.getUnsignedShort(in.readerIndex())
+                        + " bytes is over the limit of " + Codec.MAX_STRING_BYTES);
+                return;
+            }
+            String token = Codec.readString(in);
             WireChecksum sum = asked == Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in))
                     : WireChecksum.CRC32C;
             if (in.isReadable()) {
                 failAndClose(r.id(), Wire.E_MALFORMED, in.readableBytes() + " bytes after the end of the HELLO");
                 return;
             }
-            if (!MessageDigest.isEqual(token.getBytes(StandardCharsets.UTF_8),
-                    server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
-                failAndClose(r.id(), Wire.E_AUTH, "wrong auth token");
+            byte[] given = token.getBytes(StandardCharsets.UTF_8);
+            String adminToken = server.config.adminToken();
+            boolean isAdmin = !adminToken.isEmpty() && MessageDigest.isEqual(given,
+                    adminToken.getBytes(StandardCharsets.UTF_8));
+            if (!isAdmin && !MessageDigest.isEqual(given, server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
+                failAndClose(r.id(), Wire.E_AUTH, server.config.authToken().isEmpty() && adminToken.isEmpty()
+                        ? "this daemon has no auth token, and the HELLO carried one" : "wrong auth token");
                 return;
             }
             version = asked;
             checksum = sum;
+            admin = mayAdminister(isAdmin, !adminToken.isEmpty(), ctx().channel().remoteAddress());
         } catch (ProtocolException e) {
             failAndClose(r.id(), Wire.E_MALFORMED, e.getMessage());
             return;
@@ -314,6 +383,17 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
         // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.
         out.context().pipeline().replace(FRAMES, FRAMES, new FrameDecoder(server.config.maxFrameBytes(), server.partialFrames));
+    }
+
+    /**
+     * Whether a connection may run admin operations: with {@code server.admin-token} set, when its HELLO carried it;
+     * without, when it comes from a loopback address.
+     */
+    static boolean mayAdminister(boolean helloCarriedAdminToken, boolean adminTokenSet, SocketAddress peer) {
+        if (adminTokenSet) {
+            return helloCarriedAdminToken;
+        }
+        return peer instanceof InetSocketAddress a && a.getAddress() != null && a.getAddress().isLoopbackAddress();
     }
 
     private void started(ChannelHandlerContext ctx, long bytes) {

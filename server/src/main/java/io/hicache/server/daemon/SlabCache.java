@@ -30,13 +30,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
 
@@ -51,7 +51,9 @@ import java.util.function.BooleanSupplier;
  * {@link PageUsageIndex} (flagged: L3 has the page), so that eviction walks from the least recently used page without
  * sorting. An entry enters and leaves the map and the index together, inside the map's lock for its key.
  *
- * <p>Pages are immutable while here: a delete of a page in use frees its block when the last user lets go.
+ * <p>Pages are immutable while here: a delete of a page in use frees its block when the last user lets go. A clear
+ * removes its pages here at once and in L3 in the background ({@link L3Clears}). Per namespace it keeps only what
+ * {@link NamespaceBytes} keeps, and only while the namespace holds something.
  *
  * <p>Pages stored, written behind, evicted, deleted and cleared are announced as KV events ({@link ServerEvents}) when
  * {@code server.kv-events-config} turns them on.
@@ -121,16 +123,19 @@ final class SlabCache implements AutoCloseable {
     private final MemorySegment slab;
     private final BuddyAllocator allocator;
     private final ConcurrentHashMap<StoreKey, Entry> index = new ConcurrentHashMap<>();
+    /**
+     * Slab bytes per namespace for its quota (blocks held until freed, a deleted page a reader still holds included,
+     * and blocks reserved by puts in flight, which the usage index does not count); kept only while a namespace holds
+     * something.
+     */
+    private final NamespaceBytes namespaceBytes = new NamespaceBytes();
     /** The slab's pages, least recently used first, by namespace too; flagged once L3 has them. */
     private final PageUsageIndex<StoreKey> usage = PageUsageIndex.<StoreKey>builder(PageUsageIndex.Order.RECENCY)
             .namespaces(key -> key.namespace().id()).build();
-    /**
-     * Slab bytes per namespace for its quota: blocks held until freed (a deleted page a reader still holds included)
-     * and blocks reserved by puts in flight, which the usage index does not count.
-     */
-    private final ConcurrentHashMap<String, AtomicLong> namespaceBytes = new ConcurrentHashMap<>();
     private final Object evictLock = new Object();
     final WriteBehind writeBehind;
+    /** The L3 part of clears, in the background. */
+    final L3Clears clears = new L3Clears(this);
     final ServerEvents events;
     final LongAdder hostHits = new LongAdder();
     final LongAdder storeHits = new LongAdder();
@@ -177,8 +182,12 @@ final class SlabCache implements AutoCloseable {
 
     /** Slab bytes held by a namespace's pages (blocks, so a little more than the pages' lengths). */
     long namespaceBytes(Namespace ns) {
-        AtomicLong used = namespaceBytes.get(ns.id());
-        return used == null ? 0 : used.get();
+        return namespaceBytes.bytes(ns);
+    }
+
+    /** Namespaces the slab keeps anything for: those holding pages or room now. */
+    int namespacesHeld() {
+        return namespaceBytes.namespaces();
     }
 
     /** The bytes of a pinned entry. */
@@ -250,8 +259,7 @@ final class SlabCache implements AutoCloseable {
     /** Frees a room whose page will not be stored. */
     void abandon(Room room) {
         allocator.free(room.offset, room.order);
-        namespaceBytes.computeIfAbsent(room.key.namespace().id(), k -> new AtomicLong())
-                .addAndGet(-allocator.blockBytes(room.order));
+        namespaceBytes.discharge(room.key.namespace(), allocator.blockBytes(room.order));
     }
 
     /** A block for {@code key}'s page, charged to its namespace; null if it would need eviction and deadline is null. */
@@ -265,17 +273,18 @@ final class SlabCache implements AutoCloseable {
             return Room.refusedFor(PageStatus.REJECTED);
         }
         long block = allocator.blockBytes(order);
-        AtomicLong used = namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong());
+        Namespace ns = key.namespace();
         long quota = config.namespaceQuota();
         // Reserve the block against the quota first, so that concurrent puts cannot all slip under it.
-        if (used.addAndGet(block) > quota && quota > 0 && (deadline == null
-                || !evictUntil(key.namespace().id(), used.get() - quota, () -> used.get() <= quota, deadline))) {
-            used.addAndGet(-block);
+        long used = namespaceBytes.charge(ns, block);
+        if (used > quota && quota > 0 && (deadline == null
+                || !evictUntil(ns, used - quota, () -> namespaceBytes.bytes(ns) <= quota, deadline))) {
+            namespaceBytes.discharge(ns, block);
             return refusedRoom(deadline);
         }
         long offset = deadline == null ? allocator.allocate(order) : allocate(order, deadline);
         if (offset < 0) {
-            used.addAndGet(-block);
+            namespaceBytes.discharge(ns, block);
             return refusedRoom(deadline);
         }
         return new Room(key, offset, order, length, null);
@@ -327,20 +336,20 @@ final class SlabCache implements AutoCloseable {
     }
 
     /**
-     * Evicts clean, unused pages, least recently used first (of one namespace if {@code namespaceId} is given), until
+     * Evicts clean, unused pages, least recently used first (of one namespace if {@code ns} is given), until
      * {@code done} holds, and then on to the low-water mark of free slab so that the next puts need not evict; when
      * only pages not yet in L3 are left, waits for the write-behind. False if {@code done} cannot be had by the
      * deadline. {@code wantedBytes} is a first guess of what {@code done} needs, to size the batches claimed.
      */
-    private boolean evictUntil(String namespaceId, long wantedBytes, BooleanSupplier done, Deadline deadline) {
-        Candidates<Object> clean = Candidates.any().onlyFlagged();
-        Candidates<Object> which = namespaceId == null ? clean : clean.inNamespace(namespaceId);
+    private boolean evictUntil(Namespace ns, long wantedBytes, BooleanSupplier done, Deadline deadline) {
+        Candidates<StoreKey> clean = Candidates.<StoreKey>any().onlyFlagged();
+        Candidates<StoreKey> which = ns == null ? clean : clean.inNamespace(ns.id());
         while (true) {
             boolean met;
             synchronized (evictLock) {
                 met = done.getAsBoolean();
                 if (!met) {
-                    met = evictBatches(namespaceId, wantedBytes, which, done);
+                    met = evictBatches(ns != null, wantedBytes, which, done);
                 }
             }
             if (met || done.getAsBoolean()) {
@@ -358,14 +367,15 @@ final class SlabCache implements AutoCloseable {
      * free target is reached, or no candidate is left; returns whether {@code done} held. Candidates that could not be
      * evicted (a reader came) stay claimed until the end, so that the next batch moves on, then are given back.
      */
-    private boolean evictBatches(String namespaceId, long wantedBytes, Candidates<Object> which, BooleanSupplier done) {
+    private boolean evictBatches(boolean oneNamespace, long wantedBytes, Candidates<StoreKey> which,
+            BooleanSupplier done) {
         long freeTarget = freeTarget(slab.byteSize());
         boolean met = false;
         boolean finished = false;
         List<Long> kept = new ArrayList<>();
         List<StoreKey> evicted = new ArrayList<>();
         while (!finished) {
-            long batchBytes = Math.max(wantedBytes, namespaceId == null ? freeTarget - allocator.freeBytes() : 0);
+            long batchBytes = Math.max(wantedBytes, oneNamespace ? 0 : freeTarget - allocator.freeBytes());
             List<Claimed<StoreKey>> batch = usage.claimOldest(Math.max(1, batchBytes), which);
             if (batch.isEmpty()) {
                 break;
@@ -376,7 +386,7 @@ final class SlabCache implements AutoCloseable {
                     continue;
                 }
                 evicted.add(candidate.key());
-                if ((met || (met = done.getAsBoolean())) && (namespaceId != null || allocator.freeBytes() >= freeTarget)) {
+                if ((met || (met = done.getAsBoolean())) && (oneNamespace || allocator.freeBytes() >= freeTarget)) {
                     finished = true;
                 }
             }
@@ -487,10 +497,7 @@ final class SlabCache implements AutoCloseable {
                 return;
             }
             allocator.free(e.offset, e.order);
-            AtomicLong used = namespaceBytes.get(e.key.namespace().id());
-            if (used != null) {
-                used.addAndGet(-allocator.blockBytes(e.order));
-            }
+            namespaceBytes.discharge(e.key.namespace(), allocator.blockBytes(e.order));
         }
     }
 
@@ -573,8 +580,9 @@ final class SlabCache implements AutoCloseable {
                 continue;
             }
             int order = allocator.orderFor(lengths[i]);
-            long[] offset = {allocator.allocate(order)};
-            if (offset[0] < 0) {
+            // A page a clear is removing from L3 is served from a buffer, not promoted: the clear must not leave it here.
+            long[] offset = {clears.holds(keys.get(i)) ? -1 : allocator.allocate(order)};
+            if (offset[0] < 0 && !clears.holds(keys.get(i))) {
                 evictUntil(null, allocator.blockBytes(order), () -> (offset[0] = allocator.allocate(order)) >= 0,
                         Deadline.expired());
             }
@@ -635,11 +643,24 @@ final class SlabCache implements AutoCloseable {
     private Entry admit(StoreKey key, long offset, int order, int length) {
         Entry e = new Entry(key, offset, order, length, PageChecksum.of(slab.asSlice(offset, length)));
         e.pins.incrementAndGet();
+        namespaceBytes.charge(key.namespace(), allocator.blockBytes(order)); // before it enters the usage index
         if (add(e, PageUsageIndex.PINNED | PageUsageIndex.FLAGGED) != e) {
             allocator.free(offset, order);
+            namespaceBytes.discharge(key.namespace(), allocator.blockBytes(order));
             return pin(key);
         }
-        namespaceBytes.computeIfAbsent(key.namespace().id(), k -> new AtomicLong()).addAndGet(allocator.blockBytes(order));
+        if (clears.holds(key)) {
+            // A clear of its namespace was asked while it was read: its removal of the slab's pages may have passed
+            // already. It leaves the slab again; the caller's pin keeps its bytes until it is sent.
+            index.computeIfPresent(key, (k, now) -> {
+                if (now == e) {
+                    leave(e);
+                    return null;
+                }
+                return now;
+            });
+            return e;
+        }
         events.storedHere(key);
         return e;
     }
@@ -671,20 +692,29 @@ final class SlabCache implements AutoCloseable {
     }
 
     private int leadingHits(PageStore store, List<StoreKey> keys, Deadline deadline) {
-        int n = 0;
-        while (n < keys.size() && index.containsKey(keys.get(n))) {
-            n++;
+        // A page counts if the slab or L3 has it, as a GET would serve it: the pages not here are asked of L3 in one
+        // query, and the count ends at the first of them L3 lacks. (A chain's first pages may be only in L3, after a
+        // FLUSH or an eviction, and its later ones only here, not yet written behind.)
+        List<Integer> absent = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            if (!index.containsKey(keys.get(i))) {
+                absent.add(i);
+            }
         }
-        if (n == keys.size() || store == null) {
-            return n;
+        if (absent.isEmpty() || store == null) {
+            return absent.isEmpty() ? keys.size() : absent.get(0);
         }
-        int here = n;
+        int here = absent.get(0);
         if (deadline.isOver()) {
             throw new NotDoneInTime("leading hits: " + here + " pages here, and the deadline passed before L3 was asked");
         }
+        List<StoreKey> ask = new ArrayList<>(absent.size());
+        for (int i : absent) {
+            ask.add(keys.get(i));
+        }
         int inL3;
         try {
-            inL3 = store.leadingHits(keys.subList(n, keys.size()), deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
+            inL3 = store.leadingHits(ask, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
@@ -695,10 +725,10 @@ final class SlabCache implements AutoCloseable {
             throw new IllegalStateException("the L3 leading-hit query failed: " + e.getMessage(), e);
         }
         // A store answers 0 for work its deadline stopped, so a short count after the deadline proves nothing.
-        if (here + inL3 < keys.size() && deadline.isOver()) {
+        if (inL3 < ask.size() && deadline.isOver()) {
             throw new NotDoneInTime("leading hits: " + here + " pages here, and L3 did not finish before the deadline");
         }
-        return here + inL3;
+        return inL3 >= absent.size() ? keys.size() : absent.get(inL3);
     }
 
     /* ---------------------------------------------------------------- removal */
@@ -764,59 +794,35 @@ final class SlabCache implements AutoCloseable {
     }
 
     /**
-     * Removes a namespace's pages here, then in L3.
-     *
-     * @throws NotDoneInTime when the deadline passed before the clear started (nothing was removed) or before L3's
-     *     clear finished (the slab's pages are gone, L3 may still hold some: the message says so)
+     * What a clear has done: the slab's pages it removed, and its L3 part ({@code inL3}: completes when L3 is clear,
+     * or fails; null when there is no L3).
      */
-    void clear(Namespace ns, Deadline deadline) throws Exception {
-        clearWhere(k -> k.namespace().equals(ns), "namespace " + ns, deadline,
-                store -> store.clear(ns, deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
-    }
-
-    /** As {@link #clear}, for every namespace. */
-    void clearAll(Deadline deadline) throws Exception {
-        clearWhere(k -> true, "every namespace", deadline,
-                store -> store.clearAll(deadline).get(timeout(deadline), TimeUnit.MILLISECONDS));
-    }
-
-    /** How a clear empties L3. */
-    private interface L3Clear {
-        void clear(PageStore store) throws Exception;
-    }
-
-    private void clearWhere(java.util.function.Predicate<StoreKey> which, String what, Deadline deadline,
-            L3Clear clearL3) throws Exception {
-        if (deadline.isOver()) {
-            throw new NotDoneInTime("clear of " + what + " not started: its deadline had passed; nothing was removed");
+    record Clearing(int removedHere, CompletableFuture<Void> inL3, L3Clears.Job job) {
+        /** Where the L3 part stands, for a message. */
+        String describeL3() {
+            return job == null ? "no L3" : job.describe();
         }
-        for (StoreKey k : new ArrayList<>(index.keySet())) {
-            if (which.test(k)) {
-                remove(k);
-            }
-        }
+    }
+
+    /**
+     * Clears namespace {@code ns} (null: every namespace): its L3 part is queued first ({@link L3Clears}: from then
+     * on its pages put are not written behind, nor pages read from L3 promoted, until it ends), then its pages in the
+     * slab are removed, at once. The L3 part goes on in the background; the caller waits for it as long as it likes.
+     */
+    Clearing clear(Namespace ns) {
         PageStore store = l3.acquire();
-        try {
-            if (store != null) {
-                try {
-                    writeBehind.awaitBatchInFlight(deadline);
-                    clearL3.clear(store);
-                } catch (Exception e) {
-                    if (deadline.isOver()) {
-                        throw new NotDoneInTime("clear of " + what + " is partial: the host slab's pages are removed, the"
-                                + " L3 clear did not finish before the deadline and L3 may still hold pages; repeat the clear");
-                    }
-                    throw e;
-                }
+        L3Clears.Job job = store == null ? null : clears.submit(ns, store); // takes over the acquisition
+        int removed = 0;
+        for (StoreKey k : index.keySet()) {
+            if ((ns == null || k.namespace().equals(ns)) && remove(k)) {
+                removed++;
             }
-        } finally {
-            if (store != null) {
-                l3.release(store);
-            }
-            // After L3's clear, so that no page written behind before it is announced after: a router forgets what it
-            // knew of this daemon, also when the L3 clear failed (it may have dropped pages).
-            events.cleared();
         }
+        if (job == null) {
+            events.cleared(); // with an L3, once its clear has ended
+            return new Clearing(removed, null, null);
+        }
+        return new Clearing(removed, job.done, job);
     }
 
     /* ---------------------------------------------------------------- flush */
@@ -888,6 +894,7 @@ final class SlabCache implements AutoCloseable {
      */
     @Override
     public void close() {
+        clears.close(config.shutdownTimeout());
         writeBehind.close(Duration.ofMillis(config.shutdownTimeout().toMillis()));
         l3.close();
         arena.close();

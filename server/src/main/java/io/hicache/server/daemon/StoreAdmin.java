@@ -1,14 +1,27 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.storage.remote.RemoteStoreConfig;
+import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.NetworkInterface;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntSupplier;
 
 /**
  * The STORE request's work on the daemon's L3 store while requests run: which store is attached, a detach that first
@@ -42,10 +55,13 @@ final class StoreAdmin {
 
     private final SlabCache cache;
     private final ServerConfig config;
+    /** The daemon's port, once it listens: a remote store there is the daemon itself. */
+    private final IntSupplier port;
 
-    StoreAdmin(SlabCache cache, ServerConfig config) {
+    StoreAdmin(SlabCache cache, ServerConfig config, IntSupplier port) {
         this.cache = cache;
         this.config = config;
+        this.port = port;
     }
 
     /** The attached store, if any. */
@@ -81,7 +97,9 @@ final class StoreAdmin {
      * Opens store {@code name} with the daemon's settings and {@code settings} over them, and attaches it: pages put
      * from now on are written behind to it, and GETs look in it.
      *
-     * @throws Refused when a store is attached already, no store has that name, or it fails to open
+     * @throws Refused when a store is attached already, no store has that name, a setting is not one of the store's,
+     *     a folder it names is outside {@code server.store-root}, it is a {@code remote} store on this daemon, or it
+     *     fails to open; nothing was made then
      */
     synchronized Named attach(String name, Map<String, String> settings) throws Refused {
         Optional<PageStore> attached = cache.l3.current();
@@ -89,6 +107,13 @@ final class StoreAdmin {
             throw new Refused("a store is attached already ('" + attached.get().name() + "' at "
                     + attached.get().location() + "): detach it first", null);
         }
+        PageStoreProvider provider;
+        try {
+            provider = PageStores.provider(name);
+        } catch (RuntimeException e) {
+            throw new Refused("cannot open store '" + name + "': " + e.getMessage(), e);
+        }
+        check(provider, settings);
         PageStore store;
         try {
             store = open(config, name, settings);
@@ -100,6 +125,118 @@ final class StoreAdmin {
         Named now = Named.of(store);
         LOG.log(Level.INFO, "attached the L3 store '" + now.name() + "' at " + now.location());
         return now;
+    }
+
+    /**
+     * Refuses an attach before anything is opened or made: a key that is not one of the store's settings (a misspelt
+     * one would otherwise be ignored), a folder outside {@code server.store-root}, a {@code remote} store that is
+     * this daemon (every miss would cost a request's whole deadline).
+     */
+    private void check(PageStoreProvider provider, Map<String, String> settings) throws Refused {
+        String name = provider.name();
+        Map<String, Setting<?>> known = new LinkedHashMap<>();
+        provider.settings().forEach(st -> known.put(st.key(), st));
+        if (!known.keySet().containsAll(settings.keySet())) {
+            Settings.Builder given = Settings.builder();
+            settings.forEach(given::flag);
+            String why;
+            try {
+                given.build().requireKnown(provider.settings());
+                why = "unknown setting";
+            } catch (HiCacheException e) {
+                // "unknown setting 'x' (from flag --x), did you mean 'y'?": the nearest key, without the origin
+                why = e.getMessage().replaceAll(" \\(from flag --[^)]*\\)", "");
+            }
+            throw new Refused("store '" + name + "': " + why + " (its settings: " + String.join(", ", known.keySet())
+                    + ")", null);
+        }
+        Path root;
+        try {
+            root = real(config.storeRoot());
+        } catch (IOException e) {
+            throw new Refused("server.store-root (" + config.storeRoot() + ") cannot be resolved: " + e.getMessage(), e);
+        }
+        for (Map.Entry<String, String> e : settings.entrySet()) {
+            Setting<?> st = known.get(e.getKey());
+            List<String> folders = st.type().equals("path") ? List.of(e.getValue())
+                    : e.getKey().endsWith(".dirs") ? List.of(e.getValue().split(",")) : List.of();
+            for (String folder : folders) {
+                Path asked;
+                try {
+                    asked = real(Path.of(folder.trim()));
+                } catch (InvalidPathException | IOException ex) {
+                    throw new Refused(e.getKey() + " = '" + folder.trim() + "' is not a usable folder: " + ex.getMessage(),
+                            ex);
+                }
+                if (!asked.startsWith(root)) {
+                    throw new Refused(e.getKey() + " = '" + folder.trim() + "' (" + asked + ") is outside "
+                            + "server.store-root (" + root + "): a store may be attached only under it", null);
+                }
+            }
+        }
+        if (name.equals("remote")) {
+            Settings effective = config.settings();
+            for (Map.Entry<String, String> e : settings.entrySet()) {
+                effective = effective.with(e.getKey(), e.getValue());
+            }
+            String host;
+            int remotePort;
+            try {
+                host = RemoteStoreConfig.HOST.from(effective).trim();
+                remotePort = RemoteStoreConfig.PORT.from(effective);
+            } catch (RuntimeException ex) {
+                throw new Refused("cannot open store 'remote': " + ex.getMessage(), ex);
+            }
+            if (remotePort == port.getAsInt() && isThisHost(host)) {
+                throw new Refused("the remote store at " + host + ":" + remotePort + " is this daemon: every page it "
+                        + "lacks would be asked of itself", null);
+            }
+        }
+    }
+
+    /**
+     * {@code p} made absolute, its {@code .} and {@code ..} resolved and every part that exists replaced by what it
+     * really is (symbolic links followed), part by part from the root, so that a link or a {@code ..} cannot lead
+     * out of a folder it seems to be in. Parts that do not exist yet are taken as written.
+     *
+     * @throws IOException when a part cannot be resolved, or is a symbolic link to nothing
+     */
+    static Path real(Path p) throws IOException {
+        Path abs = p.toAbsolutePath();
+        Path at = abs.getRoot();
+        for (Path part : at.relativize(abs)) {
+            String n = part.toString();
+            if (n.isEmpty() || n.equals(".")) {
+                continue;
+            }
+            if (n.equals("..")) {
+                at = at.getParent() != null ? at.getParent() : at;
+                continue;
+            }
+            Path next = at.resolve(n);
+            if (Files.exists(next)) {
+                at = next.toRealPath();
+            } else if (Files.isSymbolicLink(next)) {
+                throw new IOException(next + " is a symbolic link to nothing");
+            } else {
+                at = next;
+            }
+        }
+        return at;
+    }
+
+    /** Whether {@code host} names this machine: a loopback, wildcard or local interface address. */
+    static boolean isThisHost(String host) {
+        try {
+            for (InetAddress a : InetAddress.getAllByName(host)) {
+                if (a.isLoopbackAddress() || a.isAnyLocalAddress() || NetworkInterface.getByInetAddress(a) != null) {
+                    return true;
+                }
+            }
+        } catch (IOException e) {
+            return false; // an unknown host is not this one (opening the store will say what is wrong)
+        }
+        return false;
     }
 
     /**

@@ -15,6 +15,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.PriorityBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -31,6 +32,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * Closing waits (up to its timeout) until every page put has been written, retrying every 50 ms without giving up,
  * and names the acknowledged pages that did not reach L3.
  *
+ * <p>A page that a clear queued or running covers ({@link L3Clears#holds}) is held back, not written, until that
+ * clear has ended: the clear would remove it from L3 (and the page, acknowledged after the clear was asked, must
+ * survive it). It stays in the slab meanwhile, pending and not evictable.
+ *
  * <p>When the store is detached (STORE DETACH), the pages still waiting are dropped as their turn comes (retries at
  * once): counted in {@link #dropped}, kept in the slab as pages L3 lacks (evictable). One whose turn comes after
  * another store was attached is written to that one.
@@ -40,6 +45,8 @@ import java.util.concurrent.locks.ReentrantLock;
 final class WriteBehind {
     private static final System.Logger LOG = System.getLogger(WriteBehind.class.getName());
     private static final int BATCH = 128;
+    /** Put in the queue to wake the thread (a clear ended); not a page. */
+    private static final SlabCache.Entry WAKE = new SlabCache.Entry(null, -1, -1, 0, 0);
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final long STOPPING_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -56,6 +63,12 @@ final class WriteBehind {
     /** Pages whose last try failed, soonest due first; taken by the write-behind thread only, read by close. */
     private final PriorityBlockingQueue<Retry> retries = new PriorityBlockingQueue<>(16,
             Comparator.comparingLong(Retry::dueNanos));
+    /** Pages held back while a clear covers them, in the order they came; see {@link #write}. */
+    private final ConcurrentLinkedQueue<SlabCache.Entry> heldBack = new ConcurrentLinkedQueue<>();
+    /** {@link L3Clears#ended} when the held-back pages were last looked at; write-behind thread only. */
+    private long clearsSeen;
+    /** Held-back pages to look at again since a clear ended; write-behind thread only. */
+    private int recheck;
     /** The batch being written, for close to name. */
     private volatile List<SlabCache.Entry> inFlight = List.of();
     private final AtomicInteger pending = new AtomicInteger();
@@ -106,6 +119,16 @@ final class WriteBehind {
             return "degraded: " + n + " acknowledged pages could not be written to the L3 store (the daemon's log says "
                     + "why); the last: " + String.join(", ", abandonedNames);
         }
+    }
+
+    /** A clear has ended: pages held back may be written now. */
+    void wake() {
+        queue.add(WAKE);
+    }
+
+    /** Pages held back now because a clear covers them. */
+    int heldBackPages() {
+        return heldBack.size();
     }
 
     /** Waits up to {@code millis} for a batch to finish; true if one did. */
@@ -159,6 +182,19 @@ final class WriteBehind {
     /** Retries that are due, then fresh pages; waits up to 100 ms for either. */
     private List<SlabCache.Entry> nextBatch() throws InterruptedException {
         List<SlabCache.Entry> batch = new ArrayList<>();
+        long ended = cache.clears.ended();
+        if (ended != clearsSeen) {
+            clearsSeen = ended;
+            recheck = heldBack.size();
+        }
+        // A clear ended: the pages held back until then go first (those another clear still covers are held back
+        // again, behind the ones still to be looked at).
+        for (SlabCache.Entry e; batch.size() < BATCH && recheck > 0 && (e = heldBack.poll()) != null; recheck--) {
+            batch.add(e);
+        }
+        if (!batch.isEmpty()) {
+            return batch;
+        }
         long now = System.nanoTime();
         boolean noStore = !cache.l3.attached(); // retries are dropped at once, not when due
         while (batch.size() < BATCH && !retries.isEmpty() && (noStore || retries.peek().dueNanos() - now <= 0)) {
@@ -168,12 +204,13 @@ final class WriteBehind {
             long waitNanos = retries.isEmpty() ? TimeUnit.MILLISECONDS.toNanos(100)
                     : Math.min(TimeUnit.MILLISECONDS.toNanos(100), Math.max(0, retries.peek().dueNanos() - now));
             SlabCache.Entry first = queue.poll(waitNanos, TimeUnit.NANOSECONDS);
-            if (first == null) {
+            if (first == null || first == WAKE) {
                 return batch;
             }
             batch.add(first);
         }
         queue.drainTo(batch, BATCH - batch.size());
+        batch.removeIf(e -> e == WAKE);
         return batch;
     }
 
@@ -184,6 +221,12 @@ final class WriteBehind {
         for (SlabCache.Entry e : batch) {
             if (!e.dirty || e.removed) {
                 pending.decrementAndGet(); // deleted before it was written: nothing to do
+                continue;
+            }
+            // Under the lock that a clear's L3 part waits for before it starts: a page a clear covers is either
+            // written before that clear runs, or held back here.
+            if (cache.clears.holds(e.key)) {
+                heldBack.add(e);
                 continue;
             }
             cache.retain(e);
@@ -312,6 +355,8 @@ final class WriteBehind {
         }
         List<SlabCache.Entry> left = new ArrayList<>(inFlight);
         left.addAll(queue);
+        left.addAll(heldBack);
+        left.removeIf(e -> e == WAKE);
         retries.forEach(retry -> left.add(retry.entry()));
         List<String> unwritten = new ArrayList<>();
         for (SlabCache.Entry e : left) {

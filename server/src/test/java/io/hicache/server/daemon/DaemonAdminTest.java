@@ -152,8 +152,9 @@ class DaemonAdminTest {
 
     @Test
     void aStoreIsDetachedAndAnotherAttachedWhilePutsRun() throws Exception {
-        Path newRoot = Files.createTempDirectory("hicache-test-l3-attached-");
         try (TestDaemon d = TestDaemon.start(Map.of()); RemotePageStore client = d.client()) {
+            // Beside the first store's folder: under server.store-root, which is by default the folder holding it.
+            Path newRoot = d.fileRoot.resolve("attached");
             DaemonAdmin admin = new DaemonAdmin(client);
             Path oldRoot = d.fileRoot.resolve("store");
             Optional<DaemonAdmin.Store> shown = admin.store(TIMEOUT).get(30, TimeUnit.SECONDS);
@@ -201,8 +202,6 @@ class DaemonAdminTest {
                 }
                 assertEquals(0, Pages.stored(old, afterAttach));
             }
-        } finally {
-            TestDaemon.delete(newRoot);
         }
     }
 

@@ -57,7 +57,17 @@ final class TestDaemon implements AutoCloseable {
                 .flag("server.host-dir", hostDir.toString()).flag("server.host-size", "256MiB")
                 .flag("server.shutdown-timeout", "20s").flag("file.root", fileRoot.resolve("store").toString());
         settings.forEach(b::flag);
-        return new TestDaemon(HiCacheServer.start(ServerConfig.from(b.build()), kvEvents), hostDir, fileRoot);
+        try {
+            return new TestDaemon(HiCacheServer.start(ServerConfig.from(b.build()), kvEvents), hostDir, fileRoot);
+        } catch (RuntimeException e) {
+            try {
+                delete(hostDir); // a daemon that does not start leaves no folders behind
+                delete(fileRoot);
+            } catch (IOException | RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
     }
 
     int port() {

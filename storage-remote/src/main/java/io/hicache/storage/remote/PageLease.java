@@ -88,7 +88,7 @@ public final class PageLease implements AutoCloseable {
         return new PageLease(connection, id, statuses, pages, arena);
     }
 
-    /** The daemon's id of this lease. */
+    /** The daemon's id of this lease; 0 when it took none (every page is then other than OK). */
     public long id() {
         return id;
     }
@@ -97,7 +97,11 @@ public final class PageLease implements AutoCloseable {
         return statuses.length;
     }
 
-    /** OK if page {@code index} is leased; MISS, SIZE_MISMATCH or CORRUPT if not. */
+    /**
+     * OK if page {@code index} is leased; MISS, SIZE_MISMATCH or CORRUPT if not, or REJECTED where the daemon would not
+     * lease it (no room in its slab for a page only its L3 had, or this connection holds its
+     * {@code server.max-leases-per-connection}): get that page instead.
+     */
     public PageStatus status(int index) {
         return statuses[Objects.checkIndex(index, statuses.length)];
     }
@@ -127,8 +131,8 @@ public final class PageLease implements AutoCloseable {
     }
 
     private static void release(RemoteConnection connection, long id) {
-        if (!connection.isActive()) {
-            return; // the daemon ended the connection's leases when it closed
+        if (id == 0 || !connection.isActive()) {
+            return; // id 0: the daemon took no lease; else it ended the connection's leases when it closed
         }
         connection.send(Wire.RELEASE, Deadline.after(Duration.ofSeconds(10)), connection.payload(buf -> buf.writeLong(id)),
                 new Reply<Boolean>() {
