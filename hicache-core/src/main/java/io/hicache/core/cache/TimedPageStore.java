@@ -1,13 +1,11 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
-import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
-import io.hicache.core.store.StoreCapabilities;
-import io.hicache.core.store.StoreStats;
 import io.hicache.core.util.RateLimitedLog;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import java.time.Duration;
@@ -31,7 +29,7 @@ import java.util.function.Supplier;
  *
  * <p>Thread-safe as the store it wraps; closing it closes that store.
  */
-final class TimedPageStore implements PageStore {
+final class TimedPageStore extends ForwardingPageStore {
     private static final System.Logger LOG = System.getLogger(TimedPageStore.class.getName());
     /** How long after its deadline a call may still complete before its kind counts as not answered. */
     static final Duration GRACE = Duration.ofSeconds(1);
@@ -48,7 +46,6 @@ final class TimedPageStore implements PageStore {
         YES, NO, TRIAL
     }
 
-    private final PageStore store;
     private final DistributionDataPoint leadingHits;
     private final DistributionDataPoint get;
     private final DistributionDataPoint put;
@@ -89,7 +86,7 @@ final class TimedPageStore implements PageStore {
             if (silent) {
                 silent = false;
                 trialFactor = 1;
-                LOG.log(System.Logger.Level.INFO, "the page store '" + store.name() + "' answers its "
+                LOG.log(System.Logger.Level.INFO, "the page store '" + delegate.name() + "' answers its "
                         + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls again");
             }
         }
@@ -99,7 +96,7 @@ final class TimedPageStore implements PageStore {
                 silent = true;
                 nextTrialNanos = System.nanoTime() + timeoutNanos;
                 metrics.fail("store: " + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls not answered");
-                silentLog.log("the page store '" + store.name() + "' at " + store.location() + " does not answer its "
+                silentLog.log("the page store '" + delegate.name() + "' at " + delegate.location() + " does not answer its "
                         + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls (" + why + "): the work that needs "
                         + "them pauses, with a trial now and then, until they are answered again");
             }
@@ -118,7 +115,7 @@ final class TimedPageStore implements PageStore {
 
     /** Times {@code store}; {@code timeout} is the cache's storage timeout, the first wait before a trial. */
     TimedPageStore(PageStore store, CacheMetricsExport export, CacheMetrics metrics, Duration timeout) {
-        this.store = store;
+        super(store);
         this.leadingHits = export.storeSeconds("leading_hits");
         this.get = export.storeSeconds("get");
         this.put = export.storeSeconds("put");
@@ -212,66 +209,26 @@ final class TimedPageStore implements PageStore {
 
     /** The store it times, as it was given. */
     PageStore inner() {
-        return store;
-    }
-
-    @Override
-    public String name() {
-        return store.name();
-    }
-
-    @Override
-    public String location() {
-        return store.location();
-    }
-
-    @Override
-    public StoreCapabilities capabilities() {
-        return store.capabilities();
+        return delegate;
     }
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
-        return timed(leadingHits, Kind.QUERY, deadline, () -> store.leadingHits(keys, deadline));
+        return timed(leadingHits, Kind.QUERY, deadline, () -> delegate.leadingHits(keys, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return timed(get, Kind.GET, deadline, () -> store.get(targets, deadline));
+        return timed(get, Kind.GET, deadline, () -> delegate.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return timed(put, Kind.PUT, deadline, () -> store.put(sources, deadline));
+        return timed(put, Kind.PUT, deadline, () -> delegate.put(sources, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return timed(delete, null, deadline, () -> store.delete(keys, deadline));
-    }
-
-    @Override
-    public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
-        return store.clear(namespace, deadline);
-    }
-
-    @Override
-    public CompletableFuture<Void> clearAll(Deadline deadline) {
-        return store.clearAll(deadline);
-    }
-
-    @Override
-    public StoreStats stats() {
-        return store.stats();
-    }
-
-    @Override
-    public void close() {
-        store.close();
-    }
-
-    @Override
-    public String toString() {
-        return store.toString();
+        return timed(delete, null, deadline, () -> delegate.delete(keys, deadline));
     }
 }

@@ -7,6 +7,7 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.HostRegistration;
 import io.hicache.core.memory.HostSlab;
+import io.hicache.core.memory.MappedFiles;
 import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
@@ -218,19 +219,7 @@ public final class HostPagePool implements AutoCloseable {
 
     /** Maps {@code file}, creating it at {@code bytes} (its space reserved up front) unless {@code existing}. */
     private static MemorySegment map(Path file, long bytes, boolean existing, Arena arena) throws IOException {
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
-            if (!existing) {
-                if (Fallocate.available()) {
-                    Fallocate.reserve(file, bytes);
-                } else {
-                    LOG.log(Level.WARNING, "cannot reserve " + file + " up front here; if its file system fills up, a page"
-                            + " write will crash the process");
-                    channel.write(java.nio.ByteBuffer.wrap(new byte[1]), bytes - 1);
-                }
-            }
-            return channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
-        }
+        return existing ? MappedFiles.open(file, bytes, arena) : MappedFiles.create(file, bytes, false, arena);
     }
 
     /**

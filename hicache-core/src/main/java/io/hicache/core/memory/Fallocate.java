@@ -1,4 +1,4 @@
-package io.hicache.core.memory.host;
+package io.hicache.core.memory;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
