@@ -53,7 +53,10 @@ public final class HiCacheServer implements AutoCloseable {
     final ServerConfig config;
     final SlabCache cache;
     final Leases leases;
-    private final Operations operations;
+    /** The request handlers, one per family; shared by every connection. */
+    final ReadHandler readHandler;
+    final WriteHandler writeHandler;
+    final AdminHandler adminHandler;
     final ServerMetrics metrics = new ServerMetrics();
     final ExecutorService workers;
     final AtomicInteger inFlight = new AtomicInteger();
@@ -77,8 +80,10 @@ public final class HiCacheServer implements AutoCloseable {
         this.stores = new StoreAdmin(cache, config, this::port);
         metrics.export(cache);
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
-        this.leases = new Leases(cache, config.maxLeasesPerConnection());
-        this.operations = new Operations(this);
+        this.leases = new Leases(cache.pages, cache.space, config.maxLeasesPerConnection());
+        this.readHandler = new ReadHandler(config, cache, leases);
+        this.writeHandler = new WriteHandler(config, cache, leases);
+        this.adminHandler = new AdminHandler(this);
         this.workers = Executors.newFixedThreadPool(config.workers(), Threads.factory("server-worker"));
         this.transport = config.transport().resolve();
         this.acceptor = new MultiThreadIoEventLoopGroup(1, transport.ioHandlerFactory());
@@ -97,10 +102,13 @@ public final class HiCacheServer implements AutoCloseable {
                         ch.pipeline().addLast(new FlushConsolidationHandler(
                                 FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
                         // The declared length is checked against the limit before a byte of the frame is buffered;
-                        // until a HELLO is accepted the limit is a HELLO's size (ServerHandler widens it then).
-                        ch.pipeline().addLast(ServerHandler.FRAMES,
-                                new FrameDecoder(ServerHandler.HELLO_FRAME_BYTES, partialFrames));
-                        ch.pipeline().addLast(new ServerHandler(HiCacheServer.this, operations));
+                        // until a HELLO is accepted the limit is a HELLO's size (HandshakeHandler widens it then).
+                        ch.pipeline().addLast(HandshakeHandler.FRAMES,
+                                new FrameDecoder(HandshakeHandler.HELLO_FRAME_BYTES, partialFrames));
+                        Responder out = new Responder(ch, metrics);
+                        ServerHandler requests = new ServerHandler(HiCacheServer.this, out);
+                        ch.pipeline().addLast(new HandshakeHandler(HiCacheServer.this, out, requests));
+                        ch.pipeline().addLast(requests);
                     }
                 });
         this.listener = b.bind(config.bind(), config.port()).sync().channel();
@@ -144,7 +152,7 @@ public final class HiCacheServer implements AutoCloseable {
             if (!config.store().isEmpty()) {
                 store = Optional.of(StoreAdmin.open(config, config.store(), Map.of()));
             }
-            cache = new SlabCache(config, store, sink); // from here the slab cache owns the sink
+            cache = new SlabCache(config, store, sink); // from here the slab cache owns the store and the sink
             HiCacheServer server = new HiCacheServer(config, cache);
             LOG.log(Level.DEBUG, server::describe); // the caller prints describe() where its users look
             return server;
@@ -173,7 +181,7 @@ public final class HiCacheServer implements AutoCloseable {
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
                 + (config.adminToken().isEmpty() ? ", admin operations from loopback only" : ", admin token required for "
                         + "admin operations") + "); host slab "
-                + Units.formatBytes(cache.slabBytes()) + " at " + cache.file() + "; L3 store: "
+                + Units.formatBytes(cache.space.slabBytes()) + " at " + cache.space.file() + "; L3 store: "
                 + stores.show().map(s -> s.name() + " at " + s.location()).orElse("none")
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
                 + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; transport "

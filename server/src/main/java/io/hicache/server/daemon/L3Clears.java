@@ -136,7 +136,7 @@ final class L3Clears {
             // before it: wait for it, so that the store's clear comes after.
             cache.writeBehind.awaitBatchInFlight(deadline);
             (j.ns == null ? j.store.clearAll(deadline) : j.store.clear(j.ns, deadline))
-                    .get(SlabCache.timeout(deadline), TimeUnit.MILLISECONDS);
+                    .get(Waits.l3Millis(deadline), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             failure = e.getCause() instanceof Exception cause ? cause : e;
         } catch (InterruptedException e) {

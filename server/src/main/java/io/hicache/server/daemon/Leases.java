@@ -1,5 +1,6 @@
 package io.hicache.server.daemon;
 
+import io.hicache.core.store.PageStatus;
 import io.netty.channel.Channel;
 import io.netty.util.Attribute;
 import io.netty.util.AttributeKey;
@@ -20,25 +21,26 @@ import java.util.concurrent.atomic.AtomicLong;
  * ends. Thread-safe.
  */
 final class Leases {
-    private record Lease(Channel owner, List<SlabCache.Entry> entries, long expiresNanos) {
+    private record Lease(Channel owner, List<SlabPage> entries, long expiresNanos) {
     }
 
     /** Room for each page of a RESERVE (null where none was taken: {@code statuses} says why). */
-    record Reservation(Channel owner, SlabCache.Room[] rooms, io.hicache.core.store.PageStatus[] statuses,
-            long expiresNanos) {
+    record Reservation(Channel owner, Room[] rooms, PageStatus[] statuses, long expiresNanos) {
     }
 
     /** Leases and reservations a connection holds, and slots taken for ones being made. */
     private static final AttributeKey<AtomicInteger> HELD = AttributeKey.valueOf(Leases.class, "held");
 
-    private final SlabCache cache;
+    private final PageIndex pages;
+    private final SlabSpace space;
     private final int maxPerConnection;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final Map<Long, Reservation> reservations = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
 
-    Leases(SlabCache cache, int maxPerConnection) {
-        this.cache = cache;
+    Leases(PageIndex pages, SlabSpace space, int maxPerConnection) {
+        this.pages = pages;
+        this.space = space;
         this.maxPerConnection = maxPerConnection;
     }
 
@@ -77,14 +79,14 @@ final class Leases {
     }
 
     /** Takes ownership of the pins on {@code entries} (the non-null ones) for {@code millis}, in a slot taken. */
-    long grant(Channel owner, List<SlabCache.Entry> entries, long millis) {
+    long grant(Channel owner, List<SlabPage> entries, long millis) {
         long id = ids.incrementAndGet();
         leases.put(id, new Lease(owner, entries, System.nanoTime() + millis * 1_000_000));
         return id;
     }
 
     /** Holds {@code rooms} for {@code owner} for {@code millis}, until committed or abandoned, in a slot taken. */
-    long reserve(Channel owner, SlabCache.Room[] rooms, io.hicache.core.store.PageStatus[] statuses, long millis) {
+    long reserve(Channel owner, Room[] rooms, PageStatus[] statuses, long millis) {
         long id = ids.incrementAndGet();
         reservations.put(id, new Reservation(owner, rooms, statuses, System.nanoTime() + millis * 1_000_000));
         return id;
@@ -171,17 +173,17 @@ final class Leases {
     }
 
     private void abandon(Reservation r) {
-        for (SlabCache.Room room : r.rooms) {
+        for (Room room : r.rooms) {
             if (room != null) {
-                cache.abandon(room);
+                space.free(room);
             }
         }
     }
 
     private void unpin(Lease l) {
-        for (SlabCache.Entry e : l.entries) {
+        for (SlabPage e : l.entries) {
             if (e != null) {
-                cache.unpin(e);
+                pages.unpin(e);
             }
         }
     }

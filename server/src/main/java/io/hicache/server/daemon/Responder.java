@@ -4,40 +4,49 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
-import io.netty.channel.ChannelHandlerContext;
 
 /**
  * Writes one connection's answers: response frames with their request's id, ERROR frames, and the closing of the
- * connection after a fatal one. Counts bytes and errors. Thread-safe (Netty queues writes from other threads onto
- * the connection's event loop); one per connection.
+ * connection after a fatal one ({@link #failAndClose}, after which nothing more the client sent is run). Counts bytes
+ * and errors. One per connection, shared by its handshake and request handlers. Thread-safe for answers (Netty queues
+ * writes from other threads onto the connection's event loop); {@link #failAndClose} and {@link #closing} are the
+ * event loop's.
  */
 final class Responder {
     private static final int MAX_MESSAGE_CHARS = 1000;
 
-    private final ChannelHandlerContext ctx;
+    private final Channel channel;
     private final ServerMetrics metrics;
+    /** Set once the connection is to close: frames the decoder already cut behind the one refused do not run. */
+    private boolean closing;
 
-    Responder(ChannelHandlerContext ctx, ServerMetrics metrics) {
-        this.ctx = ctx;
+    Responder(Channel channel, ServerMetrics metrics) {
+        this.channel = channel;
         this.metrics = metrics;
     }
 
-    ChannelHandlerContext context() {
-        return ctx;
+    Channel channel() {
+        return channel;
+    }
+
+    /** Whether the connection is closing after a fatal ERROR: frames still arriving are dropped unread. */
+    boolean closing() {
+        return closing;
     }
 
     /** A response buffer to {@code op}, its header written (the length is filled in by {@link #send}). */
     ByteBuf begin(int op, long requestId) {
-        return Codec.beginFrame(ctx.alloc().directBuffer(64), op | Wire.RESPONSE, requestId, 0);
+        return Codec.beginFrame(channel.alloc().directBuffer(64), op | Wire.RESPONSE, requestId, 0);
     }
 
     /** Fills in the frame's length and writes it. */
     ChannelFuture send(ByteBuf frame) {
         Codec.endFrame(frame);
         metrics.bytesOut.inc(frame.readableBytes());
-        return ctx.writeAndFlush(frame);
+        return channel.writeAndFlush(frame);
     }
 
     /** A response of one status per page. */
@@ -53,12 +62,18 @@ final class Responder {
     /** An ERROR frame; with {@code close}, the connection is closed once it is written. */
     void fail(long requestId, short code, String message, boolean close) {
         metrics.error(Wire.errorName(code));
-        ByteBuf out = Codec.beginFrame(ctx.alloc().directBuffer(64), Wire.ERROR, requestId, 0);
+        ByteBuf out = Codec.beginFrame(channel.alloc().directBuffer(64), Wire.ERROR, requestId, 0);
         out.writeShort(code);
         Codec.writeString(out, message.length() > MAX_MESSAGE_CHARS ? message.substring(0, MAX_MESSAGE_CHARS) : message);
         ChannelFuture written = send(out);
         if (close) {
             written.addListener(ChannelFutureListener.CLOSE);
         }
+    }
+
+    /** Answers ERROR and closes the connection; nothing it sent after this frame is run. */
+    void failAndClose(long requestId, short code, String message) {
+        closing = true;
+        fail(requestId, code, message, true);
     }
 }

@@ -7,6 +7,8 @@ import io.hicache.core.events.BlockStored;
 import io.hicache.core.events.KvEventSink;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.Capability;
+import io.hicache.core.store.PageStore;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -28,6 +30,11 @@ final class ServerEvents implements AutoCloseable {
     ServerEvents(KvEventSink sink, Medium l3Medium) {
         this.sink = sink;
         this.l3Medium = l3Medium;
+    }
+
+    /** The medium KV events name for pages in {@code store} (null: none). */
+    static Medium mediumOf(PageStore store) {
+        return Medium.ofStore(store != null && store.capabilities().has(Capability.SHARED));
     }
 
     /** Pages written behind from now on go to a store of {@code medium}. */

@@ -78,11 +78,12 @@ final class ServerMetrics {
 
     /** Adds the slab's and the write-behind's figures, read from {@code cache} at each scrape. Once per daemon. */
     void export(SlabCache cache) {
-        counted("hicache_server_hits_host", "pages served from the host slab", cache.hostHits);
-        counted("hicache_server_hits_store", "pages served from the L3 store (and promoted)", cache.storeHits);
-        counted("hicache_server_misses", "pages found in no tier", cache.misses);
-        counted("hicache_server_evicted_pages", "pages evicted from the host slab", cache.evictedPages);
-        counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", cache.rejectedPuts);
+        TierCounters counters = cache.counters;
+        counted("hicache_server_hits_host", "pages served from the host slab", counters.hostHits);
+        counted("hicache_server_hits_store", "pages served from the L3 store (and promoted)", counters.storeHits);
+        counted("hicache_server_misses", "pages found in no tier", counters.misses);
+        counted("hicache_server_evicted_pages", "pages evicted from the host slab", counters.evictedPages);
+        counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", counters.rejectedPuts);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted("hicache_server_write_behind_failures", "failed tries to write a page behind to L3",
                 cache.writeBehind.failures);
@@ -92,9 +93,9 @@ final class ServerMetrics {
         counted("hicache_server_write_behind_dropped_pages",
                 "acknowledged pages not written behind because the L3 store was detached first (not in L3)",
                 cache.writeBehind.dropped);
-        gauge("hicache_server_slab_bytes", "bytes of the host slab", cache::slabBytes);
-        gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache::freeBytes);
-        gauge("hicache_server_pages", "pages in the host slab", cache::pages);
+        gauge("hicache_server_slab_bytes", "bytes of the host slab", cache.space::slabBytes);
+        gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache.space::freeBytes);
+        gauge("hicache_server_pages", "pages in the host slab", cache::pageCount);
         gauge("hicache_server_write_behind_pending_pages", "pages in the slab not yet written to L3",
                 cache.writeBehind::pendingPages);
         if (cache.events.enabled()) {

@@ -20,7 +20,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import java.util.function.IntSupplier;
 
 /**
@@ -81,8 +80,7 @@ final class StoreAdmin {
         }
         cache.l3.stopWrites();
         while (cache.writeBehind.pendingPages() > 0 && !deadline.isOver()) {
-            cache.writeBehind.awaitProgress(Math.max(1, Math.min(50,
-                    TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()))));
+            cache.writeBehind.awaitProgress(Waits.pollMillis(deadline));
         }
         long dropped = cache.writeBehind.pendingPages(); // the write-behind drops them once it finds no store
         cache.l3.detach(true); // closed by the slot once no request uses it
@@ -121,7 +119,7 @@ final class StoreAdmin {
             throw new Refused("cannot open store '" + name + "': " + e.getMessage(), e);
         }
         cache.l3.attach(store); // cannot be refused: attaches and detaches hold this monitor
-        cache.events.l3Medium(SlabCache.medium(store));
+        cache.events.l3Medium(ServerEvents.mediumOf(store));
         Named now = Named.of(store);
         LOG.log(Level.INFO, "attached the L3 store '" + now.name() + "' at " + now.location());
         return now;

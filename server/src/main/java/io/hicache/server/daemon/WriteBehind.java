@@ -46,7 +46,7 @@ final class WriteBehind {
     private static final System.Logger LOG = System.getLogger(WriteBehind.class.getName());
     private static final int BATCH = 128;
     /** Put in the queue to wake the thread (a clear ended); not a page. */
-    private static final SlabCache.Entry WAKE = new SlabCache.Entry(null, -1, -1, 0, 0);
+    private static final SlabPage WAKE = new SlabPage(null, -1, -1, 0, 0);
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final long STOPPING_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -54,23 +54,23 @@ final class WriteBehind {
     static final int NAMED_PAGES = 100;
 
     /** A page waiting for its next try. */
-    private record Retry(SlabCache.Entry entry, long dueNanos) {
+    private record Retry(SlabPage entry, long dueNanos) {
     }
 
     private final SlabCache cache;
     private final int maxTries;
-    private final LinkedBlockingQueue<SlabCache.Entry> queue = new LinkedBlockingQueue<>();
+    private final LinkedBlockingQueue<SlabPage> queue = new LinkedBlockingQueue<>();
     /** Pages whose last try failed, soonest due first; taken by the write-behind thread only, read by close. */
     private final PriorityBlockingQueue<Retry> retries = new PriorityBlockingQueue<>(16,
             Comparator.comparingLong(Retry::dueNanos));
     /** Pages held back while a clear covers them, in the order they came; see {@link #write}. */
-    private final ConcurrentLinkedQueue<SlabCache.Entry> heldBack = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<SlabPage> heldBack = new ConcurrentLinkedQueue<>();
     /** {@link L3Clears#ended} when the held-back pages were last looked at; write-behind thread only. */
     private long clearsSeen;
     /** Held-back pages to look at again since a clear ended; write-behind thread only. */
     private int recheck;
     /** The batch being written, for close to name. */
-    private volatile List<SlabCache.Entry> inFlight = List.of();
+    private volatile List<SlabPage> inFlight = List.of();
     private final AtomicInteger pending = new AtomicInteger();
     private final Object progress = new Object();
     /** Held while a batch is written; see {@link #awaitBatchInFlight}. */
@@ -94,7 +94,7 @@ final class WriteBehind {
         this.thread = Threads.start("server-write-behind", this::run);
     }
 
-    void enqueue(SlabCache.Entry e) {
+    void enqueue(SlabPage e) {
         pending.incrementAndGet();
         queue.add(e);
     }
@@ -158,7 +158,7 @@ final class WriteBehind {
     private void run() {
         while (!stopped && (!stopping || pending.get() > 0)) {
             try {
-                List<SlabCache.Entry> batch = nextBatch();
+                List<SlabPage> batch = nextBatch();
                 if (batch.isEmpty()) {
                     continue;
                 }
@@ -180,8 +180,8 @@ final class WriteBehind {
     }
 
     /** Retries that are due, then fresh pages; waits up to 100 ms for either. */
-    private List<SlabCache.Entry> nextBatch() throws InterruptedException {
-        List<SlabCache.Entry> batch = new ArrayList<>();
+    private List<SlabPage> nextBatch() throws InterruptedException {
+        List<SlabPage> batch = new ArrayList<>();
         long ended = cache.clears.ended();
         if (ended != clearsSeen) {
             clearsSeen = ended;
@@ -189,7 +189,7 @@ final class WriteBehind {
         }
         // A clear ended: the pages held back until then go first (those another clear still covers are held back
         // again, behind the ones still to be looked at).
-        for (SlabCache.Entry e; batch.size() < BATCH && recheck > 0 && (e = heldBack.poll()) != null; recheck--) {
+        for (SlabPage e; batch.size() < BATCH && recheck > 0 && (e = heldBack.poll()) != null; recheck--) {
             batch.add(e);
         }
         if (!batch.isEmpty()) {
@@ -203,7 +203,7 @@ final class WriteBehind {
         if (batch.isEmpty()) {
             long waitNanos = retries.isEmpty() ? TimeUnit.MILLISECONDS.toNanos(100)
                     : Math.min(TimeUnit.MILLISECONDS.toNanos(100), Math.max(0, retries.peek().dueNanos() - now));
-            SlabCache.Entry first = queue.poll(waitNanos, TimeUnit.NANOSECONDS);
+            SlabPage first = queue.poll(waitNanos, TimeUnit.NANOSECONDS);
             if (first == null || first == WAKE) {
                 return batch;
             }
@@ -214,11 +214,11 @@ final class WriteBehind {
         return batch;
     }
 
-    private void write(List<SlabCache.Entry> batch) {
-        List<SlabCache.Entry> live = new ArrayList<>();
+    private void write(List<SlabPage> batch) {
+        List<SlabPage> live = new ArrayList<>();
         List<StoreKey> keys = new ArrayList<>();
         List<MemorySegment> pages = new ArrayList<>();
-        for (SlabCache.Entry e : batch) {
+        for (SlabPage e : batch) {
             if (!e.dirty || e.removed) {
                 pending.decrementAndGet(); // deleted before it was written: nothing to do
                 continue;
@@ -229,10 +229,10 @@ final class WriteBehind {
                 heldBack.add(e);
                 continue;
             }
-            cache.retain(e);
+            cache.pages.retain(e);
             live.add(e);
             keys.add(e.key);
-            pages.add(cache.bytes(e));
+            pages.add(cache.space.bytes(e));
         }
         if (live.isEmpty()) {
             return;
@@ -250,19 +250,19 @@ final class WriteBehind {
     }
 
     /** The store was detached: {@code live} will not reach L3. */
-    private void dropAll(List<SlabCache.Entry> live) {
-        for (SlabCache.Entry e : live) {
-            cache.givenUp(e);
+    private void dropAll(List<SlabPage> live) {
+        for (SlabPage e : live) {
+            cache.pages.givenUp(e);
             pending.decrementAndGet();
             dropped.increment();
-            cache.release(e);
+            cache.pages.release(e);
         }
         synchronized (progress) {
             progress.notifyAll();
         }
     }
 
-    private void write(PageStore store, List<SlabCache.Entry> live, List<StoreKey> keys, List<MemorySegment> pages) {
+    private void write(PageStore store, List<SlabPage> live, List<StoreKey> keys, List<MemorySegment> pages) {
         BatchResult r = null;
         String batchFailure = null;
         try {
@@ -272,19 +272,20 @@ final class WriteBehind {
         }
         List<StoreKey> deletedMeanwhile = new ArrayList<>();
         for (int i = 0; i < live.size(); i++) {
-            SlabCache.Entry e = live.get(i);
+            SlabPage e = live.get(i);
             if (e.removed) {
                 deletedMeanwhile.add(e.key); // deleted while being written: L3 must not keep it
                 pending.decrementAndGet();
             } else if (r != null && r.status(i).isSuccess()) {
-                cache.writtenBehind(e);
+                cache.pages.writtenBehind(e);
+                cache.events.writtenBehind(e.key);
                 pending.decrementAndGet();
                 written.increment();
             } else {
                 String cause = r == null ? batchFailure : r.status(i) + r.detail(i).map(d -> ": " + d).orElse("");
                 failed(e, cause);
             }
-            cache.release(e);
+            cache.pages.release(e);
         }
         if (!deletedMeanwhile.isEmpty()) {
             try {
@@ -300,7 +301,7 @@ final class WriteBehind {
     }
 
     /** A try of {@code e} failed: retry it later, or give it up after the last try. */
-    private void failed(SlabCache.Entry e, String cause) {
+    private void failed(SlabPage e, String cause) {
         failures.increment();
         e.writeTries++;
         if (stopping) {
@@ -320,7 +321,7 @@ final class WriteBehind {
         LOG.log(Level.ERROR, "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
                 + "after " + maxTries + " tries: " + cause + "; it was acknowledged and is only in the host slab until "
                 + "evicted");
-        cache.givenUp(e);
+        cache.pages.givenUp(e);
         synchronized (abandonedNames) {
             if (abandonedNames.size() == NAMED_PAGES) {
                 abandonedNames.poll();
@@ -353,13 +354,13 @@ final class WriteBehind {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        List<SlabCache.Entry> left = new ArrayList<>(inFlight);
+        List<SlabPage> left = new ArrayList<>(inFlight);
         left.addAll(queue);
         left.addAll(heldBack);
         left.removeIf(e -> e == WAKE);
         retries.forEach(retry -> left.add(retry.entry()));
         List<String> unwritten = new ArrayList<>();
-        for (SlabCache.Entry e : left) {
+        for (SlabPage e : left) {
             if (e.dirty && !e.removed) {
                 unwritten.add(e.key.toString());
             }

@@ -189,13 +189,13 @@ class ConformanceFindingsTest {
     // connect over loopback, where they pass; another address is refused)
     @Test
     void withoutAnAdminTokenOnlyLoopbackPeersAdminister() {
-        assertTrue(ServerHandler.mayAdminister(false, false, new InetSocketAddress("127.0.0.1", 4000)));
-        assertTrue(ServerHandler.mayAdminister(false, false, new InetSocketAddress("::1", 4000)));
-        assertFalse(ServerHandler.mayAdminister(false, false, new InetSocketAddress("10.1.2.3", 4000)));
-        assertFalse(ServerHandler.mayAdminister(false, false, new InetSocketAddress("192.168.7.9", 4000)));
-        assertFalse(ServerHandler.mayAdminister(false, true, new InetSocketAddress("127.0.0.1", 4000)),
+        assertTrue(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("127.0.0.1", 4000)));
+        assertTrue(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("::1", 4000)));
+        assertFalse(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("10.1.2.3", 4000)));
+        assertFalse(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("192.168.7.9", 4000)));
+        assertFalse(HandshakeHandler.mayAdminister(false, true, new InetSocketAddress("127.0.0.1", 4000)),
                 "with an admin token, loopback is no exception");
-        assertTrue(ServerHandler.mayAdminister(true, true, new InetSocketAddress("10.1.2.3", 4000)));
+        assertTrue(HandshakeHandler.mayAdminister(true, true, new InetSocketAddress("10.1.2.3", 4000)));
     }
 
     // §3 STORE ATTACH: refused (ERROR REFUSED, nothing made) for a key that is not one of the store's settings (naming
@@ -372,7 +372,7 @@ class ConformanceFindingsTest {
 
             Page q = Page.random(300);
             try (DocWireClient v2 = open2(d.port(), CRC_32);
-                    FileChannel file = FileChannel.open(d.server.cache.file(), StandardOpenOption.READ,
+                    FileChannel file = FileChannel.open(d.server.cache.space.file(), StandardOpenOption.READ,
                             StandardOpenOption.WRITE)) {
                 MappedByteBuffer slab = file.map(FileChannel.MapMode.READ_WRITE, 0, file.size());
                 ConformanceVersion2Test.Reservation r = reserve(v2, ns, List.of(q, q), 10_000);

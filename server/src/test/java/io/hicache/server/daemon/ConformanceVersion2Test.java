@@ -243,28 +243,28 @@ class ConformanceVersion2Test {
         for (int i = 0; i < 8; i++) {
             pages.add(Page.random(1 << 20));
         }
-        long free = d.server.cache.freeBytes();
+        long free = d.server.cache.space.freeBytes();
         long id;
         try (DocWireClient c = open2(CRC_32C); DocWireClient other = open2(CRC_32C)) {
             Reservation res = reserve(c, ns, pages, 60_000);
-            assertTrue(d.server.cache.freeBytes() <= free - 8L * (1 << 20), "the room is taken");
+            assertTrue(d.server.cache.space.freeBytes() <= free - 8L * (1 << 20), "the room is taken");
             other.callError(COMMIT, 0, new Buf().u64(res.id()).u32(8).bytes(new byte[32]).done(), E_MALFORMED);
             assertEquals(1, c.release(res.id()), "RELEASE abandons a reservation");
-            assertEquals(free, d.server.cache.freeBytes());
+            assertEquals(free, d.server.cache.space.freeBytes());
             id = reserve(c, ns, pages, 60_000).id();
         }
         long end = System.nanoTime() + 5_000_000_000L;
-        while (d.server.cache.freeBytes() != free && System.nanoTime() < end) {
+        while (d.server.cache.space.freeBytes() != free && System.nanoTime() < end) {
             Thread.sleep(10); // the daemon sees the connection close
         }
-        assertEquals(free, d.server.cache.freeBytes(), "a closed connection's reservation " + id + " is abandoned");
+        assertEquals(free, d.server.cache.space.freeBytes(), "a closed connection's reservation " + id + " is abandoned");
         try (DocWireClient c = open2(CRC_32C)) {
             Reservation res = reserve(c, ns, pages.subList(0, 1), 0);
             end = System.nanoTime() + 5_000_000_000L;
-            while (d.server.cache.freeBytes() != free && System.nanoTime() < end) {
+            while (d.server.cache.space.freeBytes() != free && System.nanoTime() < end) {
                 Thread.sleep(50); // expiry is checked every second
             }
-            assertEquals(free, d.server.cache.freeBytes(), "an expired reservation is abandoned");
+            assertEquals(free, d.server.cache.space.freeBytes(), "an expired reservation is abandoned");
             c.callError(COMMIT, 0, new Buf().u64(res.id()).u32(1).u32(0).done(), E_MALFORMED);
         }
     }

@@ -120,29 +120,29 @@ class DaemonAdminTest {
             assertTrue(flushed.droppedPages() >= 64, flushed::toString);
             assertTrue(flushed.keptPages() >= 2, "the leased pages stay: " + flushed);
             for (StoreKey k : keys) {
-                assertNull(d.server.cache.pin(k), "page " + k + " is still in the slab");
+                assertNull(d.server.cache.pages.pin(k), "page " + k + " is still in the slab");
             }
             for (StoreKey k : leased) {
-                SlabCache.Entry e = d.server.cache.pin(k);
+                SlabPage e = d.server.cache.pages.pin(k);
                 assertTrue(e != null, "a leased page was flushed");
-                d.server.cache.unpin(e);
+                d.server.cache.pages.unpin(e);
             }
             PageStore l3 = d.server.cache.l3.current().orElseThrow();
             assertEquals(64, hits(l3, keys), "L3 keeps every flushed page");
-            long fromL3 = d.server.cache.storeHits.sum();
+            long fromL3 = d.server.cache.counters.storeHits.sum();
             PageBatch back = pages.empty(keys, PAGE);
             assertEquals(64, get(client, back).count(PageStatus.OK));
             for (int i = 0; i < keys.size(); i++) {
                 assertEquals(-1, PagePattern.firstMismatch(back.page(i), keys.get(i), 0), "page " + i);
             }
-            assertEquals(64, d.server.cache.storeHits.sum() - fromL3, "the pages came back from L3");
+            assertEquals(64, d.server.cache.counters.storeHits.sum() - fromL3, "the pages came back from L3");
 
             lease.close();
             // Quiet now: once the last sends and the lease have let go, a flush leaves nothing in the slab.
             await(() -> {
                 try {
                     DaemonAdmin.Flushed f = admin.flush(TIMEOUT).get(60, TimeUnit.SECONDS);
-                    return f.keptPages() == 0 && d.server.cache.pages() == 0;
+                    return f.keptPages() == 0 && d.server.cache.pageCount() == 0;
                 } catch (Exception e) {
                     throw new AssertionError(e);
                 }
@@ -230,7 +230,7 @@ class DaemonAdminTest {
             await(() -> {
                 try {
                     return admin.flush(TIMEOUT).get(30, TimeUnit.SECONDS).droppedPages() > 0
-                            && d.server.cache.pages() == 0;
+                            && d.server.cache.pageCount() == 0;
                 } catch (Exception e) {
                     throw new AssertionError(e);
                 }

@@ -103,7 +103,7 @@ class DaemonKvEventsTest {
             }
             Set<Long> evicted = removed(churn, Medium.CPU);
             assertTrue(evicted.size() >= 40 + 2 - 16, "at least what did not fit was evicted: " + evicted.size());
-            assertEquals(evicted.size(), daemon.server.cache.evictedPages.sum(), "one removal per page evicted");
+            assertEquals(evicted.size(), daemon.server.cache.counters.evictedPages.sum(), "one removal per page evicted");
             assertTrue(removed(churn, Medium.DISK).isEmpty(), "eviction leaves L3 alone");
 
             client.clearAll(deadline()).get(30, TimeUnit.SECONDS);

@@ -53,19 +53,19 @@ class DaemonTest {
             List<StoreKey> keys = pages.keys(Pages.namespace("tiers"), 64);
             PageBatch sources = pages.filled(keys, 256 * KIB); // 16 MiB: twice the slab
             assertEquals(64, put(client, sources).count(PageStatus.OK));
-            assertTrue(d.server.cache.evictedPages.sum() > 0, "16 MiB of puts in an 8 MiB slab evicted nothing");
+            assertTrue(d.server.cache.counters.evictedPages.sum() > 0, "16 MiB of puts in an 8 MiB slab evicted nothing");
             awaitWriteBehind(d.server);
             PageStore l3 = d.server.cache.l3.current().orElseThrow();
             assertEquals(64, hits(l3, keys), "every page put reached the L3 store");
-            long fromStoreBefore = d.server.cache.storeHits.sum();
+            long fromStoreBefore = d.server.cache.counters.storeHits.sum();
             PageBatch targets = pages.empty(keys, 256 * KIB);
             BatchResult got = get(client, targets);
             assertEquals(64, got.count(PageStatus.OK), got::toString);
             for (int i = 0; i < keys.size(); i++) {
                 assertEquals(-1, PagePattern.firstMismatch(targets.page(i), keys.get(i), 0), "page " + i);
             }
-            assertTrue(d.server.cache.storeHits.sum() > fromStoreBefore, "evicted pages came back from L3");
-            assertTrue(d.server.cache.hostHits.sum() > 0, "recent pages were served from the slab");
+            assertTrue(d.server.cache.counters.storeHits.sum() > fromStoreBefore, "evicted pages came back from L3");
+            assertTrue(d.server.cache.counters.hostHits.sum() > 0, "recent pages were served from the slab");
         }
     }
 
@@ -82,8 +82,8 @@ class DaemonTest {
                 List<StoreKey> flood = pages.keys(noisy, 8);
                 BatchResult r = put(client, pages.filled(flood, 256 * KIB));
                 assertEquals(8, r.count(PageStatus.OK), "a tenant at its quota makes room among its own pages: " + r);
-                assertTrue(d.server.cache.namespaceBytes(noisy) <= 2L << 20,
-                        "the noisy tenant holds " + d.server.cache.namespaceBytes(noisy) + " bytes, over its 2 MiB quota");
+                assertTrue(d.server.cache.space.namespaceBytes(noisy) <= 2L << 20,
+                        "the noisy tenant holds " + d.server.cache.space.namespaceBytes(noisy) + " bytes, over its 2 MiB quota");
             }
             assertEquals(4, hits(client, quietKeys), "the quiet tenant's pages survived the flood");
         }
@@ -107,7 +107,7 @@ class DaemonTest {
             for (int round = 0; round < 8; round++) {
                 put(client, pages.filled(pages.keys(ns, 8), 512 * KIB));
             }
-            assertTrue(d.server.cache.evictedPages.sum() > 0, "the flood evicted nothing");
+            assertTrue(d.server.cache.counters.evictedPages.sum() > 0, "the flood evicted nothing");
             for (int i : new int[] {0, 2, 3}) {
                 assertEquals(-1, PagePattern.firstMismatch(lease.page(i), asked.get(i), 0), "leased page " + i);
             }

@@ -40,10 +40,10 @@ class NamespaceStateMemoryTest {
             long before = usedHeapAfterFullCollections();
 
             putPipelined(c, i -> Ns.of("model").extra("second-" + salt + "-" + i));
-            assertEquals(NAMESPACES, d.server.cache.namespacesHeld());
+            assertEquals(NAMESPACES, d.server.cache.space.namespacesHeld());
             clearAll(c);
-            assertEquals(0, d.server.cache.pages());
-            assertEquals(0, d.server.cache.namespacesHeld(), "no namespace holds anything");
+            assertEquals(0, d.server.cache.pageCount());
+            assertEquals(0, d.server.cache.space.namespacesHeld(), "no namespace holds anything");
             long after = usedHeapAfterFullCollections();
             System.out.println("heap after " + NAMESPACES + " more namespaces put and cleared: " + (after - before)
                     + " bytes more than before");

@@ -167,9 +167,9 @@ class ProtocolDeadlineRaceFuzzTest {
             AtomicLong ids = new AtomicLong();
             Deque<List<StoreKey>> past = new ArrayDeque<>();
             long rounds = 0;
-            try (FileChannel slab = FileChannel.open(d.server.cache.file(), StandardOpenOption.READ)) {
+            try (FileChannel slab = FileChannel.open(d.server.cache.space.file(), StandardOpenOption.READ)) {
                 while (System.nanoTime() < end) {
-                    new FuzzDeadlineRound(c, ids, r, slab, d.server.cache.slabBytes(), past, violations, name
+                    new FuzzDeadlineRound(c, ids, r, slab, d.server.cache.space.slabBytes(), past, violations, name
                             + ", connection " + index + ", round " + rounds).run();
                     rounds++;
                 }

@@ -165,7 +165,7 @@ class ProtocolStressFuzzTest {
                 }
                 case 2 -> slowLoris(c, hello, random);
                 case 3 -> { // the header of the largest frame allowed before a HELLO, and no body
-                    c.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(ServerHandler.HELLO_FRAME_BYTES - 4)
+                    c.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(HandshakeHandler.HELLO_FRAME_BYTES - 4)
                             .put(Wire.HELLO).put(new byte[3]).putLong(1).putInt(0).array());
                     yield c.read();
                 }

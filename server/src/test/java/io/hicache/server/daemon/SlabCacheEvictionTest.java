@@ -1,6 +1,7 @@
 package io.hicache.server.daemon;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.Deadline;
@@ -16,7 +17,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -42,16 +42,20 @@ class SlabCacheEvictionTest {
         }
         try (SlabCache cache = new SlabCache(ServerConfig.from(settings), Optional.empty(), KvEventSink.disabled())) {
             for (StoreKey key : keys) {
-                List<SlabCache.Entry> stored = new ArrayList<>();
-                assertEquals(PageStatus.OK, cache.put(key, page, PAGE_BYTES, crc, Deadline.after(Duration.ofSeconds(10)),
-                        stored));
-                stored.forEach(cache::unpin);
+                SlabWrites.PutOutcome put = cache.writes.put(key, page, PAGE_BYTES, crc,
+                        EvictionChoice.until(Deadline.after(Duration.ofSeconds(10))));
+                SlabWrites.Stored stored = assertInstanceOf(SlabWrites.Stored.class, put);
+                assertEquals(PageStatus.OK, stored.status());
+                if (stored.pinned() != null) {
+                    cache.pages.unpin(stored.pinned());
+                }
             }
-            assertTrue(cache.evictedPages.sum() > 0, "the last put evicted");
-            assertTrue(cache.freeBytes() <= SlabCache.FREE_TARGET_MAX_BYTES, "eviction freed " + cache.freeBytes()
-                    + " bytes beyond the put's page; the cap is " + SlabCache.FREE_TARGET_MAX_BYTES);
-            assertEquals(SlabCache.FREE_TARGET_MAX_BYTES, SlabCache.freeTarget(SLAB_BYTES));
-            assertEquals(2L << 20, SlabCache.freeTarget(128L << 20), "a small slab keeps 1/64");
+            assertTrue(cache.counters.evictedPages.sum() > 0, "the last put evicted");
+            assertTrue(cache.space.freeBytes() <= Eviction.FREE_TARGET_MAX_BYTES, "eviction freed "
+                    + cache.space.freeBytes() + " bytes beyond the put's page; the cap is "
+                    + Eviction.FREE_TARGET_MAX_BYTES);
+            assertEquals(Eviction.FREE_TARGET_MAX_BYTES, Eviction.freeTarget(SLAB_BYTES));
+            assertEquals(2L << 20, Eviction.freeTarget(128L << 20), "a small slab keeps 1/64");
         } finally {
             page.release();
             TestDaemon.delete(dir);

@@ -84,14 +84,14 @@ final class TestDaemon implements AutoCloseable {
      */
     PageCorrupter corrupter() {
         return (store, key) -> {
-            SlabCache.Entry e = server.cache.pin(key);
+            SlabPage e = server.cache.pages.pin(key);
             if (e != null) {
                 try {
-                    MemorySegment page = server.cache.bytes(e);
+                    MemorySegment page = server.cache.space.bytes(e);
                     long middle = page.byteSize() / 2;
                     page.set(ValueLayout.JAVA_BYTE, middle, (byte) ~page.get(ValueLayout.JAVA_BYTE, middle));
                 } finally {
-                    server.cache.unpin(e);
+                    server.cache.pages.unpin(e);
                 }
                 return;
             }

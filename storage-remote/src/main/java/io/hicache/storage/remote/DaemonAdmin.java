@@ -1,18 +1,14 @@
 package io.hicache.storage.remote;
 
-import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.RemoteConnection.Reply;
+import io.hicache.storage.remote.protocol.AdminRequest;
 import io.hicache.storage.remote.protocol.Codec;
-import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Consumer;
-import java.util.function.Function;
 
 /**
  * The operator's requests to a running daemon (docs/protocol.md §3, FLUSH and STORE), over a {@link RemotePageStore}'s
@@ -46,7 +42,7 @@ public final class DaemonAdmin {
 
     /** FLUSH: drops the host slab's unpinned pages, waiting up to {@code timeout} for the write-behind first. */
     public CompletableFuture<Flushed> flush(Duration timeout) {
-        return call(Wire.FLUSH, timeout, buf -> { }, reply("flush", in -> {
+        return call(new AdminRequest.Flush(), timeout, Answers.read("flush", in -> {
             Codec.need(in, 16, "flush answer");
             return new Flushed(in.readLong(), in.readLong());
         }));
@@ -54,13 +50,12 @@ public final class DaemonAdmin {
 
     /** STORE SHOW: the attached L3 store, if any. */
     public CompletableFuture<Optional<Store>> store(Duration timeout) {
-        return call(Wire.STORE, timeout, buf -> buf.writeByte(Wire.STORE_SHOW),
-                reply("store show", DaemonAdmin::store));
+        return call(new AdminRequest.StoreShow(), timeout, Answers.read("store show", DaemonAdmin::store));
     }
 
     /** STORE DETACH: drains the write-behind up to {@code timeout}, then detaches the store. */
     public CompletableFuture<Detached> detach(Duration timeout) {
-        return call(Wire.STORE, timeout, buf -> buf.writeByte(Wire.STORE_DETACH), reply("store detach", in -> {
+        return call(new AdminRequest.StoreDetach(), timeout, Answers.read("store detach", in -> {
             Optional<Store> store = store(in);
             return new Detached(store, Codec.readLong(in));
         }));
@@ -71,19 +66,12 @@ public final class DaemonAdmin {
      * attaches it; refused when a store is attached already, the name is unknown or the store fails to open.
      */
     public CompletableFuture<Store> attach(String name, Map<String, String> settings, Duration timeout) {
-        return call(Wire.STORE, timeout, buf -> {
-            buf.writeByte(Wire.STORE_ATTACH);
-            Codec.writeString(buf, name);
-            buf.writeInt(settings.size());
-            settings.forEach((key, value) -> {
-                Codec.writeString(buf, key);
-                Codec.writeString(buf, value);
-            });
-        }, reply("store attach", in -> store(in).orElseThrow()));
+        return call(new AdminRequest.StoreAttach(name, settings), timeout,
+                Answers.read("store attach", in -> store(in).orElseThrow()));
     }
 
-    private <T> CompletableFuture<T> call(int op, Duration timeout, Consumer<ByteBuf> payload, Reply<T> reply) {
-        return client.callWithin(op, timeout, GRACE, payload, reply);
+    private <T> CompletableFuture<T> call(AdminRequest request, Duration timeout, Reply<T> reply) {
+        return client.callWithin(request, timeout, GRACE, reply);
     }
 
     /** attached:u8, name, location. */
@@ -92,19 +80,5 @@ public final class DaemonAdmin {
         String name = Codec.readString(in);
         String location = Codec.readString(in);
         return attached ? Optional.of(new Store(name, location)) : Optional.empty();
-    }
-
-    private static <T> Reply<T> reply(String what, Function<ByteBuf, T> read) {
-        return new Reply<>() {
-            @Override
-            public T answer(ByteBuf payload) {
-                return read.apply(payload);
-            }
-
-            @Override
-            public T noAnswer(PageStatus status, String detail) {
-                throw new HiCacheException(ErrorCode.STORE_IO, what + ": " + detail);
-            }
-        };
     }
 }

@@ -6,6 +6,7 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.RemoteConnection.Reply;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.ReadRequest;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import java.lang.foreign.Arena;
@@ -42,7 +43,7 @@ public final class PageLease implements AutoCloseable {
     /** Reads a LEASE answer and maps its pages; on failure the lease is released at once. */
     static PageLease read(ByteBuf in, int expected, long pageBytes, RemoteConnection connection, SlabMapping slab) {
         long id = Codec.readLong(in);
-        int n = Codec.readCount(in, 17, expected);
+        int n = Codec.readCount(in, Answers.LEASE_ANSWER_BYTES, expected);
         if (n != expected) {
             throw new ProtocolException(n + " outcomes for a lease of " + expected + " pages");
         }
@@ -134,17 +135,16 @@ public final class PageLease implements AutoCloseable {
         if (id == 0 || !connection.isActive()) {
             return; // id 0: the daemon took no lease; else it ended the connection's leases when it closed
         }
-        connection.send(Wire.RELEASE, Deadline.after(Duration.ofSeconds(10)), connection.payload(buf -> buf.writeLong(id)),
-                new Reply<Boolean>() {
-                    @Override
-                    public Boolean answer(ByteBuf in) {
-                        return true;
-                    }
+        connection.send(new ReadRequest.Release(id), Deadline.after(Duration.ofSeconds(10)), new Reply<Boolean>() {
+            @Override
+            public Boolean answer(ByteBuf in) {
+                return true;
+            }
 
-                    @Override
-                    public Boolean noAnswer(PageStatus status, String detail) {
-                        return false;
-                    }
-                });
+            @Override
+            public Boolean noAnswer(PageStatus status, String detail) {
+                return false;
+            }
+        });
     }
 }

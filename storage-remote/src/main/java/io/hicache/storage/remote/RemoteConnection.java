@@ -5,12 +5,17 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.FrameHeader;
+import io.hicache.storage.remote.protocol.Hello;
 import io.hicache.storage.remote.protocol.NettyTransport;
 import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.Request;
+import io.hicache.storage.remote.protocol.RequestEncoder;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WireChecksum;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -27,7 +32,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 
 /**
  * One connection of the {@code remote} store to a daemon: the handshake, then pipelined requests matched to their
@@ -46,7 +50,7 @@ final class RemoteConnection {
     private static final int MAX_INBOUND_FRAME = Integer.MAX_VALUE - 8;
 
     /** What the daemon said in its answer to HELLO. */
-    record Hello(int version, int maxFrameBytes, int maxPageBytes, String slabPath) {
+    record HelloAnswer(int version, int maxFrameBytes, int maxPageBytes, String slabPath) {
     }
 
     /** How a request ends: with its answer's payload, or with a status when it gets none. */
@@ -84,7 +88,7 @@ final class RemoteConnection {
     private final ConcurrentHashMap<Long, Pending<?>> pending = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private volatile Channel channel;
-    private volatile Hello hello;
+    private volatile HelloAnswer helloAnswer;
     private volatile ScheduledFuture<?> sweep;
 
     private RemoteConnection(String address) {
@@ -133,27 +137,23 @@ final class RemoteConnection {
     }
 
     private void handshake(RemoteStoreConfig config, CompletableFuture<RemoteConnection> ready) {
-        ByteBuf payload = payload(buf -> {
-            buf.writeInt(Wire.MAGIC);
-            buf.writeShort(Wire.VERSION);
-            Codec.writeString(buf, config.authToken());
-        });
-        send(Wire.HELLO, Deadline.after(config.connectTimeout()), payload, new Reply<Hello>() {
+        Hello hello = new Hello(Wire.VERSION, config.authToken(), WireChecksum.CRC32C);
+        send(hello, Deadline.after(config.connectTimeout()), new Reply<HelloAnswer>() {
             @Override
-            public Hello answer(ByteBuf in) {
-                return new Hello(Codec.readUnsignedShort(in), (int) Codec.readUnsignedInt(in),
+            public HelloAnswer answer(ByteBuf in) {
+                return new HelloAnswer(Codec.readUnsignedShort(in), (int) Codec.readUnsignedInt(in),
                         (int) Codec.readUnsignedInt(in), Codec.readString(in));
             }
 
             @Override
-            public Hello noAnswer(PageStatus status, String detail) {
+            public HelloAnswer noAnswer(PageStatus status, String detail) {
                 throw unavailable(address, "the handshake failed: " + detail);
             }
         }).whenComplete((h, e) -> {
             if (e != null) {
                 ready.completeExceptionally(e);
             } else {
-                hello = h;
+                helloAnswer = h;
                 ready.complete(this);
             }
         });
@@ -163,8 +163,9 @@ final class RemoteConnection {
         return new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "HiCache daemon at " + address + ": " + why);
     }
 
-    Hello hello() {
-        return hello;
+    /** The daemon's answer to this connection's HELLO. */
+    HelloAnswer hello() {
+        return helloAnswer;
     }
 
     boolean isActive() {
@@ -172,51 +173,35 @@ final class RemoteConnection {
         return ch != null && ch.isActive();
     }
 
-    /** Allocates a buffer for a request's payload (pooled, direct). */
-    ByteBuf buffer(int capacity) {
-        return channel.alloc().directBuffer(capacity);
+    /** The allocator of the connection's buffers (pooled, direct): for a PUT's bodies. */
+    ByteBufAllocator alloc() {
+        return channel.alloc();
     }
 
-    /**
-     * Sends a request whose payload {@code payload} (released here) holds everything after the header, and
-     * returns the future its reply completes.
-     */
-    <T> CompletableFuture<T> send(int op, Deadline deadline, ByteBuf payload, Reply<T> reply) {
-        return send(op, deadline, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1), payload,
+    /** Sends {@code request} and returns the future its reply completes. */
+    <T> CompletableFuture<T> send(Request request, Deadline deadline, Reply<T> reply) {
+        return send(request, deadline, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1),
                 reply);
     }
 
     /**
-     * As {@link #send(int, Deadline, ByteBuf, Reply)}, telling the daemon a deadline of {@code timeoutMillis} while
+     * As {@link #send(Request, Deadline, Reply)}, telling the daemon a deadline of {@code timeoutMillis} while
      * waiting for its answer until {@code deadline}: for requests that may take until their deadline and answer then.
+     * A PUT's bodies are taken over (released once sent, or if the frame cannot be made).
      */
-    <T> CompletableFuture<T> send(int op, Deadline deadline, long timeoutMillis, ByteBuf payload, Reply<T> reply) {
+    <T> CompletableFuture<T> send(Request request, Deadline deadline, long timeoutMillis, Reply<T> reply) {
         long id = ids.incrementAndGet();
-        Pending<T> p = new Pending<>(op, deadline, reply, new CompletableFuture<>());
-        pending.put(id, p);
         Channel ch = channel;
-        ByteBuf header = ch.alloc().directBuffer(20);
-        Codec.beginFrame(header, op, id, timeoutMillis);
-        header.setInt(0, Wire.HEADER_BYTES + payload.readableBytes());
         // One write per frame: two (header, then payload) from several threads could interleave on the wire.
-        ch.writeAndFlush(Unpooled.wrappedBuffer(header, payload)).addListener(f -> {
+        ByteBuf frame = RequestEncoder.frame(ch.alloc(), request, id, timeoutMillis);
+        Pending<T> p = new Pending<>(request.op(), deadline, reply, new CompletableFuture<>());
+        pending.put(id, p);
+        ch.writeAndFlush(frame).addListener(f -> {
             if (!f.isSuccess()) {
                 complete(id, PageStatus.FAILED, "cannot send to the daemon at " + address + ": " + f.cause());
             }
         });
         return p.future;
-    }
-
-    /** A payload buffer (pooled, direct) filled by {@code writer}; released if the writer throws. */
-    ByteBuf payload(Consumer<ByteBuf> writer) {
-        ByteBuf buf = buffer(256);
-        try {
-            writer.accept(buf);
-            return buf;
-        } catch (RuntimeException e) {
-            buf.release();
-            throw e;
-        }
     }
 
     /** The future of a request never sent, completed as {@code reply} says for {@code status}. */
@@ -264,11 +249,9 @@ final class RemoteConnection {
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             ByteBuf frame = (ByteBuf) msg;
             try {
-                Codec.need(frame, Wire.HEADER_BYTES, "header");
-                int op = frame.readUnsignedByte();
-                frame.skipBytes(3);
-                long id = frame.readLong();
-                frame.skipBytes(4);
+                FrameHeader header = FrameHeader.read(frame);
+                int op = header.op();
+                long id = header.requestId();
                 if (op == (Wire.ERROR & 0xFF)) {
                     int code = Codec.readUnsignedShort(frame);
                     String message = Codec.readString(frame);

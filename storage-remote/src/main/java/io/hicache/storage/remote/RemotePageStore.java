@@ -14,11 +14,15 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.util.Checks;
 import io.hicache.storage.remote.RemoteConnection.Reply;
+import io.hicache.storage.remote.protocol.AdminRequest;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.NettyTransport;
-import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.ReadRequest;
+import io.hicache.storage.remote.protocol.Request;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WriteRequest;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -27,6 +31,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -34,9 +39,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.function.Consumer;
 import java.util.function.Function;
-import java.util.function.IntConsumer;
 
 /**
  * The {@code remote} page store: a HiCache daemon reached over the protocol of docs/protocol.md, so that an engine,
@@ -53,13 +56,9 @@ import java.util.function.IntConsumer;
  * must not block. The opener closes it; closing closes the connections and the I/O threads.
  */
 public final class RemotePageStore extends AbstractPageStore {
-    /** Answer bytes per page of a get (status, length, checksum) and of a lease (and the offset). */
-    private static final int GET_ANSWER_BYTES = 9;
-    private static final int LEASE_ANSWER_BYTES = 17;
-
     private final RemoteStoreConfig config;
     private final EventLoopGroup group;
-    private final RemoteConnection.Hello hello;
+    private final RemoteConnection.HelloAnswer hello;
     private final AtomicReferenceArray<CompletableFuture<RemoteConnection>> connections;
     private final AtomicInteger turn = new AtomicInteger();
     private final SlabMapping slab;
@@ -123,7 +122,8 @@ public final class RemotePageStore extends AbstractPageStore {
         List<int[]> runs = Requests.runs(keys, hello.maxFrameBytes());
         List<CompletableFuture<Integer>> counts = new ArrayList<>(runs.size());
         for (int[] run : runs) {
-            counts.add(call(Wire.LEADING_HITS, deadline, out -> writeKeys(out, keys, run), new Reply<>() {
+            List<StoreKey> some = subList(keys, run);
+            counts.add(call(new ReadRequest.LeadingHits(some.getFirst().namespace(), some), deadline, new Reply<>() {
                 @Override
                 public Integer answer(ByteBuf in) {
                     return (int) Math.min(Codec.readUnsignedInt(in), run.length);
@@ -153,9 +153,14 @@ public final class RemotePageStore extends AbstractPageStore {
         BatchResult.Builder out = BatchResult.builder(targets.size());
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int[] chunk : Requests.byNamespace(targets.keys(), hello.maxFrameBytes(),
-                Wire.HASH_BYTES + 4 + GET_ANSWER_BYTES, i -> targets.page(i).byteSize())) {
-            parts.add(call(Wire.GET, deadline, buf -> writeKeys(buf, targets.keys(), chunk,
-                    i -> buf.writeInt((int) targets.page(i).byteSize())), new GetReply(targets, chunk, out)));
+                Wire.HASH_BYTES + 4 + Answers.GET_ANSWER_BYTES, i -> targets.page(i).byteSize())) {
+            List<StoreKey> keys = subList(targets.keys(), chunk);
+            int[] lengths = new int[chunk.length];
+            for (int j = 0; j < chunk.length; j++) {
+                lengths[j] = (int) targets.page(chunk[j]).byteSize();
+            }
+            parts.add(call(new ReadRequest.Get(keys.getFirst().namespace(), keys, lengths), deadline,
+                    new Answers.Pages(targets, chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
     }
@@ -166,27 +171,27 @@ public final class RemotePageStore extends AbstractPageStore {
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int[] chunk : Requests.byNamespace(sources.keys(), hello.maxFrameBytes(), Wire.HASH_BYTES + 8,
                 i -> sources.page(i).byteSize())) {
-            parts.add(callWith(Wire.PUT, deadline, c -> putPayload(c, sources, chunk), new StatusReply(chunk, out)));
+            parts.add(callWith(deadline, -1, c -> put(c.alloc(), sources, chunk), new Answers.Statuses(chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
     }
 
-    /** Namespace, count, then hash, length and checksum of each page, then the pages: copies, in direct buffers. */
-    private static ByteBuf putPayload(RemoteConnection c, PageBatch sources, int[] chunk) {
-        ByteBuf meta = c.payload(buf -> writeKeys(buf, sources.keys(), chunk, i -> {
-            MemorySegment page = sources.page(i);
-            buf.writeInt((int) page.byteSize());
-            buf.writeInt(PageChecksum.of(page));
-        }));
-        CompositeByteBuf payload = meta.alloc().compositeDirectBuffer(chunk.length + 1).addComponent(true, meta);
+    /** A PUT of {@code chunk}'s pages: their lengths and checksums, and copies of their bytes in direct buffers. */
+    private static WriteRequest.Put put(ByteBufAllocator alloc, PageBatch sources, int[] chunk) {
+        List<StoreKey> keys = subList(sources.keys(), chunk);
+        int[] lengths = new int[chunk.length];
+        int[] crcs = new int[chunk.length];
+        CompositeByteBuf bodies = alloc.compositeDirectBuffer(chunk.length);
         try {
-            for (int i : chunk) {
-                MemorySegment page = sources.page(i);
-                payload.addComponent(true, c.buffer((int) page.byteSize()).writeBytes(page.asByteBuffer()));
+            for (int j = 0; j < chunk.length; j++) {
+                MemorySegment page = sources.page(chunk[j]);
+                lengths[j] = (int) page.byteSize();
+                crcs[j] = PageChecksum.of(page);
+                bodies.addComponent(true, alloc.directBuffer(lengths[j]).writeBytes(page.asByteBuffer()));
             }
-            return payload;
+            return new WriteRequest.Put(keys.getFirst().namespace(), keys, lengths, crcs, bodies);
         } catch (RuntimeException | OutOfMemoryError e) {
-            payload.release();
+            bodies.release();
             throw e;
         }
     }
@@ -196,19 +201,21 @@ public final class RemotePageStore extends AbstractPageStore {
         BatchResult.Builder out = BatchResult.builder(keys.size());
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int[] chunk : Requests.byNamespace(keys, hello.maxFrameBytes(), Wire.HASH_BYTES + 1, i -> 0)) {
-            parts.add(call(Wire.DELETE, deadline, buf -> writeKeys(buf, keys, chunk), new StatusReply(chunk, out)));
+            List<StoreKey> some = subList(keys, chunk);
+            parts.add(call(new WriteRequest.Delete(some.getFirst().namespace(), some), deadline,
+                    new Answers.Statuses(chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
     }
 
     @Override
     protected CompletableFuture<Void> doClear(Namespace namespace, Deadline deadline) {
-        return call(Wire.CLEAR, deadline, buf -> Codec.writeNamespace(buf, namespace), new DoneReply("clear"));
+        return call(new WriteRequest.Clear(namespace), deadline, new Answers.Done("clear"));
     }
 
     @Override
     protected CompletableFuture<Void> doClearAll(Deadline deadline) {
-        return call(Wire.CLEAR_ALL, deadline, buf -> { }, new DoneReply("clear-all"));
+        return call(new WriteRequest.ClearAll(), deadline, new Answers.Done("clear-all"));
     }
 
     @Override
@@ -246,18 +253,14 @@ public final class RemotePageStore extends AbstractPageStore {
         for (StoreKey k : keys) {
             Checks.requireArgument(k.namespace().equals(ns), "a lease covers one namespace; %s is in another", k);
         }
-        Checks.requireArgument((long) keys.size() * (Wire.HASH_BYTES + 4 + LEASE_ANSWER_BYTES)
+        Checks.requireArgument((long) keys.size() * (Wire.HASH_BYTES + 4 + Answers.LEASE_ANSWER_BYTES)
                 + Requests.OVERHEAD_BYTES <= hello.maxFrameBytes(), "%d keys do not fit one frame", keys.size());
         checkOpen();
         long millis = Math.min(0xFFFF_FFFFL, Math.max(1, hold.toMillis()));
-        int[] all = new int[keys.size()];
-        for (int i = 0; i < all.length; i++) {
-            all[i] = i;
-        }
-        return connection(deadline).thenCompose(c -> c.send(Wire.LEASE, deadline, c.payload(buf -> {
-            writeKeys(buf, keys, all, i -> buf.writeInt((int) pageBytes));
-            buf.writeInt((int) millis);
-        }), new Reply<PageLease>() {
+        int[] lengths = new int[keys.size()];
+        Arrays.fill(lengths, (int) pageBytes);
+        ReadRequest.Lease lease = new ReadRequest.Lease(ns, List.copyOf(keys), lengths, millis, false);
+        return connection(deadline).thenCompose(c -> c.send(lease, deadline, new Reply<PageLease>() {
             @Override
             public PageLease answer(ByteBuf in) {
                 return PageLease.read(in, keys.size(), pageBytes, c, slab);
@@ -274,25 +277,17 @@ public final class RemotePageStore extends AbstractPageStore {
     /** The daemon's metrics, in Prometheus' text format. */
     public CompletableFuture<String> daemonMetrics(Deadline deadline) {
         checkOpen();
-        return call(Wire.STATS, deadline, buf -> { }, new Reply<>() {
-            @Override
-            public String answer(ByteBuf in) {
-                int length = (int) Codec.readUnsignedInt(in);
-                Codec.need(in, length, "metrics text");
-                return in.readCharSequence(length, StandardCharsets.UTF_8).toString();
-            }
-
-            @Override
-            public String noAnswer(PageStatus status, String detail) {
-                throw new HiCacheException(ErrorCode.STORE_IO, "metrics: " + detail);
-            }
-        });
+        return call(new AdminRequest.Stats(), deadline, Answers.read("metrics", in -> {
+            int length = (int) Codec.readUnsignedInt(in);
+            Codec.need(in, length, "metrics text");
+            return in.readCharSequence(length, StandardCharsets.UTF_8).toString();
+        }));
     }
 
     /** True if the daemon answers and is not shutting down. */
     public CompletableFuture<Boolean> daemonHealthy(Deadline deadline) {
         checkOpen();
-        return call(Wire.HEALTH, deadline, buf -> { }, new Reply<>() {
+        return call(new AdminRequest.Health(), deadline, new Reply<>() {
             @Override
             public Boolean answer(ByteBuf in) {
                 Codec.need(in, 1, "health");
@@ -309,37 +304,33 @@ public final class RemotePageStore extends AbstractPageStore {
     /* ---------------------------------------------------------------- requests */
 
     /**
-     * Sends one request with a deadline of {@code timeout} for the daemon, waiting {@code grace} longer for its
+     * Sends {@code request} with a deadline of {@code timeout} for the daemon, waiting {@code grace} longer for its
      * answer: {@link DaemonAdmin}'s, which may work until their deadline and answer then.
      */
-    <T> CompletableFuture<T> callWithin(int op, Duration timeout, Duration grace, Consumer<ByteBuf> payload,
-            Reply<T> reply) {
+    <T> CompletableFuture<T> callWithin(Request request, Duration timeout, Duration grace, Reply<T> reply) {
         long millis = Math.max(1, Math.min(timeout.toMillis(), 0xFFFF_FFFFL));
-        return callWith(op, Deadline.after(timeout.plus(grace)), millis, c -> c.payload(payload), reply);
+        return callWith(Deadline.after(timeout.plus(grace)), millis, c -> request, reply);
     }
 
-    /** Sends one request, its payload written by {@code payload}, on the next connection. */
-    private <T> CompletableFuture<T> call(int op, Deadline deadline, Consumer<ByteBuf> payload, Reply<T> reply) {
-        return callWith(op, deadline, c -> c.payload(payload), reply);
+    /** Sends {@code request} on the next connection. */
+    private <T> CompletableFuture<T> call(Request request, Deadline deadline, Reply<T> reply) {
+        return callWith(deadline, -1, c -> request, reply);
     }
 
-    /** Sends one request, its payload built by {@code payload} for the connection, on the next connection. */
-    private <T> CompletableFuture<T> callWith(int op, Deadline deadline, Function<RemoteConnection, ByteBuf> payload,
-            Reply<T> reply) {
-        return callWith(op, deadline, -1, payload, reply);
-    }
-
-    /** As above, telling the daemon a deadline of {@code timeoutMillis} (-1: {@code deadline}'s). */
-    private <T> CompletableFuture<T> callWith(int op, Deadline deadline, long timeoutMillis,
-            Function<RemoteConnection, ByteBuf> payload, Reply<T> reply) {
+    /**
+     * Sends the request {@code request} makes for the connection it goes on (made only once there is one), telling
+     * the daemon a deadline of {@code timeoutMillis} (-1: {@code deadline}'s).
+     */
+    private <T> CompletableFuture<T> callWith(Deadline deadline, long timeoutMillis,
+            Function<RemoteConnection, Request> request, Reply<T> reply) {
         return connection(deadline).handle((c, error) -> {
             if (error != null) {
                 Throwable cause = error.getCause() != null ? error.getCause() : error;
                 return RemoteConnection.unsent(reply, deadline.isOver() ? PageStatus.stoppedBy(deadline)
                         : PageStatus.FAILED, cause.getMessage());
             }
-            return timeoutMillis < 0 ? c.send(op, deadline, payload.apply(c), reply)
-                    : c.send(op, deadline, timeoutMillis, payload.apply(c), reply);
+            return timeoutMillis < 0 ? c.send(request.apply(c), deadline, reply)
+                    : c.send(request.apply(c), deadline, timeoutMillis, reply);
         }).thenCompose(f -> f);
     }
 
@@ -376,109 +367,12 @@ public final class RemotePageStore extends AbstractPageStore {
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new));
     }
 
-    /** Namespace, count, then each key's hash and whatever {@code perKey} adds after it. */
-    private static void writeKeys(ByteBuf out, List<StoreKey> keys, int[] indices, IntConsumer perKey) {
-        Codec.writeNamespace(out, keys.get(indices[0]).namespace());
-        out.writeInt(indices.length);
+    /** The keys at {@code indices}, in order: one request's (one namespace, cut by {@link Requests}). */
+    private static List<StoreKey> subList(List<StoreKey> keys, int[] indices) {
+        List<StoreKey> some = new ArrayList<>(indices.length);
         for (int i : indices) {
-            Codec.writeHash(out, keys.get(i).hash());
-            perKey.accept(i);
+            some.add(keys.get(i));
         }
-    }
-
-    private static void writeKeys(ByteBuf out, List<StoreKey> keys, int[] indices) {
-        writeKeys(out, keys, indices, i -> { });
-    }
-
-    /* ---------------------------------------------------------------- answers */
-
-    /** The answer to one frame's pages of a batch: without an answer, each of its pages gets the failure. */
-    private interface ChunkReply extends Reply<Void> {
-        int[] chunk();
-
-        BatchResult.Builder out();
-
-        @Override
-        default Void noAnswer(PageStatus status, String detail) {
-            for (int i : chunk()) {
-                out().set(i, status, detail);
-            }
-            return null;
-        }
-    }
-
-    /** Per-page statuses (put, delete) into the batch's result. */
-    private record StatusReply(int[] chunk, BatchResult.Builder out) implements ChunkReply {
-        @Override
-        public Void answer(ByteBuf in) {
-            int n = Codec.readCount(in, 1, chunk.length);
-            if (n != chunk.length) {
-                throw new ProtocolException(n + " statuses for " + chunk.length + " pages");
-            }
-            for (int i : chunk) {
-                PageStatus s = Wire.status(in.readByte());
-                out.set(i, s, s.isSuccess() || s == PageStatus.MISS ? null : "the daemon answered " + s);
-            }
-            return null;
-        }
-    }
-
-    /** A get's answer: statuses, then the bodies of the pages found, copied into their targets and verified. */
-    private record GetReply(PageBatch targets, int[] chunk, BatchResult.Builder out) implements ChunkReply {
-        @Override
-        public Void answer(ByteBuf in) {
-            int n = Codec.readCount(in, GET_ANSWER_BYTES, chunk.length);
-            if (n != chunk.length) {
-                throw new ProtocolException(n + " outcomes for " + chunk.length + " pages");
-            }
-            PageStatus[] statuses = new PageStatus[n];
-            long[] lengths = new long[n];
-            int[] crcs = new int[n];
-            for (int j = 0; j < n; j++) {
-                statuses[j] = Wire.status(in.readByte());
-                lengths[j] = in.readUnsignedInt();
-                crcs[j] = in.readInt();
-            }
-            for (int j = 0; j < n; j++) {
-                int i = chunk[j];
-                MemorySegment target = targets.page(i);
-                switch (statuses[j]) {
-                    case OK -> {
-                        if (lengths[j] != target.byteSize()) {
-                            throw new ProtocolException("page " + i + " came with " + lengths[j] + " bytes for a target of "
-                                    + target.byteSize());
-                        }
-                        Codec.need(in, (int) lengths[j], "page");
-                        in.getBytes(in.readerIndex(), target.asByteBuffer());
-                        in.skipBytes((int) lengths[j]);
-                        int crc = PageChecksum.of(target);
-                        if (crc != crcs[j]) {
-                            out.set(i, PageStatus.CORRUPT, "checksum " + Integer.toHexString(crc) + ", the daemon sent "
-                                    + Integer.toHexString(crcs[j]));
-                        } else {
-                            out.set(i, PageStatus.OK);
-                        }
-                    }
-                    case SIZE_MISMATCH -> out.set(i, PageStatus.SIZE_MISMATCH, "the stored page is " + lengths[j]
-                            + " bytes, the target " + target.byteSize());
-                    case MISS -> out.set(i, PageStatus.MISS);
-                    default -> out.set(i, statuses[j], "the daemon answered " + statuses[j]);
-                }
-            }
-            return null;
-        }
-    }
-
-    /** An answer with nothing in it (clear); no answer is an error. */
-    private record DoneReply(String what) implements Reply<Void> {
-        @Override
-        public Void answer(ByteBuf in) {
-            return null;
-        }
-
-        @Override
-        public Void noAnswer(PageStatus status, String detail) {
-            throw new HiCacheException(ErrorCode.STORE_IO, what + " on the daemon: " + status + ": " + detail);
-        }
+        return some;
     }
 }

@@ -1,0 +1,17 @@
+package io.hicache.server.daemon;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/** The host tier's counters, read by {@link ServerMetrics} at each scrape. Thread-safe. */
+final class TierCounters {
+    /** Pages served from the host slab. */
+    final LongAdder hostHits = new LongAdder();
+    /** Pages served from the L3 store (and promoted where there was room). */
+    final LongAdder storeHits = new LongAdder();
+    /** Pages found in no tier. */
+    final LongAdder misses = new LongAdder();
+    /** Pages evicted from the slab. */
+    final LongAdder evictedPages = new LongAdder();
+    /** Puts and reservations refused: too large, over quota, or no room by the deadline. */
+    final LongAdder rejectedPuts = new LongAdder();
+}

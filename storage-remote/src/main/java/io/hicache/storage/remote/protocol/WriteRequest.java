@@ -1,0 +1,209 @@
+package io.hicache.storage.remote.protocol;
+
+import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
+import io.hicache.core.util.Checks;
+import io.netty.buffer.ByteBuf;
+import java.util.List;
+
+/**
+ * The writes (docs/protocol.md §3): PUT, DELETE, CLEAR, CLEAR_ALL, and version 2's RESERVE and COMMIT. A connection's
+ * writes take effect in the order it sent them (§1). Immutable records (see {@link Request}).
+ */
+public sealed interface WriteRequest extends Request {
+    @Override
+    default boolean isWrite() {
+        return true;
+    }
+
+    /**
+     * PUT: {@code namespace n:u32 n × (hash length:u32 crc32c:u32) body[...]}, the bodies in order after the table.
+     *
+     * <p>{@code bodies} is not the record's: decoded, it is a slice of the request's frame (no copy), valid while the
+     * frame is held; made by a client, {@link RequestEncoder#frame} takes it over and the frame releases it.
+     *
+     * @param namespace the pages' namespace
+     * @param keys      the pages, all of {@code namespace}
+     * @param lengths   each page's length, at least 1
+     * @param crcs      each page's checksum (the connection's, docs/protocol.md §2)
+     * @param bodies    the pages' bytes, one after another: exactly the lengths' sum
+     */
+    record Put(Namespace namespace, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf bodies)
+            implements WriteRequest {
+        public Put {
+            KeyTable.check(namespace, keys, lengths, crcs);
+            Checks.checkNotNull(bodies, "bodies");
+            Checks.requireArgument(sum(lengths) == bodies.readableBytes(), "the page lengths add up to %d bytes, the "
+                    + "bodies have %d", sum(lengths), bodies.readableBytes());
+        }
+
+        static Put read(ByteBuf in, RequestDecoder d) {
+            Namespace ns = d.namespace(in);
+            int n = d.count(in, Wire.HASH_BYTES + 8);
+            int[] lengths = new int[n];
+            int[] crcs = new int[n];
+            List<StoreKey> keys = KeyTable.read(in, ns, n, lengths, crcs);
+            long total = sum(lengths);
+            if (total != in.readableBytes()) {
+                throw new ProtocolException("the page lengths add up to " + total + " bytes, the frame has "
+                        + in.readableBytes());
+            }
+            return new Put(ns, keys, lengths, crcs, in.readSlice((int) total));
+        }
+
+        private static long sum(int[] lengths) {
+            long total = 0;
+            for (int length : lengths) {
+                total += length;
+            }
+            return total;
+        }
+
+        @Override
+        public int op() {
+            return Wire.PUT;
+        }
+
+        /** Writes the table; the bodies follow it in the frame ({@link RequestEncoder#frame} adds them). */
+        @Override
+        public void writeTo(ByteBuf out) {
+            KeyTable.write(out, namespace, keys, lengths, crcs);
+        }
+    }
+
+    /**
+     * DELETE: {@code namespace n:u32 hash[n]}. Removes the pages from every tier.
+     *
+     * @param namespace the pages' namespace
+     * @param keys      the pages, all of {@code namespace}
+     */
+    record Delete(Namespace namespace, List<StoreKey> keys) implements WriteRequest {
+        public Delete {
+            KeyTable.check(namespace, keys);
+        }
+
+        static Delete read(ByteBuf in, RequestDecoder d) {
+            Namespace ns = d.namespace(in);
+            return new Delete(ns, KeyTable.read(in, ns, d.count(in, Wire.HASH_BYTES), null, null));
+        }
+
+        @Override
+        public int op() {
+            return Wire.DELETE;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            KeyTable.write(out, namespace, keys, null, null);
+        }
+    }
+
+    /**
+     * CLEAR: {@code namespace}. Removes every page of the namespace from both tiers.
+     *
+     * @param namespace the namespace cleared
+     */
+    record Clear(Namespace namespace) implements WriteRequest {
+        public Clear {
+            Checks.checkNotNull(namespace, "namespace");
+        }
+
+        static Clear read(ByteBuf in, RequestDecoder d) {
+            return new Clear(d.namespace(in));
+        }
+
+        @Override
+        public int op() {
+            return Wire.CLEAR;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            Codec.writeNamespace(out, namespace);
+        }
+    }
+
+    /** CLEAR_ALL: no payload. Removes every page of every namespace from both tiers; an admin operation (§2). */
+    record ClearAll() implements WriteRequest {
+        @Override
+        public int op() {
+            return Wire.CLEAR_ALL;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+        }
+    }
+
+    /**
+     * RESERVE (version 2): {@code namespace n:u32 n × (hash length:u32) hold_ms:u32}. Room in the slab for pages a
+     * same-host client writes itself.
+     *
+     * @param namespace  the pages' namespace
+     * @param keys       the pages, all of {@code namespace}
+     * @param lengths    each page's length, at least 1
+     * @param holdMillis how long the room is held uncommitted (u32; the daemon caps it at {@code server.max-lease})
+     */
+    record Reserve(Namespace namespace, List<StoreKey> keys, int[] lengths, long holdMillis) implements WriteRequest {
+        public Reserve {
+            KeyTable.check(namespace, keys, lengths);
+            Checks.checkInRange(holdMillis, 0, 0xFFFF_FFFFL, "holdMillis");
+        }
+
+        static Reserve read(ByteBuf in, RequestDecoder d) {
+            Namespace ns = d.namespace(in);
+            int n = d.count(in, Wire.HASH_BYTES + 4);
+            int[] lengths = new int[n];
+            List<StoreKey> keys = KeyTable.read(in, ns, n, lengths, null);
+            return new Reserve(ns, keys, lengths, Codec.readUnsignedInt(in));
+        }
+
+        @Override
+        public int op() {
+            return Wire.RESERVE;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            KeyTable.write(out, namespace, keys, lengths, null);
+            out.writeInt((int) holdMillis);
+        }
+    }
+
+    /**
+     * COMMIT (version 2): {@code reservation_id:u64 n:u32 crc32c[n]:u32}. Stores what the client wrote into its
+     * reservation, page by page in RESERVE's order.
+     *
+     * @param reservationId the reservation RESERVE answered
+     * @param crcs          the checksum of each page written (the connection's; ignored for a page not reserved)
+     */
+    record Commit(long reservationId, int[] crcs) implements WriteRequest {
+        public Commit {
+            Checks.checkNotNull(crcs, "crcs");
+        }
+
+        static Commit read(ByteBuf in, RequestDecoder d) {
+            long reservation = Codec.readLong(in);
+            int n = d.count(in, 4);
+            int[] crcs = new int[n];
+            for (int i = 0; i < n; i++) {
+                crcs[i] = (int) Codec.readUnsignedInt(in);
+            }
+            return new Commit(reservation, crcs);
+        }
+
+        @Override
+        public int op() {
+            return Wire.COMMIT;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            out.writeLong(reservationId);
+            out.writeInt(crcs.length);
+            for (int crc : crcs) {
+                out.writeInt(crc);
+            }
+        }
+    }
+}
