@@ -2,12 +2,7 @@ package io.hicache.cuda;
 
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.LayerSignals;
-import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUevent;
@@ -19,19 +14,19 @@ import jcuda.driver.JCudaDriver;
 /**
  * An ordered queue of copies on one or more CUDA streams ("lanes"), with its completion thread. Copies are enqueued
  * in submission order under a lock; after each launch an event is recorded on its lane, and the completion thread
- * ("hicache-cuda-NAME") waits on the events in the order they were recorded and signals the copy's layers. With
- * several lanes a copy's layers alternate between them, so one layer's launch overlaps the previous layer's tail;
- * each copy's index list is uploaded on the first lane once the previous copy's last event has fired, and the other
- * lanes wait for that upload, so copies still run in submission order. The thread never dies on a failed copy: it fails that copy's signals, logs and counts, and goes
- * on.
+ * ("hicache-cuda-NAME", a {@link CompletionQueue}) waits on the events in the order they were recorded and signals the
+ * copy's layers. With several lanes a copy's layers alternate between them, so one layer's launch overlaps the
+ * previous layer's tail; each copy's index list is uploaded on the first lane once the previous copy's last event has
+ * fired, and the other lanes wait for that upload, so copies still run in submission order. The thread never dies on a
+ * failed copy: it fails that copy's signals, logs and counts, and goes on.
  *
  * <p>Thread-safe. The owning pool closes it after its copies are done.
  */
 final class CudaStream implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CudaStream.class.getName());
 
-    /** One event to wait for: the layer it completes (or -1: all), and whether it ends its copy. */
-    private record Pending(CUevent event, LayerSignals signals, int layer, boolean endsCopy, String what) {
+    /** What one event completes: the layer (or -1: all; -2: nothing but itself), and whether it ends its copy. */
+    private record Pending(LayerSignals signals, int layer, boolean endsCopy, String what) {
     }
 
     /** Enqueues the launches of one copy; called with the stream lock held and the context current. */
@@ -40,16 +35,12 @@ final class CudaStream implements AutoCloseable {
         void enqueue(CudaStream stream, long indexAddress, LayerSignals signals);
     }
 
-    private static final Pending STOP = new Pending(null, null, 0, false, "stop");
-
     private final CUcontext context;
     private final CUstream[] lanes;
     private CUevent previousLast;
     private final IndexRing indices;
-    private final BlockingQueue<Pending> pending = new LinkedBlockingQueue<>();
-    private final ConcurrentLinkedQueue<CUevent> freeEvents = new ConcurrentLinkedQueue<>();
     private final AtomicLong failures = new AtomicLong();
-    private final Thread completions;
+    private final CompletionQueue<Pending> completions;
     private volatile boolean closed;
 
     CudaStream(CUcontext context, String name, int laneCount, long indexCapacityInts) {
@@ -61,7 +52,8 @@ final class CudaStream implements AutoCloseable {
             JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
         }
         this.indices = new IndexRing(indexCapacityInts);
-        this.completions = Threads.start("cuda-" + name, this::completeInOrder);
+        this.completions = new CompletionQueue<>(context, "cuda-" + name, CUevent_flags.CU_EVENT_DISABLE_TIMING,
+                this::completed);
     }
 
     /** The lane that launch number {@code launch} of a copy goes on. */
@@ -93,8 +85,7 @@ final class CudaStream implements AutoCloseable {
                 }
                 long indexAddress = indices.upload(pairs, lanes[0]);
                 if (lanes.length > 1) {
-                    CUevent uploaded = record(lanes[0], false);
-                    pending.add(new Pending(uploaded, signals, -2, false, what));
+                    CUevent uploaded = record(lanes[0], new Pending(signals, -2, false, what));
                     for (int i = 1; i < lanes.length; i++) {
                         JCudaDriver.cuStreamWaitEvent(lanes[i], uploaded, 0);
                     }
@@ -125,7 +116,7 @@ final class CudaStream implements AutoCloseable {
         if (last) {
             joinLanesInto(lane(launch), signals, what);
         }
-        pending.add(new Pending(record(lane(launch), last), signals, layer, last, what));
+        record(lane(launch), new Pending(signals, layer, last, what));
     }
 
     /**
@@ -135,68 +126,54 @@ final class CudaStream implements AutoCloseable {
     private void joinLanesInto(CUstream target, LayerSignals signals, String what) {
         for (CUstream lane : lanes) {
             if (lane != target) {
-                CUevent done = record(lane, false);
+                CUevent done = record(lane, new Pending(signals, -2, false, what));
                 JCudaDriver.cuStreamWaitEvent(target, done, 0);
-                pending.add(new Pending(done, signals, -2, false, what));
             }
         }
     }
 
     /** Records that the whole copy, launched on the first lane, is enqueued (a backup). */
     void recordAll(LayerSignals signals, String what) {
-        pending.add(new Pending(record(lanes[0], true), signals, -1, true, what));
+        record(lanes[0], new Pending(signals, -1, true, what));
     }
 
     private void recordEnd(LayerSignals signals, String what) {
         // The end marker follows everything this copy enqueued, on every lane.
         joinLanesInto(lanes[0], signals, what);
-        pending.add(new Pending(record(lanes[0], true), signals, -2, true, what));
+        record(lanes[0], new Pending(signals, -2, true, what));
     }
 
-    private CUevent record(CUstream lane, boolean endsCopy) {
-        CUevent event = freeEvents.poll();
-        if (event == null) {
-            event = new CUevent();
-            JCudaDriver.cuEventCreate(event, CUevent_flags.CU_EVENT_DISABLE_TIMING);
-        }
-        JCudaDriver.cuEventRecord(event, lane);
-        if (endsCopy) {
+    /** Records {@code p}'s event on {@code lane}, to be completed in order; the event ending a copy is the next one's. */
+    private CUevent record(CUstream lane, Pending p) {
+        CUevent event = completions.record(lane, p);
+        if (p.endsCopy()) {
             previousLast = event;
         }
         return event;
     }
 
-    private void completeInOrder() {
-        JCudaDriver.cuCtxSetCurrent(context);
-        while (true) {
-            Pending p;
-            try {
-                p = pending.take();
-            } catch (InterruptedException e) {
-                if (closed) {
-                    return;
+    /** On the completion thread, in the order the events were recorded: signals the layer, or fails the copy. */
+    private void completed(Pending p, Throwable failure) {
+        try {
+            if (failure == null) {
+                try {
+                    if (p.layer() >= 0) {
+                        p.signals().landed(p.layer());
+                    } else if (p.layer() == -1) {
+                        p.signals().allLanded();
+                    }
+                } catch (Throwable t) {
+                    failure = t;
                 }
-                continue;
             }
-            if (p == STOP) {
-                return;
-            }
-            try {
-                JCudaDriver.cuEventSynchronize(p.event());
-                if (p.layer() >= 0) {
-                    p.signals().landed(p.layer());
-                } else if (p.layer() == -1) {
-                    p.signals().allLanded();
-                }
-            } catch (Throwable t) {
+            if (failure != null) {
                 failures.incrementAndGet();
-                LOG.log(Level.ERROR, "CUDA copy failed: " + p.what(), t);
-                p.signals().fail(p.what(), t);
-            } finally {
-                freeEvents.add(p.event());
-                if (p.endsCopy()) {
-                    indices.releaseOldest();
-                }
+                LOG.log(Level.ERROR, "CUDA copy failed: " + p.what(), failure);
+                p.signals().fail(p.what(), failure);
+            }
+        } finally {
+            if (p.endsCopy()) {
+                indices.releaseOldest();
             }
         }
     }
@@ -215,18 +192,10 @@ final class CudaStream implements AutoCloseable {
             }
             closed = true;
         }
-        pending.add(STOP);
-        try {
-            completions.join(TimeUnit.MINUTES.toMillis(2));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        completions.close(); // reports every copy enqueued before (bounded), then frees its events
         JCudaDriver.cuCtxSetCurrent(context);
         for (CUstream lane : lanes) {
             JCudaDriver.cuStreamSynchronize(lane);
-        }
-        for (CUevent e : freeEvents) {
-            JCudaDriver.cuEventDestroy(e);
         }
         indices.close();
         for (CUstream lane : lanes) {

@@ -2,30 +2,21 @@ package io.hicache.transfer;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.memory.MappedFiles;
 import io.hicache.core.util.Threads;
 import io.hicache.transfer.control.ControlClient;
 import io.hicache.transfer.control.ControlHost;
 import io.hicache.transfer.control.ControlPlane;
 import io.hicache.transfer.spi.LocalSegment;
 import io.hicache.transfer.spi.MemoryKind;
-import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.RegisteredRegion;
 import io.hicache.transfer.spi.SegmentDescriptor;
 import io.hicache.transfer.spi.Transport;
-import io.hicache.transfer.spi.TransferOp;
 import io.hicache.transfer.spi.TransportContext;
-import io.hicache.transfer.spi.TransportLink;
 import io.hicache.transfer.spi.TransportProvider;
-import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -38,7 +29,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The transfer engine: registers memory regions and publishes them as this process's segment; opens peers'
@@ -60,11 +50,10 @@ public final class TransferEngine implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final ControlPlane control;
     private final Map<String, Transport> transports = new LinkedHashMap<>();
-    private final Map<Integer, LocalRegion> byId = new ConcurrentHashMap<>();
-    private final Map<String, LocalRegion> byName = new ConcurrentHashMap<>();
+    private final Regions regions;
+    private final Router router;
     private final Set<RemoteSegment> opened = ConcurrentHashMap.newKeySet();
     private final Map<String, Integer> inbound = new ConcurrentHashMap<>();
-    private final AtomicInteger nextId = new AtomicInteger(1);
     private final String hostId;
     private volatile MessageListener messages = (from, payload) -> { };
     private volatile boolean closed;
@@ -100,13 +89,15 @@ public final class TransferEngine implements AutoCloseable {
             throw translate(e);
         }
         this.control = plane;
+        this.regions = new Regions(this, transports);
+        this.router = new Router(config, timer, regions);
     }
 
     /**
      * A transport's or the control plane's failure as the engine reports it: a {@link TransferException} with the
      * same code. Bad arguments stay {@link IllegalArgumentException}s.
      */
-    private static RuntimeException translate(RuntimeException e) {
+    static RuntimeException translate(RuntimeException e) {
         if (e instanceof HiCacheException h && !(e instanceof TransferException)) {
             return new TransferException(h.code(), h.getMessage(), h);
         }
@@ -144,11 +135,6 @@ public final class TransferEngine implements AutoCloseable {
 
     /** The segment as peers see it now. */
     public SegmentDescriptor descriptor() {
-        List<RegionDescriptor> regions = new ArrayList<>();
-        for (LocalRegion r : byId.values()) {
-            regions.add(r.descriptor());
-        }
-        regions.sort((a, b) -> Integer.compare(a.id(), b.id()));
         Map<String, String> endpoints = new LinkedHashMap<>();
         for (Transport t : transports.values()) {
             if (!t.endpoint().isEmpty()) {
@@ -156,12 +142,12 @@ public final class TransferEngine implements AutoCloseable {
             }
         }
         return new SegmentDescriptor(config.name(), address(), hostId, ProcessHandle.current().pid(),
-                List.copyOf(transports.keySet()), endpoints, regions);
+                List.copyOf(transports.keySet()), endpoints, regions.descriptors());
     }
 
     /** Regions registered now. */
     public List<LocalRegion> regions() {
-        return List.copyOf(byId.values());
+        return regions.all();
     }
 
     /**
@@ -171,7 +157,7 @@ public final class TransferEngine implements AutoCloseable {
      * @throws IllegalArgumentException when the name is taken or the memory is empty
      */
     public LocalRegion register(String name, MemorySegment memory) {
-        return add(name, memory, MemoryKind.HOST, Optional.empty(), () -> { });
+        return regions.add(name, memory, MemoryKind.HOST, Optional.empty(), () -> { });
     }
 
     /**
@@ -197,115 +183,32 @@ public final class TransferEngine implements AutoCloseable {
             throw new IllegalArgumentException("device region " + name + ": none of the transports "
                     + transports.keySet() + " moves device memory");
         }
-        return add(name, MemorySegment.ofAddress(address).reinterpret(bytes), MemoryKind.DEVICE, Optional.empty(),
-                () -> { });
+        return regions.add(name, MemorySegment.ofAddress(address).reinterpret(bytes), MemoryKind.DEVICE,
+                Optional.empty(), () -> { });
     }
 
     /** Whether one of this engine's transports moves device memory, so that {@link #registerDevice} can take a region. */
     public boolean movesDeviceMemory() {
-        return transports.values().stream().anyMatch(TransferEngine::movesDevice);
-    }
-
-    private static boolean movesDevice(Transport t) {
-        return t.moves(MemoryKind.DEVICE, MemoryKind.DEVICE) || t.moves(MemoryKind.HOST, MemoryKind.DEVICE)
-                || t.moves(MemoryKind.DEVICE, MemoryKind.HOST);
-    }
-
-    /** The transports that register a region of {@code kind}: all for host memory, device movers for device. */
-    private List<Transport> registering(MemoryKind kind) {
-        return transports.values().stream().filter(t -> kind == MemoryKind.HOST || movesDevice(t)).toList();
+        return transports.values().stream().anyMatch(Regions::movesDevice);
     }
 
     /**
      * Creates a region of {@code bytes} zeroed bytes in a file under the shared-memory folder, so that a peer on the
-     * same host can map it and move its bytes with one copy. Closing the region unmaps and deletes the file.
+     * same host can map it and move its bytes with one copy. The file's space is reserved when it is created
+     * ({@link MappedFiles#create}), so a folder too small for it refuses the region at once. Closing the region unmaps
+     * and deletes the file.
+     *
+     * @throws TransferException {@code TRANSFER_UNAVAILABLE} when the file cannot be created, reserved or mapped (the
+     *     message names the folder, and its free bytes when it is too small)
      */
     public LocalRegion registerShared(String name, long bytes) {
         requireOpen();
-        if (bytes <= 0) {
-            throw new IllegalArgumentException("a region needs bytes > 0, got " + bytes);
-        }
-        Path file = config.shmDir().resolve("hicache-xfer-" + safe(config.name()) + "-" + ProcessHandle.current()
-                .pid() + "-" + safe(name) + "-" + Long.toHexString(System.nanoTime()));
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
-            ch.truncate(bytes);
-            ch.position(bytes - 1).write(java.nio.ByteBuffer.allocate(1));
-            MemorySegment memory = ch.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
-            return add(name, memory, MemoryKind.HOST, Optional.of(file), () -> {
-                arena.close();
-                try {
-                    Files.deleteIfExists(file);
-                } catch (IOException e) {
-                    LOG.log(Level.WARNING, "could not delete " + file, e);
-                }
-            });
-        } catch (IOException | RuntimeException e) {
-            arena.close();
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException suppressed) {
-                e.addSuppressed(suppressed);
-            }
-            if (e instanceof IllegalArgumentException iae) {
-                throw iae;
-            }
-            throw TransferException.unavailable("cannot create shared region " + name + " of " + bytes
-                    + " bytes in " + config.shmDir() + ": " + e.getMessage());
-        }
+        return regions.addShared(name, bytes);
     }
 
-    private static String safe(String s) {
-        return s.replaceAll("[^A-Za-z0-9_.-]", "_");
-    }
-
-    private LocalRegion add(String name, MemorySegment memory, MemoryKind kind, Optional<Path> file, Runnable free) {
-        requireOpen();
-        if (memory.byteSize() == 0) {
-            throw new IllegalArgumentException("region " + name + " is empty");
-        }
-        LocalRegion region = new LocalRegion(this, name, nextId.getAndIncrement(), memory, kind, file, free);
-        if (byName.putIfAbsent(name, region) != null) {
-            free.run();
-            throw new IllegalArgumentException("a region named " + name + " is already registered");
-        }
-        // every transport prepares the region before a peer can address it (byId is what transports serve from)
-        Map<String, String> keys = new LinkedHashMap<>();
-        List<Transport> done = new ArrayList<>();
-        try {
-            for (Transport t : registering(kind)) {
-                t.register(region.served()).forEach((k, v) -> keys.put(t.name() + "." + k, v));
-                done.add(t);
-            }
-        } catch (RuntimeException e) {
-            done.forEach(t -> t.deregister(region.served()));
-            byName.remove(name, region);
-            free.run();
-            throw translate(e);
-        }
-        region.publish(keys);
-        byId.put(region.id(), region);
-        return region;
-    }
-
+    /** Unregisters {@code region} (its {@link LocalRegion#close()}): see {@link Regions#remove}. */
     void unregister(LocalRegion region) {
-        if (byName.remove(region.name(), region)) {
-            byId.remove(region.id());
-            if (!region.retire(config.sliceTimeoutMillis())) {
-                LOG.log(Level.WARNING, () -> region + " still had requests moving after " + config.sliceTimeoutMillis()
-                        + " ms; closing the connections that carry them");
-                transports.values().forEach(t -> t.closeInbound(config.sliceTimeoutMillis()));
-            }
-            for (Transport t : registering(region.kind())) {
-                try {
-                    t.deregister(region.served());
-                } catch (RuntimeException e) {
-                    LOG.log(Level.WARNING, "transport " + t.name() + " failed to deregister " + region, e);
-                }
-            }
-            region.free();
-        }
+        regions.remove(region);
     }
 
     /**
@@ -393,7 +296,7 @@ public final class TransferEngine implements AutoCloseable {
             if (host && !hostLinked) {
                 segment.attach(e.getKey(), t, t.link(segment.peer()), true);
                 hostLinked = true;
-            } else if (movesDevice(t)) {
+            } else if (Regions.movesDevice(t)) {
                 try {
                     segment.attach(e.getKey(), t, t.link(segment.peer()), false);
                 } catch (RuntimeException failure) {
@@ -415,93 +318,10 @@ public final class TransferEngine implements AutoCloseable {
      */
     public TransferBatch submit(RemoteSegment segment, List<TransferRequest> requests, Deadline deadline) {
         requireOpen();
-        TransferBatch batch = new TransferBatch(requests.size());
-        List<TransferBatch.SliceImpl> slices = new ArrayList<>();
-        for (TransferRequest req : requests) {
-            TransferBatch.Request r = batch.new Request();
-            batch.add(r);
-            Route route = route(segment, req);
-            if (route.refusal() != null) {
-                r.refuse(route.refusal());
-                continue;
-            }
-            long slice = Math.max(1, route.link().transport().sliceBytes(config.sliceBytes()));
-            long length = req.bytes();
-            for (long off = 0; off < length; off += slice) {
-                long n = Math.min(slice, length - off);
-                r.slices.add(batch.new SliceImpl(r, route.link().link(), req.op(), req.local().asSlice(off, n),
-                        route.region(), req.remoteOffset() + off, config.sliceRetries()));
-            }
-            r.outstanding.set(r.slices.size());
-            slices.addAll(r.slices);
-        }
-        if (!batch.isDone()) {
-            long delay = Math.max(0, deadline.remainingNanos());
-            timer.schedule(batch::expire, delay, TimeUnit.NANOSECONDS);
-            // the last resort, for a transport that failed to report a slice: far past every bound it has
-            timer.schedule(() -> batch.forceFinal("the transport never reported; gave up"),
-                    delay + TimeUnit.MILLISECONDS.toNanos(3 * config.sliceTimeoutMillis() + 1_000),
-                    TimeUnit.NANOSECONDS);
-        }
-        // each link takes its share of the submission at once (in order), so it may move many slices together
-        Map<TransportLink, List<TransferBatch.SliceImpl>> byLink = new LinkedHashMap<>();
-        for (TransferBatch.SliceImpl s : slices) {
-            byLink.computeIfAbsent(s.link(), l -> new ArrayList<>()).add(s);
-        }
-        byLink.forEach(TransportLink::submitAll);
-        return batch;
+        return router.submit(segment, requests, deadline);
     }
 
-    /** Where a request goes: the remote region and the link that moves its kinds of memory, or why it cannot start. */
-    private record Route(RegionDescriptor region, RemoteSegment.Linked link, String refusal) {
-        static Route refused(String why) {
-            return new Route(null, null, why);
-        }
-    }
-
-    private Route route(RemoteSegment segment, TransferRequest req) {
-        if (!segment.alive()) {
-            return Route.refused("peer " + segment.name() + " is dead: " + segment.deathReason());
-        }
-        LocalRegion local = registeredAround(req.local());
-        if (local == null) {
-            return Route.refused("local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
-                    + " bytes) is not inside a registered region");
-        }
-        Optional<RegionDescriptor> region = segment.remote().region(req.remoteRegion());
-        if (region.isEmpty()) {
-            return Route.refused("segment " + segment.name() + " publishes no region " + req.remoteRegion());
-        }
-        if (req.remoteOffset() > region.get().bytes() - req.bytes()) {
-            return Route.refused("range [" + req.remoteOffset() + ", +" + req.bytes() + ") is outside region "
-                    + req.remoteRegion() + " of " + region.get().bytes() + " bytes");
-        }
-        Optional<RemoteSegment.Linked> link = segment.linkFor(local.kind(), region.get().kind());
-        if (link.isEmpty()) {
-            return Route.refused("no transport linked to " + segment.name() + " moves " + kindName(local.kind())
-                    + " memory " + (req.op() == TransferOp.READ ? "from " : "to ") + kindName(region.get().kind())
-                    + " memory (region " + req.remoteRegion() + "); linked: " + segment.transports());
-        }
-        return new Route(region.get(), link.get(), null);
-    }
-
-    private static String kindName(MemoryKind kind) {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
-    }
-
-    private LocalRegion registeredAround(MemorySegment local) {
-        long start = local.address();
-        long end = start + local.byteSize();
-        for (LocalRegion r : byId.values()) {
-            long rs = r.memory().address();
-            if (start >= rs && end <= rs + r.memory().byteSize()) {
-                return r;
-            }
-        }
-        return null;
-    }
-
-    private void requireOpen() {
+    void requireOpen() {
         if (closed) {
             throw TransferException.unavailable("transfer engine " + config.name() + " is closed");
         }
@@ -520,9 +340,7 @@ public final class TransferEngine implements AutoCloseable {
         control.close();
         // stop serving peers before unregistering, so no region waits on a peer's request in flight
         transports.values().forEach(t -> t.closeInbound(5_000));
-        for (LocalRegion r : List.copyOf(byName.values())) {
-            unregister(r);
-        }
+        regions.removeAll();
         transports.values().forEach(Transport::close);
         timer.shutdownNow();
     }
@@ -558,7 +376,7 @@ public final class TransferEngine implements AutoCloseable {
     private final class Served implements LocalSegment {
         @Override
         public RegisteredRegion region(int id) {
-            LocalRegion r = byId.get(id);
+            LocalRegion r = regions.byId(id);
             return r == null || r.kind() != MemoryKind.HOST ? null : r.served();
         }
 

@@ -41,11 +41,16 @@ final class CudaContexts implements AutoCloseable {
 
     /** Makes device {@code ordinal}'s primary context current on the calling thread (retaining it the first time). */
     void makeCurrent(int ordinal) {
-        JCudaDriver.cuCtxSetCurrent(contexts.computeIfAbsent(ordinal, o -> {
+        JCudaDriver.cuCtxSetCurrent(context(ordinal));
+    }
+
+    /** Device {@code ordinal}'s primary context, retained the first time (for a thread that makes it current itself). */
+    CUcontext context(int ordinal) {
+        return contexts.computeIfAbsent(ordinal, o -> {
             CUcontext context = new CUcontext();
             JCudaDriver.cuDevicePrimaryCtxRetain(context, device(o));
             return context;
-        }));
+        });
     }
 
     private CUdevice device(int ordinal) {

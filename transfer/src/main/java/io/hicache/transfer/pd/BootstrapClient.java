@@ -63,6 +63,25 @@ final class BootstrapClient {
         return specs;
     }
 
+    /**
+     * Waits until the bootstrap server at {@code url} answers with every rank registered, or {@code wait} passed: true
+     * if it did. Unreachable servers and refusals count as not yet.
+     */
+    boolean awaitRanks(String url, Duration wait) throws InterruptedException {
+        long end = System.nanoTime() + wait.toNanos();
+        while (System.nanoTime() < end) {
+            try {
+                if (!ranks(url).isEmpty()) {
+                    return true;
+                }
+            } catch (IOException | RuntimeException e) {
+                // not up yet, or not every rank registered (503)
+            }
+            Thread.sleep(50);
+        }
+        return false;
+    }
+
     /** Whether the bootstrap server answers its health check within the timeout. */
     boolean healthy(String url) throws InterruptedException {
         try {

@@ -6,49 +6,35 @@ import java.util.concurrent.CompletableFuture;
  * The decode side of one request: {@link #init} sends the destination once the decode has pre-allocated pages and
  * an aux slot; {@link #poll()} follows the handoff. Thread-safe; {@link #close()} lets the rank forget the room.
  */
-public final class KvReceiver implements AutoCloseable {
+public final class KvReceiver extends KvHandoff {
     private final DecodeRank rank;
-    private final DecodeRank.Room room;
+    private final DecodeRoom room;
 
-    KvReceiver(DecodeRank rank, DecodeRank.Room room) {
+    KvReceiver(DecodeRank rank, DecodeRoom room) {
+        super(room);
         this.rank = rank;
         this.room = room;
-    }
-
-    /** The room id. */
-    public long room() {
-        return room.id;
-    }
-
-    /** The handoff state. */
-    public KvPoll poll() {
-        return room.state;
-    }
-
-    /** Why it failed, or null. */
-    public String failureReason() {
-        return room.reason;
     }
 
     /**
      * Sends the destination: {@code pages[i]} of this rank's pool receives page position {@code i} of the request;
      * {@code auxSlot} receives the aux data; the first {@code prefixPages} positions are already here and are not
      * sent.
+     *
+     * @throws IllegalArgumentException for an aux slot or page outside this rank's, or a prefix longer than the pages
      */
     public void init(int[] pages, int auxSlot, int prefixPages) {
         if (auxSlot < 0 || auxSlot >= rank.spec().auxSlots()) {
             throw new IllegalArgumentException("aux slot " + auxSlot + " is not in [0, " + rank.spec().auxSlots() + ")");
         }
-        if (prefixPages < 0 || prefixPages > pages.length) {
-            throw new IllegalArgumentException("prefix of " + prefixPages + " pages for " + pages.length + " pages");
-        }
+        PdMessage.Destination destination = new PdMessage.Destination(pages, auxSlot, prefixPages);
         for (int p : pages) {
             if (p < 0 || p >= rank.spec().kvPages()) {
                 throw new IllegalArgumentException("page " + p + " is not in this rank's pool of "
                         + rank.spec().kvPages());
             }
         }
-        rank.init(room, pages.clone(), auxSlot, prefixPages);
+        rank.init(room, destination);
     }
 
     /**

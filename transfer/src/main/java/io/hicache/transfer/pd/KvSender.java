@@ -5,28 +5,14 @@ package io.hicache.transfer.pd;
  * request and calls {@link #send} for each chunk of pages in order, the last with the aux data. Thread-safe;
  * {@link #close()} lets the rank forget the room once it is final.
  */
-public final class KvSender implements AutoCloseable {
+public final class KvSender extends KvHandoff {
     private final PrefillRank rank;
-    private final PrefillRank.Room room;
+    private final PrefillRoom room;
 
-    KvSender(PrefillRank rank, PrefillRank.Room room) {
+    KvSender(PrefillRank rank, PrefillRoom room) {
+        super(room);
         this.rank = rank;
         this.room = room;
-    }
-
-    /** The room id. */
-    public long room() {
-        return room.id;
-    }
-
-    /** The handoff state. */
-    public KvPoll poll() {
-        return room.state;
-    }
-
-    /** Why the handoff failed, or null. */
-    public String failureReason() {
-        return room.reason;
     }
 
     /**
@@ -37,8 +23,7 @@ public final class KvSender implements AutoCloseable {
      * @throws IllegalStateException when the destination has not arrived yet
      */
     public void send(int[] pages, boolean last, byte[] aux) {
-        KvPoll s = room.state;
-        if (s == KvPoll.BOOTSTRAPPING) {
+        if (room.state == KvPoll.BOOTSTRAPPING) {
             throw new IllegalStateException("room " + room.id + " has no destination yet (still bootstrapping)");
         }
         rank.send(room, pages.clone(), last, aux == null ? null : aux.clone());

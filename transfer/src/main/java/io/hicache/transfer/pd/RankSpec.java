@@ -6,6 +6,7 @@ import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
+import io.hicache.transfer.LocalRegion;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -47,6 +48,18 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             throw new IllegalArgumentException("only a staged rank (a device pool) registers its pool as device memory");
         }
         model.perRank(tpSize); // refuses head counts that do not split
+    }
+
+    /**
+     * Checks that {@code region} is the one a rank registers as {@code name} and holds at least {@code bytes}.
+     *
+     * @throws IllegalArgumentException when it is not
+     */
+    static void checkRegion(LocalRegion region, String name, long bytes) {
+        if (!region.name().equals(name) || region.memory().byteSize() < bytes) {
+            throw new IllegalArgumentException("expected region '" + name + "' of at least " + bytes + " bytes, got "
+                    + region);
+        }
     }
 
     /** The page format of this rank's pool (its share of the heads). */

@@ -5,6 +5,7 @@ import io.hicache.core.util.Checks;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
+import java.util.List;
 
 /**
  * A staged rank's device pool and staging area (region {@link RankSpec#STAGING_REGION}): what its peers write into
@@ -54,6 +55,15 @@ record StagedPool(KvPool pool, StagingArea staging) {
                     + engine.config().name() + "; every handoff stages: " + e.getMessage());
             return null;
         }
+    }
+
+    /**
+     * The paths a rank of {@code engine} over this pool offers, in order of preference: device to device when the pool
+     * was registered as {@code deviceKv} (null: it was not), else through the staging areas.
+     */
+    List<DeliveryPath> paths(TransferEngine engine, LocalRegion deviceKv) {
+        StagedPath staged = new StagedPath(this, engine);
+        return deviceKv == null ? List.of(staged) : List.of(new DevicePath(deviceKv), staged);
     }
 
     /**

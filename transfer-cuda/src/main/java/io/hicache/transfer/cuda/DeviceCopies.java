@@ -1,0 +1,161 @@
+package io.hicache.transfer.cuda;
+
+import io.hicache.cuda.AddressCopyKernel;
+import io.hicache.cuda.CompletionQueue;
+import io.hicache.cuda.DevicePointer;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import jcuda.CudaException;
+import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstream_flags;
+import jcuda.driver.JCudaDriver;
+
+/**
+ * Copies between device addresses, enqueued per local device: on that device's non-blocking stream, a list of
+ * {@value #KERNEL_MIN_COPIES} or more copies goes in one launch of the address-copy kernel (else one
+ * {@code cuMemcpyAsync} each), then an event is recorded on the device's {@link CompletionQueue} (hicache-cuda's, the
+ * one a pool's copies use), whose thread hands each list back, in the order it was enqueued, once its event fired (a
+ * stream runs in order: every earlier copy on it has ended too).
+ *
+ * <p>Thread-safe: a device's copies are enqueued under its lane's lock, so its queue sees the events in stream order.
+ * The owner closes it once nothing more is enqueued ({@link #close}): closing reports what is still queued (bounded),
+ * then frees the kernels, streams and events.
+ *
+ * @param <T> the copies, as their owner reports them
+ */
+final class DeviceCopies<T extends DeviceCopies.Copy> {
+    private static final System.Logger LOG = System.getLogger(DeviceCopies.class.getName());
+    /** The completion thread sleeps while it waits (copies take microseconds to milliseconds); no timing. */
+    private static final int EVENT_FLAGS = CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING;
+    /** A list of at least this many copies for one device goes in one kernel launch. */
+    static final int KERNEL_MIN_COPIES = 4;
+    /** Copies larger than this are for the copy engine, one {@code cuMemcpyAsync} each (the caller sorts them). */
+    static final long KERNEL_MAX_BYTES = 1L << 20;
+    /** Copies one launch takes; longer lists go in several. */
+    private static final int KERNEL_CAPACITY = 1 << 16;
+
+    /** One copy: {@code length} bytes from device address {@code source} to {@code destination}. */
+    interface Copy {
+        long source();
+
+        long destination();
+
+        long length();
+    }
+
+    /** A device's stream and the queue that reports its copies; its lock orders enqueueing. */
+    private record Lane<T>(CUstream stream, CompletionQueue<List<T>> completions) {
+    }
+
+    private final CudaContexts cuda;
+    private final String role;
+    private final CompletionQueue.Completion<List<T>> completed;
+    private final Map<Integer, Lane<T>> lanes = new ConcurrentHashMap<>();
+    /** Each device's address-copy kernel, used under that device's lane lock. */
+    private final Map<Integer, AddressCopyKernel> kernels = new ConcurrentHashMap<>();
+    private volatile String kernelProblem;
+
+    /**
+     * Copies in the devices' primary contexts; each device's completion thread is {@code hicache-<role>-<device>} and
+     * hands {@code completed} every list enqueued, with the failure of its copies or null.
+     */
+    DeviceCopies(CudaContexts cuda, String role, CompletionQueue.Completion<List<T>> completed) {
+        this.cuda = cuda;
+        this.role = role;
+        this.completed = completed;
+    }
+
+    /**
+     * Enqueues {@code copies} on {@code device}'s stream (one kernel launch when there are enough), then one event;
+     * {@code completed} gets them once it fired.
+     *
+     * @throws CudaException         when they cannot be enqueued (none is reported then)
+     * @throws IllegalStateException once this is closed
+     */
+    void enqueue(int device, List<T> copies) {
+        Lane<T> lane = lane(device);
+        CUstream stream = lane.stream();
+        synchronized (lane) {
+            cuda.makeCurrent(device);
+            AddressCopyKernel kernel = copies.size() >= KERNEL_MIN_COPIES ? kernel(device) : null;
+            if (kernel != null) {
+                int n = copies.size();
+                long[] sources = new long[n];
+                long[] destinations = new long[n];
+                long[] lengths = new long[n];
+                for (int i = 0; i < n; i++) {
+                    T c = copies.get(i);
+                    sources[i] = c.source();
+                    destinations[i] = c.destination();
+                    lengths[i] = c.length();
+                }
+                kernel.enqueue(sources, destinations, lengths, n, stream);
+            } else {
+                for (T c : copies) {
+                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(c.destination()), DevicePointer.at(c.source()),
+                            c.length(), stream);
+                }
+            }
+            lane.completions().record(stream, copies);
+        }
+    }
+
+    /**
+     * The address-copy kernel of {@code device}, loaded on first use; null where it cannot load (the reason is logged
+     * once, and copies go one by one). The caller holds the device's lane lock and made its context current.
+     */
+    private AddressCopyKernel kernel(int device) {
+        if (kernelProblem != null) {
+            return null;
+        }
+        AddressCopyKernel k = kernels.get(device);
+        if (k == null) {
+            try {
+                k = AddressCopyKernel.load(KERNEL_CAPACITY);
+                kernels.put(device, k);
+            } catch (IOException | CudaException e) {
+                kernelProblem = e.getMessage();
+                LOG.log(Level.WARNING, "cuda-ipc: the address-copy kernel cannot be loaded (" + e.getMessage()
+                        + "); small requests are copied one by one");
+                return null;
+            }
+        }
+        return k;
+    }
+
+    /** The device's lane, created on first use: a non-blocking stream, and a completion queue with its thread. */
+    private Lane<T> lane(int device) {
+        return lanes.computeIfAbsent(device, d -> {
+            cuda.makeCurrent(d);
+            CUstream s = new CUstream();
+            JCudaDriver.cuStreamCreate(s, CUstream_flags.CU_STREAM_NON_BLOCKING);
+            return new Lane<>(s, new CompletionQueue<>(cuda.context(d), role + "-" + d, EVENT_FLAGS, completed));
+        });
+    }
+
+    /**
+     * Reports the copies still queued (waiting up to {@code waitMillis} per device), stops the completion threads, then
+     * frees each device's kernel (once its stream is idle), stream and events.
+     */
+    void close(long waitMillis) {
+        for (Map.Entry<Integer, Lane<T>> l : lanes.entrySet()) {
+            try {
+                l.getValue().completions().close(waitMillis);
+                cuda.makeCurrent(l.getKey());
+                CUstream stream = l.getValue().stream();
+                AddressCopyKernel kernel = kernels.remove(l.getKey());
+                if (kernel != null) {
+                    JCudaDriver.cuStreamSynchronize(stream); // its lists may still be read
+                    kernel.close();
+                }
+                JCudaDriver.cuStreamDestroy(stream);
+            } catch (CudaException e) {
+                LOG.log(Level.DEBUG, "destroying a cuda-ipc stream", e);
+            }
+        }
+    }
+}
