@@ -11,6 +11,7 @@ import com.tngtech.archunit.core.importer.Location;
 import io.hicache.architecture.fixture.ArchFixtureUnmapped;
 import io.hicache.bench.ArchFixtureAllowedInternal;
 import io.hicache.bench.ArchFixtureUseOfInternal;
+import io.hicache.core.page.ArchFixtureLeakyApi;
 import io.hicache.core.page.ArchFixtureUpwardImport;
 import io.hicache.storage.file.ArchFixtureLegalImports;
 import io.hicache.storage.file.ArchFixtureUnmappedTarget;
@@ -62,6 +63,11 @@ class ArchitectureTest {
     }
 
     @Test
+    void publicSignaturesShowOnlyPublicApiTypes() {
+        LayoutRules.publicSignaturesUseOnlyApiTypes().check(main);
+    }
+
+    @Test
     void noPackageCycles() {
         LayoutRules.noPackageCycles().check(main);
     }
@@ -106,6 +112,17 @@ class ArchitectureTest {
     void aUseOfAPackageMissingFromTheTableFails() {
         assertViolation(LayoutRules.importsFollowTheLayout(), "which is not in Layout.PACKAGES",
                 ArchFixtureUnmappedTarget.class);
+    }
+
+    @Test
+    void anInternalTypeInAPublicSignatureFails() {
+        assertViolation(LayoutRules.publicSignaturesUseOnlyApiTypes(), "a type of the internal package io.hicache.core.tree",
+                ArchFixtureLeakyApi.class);
+    }
+
+    @Test
+    void aPackagePrivateTypeInAPublicSignatureFails() {
+        assertViolation(LayoutRules.publicSignaturesUseOnlyApiTypes(), "which is not public", ArchFixtureLeakyApi.class);
     }
 
     @Test

@@ -5,6 +5,10 @@ import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.sli
 
 import com.tngtech.archunit.core.domain.Dependency;
 import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaCodeUnit;
+import com.tngtech.archunit.core.domain.JavaField;
+import com.tngtech.archunit.core.domain.JavaMember;
+import com.tngtech.archunit.core.domain.JavaModifier;
 import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
@@ -79,6 +83,65 @@ final class LayoutRules {
         if (to.kind() != Layout.Kind.API
                 && !Layout.INTERNAL_USE_ALLOWED.getOrDefault(from.module(), Set.of()).contains(to.name())) {
             return Optional.of(to.name() + " is internal to " + to.module());
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * What a public class of an API package shows (its public and protected constructors, methods and fields: their
+     * types, type arguments, parameters and exceptions) names only public types of API packages: no internal type and
+     * no package-private one leaks into what other modules compile against.
+     */
+    static ArchRule publicSignaturesUseOnlyApiTypes() {
+        return classes().that().resideInAPackage(ROOT + "..").and().arePublic()
+                .should(new ArchCondition<>("show only public API types in public signatures") {
+                    @Override
+                    public void check(JavaClass c, ConditionEvents events) {
+                        Optional<Layout.Pkg> own = Layout.find(c.getPackageName());
+                        if (own.isEmpty() || own.get().kind() != Layout.Kind.API) {
+                            return;
+                        }
+                        for (JavaMember m : c.getMembers()) {
+                            if (!isShown(m.getModifiers())) {
+                                continue;
+                            }
+                            for (JavaClass t : signatureTypes(m)) {
+                                hiddenType(t).ifPresent(why -> events.add(SimpleConditionEvent.violated(m,
+                                        m.getFullName() + " shows " + t.getName() + ", " + why)));
+                            }
+                        }
+                    }
+                }).allowEmptyShould(false);
+    }
+
+    private static boolean isShown(Set<JavaModifier> modifiers) {
+        return modifiers.contains(JavaModifier.PUBLIC) || modifiers.contains(JavaModifier.PROTECTED);
+    }
+
+    private static Set<JavaClass> signatureTypes(JavaMember m) {
+        Set<JavaClass> types = new java.util.LinkedHashSet<>();
+        if (m instanceof JavaField f) {
+            types.addAll(f.getType().getAllInvolvedRawTypes());
+        } else if (m instanceof JavaCodeUnit u) {
+            types.addAll(u.getReturnType().getAllInvolvedRawTypes());
+            u.getParameterTypes().forEach(t -> types.addAll(t.getAllInvolvedRawTypes()));
+            u.getThrowsClause().getTypes().forEach(types::add);
+        }
+        return types;
+    }
+
+    /** Why {@code t} may not appear in a public signature of an API package, or empty when it may. */
+    private static Optional<String> hiddenType(JavaClass t) {
+        JavaClass type = t.getBaseComponentType();
+        if (!type.getPackageName().startsWith(ROOT) || type.isPrimitive()) {
+            return Optional.empty();
+        }
+        if (!type.getModifiers().contains(JavaModifier.PUBLIC)) {
+            return Optional.of("which is not public");
+        }
+        Optional<Layout.Pkg> pkg = Layout.find(type.getPackageName());
+        if (pkg.isPresent() && pkg.get().kind() != Layout.Kind.API) {
+            return Optional.of("a type of the internal package " + type.getPackageName());
         }
         return Optional.empty();
     }

@@ -298,7 +298,7 @@ public final class ReplaySuite implements BenchSuite {
             out[0] = promptTokens.length;
             int onDevice = r.deviceTokens();
             out[1] = onDevice;
-            while (!r.prefetchDone()) {
+            while (!r.tryEndPrefetch()) {
                 Thread.sleep(0, 200_000);
             }
             if (loads != null && loads.quiesceFirst) {
@@ -317,7 +317,7 @@ public final class ReplaySuite implements BenchSuite {
                 }
             }
             long submitted = System.nanoTime();
-            if (!lb.await(Deadline.after(Duration.ofSeconds(30)))) {
+            if (!lb.await(Duration.ofSeconds(30))) {
                 throw new IllegalStateException("a load-back did not finish");
             }
             out[2] = lb.deviceTokens() - onDevice;

@@ -127,7 +127,7 @@ public final class PdCommand implements Subcommand {
                     .geometry(MODEL).devicePages(devicePages).runtime(runtime).open();
             engine = TransferEngine.open(settings.transfer());
             spec = new RankSpec(MODEL, PAGE, 1, 0, devicePages, 64, 64, engine.address());
-            kv = engine.register(RankSpec.KV_REGION, cache.hostVisibleDeviceMemory().orElseThrow());
+            kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
         }
 

@@ -15,6 +15,6 @@ class InMemoryPageStoreConformanceTest extends PageStoreConformanceKit {
 
     @Override
     protected Optional<PageCorrupter> corrupter() {
-        return Optional.of((store, key) -> ((InMemoryPageStore) store).corrupt(key));
+        return Optional.of((store, key) -> io.hicache.core.store.memory.BitRot.flipMiddleByte((InMemoryPageStore) store, key));
     }
 }

@@ -87,7 +87,7 @@ class PythonSubscriberTest {
     /** Serves {@code prompt} as an engine would (match, load back, compute the rest, commit); the KV bytes are zeros. */
     static void serve(HiCache cache, String id, int[] prompt) throws Exception {
         try (CacheRequest r = cache.request(id, prompt)) {
-            assertTrue(r.loadBack(Integer.MAX_VALUE).await(Deadline.after(Duration.ofSeconds(10))));
+            assertTrue(r.loadBack(Integer.MAX_VALUE).await(Duration.ofSeconds(10)));
             int[] prefix = r.prefixPages();
             int[] fresh = r.allocate(prompt.length / PAGE - prefix.length);
             int[] all = Arrays.copyOf(prefix, prefix.length + fresh.length);

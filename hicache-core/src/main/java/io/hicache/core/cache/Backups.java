@@ -26,10 +26,10 @@ final class Backups {
     private static final int HOST_COMMIT_THREADS = Math.max(1,
             Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
 
-    private final HiCache cache;
+    private final CacheCore cache;
     private final Loop<BackupOp> hostCommits;
 
-    Backups(HiCache cache) {
+    Backups(CacheCore cache) {
         this.cache = cache;
         this.hostCommits = new Loop<>("host-commit", cache.config.queueCapacity(), this::commitBackup, cache.metrics,
                 null, HOST_COMMIT_THREADS);
@@ -37,7 +37,7 @@ final class Backups {
 
     /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
     BackupOp start(TreeNode n) {
-        int[] slots = cache.reserveHost(n.pages());
+        int[] slots = cache.hostTier.reserve(n.pages());
         if (slots == null) {
             cache.metrics.backupsSkipped.increment();
             return null;

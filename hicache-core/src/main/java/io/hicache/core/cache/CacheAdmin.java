@@ -9,22 +9,36 @@ import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.util.Checks;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The operator's operations on a running cache, as SGLang has them ({@code /flush_cache}, attaching and detaching
- * the storage backend at run time, {@code clear_storage_backend}): {@link HiCache#flush}, {@link HiCache#detachStore},
- * {@link HiCache#attachStore} and {@link HiCache#reset} delegate here. Stateless; what it changes is guarded by the
- * cache's lock and its store slot.
+ * The operator's calls on a running cache, as SGLang has them ({@code /flush_cache}, attaching and detaching the
+ * storage backend at run time, {@code clear_storage_backend}): what {@link HiCache#admin()} returns. Requests may run
+ * while they do (a reset excepted).
+ *
+ * <p>Thread-safe: what it changes is guarded by the cache's lock and its store slot. Holds nothing of its own; valid
+ * while the cache is open.
  */
-final class CacheOperations {
-    private CacheOperations() {
+public final class CacheAdmin {
+    private final CacheCore cache;
+
+    CacheAdmin(CacheCore cache) {
+        this.cache = cache;
     }
 
-    /** What a flush dropped: device pages, and host pages (leftovers of an earlier run included). */
-    static HiCache.Flushed flush(HiCache cache, Duration timeout) throws InterruptedException {
+    /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
+    public record Flushed(long devicePages, long hostPages) {
+    }
+
+    /**
+     * Drops every page of the device and host tiers that no open request pins, after waiting up to {@code timeout}
+     * for copies, uploads and prefetches in flight; the page store keeps its pages (see {@link #reset}). Requests may
+     * run meanwhile: theirs stay, and pages they commit afterwards are cached as usual. SGLang's {@code /flush_cache}.
+     */
+    public Flushed flush(Duration timeout) throws InterruptedException {
         cache.checkOpen();
         cache.quiesce(timeout); // copies, uploads and prefetches in flight first: they hold pages a flush cannot take
         cache.lock.lock();
@@ -36,7 +50,7 @@ final class CacheOperations {
             while (freedAny) {
                 // A device node that is not backed up and has host-only children goes once they have gone: alternate.
                 RadixTree.DeviceEviction e = cache.tree.evictDevice((int) cache.tree.devicePages(), false);
-                cache.applyDeviceEviction(e);
+                cache.deviceTier.applyEviction(e);
                 int hostFreed = 0;
                 if (cache.host != null) {
                     RadixTree.HostEviction h = cache.tree.evictHostReporting((int) cache.tree.hostPages());
@@ -49,7 +63,7 @@ final class CacheOperations {
                 }
                 freedAny = e.freedPages().length > 0 || hostFreed > 0;
             }
-            return new HiCache.Flushed(device - cache.tree.devicePages(),
+            return new Flushed(device - cache.tree.devicePages(),
                     host - cache.tree.hostPages() + leftovers);
         } finally {
             cache.lock.unlock();
@@ -57,10 +71,14 @@ final class CacheOperations {
     }
 
     /**
-     * Detaches the store: uploads queued before are written to it (up to {@code timeout}), new ones are skipped,
-     * prefetches stop at their next batch, and it is handed back once nothing uses it (or the time is up).
+     * Detaches the page store while requests run, and hands it back (empty when none was attached); the caller owns it
+     * from then on and closes it. Uploads queued before the call are written to it first (up to {@code timeout}),
+     * uploads of pages cached after it are skipped, prefetches stop at their next batch and end with what landed. No
+     * request fails because of it; requests from now on see no page store until {@link #attachStore}. Returns once
+     * nothing uses the store any more, or when {@code timeout} is up (a call still running then ends as its deadline
+     * says, and its failure, if any, is counted, never a request's).
      */
-    static PageStore detachStore(HiCache cache, Duration timeout) throws InterruptedException {
+    public Optional<PageStore> detachStore(Duration timeout) throws InterruptedException {
         cache.checkOpen();
         long end = System.nanoTime() + timeout.toNanos();
         cache.stores.stopWrites();
@@ -76,30 +94,43 @@ final class CacheOperations {
             cache.lock.unlock();
         }
         if (detached == null) {
-            return null;
+            return Optional.empty();
         }
         cache.stores.awaitUnused(detached, end);
-        return ((TimedPageStore) detached).inner(); // handed back as it was given
+        return Optional.of(((TimedPageStore) detached).inner()); // handed back as it was given
     }
 
-    /** Attaches {@code store}; the cache owns it from here. */
-    static void attachStore(HiCache cache, PageStore store) {
+    /**
+     * Attaches {@code store} as the page store, used from the next request on; the cache owns it from here (closes it
+     * when it closes, or hands it back on {@link #detachStore}). Its keys carry this cache's namespace.
+     *
+     * @throws IllegalStateException when a store is attached: detach it first
+     */
+    public void attachStore(PageStore store) {
         Checks.checkNotNull(store, "store");
         cache.checkOpen();
         cache.lock.lock();
         try {
             cache.stores.attach(cache.timed(store));
-            cache.events.storeMedium = HiCache.storeMedium(store);
+            cache.events.storeMedium = CacheCore.storeMedium(store);
         } finally {
             cache.lock.unlock();
         }
     }
 
+    /** Whether a page store is attached now. */
+    public boolean storeAttached() {
+        return cache.stores.attached();
+    }
+
     /**
-     * Flushes, then removes this cache's namespace from the attached store and announces AllBlocksCleared. Refused
-     * while requests are open: a reset empties every tier, and their pages are pinned.
+     * Empties the cache: {@link #flush}, then removes this cache's namespace from the attached page store (other
+     * namespaces in it stay) and announces AllBlocksCleared. SGLang's {@code reset} with {@code clear_storage_backend}.
+     *
+     * @throws IllegalStateException when requests are open (their pages are pinned)
+     * @throws HiCacheException {@link ErrorCode#STORE_IO} when the store could not clear the namespace
      */
-    static HiCache.Flushed reset(HiCache cache, Duration timeout) throws InterruptedException {
+    public Flushed reset(Duration timeout) throws InterruptedException {
         cache.lock.lock();
         try {
             int open = cache.openRequestCount();
@@ -110,7 +141,7 @@ final class CacheOperations {
             cache.lock.unlock();
         }
         long end = System.nanoTime() + timeout.toNanos();
-        HiCache.Flushed flushed = flush(cache, timeout);
+        Flushed flushed = flush(timeout);
         PageStore store = cache.stores.acquire();
         if (store != null) {
             try {

@@ -19,7 +19,7 @@ final class CacheConsistency {
      * {@code full}: also re-hash every node's first page and account for every host slot (needs the loops idle);
      * otherwise the tree's structure, pins and the device pages' owners (valid at any time under the lock).
      */
-    static void check(HiCache cache, Collection<CacheRequest> requests, BitSet leftovers, boolean full) {
+    static void check(CacheCore cache, Collection<CacheRequest> requests, BitSet leftovers, boolean full) {
         RadixTree.Slots slots = cache.tree.checkInvariants(full);
         BitSet device = new BitSet();
         for (int p : slots.device()) {

@@ -32,14 +32,14 @@ final class CacheMetrics {
     final LongAdder prefetchesTimedOut = new LongAdder();
     final LongAdder prefetchesEmpty = new LongAdder();
     final LongAdder prefetchedPages = new LongAdder();
-    final Map<String, LongAdder> prefetchesSkipped = new ConcurrentHashMap<>();
+    final Map<PrefetchSkip, LongAdder> prefetchesSkipped = new ConcurrentHashMap<>();
     final LongAdder bytesDeviceToHost = new LongAdder();
     final LongAdder bytesHostToDevice = new LongAdder();
     final LongAdder bytesHostToStore = new LongAdder();
     final LongAdder bytesStoreToHost = new LongAdder();
     final Map<String, LongAdder> failures = new ConcurrentHashMap<>();
 
-    void skipPrefetch(String reason) {
+    void skipPrefetch(PrefetchSkip reason) {
         prefetchesSkipped.computeIfAbsent(reason, r -> new LongAdder()).increment();
     }
 
@@ -59,8 +59,8 @@ final class CacheMetrics {
                 sums(failures), Map.copyOf(queueDepths), devicePages, hostPages, treeNodes);
     }
 
-    private static Map<String, Long> sums(Map<String, LongAdder> counters) {
-        Map<String, Long> out = new TreeMap<>();
+    private static <K extends Comparable<K>> Map<K, Long> sums(Map<K, LongAdder> counters) {
+        Map<K, Long> out = new TreeMap<>();
         counters.forEach((k, v) -> out.put(k, v.sum()));
         return out;
     }

@@ -164,7 +164,7 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_prefetches", base.add("outcome", "empty"), s.prefetchesEmpty());
             counters.computeIfAbsent("hicache_cache_prefetches_skipped", k -> new LinkedHashMap<>());
             s.prefetchesSkipped().forEach((reason, n) -> counter("hicache_cache_prefetches_skipped",
-                    base.add("reason", reason), n));
+                    base.add("reason", reason.label()), n));
             counter("hicache_cache_upload_skipped_pages", base.add("store", store), s.uploadSkippedPages());
             counter("hicache_cache_moved_bytes", base.add("direction", "device_to_host"), s.bytesDeviceToHost());
             counter("hicache_cache_moved_bytes", base.add("direction", "host_to_device"), s.bytesHostToDevice());

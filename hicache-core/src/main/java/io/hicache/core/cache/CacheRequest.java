@@ -7,6 +7,7 @@ import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -18,7 +19,7 @@ import java.util.Set;
  *
  * <ol>
  *   <li>{@link HiCache#request}: matches the prompt, pins the cached device prefix, may start a prefetch;
- *   <li>{@link #prefetchDone()}: before scheduling, until true (per the prefetch policy);
+ *   <li>{@link #tryEndPrefetch()}: before scheduling, until true (per the prefetch policy);
  *   <li>{@link #loadBack(int)}: brings the host-only part of the prefix to the device, layer by layer;
  *   <li>{@link #prefixPages()}: the device pages of the cached prefix; {@link #allocate(int)} pages for the rest;
  *   <li>{@link #commit(int[], int[], boolean)}: caches what was computed (on finish, or per chunk);
@@ -29,7 +30,7 @@ import java.util.Set;
  * the device pages it allocated until they are committed or it closes.
  */
 public final class CacheRequest implements AutoCloseable {
-    private final HiCache cache;
+    private final CacheCore cache;
     private final String id;
     /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
     private final String extraKey;
@@ -50,10 +51,10 @@ public final class CacheRequest implements AutoCloseable {
     private int loadedPages;
     private int computedPages;
     /** The prefetch's story so far: see {@link RequestOutcome#prefetch()}. */
-    String prefetchState = "none";
+    PrefetchOutcome prefetchState = PrefetchOutcome.NONE;
     private long prefetchWaitNanos = -1;
 
-    CacheRequest(HiCache cache, String id, String extraKey, int[] tokens) {
+    CacheRequest(CacheCore cache, String id, String extraKey, int[] tokens) {
         this.cache = cache;
         this.id = id;
         this.extraKey = extraKey;
@@ -74,7 +75,8 @@ public final class CacheRequest implements AutoCloseable {
         cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
         this.prefetch = cache.prefetcher.maybeStart(this, match);
         if (prefetch != null) {
-            prefetchState = "running";
+            prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, java.util.Optional.empty(), 0,
+                    prefetch.pages);
         }
     }
 
@@ -84,8 +86,9 @@ public final class CacheRequest implements AutoCloseable {
      */
     void prefetchEnded(int kept, int asked, boolean revoked, boolean timedOut) {
         fetchedPages = kept;
-        prefetchState = revoked ? "revoked"
-                : (timedOut ? "timed out, " : "") + "fetched " + kept + " of " + asked + " pages";
+        PrefetchOutcome.State state = revoked ? PrefetchOutcome.State.REVOKED
+                : timedOut ? PrefetchOutcome.State.TIMED_OUT : PrefetchOutcome.State.ENDED;
+        prefetchState = new PrefetchOutcome(state, java.util.Optional.empty(), kept, asked);
     }
 
     /**
@@ -99,7 +102,7 @@ public final class CacheRequest implements AutoCloseable {
             int fromStore = Math.min(fetchedPages, loadedPages);
             return new RequestOutcome(deviceHitPages * page, (loadedPages - fromStore) * page, fromStore * page,
                     computedPages * page, prefetchState,
-                    java.time.Duration.ofNanos(prefetchWaitNanos < 0 ? 0 : prefetchWaitNanos));
+                    Duration.ofNanos(prefetchWaitNanos < 0 ? 0 : prefetchWaitNanos));
         } finally {
             cache.lock.unlock();
         }
@@ -139,12 +142,13 @@ public final class CacheRequest implements AutoCloseable {
     }
 
     /**
-     * Whether the request may go ahead: true when it started no prefetch, or when its prefetch has ended per the
-     * policy ({@code best_effort}: now; {@code wait_complete}: when every page the store had has arrived;
-     * {@code timeout}: that, or when the time allowed has passed). When it ends, the fetched pages join the tree as
-     * host-only pages and the match is refreshed to include them.
+     * Ends the request's prefetch if its policy allows it now, and says whether the request may go ahead: true when it
+     * started no prefetch, or when its prefetch has ended ({@code best_effort}: at once; {@code wait_complete}: when
+     * every page the store had has arrived; {@code timeout}: that, or when the time allowed has passed). When it ends,
+     * the fetched pages join the tree as host-only pages and the match is refreshed to include them. For ranks that
+     * agree it is a collective (SGLang's {@code check_prefetch_progress}): every rank calls it at the same point.
      */
-    public boolean prefetchDone() {
+    public boolean tryEndPrefetch() {
         cache.lock.lock();
         try {
             checkOpen();
@@ -189,7 +193,7 @@ public final class CacheRequest implements AutoCloseable {
                 cache.tree.protectHost(end);
                 int[] devicePages;
                 try {
-                    devicePages = cache.allocateDevice(pages, heldPages());
+                    devicePages = cache.deviceTier.allocate(pages, heldPages());
                 } finally {
                     cache.tree.releaseHost(end);
                 }
@@ -239,7 +243,7 @@ public final class CacheRequest implements AutoCloseable {
 
     private void applyLoad(TreeNode.PendingCopy pending, TreeNode last, boolean ok, int pages) {
         int[] freed = cache.tree.finishLoad(pending, last, ok);
-        cache.freeDevice(freed);
+        cache.deviceTier.free(freed);
         if (ok) {
             cache.metrics.loadsCompleted.increment();
             cache.metrics.bytesHostToDevice.add((long) pages * cache.format.pageBytes());
@@ -280,7 +284,7 @@ public final class CacheRequest implements AutoCloseable {
         cache.lock.lock();
         try {
             checkOpen();
-            int[] pages = cache.allocateDevice(count, heldPages());
+            int[] pages = cache.deviceTier.allocate(count, heldPages());
             for (int p : pages) {
                 owned.add(p);
             }
@@ -347,7 +351,7 @@ public final class CacheRequest implements AutoCloseable {
                 owned.remove(p);
             }
             for (int p : r.duplicatePages()) {
-                cache.freeDevice(new int[] {p});
+                cache.deviceTier.free(new int[] {p});
             }
             cache.metrics.computedTokens.add((long) r.newPages() * page);
             for (TreeNode n : r.storedOnDevice()) {
@@ -397,7 +401,7 @@ public final class CacheRequest implements AutoCloseable {
         cache.tree.unlock(locked);
         int[] mine = owned.stream().mapToInt(Integer::intValue).toArray();
         owned.clear();
-        cache.freeDevice(mine);
+        cache.deviceTier.free(mine);
         cache.forget(this);
     }
 
@@ -453,8 +457,9 @@ public final class CacheRequest implements AutoCloseable {
             return copies.stream().allMatch(c -> c.done().isDone());
         }
 
-        /** Waits for layer {@code layer} of every load; false when the deadline passed first. */
-        public boolean awaitLayer(int layer, Deadline deadline) throws InterruptedException {
+        /** Waits up to {@code timeout} for layer {@code layer} of every load; false when the time was up first. */
+        public boolean awaitLayer(int layer, Duration timeout) throws InterruptedException {
+            Deadline deadline = Deadline.after(timeout);
             for (KvCopy c : copies) {
                 if (!c.awaitLayer(layer, deadline)) {
                     return false;
@@ -463,8 +468,9 @@ public final class CacheRequest implements AutoCloseable {
             return true;
         }
 
-        /** Waits for every load; false when the deadline passed first. */
-        public boolean await(Deadline deadline) throws InterruptedException {
+        /** Waits up to {@code timeout} for every load; false when the time was up first. */
+        public boolean await(Duration timeout) throws InterruptedException {
+            Deadline deadline = Deadline.after(timeout);
             for (KvCopy c : copies) {
                 if (!c.await(deadline)) {
                     return false;

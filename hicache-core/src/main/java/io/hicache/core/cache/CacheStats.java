@@ -46,7 +46,7 @@ public record CacheStats(long promptTokens, long deviceHitTokens, long hostHitTo
         long hostAdoptedPages, long backupsStarted,
         long backupsCompleted, long backupsSkipped, long loadsStarted, long loadsCompleted, long uploadedPages,
         long uploadSkippedPages, long prefetchesStarted, long prefetchesCompleted, long prefetchesRevoked,
-        long prefetchesTimedOut, long prefetchesEmpty, long prefetchedPages, Map<String, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,
+        long prefetchesTimedOut, long prefetchesEmpty, long prefetchedPages, Map<PrefetchSkip, Long> prefetchesSkipped, long bytesDeviceToHost, long bytesHostToDevice,
         long bytesHostToStore, long bytesStoreToHost, Map<String, Long> failures, Map<String, Integer> queueDepths,
         long devicePages, long hostPages, long treeNodes) {
 }

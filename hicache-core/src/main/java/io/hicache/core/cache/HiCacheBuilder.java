@@ -180,9 +180,9 @@ public final class HiCacheBuilder {
             Checks.requireState(geometry != null, "geometry is not set");
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
-            return HiCache.open(config, namespace, geometry, new HiCache.DeviceSetup(devicePages, deviceAddress,
-                    deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup,
-                    prefetchRankGroup);
+            return new HiCache(CacheCore.open(config, namespace, geometry, new CacheCore.DeviceSetup(devicePages,
+                    deviceAddress, deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup,
+                    prefetchRankGroup));
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

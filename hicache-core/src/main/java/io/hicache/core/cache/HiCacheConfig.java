@@ -15,45 +15,13 @@ import java.util.Optional;
 
 /**
  * The cache's configuration, with SGLang's option names and defaults where SGLang has the option, read and checked
- * once. The page store named by {@code hicache-storage-backend} reads its own settings ({@code file.root}, ...)
- * from the same {@link #settings()}.
+ * once: from {@link Settings} ({@link #from}), or set one by one ({@link #builder()}). The page store named by
+ * {@code hicache-storage-backend} reads its own settings ({@code file.root}, ...) from the same {@link #settings()}.
+ * Each setting is a constant here ({@link #PAGE_SIZE}, ...); {@link #SETTINGS} lists them, the host pool's included.
  *
- * @param pageSizeTokens         tokens per page ({@code page-size})
- * @param writePolicy            when device pages are backed up to the host
- * @param prefetchPolicy         when a prefetch from the page store stops
- * @param eviction               eviction order ({@code radix-eviction-policy})
- * @param prefetchThresholdTokens the fewest tokens worth a prefetch (SGLang's {@code prefetch_threshold})
- * @param prefetchTimeoutBase    the {@code timeout} policy's fixed part
- * @param prefetchTimeoutPerKiToken the {@code timeout} policy's part per 1024 tokens
- * @param loadBackThresholdTokens the fewest host tokens worth loading back to the device
- * @param storageBackend         the page store's name, or empty for none
- * @param storageBatchPages      pages per page store call
- * @param storageTimeout         the deadline of one page store call
- * @param recomputeTokensPerSecond the engine's prefill speed, for skipping prefetches slower than recomputing; 0
- *                               turns the check off
- * @param hostHighWater          host pool occupancy at which background host eviction starts
- * @param hostLowWater           where it stops
- * @param queueCapacity          entries each background loop's queue holds before new work is skipped
- * @param allocateWait           how long an allocation short of device pages waits for copies in flight to finish
- *                               (and free or unlock pages) before it fails with PAGES_EXHAUSTED
- * @param uploadQueueBytes       page bytes waiting for upload to the page store at most; more is skipped (counted)
- * @param uploadThreads          upload batches written to the page store at once
- * @param mlaUploadRank          for MLA models (pages the same on every tensor-parallel rank): the one rank that
- *                               uploads them; every rank reads
- * @param closeTimeout           how long {@code close()} lets queued background work run, in all
- * @param rankTimeout            how long a rank waits for the others in one of the collectives that keep
- *                               tensor-parallel ranks' trees the same (with a rank group); past it the call fails
- * @param tiers                  all tiers, or the device pool alone (no host pool, no page store)
- * @param host                   the host pool's configuration
- * @param kvEvents               where KV events go ({@code kv-events-config}, SGLang's JSON); off by default
- * @param settings               all the raw settings, for the page store
+ * <p>Immutable and thread-safe.
  */
-public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, PrefetchPolicy prefetchPolicy,
-        EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase,
-        Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend,
-        int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater,
-        double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads,
-        int mlaUploadRank, Duration closeTimeout, Duration rankTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
+public final class HiCacheConfig {
     public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
     public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
@@ -122,7 +90,33 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         SETTINGS = List.copyOf(all);
     }
 
-    public HiCacheConfig {
+    private final int pageSizeTokens;
+    private final WritePolicy writePolicy;
+    private final PrefetchPolicy prefetchPolicy;
+    private final EvictionPolicy eviction;
+    private final int prefetchThresholdTokens;
+    private final Duration prefetchTimeoutBase;
+    private final Duration prefetchTimeoutPerKiToken;
+    private final int loadBackThresholdTokens;
+    private final Optional<String> storageBackend;
+    private final int storageBatchPages;
+    private final Duration storageTimeout;
+    private final double recomputeTokensPerSecond;
+    private final double hostHighWater;
+    private final double hostLowWater;
+    private final int queueCapacity;
+    private final Duration allocateWait;
+    private final long uploadQueueBytes;
+    private final int uploadThreads;
+    private final int mlaUploadRank;
+    private final Duration closeTimeout;
+    private final Duration rankTimeout;
+    private final Tiers tiers;
+    private final HostPoolConfig host;
+    private final KvEventsConfig kvEvents;
+    private final Settings settings;
+
+    private HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, PrefetchPolicy prefetchPolicy, EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase, Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend, int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater, double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads, int mlaUploadRank, Duration closeTimeout, Duration rankTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
         Checks.checkPositive(pageSizeTokens, "pageSizeTokens");
         Checks.checkNotNull(writePolicy, "writePolicy");
         Checks.checkNotNull(prefetchPolicy, "prefetchPolicy");
@@ -138,6 +132,31 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
         Checks.checkNotNull(host, "host");
         Checks.checkNotNull(kvEvents, "kvEvents");
         Checks.checkNotNull(settings, "settings");
+        this.pageSizeTokens = pageSizeTokens;
+        this.writePolicy = writePolicy;
+        this.prefetchPolicy = prefetchPolicy;
+        this.eviction = eviction;
+        this.prefetchThresholdTokens = prefetchThresholdTokens;
+        this.prefetchTimeoutBase = prefetchTimeoutBase;
+        this.prefetchTimeoutPerKiToken = prefetchTimeoutPerKiToken;
+        this.loadBackThresholdTokens = loadBackThresholdTokens;
+        this.storageBackend = storageBackend;
+        this.storageBatchPages = storageBatchPages;
+        this.storageTimeout = storageTimeout;
+        this.recomputeTokensPerSecond = recomputeTokensPerSecond;
+        this.hostHighWater = hostHighWater;
+        this.hostLowWater = hostLowWater;
+        this.queueCapacity = queueCapacity;
+        this.allocateWait = allocateWait;
+        this.uploadQueueBytes = uploadQueueBytes;
+        this.uploadThreads = uploadThreads;
+        this.mlaUploadRank = mlaUploadRank;
+        this.closeTimeout = closeTimeout;
+        this.rankTimeout = rankTimeout;
+        this.tiers = tiers;
+        this.host = host;
+        this.kvEvents = kvEvents;
+        this.settings = settings;
     }
 
     /**
@@ -146,25 +165,191 @@ public record HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, Prefetc
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static HiCacheConfig from(Settings settings) {
-        try {
-            String backend = settings.get(STORAGE_BACKEND).trim();
-            return new HiCacheConfig(settings.get(PAGE_SIZE), settings.get(WRITE_POLICY), settings.get(PREFETCH_POLICY),
-                    EvictionPolicy.named(settings.get(EVICTION)),
-                    settings.get(PREFETCH_THRESHOLD), settings.get(PREFETCH_TIMEOUT_BASE),
-                    settings.get(PREFETCH_TIMEOUT_PER_KI_TOKEN), settings.get(LOAD_BACK_THRESHOLD),
-                    backend.isEmpty() ? Optional.empty() : Optional.of(backend), settings.get(STORAGE_BATCH),
-                    settings.get(STORAGE_TIMEOUT), settings.get(RECOMPUTE_SPEED), settings.get(HOST_HIGH_WATER),
-                    settings.get(HOST_LOW_WATER), settings.get(QUEUE_CAPACITY), settings.get(ALLOCATE_WAIT),
-                    settings.get(UPLOAD_QUEUE_BYTES), settings.get(UPLOAD_THREADS), settings.get(MLA_UPLOAD_RANK),
-                    settings.get(CLOSE_TIMEOUT), settings.get(RANK_TIMEOUT), settings.get(TIERS),
-                    HostPoolConfig.from(settings), settings.get(KV_EVENTS), settings);
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        return settings.read(s -> {
+            String backend = s.get(STORAGE_BACKEND).trim();
+            return new HiCacheConfig(s.get(PAGE_SIZE), s.get(WRITE_POLICY), s.get(PREFETCH_POLICY),
+                    EvictionPolicy.named(s.get(EVICTION)), s.get(PREFETCH_THRESHOLD), s.get(PREFETCH_TIMEOUT_BASE),
+                    s.get(PREFETCH_TIMEOUT_PER_KI_TOKEN), s.get(LOAD_BACK_THRESHOLD),
+                    backend.isEmpty() ? Optional.empty() : Optional.of(backend), s.get(STORAGE_BATCH),
+                    s.get(STORAGE_TIMEOUT), s.get(RECOMPUTE_SPEED), s.get(HOST_HIGH_WATER), s.get(HOST_LOW_WATER),
+                    s.get(QUEUE_CAPACITY), s.get(ALLOCATE_WAIT), s.get(UPLOAD_QUEUE_BYTES), s.get(UPLOAD_THREADS),
+                    s.get(MLA_UPLOAD_RANK), s.get(CLOSE_TIMEOUT), s.get(RANK_TIMEOUT), s.get(TIERS),
+                    HostPoolConfig.from(s), s.get(KV_EVENTS), s);
+        });
+    }
+
+    /** A builder starting from no settings: each setting at its default until set. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Sets settings one by one, typed ({@code set(PAGE_SIZE, 64)}) or by key (a page store's own, such as
+     * {@code file.root}), over a base read elsewhere ({@link #settings}); {@link #build()} reads and checks them once,
+     * as {@link HiCacheConfig#from} does. Not thread-safe.
+     */
+    public static final class Builder {
+        private Settings settings = Settings.empty();
+
+        private Builder() {
+        }
+
+        /** Starts over from {@code base} (a file, the environment and flags read into settings). */
+        public Builder settings(Settings base) {
+            settings = Checks.checkNotNull(base, "base");
+            return this;
+        }
+
+        /** Sets {@code setting} to {@code value}. */
+        public <T> Builder set(Setting<T> setting, T value) {
+            Checks.checkNotNull(setting, "setting");
+            settings = settings.with(setting.key(), setting.text(value));
+            return this;
+        }
+
+        /** Sets {@code key} to {@code text}: for settings declared elsewhere, such as a page store's. */
+        public Builder set(String key, String text) {
+            settings = settings.with(Checks.checkNotNull(key, "key"), Checks.checkNotNull(text, "text"));
+            return this;
+        }
+
+        /**
+         * The configuration.
+         *
+         * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
+         */
+        public HiCacheConfig build() {
+            return from(settings);
         }
     }
 
     /** The prefetch threshold in whole pages (at least one). */
     int prefetchThresholdPages() {
         return Math.max(1, (prefetchThresholdTokens + pageSizeTokens - 1) / pageSizeTokens);
+    }
+
+    /** Tokens per page ({@code page-size}). */
+    public int pageSizeTokens() {
+        return pageSizeTokens;
+    }
+
+    /** When device pages are backed up to the host. */
+    public WritePolicy writePolicy() {
+        return writePolicy;
+    }
+
+    /** When a prefetch from the page store stops. */
+    public PrefetchPolicy prefetchPolicy() {
+        return prefetchPolicy;
+    }
+
+    /** Eviction order ({@code radix-eviction-policy}). */
+    EvictionPolicy eviction() {
+        return eviction;
+    }
+
+    /** The fewest tokens worth a prefetch (SGLang's {@code prefetch_threshold}). */
+    public int prefetchThresholdTokens() {
+        return prefetchThresholdTokens;
+    }
+
+    /** The {@code timeout} policy's fixed part. */
+    public Duration prefetchTimeoutBase() {
+        return prefetchTimeoutBase;
+    }
+
+    /** The {@code timeout} policy's part per 1024 tokens. */
+    public Duration prefetchTimeoutPerKiToken() {
+        return prefetchTimeoutPerKiToken;
+    }
+
+    /** The fewest host tokens worth loading back to the device. */
+    public int loadBackThresholdTokens() {
+        return loadBackThresholdTokens;
+    }
+
+    /** The page store's name, or empty for none. */
+    public Optional<String> storageBackend() {
+        return storageBackend;
+    }
+
+    /** Pages per page store call. */
+    public int storageBatchPages() {
+        return storageBatchPages;
+    }
+
+    /** The deadline of one page store call. */
+    public Duration storageTimeout() {
+        return storageTimeout;
+    }
+
+    /** The engine's prefill speed, for skipping prefetches slower than recomputing; 0 turns the check off. */
+    public double recomputeTokensPerSecond() {
+        return recomputeTokensPerSecond;
+    }
+
+    /** Host pool occupancy at which background host eviction starts. */
+    public double hostHighWater() {
+        return hostHighWater;
+    }
+
+    /** Where it stops. */
+    public double hostLowWater() {
+        return hostLowWater;
+    }
+
+    /** Entries each background loop's queue holds before new work is skipped. */
+    public int queueCapacity() {
+        return queueCapacity;
+    }
+
+    /** How long an allocation short of device pages waits for copies in flight to finish (and free or unlock pages) before it fails with PAGES_EXHAUSTED. */
+    public Duration allocateWait() {
+        return allocateWait;
+    }
+
+    /** Page bytes waiting for upload to the page store at most; more is skipped (counted). */
+    public long uploadQueueBytes() {
+        return uploadQueueBytes;
+    }
+
+    /** Upload batches written to the page store at once. */
+    public int uploadThreads() {
+        return uploadThreads;
+    }
+
+    /** For MLA models (pages the same on every tensor-parallel rank): the one rank that uploads them; every rank reads. */
+    public int mlaUploadRank() {
+        return mlaUploadRank;
+    }
+
+    /** How long {@code close()} lets queued background work run, in all. */
+    public Duration closeTimeout() {
+        return closeTimeout;
+    }
+
+    /** How long a rank waits for the others in one of the collectives that keep tensor-parallel ranks' trees the same (with a rank group); past it the call fails. */
+    public Duration rankTimeout() {
+        return rankTimeout;
+    }
+
+    /** All tiers, or the device pool alone (no host pool, no page store). */
+    public Tiers tiers() {
+        return tiers;
+    }
+
+    /** The host pool's configuration. */
+    public HostPoolConfig host() {
+        return host;
+    }
+
+    /** Where KV events go ({@code kv-events-config}, SGLang's JSON); off by default. */
+    public KvEventsConfig kvEvents() {
+        return kvEvents;
+    }
+
+    /** All the raw settings, for the page store. */
+    public Settings settings() {
+        return settings;
     }
 }

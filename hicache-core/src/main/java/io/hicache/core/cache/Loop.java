@@ -43,8 +43,6 @@ final class Loop<T> implements AutoCloseable {
     private volatile boolean closed;
     /** Set when closing has waited long enough: the threads take no more work. */
     private volatile boolean stopped;
-    /** Set by tests to stand for a starved thread: it takes no work while set. */
-    private volatile boolean pausedForTests;
 
     Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics) {
         this(name, capacity, work, metrics, null, 1);
@@ -152,19 +150,10 @@ final class Loop<T> implements AutoCloseable {
         return ran;
     }
 
-    /** Stops (or lets go on) the loop's thread taking work, as if it were starved of CPU: for tests. */
-    void pauseForTests(boolean paused) {
-        pausedForTests = paused;
-    }
-
     private void run() {
         while (!stopped && (!closed || !queue.isEmpty())) {
             T item;
             try {
-                if (pausedForTests && !closed) {
-                    Thread.sleep(1);
-                    continue;
-                }
                 item = queue.poll(100, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 continue;

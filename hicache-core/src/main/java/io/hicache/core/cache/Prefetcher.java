@@ -59,7 +59,7 @@ final class Prefetcher implements AutoCloseable {
     /** Operations fetching at once; the rest wait their turn in order. */
     static final int FETCH_LANES = 4;
 
-    private final HiCache cache;
+    private final CacheCore cache;
     private final Loop<Runnable> query;
     private final Loop<Runnable> io;
     private final AtomicInteger active = new AtomicInteger();
@@ -79,7 +79,7 @@ final class Prefetcher implements AutoCloseable {
     /** Fetch lanes in use (I/O loop). */
     private int lanesBusy;
 
-    Prefetcher(HiCache cache) {
+    Prefetcher(CacheCore cache) {
         this.cache = cache;
         this.query = new Loop<>("prefetch-query", cache.config.queueCapacity(), this::step, cache.metrics);
         this.io = new Loop<>("prefetch-io", cache.config.queueCapacity(), this::step, cache.metrics);
@@ -166,9 +166,9 @@ final class Prefetcher implements AutoCloseable {
         }
     }
 
-    private void skip(CacheRequest r, String reason) {
+    private void skip(CacheRequest r, PrefetchSkip reason) {
         cache.metrics.skipPrefetch(reason);
-        r.prefetchState = reason;
+        r.prefetchState = PrefetchOutcome.skipped(reason);
     }
 
     /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
@@ -184,19 +184,19 @@ final class Prefetcher implements AutoCloseable {
         TreeNode anchor = m.lastNode();
         if (!anchor.isRoot() && !anchor.backedUp()) {
             // SGLang's rule: the tail hangs off a node only the device holds; prefetching would pin device memory.
-            skip(r, "anchor_not_backed_up");
+            skip(r, PrefetchSkip.ANCHOR_NOT_BACKED_UP);
             return null;
         }
         Op same = running(anchor, r.tokens(), m.matchedPages() * pageSize, pages);
         if (same != null) {
             // Its pages are being fetched already: wait for those (the rate limit does not apply to no new work).
             same.requests.add(r);
-            cache.metrics.skipPrefetch("shared_with_running");
+            cache.metrics.skipPrefetch(PrefetchSkip.SHARED_WITH_RUNNING);
             return same;
         }
         long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
         if (heldPages.get() >= budget) {
-            skip(r, "rate_limited");
+            skip(r, PrefetchSkip.RATE_LIMITED);
             return null;
         }
         double recompute = cache.config.recomputeTokensPerSecond();
@@ -213,13 +213,13 @@ final class Prefetcher implements AutoCloseable {
         TimedPageStore.Admission admission = cache.admitStoreWork(TimedPageStore.Kind.QUERY, TimedPageStore.Kind.GET);
         boolean answering = admission != TimedPageStore.Admission.NO;
         if (!cache.agreement.allAgree(RankAgreement.Site.PREFETCH_START, !slower && room && answering)) {
-            skip(r, !answering ? "store_unresponsive" : slower ? "slower_than_recompute" : room
-                    ? "another_rank_declined" : "queue_full");
+            skip(r, !answering ? PrefetchSkip.STORE_UNRESPONSIVE : slower ? PrefetchSkip.SLOWER_THAN_RECOMPUTE
+                    : room ? PrefetchSkip.ANOTHER_RANK_DECLINED : PrefetchSkip.QUEUE_FULL);
             return null;
         }
-        int[] slots = cache.reserveHost(pages);
+        int[] slots = cache.hostTier.reserve(pages);
         if (slots == null) {
-            skip(r, "no_host_room");
+            skip(r, PrefetchSkip.NO_HOST_ROOM);
             return null;
         }
         if (!anchor.isRoot()) {
@@ -237,7 +237,7 @@ final class Prefetcher implements AutoCloseable {
             }
             heldPages.addAndGet(-pages);
             active.decrementAndGet();
-            skip(r, "queue_full");
+            skip(r, PrefetchSkip.QUEUE_FULL);
             return null;
         }
         cache.metrics.prefetchesStarted.increment();

@@ -11,12 +11,9 @@ import java.time.Duration;
  * @param hostTokens     tokens loaded back from pages the host already had
  * @param storeTokens    tokens loaded back from pages the prefetch fetched from the page store
  * @param computedTokens tokens in the pages the engine allocated for its own KV (whole pages)
- * @param prefetch       {@code none} (no page store, or too few tokens past the match), a skip reason
- *                       ({@code rate_limited}, {@code no_host_room}, {@code anchor_not_backed_up},
- *                       {@code slower_than_recompute}, {@code queue_full}), {@code running}, {@code revoked}, or
- *                       {@code fetched N of M pages}
- * @param prefetchWait   from the request's start until {@code prefetchDone()} first answered true
+ * @param prefetch       what its prefetch from the page store did
+ * @param prefetchWait   from the request's start until {@link CacheRequest#tryEndPrefetch()} first answered true
  */
-public record RequestOutcome(int deviceTokens, int hostTokens, int storeTokens, int computedTokens, String prefetch,
-        Duration prefetchWait) {
+public record RequestOutcome(int deviceTokens, int hostTokens, int storeTokens, int computedTokens,
+        PrefetchOutcome prefetch, Duration prefetchWait) {
 }

@@ -46,7 +46,7 @@ final class Uploader implements AutoCloseable {
     private static final int MAX_TRIES = 4;
     private static final long FIRST_BACKOFF_MILLIS = 200;
 
-    private final HiCache cache;
+    private final CacheCore cache;
     private final Loop<Upload> loop;
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong queuedBytes = new AtomicLong();
@@ -88,7 +88,7 @@ final class Uploader implements AutoCloseable {
     /** Host pages the batches being written protect now; guarded by {@link #budgetLock}. */
     private int hostPagesHeld;
 
-    Uploader(HiCache cache) {
+    Uploader(CacheCore cache) {
         this.cache = cache;
         this.hostPagesBudget = cache.host == null ? 1 : Math.max(1, cache.host.capacity() / 4);
         this.loop = new Loop<>("upload", cache.config.queueCapacity(), this::run, cache.metrics, null,

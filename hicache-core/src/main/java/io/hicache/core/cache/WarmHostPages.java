@@ -20,13 +20,13 @@ final class WarmHostPages {
     /** Pages hashed at a time when looking a prompt's tail up among them. */
     private static final int HASH_BATCH_PAGES = 64;
 
-    private final HiCache cache;
+    private final CacheCore cache;
     private final BitSet slots = new BitSet();
     /** For ranks that agree: whether any rank reopened with leftovers (asked once, at the first request); else null. */
     private Boolean anyRankHasThem;
 
     /** The ready pages of {@code cache}'s host pool as it opened (none for a cache without one). */
-    WarmHostPages(HiCache cache) {
+    WarmHostPages(CacheCore cache) {
         this.cache = cache;
         if (cache.host != null) {
             cache.host.forEachReady((slot, key) -> slots.set(slot));

@@ -32,8 +32,14 @@ public final class Setting<T> {
     private final String defaultText;
     private final String description;
     private final Function<String, T> parser;
+    private final Function<T, String> formatter;
 
     private Setting(String key, String type, String defaultText, String description, Function<String, T> parser) {
+        this(key, type, defaultText, description, parser, String::valueOf);
+    }
+
+    private Setting(String key, String type, String defaultText, String description, Function<String, T> parser,
+            Function<T, String> formatter) {
         Checks.requireArgument(KEY.matcher(key).matches(),
                 "setting key '%s' must be lowercase words joined by '-' or '.'", key);
         this.key = key;
@@ -41,6 +47,7 @@ public final class Setting<T> {
         this.defaultText = defaultText;
         this.description = Checks.checkNotNull(description, "description");
         this.parser = parser;
+        this.formatter = formatter;
     }
 
     /** A byte size ({@code 64MiB}); {@code defaultText} null means the setting has no default. */
@@ -54,7 +61,7 @@ public final class Setting<T> {
 
     /** A duration ({@code 250ms}, {@code 2s}). */
     public static Setting<Duration> duration(String key, String defaultText, String description) {
-        return new Setting<>(key, "duration", defaultText, description, Units::parseDuration);
+        return new Setting<>(key, "duration", defaultText, description, Units::parseDuration, Duration::toString);
     }
 
     /** A whole number in {@code [min, max]}. */
@@ -112,12 +119,14 @@ public final class Setting<T> {
 
     /**
      * A value that {@code parser} reads from text, throwing {@link IllegalArgumentException} (its message says why) on
-     * bad text: for a value with a syntax of its own, such as {@code kv-events-config}'s JSON. {@code type} says what
-     * values look like, for help output; {@code defaultText} null means the setting has no default.
+     * bad text, and {@code formatter} writes back as text {@code parser} reads: for a value with a syntax of its own,
+     * such as {@code kv-events-config}'s JSON. {@code type} says what values look like, for help output;
+     * {@code defaultText} null means the setting has no default.
      */
     public static <T> Setting<T> parsed(String key, String type, String defaultText, String description,
-            Function<String, T> parser) {
-        return new Setting<>(key, type, defaultText, description, Checks.checkNotNull(parser, "parser"));
+            Function<String, T> parser, Function<T, String> formatter) {
+        return new Setting<>(key, type, defaultText, description, Checks.checkNotNull(parser, "parser"),
+                Checks.checkNotNull(formatter, "formatter"));
     }
 
     /** One of an enum's values, written as {@code nameOf} spells them. */
@@ -126,14 +135,19 @@ public final class Setting<T> {
         E[] values = type.getEnumConstants();
         String names = Arrays.stream(values).map(nameOf).collect(Collectors.joining("|"));
         return new Setting<>(key, names, defaultValue == null ? null : nameOf.apply(defaultValue), description,
-                text -> {
+                (String text) -> {
                     for (E value : values) {
                         if (nameOf.apply(value).equalsIgnoreCase(text.trim())) {
                             return value;
                         }
                     }
                     throw new IllegalArgumentException("expected one of " + names.replace("|", ", "));
-                });
+                }, nameOf);
+    }
+
+    /** {@code value} as text this setting reads back as {@code value} (for settings given in code). */
+    public String text(T value) {
+        return formatter.apply(Checks.checkNotNull(value, "value"));
     }
 
     /**

@@ -96,6 +96,20 @@ public final class Settings {
         return setting.from(this);
     }
 
+    /**
+     * A module's configuration read from these settings by {@code reader}, once: a value the reader's checks refuse
+     * ({@link IllegalArgumentException}, as {@link io.hicache.core.util.Checks} throws) becomes
+     * {@link ErrorCode#CONFIG_INVALID} with its message, as a malformed setting already does. Every module's
+     * configuration is read this way.
+     */
+    public <T> T read(java.util.function.Function<Settings, T> reader) {
+        try {
+            return reader.apply(this);
+        } catch (IllegalArgumentException e) {
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+        }
+    }
+
     /** These values with {@code key} set as if by a flag. */
     public Settings with(String key, String value) {
         Map<String, Value> flags = new LinkedHashMap<>(flagValues);

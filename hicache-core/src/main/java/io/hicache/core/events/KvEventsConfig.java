@@ -73,7 +73,22 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
      * fails reading the settings, naming the key.
      */
     public static Setting<KvEventsConfig> setting(String key, String description) {
-        return Setting.parsed(key, "JSON", "", description, KvEventsConfig::parse);
+        return Setting.parsed(key, "JSON", "", description, KvEventsConfig::parse, KvEventsConfig::toJson);
+    }
+
+    /** SGLang's JSON for this configuration, as {@link #parse} reads it. */
+    public String toJson() {
+        StringBuilder b = new StringBuilder("{\"publisher\": ").append(quoted(publisher)).append(", \"endpoint\": ")
+                .append(quoted(endpoint));
+        replayEndpoint.ifPresent(r -> b.append(", \"replay_endpoint\": ").append(quoted(r)));
+        return b.append(", \"buffer_steps\": ").append(replayBufferBatches).append(", \"hwm\": ")
+                .append(sendHighWaterMarkMessages).append(", \"max_queue_size\": ").append(maxQueueEvents)
+                .append(", \"topic\": ").append(quoted(topic)).append(", \"attn_dp_rank\": ").append(attnDpRank)
+                .append('}').toString();
+    }
+
+    private static String quoted(String text) {
+        return '"' + text.replace("\\", "\\\\").replace("\"", "\\\"") + '"';
     }
 
     /**

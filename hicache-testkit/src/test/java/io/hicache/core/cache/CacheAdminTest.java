@@ -5,7 +5,6 @@ import static io.hicache.core.cache.TestEngine.concat;
 import static io.hicache.core.cache.TestEngine.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -22,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** Issue 19, part 4: flush, detach and attach of the page store while requests run, and reset. */
-class CacheOperationsTest {
+class CacheAdminTest {
     private static final Duration WAIT = Duration.ofSeconds(10);
 
     @Test
@@ -36,24 +35,24 @@ class CacheOperationsTest {
             assertEquals(16, e.cache.stats().hostPages(), "write-through backed both prompts up");
             try (CacheRequest holding = e.cache.request("holding", a)) {
                 assertEquals(32, holding.deviceTokens());
-                HiCache.Flushed flushed = e.cache.flush(WAIT);
+                CacheAdmin.Flushed flushed = e.cache.admin().flush(WAIT);
                 assertEquals(8, flushed.devicePages(), "b's device pages went; a's are pinned");
                 assertEquals(8, flushed.hostPages(), "b's host pages went; a's device node holds its backups");
                 CacheStats s = e.cache.stats();
                 assertEquals(8, s.devicePages(), s::toString);
-                e.cache.checkConsistency(false);
+                e.cache.core().checkConsistency(false);
             }
             TestEngine.Served again = e.serve("b-again", b);
             assertEquals(0, again.deviceTokens() + again.hostTokens(), "b is gone from every tier");
             assertEquals(32, e.serve("a-again", a).deviceTokens(), "a stayed");
             e.quiesce();
-            HiCache.Flushed all = e.cache.flush(WAIT);
+            CacheAdmin.Flushed all = e.cache.admin().flush(WAIT);
             assertEquals(16, all.devicePages());
             assertEquals(16, all.hostPages());
             assertEquals(0, e.cache.stats().devicePages());
             assertEquals(0, e.cache.stats().hostPages());
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -89,17 +88,17 @@ class CacheOperationsTest {
                 }
             });
             awaitServed(served, 10);
-            PageStore detached = e.cache.detachStore(WAIT);
+            PageStore detached = e.cache.admin().detachStore(WAIT).orElseThrow();
             assertSame(slowFirst, detached, "the store comes back as it was given");
-            assertFalse(e.cache.storeAttached());
+            assertFalse(e.cache.admin().storeAttached());
             long inFirst = first.stats().storedPages();
             assertTrue(inFirst > 0, "uploads before the detach reached the first store");
             int at = served.get();
             awaitServed(served, at + 6);
             assertEquals(inFirst, first.stats().storedPages(), "nothing reaches a detached store");
-            assertNull(e.cache.detachStore(WAIT), "nothing left to detach");
-            e.cache.attachStore(second);
-            assertThrows(IllegalStateException.class, () -> e.cache.attachStore(first));
+            assertTrue(e.cache.admin().detachStore(WAIT).isEmpty(), "nothing left to detach");
+            e.cache.admin().attachStore(second);
+            assertThrows(IllegalStateException.class, () -> e.cache.admin().attachStore(first));
             at = served.get();
             awaitServed(served, at + 10);
             serving.set(false);
@@ -114,11 +113,11 @@ class CacheOperationsTest {
             e.serve("known", known);
             e.quiesce();
             assertEquals(8, second.leadingHits(e.keys(known), Deadline.after(WAIT)).get(), "uploaded to the second");
-            e.cache.flush(WAIT);
+            e.cache.admin().flush(WAIT);
             TestEngine.Served back = e.serve("back", known);
             assertTrue(back.outcome().storeTokens() > 0, "the attached store served a prefetch: " + back);
             e.quiesce();
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         } finally {
             slowFirst.close(); // detached, so the test's to close (and with it the store behind)
         }
@@ -135,15 +134,15 @@ class CacheOperationsTest {
             assertEquals(16, store.stats().storedPages());
             try (CacheRequest open = e.cache.request("open", p)) {
                 assertEquals(64, open.deviceTokens());
-                assertThrows(IllegalStateException.class, () -> e.cache.reset(WAIT), "pages are pinned");
+                assertThrows(IllegalStateException.class, () -> e.cache.admin().reset(WAIT), "pages are pinned");
             }
-            HiCache.Flushed flushed = e.cache.reset(WAIT);
+            CacheAdmin.Flushed flushed = e.cache.admin().reset(WAIT);
             assertEquals(16, flushed.devicePages());
             assertEquals(0, store.stats().storedPages(), "the namespace left the store");
             TestEngine.Served again = e.serve("again", p);
             assertEquals(16, again.computedPages(), "nothing of it was left anywhere");
             e.quiesce();
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         } finally {
             store.close();
         }

@@ -39,7 +39,7 @@ class CommitChecksTest {
                 assertEquals(0, innocent.deviceTokens() + innocent.hostTokens(), "another prompt's KV is claimed");
             }
             engine.quiesce();
-            engine.cache.checkConsistency(true);
+            engine.cache.core().checkConsistency(true);
         }
     }
 
@@ -54,14 +54,14 @@ class CommitChecksTest {
                 int[] prefix = r.prefixPages();
                 assertEquals(4, prefix.length);
                 assertThrows(IllegalArgumentException.class, () -> r.commit(forked, prefix, true));
-                engine.cache.checkConsistency(false); // every device page still has one owner
+                engine.cache.core().checkConsistency(false); // every device page still has one owner
             }
             try (CacheRequest fork = engine.cache.request("fork", forked)) {
                 assertEquals(0, fork.deviceTokens(), "the fork is claimed cached with the original's pages");
             }
             engine.serve("again", prompt); // the original is still served with its own bytes (serve checks them)
             engine.quiesce();
-            engine.cache.checkConsistency(true);
+            engine.cache.core().checkConsistency(true);
         }
     }
 
@@ -83,7 +83,7 @@ class CommitChecksTest {
                 int[] all = whole.allocate(16);
                 assertEquals(16, Arrays.stream(all).distinct().count());
             }
-            engine.cache.checkConsistency(true);
+            engine.cache.core().checkConsistency(true);
         }
     }
 
@@ -106,7 +106,7 @@ class CommitChecksTest {
                 assertFalse(r.ownedPages().contains(last[0]));
             }
             engine.quiesce();
-            engine.cache.checkConsistency(true);
+            engine.cache.core().checkConsistency(true);
         }
     }
 

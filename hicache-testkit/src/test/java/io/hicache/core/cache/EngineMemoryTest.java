@@ -77,7 +77,7 @@ class EngineMemoryTest {
             try (HiCache cache = HiCache.builder().config(HiCacheConfig.from(b.build())).namespace(TestEngine.NS)
                     .geometry(TestEngine.GEOMETRY).devicePages(PAGES).runtime(runtime)
                     .deviceMemory(kv.address(), bytes).pageAllocator(allocator).open()) {
-                DeviceBuffers buffers = cache.deviceBuffers();
+                DeviceBuffers buffers = cache.device().buffers();
                 assertEquals(kv.address(), buffers.layers().getFirst().keyAddress(), "layer 0's K is where it begins");
                 try (CacheRequest r = cache.request("first", p)) {
                     int[] pages = r.allocate(4);
@@ -92,8 +92,7 @@ class EngineMemoryTest {
                 assertTrue(cache.awaitIdle(java.time.Duration.ofSeconds(10)));
                 try (CacheRequest again = cache.request("again", p)) {
                     assertEquals(16, again.hostTokens(), "evicted to the host");
-                    assertTrue(again.loadBack(Integer.MAX_VALUE).await(io.hicache.core.Deadline.after(
-                            java.time.Duration.ofSeconds(10))));
+                    assertTrue(again.loadBack(Integer.MAX_VALUE).await(java.time.Duration.ofSeconds(10)));
                     int[] prefix = again.prefixPages();
                     assertEquals(4, prefix.length);
                     // what the engine wrote is back, at the addresses of the pages it came back to
@@ -101,7 +100,7 @@ class EngineMemoryTest {
                             at - kv.address())));
                 }
                 assertTrue(cache.awaitIdle(java.time.Duration.ofSeconds(10)));
-                cache.flush(java.time.Duration.ofSeconds(10));
+                cache.admin().flush(java.time.Duration.ofSeconds(10));
                 assertEquals(PAGES, allocator.available(), "every page back with the engine's allocator");
             }
         } finally {

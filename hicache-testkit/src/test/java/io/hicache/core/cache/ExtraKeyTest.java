@@ -31,7 +31,7 @@ class ExtraKeyTest {
             assertEquals(32, e.serve("plain-again", p).deviceTokens());
             e.quiesce();
             assertEquals(24, e.cache.stats().devicePages(), "three copies of the prompt, one per key");
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -58,7 +58,7 @@ class ExtraKeyTest {
                 assertEquals(64, a.outcome().storeTokens(), "adapter a's pages from the store: " + a);
                 assertEquals(16, second.serve("c", "adapter-c", p).computedPages(), "an adapter never seen: nothing");
                 second.quiesce();
-                second.cache.checkConsistency();
+                second.cache.core().checkConsistency();
             }
         } finally {
             store.close();

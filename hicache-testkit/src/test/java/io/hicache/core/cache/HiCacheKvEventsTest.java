@@ -138,7 +138,7 @@ class HiCacheKvEventsTest {
                 assertEquals(r.deviceTokens() / PAGE, router.leading(bIds, Medium.GPU), "the router's view is the cache's");
                 assertEquals(8, router.leading(bIds, Medium.GPU));
             }
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
             assertEquals(0, e.cache.kvEventStats().droppedEvents());
         }
     }
@@ -183,7 +183,7 @@ class HiCacheKvEventsTest {
         try (TestEngine e = new TestEngine(settings(), 16, null)) {
             e.serve("a", prompt(0, 32));
             e.quiesce();
-            assertFalse(e.cache.events.enabled());
+            assertFalse(e.cache.core().events.enabled());
             assertEquals(0, e.cache.kvEventStats().publishedEvents());
         }
     }
@@ -214,7 +214,7 @@ class HiCacheKvEventsTest {
             assertTrue(System.nanoTime() - start < Duration.ofSeconds(20).toNanos());
             assertTrue(e.cache.kvEventStats().droppedEvents() > 0, e.cache.kvEventStats()::toString);
             assertTrue(e.cache.kvEventStats().queuedEvents() <= 8);
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
             release.countDown(); // before closing, which would otherwise wait for the stuck publish
         } finally {
             release.countDown();

@@ -85,7 +85,7 @@ class HiCacheModelTest {
                 } else {
                     Open o = open.get(random.nextInt(open.size()));
                     if (choice < 40) {
-                        o.r.prefetchDone();
+                        o.r.tryEndPrefetch();
                     } else if (choice < 55) {
                         loadBack(o, random, engine);
                     } else if (choice < 60) {
@@ -105,7 +105,7 @@ class HiCacheModelTest {
                         open.remove(o);
                     }
                 }
-                cache.checkConsistency(false);
+                cache.core().checkConsistency(false);
                 if (step % 500 == 499) {
                     quietCheck(engine, open);
                 }
@@ -114,9 +114,9 @@ class HiCacheModelTest {
                 o.r.close();
             }
             engine.quiesce();
-            cache.checkConsistency(true);
+            cache.core().checkConsistency(true);
             assertTrue(cache.nothingPinned(), "pages are still pinned after every request ended");
-            assertEquals(0, cache.openRequests().size());
+            assertEquals(0, cache.core().openRequests().size());
             CacheStats s = cache.stats();
             System.out.println("model test: " + OPERATIONS + " operations, " + opened + " requests, seed " + seed
                     + ", faults injected " + store.injected() + "; " + s);
@@ -132,7 +132,7 @@ class HiCacheModelTest {
         for (Open o : open) {
             // End prefetches so that the host slots they hold are accounted to the tree.
             long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-            while (!o.r.prefetchDone()) {
+            while (!o.r.tryEndPrefetch()) {
                 if (System.nanoTime() > until) {
                     fail("a prefetch did not end within 5 s");
                 }
@@ -140,7 +140,7 @@ class HiCacheModelTest {
             }
         }
         engine.quiesce();
-        engine.cache.checkConsistency(true);
+        engine.cache.core().checkConsistency(true);
     }
 
     private static void loadBack(Open o, SplittableRandom random, TestEngine engine) throws Exception {
@@ -151,7 +151,7 @@ class HiCacheModelTest {
         } catch (HiCacheException full) {
             return; // no device room left by the other requests' pins
         }
-        if (!lb.await(Deadline.after(Duration.ofSeconds(10)))) {
+        if (!lb.await(Duration.ofSeconds(10))) {
             fail("a load-back did not finish");
         }
         engine.verify(o.prompt, o.r.prefixPages());
@@ -167,7 +167,7 @@ class HiCacheModelTest {
         PageHashes hashes = hasher.hashPages(o.prompt);
         for (int i = 0; i < fresh.length; i++) {
             PagePattern.fill(flat, TestEngine.NS.key(hashes.get(prefix.length + i)));
-            cache.devicePages().writePage(fresh[i], flat);
+            cache.device().writePage(fresh[i], flat);
         }
         int[] all = Arrays.copyOf(prefix, upTo);
         System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
@@ -214,7 +214,7 @@ class HiCacheModelTest {
             // as it must be
         }
         assertEquals(before, Set.copyOf(o.r.ownedPages()), "a refused commit changed what the request owns");
-        cache.checkConsistency(false);
+        cache.core().checkConsistency(false);
     }
 
     /** The cache may claim only pages some request committed. */

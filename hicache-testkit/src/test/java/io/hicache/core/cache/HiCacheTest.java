@@ -35,12 +35,12 @@ class HiCacheTest {
             assertEquals(2, again.computedPages());
             assertEquals(40, again.outcome().deviceTokens());
             assertEquals(8, again.outcome().computedTokens());
-            assertEquals("none", again.outcome().prefetch(), "no page store: no prefetch");
+            assertEquals(PrefetchOutcome.State.NONE, again.outcome().prefetch().state(), "no page store: no prefetch");
             e.quiesce();
             CacheStats s = e.cache.stats();
             assertTrue(s.backupsCompleted() >= 2, s::toString);
             assertEquals(12, s.hostPages(), "write-through backed every page up");
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -59,7 +59,7 @@ class HiCacheTest {
             assertEquals(back.hostTokens(), back.loadedTokens(), "all or nothing");
             e.quiesce();
             assertTrue(e.cache.stats().deviceEvictedPages() > 0);
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -73,7 +73,7 @@ class HiCacheTest {
             e.serve("b", p);
             e.quiesce();
             assertEquals(1, e.cache.stats().backupsCompleted());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -89,7 +89,7 @@ class HiCacheTest {
             TestEngine.Served back = e.serve("c", prompt(0, 64));
             assertEquals(64, back.deviceTokens() + back.hostTokens());
             e.quiesce();
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -108,11 +108,11 @@ class HiCacheTest {
             assertEquals(0, s.deviceTokens());
             assertEquals(64, s.loadedTokens(), "the whole prompt came from the store, through the host");
             assertEquals(0, s.computedPages());
-            assertEquals(new RequestOutcome(0, 0, 64, 0, "fetched 16 of 16 pages", s.outcome().prefetchWait()),
+            assertEquals(new RequestOutcome(0, 0, 64, 0, new PrefetchOutcome(PrefetchOutcome.State.ENDED, java.util.Optional.empty(), 16, 16), s.outcome().prefetchWait()),
                     s.outcome(), "the request's own account: every token from L3");
             second.quiesce();
             assertEquals(64, second.cache.stats().storageHitTokens());
-            second.cache.checkConsistency();
+            second.cache.core().checkConsistency();
         } finally {
             shared.close();
         }
@@ -130,7 +130,7 @@ class HiCacheTest {
             TestEngine.Served s = second.serve("b", p); // best_effort: ends at the first check
             assertEquals(256, s.deviceTokens() + s.loadedTokens() + s.computedPages() * 4);
             second.quiesce();
-            second.cache.checkConsistency();
+            second.cache.core().checkConsistency();
         } finally {
             shared.close();
         }
@@ -146,8 +146,8 @@ class HiCacheTest {
             assertEquals(8, pages.length);
             r.abort();
             e.quiesce();
-            e.cache.checkConsistency();
-            assertEquals(0, e.cache.openRequests().size());
+            e.cache.core().checkConsistency();
+            assertEquals(0, e.cache.core().openRequests().size());
             var ex = assertThrows(IllegalStateException.class, () -> r.allocate(1));
             assertTrue(ex.getMessage().contains("closed"), ex.getMessage());
         }
@@ -164,7 +164,7 @@ class HiCacheTest {
             assertTrue(ex.getMessage().contains("pinned") && ex.getMessage().contains("Temporary"), ex.getMessage());
             other.close();
             r.close();
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -182,7 +182,7 @@ class HiCacheTest {
                 e.serve("p" + i, prompt(i * 1000, 48)); // 12 pages each: every prompt evicts the one before
                 e.quiesceCopies();
                 long end = System.nanoTime() + 5_000_000_000L;
-                while (e.cache.uploader.depth() > 0 && System.nanoTime() < end) {
+                while (e.cache.core().uploader.depth() > 0 && System.nanoTime() < end) {
                     Thread.sleep(1); // the upload of what was evicted is being written: its host pages are held
                 }
             }
@@ -191,7 +191,7 @@ class HiCacheTest {
             l3.release();
             e.quiesce();
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -240,7 +240,7 @@ class HiCacheTest {
             assertTrue(warned.stream().anyMatch(m -> m.contains("slower than this cache writes")),
                     "the cache says the store is too slow: " + warned);
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -265,22 +265,22 @@ class HiCacheTest {
             }
             CacheStats s = e.cache.stats();
             assertEquals(1, s.prefetchesStarted(), s::toString);
-            assertEquals(15L, s.prefetchesSkipped().get("shared_with_running"), s::toString);
+            assertEquals(15L, s.prefetchesSkipped().get(PrefetchSkip.SHARED_WITH_RUNNING), s::toString);
             for (CacheRequest r : crowd) {
                 long end = System.nanoTime() + 10_000_000_000L;
-                while (!r.prefetchDone() && System.nanoTime() < end) {
+                while (!r.tryEndPrefetch() && System.nanoTime() < end) {
                     Thread.sleep(1);
                 }
-                assertTrue(r.prefetchDone());
-                assertTrue(r.loadBack(Integer.MAX_VALUE).await(io.hicache.core.Deadline.after(java.time.Duration.ofSeconds(10))));
+                assertTrue(r.tryEndPrefetch());
+                assertTrue(r.loadBack(Integer.MAX_VALUE).await(java.time.Duration.ofSeconds(10)));
                 assertEquals(16, r.prefixPages().length, "request " + r.id() + " gets the whole prompt from the cache");
-                assertEquals("fetched 16 of 16 pages", r.outcome().prefetch());
+                assertEquals("fetched 16 of 16 pages", r.outcome().prefetch().toString());
                 e.verify(p, r.prefixPages());
             }
             crowd.forEach(CacheRequest::close);
             e.quiesce();
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         } finally {
             l3.close();
         }
@@ -308,7 +308,7 @@ class HiCacheTest {
                 assertEquals(0, files.count(), "no host pool was opened");
             }
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
         var refused = assertThrows(HiCacheException.class,
                 () -> HiCacheConfig.from(io.hicache.core.config.Settings.builder().flag("hicache-tiers", "device-only")
@@ -409,7 +409,7 @@ class HiCacheTest {
     static void quiesceAndCheck(TestEngine e) throws Exception {
         e.quiesce();
         assertTrue(e.cache.nothingPinned());
-        e.cache.checkConsistency();
+        e.cache.core().checkConsistency();
     }
 
     /** Closes {@code e}, failing if that took {@code maxMillis} or more. */
@@ -452,7 +452,7 @@ class HiCacheTest {
             for (int[] p : prompts) {
                 assertTrue(l3.holdsAll(e.keys(p)), "every page of every prompt reached L3: " + e.cache.stats());
             }
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
@@ -471,7 +471,7 @@ class HiCacheTest {
                 e.quiesceCopies();
             }
             long end = System.nanoTime() + 10_000_000_000L;
-            while (e.cache.uploader.queuedPages() > 40 - 2 * 4 && System.nanoTime() < end) {
+            while (e.cache.core().uploader.queuedPages() > 40 - 2 * 4 && System.nanoTime() < end) {
                 Thread.sleep(1); // the upload threads (4) each take a node and wait for the store
             }
             l3.release();
@@ -480,36 +480,37 @@ class HiCacheTest {
                 assertTrue(l3.holdsAll(e.keys(p)), "every page reached L3: " + e.cache.stats());
             }
             assertTrue(l3.putCalls() <= 8, l3.putCalls() + " put calls for 20 nodes");
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 
     /**
      * Issue 23, item 3: a write-through backup keeps its node locked until its completion is applied; with the
-     * completion thread starved (paused here), an allocation the finished copy would make possible must not fail.
+     * completion thread starved (here: it has taken the completion and waits for the lock this test holds), an
+     * allocation the finished copy would make possible must not fail.
      */
     @Test
     void aFinishedCopyIsAppliedBeforeAnAllocationIsRefused() throws Exception {
         try (TestEngine e = new TestEngine(settings(), 16, null)) {
             int[] p = prompt(0, 60); // 15 of the 16 device pages
-            e.cache.completions.pauseForTests(true);
-            Thread.sleep(250); // the loop thread leaves the poll it may be in
-            e.serve("first", p); // write-through backs it up as it is committed; the copy finishes, its completion waits
-            long end = System.nanoTime() + 10_000_000_000L;
-            while (e.cache.completions.depth() == 0 && System.nanoTime() < end) {
-                Thread.sleep(1);
-            }
-            assertTrue(e.cache.completions.depth() > 0, "the backup's completion is queued");
+            java.util.concurrent.locks.ReentrantLock lock = e.cache.core().lock;
             TestEngine.Served other;
+            lock.lock();
             try {
+                e.serve("first", p); // write-through backs it up as it is committed; the copy finishes, its completion waits
+                long end = System.nanoTime() + 10_000_000_000L;
+                while (e.cache.core().completions.depth() == 0 && System.nanoTime() < end) {
+                    Thread.sleep(1);
+                }
+                assertTrue(e.cache.core().completions.depth() > 0, "the backup's completion is queued");
                 other = e.serve("other", prompt(10_000, 60)); // 15 pages: only the backed-up prefix can go
             } finally {
-                e.cache.completions.pauseForTests(false);
+                lock.unlock();
             }
             assertEquals(15, other.computedPages());
             e.quiesce();
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency();
+            e.cache.core().checkConsistency();
         }
     }
 

@@ -72,11 +72,11 @@ class HungStoreTest {
             assertTrue(longest <= STORAGE_TIMEOUT_MILLIS + TimedPageStore.GRACE.toMillis() + 500,
                     "a request waited " + longest + " ms for its prefetch; " + s);
             assertTrue(seconds < 60, TURNS + " turns took " + seconds + " s; " + s);
-            long skipped = s.prefetchesSkipped().getOrDefault("store_unresponsive", 0L);
+            long skipped = s.prefetchesSkipped().getOrDefault(PrefetchSkip.STORE_UNRESPONSIVE, 0L);
             assertTrue(skipped > TURNS / 2, "most turns should not even try: " + s.prefetchesSkipped());
             e.quiesce();
             assertTrue(e.cache.nothingPinned());
-            e.cache.checkConsistency(true); // every host slot a hung call had is back
+            e.cache.core().checkConsistency(true); // every host slot a hung call had is back
             assertEquals(s.prefetchesStarted(), s.prefetchesCompleted() + s.prefetchesRevoked()
                     + s.prefetchesTimedOut() + s.prefetchesEmpty(), "every prefetch's ending is counted: " + s);
         } finally {
@@ -103,10 +103,10 @@ class HungStoreTest {
             long timeoutPolicyBound = 50 + 2 * 12 * 4; // prefetch-timeout-base and a generous per-token share
             assertTrue(longest < timeoutPolicyBound + 500, "a request waited " + longest + " ms; " + s);
             assertTrue(s.failures().keySet().stream().noneMatch(k -> k.startsWith("backup")), "backups failed: " + s);
-            assertEquals(0L, s.prefetchesSkipped().getOrDefault("no_host_room", 0L), s.toString());
-            assertTrue(s.prefetchesSkipped().getOrDefault("store_unresponsive", 0L) > 0, s.toString());
+            assertEquals(0L, s.prefetchesSkipped().getOrDefault(PrefetchSkip.NO_HOST_ROOM, 0L), s.toString());
+            assertTrue(s.prefetchesSkipped().getOrDefault(PrefetchSkip.STORE_UNRESPONSIVE, 0L) > 0, s.toString());
             e.quiesce();
-            e.cache.checkConsistency(true);
+            e.cache.core().checkConsistency(true);
             assertEquals(s.prefetchesStarted(), s.prefetchesCompleted() + s.prefetchesRevoked()
                     + s.prefetchesTimedOut() + s.prefetchesEmpty(), "every prefetch's ending is counted: " + s);
             assertTrue(s.prefetchesTimedOut() > 0, "the timeout policy ended prefetches: " + s);
@@ -134,6 +134,6 @@ class HungStoreTest {
             e.close(); // the rest of the engine; the cache is closed already
         }
         assertTrue(closeMillis < 2_000 + 500, "close took " + closeMillis + " ms with a close timeout of 2 s");
-        assertTrue(e.cache.threadsEnded(), "a thread of the cache outlived close()");
+        assertTrue(e.cache.core().threadsEnded(), "a thread of the cache outlived close()");
     }
 }

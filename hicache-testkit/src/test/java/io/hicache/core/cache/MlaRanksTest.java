@@ -50,11 +50,11 @@ class MlaRanksTest {
             assertEquals(0, rank1.cache.stats().uploadedPages());
 
             // rank 1 forgets its copy and reads rank 0's, byte for byte (serve checks them against its own pattern)
-            rank1.cache.flush(Duration.ofSeconds(10));
+            rank1.cache.admin().flush(Duration.ofSeconds(10));
             TestEngine.Served back = rank1.serve("r1-again", p);
             assertEquals(64, back.outcome().storeTokens(), back::toString);
             rank1.quiesce();
-            rank1.cache.checkConsistency();
+            rank1.cache.core().checkConsistency();
         } finally {
             store.close();
         }

@@ -233,13 +233,13 @@ class RankAgreementModelTest {
                             said.append("open ").append(r.id()).append(" device ").append(r.deviceTokens())
                                     .append(" host ").append(r.hostTokens());
                         } else if (choice == 99) {
-                            HiCache.Flushed f = engine.cache.flush(Duration.ofSeconds(20));
+                            CacheAdmin.Flushed f = engine.cache.admin().flush(Duration.ofSeconds(20));
                             said.append("flush ").append(f);
                         } else {
                             Open o = open.get(script.nextInt(open.size()));
                             said.append(o.r.id()).append(' ');
                             if (choice < 40) {
-                                said.append("prefetch done ").append(o.r.prefetchDone());
+                                said.append("prefetch done ").append(o.r.tryEndPrefetch());
                             } else if (choice < 55) {
                                 said.append(loadBack(o, script.nextInt(4) == 0 ? script.nextInt(64) : Integer.MAX_VALUE,
                                         engine));
@@ -258,7 +258,7 @@ class RankAgreementModelTest {
                             }
                         }
                     }
-                    engine.cache.checkConsistency(false);
+                    engine.cache.core().checkConsistency(false);
                     seen[rank] = said.append('\n').append(snapshot(engine.cache)).toString();
                     meet.await(2, TimeUnit.MINUTES);
                     if (step % 100 == 99) {
@@ -269,7 +269,7 @@ class RankAgreementModelTest {
                     return "rank " + rank + " stopped where the ranks differ";
                 }
                 assertTrue(engine.cache.nothingPinned(), "rank " + rank + ": pages still pinned after every request ended");
-                engine.cache.checkConsistency(true);
+                engine.cache.core().checkConsistency(true);
                 CacheStats s = engine.cache.stats();
                 // the script reaches every path that needs agreeing on (an MLA rank other than 0 writes nothing, so
                 // its store may see too few calls to fail one)
@@ -289,14 +289,14 @@ class RankAgreementModelTest {
             StringBuilder said = new StringBuilder("quiet point:");
             for (Open o : open) {
                 int checks = 1;
-                while (!o.r.prefetchDone()) {
+                while (!o.r.tryEndPrefetch()) {
                     Thread.sleep(1);
                     checks++;
                 }
                 said.append(' ').append(o.r.id()).append(" ended after ").append(checks).append(" checks;");
             }
             said.append(" idle ").append(engine.cache.awaitIdle(Duration.ofSeconds(30)));
-            engine.cache.checkConsistency(true);
+            engine.cache.core().checkConsistency(true);
             seen[rank] = said.append('\n').append(snapshot(engine.cache)).toString();
             meet.await(2, TimeUnit.MINUTES);
         }
@@ -320,7 +320,7 @@ class RankAgreementModelTest {
         } catch (HiCacheException e) {
             return "load back " + e.code();
         }
-        if (!lb.await(Deadline.after(Duration.ofSeconds(10)))) {
+        if (!lb.await(Duration.ofSeconds(10))) {
             throw new AssertionError("a load-back did not finish");
         }
         engine.verify(o.prompt, o.r.prefixPages());
@@ -341,7 +341,7 @@ class RankAgreementModelTest {
         PageHashes hashes = engine.hashes("", o.prompt);
         for (int i = 0; i < fresh.length; i++) {
             PagePattern.fill(flat, engine.ns.key(hashes.get(prefix.length + i)));
-            engine.cache.devicePages().writePage(fresh[i], flat);
+            engine.cache.device().writePage(fresh[i], flat);
         }
         int[] all = Arrays.copyOf(prefix, upTo);
         System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
@@ -351,18 +351,18 @@ class RankAgreementModelTest {
 
     /** The tree as every rank must have it: structure, device pages, host presence, pins and copies in flight. */
     static String snapshot(HiCache cache) {
-        cache.lock.lock();
+        cache.core().lock.lock();
         try {
             StringBuilder b = new StringBuilder();
-            b.append("free device pages ").append(cache.pageAllocator.available()).append(", free host slots ")
-                    .append(cache.host.freeSlots()).append(", held by prefetches ").append(cache.prefetcher.heldPages())
-                    .append(", queued to agree on ").append(Arrays.toString(cache.agreement.queued())).append(", tree: ")
-                    .append(cache.tree.devicePages()).append(" device, ").append(cache.tree.hostPages())
+            b.append("free device pages ").append(cache.core().pageAllocator.available()).append(", free host slots ")
+                    .append(cache.core().host.freeSlots()).append(", held by prefetches ").append(cache.core().prefetcher.heldPages())
+                    .append(", queued to agree on ").append(Arrays.toString(cache.core().agreement.queued())).append(", tree: ")
+                    .append(cache.core().tree.devicePages()).append(" device, ").append(cache.core().tree.hostPages())
                     .append(" host pages\n");
-            describe(cache.tree.root(), 0, b);
+            describe(cache.core().tree.root(), 0, b);
             return b.toString();
         } finally {
-            cache.lock.unlock();
+            cache.core().lock.unlock();
         }
     }
 

@@ -125,14 +125,14 @@ final class TestEngine implements AutoCloseable {
             int device = r.deviceTokens();
             int host = r.hostTokens();
             long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-            while (!r.prefetchDone()) {
+            while (!r.tryEndPrefetch()) {
                 if (System.nanoTime() > until) {
                     throw new AssertionError("the prefetch never ended");
                 }
                 Thread.sleep(1);
             }
             CacheRequest.LoadBack lb = r.loadBack(Integer.MAX_VALUE);
-            if (!lb.await(Deadline.after(Duration.ofSeconds(10)))) {
+            if (!lb.await(Duration.ofSeconds(10))) {
                 throw new AssertionError("a load-back did not finish");
             }
             int[] prefix = r.prefixPages();
@@ -142,7 +142,7 @@ final class TestEngine implements AutoCloseable {
             PageHashes hashes = hashes(extraKey, prompt);
             for (int i = 0; i < fresh.length; i++) {
                 PagePattern.fill(flat, ns.key(hashes.get(prefix.length + i)));
-                cache.devicePages().writePage(fresh[i], flat);
+                cache.device().writePage(fresh[i], flat);
             }
             int[] all = Arrays.copyOf(prefix, whole);
             System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
@@ -166,7 +166,7 @@ final class TestEngine implements AutoCloseable {
     void verify(String extraKey, int[] prompt, int[] pages) {
         PageHashes hashes = hashes(extraKey, prompt);
         for (int i = 0; i < pages.length; i++) {
-            cache.devicePages().readPage(pages[i], flat);
+            cache.device().readPage(pages[i], flat);
             if (!PagePattern.matches(flat, ns.key(hashes.get(i)))) {
                 throw new AssertionError("page " + i + " (device page " + pages[i] + ") of the prefix has wrong bytes");
             }
@@ -191,14 +191,14 @@ final class TestEngine implements AutoCloseable {
     /** Waits until the copies between device and host are applied (not the uploads to the page store). */
     void quiesceCopies() throws InterruptedException {
         long end = System.nanoTime() + 30_000_000_000L;
-        while ((cache.outstanding.get() > 0 || cache.completions.depth() > 0) && System.nanoTime() < end) {
+        while ((cache.core().outstanding.get() > 0 || cache.core().completions.depth() > 0) && System.nanoTime() < end) {
             Thread.sleep(1);
         }
     }
 
     /** Waits until background work is done. */
     void quiesce() throws InterruptedException {
-        cache.quiesce(Duration.ofSeconds(30));
+        cache.core().quiesce(Duration.ofSeconds(30));
     }
 
     /** {@code pages} pages of tokens: base, base+1, ... */

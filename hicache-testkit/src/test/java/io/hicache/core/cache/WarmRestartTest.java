@@ -40,7 +40,7 @@ class WarmRestartTest {
                 assertEquals(0, back.computedPages());
                 assertEquals(16, second.cache.stats().hostAdoptedPages());
                 second.quiesce();
-                second.cache.checkConsistency();
+                second.cache.core().checkConsistency();
             }
             try (TestEngine third = new TestEngine(s, 64, null)) {
                 int[] half = concat(Arrays.copyOf(p, 32), prompt(77_000, 32));
@@ -51,7 +51,7 @@ class WarmRestartTest {
                 TestEngine.Served other = third.serve("other", prompt(99_000, 64));
                 assertEquals(0, other.hostTokens(), "a prompt the earlier runs never saw finds nothing");
                 third.quiesce();
-                third.cache.checkConsistency();
+                third.cache.core().checkConsistency();
             }
         } finally {
             deleteTree(dir);

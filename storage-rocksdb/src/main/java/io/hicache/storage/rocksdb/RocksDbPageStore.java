@@ -455,18 +455,9 @@ public final class RocksDbPageStore extends AbstractPageStore {
         return rocks.openHandles();
     }
 
-    /**
-     * Flips one byte of the stored page {@code key}'s value without updating its checksum record: a stand-in for bit
-     * rot that RocksDB's own checks cannot see. For tests only.
-     */
-    void corruptForTest(StoreKey key) throws RocksDBException {
-        byte[] id = PageId.of(key).toBytes();
-        byte[] value = rocks.db.get(rocks.pages, id);
-        if (value == null) {
-            throw new IllegalArgumentException("no page stored under " + key);
-        }
-        value[value.length / 2] = (byte) ~value[value.length / 2];
-        rocks.db.put(rocks.pages, id, value);
+    /** The database's handles, for tests in this package (they reach stored values through RocksDB itself). */
+    RocksDbHandles handles() {
+        return rocks;
     }
 
     @Override

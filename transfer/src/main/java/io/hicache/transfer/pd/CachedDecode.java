@@ -85,12 +85,12 @@ public final class CachedDecode implements AutoCloseable {
         CacheRequest request = cache.request(requestId, prompt);
         int[] handedOut = null;
         try (KvReceiver receiver = rank.receiver(room, bootstrapUrl)) {
-            while (!request.prefetchDone()) {
+            while (!request.tryEndPrefetch()) {
                 if (!CachedPrefill.pause(deadline)) {
                     return failed(request, receiver, null, "the prefetch of " + requestId + " did not end in time");
                 }
             }
-            if (!request.loadBack(Integer.MAX_VALUE).await(deadline)) {
+            if (!request.loadBack(Integer.MAX_VALUE).await(deadline.remaining())) {
                 return failed(request, receiver, null, "the load-back of " + requestId + " did not finish in time");
             }
             int[] cached = request.prefixPages();

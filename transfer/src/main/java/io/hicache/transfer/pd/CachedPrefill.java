@@ -63,12 +63,12 @@ public final class CachedPrefill implements AutoCloseable {
         KvSender sender = rank.sender(room);
         boolean handedOff = false;
         try {
-            while (!request.prefetchDone()) {
+            while (!request.tryEndPrefetch()) {
                 if (!pause(deadline)) {
                     return failed("the prefetch of " + requestId + " did not end in time");
                 }
             }
-            if (!request.loadBack(Integer.MAX_VALUE).await(deadline)) {
+            if (!request.loadBack(Integer.MAX_VALUE).await(deadline.remaining())) {
                 return failed("the load-back of " + requestId + " did not finish in time");
             }
             int[] cached = request.prefixPages();
@@ -121,10 +121,10 @@ public final class CachedPrefill implements AutoCloseable {
     /** Refuses a rank whose pool is not the cache's device pool. */
     static void checkSamePool(HiCache cache, RankSpec spec, String role) {
         Checks.requireArgument(spec.pageSizeTokens() == cache.config().pageSizeTokens()
-                && spec.kvPages() == cache.deviceBuffers().pages()
+                && spec.kvPages() == cache.device().buffers().pages()
                 && spec.format().geometry().equals(cache.format().geometry()),
                 "the %s rank's pool (%s pages of %s tokens, %s) is not the cache's (%s pages of %s tokens, %s)", role,
-                spec.kvPages(), spec.pageSizeTokens(), spec.format().geometry(), cache.deviceBuffers().pages(),
+                spec.kvPages(), spec.pageSizeTokens(), spec.format().geometry(), cache.device().buffers().pages(),
                 cache.config().pageSizeTokens(), cache.format().geometry());
     }
 

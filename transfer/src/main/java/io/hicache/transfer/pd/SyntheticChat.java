@@ -53,7 +53,7 @@ public final class SyntheticChat {
         MemorySegment flat = Arena.ofAuto().allocate(cache.format().pageBytes(), 64);
         for (int i = 0; i < pages.length; i++) {
             fill(flat, tokens, from + i, cache.config().pageSizeTokens());
-            cache.devicePages().writePage(pages[i], flat);
+            cache.device().writePage(pages[i], flat);
         }
     }
 
@@ -83,7 +83,7 @@ public final class SyntheticChat {
         MemorySegment want = Arena.ofAuto().allocate(cache.format().pageBytes(), 64);
         int wrong = 0;
         for (int i = 0; i < pages.length; i++) {
-            cache.devicePages().readPage(pages[i], got);
+            cache.device().readPage(pages[i], got);
             fill(want, tokens, i, cache.config().pageSizeTokens());
             wrong += want.mismatch(got) < 0 ? 0 : 1;
         }

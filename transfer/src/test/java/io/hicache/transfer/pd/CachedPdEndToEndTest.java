@@ -95,7 +95,7 @@ class CachedPdEndToEndTest {
             String[] urls = {a.awaitLine("ready ", 60_000).substring(6), b.awaitLine("ready ", 60_000).substring(6)};
             PdEndToEndTest.Child[] children = {a, b};
             RankSpec spec = spec(engine.address(), 4096);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.hostVisibleDeviceMemory().orElseThrow());
+            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             int succeeded = 0;
             int failedOnKilled = 0;

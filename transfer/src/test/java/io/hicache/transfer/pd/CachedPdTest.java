@@ -102,7 +102,7 @@ class CachedPdTest {
             StagingArea staging = keep(StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, cache.format(), slots));
             return new Side(cache, engine, spec.withStaging(slots), null, aux, staging);
         }
-        MemorySegment pool = cache.hostVisibleDeviceMemory().orElseThrow();
+        MemorySegment pool = cache.device().hostVisibleMemory().orElseThrow();
         LocalRegion kv = engine.register(RankSpec.KV_REGION, pool);
         return new Side(cache, engine, spec, kv, aux, null);
     }
@@ -116,11 +116,11 @@ class CachedPdTest {
         Side p = side("prefill", staged);
         Side d = side("decode", staged);
         PrefillRank prefillRank = keep(staged
-                ? PrefillRank.startStaged(p.engine, p.spec, p.cache.devicePool(), p.staging, p.aux, boot.url(),
+                ? PrefillRank.startStaged(p.engine, p.spec, p.cache.device().pool(), p.staging, p.aux, boot.url(),
                         PdHandoffTest.FAST)
                 : PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
         DecodeRank decodeRank = keep(staged
-                ? DecodeRank.startStaged(d.engine, d.spec, d.cache.devicePool(), d.staging, d.aux, PdHandoffTest.FAST)
+                ? DecodeRank.startStaged(d.engine, d.spec, d.cache.device().pool(), d.staging, d.aux, PdHandoffTest.FAST)
                 : DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
         return new Pd(boot, p, d, CachedPrefill.over(p.cache, prefillRank),
                 keep(CachedDecode.over(d.cache, decodeRank, 5_000, true)));

@@ -47,7 +47,7 @@ public final class CachedPrefillProcessMain {
                 Arena arena = Arena.ofShared();
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1)) {
             RankSpec spec = CachedPdEndToEndTest.spec(engine.address(), devicePages);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.hostVisibleDeviceMemory().orElseThrow());
+            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             ExecutorService workers = Executors.newFixedThreadPool(4);
             try (PrefillRank rank = PrefillRank.start(engine, spec, kv, aux, boot.url(), PdEndToEndTest.CONFIG)) {

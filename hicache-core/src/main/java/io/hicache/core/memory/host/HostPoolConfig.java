@@ -64,12 +64,8 @@ public record HostPoolConfig(double ratio, double sizeGb, HostLayout layout, Pat
             throw new HiCacheException(ErrorCode.CONFIG_INVALID, "setting 'host.memory-reserve' = '" + reserve
                     + "': expected auto or a byte size such as 8GiB", e);
         }
-        try {
-            return new HostPoolConfig(settings.get(RATIO), settings.get(SIZE_GB), settings.get(LAYOUT),
-                    settings.get(DIR), settings.get(NAME), reserveBytes);
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        return settings.read(s -> new HostPoolConfig(s.get(RATIO), s.get(SIZE_GB), s.get(LAYOUT), s.get(DIR),
+                s.get(NAME), reserveBytes));
     }
 
     /** The defaults, with the files in {@code dir}: for tests and embedding. */

@@ -12,7 +12,6 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.util.Checks;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -179,18 +178,18 @@ public final class InMemoryPageStore extends AbstractPageStore {
     }
 
     /**
-     * Flips one byte of the stored page {@code key} without updating its checksum: a stand-in for bit rot, so
-     * tests can check that corruption is detected. For tests only.
-     *
-     * @throws IllegalArgumentException when no page is stored under {@code key}
+     * Runs {@code action} on the bytes stored under {@code key}, holding the page's monitor as its readers do: for
+     * tests in this package (they flip a byte to stand for bit rot). False when nothing is stored under it.
      */
-    public void corrupt(StoreKey key) {
+    boolean withStoredBytes(StoreKey key, java.util.function.Consumer<MemorySegment> action) {
         Page page = pages.get(key);
-        Checks.requireArgument(page != null, "no page stored under %s", key);
-        synchronized (page) {
-            long middle = page.bytes.byteSize() / 2;
-            page.bytes.set(ValueLayout.JAVA_BYTE, middle, (byte) ~page.bytes.get(ValueLayout.JAVA_BYTE, middle));
+        if (page == null) {
+            return false;
         }
+        synchronized (page) {
+            action.accept(page.bytes);
+        }
+        return true;
     }
 
     private boolean remove(StoreKey key) {
