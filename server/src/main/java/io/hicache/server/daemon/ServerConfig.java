@@ -167,26 +167,24 @@ public record ServerConfig(String bind, int port, String authToken, String admin
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static ServerConfig from(Settings settings) {
-        try {
-            long frame = settings.get(MAX_FRAME);
-            long page = settings.get(MAX_PAGE);
+        return settings.read(s -> {
+            long frame = s.get(MAX_FRAME);
+            long page = s.get(MAX_PAGE);
             // A frame of max-frame-bytes plus its 4-byte length field must fit an int.
             Checks.requireArgument(frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
                     "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
-            String store = settings.get(STORE).trim();
-            Path storeRoot = STORE_ROOT.find(settings).orElseGet(() -> defaultStoreRoot(settings, store))
+            String store = s.get(STORE).trim();
+            Path storeRoot = STORE_ROOT.find(s).orElseGet(() -> defaultStoreRoot(s, store))
                     .toAbsolutePath().normalize();
-            return new ServerConfig(settings.get(BIND).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
-                    settings.get(ADMIN_TOKEN), storeRoot, settings.get(MAX_LEASES_PER_CONNECTION),
-                    settings.get(MAX_CONNECTIONS), (int) frame, (int) page, settings.get(MAX_IN_FLIGHT),
-                    settings.get(HOST_DIR), settings.get(HOST_SIZE), settings.get(MIN_BLOCK),
-                    store.equals("none") ? "" : store, settings.get(NAMESPACE_QUOTA), settings.get(METRICS_PORT),
-                    settings.get(IO_THREADS), settings.get(WORKERS), settings.get(SHUTDOWN_TIMEOUT),
-                    settings.get(MAX_LEASE), settings.get(HANDSHAKE_TIMEOUT), settings.get(MAX_PARTIAL_FRAMES),
-                    settings.get(WRITE_BEHIND_MAX_TRIES), settings.get(KV_EVENTS), settings.get(TRANSPORT), settings);
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+            return new ServerConfig(s.get(BIND).trim(), s.get(PORT), s.get(AUTH_TOKEN),
+                    s.get(ADMIN_TOKEN), storeRoot, s.get(MAX_LEASES_PER_CONNECTION),
+                    s.get(MAX_CONNECTIONS), (int) frame, (int) page, s.get(MAX_IN_FLIGHT),
+                    s.get(HOST_DIR), s.get(HOST_SIZE), s.get(MIN_BLOCK),
+                    store.equals("none") ? "" : store, s.get(NAMESPACE_QUOTA), s.get(METRICS_PORT),
+                    s.get(IO_THREADS), s.get(WORKERS), s.get(SHUTDOWN_TIMEOUT),
+                    s.get(MAX_LEASE), s.get(HANDSHAKE_TIMEOUT), s.get(MAX_PARTIAL_FRAMES),
+                    s.get(WRITE_BEHIND_MAX_TRIES), s.get(KV_EVENTS), s.get(TRANSPORT), s);
+        });
     }
 
     /**

@@ -52,12 +52,10 @@ public record FileStoreConfig(Path root, long capacityBytes, double lowWater, bo
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static FileStoreConfig from(Settings settings) {
-        try {
-            return new FileStoreConfig(settings.get(ROOT), settings.get(CAPACITY), settings.get(LOW_WATER),
-                    settings.get(FSYNC), settings.get(DIRECT_IO), settings.get(IO_THREADS));
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        return settings.read(s -> {
+            return new FileStoreConfig(s.get(ROOT), s.get(CAPACITY), s.get(LOW_WATER),
+                    s.get(FSYNC), s.get(DIRECT_IO), s.get(IO_THREADS));
+        });
     }
 
     /** The defaults, rooted at {@code root}: for tests and embedding. */

@@ -72,23 +72,21 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static NixlStoreConfig from(Settings settings) {
-        try {
+        return settings.read(s -> {
             List<Path> dirs = new ArrayList<>();
-            for (String d : settings.get(DIRS).split(",")) {
+            for (String d : s.get(DIRS).split(",")) {
                 if (!d.isBlank()) {
                     dirs.add(Path.of(d.trim()));
                 }
             }
             Map<String, String> obj = new LinkedHashMap<>();
-            for (Setting<?> s : S3Config.SETTINGS) {
-                settings.lookup(s.key()).ifPresent(v -> obj.put(s.key(), v.text()));
+            for (Setting<?> setting : S3Config.SETTINGS) {
+                s.lookup(setting.key()).ifPresent(v -> obj.put(setting.key(), v.text()));
             }
-            return new NixlStoreConfig(settings.get(PLUGIN).trim(), dirs, settings.get(DIRECT_IO),
-                    settings.get(IO_THREADS), settings.get(CAPACITY), settings.get(HIGH_WATER), settings.get(LOW_WATER),
-                    settings.get(REGISTRATION_CACHE), obj);
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+            return new NixlStoreConfig(s.get(PLUGIN).trim(), dirs, s.get(DIRECT_IO),
+                    s.get(IO_THREADS), s.get(CAPACITY), s.get(HIGH_WATER), s.get(LOW_WATER),
+                    s.get(REGISTRATION_CACHE), obj);
+        });
     }
 
     /** The POSIX plugin over {@code dirs}, defaults otherwise: for tests and embedding. */

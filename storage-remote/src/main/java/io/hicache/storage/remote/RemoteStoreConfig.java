@@ -55,12 +55,10 @@ public record RemoteStoreConfig(String host, int port, String authToken, int con
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static RemoteStoreConfig from(Settings settings) {
-        try {
-            return new RemoteStoreConfig(settings.get(HOST).trim(), settings.get(PORT), settings.get(AUTH_TOKEN),
-                    settings.get(CONNECTIONS), settings.get(CONNECT_TIMEOUT), settings.get(TRANSPORT));
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        return settings.read(s -> {
+            return new RemoteStoreConfig(s.get(HOST).trim(), s.get(PORT), s.get(AUTH_TOKEN),
+                    s.get(CONNECTIONS), s.get(CONNECT_TIMEOUT), s.get(TRANSPORT));
+        });
     }
 
     /** A store on the daemon at 127.0.0.1:{@code port}, with the defaults otherwise: for tests. */

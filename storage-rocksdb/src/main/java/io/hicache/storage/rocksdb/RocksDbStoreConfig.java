@@ -64,13 +64,11 @@ public record RocksDbStoreConfig(Path root, long capacityBytes, double lowWater,
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static RocksDbStoreConfig from(Settings settings) {
-        try {
-            return new RocksDbStoreConfig(settings.get(ROOT), settings.get(CAPACITY), settings.get(LOW_WATER),
-                    settings.get(FSYNC), settings.get(DIRECT_IO), settings.get(BLOCK_CACHE), settings.get(BLOB_MIN),
-                    settings.get(WRITE_BUFFER), settings.get(IO_THREADS));
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        return settings.read(s -> {
+            return new RocksDbStoreConfig(s.get(ROOT), s.get(CAPACITY), s.get(LOW_WATER),
+                    s.get(FSYNC), s.get(DIRECT_IO), s.get(BLOCK_CACHE), s.get(BLOB_MIN),
+                    s.get(WRITE_BUFFER), s.get(IO_THREADS));
+        });
     }
 
     /** The defaults, rooted at {@code root}: for tests and embedding. */

@@ -120,26 +120,24 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
      * @throws HiCacheException {@link ErrorCode#CONFIG_INVALID} naming the bad setting
      */
     public static PdSettings from(Settings settings, String engineName) {
-        try {
-            long slice = settings.get(SLICE_BYTES);
+        return settings.read(s -> {
+            long slice = s.get(SLICE_BYTES);
             if (slice > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException("transfer-slice-bytes is " + slice + ", over 64 MiB");
             }
             int sliceBytes = (int) slice;
             TransferConfig defaults = TransferConfig.defaults(engineName);
-            TransferConfig transfer = new TransferConfig(engineName, settings.get(BIND_HOST), settings.get(PORT),
-                    settings.get(CONNECTIONS), sliceBytes, Math.max(defaults.windowBytesPerConnection(), sliceBytes),
-                    settings.get(IO_THREADS), settings.get(SHM_DIR), settings.get(SLICE_TIMEOUT).toMillis(),
-                    settings.get(CONNECT_TIMEOUT).toMillis(), settings.get(HEARTBEAT).toMillis(),
-                    defaults.sliceRetries(), settings.get(BACKEND).transports());
-            PdConfig pd = new PdConfig(settings.get(BOOTSTRAP_TIMEOUT).toMillis(), settings.get(WAITING_TIMEOUT).toMillis(),
-                    settings.get(CHUNK_DEADLINE).toMillis(), settings.get(HEARTBEAT_INTERVAL).toMillis(),
-                    settings.get(HEARTBEAT_MAX_FAILURE), settings.get(ABORT_ACK_TIMEOUT).toMillis(),
+            TransferConfig transfer = new TransferConfig(engineName, s.get(BIND_HOST), s.get(PORT),
+                    s.get(CONNECTIONS), sliceBytes, Math.max(defaults.windowBytesPerConnection(), sliceBytes),
+                    s.get(IO_THREADS), s.get(SHM_DIR), s.get(SLICE_TIMEOUT).toMillis(),
+                    s.get(CONNECT_TIMEOUT).toMillis(), s.get(HEARTBEAT).toMillis(),
+                    defaults.sliceRetries(), s.get(BACKEND).transports());
+            PdConfig pd = new PdConfig(s.get(BOOTSTRAP_TIMEOUT).toMillis(), s.get(WAITING_TIMEOUT).toMillis(),
+                    s.get(CHUNK_DEADLINE).toMillis(), s.get(HEARTBEAT_INTERVAL).toMillis(),
+                    s.get(HEARTBEAT_MAX_FAILURE), s.get(ABORT_ACK_TIMEOUT).toMillis(),
                     PdConfig.defaults().lookupTimeoutMillis());
-            return new PdSettings(settings.get(MODE), settings.get(BOOTSTRAP_PORT), settings.get(DECODE_OFFLOAD),
+            return new PdSettings(s.get(MODE), s.get(BOOTSTRAP_PORT), s.get(DECODE_OFFLOAD),
                     transfer, pd);
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        });
     }
 }

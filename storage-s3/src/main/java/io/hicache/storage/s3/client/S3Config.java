@@ -95,15 +95,13 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
      */
     public static S3Config from(Settings settings) {
         String bucket = settings.get(BUCKET);
-        try {
-            String endpoint = settings.get(ENDPOINT).trim();
-            return new S3Config(bucket.trim(), settings.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
-                    : Optional.of(URI.create(endpoint)), settings.get(REGION), settings.get(PATH_STYLE),
-                    nonEmpty(settings.get(ACCESS_KEY)), nonEmpty(settings.get(SECRET_KEY)), settings.get(CONCURRENCY),
-                    settings.get(REQUEST_TIMEOUT), settings.get(MAX_ATTEMPTS), settings.get(CONNECT_TIMEOUT));
-        } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
-        }
+        return settings.read(s -> {
+            String endpoint = s.get(ENDPOINT).trim();
+            return new S3Config(bucket.trim(), s.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
+                    : Optional.of(URI.create(endpoint)), s.get(REGION), s.get(PATH_STYLE),
+                    nonEmpty(s.get(ACCESS_KEY)), nonEmpty(s.get(SECRET_KEY)), s.get(CONCURRENCY),
+                    s.get(REQUEST_TIMEOUT), s.get(MAX_ATTEMPTS), s.get(CONNECT_TIMEOUT));
+        });
     }
 
     /**
