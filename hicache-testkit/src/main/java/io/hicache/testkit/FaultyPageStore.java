@@ -3,14 +3,12 @@ package io.hicache.testkit;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
-import io.hicache.core.store.StoreCapabilities;
-import io.hicache.core.store.StoreStats;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -25,8 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Thread-safe. Closing it closes the store it wraps (except a {@link #sharing} view).
  */
-public final class FaultyPageStore implements PageStore {
-    private final PageStore inner;
+public final class FaultyPageStore extends ForwardingPageStore {
     private final double callFailure;
     private final double pageFailure;
     private final SplittableRandom random;
@@ -42,8 +39,8 @@ public final class FaultyPageStore implements PageStore {
     }
 
     private FaultyPageStore(PageStore inner, double callFailure, double pageFailure, long seed, boolean ownsInner) {
+        super(inner);
         this.ownsInner = ownsInner;
-        this.inner = inner;
         this.callFailure = callFailure;
         this.pageFailure = pageFailure;
         this.random = new SplittableRandom(seed);
@@ -78,27 +75,19 @@ public final class FaultyPageStore implements PageStore {
         return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO, "injected fault"));
     }
 
-    @Override
-    public String name() {
-        return inner.name();
-    }
 
     @Override
     public String location() {
-        return inner.location() + " (with injected faults)";
+        return delegate.location() + " (with injected faults)";
     }
 
-    @Override
-    public StoreCapabilities capabilities() {
-        return inner.capabilities();
-    }
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
         if (failCall()) {
             return failure();
         }
-        return inner.leadingHits(keys, deadline).thenApply(n -> {
+        return delegate.leadingHits(keys, deadline).thenApply(n -> {
             if (n > 0 && draw() < pageFailure) {
                 injected.incrementAndGet();
                 return (int) (draw() * n);
@@ -109,47 +98,35 @@ public final class FaultyPageStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        if (failCall()) {
-            return failure();
-        }
-        // Decide the failing pages first and leave them out, so a failed page's target is never written.
-        boolean[] fail = new boolean[targets.size()];
-        PageBatch.Builder asked = PageBatch.builder(targets.size());
-        int[] index = new int[targets.size()];
-        int n = 0;
-        for (int i = 0; i < targets.size(); i++) {
-            fail[i] = draw() < pageFailure;
-            if (fail[i]) {
-                injected.incrementAndGet();
-            } else {
-                asked.add(targets.key(i), targets.page(i));
-                index[n++] = i;
-            }
-        }
-        int askedCount = n;
-        return inner.get(asked.build(), deadline).thenApply(r -> merge(targets.size(), fail, r, index, askedCount));
+        return failCall() ? failure() : withFailedPages(targets, asked -> delegate.get(asked, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        if (failCall()) {
-            return failure();
-        }
-        boolean[] fail = new boolean[sources.size()];
-        PageBatch.Builder asked = PageBatch.builder(sources.size());
-        int[] index = new int[sources.size()];
+        return failCall() ? failure() : withFailedPages(sources, asked -> delegate.put(asked, deadline));
+    }
+
+    /**
+     * Draws which pages of {@code batch} fail and asks {@code call} for the others only, so that a failed page's
+     * memory is never touched; the answer puts the failed pages back in their places.
+     */
+    private CompletableFuture<BatchResult> withFailedPages(PageBatch batch,
+            java.util.function.Function<PageBatch, CompletableFuture<BatchResult>> call) {
+        boolean[] fail = new boolean[batch.size()];
+        PageBatch.Builder asked = PageBatch.builder(batch.size());
+        int[] index = new int[batch.size()];
         int n = 0;
-        for (int i = 0; i < sources.size(); i++) {
+        for (int i = 0; i < batch.size(); i++) {
             fail[i] = draw() < pageFailure;
             if (fail[i]) {
                 injected.incrementAndGet();
             } else {
-                asked.add(sources.key(i), sources.page(i));
+                asked.add(batch.key(i), batch.page(i));
                 index[n++] = i;
             }
         }
         int askedCount = n;
-        return inner.put(asked.build(), deadline).thenApply(r -> merge(sources.size(), fail, r, index, askedCount));
+        return call.apply(asked.build()).thenApply(r -> merge(batch.size(), fail, r, index, askedCount));
     }
 
     private BatchResult merge(int size, boolean[] fail, BatchResult asked, int[] index, int askedCount) {
@@ -167,28 +144,16 @@ public final class FaultyPageStore implements PageStore {
 
     @Override
     public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return failCall() ? failure() : inner.delete(keys, deadline);
+        return failCall() ? failure() : delegate.delete(keys, deadline);
     }
 
-    @Override
-    public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
-        return inner.clear(namespace, deadline);
-    }
 
-    @Override
-    public CompletableFuture<Void> clearAll(Deadline deadline) {
-        return inner.clearAll(deadline);
-    }
 
-    @Override
-    public StoreStats stats() {
-        return inner.stats();
-    }
 
     @Override
     public void close() {
         if (ownsInner) {
-            inner.close();
+            delegate.close();
         }
     }
 }

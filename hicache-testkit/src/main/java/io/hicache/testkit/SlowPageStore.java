@@ -4,10 +4,9 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
-import io.hicache.core.store.StoreCapabilities;
-import io.hicache.core.store.StoreStats;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -19,14 +18,13 @@ import java.util.function.Supplier;
  * delays are waits, not work: calls made at once wait at once. Thread-safe; owns and closes the store in front of
  * which it stands.
  */
-public final class SlowPageStore implements PageStore {
-    private final PageStore inner;
+public final class SlowPageStore extends ForwardingPageStore {
     private final long perCallMicros;
     private final long perPageMicros;
 
     /** {@code inner} behind {@code perCallMicros} per call plus {@code perPageMicros} per page of the call. */
     public SlowPageStore(PageStore inner, long perCallMicros, long perPageMicros) {
-        this.inner = inner;
+        super(inner);
         this.perCallMicros = perCallMicros;
         this.perPageMicros = perPageMicros;
     }
@@ -44,51 +42,36 @@ public final class SlowPageStore implements PageStore {
 
     @Override
     public String location() {
-        return inner.location() + ", " + perCallMicros + " us per call and " + perPageMicros + " us per page late";
-    }
-
-    @Override
-    public StoreCapabilities capabilities() {
-        return inner.capabilities();
+        return delegate.location() + ", " + perCallMicros + " us per call and " + perPageMicros + " us per page late";
     }
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
-        return late(0, () -> inner.leadingHits(keys, deadline));
+        return late(0, () -> delegate.leadingHits(keys, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return late(targets.size(), () -> inner.get(targets, deadline));
+        return late(targets.size(), () -> delegate.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return late(sources.size(), () -> inner.put(sources, deadline));
+        return late(sources.size(), () -> delegate.put(sources, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return late(keys.size(), () -> inner.delete(keys, deadline));
+        return late(keys.size(), () -> delegate.delete(keys, deadline));
     }
 
     @Override
     public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
-        return late(0, () -> inner.clear(namespace, deadline));
+        return late(0, () -> delegate.clear(namespace, deadline));
     }
 
     @Override
     public CompletableFuture<Void> clearAll(Deadline deadline) {
-        return late(0, () -> inner.clearAll(deadline));
-    }
-
-    @Override
-    public StoreStats stats() {
-        return inner.stats();
-    }
-
-    @Override
-    public void close() {
-        inner.close();
+        return late(0, () -> delegate.clearAll(deadline));
     }
 }

@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreCapabilities;
@@ -20,8 +21,17 @@ import java.util.function.Supplier;
  * endpoint that swallows packets) or, {@code never}, not at all (a store that breaks its contract). {@link #close}
  * answers every call still hanging, so the memory lent to them comes back. Thread-safe.
  */
-final class HungPageStore implements PageStore {
-    private final InMemoryPageStore inner = new InMemoryPageStore(1L << 30);
+final class HungPageStore extends ForwardingPageStore {
+    private final InMemoryPageStore inner;
+
+    HungPageStore() {
+        this(new InMemoryPageStore(1L << 30));
+    }
+
+    private HungPageStore(InMemoryPageStore inner) {
+        super(inner);
+        this.inner = inner;
+    }
     private volatile boolean queries;
     private volatile boolean gets;
     private volatile boolean puts;
@@ -79,20 +89,8 @@ final class HungPageStore implements PageStore {
                 () -> inner.put(sources, deadline));
     }
 
-    @Override
-    public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return inner.delete(keys, deadline);
-    }
 
-    @Override
-    public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
-        return inner.clear(namespace, deadline);
-    }
 
-    @Override
-    public CompletableFuture<Void> clearAll(Deadline deadline) {
-        return inner.clearAll(deadline);
-    }
 
     @Override
     public String name() {
@@ -104,15 +102,7 @@ final class HungPageStore implements PageStore {
         return "memory, hanging on demand";
     }
 
-    @Override
-    public StoreCapabilities capabilities() {
-        return inner.capabilities();
-    }
 
-    @Override
-    public StoreStats stats() {
-        return inner.stats();
-    }
 
     /** Answers what still hangs (as failed: nothing done), then closes the memory store. */
     @Override

@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreCapabilities;
@@ -17,8 +18,17 @@ import java.util.concurrent.CompletableFuture;
  * fallen far behind, so that uploads queue up), and puts that fail ({@link #failNextPuts}). Starts released and
  * healthy. Thread-safe; closing it closes the memory store.
  */
-final class TroubledPageStore implements PageStore {
-    private final InMemoryPageStore inner = new InMemoryPageStore(1L << 30);
+final class TroubledPageStore extends ForwardingPageStore {
+    private final InMemoryPageStore inner;
+
+    TroubledPageStore() {
+        this(new InMemoryPageStore(1L << 30));
+    }
+
+    private TroubledPageStore(InMemoryPageStore inner) {
+        super(inner);
+        this.inner = inner;
+    }
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private final java.util.concurrent.atomic.AtomicInteger failingPuts = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicInteger putCalls = new java.util.concurrent.atomic.AtomicInteger();
@@ -68,10 +78,6 @@ final class TroubledPageStore implements PageStore {
         return "memory, with trouble on demand";
     }
 
-    @Override
-    public StoreCapabilities capabilities() {
-        return inner.capabilities();
-    }
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
@@ -98,25 +104,9 @@ final class TroubledPageStore implements PageStore {
         return gate.thenCompose(ignored -> inner.put(sources, deadline));
     }
 
-    @Override
-    public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
-        return inner.delete(keys, deadline);
-    }
 
-    @Override
-    public CompletableFuture<Void> clear(Namespace namespace, Deadline deadline) {
-        return inner.clear(namespace, deadline);
-    }
 
-    @Override
-    public CompletableFuture<Void> clearAll(Deadline deadline) {
-        return inner.clearAll(deadline);
-    }
 
-    @Override
-    public StoreStats stats() {
-        return inner.stats();
-    }
 
     @Override
     public void close() {

@@ -5,6 +5,7 @@ import io.hicache.core.config.Setting;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
+import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
@@ -31,7 +32,7 @@ import java.util.function.Supplier;
  * by another delay ({@code delaying.clear-delay}), and may block their caller for it and ignore their deadline, as
  * the file store's do ({@code delaying.blocking-clears}). Thread-safe.
  */
-final class DelayingPageStore implements PageStore {
+final class DelayingPageStore extends ForwardingPageStore {
     private static final Map<String, InMemoryPageStore> SHARED = new ConcurrentHashMap<>();
     /** Clears asked of each shared store (CLEAR and CLEAR_ALL alike). */
     private static final Map<String, AtomicInteger> CLEARS = new ConcurrentHashMap<>();
@@ -47,6 +48,7 @@ final class DelayingPageStore implements PageStore {
 
     private DelayingPageStore(InMemoryPageStore inner, AtomicInteger clears, Duration delay, Duration clearDelay,
             boolean blockingClears, int failedPuts) {
+        super(inner);
         this.inner = inner;
         this.clears = clears;
         this.later = CompletableFuture.delayedExecutor(delay.toNanos(), TimeUnit.NANOSECONDS);
@@ -100,10 +102,6 @@ final class DelayingPageStore implements PageStore {
         return "memory, late";
     }
 
-    @Override
-    public StoreCapabilities capabilities() {
-        return inner.capabilities();
-    }
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
@@ -147,10 +145,6 @@ final class DelayingPageStore implements PageStore {
         return lateClear(() -> inner.clearAll(blockingClears ? Deadline.after(Duration.ofHours(1)) : deadline));
     }
 
-    @Override
-    public StoreStats stats() {
-        return inner.stats();
-    }
 
     @Override
     public void close() {
