@@ -8,6 +8,7 @@ import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.Location;
+import com.tngtech.archunit.lang.ArchRule;
 import io.hicache.architecture.fixture.ArchFixtureUnmapped;
 import io.hicache.bench.ArchFixtureAllowedInternal;
 import io.hicache.bench.ArchFixtureUseOfInternal;
@@ -136,7 +137,7 @@ class ArchitectureTest {
         assertViolation(LayoutRules.everyPackageIsInTheTable(), "is not in Layout.PACKAGES", ArchFixtureUnmapped.class);
     }
 
-    private static void assertViolation(com.tngtech.archunit.lang.ArchRule rule, String expected, Class<?>... classes) {
+    private static void assertViolation(ArchRule rule, String expected, Class<?>... classes) {
         JavaClasses bad = new ClassFileImporter().importClasses(classes);
         AssertionError e = assertThrows(AssertionError.class, () -> rule.check(bad));
         assertTrue(e.getMessage().contains(expected), e.getMessage());

@@ -13,6 +13,7 @@ import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
+import java.util.LinkedHashSet;
 import java.util.Optional;
 import java.util.Set;
 
@@ -119,7 +120,7 @@ final class LayoutRules {
     }
 
     private static Set<JavaClass> signatureTypes(JavaMember m) {
-        Set<JavaClass> types = new java.util.LinkedHashSet<>();
+        Set<JavaClass> types = new LinkedHashSet<>();
         if (m instanceof JavaField f) {
             types.addAll(f.getType().getAllInvolvedRawTypes());
         } else if (m instanceof JavaCodeUnit u) {

@@ -4,6 +4,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A diagnostic, not a figure: samples the stack of one thread every 200 µs while it is inside a marked call, and
@@ -39,7 +40,7 @@ final class CallSampler implements AutoCloseable {
                     record(stack);
                 }
             }
-            java.util.concurrent.locks.LockSupport.parkNanos(200_000);
+            LockSupport.parkNanos(200_000);
         }
     }
 

@@ -8,16 +8,16 @@ import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.WaitMode;
-import io.hicache.cuda.ContiguousCopy;
-import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
-import io.hicache.cuda.CudaDeviceRuntimeProvider;
-import io.hicache.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
+import io.hicache.cuda.ContiguousCopy;
+import io.hicache.cuda.CudaDeviceRuntime;
+import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.cuda.CudaTuning;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -29,8 +29,10 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.Random;
 
@@ -314,7 +316,7 @@ public final class CudaSuite implements BenchSuite {
 
     /** {@code count} host slots below {@code limit} that {@code used} does not hold. */
     private static int[] unused(int[] used, int limit, int count) {
-        java.util.BitSet taken = new java.util.BitSet(limit);
+        BitSet taken = new BitSet(limit);
         for (int u : used) {
             taken.set(u);
         }
@@ -397,7 +399,7 @@ public final class CudaSuite implements BenchSuite {
 
         @Override
         public boolean add(BenchRow row) {
-            System.out.printf(java.util.Locale.ROOT, "  %-50s %10.3f %-5s vs %-28s %10.3f  ratio %.3f%n", row.metric(),
+            System.out.printf(Locale.ROOT, "  %-50s %10.3f %-5s vs %-28s %10.3f  ratio %.3f%n", row.metric(),
                     row.value(), row.unit(), row.reference(), row.referenceValue(), row.ratio());
             return super.add(row);
         }

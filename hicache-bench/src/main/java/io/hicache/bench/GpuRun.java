@@ -2,8 +2,8 @@ package io.hicache.bench;
 
 import io.hicache.core.memory.DeviceInfo;
 import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.kit.CudaKits;
 import io.hicache.testkit.ConformanceReport;
 import io.hicache.testkit.ConformanceRunner;
@@ -19,9 +19,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import picocli.CommandLine;
+import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * The one GPU entry point: on the GPU machine it runs the device runtime kit against the CUDA runtime (kernel path,
@@ -46,7 +47,7 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "GpuRun", mixinStandardHelpOptions = true, description = "Runs the CUDA kits and the cuda bench suite "
         + "(or one experiment) on this machine's GPU, writing the log and results under --out.")
-public final class GpuRun implements java.util.concurrent.Callable<Integer> {
+public final class GpuRun implements Callable<Integer> {
     @Option(names = "--out", required = true, paramLabel = "DIR", description = "where the log and results go")
     Path out;
 

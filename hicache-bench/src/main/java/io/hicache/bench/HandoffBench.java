@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * The handoff of one 4K-token request's KV from prefill to decode, for a small model (24 layers, 2 KV heads of 64,
@@ -105,7 +106,7 @@ final class HandoffBench {
                 "memcpy_48mib", Forks.median(copyMillis));
     }
 
-    private static void waitFor(java.util.function.BooleanSupplier condition, String what) throws Exception {
+    private static void waitFor(BooleanSupplier condition, String what) throws Exception {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > until) {

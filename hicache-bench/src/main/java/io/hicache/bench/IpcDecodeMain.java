@@ -17,10 +17,12 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 /**
@@ -101,12 +103,12 @@ public final class IpcDecodeMain {
     }
 
     private static int[] pages(String list) {
-        return java.util.Arrays.stream(list.split(",")).mapToInt(Integer::parseInt).toArray();
+        return Arrays.stream(list.split(",")).mapToInt(Integer::parseInt).toArray();
     }
 
     /** The form of a page list in a command. */
     static String list(int[] pages) {
-        return java.util.Arrays.stream(pages).mapToObj(Integer::toString).collect(java.util.stream.Collectors.joining(
+        return Arrays.stream(pages).mapToObj(Integer::toString).collect(Collectors.joining(
                 ","));
     }
 

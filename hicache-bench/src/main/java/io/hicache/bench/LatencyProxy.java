@@ -7,6 +7,7 @@ import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,7 +35,7 @@ final class LatencyProxy implements AutoCloseable {
     static final int CHUNK_BYTES = 256 * 1024;
     /** How far ahead of its due time a chunk may go: below this a timed park costs more than it is worth. */
     private static final long SLACK_NANOS = 200_000;
-    private static final byte[] CONTINUE = "HTTP/1.1 100".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    private static final byte[] CONTINUE = "HTTP/1.1 100".getBytes(StandardCharsets.US_ASCII);
 
     /**
      * What the proxy adds.

@@ -1,15 +1,16 @@
 package io.hicache.bench;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.DeviceRuntime;
+import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntimeProvider;
 import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.memory.host.HostPoolConfig;
-import io.hicache.core.config.Settings;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -120,7 +121,7 @@ public final class MemorySuite implements BenchSuite {
         }
     }
 
-    private static void awaitCopy(io.hicache.core.memory.KvCopy copy) throws InterruptedException {
+    private static void awaitCopy(KvCopy copy) throws InterruptedException {
         if (!copy.await(Deadline.after(Duration.ofMinutes(1)))) {
             throw new IllegalStateException("a copy took over a minute");
         }

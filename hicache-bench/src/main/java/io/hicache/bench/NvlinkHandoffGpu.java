@@ -12,8 +12,8 @@ import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferRequest;
-import io.hicache.transfer.cuda.kit.IpcPeer;
 import io.hicache.transfer.cuda.kit.DeviceBuffer;
+import io.hicache.transfer.cuda.kit.IpcPeer;
 import io.hicache.transfer.cuda.kit.IpcPeerMain;
 import io.hicache.transfer.kit.TransferPatterns;
 import io.hicache.transfer.spi.MemoryKind;
@@ -27,9 +27,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
+import java.util.concurrent.Callable;
 
 /**
  * Handoffs GPU to GPU over the {@code cuda-ipc} transport: the prefill (this process) writes a request's pages from
@@ -124,7 +126,7 @@ final class NvlinkHandoffGpu {
         } finally {
             decode.kill();
             try (var files = Files.walk(shmDir)) {
-                for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }
@@ -185,7 +187,7 @@ final class NvlinkHandoffGpu {
     }
 
     /** The median of {@code repeats} timed runs after one warm-up, in milliseconds. */
-    private static double time(int repeats, java.util.concurrent.Callable<Void> body) throws Exception {
+    private static double time(int repeats, Callable<Void> body) throws Exception {
         body.call();
         double[] ms = new double[repeats];
         for (int r = 0; r < repeats; r++) {

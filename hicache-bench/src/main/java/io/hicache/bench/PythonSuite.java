@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
@@ -116,7 +117,7 @@ public final class PythonSuite implements BenchSuite {
     }
 
     /** Bytes a Java batch moved; every page must be OK. */
-    private static long javaCall(java.util.concurrent.CompletableFuture<BatchResult> call, int pageBytes)
+    private static long javaCall(CompletableFuture<BatchResult> call, int pageBytes)
             throws Exception {
         BatchResult r = call.get(60, TimeUnit.SECONDS);
         if (r.count(PageStatus.OK) != r.size()) {

@@ -22,8 +22,12 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
 
@@ -85,14 +89,14 @@ final class RankIpcHandoffs {
                         peerDevice, peerDevice == 0 ? " (one GPU: both processes on it)" : "", rank.spec().deviceKv(),
                         decodeDeviceKv, STAGING_SLOTS);
                 long room = 1;
-                java.util.Random random = new java.util.Random(7);
+                Random random = new Random(7);
                 for (PdHandoffGpu.Size size : sizes) {
                     int pages = PdHandoffGpu.pages(size);
                     long bytes = PdHandoffGpu.bytes(format, pages);
                     double referenceMs = peerCopyMs(bytes, peerDevice, repeats);
                     double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);
                     List<Integer> shuffled = new ArrayList<>(IntStream.range(0, poolPages).boxed().toList());
-                    java.util.Collections.shuffle(shuffled, random);
+                    Collections.shuffle(shuffled, random);
                     for (String plan : List.of("contiguous", "fragmented")) {
                         String target = IpcDecodeMain.list(plan.equals("contiguous")
                                 ? IntStream.range(maxPages, maxPages + pages).toArray()
@@ -110,7 +114,7 @@ final class RankIpcHandoffs {
                             }
                             room++;
                         }
-                        double median = PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
+                        double median = PdHandoffGpu.median(Arrays.copyOfRange(ms, 1, ms.length));
                         double gbps = bytes / 1e9 / (median / 1e3);
                         log.printf(Locale.ROOT, "pd ranks cuda-ipc %s %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
                                 + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n",
@@ -129,7 +133,7 @@ final class RankIpcHandoffs {
                 decode.kill();
             }
             try (var files = Files.walk(shmDir)) {
-                for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }
@@ -181,7 +185,7 @@ final class RankIpcHandoffs {
                 to.synchronize();
                 ms[r] = PdHandoffGpu.millisSince(t0);
             }
-            return PdHandoffGpu.median(java.util.Arrays.copyOfRange(ms, 1, ms.length));
+            return PdHandoffGpu.median(Arrays.copyOfRange(ms, 1, ms.length));
         }
     }
 }

@@ -1,15 +1,19 @@
 package io.hicache.bench;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.HiCacheException;
 import io.hicache.core.cache.CacheRequest;
 import io.hicache.core.cache.HiCache;
+import io.hicache.core.cache.HiCacheBuilder;
 import io.hicache.core.cache.HiCacheConfig;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.testkit.SlowPageStore;
@@ -20,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * {@code replay}: a multi-turn chat workload in the shape of SGLang's {@code bench_multiturn.py}. Many clients each
@@ -155,7 +160,7 @@ public final class ReplaySuite implements BenchSuite {
      */
     private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store, int busyThreads)
             throws Exception {
-        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean stop = new AtomicBoolean();
         List<Thread> busy = new ArrayList<>();
         for (int i = 0; i < busyThreads; i++) {
             busy.add(Thread.ofPlatform().daemon().name("replay-busy-" + i).start(() -> {
@@ -226,7 +231,7 @@ public final class ReplaySuite implements BenchSuite {
      * {@link #replay} on {@code runtime} for a model of {@code geometry}, configured by {@code settings} (its host
      * folder the caller's); {@code loads}, if given, gets the load-backs' bytes and wait.
      */
-    static Tally replayOn(io.hicache.core.memory.DeviceRuntime runtime, KvGeometry geometry, Settings settings,
+    static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
             List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads)
             throws Exception {
         return replayOn(runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null,
@@ -239,9 +244,9 @@ public final class ReplaySuite implements BenchSuite {
      * {@code perTurn}, if given, gets each turn's prompt tokens, device hits, tokens loaded back and failure (1), in
      * order.
      */
-    static Tally replayOn(io.hicache.core.memory.DeviceRuntime runtime, KvGeometry geometry, Settings settings,
+    static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
             List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads,
-            io.hicache.core.rank.RankGroup group, io.hicache.core.rank.RankGroup queries, List<long[]> perTurn)
+            RankGroup group, RankGroup queries, List<long[]> perTurn)
             throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
         long adopted;
@@ -274,10 +279,10 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     private static HiCache open(Settings settings, KvGeometry geometry, int devicePages,
-            io.hicache.core.memory.DeviceRuntime runtime, PageStore store, io.hicache.core.rank.RankGroup group,
-            io.hicache.core.rank.RankGroup queries) {
+            DeviceRuntime runtime, PageStore store, RankGroup group,
+            RankGroup queries) {
         int rank = group == null ? 0 : group.rank();
-        io.hicache.core.cache.HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(settings))
+        HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(settings))
                 .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank,
                         group == null ? 1 : group.size()))
                 .geometry(geometry).devicePages(devicePages).runtime(runtime);
@@ -331,13 +336,13 @@ public final class ReplaySuite implements BenchSuite {
             int whole = turn.length / PAGE;
             int[] fresh = r.allocate(whole - prefix.length);
             r.commit(Arrays.copyOf(turn, whole * PAGE), concat(prefix, fresh), true);
-        } catch (io.hicache.core.HiCacheException e) {
+        } catch (HiCacheException e) {
             out[4] = 1; // the engine would recompute it; counted, never hidden
         }
         return out;
     }
 
-    private static HiCache open(io.hicache.core.cache.HiCacheBuilder builder, PageStore store) {
+    private static HiCache open(HiCacheBuilder builder, PageStore store) {
         return (store == null ? builder : builder.store(store)).open();
     }
 

@@ -1,5 +1,6 @@
 package io.hicache.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
@@ -14,6 +15,7 @@ import io.hicache.storage.s3.client.S3Config;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,6 +25,8 @@ import java.util.Properties;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 import org.gaul.s3proxy.BlobStores;
 import org.gaul.s3proxy.S3Proxy;
 import org.gaul.s3proxy.auth.AuthenticationType;
@@ -69,7 +73,7 @@ public final class S3Suite implements BenchSuite {
 
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
-        java.util.logging.Logger.getLogger("org.gaul").setLevel(java.util.logging.Level.WARNING);
+        Logger.getLogger("org.gaul").setLevel(Level.WARNING);
         S3Proxy proxy = startServer();
         URI endpoint = URI.create("http://127.0.0.1:" + proxy.getPort());
         List<BenchRow> rows = new ArrayList<>();
@@ -189,7 +193,7 @@ public final class S3Suite implements BenchSuite {
 
     /** Process CPU time (this JVM: client and server) per GB moved, over a few runs of {@code work}. */
     private static double cpuSecondsPerGb(Comparison.Workload work, long bytesPerRun) throws Exception {
-        var os = (com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        var os = (OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
         int runs = 4;
         long before = os.getProcessCpuTime();
         for (int i = 0; i < runs; i++) {

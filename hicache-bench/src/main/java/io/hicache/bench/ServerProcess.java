@@ -1,9 +1,11 @@
 package io.hicache.bench;
 
 import io.hicache.core.util.Threads;
+import io.hicache.storage.remote.protocol.Wire;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -11,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
@@ -59,7 +62,7 @@ public final class ServerProcess implements AutoCloseable {
                 : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
-        command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
                 .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib")).toList());
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.cli.HiCacheCli", "serve",
                 "--server.port", "0", "--server.store", "none",
@@ -72,7 +75,7 @@ public final class ServerProcess implements AutoCloseable {
         String start = awaitLine(p, scratch, line -> line.contains("HiCache daemon on 127.0.0.1:"));
         int port = portAfter(start, "HiCache daemon on 127.0.0.1:");
         int metricsPort = start.contains("metrics: http://") ? portAfter(start, "metrics: http://127.0.0.1:") : -1;
-        return new ServerProcess("hicache", io.hicache.storage.remote.protocol.Wire.VERSION + "", port, metricsPort, p,
+        return new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p,
                 scratch);
     }
 
@@ -196,7 +199,7 @@ public final class ServerProcess implements AutoCloseable {
             return;
         }
         try (Stream<Path> all = Files.walk(dir)) {
-            for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
         }

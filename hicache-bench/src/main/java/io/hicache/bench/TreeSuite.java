@@ -5,14 +5,15 @@ import io.hicache.core.cache.HiCache;
 import io.hicache.core.cache.HiCacheConfig;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHasher;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.tree.EvictionPolicy;
-import io.hicache.core.util.Checks;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
+import io.hicache.core.util.Checks;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -159,7 +160,7 @@ public final class TreeSuite implements BenchSuite {
         int inserts = quick ? 50 : 2_000;
         double[] insert = new double[inserts];
         double[] hash = new double[inserts];
-        io.hicache.core.key.PageHasher hasher = new io.hicache.core.key.PageHasher(page);
+        PageHasher hasher = new PageHasher(page);
         for (int c = 0; c < inserts; c++) {
             int[] seq = Arrays.copyOf(systems.get(c % SYSTEM_PROMPTS), 2048);
             int[] tail = tokens(random, 2048 - SYSTEM_TOKENS);

@@ -4,6 +4,7 @@ import io.hicache.storage.remote.DaemonAdmin;
 import io.hicache.storage.remote.RemotePageStore;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -87,7 +88,7 @@ public final class AdminCommand implements Subcommand {
                     + "namespace. Pages the write-behind has not yet written to L3 are written first, up to --timeout; "
                     + "those still unwritten then stay in the slab. L3 keeps every page: a later get reads it from there.",
             footer = {"%nExamples:", "  hicache admin flush", "  hicache admin flush --port 7371 --timeout 2m"})
-    public static final class Flush implements java.util.concurrent.Callable<Integer> {
+    public static final class Flush implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 

@@ -7,6 +7,8 @@ import io.hicache.core.store.StoreConfig;
 import io.hicache.testkit.ConfiguredStoreKit;
 import io.hicache.testkit.ConformanceReport;
 import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.Locale;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -54,7 +56,7 @@ public final class ConformanceCommand implements Subcommand {
         Progress progress = Progress.of(spec.commandLine().getErr(), "conformance of '" + store + "'", 0);
         long[] done = {0};
         ConformanceReport report = ConfiguredStoreKit.run(new StoreConfig(store, built), allowClearAll,
-                c -> progress.update(++done[0], c.name() + " " + c.outcome().name().toLowerCase(java.util.Locale.ROOT)));
+                c -> progress.update(++done[0], c.name() + " " + c.outcome().name().toLowerCase(Locale.ROOT)));
         progress.finish();
         report.print(spec.commandLine().getOut());
         return report.passed() ? OK : FAILED;
@@ -63,7 +65,7 @@ public final class ConformanceCommand implements Subcommand {
     /** The names of the stores on the class path, for shell completion. */
     static final class StoreNames implements Iterable<String> {
         @Override
-        public java.util.Iterator<String> iterator() {
+        public Iterator<String> iterator() {
             return PageStores.providers().stream().map(PageStoreProvider::name).iterator();
         }
     }

@@ -4,15 +4,16 @@ import io.hicache.core.HiCacheException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.UnmatchedArgumentException;
+import picocli.CommandLine;
 
 /**
  * The {@code hicache} command line, which {@code ./hicache} runs: picocli over the {@link Subcommand}s on the class
@@ -30,7 +31,7 @@ public final class HiCacheCli {
 
     /** A command line over every subcommand on the class path. */
     public static HiCacheCli fromClassPath() {
-        List<Class<? extends Subcommand>> types = new java.util.ArrayList<>();
+        List<Class<? extends Subcommand>> types = new ArrayList<>();
         ServiceLoader.load(Subcommand.class).stream().forEach(p -> types.add(p.type()));
         return new HiCacheCli(types);
     }

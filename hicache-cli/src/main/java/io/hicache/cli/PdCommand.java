@@ -6,9 +6,11 @@ import io.hicache.core.cache.HiCacheConfig;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.page.PageFormat;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.pd.BootstrapServer;
@@ -31,6 +33,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -71,7 +74,7 @@ public final class PdCommand implements Subcommand {
     /** {@code hicache pd bootstrap}. */
     @Command(name = "bootstrap", header = "run a prefill instance's bootstrap server", mixinStandardHelpOptions = true,
             footer = {"%nExamples:", "  hicache pd bootstrap", "  hicache pd bootstrap --port 9000"})
-    public static final class Bootstrap implements java.util.concurrent.Callable<Integer> {
+    public static final class Bootstrap implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
@@ -119,7 +122,7 @@ public final class PdCommand implements Subcommand {
             flags.forEach(b::flag);
             Settings all = b.build();
             settings = PdSettings.from(all, role + "-" + ProcessHandle.current().pid());
-            long pageBytes = new io.hicache.core.page.PageFormat(MODEL, PAGE, io.hicache.core.page.HostLayout.LAYER_FIRST)
+            long pageBytes = new PageFormat(MODEL, PAGE, HostLayout.LAYER_FIRST)
                     .pageBytes();
             runtime = new EmulatedDeviceRuntime(devicePages * pageBytes + (64L << 20), 2);
             cache = HiCache.builder().config(HiCacheConfig.from(all))
@@ -167,7 +170,7 @@ public final class PdCommand implements Subcommand {
                     + "and every page sent.",
             footer = {"%nExamples:", "  hicache pd prefill", "  hicache pd prefill --bootstrap http://10.0.0.5:8998 "
                     + "--set disaggregation-transfer-backend=tcp --set transfer-bind-host=10.0.0.6"})
-    public static final class Prefill implements java.util.concurrent.Callable<Integer> {
+    public static final class Prefill implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
@@ -241,7 +244,7 @@ public final class PdCommand implements Subcommand {
                     + "this decode's cache holds from earlier turns is not sent again), checked byte by byte, and an "
                     + "answer is decoded into the cache for the next turn. Exits 1 if a handoff failed or a byte differed.",
             footer = {"%nExamples:", "  hicache pd decode --conversations 4 --turns 3"})
-    public static final class Decode implements java.util.concurrent.Callable<Integer> {
+    public static final class Decode implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 

@@ -1,5 +1,6 @@
 package io.hicache.cli;
 
+import io.hicache.core.config.Units;
 import io.hicache.storage.remote.RemotePageStore;
 import java.io.PrintWriter;
 import java.time.Duration;
@@ -73,7 +74,7 @@ public final class TopCommand implements Subcommand {
     static final class DurationConverter implements picocli.CommandLine.ITypeConverter<Duration> {
         @Override
         public Duration convert(String text) {
-            return io.hicache.core.config.Units.parseDuration(text);
+            return Units.parseDuration(text);
         }
     }
 }

@@ -10,6 +10,7 @@ import io.hicache.core.cache.HiCache;
 import io.hicache.core.cache.HiCacheConfig;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -163,7 +164,7 @@ class GrafanaDashboardTest {
             Deadline deadline = Deadline.after(Duration.ofSeconds(10));
             assertTrue(client.daemonHealthy(deadline).get(10, TimeUnit.SECONDS));
             client.leadingHits(List.of(Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1)
-                    .key(io.hicache.core.key.PageHash.fromHex("00".repeat(32)))), deadline).get(10, TimeUnit.SECONDS);
+                    .key(PageHash.fromHex("00".repeat(32)))), deadline).get(10, TimeUnit.SECONDS);
             HttpResponse<String> scraped = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
                     URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString());

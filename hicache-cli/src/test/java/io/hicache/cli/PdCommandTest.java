@@ -3,6 +3,7 @@ package io.hicache.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -21,7 +22,7 @@ class PdCommandTest {
     void theThreeRolesHandOffConversationsOnTheirCaches() throws Exception {
         // three conversations of three turns: turn t's prompt is 64 + 48 t + 32 tokens
         int port;
-        try (ServerSocket free = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket free = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = free.getLocalPort();
         }
         String url = "http://127.0.0.1:" + port;

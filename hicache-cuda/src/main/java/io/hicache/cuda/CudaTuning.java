@@ -1,6 +1,7 @@
 package io.hicache.cuda;
 
 import io.hicache.core.util.Checks;
+import java.util.Locale;
 
 /**
  * How the CUDA runtime's copies are shaped: which copy kernel, how many streams a load alternates its layers
@@ -57,7 +58,7 @@ public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
 
     @Override
     public String toString() {
-        return kernel.name().toLowerCase(java.util.Locale.ROOT) + ", " + loadLanes + " load lane" + (loadLanes == 1 ? "" : "s")
+        return kernel.name().toLowerCase(Locale.ROOT) + ", " + loadLanes + " load lane" + (loadLanes == 1 ? "" : "s")
                 + (hostOrder ? ", host order" : ", layer order");
     }
 }

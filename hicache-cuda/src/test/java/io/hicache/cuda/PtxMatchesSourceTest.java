@@ -13,6 +13,7 @@ import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -70,7 +71,7 @@ class PtxMatchesSourceTest {
             Process p = new ProcessBuilder("nvcc", "--version").redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             p.waitFor(1, TimeUnit.MINUTES);
-            var m = java.util.regex.Pattern.compile("release [0-9.]+, V[0-9.]+").matcher(out);
+            var m = Pattern.compile("release [0-9.]+, V[0-9.]+").matcher(out);
             return m.find() ? m.group() : null;
         } catch (IOException | InterruptedException e) {
             return null;

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -104,7 +105,7 @@ public final class ChildJvm {
      * Asks the child to stop with SIGTERM (its shutdown hooks run), waits up to {@code timeout} for it and for the last
      * of its output, and returns its exit status; kills it and throws if it did not stop in time.
      */
-    public int terminate(java.time.Duration timeout) throws Exception {
+    public int terminate(Duration timeout) throws Exception {
         process.toHandle().destroy();
         if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
             kill();

@@ -5,6 +5,7 @@ import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.core.util.Checks;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * The conformance kit against a store built from configuration: what {@code ./hicache conformance --store NAME}
@@ -32,7 +33,7 @@ public class ConfiguredStoreKit extends PageStoreConformanceKit {
 
     /** As {@link #run(StoreConfig, boolean)}, telling {@code progress} of each case as it ends. */
     public static ConformanceReport run(StoreConfig config, boolean allowClearAll,
-            java.util.function.Consumer<ConformanceReport.Case> progress) {
+            Consumer<ConformanceReport.Case> progress) {
         Checks.checkNotNull(config, "config");
         ONE_RUN_AT_A_TIME.lock();
         try {

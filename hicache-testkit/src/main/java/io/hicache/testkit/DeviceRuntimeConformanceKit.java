@@ -29,7 +29,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Random;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -286,7 +288,7 @@ public abstract class DeviceRuntimeConformanceKit {
             ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
             KvCopy gather = pool.backupLayers(devicePages, host, hostSlots, 1, layers - 1);
             assertEquals(layers - 1, gather.layers());
-            List<java.util.concurrent.CompletableFuture<Void>> checks = new ArrayList<>();
+            List<CompletableFuture<Void>> checks = new ArrayList<>();
             for (int j = 0; j < layers - 1; j++) {
                 int l = j;
                 checks.add(gather.layerDone(j).thenRun(() -> {
@@ -304,8 +306,8 @@ public abstract class DeviceRuntimeConformanceKit {
                 }));
             }
             assertTrue(gather.await(Deadline.after(copyTimeout())), "gather did not finish in time");
-            java.util.concurrent.CompletableFuture.allOf(checks.toArray(java.util.concurrent.CompletableFuture[]::new))
-                    .get(copyTimeout().toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            CompletableFuture.allOf(checks.toArray(CompletableFuture[]::new))
+                    .get(copyTimeout().toMillis(), TimeUnit.MILLISECONDS);
             assertEquals(List.of(), List.copyOf(problems));
             for (int i = 0; i < devicePages.length; i++) {
                 assertNull(hostLayerProblem(host, hostSlots[i], HOST_SIDE + hostSlots[i], 0), "layer 0 was not asked for");
@@ -567,7 +569,7 @@ public abstract class DeviceRuntimeConformanceKit {
         for (int i = 0; i < limit; i++) {
             all.add(i);
         }
-        Collections.shuffle(all, new java.util.Random(random.nextLong()));
+        Collections.shuffle(all, new Random(random.nextLong()));
         int[] picked = new int[count];
         for (int i = 0; i < count; i++) {
             picked[i] = all.get(i);

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 /**
  * A page store decorator that injects faults, for testing what sits above a store: each call may fail as a whole
@@ -111,7 +112,7 @@ public final class FaultyPageStore extends ForwardingPageStore {
      * memory is never touched; the answer puts the failed pages back in their places.
      */
     private CompletableFuture<BatchResult> withFailedPages(PageBatch batch,
-            java.util.function.Function<PageBatch, CompletableFuture<BatchResult>> call) {
+            Function<PageBatch, CompletableFuture<BatchResult>> call) {
         boolean[] fail = new boolean[batch.size()];
         PageBatch.Builder asked = PageBatch.builder(batch.size());
         int[] index = new int[batch.size()];

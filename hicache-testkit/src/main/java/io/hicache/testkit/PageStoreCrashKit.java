@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
@@ -113,7 +114,7 @@ public abstract class PageStoreCrashKit {
     }
 
     private void check(int run, Map<String, String> settings, Map<StoreKey, Integer> tried, Set<StoreKey> returned) {
-        io.hicache.core.config.Settings.Builder b = io.hicache.core.config.Settings.builder();
+        Settings.Builder b = Settings.builder();
         settings.forEach(b::flag);
         try (PageStore store = PageStores.open(new StoreConfig(storeName(), b.build())); Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = new ArrayList<>(tried.keySet());

@@ -1,9 +1,10 @@
 package io.hicache.testkit;
 
-import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.store.memory.BitRot;
+import io.hicache.core.store.memory.InMemoryPageStore;
 import java.util.Optional;
 
 /** The reference store passes the kit, corruption case included. */
@@ -15,6 +16,6 @@ class InMemoryPageStoreConformanceTest extends PageStoreConformanceKit {
 
     @Override
     protected Optional<PageCorrupter> corrupter() {
-        return Optional.of((store, key) -> io.hicache.core.store.memory.BitRot.flipMiddleByte((InMemoryPageStore) store, key));
+        return Optional.of((store, key) -> BitRot.flipMiddleByte((InMemoryPageStore) store, key));
     }
 }

@@ -8,6 +8,7 @@ import io.hicache.transfer.spi.TransportLink;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
@@ -106,6 +107,6 @@ final class Router {
     }
 
     private static String kindName(MemoryKind kind) {
-        return kind.name().toLowerCase(java.util.Locale.ROOT);
+        return kind.name().toLowerCase(Locale.ROOT);
     }
 }

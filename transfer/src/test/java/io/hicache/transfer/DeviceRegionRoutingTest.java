@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -192,15 +193,15 @@ class DeviceRegionRoutingTest {
 
     @Test
     void theDescriptorCarriesEachRegionsKind() {
-        RegionDescriptor device = new RegionDescriptor("kv", 1, 4096, "", java.util.Map.of("x.y", "z"),
+        RegionDescriptor device = new RegionDescriptor("kv", 1, 4096, "", Map.of("x.y", "z"),
                 MemoryKind.DEVICE);
-        RegionDescriptor host = new RegionDescriptor("aux", 2, 4096, "/dev/shm/f", java.util.Map.of());
-        SegmentDescriptor d = new SegmentDescriptor("e", "127.0.0.1:1", "h", 1, List.of("shm"), java.util.Map.of(),
+        RegionDescriptor host = new RegionDescriptor("aux", 2, 4096, "/dev/shm/f", Map.of());
+        SegmentDescriptor d = new SegmentDescriptor("e", "127.0.0.1:1", "h", 1, List.of("shm"), Map.of(),
                 List.of(device, host));
         SegmentDescriptor back = SegmentDescriptor.decode(d.encode());
         assertEquals(d, back);
         assertEquals(MemoryKind.HOST, back.region("aux").orElseThrow().kind());
         assertThrows(IllegalArgumentException.class, () -> new RegionDescriptor("kv", 1, 4096, "/dev/shm/f",
-                java.util.Map.of(), MemoryKind.DEVICE), "a device region is no shared-memory file");
+                Map.of(), MemoryKind.DEVICE), "a device region is no shared-memory file");
     }
 }

@@ -10,6 +10,7 @@ import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -69,7 +70,7 @@ public final class ZmqPublisher implements KvEventPublisher {
     private final LongAdder sentBatches = new LongAdder();
     private final LongAdder replays = new LongAdder();
     private final LongAdder failures = new LongAdder();
-    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     private final Thread thread;
     private volatile boolean stopping;
     private volatile String boundEndpoint;

@@ -23,12 +23,14 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
@@ -154,7 +156,7 @@ class PythonSubscriberTest {
             }
         } finally {
             try (var files = Files.walk(hostDir)) {
-                for (Path p : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }
@@ -199,7 +201,7 @@ class PythonSubscriberTest {
         Set<Long> expectedRemoved = new LinkedHashSet<>();
         LongStream.of(bIds).forEach(expectedRemoved::add);
         LongStream.of(cIds).forEach(expectedRemoved::add);
-        assertEquals(new java.util.TreeSet<>(expectedRemoved), new java.util.TreeSet<>(removedFromGpu));
+        assertEquals(new TreeSet<>(expectedRemoved), new TreeSet<>(removedFromGpu));
 
         Map<Long, String> expectedView = new TreeMap<>();
         LongStream.of(aIds).forEach(id -> expectedView.put(id, "CPU_PINNED,GPU"));

@@ -7,6 +7,7 @@ import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import java.nio.charset.StandardCharsets;
 
 /**
  * The daemon's protocol ({@code docs/protocol.md}): one-page PUT and GET frames in one namespace, CLEAR_ALL to flush.
@@ -104,7 +105,7 @@ final class HcwpProtocol implements LoadProtocol {
                 }
                 int at = in.readerIndex() + 4 + Wire.HEADER_BYTES;
                 return "the daemon answered " + Wire.errorName(in.getUnsignedShort(at)) + ": "
-                        + in.toString(at + 4, in.getUnsignedShort(at + 2), java.nio.charset.StandardCharsets.UTF_8);
+                        + in.toString(at + 4, in.getUnsignedShort(at + 2), StandardCharsets.UTF_8);
             }
         };
     }

@@ -13,10 +13,12 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -42,7 +44,7 @@ final class PageCheck {
             default -> viaSocket(port, concat("*2\r\n$3\r\nGET\r\n$" + key.hexAscii().length + "\r\n", key.hexAscii(),
                     "\r\n"), "$", 0);
         };
-        if (!java.util.Arrays.equals(expected, got)) {
+        if (!Arrays.equals(expected, got)) {
             throw new IllegalStateException(server + " returned other bytes than the load generator set");
         }
         load.run(1, (alloc, id, index) -> new ByteBuf[] {protocol.flushAll(alloc, id)});
@@ -57,14 +59,14 @@ final class PageCheck {
             if (r.status(0) != PageStatus.OK) {
                 throw new IllegalStateException("the daemon answered the check's get with " + r.status(0));
             }
-            return target.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            return target.toArray(ValueLayout.JAVA_BYTE);
         }
     }
 
     private static byte[] concat(String head, byte[] key, String tail) {
         byte[] h = head.getBytes(StandardCharsets.US_ASCII);
         byte[] t = tail.getBytes(StandardCharsets.US_ASCII);
-        byte[] all = java.util.Arrays.copyOf(h, h.length + key.length + t.length);
+        byte[] all = Arrays.copyOf(h, h.length + key.length + t.length);
         System.arraycopy(key, 0, all, h.length, key.length);
         System.arraycopy(t, 0, all, h.length + key.length, t.length);
         return all;

@@ -5,15 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.config.Settings;
+import io.hicache.core.key.Namespace;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.server.daemon.HiCacheServer;
 import io.hicache.server.daemon.ServerConfig;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import org.junit.jupiter.api.Test;
@@ -77,18 +81,18 @@ class LoadGeneratorTest {
         String hex = new String(key.hexAscii(), StandardCharsets.US_ASCII);
         ByteBuf body = Unpooled.copiedBuffer("abc", StandardCharsets.US_ASCII);
         StringBuilder set = new StringBuilder();
-        for (ByteBuf b : protocol.set(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 7, key, body, 0)) {
+        for (ByteBuf b : protocol.set(UnpooledByteBufAllocator.DEFAULT, 7, key, body, 0)) {
             set.append(b.toString(StandardCharsets.US_ASCII));
             b.release();
         }
         assertEquals("set " + hex + " 0 0 3\r\nabc\r\n", set.toString());
-        ByteBuf get = protocol.get(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 8, key, 3);
+        ByteBuf get = protocol.get(UnpooledByteBufAllocator.DEFAULT, 8, key, 3);
         assertEquals("get " + hex + "\r\n", get.toString(StandardCharsets.US_ASCII));
         get.release();
-        ByteBuf delete = protocol.delete(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 9, key);
+        ByteBuf delete = protocol.delete(UnpooledByteBufAllocator.DEFAULT, 9, key);
         assertEquals("delete " + hex + "\r\n", delete.toString(StandardCharsets.US_ASCII));
         delete.release();
-        ByteBuf flush = protocol.flushAll(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT, 9);
+        ByteBuf flush = protocol.flushAll(UnpooledByteBufAllocator.DEFAULT, 9);
         assertEquals("flush_all\r\n", flush.toString(StandardCharsets.US_ASCII));
         flush.release();
     }
@@ -98,10 +102,10 @@ class LoadGeneratorTest {
         Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
                 .flag("server.store", "none").flag("server.host-dir", dir.toString()).flag("server.host-size", "64MiB")
                 .build();
-        io.hicache.core.key.Namespace ns = HcwpProtocol.NAMESPACE;
+        Namespace ns = HcwpProtocol.NAMESPACE;
         try (HiCacheServer server = HiCacheServer.start(ServerConfig.from(settings));
                 SameHostClient client = new SameHostClient(server.port());
-                java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                Arena arena = Arena.ofConfined()) {
             int pageBytes = 64 * 1024;
             MemorySegment[] pages = new MemorySegment[3];
             byte[][] local = new byte[3][];
@@ -148,7 +152,7 @@ class LoadGeneratorTest {
                     LoadProtocol.PageKey.of(1, pages - 1 - index), pageBytes)});
             for (LoadGenerator.Phase p : List.of(set, get)) {
                 assertEquals(pages, p.latencyNanos().length);
-                assertTrue(java.util.Arrays.stream(p.latencyNanos()).allMatch(n -> n > 0 && n <= p.nanos()),
+                assertTrue(Arrays.stream(p.latencyNanos()).allMatch(n -> n > 0 && n <= p.nanos()),
                         "every request was answered within its phase");
             }
             load.run(1, (alloc, id, index) -> new ByteBuf[] {protocol.flushAll(alloc, id)});

@@ -8,6 +8,7 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.tree.TreeNode;
 import java.lang.System.Logger.Level;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -157,7 +158,7 @@ final class Backups {
         final int[] slots;
         final KvCopy copy;
         /** Done once the host pages are committed (checksum, journal, index): see {@link #commitOnce}. */
-        final java.util.concurrent.CompletableFuture<Void> committed = new java.util.concurrent.CompletableFuture<>();
+        final CompletableFuture<Void> committed = new CompletableFuture<>();
         private final AtomicBoolean commitClaimed = new AtomicBoolean();
         /** Its place in the queue of copies the ranks apply together; null for one rank. */
         RankAgreement.Entry settling;

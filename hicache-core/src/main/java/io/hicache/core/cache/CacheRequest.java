@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 
 /**
@@ -75,7 +76,7 @@ public final class CacheRequest implements AutoCloseable {
         cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
         this.prefetch = cache.prefetcher.maybeStart(this, match);
         if (prefetch != null) {
-            prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, java.util.Optional.empty(), 0,
+            prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, Optional.empty(), 0,
                     prefetch.pages);
         }
     }
@@ -88,7 +89,7 @@ public final class CacheRequest implements AutoCloseable {
         fetchedPages = kept;
         PrefetchOutcome.State state = revoked ? PrefetchOutcome.State.REVOKED
                 : timedOut ? PrefetchOutcome.State.TIMED_OUT : PrefetchOutcome.State.ENDED;
-        prefetchState = new PrefetchOutcome(state, java.util.Optional.empty(), kept, asked);
+        prefetchState = new PrefetchOutcome(state, Optional.empty(), kept, asked);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.hicache.core.cache;
 
+import java.util.Locale;
 import java.util.Optional;
 
 /**
@@ -36,7 +37,7 @@ public record PrefetchOutcome(State state, Optional<PrefetchSkip> skipped, int f
     @Override
     public String toString() {
         return switch (state) {
-            case NONE, RUNNING, REVOKED -> state.name().toLowerCase(java.util.Locale.ROOT);
+            case NONE, RUNNING, REVOKED -> state.name().toLowerCase(Locale.ROOT);
             case SKIPPED -> "skipped: " + skipped.map(PrefetchSkip::label).orElse("?");
             case TIMED_OUT -> "timed out, fetched " + fetched + " of " + asked + " pages";
             case ENDED -> "fetched " + fetched + " of " + asked + " pages";

@@ -10,6 +10,7 @@ import io.hicache.core.util.RateLimitedLog;
 import io.prometheus.metrics.core.datapoints.DistributionDataPoint;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -55,7 +56,7 @@ final class TimedPageStore extends ForwardingPageStore {
     /** Calls not completed yet. */
     private final Set<Call> outstanding = ConcurrentHashMap.newKeySet();
     private final Health[] health = {new Health(Kind.QUERY), new Health(Kind.GET), new Health(Kind.PUT)};
-    private final RateLimitedLog silentLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, 60_000);
+    private final RateLimitedLog silentLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
 
     /** One call: its kind (null: not watched), when its deadline expires, whether it was counted as overdue. */
     private static final class Call {
@@ -87,7 +88,7 @@ final class TimedPageStore extends ForwardingPageStore {
                 silent = false;
                 trialFactor = 1;
                 LOG.log(System.Logger.Level.INFO, "the page store '" + delegate.name() + "' answers its "
-                        + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls again");
+                        + kind.name().toLowerCase(Locale.ROOT) + " calls again");
             }
         }
 
@@ -95,9 +96,9 @@ final class TimedPageStore extends ForwardingPageStore {
             if (!silent) {
                 silent = true;
                 nextTrialNanos = System.nanoTime() + timeoutNanos;
-                metrics.fail("store: " + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls not answered");
+                metrics.fail("store: " + kind.name().toLowerCase(Locale.ROOT) + " calls not answered");
                 silentLog.log("the page store '" + delegate.name() + "' at " + delegate.location() + " does not answer its "
-                        + kind.name().toLowerCase(java.util.Locale.ROOT) + " calls (" + why + "): the work that needs "
+                        + kind.name().toLowerCase(Locale.ROOT) + " calls (" + why + "): the work that needs "
                         + "them pauses, with a trial now and then, until they are answered again");
             }
         }

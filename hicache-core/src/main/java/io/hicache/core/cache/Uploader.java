@@ -12,8 +12,12 @@ import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.RateLimitedLog;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -51,7 +55,7 @@ final class Uploader implements AutoCloseable {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong queuedBytes = new AtomicLong();
     /** "The store is too slow", once a minute at most. */
-    private final RateLimitedLog slowStoreLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, 60_000);
+    private final RateLimitedLog slowStoreLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
 
     /**
      * One node's pages to write, how many times it was tried, and (when KV events are on) the run it is, captured
@@ -173,7 +177,7 @@ final class Uploader implements AutoCloseable {
                     queuedBytes.addAndGet(-u.bytes(cache.format.pageBytes()));
                     // Its host pages may have gone (evicted, or the node split) while it waited: then there is
                     // nothing of it to read any more.
-                    if (!java.util.Arrays.equals(u.node.hostSlots(), u.slots) || u.node.pending() != null) {
+                    if (!Arrays.equals(u.node.hostSlots(), u.slots) || u.node.pending() != null) {
                         cache.metrics.uploadSkippedPages.add(u.slots.length);
                         cache.metrics.fail("upload: dropped, its host pages left before its turn");
                         tooSlow("uploads wait so long that their host pages are evicted first");
@@ -338,7 +342,7 @@ final class Uploader implements AutoCloseable {
                 parts.add(new Part(u, keys.get(n), from, Math.min(u.slots.length, from + batch)));
             }
         }
-        java.util.Map<Upload, int[]> written = new java.util.IdentityHashMap<>(); // OK, EXISTS, failed pages
+        Map<Upload, int[]> written = new IdentityHashMap<>(); // OK, EXISTS, failed pages
         Arena staging = Arena.ofShared();
         CompletableFuture<BatchResult> lent = null;
         try {
@@ -396,7 +400,7 @@ final class Uploader implements AutoCloseable {
      * future when it was given up unanswered (the store may still read its pages), else null.
      */
     private CompletableFuture<BatchResult> put(PageStore store, List<Part> parts, Arena staging,
-            java.util.Map<Upload, int[]> written) {
+            Map<Upload, int[]> written) {
         long pageBytes = cache.format.pageBytes();
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
         PageBatch.Builder batch = PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());

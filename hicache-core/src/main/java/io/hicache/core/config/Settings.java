@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Function;
 
 /**
  * Raw configuration values from every source, looked up with one precedence order:
@@ -102,7 +103,7 @@ public final class Settings {
      * {@link ErrorCode#CONFIG_INVALID} with its message, as a malformed setting already does. Every module's
      * configuration is read this way.
      */
-    public <T> T read(java.util.function.Function<Settings, T> reader) {
+    public <T> T read(Function<Settings, T> reader) {
         try {
             return reader.apply(this);
         } catch (IllegalArgumentException e) {

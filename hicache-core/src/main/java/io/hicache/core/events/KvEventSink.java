@@ -4,6 +4,7 @@ import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,7 +50,7 @@ public final class KvEventSink implements AutoCloseable {
     private final LongAdder publishedEvents = new LongAdder();
     private final LongAdder failedBatches = new LongAdder();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     /** True while the thread publishes a batch it took: what {@link #awaitIdle} waits for besides the queue. */
     private boolean publishing;
 
@@ -135,14 +136,14 @@ public final class KvEventSink implements AutoCloseable {
     }
 
     /**
-     * Waits up to {@code timeoutMillis} until every event emitted so far has been handed to the publisher (or
-     * dropped); true if so. For tests and orderly checkpoints.
+     * Waits up to {@code timeout} until every event emitted so far has been handed to the publisher (or dropped); true
+     * if so. For tests and orderly checkpoints.
      */
-    public boolean awaitIdle(long timeoutMillis) throws InterruptedException {
+    public boolean awaitIdle(Duration timeout) throws InterruptedException {
         if (queue == null) {
             return true;
         }
-        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        long end = System.nanoTime() + timeout.toNanos();
         synchronized (queue) {
             while (!queue.isEmpty() || publishing) {
                 long left = TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime());

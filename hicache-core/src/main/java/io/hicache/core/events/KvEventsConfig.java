@@ -5,6 +5,7 @@ import io.hicache.core.util.Checks;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * Where and how KV events are published, with SGLang's names and defaults: the JSON of its
@@ -104,7 +105,7 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
         }
         Map<String, Object> m = FlatJson.parse(json);
         for (String key : m.keySet()) {
-            Checks.requireArgument(KEYS.contains(key), "unknown key \"%s\"; known: %s", key, new java.util.TreeSet<>(KEYS));
+            Checks.requireArgument(KEYS.contains(key), "unknown key \"%s\"; known: %s", key, new TreeSet<>(KEYS));
         }
         return new KvEventsConfig(text(m, "publisher", NO_PUBLISHER), text(m, "endpoint", DEFAULT_ENDPOINT),
                 Optional.ofNullable(m.get("replay_endpoint") == null ? null : text(m, "replay_endpoint", null)),

@@ -2,6 +2,7 @@ package io.hicache.core.memory;
 
 import io.hicache.core.page.PageFormat;
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
 
 /**
  * A KV pool on a device: {@link #pages()} pages of {@link #format()} in device memory, laid out as
@@ -77,8 +78,8 @@ public interface KvPool extends AutoCloseable {
      * transport must reach through its own registration (GPUDirect RDMA). Laid out as {@link DeviceLayout} says.
      * Valid until the pool closes.
      */
-    default java.util.Optional<MemorySegment> hostVisibleMemory() {
-        return java.util.Optional.empty();
+    default Optional<MemorySegment> hostVisibleMemory() {
+        return Optional.empty();
     }
 
     /**

@@ -4,6 +4,7 @@ import io.hicache.core.util.Checks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
@@ -75,7 +76,7 @@ public final class MappedFiles {
             }
         } else {
             // No posix_fallocate: at least give the file its length (it stays sparse, as before reservation).
-            channel.write(java.nio.ByteBuffer.wrap(new byte[1]), bytes - 1);
+            channel.write(ByteBuffer.wrap(new byte[1]), bytes - 1);
         }
     }
 }

@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -147,7 +148,7 @@ public final class RadixTree {
             Checks.requireState(n.device == null, "%s is on the device below the last device node", n);
             path.add(n);
         }
-        java.util.Collections.reverse(path);
+        Collections.reverse(path);
         return path;
     }
 

@@ -10,6 +10,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One run of whole pages in the {@link RadixTree}: its tokens (off the heap), one page hash per page, and where its
@@ -23,7 +24,7 @@ import java.util.Map;
  * the cache's lock.
  */
 public final class TreeNode {
-    private static final java.util.concurrent.atomic.AtomicLong NEXT_ID = new java.util.concurrent.atomic.AtomicLong();
+    private static final AtomicLong NEXT_ID = new AtomicLong();
 
     final long id;
     TreeNode parent;

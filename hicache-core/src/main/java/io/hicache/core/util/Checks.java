@@ -1,5 +1,6 @@
 package io.hicache.core.util;
 
+import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -29,8 +30,8 @@ public final class Checks {
      * than once. Sorts a copy: O(n log n), nothing kept.
      */
     public static void requireDistinct(int[] values, int count, String what) {
-        int[] sorted = java.util.Arrays.copyOf(values, count);
-        java.util.Arrays.sort(sorted);
+        int[] sorted = Arrays.copyOf(values, count);
+        Arrays.sort(sorted);
         for (int i = 1; i < sorted.length; i++) {
             if (sorted[i] == sorted[i - 1]) {
                 throw new IllegalArgumentException(what + " " + sorted[i] + " is listed more than once");

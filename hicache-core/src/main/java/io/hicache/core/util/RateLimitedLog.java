@@ -1,6 +1,7 @@
 package io.hicache.core.util;
 
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -16,10 +17,11 @@ public final class RateLimitedLog {
     private final AtomicLong nextAt = new AtomicLong(Long.MIN_VALUE);
     private final AtomicLong suppressed = new AtomicLong();
 
-    public RateLimitedLog(System.Logger log, Level level, long intervalMillis) {
+    /** A line to {@code log} at {@code level}, at most once per {@code interval}. */
+    public RateLimitedLog(System.Logger log, Level level, Duration interval) {
         this.log = log;
         this.level = level;
-        this.intervalNanos = intervalMillis * 1_000_000L;
+        this.intervalNanos = interval.toNanos();
     }
 
     /** Writes {@code message} unless a line was written within the interval; then counts it as not written. */

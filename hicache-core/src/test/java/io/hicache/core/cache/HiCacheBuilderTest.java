@@ -4,19 +4,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The builder refuses a part set twice, names what is missing, opens once, and never leaks the store it was given. */
 class HiCacheBuilderTest {
     private static final Namespace NS = Namespace.of("builder-test", KvDtype.BFLOAT16,
-            io.hicache.core.page.PageByteOrder.LAYER_MAJOR, 0, 1);
+            PageByteOrder.LAYER_MAJOR, 0, 1);
 
     @Test
     void aPartSetTwiceIsRefused() {
@@ -35,7 +38,7 @@ class HiCacheBuilderTest {
         IllegalStateException missing = assertThrows(IllegalStateException.class, b::open);
         assertTrue(missing.getMessage().contains("geometry is not set"), missing.getMessage());
         HiCacheException closed = assertThrows(HiCacheException.class, () -> store.leadingHits(List.of(),
-                io.hicache.core.Deadline.after(java.time.Duration.ofSeconds(1))));
+                Deadline.after(Duration.ofSeconds(1))));
         assertEquals(ErrorCode.STORE_CLOSED, closed.code());
     }
 

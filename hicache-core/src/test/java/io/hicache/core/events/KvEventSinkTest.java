@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.OptionalInt;
@@ -49,7 +50,7 @@ class KvEventSinkTest {
                 sink.emit(removed(i));
                 sent.add(i);
             }
-            assertTrue(sink.awaitIdle(10_000));
+            assertTrue(sink.awaitIdle(Duration.ofSeconds(10)));
             List<KvEventBatch> batches = collector.drain();
             List<KvEvent> all = new ArrayList<>();
             double lastTs = 0;
@@ -98,7 +99,7 @@ class KvEventSinkTest {
             assertEquals(900, sink.stats().droppedEvents());
             assertEquals(100, sink.stats().queuedEvents());
             release.countDown();
-            assertTrue(sink.awaitIdle(10_000));
+            assertTrue(sink.awaitIdle(Duration.ofSeconds(10)));
             List<Long> expected = new ArrayList<>();
             expected.add(-1L);
             for (long i = 900; i < 1000; i++) {
@@ -127,9 +128,9 @@ class KvEventSinkTest {
         };
         try (KvEventSink sink = KvEventSink.over("kv-events-test", flaky, 100)) {
             sink.emit(removed(1));
-            assertTrue(sink.awaitIdle(10_000));
+            assertTrue(sink.awaitIdle(Duration.ofSeconds(10)));
             sink.emit(removed(2));
-            assertTrue(sink.awaitIdle(10_000));
+            assertTrue(sink.awaitIdle(Duration.ofSeconds(10)));
             assertEquals(1, sink.stats().failedBatches());
             assertEquals(List.of(2L), ids(collector.drainEvents()), "the thread survived the failure");
         }

@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.ByteBuffer;
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class PageHashTest {
@@ -27,10 +30,10 @@ class PageHashTest {
     void hashCodesSpreadHashesThatDifferOnlyInTheirLastBytes() {
         // A client may send structured hashes (a counter at the end): they must not share one hash-map bucket.
         for (int word = 0; word < 4; word++) {
-            java.util.Set<Integer> codes = new java.util.HashSet<>();
+            Set<Integer> codes = new HashSet<>();
             for (int i = 0; i < 10_000; i++) {
                 byte[] b = new byte[PageHash.BYTES];
-                java.nio.ByteBuffer.wrap(b).putLong(8 * word, i);
+                ByteBuffer.wrap(b).putLong(8 * word, i);
                 codes.add(PageHash.fromBytes(b, 0).hashCode());
             }
             assertTrue(codes.size() > 9_990, "word " + word + ": " + codes.size() + " distinct codes of 10000");

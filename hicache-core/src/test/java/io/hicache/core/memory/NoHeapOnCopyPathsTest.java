@@ -3,6 +3,7 @@ package io.hicache.core.memory;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.sun.management.ThreadMXBean;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
@@ -32,7 +33,7 @@ class NoHeapOnCopyPathsTest {
     @ParameterizedTest
     @EnumSource(HostLayout.class)
     void copiesAllocateAlmostNothingOnTheHeap(HostLayout layout) throws Exception {
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
                 "this JVM cannot count allocations per thread");
         // 32 layers, one KV head of 128, bf16, 64 tokens: 1 MiB pages.
@@ -81,7 +82,7 @@ class NoHeapOnCopyPathsTest {
         return moved;
     }
 
-    private static long totalAllocated(com.sun.management.ThreadMXBean threads) {
+    private static long totalAllocated(ThreadMXBean threads) {
         long total = 0;
         for (long allocated : threads.getThreadAllocatedBytes(threads.getAllThreadIds())) {
             total += Math.max(0, allocated);

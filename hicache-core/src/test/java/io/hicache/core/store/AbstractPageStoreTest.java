@@ -12,7 +12,9 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.usage.PageUsageIndex;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -153,7 +155,7 @@ class AbstractPageStoreTest {
             assertTrue(big.getMessage().contains("129 bytes, over the 128-byte maximum"), big.getMessage());
             PageBatch readOnly = PageBatch.of(List.of(K1), List.of(arena.allocate(8).asReadOnly()));
             assertThrows(IllegalArgumentException.class, () -> store.get(readOnly, soon()));
-            assertThrows(NullPointerException.class, () -> store.delete(java.util.Arrays.asList(K1, null), soon()));
+            assertThrows(NullPointerException.class, () -> store.delete(Arrays.asList(K1, null), soon()));
             assertThrows(NullPointerException.class, () -> store.leadingHits(List.of(K1), null));
             assertEquals(0, store.backendCalls.get());
         }
@@ -184,7 +186,7 @@ class AbstractPageStoreTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment page = arena.allocate(4096);
             int before = PageChecksum.of(page);
-            page.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 4095, (byte) 1);
+            page.set(ValueLayout.JAVA_BYTE, 4095, (byte) 1);
             assertTrue(before != PageChecksum.of(page));
         }
     }

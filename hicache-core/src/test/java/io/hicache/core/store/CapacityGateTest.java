@@ -7,10 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.usage.PageUsageIndex;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The gate over a store's usage index: reservations, high and low water, and what the eviction thread does. */
@@ -39,7 +41,7 @@ class CapacityGateTest {
         }
     }
 
-    private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+    private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
         long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (!condition.getAsBoolean() && System.nanoTime() < until) {
             Thread.sleep(5);
@@ -94,7 +96,7 @@ class CapacityGateTest {
         try (CapacityGate<String> gate = new CapacityGate<>("test", 300, new CapacityGate.Watermarks(1.0, 0.5), index,
                 pages -> {
             if (fail.get()) {
-                throw new java.io.IOException("disk says no");
+                throw new IOException("disk says no");
             }
             removeAll(pages);
         })) {

@@ -17,6 +17,7 @@ import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The cache's metrics as a scraper reads them from a Prometheus registry: the default one, or the engine's. */
@@ -100,12 +101,12 @@ class CacheMetricsExportTest {
         return (int) points(registry, name).stream().filter(p -> NS.equals(p.getLabels().get("namespace"))).count();
     }
 
-    private static java.util.List<? extends DataPointSnapshot> points(PrometheusRegistry registry, String name) {
+    private static List<? extends DataPointSnapshot> points(PrometheusRegistry registry, String name) {
         for (MetricSnapshot m : registry.scrape()) {
             if (m.getMetadata().getName().equals(name)) {
                 return m.getDataPoints();
             }
         }
-        return java.util.List.of();
+        return List.of();
     }
 }

@@ -11,6 +11,7 @@ import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -84,7 +85,7 @@ class EmbeddingDocTest {
         } finally {
             System.setOut(out);
             try (Stream<Path> all = Files.walk(hostDir)) {
-                for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

@@ -12,12 +12,15 @@ import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -65,7 +68,7 @@ class EngineMemoryTest {
     @Test
     void theCacheServesWhatTheEngineWroteAtTheAddressesItWasGiven() throws Exception {
         Path hostDir = Files.createTempDirectory("hicache-engine-memory");
-        PageFormat format = new PageFormat(TestEngine.GEOMETRY, 4, io.hicache.core.page.HostLayout.PAGE_FIRST_DIRECT);
+        PageFormat format = new PageFormat(TestEngine.GEOMETRY, 4, HostLayout.PAGE_FIRST_DIRECT);
         long bytes = DeviceLayout.poolBytes(format, PAGES);
         CountingAllocator allocator = new CountingAllocator();
         Map<String, String> s = settings("host.dir", hostDir.toString(), "hicache-mem-layout", "page_first_direct");
@@ -85,27 +88,27 @@ class EngineMemoryTest {
                     forEachRow(buffers, pages, (i, at) -> kv.set(ValueLayout.JAVA_LONG_UNALIGNED, at - kv.address(), i));
                     r.commit(p, pages, true); // write-through: backed up to the host from these addresses
                 }
-                assertTrue(cache.awaitIdle(java.time.Duration.ofSeconds(10)));
+                assertTrue(cache.awaitIdle(Duration.ofSeconds(10)));
                 try (CacheRequest other = cache.request("other", prompt(90_000, 4 * PAGES))) {
                     other.allocate(PAGES); // the whole pool: the first prompt's pages go to the host only
                 }
-                assertTrue(cache.awaitIdle(java.time.Duration.ofSeconds(10)));
+                assertTrue(cache.awaitIdle(Duration.ofSeconds(10)));
                 try (CacheRequest again = cache.request("again", p)) {
                     assertEquals(16, again.hostTokens(), "evicted to the host");
-                    assertTrue(again.loadBack(Integer.MAX_VALUE).await(java.time.Duration.ofSeconds(10)));
+                    assertTrue(again.loadBack(Integer.MAX_VALUE).await(Duration.ofSeconds(10)));
                     int[] prefix = again.prefixPages();
                     assertEquals(4, prefix.length);
                     // what the engine wrote is back, at the addresses of the pages it came back to
                     forEachRow(buffers, prefix, (i, at) -> assertEquals(i, kv.get(ValueLayout.JAVA_LONG_UNALIGNED,
                             at - kv.address())));
                 }
-                assertTrue(cache.awaitIdle(java.time.Duration.ofSeconds(10)));
-                cache.admin().flush(java.time.Duration.ofSeconds(10));
+                assertTrue(cache.awaitIdle(Duration.ofSeconds(10)));
+                cache.admin().flush(Duration.ofSeconds(10));
                 assertEquals(PAGES, allocator.available(), "every page back with the engine's allocator");
             }
         } finally {
             try (var files = Files.walk(hostDir)) {
-                for (Path f : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path f : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(f);
                 }
             }

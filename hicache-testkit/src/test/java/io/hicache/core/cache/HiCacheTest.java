@@ -8,10 +8,25 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Settings;
+import io.hicache.core.store.PageStore;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import io.hicache.testkit.FaultyPageStore;
+import io.hicache.testkit.SlowPageStore;
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 class HiCacheTest {
@@ -108,7 +123,7 @@ class HiCacheTest {
             assertEquals(0, s.deviceTokens());
             assertEquals(64, s.loadedTokens(), "the whole prompt came from the store, through the host");
             assertEquals(0, s.computedPages());
-            assertEquals(new RequestOutcome(0, 0, 64, 0, new PrefetchOutcome(PrefetchOutcome.State.ENDED, java.util.Optional.empty(), 16, 16), s.outcome().prefetchWait()),
+            assertEquals(new RequestOutcome(0, 0, 64, 0, new PrefetchOutcome(PrefetchOutcome.State.ENDED, Optional.empty(), 16, 16), s.outcome().prefetchWait()),
                     s.outcome(), "the request's own account: every token from L3");
             second.quiesce();
             assertEquals(64, second.cache.stats().storageHitTokens());
@@ -212,10 +227,10 @@ class HiCacheTest {
             assertTrue(s.queueDepths().get("upload-pages") > 0, "the write-behind's lag shows: " + s.queueDepths());
             TestEngine.Served back = e.serve("back", prompt(10 * 1000, 48)); // evicted from the device since
             assertEquals(48, back.deviceTokens() + back.loadedTokens(), "served from the device and the host: " + back);
-            java.util.List<String> warned = new java.util.concurrent.CopyOnWriteArrayList<>();
-            java.util.logging.Handler catcher = new java.util.logging.Handler() {
+            List<String> warned = new CopyOnWriteArrayList<>();
+            Handler catcher = new Handler() {
                 @Override
-                public void publish(java.util.logging.LogRecord record) {
+                public void publish(LogRecord record) {
                     warned.add(record.getMessage());
                 }
 
@@ -227,7 +242,7 @@ class HiCacheTest {
                 public void close() {
                 }
             };
-            java.util.logging.Logger log = java.util.logging.Logger.getLogger(Uploader.class.getName());
+            Logger log = Logger.getLogger(Uploader.class.getName());
             log.addHandler(catcher);
             try {
                 l3.release();
@@ -252,14 +267,14 @@ class HiCacheTest {
     void aCrowdOfIdenticalRequestsSharesOnePrefetch() throws Exception {
         TroubledPageStore l3 = new TroubledPageStore();
         int[] p = prompt(4242, 64); // 16 pages
-        try (TestEngine first = new TestEngine(settings(), 64, io.hicache.testkit.FaultyPageStore.sharing(l3))) {
+        try (TestEngine first = new TestEngine(settings(), 64, FaultyPageStore.sharing(l3))) {
             first.serve("seed", p);
             first.quiesce();
         }
         l3.slowGets(300); // the prefetches of the crowd overlap
         try (TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                io.hicache.testkit.FaultyPageStore.sharing(l3))) {
-            List<CacheRequest> crowd = new java.util.ArrayList<>();
+                FaultyPageStore.sharing(l3))) {
+            List<CacheRequest> crowd = new ArrayList<>();
             for (int i = 0; i < 16; i++) {
                 crowd.add(e.cache.request("crowd-" + i, p));
             }
@@ -272,7 +287,7 @@ class HiCacheTest {
                     Thread.sleep(1);
                 }
                 assertTrue(r.tryEndPrefetch());
-                assertTrue(r.loadBack(Integer.MAX_VALUE).await(java.time.Duration.ofSeconds(10)));
+                assertTrue(r.loadBack(Integer.MAX_VALUE).await(Duration.ofSeconds(10)));
                 assertEquals(16, r.prefixPages().length, "request " + r.id() + " gets the whole prompt from the cache");
                 assertEquals("fetched 16 of 16 pages", r.outcome().prefetch().toString());
                 e.verify(p, r.prefixPages());
@@ -304,14 +319,14 @@ class HiCacheTest {
             CacheStats s = e.cache.stats();
             assertEquals(0, s.hostPages());
             assertEquals(0, s.backupsStarted(), s::toString);
-            try (var files = java.nio.file.Files.list(e.hostDir)) {
+            try (var files = Files.list(e.hostDir)) {
                 assertEquals(0, files.count(), "no host pool was opened");
             }
             assertTrue(e.cache.nothingPinned());
             e.cache.core().checkConsistency();
         }
         var refused = assertThrows(HiCacheException.class,
-                () -> HiCacheConfig.from(io.hicache.core.config.Settings.builder().flag("hicache-tiers", "device-only")
+                () -> HiCacheConfig.from(Settings.builder().flag("hicache-tiers", "device-only")
                         .flag("hicache-storage-backend", "memory").build()));
         assertTrue(refused.getMessage().contains("device-only"), refused.getMessage());
     }
@@ -326,8 +341,8 @@ class HiCacheTest {
     @Test
     void aFaultyStoreAndABusyCpuFailNoRequest() throws Exception {
         InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
-        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
-        List<Thread> busy = new java.util.ArrayList<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> busy = new ArrayList<>();
         for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
             busy.add(Thread.ofPlatform().daemon().start(() -> {
                 while (!stop.get()) {
@@ -337,7 +352,7 @@ class HiCacheTest {
         }
         try {
             for (int engine = 0; engine < 2; engine++) {
-                var faulty = new io.hicache.testkit.FaultyPageStore(unclosable(shared), 0.3, 0.1, 17 + engine);
+                var faulty = new FaultyPageStore(unclosable(shared), 0.3, 0.1, 17 + engine);
                 TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "timeout",
                         "hicache-close-timeout", "2s"), 16, faulty);
                 try {
@@ -371,12 +386,12 @@ class HiCacheTest {
     void aSlowStoreUnderAMultiTurnWorkloadFailsNoRequest() throws Exception {
         InMemoryPageStore shared = new InMemoryPageStore(1L << 30);
         try {
-            List<int[]> turns = new java.util.ArrayList<>();
+            List<int[]> turns = new ArrayList<>();
             int[][] conversations = new int[4][0];
             for (int round = 0; round < 3; round++) {
                 for (int c = 0; c < conversations.length; c++) {
                     int[] more = prompt(100_000 * (c + 1) + 1000 * round, 16); // 4 pages more each turn
-                    int[] turn = java.util.Arrays.copyOf(conversations[c], conversations[c].length + more.length);
+                    int[] turn = Arrays.copyOf(conversations[c], conversations[c].length + more.length);
                     System.arraycopy(more, 0, turn, conversations[c].length, more.length);
                     conversations[c] = turn;
                     turns.add(turn);
@@ -384,7 +399,7 @@ class HiCacheTest {
             }
             long fromStore = 0;
             for (int engine = 0; engine < 2; engine++) {
-                var slow = new io.hicache.testkit.SlowPageStore(unclosable(shared), 1_000, 500);
+                var slow = new SlowPageStore(unclosable(shared), 1_000, 500);
                 TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete",
                         "prefetch-threshold", "4", "hicache-close-timeout", "5s"), 16, slow);
                 try {
@@ -464,7 +479,7 @@ class HiCacheTest {
     void queuedUploadsOfManyNodesShareStoreCalls() throws Exception {
         TroubledPageStore l3 = new TroubledPageStore().stall();
         try (TestEngine e = new TestEngine(settings("hicache-storage-timeout", "20s"), 64, l3)) {
-            List<int[]> prompts = new java.util.ArrayList<>();
+            List<int[]> prompts = new ArrayList<>();
             for (int i = 0; i < 20; i++) {
                 prompts.add(prompt(i * 1000, 8)); // 2 pages each: 20 nodes of their own
                 e.serve("p" + i, prompts.getLast());
@@ -493,7 +508,7 @@ class HiCacheTest {
     void aFinishedCopyIsAppliedBeforeAnAllocationIsRefused() throws Exception {
         try (TestEngine e = new TestEngine(settings(), 16, null)) {
             int[] p = prompt(0, 60); // 15 of the 16 device pages
-            java.util.concurrent.locks.ReentrantLock lock = e.cache.core().lock;
+            ReentrantLock lock = e.cache.core().lock;
             TestEngine.Served other;
             lock.lock();
             try {
@@ -515,7 +530,7 @@ class HiCacheTest {
     }
 
     /** The store, with close() doing nothing: shared by two engines in a test, closed by the test. */
-    static io.hicache.core.store.PageStore unclosable(InMemoryPageStore store) {
-        return io.hicache.testkit.FaultyPageStore.sharing(store);
+    static PageStore unclosable(InMemoryPageStore store) {
+        return FaultyPageStore.sharing(store);
     }
 }

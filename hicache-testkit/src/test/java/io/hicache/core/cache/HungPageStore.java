@@ -1,11 +1,14 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.store.StoreStats;
@@ -13,6 +16,7 @@ import io.hicache.core.store.memory.InMemoryPageStore;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -66,7 +70,7 @@ final class HungPageStore extends ForwardingPageStore {
         if (never) {
             hanging.add(f);
         } else {
-            CompletableFuture.delayedExecutor(deadline.remainingNanos(), java.util.concurrent.TimeUnit.NANOSECONDS)
+            CompletableFuture.delayedExecutor(deadline.remainingNanos(), TimeUnit.NANOSECONDS)
                     .execute(() -> f.complete(nothingDone.get()));
         }
         return f;
@@ -79,13 +83,13 @@ final class HungPageStore extends ForwardingPageStore {
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return maybeHang(gets, deadline, () -> BatchResult.all(targets.size(), io.hicache.core.store.PageStatus.TIMED_OUT, "hung"),
+        return maybeHang(gets, deadline, () -> BatchResult.all(targets.size(), PageStatus.TIMED_OUT, "hung"),
                 () -> inner.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return maybeHang(puts, deadline, () -> BatchResult.all(sources.size(), io.hicache.core.store.PageStatus.TIMED_OUT, "hung"),
+        return maybeHang(puts, deadline, () -> BatchResult.all(sources.size(), PageStatus.TIMED_OUT, "hung"),
                 () -> inner.put(sources, deadline));
     }
 
@@ -108,7 +112,7 @@ final class HungPageStore extends ForwardingPageStore {
     @Override
     public void close() {
         for (CompletableFuture<?> f; (f = hanging.poll()) != null; ) {
-            f.completeExceptionally(new io.hicache.core.HiCacheException(io.hicache.core.ErrorCode.STORE_CLOSED,
+            f.completeExceptionally(new HiCacheException(ErrorCode.STORE_CLOSED,
                     "closed while hanging"));
         }
         inner.close();

@@ -8,6 +8,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.rank.LocalRankGroup;
 import io.hicache.core.rank.RankGroup;
@@ -22,15 +23,17 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -50,7 +53,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class RankAgreementModelTest {
     private static final int STEPS = Integer.getInteger("hicache.rank-model.steps", 3000);
     private static final int PAGE = 4;
-    private static final io.hicache.core.page.KvGeometry MLA = io.hicache.core.page.KvGeometry.mla(2, 8, 4,
+    private static final KvGeometry MLA = KvGeometry.mla(2, 8, 4,
             KvDtype.BFLOAT16);
     /**
      * Runs the ranks without the group, each cache deciding alone: the test should then fail, which shows it can see
@@ -72,7 +75,7 @@ class RankAgreementModelTest {
 
     private void run(int ranks, long seed) throws Exception {
         SplittableRandom script = new SplittableRandom(seed);
-        Map<String, String> settings = new java.util.HashMap<>(Map.of("page-size", Integer.toString(PAGE),
+        Map<String, String> settings = new HashMap<>(Map.of("page-size", Integer.toString(PAGE),
                 "prefetch-threshold", "8", "hicache-ratio", "2", "hicache-storage-prefetch-policy",
                 List.of("best_effort", "timeout", "wait_complete").get(script.nextInt(3)), "prefetch-timeout-base",
                 "5ms", "hicache-write-policy",
@@ -152,7 +155,7 @@ class RankAgreementModelTest {
 
     private static boolean isEcho(ExecutionException e) {
         return e.getCause() instanceof HiCacheException h && h.getMessage().contains("left the group")
-                || e.getCause() instanceof java.util.concurrent.BrokenBarrierException;
+                || e.getCause() instanceof BrokenBarrierException;
     }
 
     /** One rank: its cache, its slow and faulty store, its own timing, and the script every rank follows. */

@@ -6,6 +6,7 @@ import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
+import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -20,8 +21,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -174,14 +177,14 @@ final class TestEngine implements AutoCloseable {
     }
 
     /** The store keys of {@code prompt}'s whole pages. */
-    java.util.List<io.hicache.core.key.StoreKey> keys(int[] prompt) {
+    List<StoreKey> keys(int[] prompt) {
         return keys("", prompt);
     }
 
     /** The store keys of {@code prompt}'s whole pages under {@code extraKey}. */
-    java.util.List<io.hicache.core.key.StoreKey> keys(String extraKey, int[] prompt) {
+    List<StoreKey> keys(String extraKey, int[] prompt) {
         PageHashes hashes = hashes(extraKey, prompt);
-        java.util.List<io.hicache.core.key.StoreKey> keys = new java.util.ArrayList<>();
+        List<StoreKey> keys = new ArrayList<>();
         for (int i = 0; i < hashes.size(); i++) {
             keys.add(ns.key(hashes.get(i)));
         }

@@ -1,6 +1,8 @@
 package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
@@ -10,8 +12,11 @@ import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.store.StoreStats;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * An in-memory page store with trouble on demand: puts that do not start until {@link #release()} (an L3 that has
@@ -30,8 +35,8 @@ final class TroubledPageStore extends ForwardingPageStore {
         this.inner = inner;
     }
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
-    private final java.util.concurrent.atomic.AtomicInteger failingPuts = new java.util.concurrent.atomic.AtomicInteger();
-    private final java.util.concurrent.atomic.AtomicInteger putCalls = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger failingPuts = new AtomicInteger();
+    private final AtomicInteger putCalls = new AtomicInteger();
 
     /** Puts from now on wait until {@link #release()}. */
     TroubledPageStore stall() {
@@ -65,7 +70,7 @@ final class TroubledPageStore extends ForwardingPageStore {
 
     /** Whether every one of {@code keys} is stored. */
     boolean holdsAll(List<StoreKey> keys) {
-        return inner.leadingHits(keys, Deadline.after(java.time.Duration.ofSeconds(10))).join() == keys.size();
+        return inner.leadingHits(keys, Deadline.after(Duration.ofSeconds(10))).join() == keys.size();
     }
 
     @Override
@@ -91,14 +96,14 @@ final class TroubledPageStore extends ForwardingPageStore {
             return inner.get(targets, deadline);
         }
         return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(delay,
-                java.util.concurrent.TimeUnit.MILLISECONDS)).thenCompose(ignored -> inner.get(targets, deadline));
+                TimeUnit.MILLISECONDS)).thenCompose(ignored -> inner.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
         putCalls.incrementAndGet();
         if (failingPuts.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-            return CompletableFuture.failedFuture(new io.hicache.core.HiCacheException(io.hicache.core.ErrorCode.STORE_IO,
+            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO,
                     "injected put failure"));
         }
         return gate.thenCompose(ignored -> inner.put(sources, deadline));

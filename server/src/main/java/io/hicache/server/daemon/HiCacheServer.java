@@ -9,6 +9,7 @@ import io.hicache.core.store.PageStore;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import io.hicache.storage.remote.protocol.NettyTransport;
+import io.hicache.storage.remote.protocol.Wire;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
@@ -24,6 +25,7 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
@@ -62,7 +64,7 @@ public final class HiCacheServer implements AutoCloseable {
     final AtomicInteger inFlight = new AtomicInteger();
     /** Bytes of frames still arriving, over all connections. */
     final FrameDecoder.Budget partialFrames;
-    final RateLimitedLog partialFramesLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    final RateLimitedLog partialFramesLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     private final EventLoopGroup acceptor;
     private final EventLoopGroup loops;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
@@ -177,7 +179,7 @@ public final class HiCacheServer implements AutoCloseable {
     /** One line saying what it runs: address, slab, store, limits, threads. */
     public String describe() {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
-                + io.hicache.storage.remote.protocol.Wire.VERSION + " and " + io.hicache.storage.remote.protocol.Wire.VERSION_2
+                + Wire.VERSION + " and " + Wire.VERSION_2
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
                 + (config.adminToken().isEmpty() ? ", admin operations from loopback only" : ", admin token required for "
                         + "admin operations") + "); host slab "

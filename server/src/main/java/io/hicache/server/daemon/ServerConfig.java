@@ -5,10 +5,13 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
 import io.hicache.core.events.KvEventsConfig;
+import io.hicache.core.store.PageStores;
 import io.hicache.core.util.Checks;
+import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.NettyTransport;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -151,15 +154,15 @@ public record ServerConfig(String bind, int port, String authToken, String admin
         }
         Checks.requireArgument(adminToken.isEmpty() || !adminToken.equals(authToken),
                 "server.admin-token must differ from server.auth-token (else every client could run admin operations)");
-        Checks.requireArgument(adminToken.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES
-                && authToken.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES,
+        Checks.requireArgument(adminToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES
+                && authToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES,
                 "server.auth-token and server.admin-token may have at most %d bytes (a HELLO carries them)",
                 MAX_TOKEN_BYTES);
         Checks.requireArgument(storeRoot.isAbsolute(), "server.store-root must be absolute here, was %s", storeRoot);
     }
 
     /** The longest token a HELLO can carry: a protocol string. */
-    static final int MAX_TOKEN_BYTES = io.hicache.storage.remote.protocol.Codec.MAX_STRING_BYTES;
+    static final int MAX_TOKEN_BYTES = Codec.MAX_STRING_BYTES;
 
     /**
      * Reads the configuration.
@@ -196,7 +199,7 @@ public record ServerConfig(String bind, int port, String authToken, String admin
      * {@link HiCacheServer#DEFAULT_FILE_ROOT}: the root is then {@code ./hicache-data}).
      */
     static Path defaultStoreRoot(Settings settings, String store) {
-        Setting<?> folder = io.hicache.core.store.PageStores.find(store).stream()
+        Setting<?> folder = PageStores.find(store).stream()
                 .flatMap(p -> p.settings().stream()).filter(s -> s.type().equals("path")).findFirst().orElse(null);
         String key = folder != null ? folder.key() : "file.root";
         String fallback = key.equals("file.root") ? HiCacheServer.DEFAULT_FILE_ROOT

@@ -75,7 +75,7 @@ final class WriteBehind {
     private final Object progress = new Object();
     /** Held while a batch is written; see {@link #awaitBatchInFlight}. */
     private final ReentrantLock writing = new ReentrantLock();
-    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     /** The last pages given up, newest last, for /health. */
     private final ArrayDeque<String> abandonedNames = new ArrayDeque<>();
     private final Thread thread;

@@ -7,13 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -173,7 +176,7 @@ class ConformanceFramingTest {
             byte[] get = getPayload(ns, List.of(p));
             List<byte[]> bad = List.of(new byte[] {0}, // HEALTH with a byte left over
                     new Buf().bytes(get).u8(7).done(), // GET with a byte left over
-                    java.util.Arrays.copyOf(get, get.length - 1), // GET that ends early
+                    Arrays.copyOf(get, get.length - 1), // GET that ends early
                     new Buf().ns(ns).done(), // LEADING_HITS without n
                     new Buf().u64(1).u8(0).done()); // RELEASE with a byte left over
             int[] ops = {HEALTH, GET, GET, LEADING_HITS, RELEASE};
@@ -209,7 +212,7 @@ class ConformanceFramingTest {
             for (int op : new int[] {0x00, 0x02, 0x1A, 0x42, 0x7F, 0x81, 0x91, 0x97, 0xFE, 0xFF}) {
                 String m = c.callError(op, 0, new byte[] {1, 2}, E_UNKNOWN_OP).toLowerCase();
                 String hex = Integer.toHexString(op);
-                assertTrue(java.util.regex.Pattern.compile("0x0*" + hex + "\\b").matcher(m).find(),
+                assertTrue(Pattern.compile("0x0*" + hex + "\\b").matcher(m).find(),
                         "the message names 0x" + hex + ": " + m);
                 assertEquals(0, c.health());
             }
@@ -233,12 +236,12 @@ class ConformanceFramingTest {
             byte[] f1 = frame(PUT, id1, 0, putPayload(ns, List.of(big1)));
             // §1 "counted by the bytes received so far"
             int sentFirst = 2_000_000;
-            first.write(java.util.Arrays.copyOf(f1, sentFirst)); // 2 MiB declared, most of it sent
+            first.write(Arrays.copyOf(f1, sentFirst)); // 2 MiB declared, most of it sent
             Thread.sleep(300);
             byte[] f2 = frame(PUT, nextId(), 0, putPayload(ns, List.of(big2)));
             second.setReadTimeout(3000);
             try {
-                second.write(java.util.Arrays.copyOf(f2, 1_200_000)); // 1.2 MB more: over 3 MiB
+                second.write(Arrays.copyOf(f2, 1_200_000)); // 1.2 MB more: over 3 MiB
             } catch (IOException closedMidWrite) {
                 // the daemon may refuse and close before all of it is sent
             }
@@ -246,7 +249,7 @@ class ConformanceFramingTest {
             assertTrue(!busy.errorMessage().isBlank(), "the message says why");
             second.expectClosed();
             assertEquals(0, healthy.health(), "other connections go on");
-            first.write(java.util.Arrays.copyOfRange(f1, sentFirst, f1.length));
+            first.write(Arrays.copyOfRange(f1, sentFirst, f1.length));
             Frame a = first.read();
             assertEquals(id1, a.id());
             assertArrayEquals(new int[] {OK}, statuses(a, PUT), "the frame that fitted is served");
@@ -270,7 +273,7 @@ class ConformanceFramingTest {
                         greedy.write(frame(GET, nextId(), 0, getPayload(ns, List.of(p))));
                     }
                 } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
+                    throw new UncheckedIOException(e);
                 }
             });
             Thread.sleep(300);

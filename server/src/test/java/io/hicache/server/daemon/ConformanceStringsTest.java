@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -75,7 +78,7 @@ class ConformanceStringsTest {
         try (DocWireClient c = open(d.port())) {
             for (int len : new int[] {2049, 0xFFFF}) {
                 byte[] ascii = new byte[len];
-                java.util.Arrays.fill(ascii, (byte) 'a');
+                Arrays.fill(ascii, (byte) 'a');
                 Ns ns = Ns.fresh().extraBytes(ascii);
                 c.callError(LEADING_HITS, 0, hashesPayload(ns, List.of(randomHash())), E_MALFORMED);
             }
@@ -134,7 +137,7 @@ class ConformanceStringsTest {
     // §1 "dtype is one of ..." (anything else is not a namespace), "tp_rank < tp_size"
     @Test
     void anUnknownDtypeOrARankNotBelowTheSizeIsMalformed() throws IOException {
-        Map<String, Ns> cases = new java.util.LinkedHashMap<>();
+        Map<String, Ns> cases = new LinkedHashMap<>();
         cases.put("dtype int8", Ns.fresh().dtype("int8"));
         cases.put("dtype empty", Ns.fresh().dtype(""));
         cases.put("tp 1 of 1", Ns.fresh().tp(1, 1));
@@ -179,7 +182,7 @@ class ConformanceStringsTest {
         Page p = Page.random(40);
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, p));
-            String model = new String(ns.model(), java.nio.charset.StandardCharsets.UTF_8);
+            String model = new String(ns.model(), StandardCharsets.UTF_8);
             List<Ns> others = List.of(ns.model(model.toUpperCase()), ns.model(model.replace("\u00e9", "e\u0301")),
                     ns.dtype("float16"), ns.order(1), ns.tp(1, 2), ns.tp(0, 4), ns.extra("lora-a"));
             for (Ns other : others) {

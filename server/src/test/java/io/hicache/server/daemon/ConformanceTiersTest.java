@@ -13,9 +13,11 @@ import io.hicache.core.key.PageHash;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -156,7 +158,7 @@ class ConformanceTiersTest {
             assertArrayEquals(new int[] {OK, OK, OK}, c.put(ns, p, q, fine));
         }
         try (TestDaemon d = restart(first, Map.of()); DocWireClient c = open(d.port())) {
-            Namespace core = Namespace.of(new String(ns.model(), java.nio.charset.StandardCharsets.UTF_8),
+            Namespace core = Namespace.of(new String(ns.model(), StandardCharsets.UTF_8),
                     KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
             d.corrupter().corrupt(null, core.key(PageHash.fromBytes(p.hash(), 0)));
             d.corrupter().corrupt(null, core.key(PageHash.fromBytes(q.hash(), 0)));
@@ -366,9 +368,9 @@ class ConformanceTiersTest {
                         }
                     }
                 }
-                assertEquals(List.of(), notThere, "pages answered OK (" + java.util.Arrays.toString(st)
+                assertEquals(List.of(), notThere, "pages answered OK (" + Arrays.toString(st)
                         + ") but in no tier after the PUT");
-                assertTrue(ok >= 4, "a quota of four pages, and L3 to make room in: " + java.util.Arrays.toString(st));
+                assertTrue(ok >= 4, "a quota of four pages, and L3 to make room in: " + Arrays.toString(st));
             }
         }
     }
@@ -411,9 +413,9 @@ class ConformanceTiersTest {
                 }
             }
         }
-        assertEquals(List.of(), notThere, "pages answered OK (" + java.util.Arrays.toString(st)
+        assertEquals(List.of(), notThere, "pages answered OK (" + Arrays.toString(st)
                 + ") but not in the slab when the answer came");
-        assertTrue(ok <= room, ok + " pages OK, room for " + room + ": " + java.util.Arrays.toString(st));
+        assertTrue(ok <= room, ok + " pages OK, room for " + room + ": " + Arrays.toString(st));
         assertTrue(ok < pages.size(), "room for " + room + " pages, all " + pages.size() + " answered OK");
     }
 }

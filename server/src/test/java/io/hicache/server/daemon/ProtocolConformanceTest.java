@@ -14,6 +14,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -160,7 +161,7 @@ class ProtocolConformanceTest {
                         .bytes(randomHash()).u32(0).u32(crc32c(new byte[0])).bytes(p.body());
                 c.callError(PUT, 0, zero.done(), E_MALFORMED);
                 byte[] whole = putPayload(ns, List.of(p));
-                c.callError(PUT, 0, java.util.Arrays.copyOf(whole, whole.length - 1), E_MALFORMED);
+                c.callError(PUT, 0, Arrays.copyOf(whole, whole.length - 1), E_MALFORMED);
                 c.callError(PUT, 0, new Buf().bytes(whole).u8(0).done(), E_MALFORMED);
                 assertEquals(MISS, c.get(ns, p).get(0).status(), "nothing of a MALFORMED PUT is stored");
                 assertArrayEquals(new int[] {OK}, c.put(ns, p), "the connection stays");

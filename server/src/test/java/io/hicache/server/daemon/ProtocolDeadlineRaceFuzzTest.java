@@ -16,6 +16,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -103,7 +104,7 @@ class ProtocolDeadlineRaceFuzzTest {
                 rounds = healthy.stop();
                 healthy.verifyAll();
                 System.out.printf("%s: fuzz rounds %s; healthy client: %d rounds, %d pages verified after%n", name,
-                        java.util.Arrays.toString(done), rounds, healthy.pagesAcknowledged());
+                        Arrays.toString(done), rounds, healthy.pagesAcknowledged());
             }
             assertTrue(rounds > 10, "the healthy client got only " + rounds + " rounds through");
             after.check(d);

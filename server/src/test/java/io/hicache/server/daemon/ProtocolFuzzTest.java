@@ -17,12 +17,16 @@ import io.hicache.testkit.PagePattern;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterAll;
@@ -70,13 +74,13 @@ class ProtocolFuzzTest {
                 Pages pages = new Pages()) {
             AtomicBoolean stop = new AtomicBoolean();
             try (FuzzLeaks.MemoryWatch memory = new FuzzLeaks.MemoryWatch(); RemotePageStore healthy = d.client()) {
-                Future<Integer> rounds = java.util.concurrent.Executors.newSingleThreadExecutor()
+                Future<Integer> rounds = Executors.newSingleThreadExecutor()
                         .submit(() -> healthyClient(healthy, pages, stop));
                 long pipelined = 0;
                 long closing = 0;
                 try {
                     List<Future<Long>> fuzzers = new ArrayList<>();
-                    var pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+                    var pool = Executors.newFixedThreadPool(2);
                     for (int t = 0; t < 2; t++) {
                         long s = random.nextLong();
                         fuzzers.add(pool.submit(() -> pipelinedFuzz(d.port(), new SplittableRandom(s), PIPELINED_FRAMES / 2)));
@@ -135,7 +139,7 @@ class ProtocolFuzzTest {
         try {
             while (sent < count) {
                 Set<Long> waiting = new HashSet<>();
-                java.io.ByteArrayOutputStream burst = new java.io.ByteArrayOutputStream();
+                ByteArrayOutputStream burst = new ByteArrayOutputStream();
                 for (int i = 0; i < BURST; i++) {
                     long requestId = ++id;
                     burst.writeBytes(malformedRequest(random, requestId));
@@ -177,13 +181,13 @@ class ProtocolFuzzTest {
         }
         byte[] valid = plausiblePayload(random, op);
         if (kind == 2 && valid.length > 0) { // cut short
-            return RawClient.frame(op, requestId, java.util.Arrays.copyOf(valid, random.nextInt(valid.length)));
+            return RawClient.frame(op, requestId, Arrays.copyOf(valid, random.nextInt(valid.length)));
         }
         // One field overwritten with an extreme value (a count, a length) or a random byte flipped.
         if (valid.length > 4) {
             int at = random.nextInt(valid.length - 3);
             if (random.nextBoolean()) {
-                java.nio.ByteBuffer.wrap(valid).putInt(at, random.nextBoolean() ? -1 : random.nextInt());
+                ByteBuffer.wrap(valid).putInt(at, random.nextBoolean() ? -1 : random.nextInt());
             } else {
                 valid[at] ^= (byte) (1 + random.nextInt(255));
             }
@@ -261,16 +265,16 @@ class ProtocolFuzzTest {
                     case 4 -> { // a declared length over the limit, up to 4 GiB, and a little of its body
                         long length = MAX_FRAME + 1 + (random.nextLong() & 0x7FFF_FFFFL) % (0xFFFF_FFFFL - MAX_FRAME);
                         byte[] start = randomBytes(random, 64);
-                        java.nio.ByteBuffer.wrap(start).putInt(0, (int) length);
+                        ByteBuffer.wrap(start).putInt(0, (int) length);
                         c.send(start);
                     }
                     case 5 -> { // a HELLO cut short
                         byte[] hello = RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, "x"));
-                        c.send(java.util.Arrays.copyOf(hello, 1 + random.nextInt(hello.length - 1)));
+                        c.send(Arrays.copyOf(hello, 1 + random.nextInt(hello.length - 1)));
                     }
                     default -> { // a HELLO whose token claims more bytes than the frame has
                         byte[] payload = RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, "token");
-                        java.nio.ByteBuffer.wrap(payload).putShort(6, (short) (100 + random.nextInt(60000)));
+                        ByteBuffer.wrap(payload).putShort(6, (short) (100 + random.nextInt(60000)));
                         c.send(RawClient.frame(Wire.HELLO, 1, payload));
                     }
                 }

@@ -6,6 +6,7 @@ import io.hicache.core.util.DirectIoOption;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.OpenOption;
@@ -38,7 +39,7 @@ final class DirectIoProbe {
                 block.fill((byte) 0);
                 ch.read(block.asByteBuffer(), 0);
             }
-            if (block.get(java.lang.foreign.ValueLayout.JAVA_BYTE, blockSize - 1) != 0x5A) {
+            if (block.get(ValueLayout.JAVA_BYTE, blockSize - 1) != 0x5A) {
                 throw new IOException("a block written with direct I/O read back differently");
             }
         } catch (IOException | UnsupportedOperationException e) {

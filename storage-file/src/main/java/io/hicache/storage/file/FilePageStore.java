@@ -9,8 +9,8 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.AbstractPageStore;
 import io.hicache.core.store.BatchResult;
-import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.Capability;
+import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageOutcome;
@@ -23,8 +23,11 @@ import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,6 +41,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.IntConsumer;
 import java.util.function.Predicate;
 import java.util.stream.Stream;
 
@@ -372,11 +376,11 @@ public final class FilePageStore extends AbstractPageStore {
      * what a put made meanwhile (a folder no longer empty) stays.
      */
     private static void deleteTree(Path p) throws IOException {
-        if (Files.isDirectory(p, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)) {
             List<Path> children = new ArrayList<>();
-            try (java.nio.file.DirectoryStream<Path> in = Files.newDirectoryStream(p)) {
+            try (DirectoryStream<Path> in = Files.newDirectoryStream(p)) {
                 in.forEach(children::add);
-            } catch (NoSuchFileException | java.nio.file.NotDirectoryException raced) {
+            } catch (NoSuchFileException | NotDirectoryException raced) {
                 return;
             }
             for (Path child : children) {
@@ -404,7 +408,7 @@ public final class FilePageStore extends AbstractPageStore {
      * memory of the batch is touched after.
      */
     private CompletableFuture<BatchResult> inParallel(int size, Deadline deadline, PageTask task,
-            java.util.function.IntConsumer skipped) {
+            IntConsumer skipped) {
         PageOutcome[] outcomes = new PageOutcome[size];
         CompletableFuture<?>[] pages = new CompletableFuture<?>[size];
         for (int i = 0; i < size; i++) {
@@ -428,7 +432,7 @@ public final class FilePageStore extends AbstractPageStore {
         });
     }
 
-    private PageOutcome runOne(PageTask task, int page, Deadline deadline, java.util.function.IntConsumer skipped) {
+    private PageOutcome runOne(PageTask task, int page, Deadline deadline, IntConsumer skipped) {
         if (deadline.isOver()) {
             skipped.accept(page);
             return PageOutcome.of(PageStatus.stoppedBy(deadline));

@@ -14,6 +14,8 @@ import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 
@@ -120,7 +122,7 @@ final class PageFileIo implements AutoCloseable {
                 tailBlock.fill((byte) 0);
                 MemorySegment.copy(page, whole, tailBlock, 0, tail);
             }
-            java.util.List<ByteBuffer> parts = new java.util.ArrayList<>(3);
+            List<ByteBuffer> parts = new ArrayList<>(3);
             parts.add(headBlock.asByteBuffer());
             if (whole > 0) {
                 parts.add(page.asSlice(0, whole).asByteBuffer());

@@ -3,6 +3,7 @@ package io.hicache.storage.file;
 import java.io.IOException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * What a file store finds under its root when it opens, from file names and attributes alone (no page is read):
@@ -38,7 +40,7 @@ final class RootScan {
         long start = System.nanoTime();
         int[] temp = {0};
         int[] other = {0};
-        Files.walkFileTree(paths.root(), java.util.Set.of(), 3, new SimpleFileVisitor<>() {
+        Files.walkFileTree(paths.root(), Set.of(), 3, new SimpleFileVisitor<>() {
             @Override
             public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
                 if (!attrs.isRegularFile()) {
@@ -60,7 +62,7 @@ final class RootScan {
             @Override
             public FileVisitResult visitFileFailed(Path file, IOException e) throws IOException {
                 // A file deleted while we walk is not a problem; anything else is.
-                if (e instanceof java.nio.file.NoSuchFileException) {
+                if (e instanceof NoSuchFileException) {
                     return FileVisitResult.CONTINUE;
                 }
                 throw e;

@@ -21,7 +21,6 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.core.usage.PageUsageIndex;
-import io.hicache.core.config.Settings;
 import io.hicache.testkit.PagePattern;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -34,7 +33,13 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -238,7 +243,7 @@ class FilePageStoreTest {
             Path shard = store.fileOf(keys.get(0)).getParent();
             assertEquals(shard, store.fileOf(keys.get(1)).getParent());
             try (var all = Files.walk(shard.getParent())) {
-                for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                     Files.delete(p);
                 }
             }
@@ -251,16 +256,16 @@ class FilePageStoreTest {
     @Test
     void racingClearsOfOneNamespaceAllSucceed() throws Exception {
         try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")))) {
-            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+            ExecutorService pool = Executors.newFixedThreadPool(4);
             try {
                 for (int round = 0; round < 30; round++) {
                     assertEquals(64, put(store, keys(round, 64), 4096).count(PageStatus.OK));
-                    List<java.util.concurrent.Future<?>> clears = new ArrayList<>();
+                    List<Future<?>> clears = new ArrayList<>();
                     for (int i = 0; i < 4; i++) {
-                        clears.add(pool.submit(() -> store.clear(NS, deadline()).get(30, java.util.concurrent.TimeUnit.SECONDS)));
+                        clears.add(pool.submit(() -> store.clear(NS, deadline()).get(30, TimeUnit.SECONDS)));
                     }
-                    for (java.util.concurrent.Future<?> f : clears) {
-                        f.get(60, java.util.concurrent.TimeUnit.SECONDS); // throws if a clear failed
+                    for (Future<?> f : clears) {
+                        f.get(60, TimeUnit.SECONDS); // throws if a clear failed
                     }
                     assertEquals(0, hits(store, keys(round, 64)));
                 }
@@ -316,7 +321,7 @@ class FilePageStoreTest {
         return Deadline.after(Duration.ofSeconds(30));
     }
 
-    private static <T> T await(java.util.concurrent.CompletableFuture<T> f) {
-        return f.orTimeout(60, java.util.concurrent.TimeUnit.SECONDS).join();
+    private static <T> T await(CompletableFuture<T> f) {
+        return f.orTimeout(60, TimeUnit.SECONDS).join();
     }
 }

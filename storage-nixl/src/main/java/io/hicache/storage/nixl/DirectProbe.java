@@ -11,6 +11,7 @@ import io.hicache.storage.nixl.spi.XferOp;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -35,7 +36,7 @@ final class DirectProbe {
             move(agent, XferOp.WRITE, block, probe, EnumSet.of(FileMode.CREATE, FileMode.WRITE, FileMode.DIRECT));
             block.fill((byte) 0);
             move(agent, XferOp.READ, block, probe, EnumSet.of(FileMode.READ, FileMode.DIRECT));
-            if (block.get(java.lang.foreign.ValueLayout.JAVA_BYTE, BLOCK - 1) != 0x5A) {
+            if (block.get(ValueLayout.JAVA_BYTE, BLOCK - 1) != 0x5A) {
                 throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "a block written with direct I/O under " + dir
                         + " read back differently; turn nixl.direct-io off");
             }

@@ -13,6 +13,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -97,7 +98,7 @@ final class GatedPlugin implements NixlPlugin {
                         CountDownLatch g = gate;
                         Thread.ofVirtual().start(() -> {
                             try {
-                                while (!g.await(5, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                                while (!g.await(5, TimeUnit.MILLISECONDS)) {
                                     if (stop.isDone()) {
                                         done.complete(NixlStatus.ERR_CANCELED, "cancelled");
                                         return;

@@ -15,16 +15,18 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
-import io.hicache.core.store.StoreConfig;
 import io.hicache.core.store.PageStores;
+import io.hicache.core.store.StoreConfig;
 import io.hicache.testkit.PagePattern;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -125,7 +127,7 @@ class NixlPageStoreTest {
     void theCleanerDeletesTheOldestPagesPastTheHighWaterMark() throws Exception {
         long capacity = 40L * (PAGE + PageTrailer.BYTES);
         NixlStoreConfig config = new NixlStoreConfig("POSIX", List.of(root.resolve("x"), root.resolve("y")), false, 4,
-                capacity, 0.8, 0.5, 64, java.util.Map.of());
+                capacity, 0.8, 0.5, 64, Map.of());
         try (NixlPageStore store = NixlPageStore.open(config)) {
             for (int group = 0; group < 5; group++) {
                 assertTrue(store.put(pages(10 + group, 8, null), soon()).join().allSucceeded());
@@ -147,7 +149,7 @@ class NixlPageStoreTest {
         Path dir = root.resolve("ns/abc");
         Files.createDirectories(dir);
         Path dead = Files.writeString(dir.resolve(".abc.page.1234.tmp"), "half a page");
-        Files.setLastModifiedTime(dead, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis()
+        Files.setLastModifiedTime(dead, FileTime.fromMillis(System.currentTimeMillis()
                 - Duration.ofHours(1).toMillis()));
         Path live = Files.writeString(dir.resolve(".abd.page.5678.tmp"), "being written by another store");
         try (NixlPageStore store = NixlPageStore.open(NixlStoreConfig.posix(List.of(root)))) {
@@ -167,12 +169,12 @@ class NixlPageStoreTest {
         }
         assertTrue(Files.isDirectory(root.resolve("q")));
         HiCacheException unknown = assertThrows(HiCacheException.class, () -> NixlPageStore.open(
-                new NixlStoreConfig("GDS", List.of(root), false, 1, 0, 0.8, 0.7, 0, java.util.Map.of())));
+                new NixlStoreConfig("GDS", List.of(root), false, 1, 0, 0.8, 0.7, 0, Map.of())));
         assertTrue(unknown.getMessage().contains("no NIXL plugin named 'GDS'"), unknown.getMessage());
         assertThrows(HiCacheException.class, () -> NixlStoreConfig.from(Settings.builder()
                 .flag("nixl.low-water", "0.9").flag("nixl.high-water", "0.5").build()));
         HiCacheException noBucket = assertThrows(HiCacheException.class, () -> NixlPageStore.open(
-                NixlStoreConfig.obj(java.util.Map.of())));
+                NixlStoreConfig.obj(Map.of())));
         assertTrue(noBucket.getMessage().contains("no bucket") || System.getenv("AWS_DEFAULT_BUCKET") != null,
                 noBucket.getMessage());
     }

@@ -25,6 +25,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -145,7 +146,7 @@ class RemotePageStoreDeadlineTest {
         return RemotePageStore.open(RemoteStoreConfig.local(((InetSocketAddress) listenerAddress()).getPort(), ""));
     }
 
-    private java.net.SocketAddress listenerAddress() {
+    private SocketAddress listenerAddress() {
         try {
             return listener.getLocalAddress();
         } catch (IOException e) {

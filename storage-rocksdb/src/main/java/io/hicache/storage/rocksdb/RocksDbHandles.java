@@ -1,5 +1,6 @@
 package io.hicache.storage.rocksdb;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -51,8 +52,8 @@ import org.rocksdb.WriteOptions;
  * Not thread-safe to open or close; the handles themselves are used concurrently by the store.
  */
 final class RocksDbHandles implements AutoCloseable {
-    static final byte[] PAGES = "pages".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-    static final byte[] META = "meta".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    static final byte[] PAGES = "pages".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] META = "meta".getBytes(StandardCharsets.US_ASCII);
 
     private final Deque<AutoCloseable> opened = new ArrayDeque<>();
     final RocksDB db;

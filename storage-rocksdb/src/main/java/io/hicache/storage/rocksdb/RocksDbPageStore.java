@@ -9,8 +9,8 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.AbstractPageStore;
 import io.hicache.core.store.BatchResult;
-import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.Capability;
+import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
@@ -23,12 +23,15 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -41,6 +44,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.rocksdb.ByteBufferGetStatus;
 import org.rocksdb.ColumnFamilyHandle;
@@ -230,7 +234,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
 
     private static ByteBuffer keyBuffer(Arena arena, PageId id) {
         MemorySegment key = arena.allocate(PageId.BYTES);
-        MemorySegment.copy(id.toBytes(), 0, key, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, PageId.BYTES);
+        MemorySegment.copy(id.toBytes(), 0, key, ValueLayout.JAVA_BYTE, 0, PageId.BYTES);
         return key.asByteBuffer();
     }
 
@@ -256,7 +260,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
                     "no room: the store is over its capacity and deletion did not catch up before the deadline");
         }
         PageStatus[] statuses = new PageStatus[n];
-        Map<PageId, PageMeta> added = new java.util.LinkedHashMap<>();
+        Map<PageId, PageMeta> added = new LinkedHashMap<>();
         // A large batch is written once: into memtables without the log, a chunk at a time so that full memtables
         // flush in the background while later chunks are copied, then flushed before the put returns (see
         // RocksDbHandles). A small one goes through the log in one write, as before.
@@ -307,7 +311,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
 
     private static ByteBuffer direct(Arena arena, byte[] bytes) {
         MemorySegment s = arena.allocate(bytes.length);
-        MemorySegment.copy(bytes, 0, s, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, bytes.length);
+        MemorySegment.copy(bytes, 0, s, ValueLayout.JAVA_BYTE, 0, bytes.length);
         return s.asByteBuffer();
     }
 
@@ -331,7 +335,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
         boolean[] removed = new boolean[ids.size()];
         writeLock.lock();
         try (WriteBatch batch = new WriteBatch()) {
-            Set<PageId> seen = new java.util.HashSet<>();
+            Set<PageId> seen = new HashSet<>();
             for (int i = 0; i < ids.size(); i++) {
                 if (!metas.containsKey(ids.get(i)) || !seen.add(ids.get(i))) {
                     continue;
@@ -387,7 +391,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
         return end;
     }
 
-    private CompletableFuture<Void> clearRange(byte[] begin, byte[] end, java.util.function.Predicate<PageId> which) {
+    private CompletableFuture<Void> clearRange(byte[] begin, byte[] end, Predicate<PageId> which) {
         return supply(() -> {
             writeLock.lock();
             try {

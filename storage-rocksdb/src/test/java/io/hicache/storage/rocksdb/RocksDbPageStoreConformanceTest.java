@@ -1,6 +1,8 @@
 package io.hicache.storage.rocksdb;
 
+import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.PageStore;
+import io.hicache.storage.file.PageId;
 import io.hicache.testkit.PageCorrupter;
 import io.hicache.testkit.PageStoreConformanceKit;
 import java.nio.file.Path;
@@ -54,9 +56,9 @@ class RocksDbPageStoreConformanceTest {
      * Flips one byte of the stored page's value through RocksDB itself, leaving its checksum record alone: bit rot
      * that RocksDB's own checks cannot see.
      */
-    private static void flipMiddleByte(RocksDbPageStore store, io.hicache.core.key.StoreKey key) throws Exception {
+    private static void flipMiddleByte(RocksDbPageStore store, StoreKey key) throws Exception {
         RocksDbHandles rocks = store.handles();
-        byte[] id = io.hicache.storage.file.PageId.of(key).toBytes();
+        byte[] id = PageId.of(key).toBytes();
         byte[] value = rocks.db.get(rocks.pages, id);
         if (value == null) {
             throw new IllegalArgumentException("no page stored under " + key);

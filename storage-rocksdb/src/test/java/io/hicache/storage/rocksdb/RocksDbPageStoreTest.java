@@ -18,6 +18,7 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.testkit.PagePattern;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -25,6 +26,10 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,7 +61,7 @@ class RocksDbPageStoreTest {
         Path root = dir.resolve("store");
         try (RocksDbPageStore first = RocksDbPageStore.open(RocksDbStoreConfig.at(root))) {
             assertEquals(0, first.stats().storedPages());
-            var e = org.junit.jupiter.api.Assertions.assertThrows(HiCacheException.class,
+            var e = Assertions.assertThrows(HiCacheException.class,
                     () -> RocksDbPageStore.open(RocksDbStoreConfig.at(root)));
             assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
             assertTrue(e.getMessage().contains("already open"), e.getMessage());
@@ -118,7 +123,7 @@ class RocksDbPageStoreTest {
         return await(store.leadingHits(keys, deadline()));
     }
 
-    private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+    private static void waitUntil(BooleanSupplier condition) throws InterruptedException {
         long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
         while (!condition.getAsBoolean()) {
             assertTrue(System.nanoTime() < end, "timed out");
@@ -130,8 +135,8 @@ class RocksDbPageStoreTest {
         return Deadline.after(Duration.ofSeconds(30));
     }
 
-    private static <T> T await(java.util.concurrent.CompletableFuture<T> f) {
-        return f.orTimeout(60, java.util.concurrent.TimeUnit.SECONDS).join();
+    private static <T> T await(CompletableFuture<T> f) {
+        return f.orTimeout(60, TimeUnit.SECONDS).join();
     }
 
     @Test
@@ -180,7 +185,7 @@ class RocksDbPageStoreTest {
     }
 
     /** Bytes of the database's files whose names end in {@code suffix}. */
-    private static long bytes(Path db, String suffix) throws java.io.IOException {
+    private static long bytes(Path db, String suffix) throws IOException {
         try (var files = Files.list(db)) {
             long sum = 0;
             for (Path f : files.filter(f -> f.getFileName().toString().endsWith(suffix)).toList()) {

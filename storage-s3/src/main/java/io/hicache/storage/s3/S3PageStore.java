@@ -27,6 +27,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -87,7 +88,7 @@ public final class S3PageStore extends AbstractPageStore {
     private final S3AsyncClient s3;
     private final RequestLimiter limiter;
     private final LongAdder tornObjects = new LongAdder();
-    private final RateLimitedLog tornLog = new RateLimitedLog(LOG, Level.WARNING, 10_000);
+    private final RateLimitedLog tornLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
 
     private S3PageStore(S3Config config, S3AsyncClient s3) {
         super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
@@ -359,7 +360,7 @@ public final class S3PageStore extends AbstractPageStore {
     }
 
     private static Throwable unwrap(Throwable t) {
-        while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException)
+        while ((t instanceof CompletionException || t instanceof ExecutionException)
                 && t.getCause() != null) {
             t = t.getCause();
         }

@@ -14,6 +14,7 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.storage.s3.client.S3Config;
+import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.file.Path;
@@ -57,7 +58,7 @@ class S3PageStoreTest {
     @Test
     void anUnreachableServiceFailsAtOpenPromptly() throws Exception {
         int closedPort;
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closedPort = s.getLocalPort();
         }
         S3Config nowhere = S3Config.local(URI.create("http://127.0.0.1:" + closedPort), "hicache-open",

@@ -6,6 +6,7 @@ import io.hicache.cuda.CudaProbe;
 import io.hicache.transfer.spi.Transport;
 import io.hicache.transfer.spi.TransportContext;
 import io.hicache.transfer.spi.TransportProvider;
+import java.util.Optional;
 
 /**
  * Creates the {@code cuda-ipc} transport ({@link CudaIpcTransport}); listed in {@code transfer.transports} ahead of
@@ -20,7 +21,7 @@ public final class CudaIpcTransportProvider implements TransportProvider {
 
     /** Where CUDA cannot run: why (the driver or the device is missing). */
     @Override
-    public java.util.Optional<String> unavailableReason() {
+    public Optional<String> unavailableReason() {
         return CudaProbe.unavailableReason().map(why -> "cuda-ipc needs CUDA: " + why);
     }
 

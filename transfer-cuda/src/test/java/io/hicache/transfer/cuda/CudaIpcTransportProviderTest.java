@@ -5,11 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.ErrorCode;
+import io.hicache.core.config.Settings;
 import io.hicache.cuda.CudaProbe;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
+import io.hicache.transfer.pd.PdSettings;
+import io.hicache.transfer.spi.TransportProvider;
 import java.util.List;
+import java.util.Optional;
+import java.util.ServiceLoader;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -26,16 +31,16 @@ class CudaIpcTransportProviderTest {
 
     @Test
     void theAutoBackendListsCudaIpcExactlyWhereCudaRuns() {
-        java.util.Optional<String> cuda = CudaProbe.unavailableReason();
+        Optional<String> cuda = CudaProbe.unavailableReason();
         assertEquals(cuda.map(why -> "cuda-ipc needs CUDA: " + why), TransferEngine.unavailable("cuda-ipc"));
-        List<String> auto = io.hicache.transfer.pd.PdSettings.from(io.hicache.core.config.Settings.builder().build(),
+        List<String> auto = PdSettings.from(Settings.builder().build(),
                 "auto").transfer().transports();
         assertEquals(cuda.isEmpty() ? List.of("cuda-ipc", "shm", "tcp") : List.of("shm", "tcp"), auto);
     }
 
     @Test
     void theProviderIsFoundUnderItsName() {
-        assertEquals("cuda-ipc", java.util.ServiceLoader.load(io.hicache.transfer.spi.TransportProvider.class).stream()
+        assertEquals("cuda-ipc", ServiceLoader.load(TransportProvider.class).stream()
                 .map(p -> p.get().name()).filter("cuda-ipc"::equals).findFirst().orElse("missing"));
     }
 }

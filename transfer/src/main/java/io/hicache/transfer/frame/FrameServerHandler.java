@@ -2,6 +2,7 @@ package io.hicache.transfer.frame;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
+import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 
@@ -94,7 +95,7 @@ public abstract class FrameServerHandler extends FrameHandler {
     @Override
     public final void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         // a peer that dies resets its connections, which is normal; a frame we cannot parse is not
-        log.log(cause instanceof java.io.IOException ? Level.DEBUG : Level.WARNING,
+        log.log(cause instanceof IOException ? Level.DEBUG : Level.WARNING,
                 kind + " connection from " + peer + " failed; closing it", cause);
         ctx.close();
     }

@@ -7,7 +7,9 @@ import io.hicache.core.util.Checks;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A decode rank on the cache's tiers (issue 20, part 2): each request's prompt is matched in the rank's
@@ -133,7 +135,7 @@ public final class CachedDecode implements AutoCloseable {
         if (pages != null) {
             try {
                 safe = receiver.abort().get(abortWaitMillis, TimeUnit.MILLISECONDS);
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            } catch (ExecutionException | TimeoutException e) {
                 safe = false;
             }
         }

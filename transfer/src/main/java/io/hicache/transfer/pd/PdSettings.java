@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Stream;
 
 /**
  * Prefill/decode disaggregation's settings, with SGLang's names where SGLang has the option
@@ -57,7 +58,7 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
             if (this != AUTO || TransferEngine.unavailable(CUDA_IPC_TRANSPORT).isPresent()) {
                 return transports;
             }
-            return java.util.stream.Stream.concat(java.util.stream.Stream.of(CUDA_IPC_TRANSPORT), transports.stream())
+            return Stream.concat(Stream.of(CUDA_IPC_TRANSPORT), transports.stream())
                     .toList();
         }
 

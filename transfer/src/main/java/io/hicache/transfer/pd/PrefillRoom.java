@@ -1,5 +1,6 @@
 package io.hicache.transfer.pd;
 
+import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.staged.StagedSend;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -57,7 +58,7 @@ final class PrefillRoom extends RoomState {
     }
 
     /** Whether the room has a recipient on {@code segment}. */
-    boolean sendsTo(io.hicache.transfer.RemoteSegment segment) {
+    boolean sendsTo(RemoteSegment segment) {
         return recipients.stream().anyMatch(r -> r.segment() == segment);
     }
 }

@@ -9,6 +9,7 @@ import io.hicache.core.page.PageFormat;
 import io.hicache.transfer.LocalRegion;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * What a prefill or decode rank tells its peers about its KV: the whole model's geometry, the page size, its place in
@@ -147,7 +148,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             KvGeometry g = new KvGeometry(AttentionKind.valueOf(m.get("attention")), i(m, "layers"), i(m, "heads"),
                     i(m, "dim"), KvDtype.valueOf(m.get("dtype")));
             return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
-                    i(m, "auxBytes"), java.util.Objects.requireNonNull(m.get("address"), "address"),
+                    i(m, "auxBytes"), Objects.requireNonNull(m.get("address"), "address"),
                     m.containsKey("staging") ? i(m, "staging") : 0, Boolean.parseBoolean(m.get("device")));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("not a rank spec: '" + text + "': " + e.getMessage(), e);

@@ -5,6 +5,7 @@ import io.hicache.core.util.Checks;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -74,7 +75,7 @@ record StagedPool(KvPool pool, StagingArea staging) {
     int[] takeSlots(int count) {
         int[] slots = count == 0 ? new int[0] : staging.slots().tryAllocate(count);
         if (slots != null) {
-            java.util.Arrays.sort(slots);
+            Arrays.sort(slots);
         }
         return slots;
     }

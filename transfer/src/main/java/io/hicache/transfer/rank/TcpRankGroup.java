@@ -13,6 +13,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -179,7 +180,7 @@ public final class TcpRankGroup implements RankGroup {
         return new HiCacheException(ErrorCode.RANK_GROUP_FAILED, message, cause);
     }
 
-    static <T> T await(java.util.concurrent.CompletableFuture<T> f, Duration timeout, String what) {
+    static <T> T await(CompletableFuture<T> f, Duration timeout, String what) {
         try {
             return f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {

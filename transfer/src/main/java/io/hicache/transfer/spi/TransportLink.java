@@ -1,5 +1,7 @@
 package io.hicache.transfer.spi;
 
+import java.util.List;
+
 /**
  * A transport's path to one opened remote segment. Thread-safe: slices may be submitted from any thread.
  * Closed by the engine when the remote segment is closed; closing fails the slices it still holds.
@@ -12,7 +14,7 @@ public interface TransportLink extends AutoCloseable {
      * Takes the slices of one submission that go over this link, in order, as {@link #submit} each would: a link that
      * moves many small slices cheaper together (one kernel launch for a batch of device copies) overrides it.
      */
-    default void submitAll(java.util.List<? extends Slice> slices) {
+    default void submitAll(List<? extends Slice> slices) {
         for (Slice s : slices) {
             submit(s);
         }

@@ -1,5 +1,7 @@
 package io.hicache.transfer.spi;
 
+import java.util.Optional;
+
 /**
  * Creates a {@link Transport}; found with {@link java.util.ServiceLoader}, so a transport in its own jar is listed in
  * that jar's {@code META-INF/services/io.hicache.transfer.spi.TransportProvider}. Implementations are public and
@@ -14,8 +16,8 @@ public interface TransportProvider {
      * configurations that pick transports for the user ({@code disaggregation-transfer-backend=auto}) leave out those
      * that cannot run instead of failing. Cheap enough to call once per configuration read.
      */
-    default java.util.Optional<String> unavailableReason() {
-        return java.util.Optional.empty();
+    default Optional<String> unavailableReason() {
+        return Optional.empty();
     }
 
     /**

@@ -4,6 +4,7 @@ import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.LayerSignals;
 import io.hicache.core.util.Checks;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
@@ -22,7 +23,7 @@ public final class StagedReceive {
     private final int[] devicePages;
     private final LayerSignals usable;
     private final AtomicIntegerArray arrived;
-    private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+    private final AtomicInteger inFlight = new AtomicInteger();
 
     /**
      * Expects the pages' layers in {@code stagingSlots} of {@code staging}, bound for {@code devicePages}.

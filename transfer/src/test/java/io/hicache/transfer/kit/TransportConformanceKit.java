@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Random;
 import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -321,7 +322,7 @@ public abstract class TransportConformanceKit {
             List<long[]> ranges = disjointRanges(span, count, maxBytes);
             List<long[]> localRanges = new ArrayList<>(ranges);
             synchronized (random) {
-                Collections.shuffle(localRanges, new java.util.Random(random.nextLong()));
+                Collections.shuffle(localRanges, new Random(random.nextLong()));
             }
             // pair ranges of equal length: sort both by length so the i-th local and remote ranges match
             localRanges.sort(Comparator.comparingLong(r -> r[1]));

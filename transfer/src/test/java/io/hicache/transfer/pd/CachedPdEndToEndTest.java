@@ -22,6 +22,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -61,7 +63,7 @@ class CachedPdEndToEndTest {
     private static CachedDecode.Received killedMidTransfer(CachedDecode decode, PdEndToEndTest.Child a, long room,
             int[] prompt, String url, RankSpec spec) throws Exception {
         a.send("half " + room);
-        java.util.concurrent.CompletableFuture<CachedDecode.Received> receiving = java.util.concurrent.CompletableFuture
+        CompletableFuture<CachedDecode.Received> receiving = CompletableFuture
                 .supplyAsync(() -> {
                     try {
                         return decode.receive(room, "room-" + room, prompt, url, (int) (room % spec.auxSlots()),
@@ -73,7 +75,7 @@ class CachedPdEndToEndTest {
         assertEquals("half " + room + " TRANSFERRING", a.awaitLine("half " + room + " ", 20_000),
                 "prefill A sent all but the last page");
         a.process.destroyForcibly(); // prefill A dies mid-transfer
-        CachedDecode.Received got = receiving.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        CachedDecode.Received got = receiving.get(30, TimeUnit.SECONDS);
         // the connection's end or the missed health checks, whichever the decode notices first
         assertTrue(got.failure() != null && (got.failure().contains("died") || got.failure().contains("heartbeats")),
                 "the decode saw the prefill die: " + got.failure());

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 
 /**
@@ -100,7 +101,7 @@ public final class CachedPrefillProcessMain {
             }
             int positions = (SyntheticChat.prompt(room).length + CachedPdEndToEndTest.PAGE - 1)
                     / CachedPdEndToEndTest.PAGE;
-            sender.send(java.util.stream.IntStream.range(0, positions - 1).toArray(), false, null);
+            sender.send(IntStream.range(0, positions - 1).toArray(), false, null);
             while (sender.poll() != KvPoll.TRANSFERRING && System.nanoTime() < until) {
                 Thread.sleep(1);
             }

@@ -17,6 +17,7 @@ import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -212,7 +213,7 @@ class PdEndToEndTest {
                             assertTrue(KvPatterns.matches(spec, kv.memory(), r.room, r.pages, r.prefix, r.positions),
                                     "room " + r.room + ": decode pages equal what prefill computed");
                             assertEquals(r.room, aux.memory().get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(
-                                    java.nio.ByteOrder.BIG_ENDIAN), (long) r.auxSlot * spec.auxSlotBytes()),
+                                    ByteOrder.BIG_ENDIAN), (long) r.auxSlot * spec.auxSlotBytes()),
                                     "room " + r.room + ": aux data");
                             succeeded++;
                         } else {

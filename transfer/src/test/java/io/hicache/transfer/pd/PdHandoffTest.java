@@ -12,6 +12,7 @@ import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -126,7 +127,7 @@ class PdHandoffTest {
                     "decode rank " + r + " holds every head it needs for every sent page");
             assertFalse(KvPatterns.matches(d.spec, d.kv.memory(), room, dPages.get(r), 0, 1),
                     "the prefix page the decode already held was not sent");
-            byte[] got = d.aux.memory().asSlice(5L * 64, aux.length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            byte[] got = d.aux.memory().asSlice(5L * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
             assertArrayEquals(aux, got, "aux data in the decode's slot");
         }
     }

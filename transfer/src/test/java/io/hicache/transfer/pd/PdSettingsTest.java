@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Settings;
+import io.hicache.transfer.TransferEngine;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -20,7 +21,7 @@ class PdSettingsTest {
         assertEquals(8998, s.bootstrapPort());
         assertFalse(s.decodeOffload());
         assertEquals(List.of("shm", "tcp"), s.transfer().transports(), "auto, without cuda-ipc on the class path");
-        assertTrue(io.hicache.transfer.TransferEngine.unavailable("cuda-ipc").orElseThrow().contains("class path"));
+        assertTrue(TransferEngine.unavailable("cuda-ipc").orElseThrow().contains("class path"));
         assertEquals("127.0.0.1", s.transfer().bindHost());
         assertEquals(PdConfig.defaults(), s.pd());
     }

@@ -17,7 +17,9 @@ import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -137,7 +139,7 @@ class StagedPdHandoffTest {
                 assertFalse(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, i, i + 1), "prefix page " + i
                         + " was not sent");
             }
-            byte[] got = d.aux().memory().asSlice(5L * 64, aux.length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            byte[] got = d.aux().memory().asSlice(5L * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
             assertArrayEquals(aux, got);
             assertEquals(12 - 3, d.staging().slots().available(), "the room gave its staging slots back");
         }
@@ -301,10 +303,10 @@ class StagedPdHandoffTest {
             await(() -> s.poll() == KvPoll.FAILED, 5_000, () -> "prefill failed");
         }
 
-        int deregistered = java.util.Collections.frequency(PretendDeviceTransport.DEREGISTERED, RankSpec.KV_REGION);
+        int deregistered = Collections.frequency(PretendDeviceTransport.DEREGISTERED, RankSpec.KV_REGION);
         decode.close();
         prefills.forEach(PrefillRank::close);
-        assertEquals(deregistered + 1 + prefillTp, java.util.Collections.frequency(PretendDeviceTransport.DEREGISTERED,
+        assertEquals(deregistered + 1 + prefillTp, Collections.frequency(PretendDeviceTransport.DEREGISTERED,
                 RankSpec.KV_REGION), "each rank unregistered its pool's device region when it closed");
     }
 

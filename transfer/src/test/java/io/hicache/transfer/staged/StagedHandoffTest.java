@@ -21,6 +21,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -172,7 +173,7 @@ class StagedHandoffTest {
                 Deadline.after(Duration.ofSeconds(1)), layer -> { }));
         assertThrows(IllegalArgumentException.class, () -> new StagedReceive(decode.pool(), decode.staging(),
                 new int[] {0, 1}, new int[] {0}));
-        assertEquals(LayerArrival.decode(new byte[] {1, 2, 3}), java.util.Optional.empty());
+        assertEquals(LayerArrival.decode(new byte[] {1, 2, 3}), Optional.empty());
         assertEquals(new LayerArrival(-5, 31), LayerArrival.decode(new LayerArrival(-5, 31).encode()).orElseThrow());
     }
 

@@ -13,6 +13,8 @@ import io.hicache.core.util.Checks;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -88,8 +90,8 @@ final class EmulatedKvPool implements KvPool {
     }
 
     @Override
-    public java.util.Optional<MemorySegment> hostVisibleMemory() {
-        return java.util.Optional.of(memory);
+    public Optional<MemorySegment> hostVisibleMemory() {
+        return Optional.of(memory);
     }
 
     @Override
@@ -200,7 +202,7 @@ final class EmulatedKvPool implements KvPool {
             Thread.currentThread().interrupt();
             LOG.log(Level.ERROR, "emulated KV pool: interrupted while closing; its memory is left allocated");
             return;
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
             // Drained futures never fail; nothing to do.
         }
         if (arena != null) {

@@ -24,6 +24,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.zip.CRC32C;
 
 /**
  * The host tier (L2): a slab of page slots in a file on tmpfs, mapped with FFM, with a Chronicle Map index of
@@ -483,7 +484,7 @@ public final class HostPagePool implements AutoCloseable {
     }
 
     private int checksum(int slot) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        CRC32C crc = new CRC32C();
         if (slab.pagesContiguous()) {
             crc.update(slab.page(slot).asByteBuffer());
         } else {

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
@@ -181,7 +182,7 @@ public final class InMemoryPageStore extends AbstractPageStore {
      * Runs {@code action} on the bytes stored under {@code key}, holding the page's monitor as its readers do: for
      * tests in this package (they flip a byte to stand for bit rot). False when nothing is stored under it.
      */
-    boolean withStoredBytes(StoreKey key, java.util.function.Consumer<MemorySegment> action) {
+    boolean withStoredBytes(StoreKey key, Consumer<MemorySegment> action) {
         Page page = pages.get(key);
         if (page == null) {
             return false;

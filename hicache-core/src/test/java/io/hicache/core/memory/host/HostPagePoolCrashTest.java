@@ -15,6 +15,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.page.PageFormat;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -144,7 +145,7 @@ class HostPagePoolCrashTest {
                         line.reset();
                     }
                 }
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 // the pipe closes when the child dies
             }
         });

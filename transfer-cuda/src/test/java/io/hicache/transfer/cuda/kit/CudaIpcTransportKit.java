@@ -22,9 +22,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.Random;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -242,7 +244,7 @@ public class CudaIpcTransportKit {
         for (int i = 0; i < n; i++) {
             list.add(i);
         }
-        java.util.Collections.shuffle(list, new java.util.Random(random.nextLong()));
+        Collections.shuffle(list, new Random(random.nextLong()));
         return list;
     }
 }

@@ -12,6 +12,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.zip.CRC32C;
 
 /**
  * The exporting peer of the cuda-ipc kit and bench, in a child JVM: a transfer engine ({@code cuda-ipc} then
@@ -76,7 +77,7 @@ public final class IpcPeerMain {
 
     /** CRC-32C of [offset, offset + length) of the device buffer. */
     public static long crc(DeviceBuffer buffer, long offset, long length) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        CRC32C crc = new CRC32C();
         long chunk = Math.max(1, Math.min(length, 256L << 20));
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment host = arena.allocate(chunk, 4096);
@@ -91,7 +92,7 @@ public final class IpcPeerMain {
 
     /** CRC-32C of host memory, to compare with {@link #crc(DeviceBuffer, long, long)}. */
     public static long crc(MemorySegment host) {
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        CRC32C crc = new CRC32C();
         long chunk = 256L << 20; // a ByteBuffer holds at most 2 GiB
         for (long off = 0; off < host.byteSize(); off += chunk) {
             crc.update(host.asSlice(off, Math.min(chunk, host.byteSize() - off)).asByteBuffer());
