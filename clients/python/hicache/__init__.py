@@ -1,5 +1,7 @@
 """Python client of the HiCache daemon (wire protocol HCWP, docs/protocol.md). Standard library only."""
 
+from typing import Any
+
 from .checksums import crc32c
 from .client import HiCacheClient
 from .errors import (HiCacheAuthError, HiCacheConnectionError, HiCacheError, HiCacheProtocolError,
@@ -15,7 +17,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     # hicache.hashing is loaded on first use, not here: `python3 -m hicache.hashing` must find it unloaded.
     if name in ("page_hashes", "get_hash_str"):
         from . import hashing

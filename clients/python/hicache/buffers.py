@@ -14,14 +14,15 @@ Stateless and thread-safe; the views returned share the caller's memory.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 
-def _is_address(spec) -> bool:
+def _is_address(spec: object) -> bool:
     return (isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
                                                                for x in spec))
 
 
-def _view_of_part(part, writable: bool, what: str) -> memoryview:
+def _view_of_part(part: Any, writable: bool, what: str) -> memoryview:
     if _is_address(part):
         address, length = part
         if address <= 0 or length <= 0:
@@ -42,7 +43,7 @@ def _view_of_part(part, writable: bool, what: str) -> memoryview:
     return view
 
 
-def page_parts(spec, writable: bool, what: str = "page") -> list[memoryview]:
+def page_parts(spec: Any, writable: bool, what: str = "page") -> list[memoryview]:
     """The page ``spec`` as a list of flat byte views (one per part, empty parts left out)."""
     if isinstance(spec, (list, tuple)) and not _is_address(spec):
         if not spec:

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import sys
 import zlib
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 CHECKSUM_CRC32C = 0
 """Checksum kind 0 of HELLO version 2: CRC-32C (Castagnoli); the only one of version 1."""
@@ -36,7 +40,7 @@ def _crc32c_tables() -> tuple[tuple[int, ...], ...]:
 _T0, _T1, _T2, _T3, _T4, _T5, _T6, _T7 = _crc32c_tables()
 
 
-def crc32c(data, crc: int = 0) -> int:
+def crc32c(data: ReadableBuffer, crc: int = 0) -> int:
     """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of ``data``, continuing from ``crc``.
 
     Table-driven (slicing-by-8) pure Python: correct but slow, some 10 to 30 MB/s, against gigabytes per second
@@ -66,12 +70,12 @@ def crc32c(data, crc: int = 0) -> int:
         return crc ^ 0xFFFFFFFF
 
 
-def crc32(data, crc: int = 0) -> int:
+def crc32(data: ReadableBuffer, crc: int = 0) -> int:
     """CRC-32 (ISO-HDLC) of ``data``, continuing from ``crc``: ``zlib.crc32``, at C speed."""
     return zlib.crc32(data, crc)
 
 
-def checksum_function(kind: int):
+def checksum_function(kind: int) -> Callable[[ReadableBuffer, int], int]:
     """The function ``f(data, crc=0) -> int`` of checksum ``kind`` (:data:`CHECKSUM_CRC32C` or :data:`CHECKSUM_CRC32`)."""
     if kind == CHECKSUM_CRC32:
         return zlib.crc32
@@ -80,7 +84,7 @@ def checksum_function(kind: int):
     raise ValueError(f"unknown checksum kind {kind} (0: CRC-32C, 1: CRC-32)")
 
 
-def checksum_of_parts(kind: int, parts) -> int:
+def checksum_of_parts(kind: int, parts: Iterable[ReadableBuffer]) -> int:
     """The checksum of the concatenation of ``parts`` (buffers), without joining them."""
     function = checksum_function(kind)
     crc = 0

@@ -12,11 +12,11 @@ import os
 import select
 import socket
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import protocol
 from .errors import HiCacheConnectionError, HiCacheError, HiCacheProtocolError, HiCacheTimeoutError, error_from_frame
-from .protocol import ErrorCode, HelloAnswer, Op
+from .protocol import Bytes, ErrorCode, HelloAnswer, Op
 
 try:
     _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
@@ -143,7 +143,7 @@ class Connection:
             return HiCacheTimeoutError(f"the deadline passed while {doing}")
         return HiCacheConnectionError(f"the connection to the daemon failed while {doing}: {error}")
 
-    def send(self, buffers: list, deadline: float) -> None:
+    def send(self, buffers: Sequence[Bytes], deadline: float) -> None:
         """Sends ``buffers`` back to back (one ``sendmsg`` per up to IOV_MAX of them, no joined copy)."""
         views = [memoryview(b) for b in buffers]
         views = [v if v.format == "B" and v.ndim == 1 else v.cast("B") for v in views if v.nbytes]

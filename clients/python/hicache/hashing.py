@@ -21,7 +21,7 @@ import array
 import hashlib
 import json
 import sys
-from typing import Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, TextIO, Union
 
 HASH_BYTES = 32
 _U32 = "I" if array.array("I").itemsize == 4 else "L"
@@ -83,7 +83,7 @@ def _empty_page(prior_hash: Optional[str]) -> bytes:
     return digest.digest()
 
 
-def main(stdin=None, stdout=None) -> int:
+def main(stdin: Optional[Iterable[str]] = None, stdout: Optional[TextIO] = None) -> int:
     """The command line: one JSON object in, one line of comma-separated hex hashes out, per line."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 
 from .protocol import encode_string
@@ -34,7 +35,7 @@ class Namespace:
     tp_size: int = 1
     extra: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not 1 <= _java_chars(self.model) <= MAX_TEXT_CHARS:
             raise ValueError(f"model must be 1 to {MAX_TEXT_CHARS} characters, was {self.model!r}")
         if not isinstance(self.extra, str) or _java_chars(self.extra) > MAX_TEXT_CHARS:
@@ -47,10 +48,14 @@ class Namespace:
             raise ValueError(f"tp_size must be in [1, 65535], was {self.tp_size}")
         if not 0 <= self.tp_rank < self.tp_size:
             raise ValueError(f"tp_rank must be in [0, tp_size={self.tp_size}), was {self.tp_rank}")
-        encoded = (encode_string(self.model) + encode_string(self.dtype) + struct.pack(">BHH", self.order,
-                   self.tp_rank, self.tp_size) + encode_string(self.extra))
-        object.__setattr__(self, "_encoded", encoded)
+        self.encode()  # encoded now, once: refuses a dtype the protocol cannot carry
+
+    @functools.cached_property
+    def _encoded(self) -> bytes:
+        """What :meth:`encode` returns, computed once (a frozen dataclass does not stop ``cached_property``)."""
+        return (encode_string(self.model) + encode_string(self.dtype)
+                + struct.pack(">BHH", self.order, self.tp_rank, self.tp_size) + encode_string(self.extra))
 
     def encode(self) -> bytes:
         """The namespace as the protocol writes it: model, dtype, order:u8, tp_rank:u16, tp_size:u16, extra."""
-        return self._encoded  # type: ignore[attr-defined]
+        return self._encoded

@@ -10,12 +10,12 @@ the other. Stateless functions; they use the connection they are given, which on
 from __future__ import annotations
 
 import struct
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from . import protocol
 from .connection import Connection, Frame, remaining_s, timeout_ms_until
 from .errors import HiCacheProtocolError, error_from_frame
-from .protocol import Op
+from .protocol import Bytes, Op
 
 WINDOW_BYTES = 64 << 20
 """Most bytes of answers (GET) or request bodies (PUT) outstanding on a connection at once."""
@@ -47,15 +47,15 @@ def group_pages(pages: Iterable[int], fixed_bytes: int, request_bytes: Callable[
     return groups
 
 
-AnswerHandler = Callable[[list, Frame], None]
+AnswerHandler = Callable[[list[int], Frame], None]
 """Reads one answer's payload (exactly ``frame.payload_length`` bytes) for the given pages."""
-ErrorHandler = Callable[[list, int, str], None]
+ErrorHandler = Callable[[list[int], int, str], None]
 """Handles an ERROR answer (code, message) to the frame of the given pages; may raise."""
 
 
-def run(conn: Connection, op: Op, groups: list[list[int]], build: Callable[[list], tuple[list, int]],
-        on_answer: AnswerHandler, on_error: ErrorHandler, deadline: float, io_deadline: float,
-        flags: int = 0) -> None:
+def run(conn: Connection, op: Op, groups: list[list[int]],
+        build: Callable[[list[int]], tuple[Sequence[Bytes], int]], on_answer: AnswerHandler,
+        on_error: ErrorHandler, deadline: float, io_deadline: float, flags: int = 0) -> None:
     """Sends one ``op`` frame per group and handles every answer.
 
     ``build(pages)`` gives the payload as a list of buffers and the bytes it holds in the window; it is called
@@ -63,7 +63,7 @@ def run(conn: Connection, op: Op, groups: list[list[int]], build: Callable[[list
     reading may go on until ``io_deadline``, a little later, to receive the daemon's own TIMED_OUT answers.
     ``flags`` go in every frame's header.
     """
-    outstanding: dict[int, tuple[list, int]] = {}
+    outstanding: dict[int, tuple[list[int], int]] = {}
     in_window = 0
     answer_op = op | protocol.ANSWER_FLAG
 
@@ -113,10 +113,10 @@ def exchange(conn: Connection, op: Op, payload: bytes, deadline: float, io_deadl
     """Sends one request and returns its answer's payload; raises the daemon's ERROR as an exception."""
     answers: list[bytearray] = []
 
-    def on_answer(_pages, frame: Frame) -> None:
+    def on_answer(_pages: list[int], frame: Frame) -> None:
         answers.append(conn.read_payload(frame, io_deadline))
 
-    def on_error(_pages, code: int, message: str) -> None:
+    def on_error(_pages: list[int], code: int, message: str) -> None:
         raise error_from_frame(code, message)
 
     run(conn, op, [[0]], lambda _pages: ([payload], 0), on_answer, on_error, deadline, io_deadline)

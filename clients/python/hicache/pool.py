@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 from .connection import Connection
 from .errors import HiCacheError, HiCacheTimeoutError
@@ -51,7 +51,7 @@ class ConnectionPool:
                 self._give_back(connection)
             self._slots.release()
 
-    def _take_idle(self):
+    def _take_idle(self) -> Optional[Connection]:
         while True:
             with self._lock:
                 if not self._idle:

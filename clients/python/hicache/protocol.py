@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import Union
 
 from .checksums import CHECKSUM_CRC32, CHECKSUM_CRC32C, crc32c  # noqa: F401  (re-exported)
+
+Bytes = Union[bytes, bytearray, memoryview]
+"""The bytes of a frame or of a part of one, as built for sending or read from the socket."""
 
 MAGIC = 0x48435750
 """The first field of HELLO: "HCWP"."""
@@ -118,7 +122,7 @@ def encode_string(text: str) -> bytes:
     return U16.pack(len(data)) + data
 
 
-def decode_string(payload, offset: int) -> tuple[str, int]:
+def decode_string(payload: Bytes, offset: int) -> tuple[str, int]:
     """The string at ``payload[offset:]`` and the offset after it; ValueError if cut short or not UTF-8."""
     (length,) = U16.unpack_from(payload, offset)
     end = offset + 2 + length
@@ -152,7 +156,7 @@ class HelloAnswer:
                 f"max_page_bytes={self.max_page_bytes}, slab_path={self.slab_path!r}, checksum={self.checksum})")
 
 
-def parse_hello_answer(payload, requested_version: int) -> HelloAnswer:
+def parse_hello_answer(payload: Bytes, requested_version: int) -> HelloAnswer:
     """Parses a HELLO answer; ValueError if it does not have the fields of ``requested_version``."""
     (version,) = U16.unpack_from(payload, 0)
     max_frame, max_page = struct.unpack_from(">II", payload, 2)
@@ -170,7 +174,7 @@ def parse_hello_answer(payload, requested_version: int) -> HelloAnswer:
     return HelloAnswer(version, max_frame, max_page, slab_path, checksum)
 
 
-def parse_error(payload) -> tuple[int, str]:
+def parse_error(payload: Bytes) -> tuple[int, str]:
     """The ``code`` and ``message`` of an ERROR payload (a message cut short is kept as far as it goes)."""
     if len(payload) < 2:
         return 0, "an ERROR frame without a code"

@@ -9,9 +9,10 @@ import time
 import unittest
 import zlib
 
-from hicache import HiCacheClient, HiCacheConnectionError, HiCacheTimeoutError, Namespace, Status, crc32c
+from hicache import (HealthState, HiCacheClient, HiCacheConnectionError, HiCacheProtocolError, HiCacheTimeoutError,
+                     Namespace, Status, crc32c)
 from hicache.client import ANSWER_GRACE_S
-from hicache import protocol
+from hicache import answers, protocol
 
 from .fake_daemon import FakeDaemon, error_payload, hello_answer, hello_version, read_frame, send_frame
 
@@ -36,6 +37,33 @@ class WireFormatTest(unittest.TestCase):
                     dict(model="m" * 513), dict(model="m", extra="x" * 513)):
             with self.assertRaises(ValueError, msg=bad):
                 Namespace(**bad)
+
+
+class AnswersTest(unittest.TestCase):
+    def test_health_states(self):
+        self.assertIs(answers.health_state(b"\x00"), HealthState.SERVING)
+        self.assertIs(answers.health_state(b"\x01"), HealthState.SHUTTING_DOWN)
+        for bad in (b"\x02", b"", b"\x00\x00"):
+            with self.assertRaises(HiCacheProtocolError, msg=bad):
+                answers.health_state(bad)
+
+    def test_status_answers_are_checked_then_decoded_in_order(self):
+        self.assertEqual(list(answers.page_statuses(struct.pack(">I2B", 2, 0, 1), 2)), [Status.OK, Status.EXISTS])
+        for bad, pages in ((struct.pack(">I2B", 2, 0, 1), 3), (struct.pack(">IB", 2, 0), 2)):
+            with self.assertRaises(HiCacheProtocolError):
+                answers.page_statuses(bad, pages)
+        decoded = answers.page_statuses(struct.pack(">I2B", 2, 0, 99), 2)
+        self.assertIs(next(decoded), Status.OK)  # the page before an undefined status keeps its own
+        with self.assertRaises(ValueError):
+            next(decoded)
+
+    def test_get_table_must_announce_the_bodies_that_follow(self):
+        head = struct.pack(">IBIIBII", 2, 0, 64, 7, 2, 0, 0)
+        self.assertEqual(answers.get_table_bytes(2), len(head))
+        entries = answers.get_table(head, 2, len(head) + 64)
+        self.assertEqual([(e.status, e.length, e.crc) for e in entries], [(Status.OK, 64, 7), (Status.MISS, 0, 0)])
+        with self.assertRaises(HiCacheProtocolError):
+            answers.get_table(head, 2, len(head) + 63)
 
 
 class FakeDaemonTest(unittest.TestCase):
@@ -70,6 +98,22 @@ class FakeDaemonTest(unittest.TestCase):
         self.assertEqual(client.protocol_version, 1)
         self.assertEqual(client.handshake().checksum, protocol.CHECKSUM_CRC32C)
         self.assertEqual(versions, [2, 1])
+
+    def test_health_is_a_health_state_and_an_undefined_state_is_a_protocol_error(self):
+        states = [1, 2]
+
+        def handler(sock):
+            _, request_id, _ = read_frame(sock)
+            send_frame(sock, 0x81, request_id, hello_answer(2))
+            while True:
+                op, request_id, _ = read_frame(sock)
+                self.assertEqual(op, protocol.Op.HEALTH)
+                send_frame(sock, 0x97, request_id, bytes([states.pop(0)]))
+
+        client = self.client(self.serve(handler), pool_size=1)
+        self.assertIs(client.health(), HealthState.SHUTTING_DOWN)
+        with self.assertRaisesRegex(HiCacheProtocolError, "state 2"):
+            client.health()
 
     def test_answers_out_of_order_are_matched_by_request_id(self):
         pages = {os.urandom(32): os.urandom(100 + i) for i in range(4)}

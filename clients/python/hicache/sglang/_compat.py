@@ -11,21 +11,27 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-try:  # pragma: no cover - depends on the environment
-    from sglang.srt.mem_cache.hicache_storage import (  # type: ignore[import-not-found]
-        HiCacheStorage,
-        HiCacheStorageConfig,
-        HiCacheStorageExtraInfo,
-    )
+if TYPE_CHECKING:
+    # mypy checks the backend against the stand-ins below, which have the methods of SGLang's interface; SGLang
+    # itself (optional here, and without type information) is not looked at.
+    SGLANG_AVAILABLE: bool
+else:
+    try:  # pragma: no cover - depends on the environment
+        from sglang.srt.mem_cache.hicache_storage import (
+            HiCacheStorage,
+            HiCacheStorageConfig,
+            HiCacheStorageExtraInfo,
+        )
 
-    SGLANG_AVAILABLE = True
-except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU libraries...)
-    SGLANG_AVAILABLE = False
+        SGLANG_AVAILABLE = True
+    except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU libraries...)
+        SGLANG_AVAILABLE = False
 
+if TYPE_CHECKING or not SGLANG_AVAILABLE:
     @dataclasses.dataclass
-    class HiCacheStorageConfig:  # type: ignore[no-redef]
+    class HiCacheStorageConfig:
         """Stand-in for SGLang's ``HiCacheStorageConfig`` (the fields the backend reads; later ones defaulted)."""
 
         tp_rank: int = 0
@@ -33,7 +39,7 @@ except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU
         is_mla_model: bool = False
         is_page_first_layout: bool = False
         model_name: Optional[str] = None
-        extra_config: Optional[dict] = None
+        extra_config: Optional[Dict[str, Any]] = None
         pp_rank: int = 0
         pp_size: int = 1
         attn_cp_rank: int = 0
@@ -45,13 +51,13 @@ except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU
         should_split_heads: bool = False
 
     @dataclasses.dataclass
-    class HiCacheStorageExtraInfo:  # type: ignore[no-redef]
+    class HiCacheStorageExtraInfo:
         """Stand-in for SGLang's ``HiCacheStorageExtraInfo``."""
 
         prefix_keys: Optional[List[str]] = None
-        extra_info: Optional[dict] = None
+        extra_info: Optional[Dict[str, Any]] = None
 
-    class HiCacheStorage:  # type: ignore[no-redef]
+    class HiCacheStorage:
         """Stand-in for SGLang's ``HiCacheStorage`` ABC: the same method names and defaults (§2.1)."""
 
         def register_mem_pool_host(self, mem_pool_host: Any) -> None:
@@ -65,11 +71,11 @@ except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU
                          extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
             raise NotImplementedError()
 
-        def get(self, key: str, target_location: Optional[Any] = None, target_sizes: Optional[Any] = None):
+        def get(self, key: str, target_location: Optional[Any] = None, target_sizes: Optional[Any] = None) -> Any:
             raise NotImplementedError()
 
         def batch_get(self, keys: List[str], target_locations: Optional[Any] = None,
-                      target_sizes: Optional[Any] = None):
+                      target_sizes: Optional[Any] = None) -> List[Any]:
             raise NotImplementedError()
 
         def set(self, key: str, value: Optional[Any] = None, target_location: Optional[Any] = None,
@@ -92,7 +98,7 @@ except Exception:  # ImportError, or SGLang present but broken (no torch, no GPU
         def clear(self) -> None:
             pass
 
-        def get_stats(self):
+        def get_stats(self) -> Any:
             return None
 
 
@@ -122,7 +128,8 @@ def storage_metrics_class() -> type:
     for module_name in STORAGE_METRICS_MODULES:
         try:
             module = importlib.import_module(module_name)
-            return getattr(module, "StorageMetrics")
+            found: type = getattr(module, "StorageMetrics")
+            return found
         except Exception:  # absent (ImportError), moved, or SGLang present but broken
             continue
     return _StandInStorageMetrics

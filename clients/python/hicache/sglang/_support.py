@@ -6,6 +6,7 @@ import collections
 import logging
 import threading
 import time
+from typing import Any, Hashable, Optional
 
 LOG_INTERVAL_S = 10.0
 """At most one message per kind of failure in this many seconds; the next one says how many were left out."""
@@ -20,9 +21,10 @@ class RateLimitedLog:
         self._logger = logger
         self._interval_s = interval_s
         self._lock = threading.Lock()
-        self._last: dict = {}  # kind -> (monotonic time of the last message, messages left out since)
+        # kind -> (monotonic time of the last message, messages left out since)
+        self._last: dict[Hashable, tuple[Optional[float], int]] = {}
 
-    def log(self, level: int, kind, message: str, *args) -> None:
+    def log(self, level: int, kind: Hashable, message: str, *args: object) -> None:
         now = time.monotonic()
         with self._lock:
             last, skipped = self._last.get(kind, (None, 0))
@@ -35,23 +37,23 @@ class RateLimitedLog:
             args = (*args, skipped, self._interval_s)
         self._logger.log(level, message, *args)
 
-    def warning(self, kind, message: str, *args) -> None:
+    def warning(self, kind: Hashable, message: str, *args: object) -> None:
         self.log(logging.WARNING, kind, message, *args)
 
-    def error(self, kind, message: str, *args) -> None:
+    def error(self, kind: Hashable, message: str, *args: object) -> None:
         self.log(logging.ERROR, kind, message, *args)
 
 
 class Counters:
     """Cumulative counters (pages, calls, failures) and per-batch observations for SGLang's metrics."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts: collections.Counter = collections.Counter()
-        self._prefetch_pgs: collections.deque = collections.deque(maxlen=HISTORY)
-        self._backup_pgs: collections.deque = collections.deque(maxlen=HISTORY)
-        self._prefetch_bandwidth: collections.deque = collections.deque(maxlen=HISTORY)
-        self._backup_bandwidth: collections.deque = collections.deque(maxlen=HISTORY)
+        self._counts: collections.Counter[str] = collections.Counter()
+        self._prefetch_pgs: collections.deque[int] = collections.deque(maxlen=HISTORY)
+        self._backup_pgs: collections.deque[int] = collections.deque(maxlen=HISTORY)
+        self._prefetch_bandwidth: collections.deque[float] = collections.deque(maxlen=HISTORY)
+        self._backup_bandwidth: collections.deque[float] = collections.deque(maxlen=HISTORY)
 
     def add(self, **amounts: int) -> None:
         with self._lock:
@@ -71,12 +73,12 @@ class Counters:
             if nbytes and seconds > 0:
                 self._backup_bandwidth.append(nbytes / seconds / 1e9)
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, int]:
         """The cumulative counters."""
         with self._lock:
             return dict(self._counts)
 
-    def drain_into(self, metrics) -> None:
+    def drain_into(self, metrics: Any) -> None:
         """Moves the per-batch observations into a ``StorageMetrics`` (its four lists) and empties them."""
         with self._lock:
             metrics.prefetch_pgs.extend(self._prefetch_pgs)

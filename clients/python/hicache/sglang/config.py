@@ -90,7 +90,7 @@ class BackendSettings:
     model: Optional[str] = None
     dtype: Optional[str] = None
     extra: str = ""
-    unknown_keys: tuple = ()
+    unknown_keys: tuple[str, ...] = ()
     interface_v1: bool = False
     interface_v1_note: str = ""
     """Why ``interface_v1`` may not be what was meant (a string such as ``"0"``), else empty."""
@@ -100,7 +100,7 @@ class BackendSettings:
         """Reads and checks the keys; raises ValueError naming the key for a bad value."""
         config = dict(extra_config or {})
 
-        def get(key, default):
+        def get(key: str, default: Any) -> Any:
             value = config.get(key)
             return default if value is None else value
 

@@ -37,7 +37,7 @@ class ZeroCopyUnavailable(Exception):
     """The pool gives no usable page addresses: the copying path must be used."""
 
 
-def to_int_list(indices: Any) -> list:
+def to_int_list(indices: Any) -> list[int]:
     """Host indices (a torch tensor, a numpy array, a list...) as a list of ints."""
     if hasattr(indices, "tolist"):
         values = indices.tolist()
@@ -107,7 +107,7 @@ class HostPool:
         # SGLang's AsymmetricMHATokenToKVPoolHost (head_dim != v_head_dim, e.g. MiMo-V2): K and V in two buffers,
         # page_first or page_first_direct only, and no flat pages (get_data_page raises NotImplementedError).
         k_dim, v_dim = _head_dims(pool)
-        self.head_dims: tuple = (k_dim, v_dim)
+        self.head_dims: tuple[Optional[int], Optional[int]] = (k_dim, v_dim)
         self.asymmetric: bool = (not self.is_mla and (
             "Asymmetric" in type(pool).__name__ or (k_dim is not None and v_dim is not None and k_dim != v_dim)))
         layer_num = getattr(pool, "layer_num", None)
@@ -140,7 +140,7 @@ class HostPool:
 
     # ------------------------------------------------------------------------------------------------- indices
 
-    def page_starts(self, host_indices: Any, pages: int) -> list:
+    def page_starts(self, host_indices: Any, pages: int) -> list[int]:
         """The first host slot of each of ``pages`` pages; raises ValueError if ``host_indices`` do not hold
         exactly ``pages * page_size`` slots."""
         slots = to_int_list(host_indices)
@@ -150,7 +150,7 @@ class HostPool:
 
     # ----------------------------------------------------------------------------------------------- zero copy
 
-    def zero_copy_pages(self, host_indices: Any, pages: int) -> list:
+    def zero_copy_pages(self, host_indices: Any, pages: int) -> list[list[tuple[int, int]]]:
         """Per page, its parts as ``(address, length)`` tuples in wire order. Raises ZeroCopyUnavailable when
         the pool gives no usable addresses."""
         getter = getattr(self.pool, "get_page_buffer_meta", None)
@@ -177,7 +177,7 @@ class HostPool:
         return result
 
     @staticmethod
-    def _split_meta(meta: Any) -> tuple[list, list]:
+    def _split_meta(meta: Any) -> tuple[list[int], list[int]]:
         if meta is None:
             raise ZeroCopyUnavailable("get_page_buffer_meta returned None")
         if isinstance(meta, tuple) and len(meta) == 2 and not isinstance(meta[0], (int, tuple)):
@@ -198,7 +198,7 @@ class HostPool:
             raise ZeroCopyUnavailable("get_page_buffer_meta gave a null pointer or an empty buffer")
         return ptrs, sizes
 
-    def _reorder(self, per_page: int) -> list:
+    def _reorder(self, per_page: int) -> list[int]:
         """Indices of a page's meta buffers in wire order."""
         if per_page == self.parts:  # K, V (MHA) or the latent (MLA): page_first, page_first_direct, one layer
             if self.layout == "layer_first" and self.layer_num not in (None, 1):
@@ -227,7 +227,7 @@ class HostPool:
         self.pool.set_from_flat_data_page(start, flat)
 
 
-def _merge_adjacent(parts: list) -> list:
+def _merge_adjacent(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Joins parts that follow each other in memory (fewer iovecs); the bytes and their order are unchanged."""
     merged = [parts[0]]
     for address, length in parts[1:]:

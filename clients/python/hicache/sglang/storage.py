@@ -49,7 +49,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
     """This backend implements the zero-copy ``batch_get_v1`` / ``batch_set_v1`` (SGLang uses them only when the
     extra_config says ``"interface_v1": 1``)."""
 
-    def __init__(self, storage_config: Any = None, kwargs: Optional[dict] = None, *,
+    def __init__(self, storage_config: Any = None, kwargs: Optional[dict[str, Any]] = None, *,
                  client: Optional[HiCacheClient] = None):
         config = storage_config if storage_config is not None else types.SimpleNamespace()
         extra_config = dict(getattr(config, "extra_config", None) or {})
@@ -74,7 +74,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self.namespace: Namespace = self._namespace()
         self._log = RateLimitedLog(logger)
         self._counters = Counters()
-        self._components_seen: set = set()
+        self._components_seen: set[str] = set()
         self._components_lock = threading.Lock()
         self._closed = False
         if self.settings.unknown_keys:
@@ -175,7 +175,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
 
     # --------------------------------------------------------------------------------------------------- keys
 
-    def _hashes(self, keys: Sequence[Any]) -> list:
+    def _hashes(self, keys: Sequence[Any]) -> list[bytes]:
         hashes = []
         for key in keys:
             raw = page_hash(key)
@@ -208,7 +208,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
                           operation, pages, type(error).__name__, error)
 
     def _count_statuses(self, operation: str, statuses: Sequence[Status]) -> None:
-        counts: dict = {}
+        counts: dict[Status, int] = {}
         for status in statuses:
             counts[status] = counts.get(status, 0) + 1
         self._counters.add(**{f"{operation}_pages_{status.name.lower()}": n for status, n in counts.items()})
@@ -225,10 +225,11 @@ class HiCacheDaemonStorage(HiCacheStorage):
             raise TimeoutError(f"the call's {self.settings.timeout_s} s were spent")
         return remaining
 
-    def _leading_hits(self, namespace: Namespace, hashes: list, deadline: float) -> int:
+    def _leading_hits(self, namespace: Namespace, hashes: list[bytes], deadline: float) -> int:
         return self._client.leading_hits(namespace, hashes, timeout_s=self._remaining(deadline))
 
-    def _zero_copy_parts(self, pool: HostPool, host_indices: Any, pages: int) -> Optional[list]:
+    def _zero_copy_parts(self, pool: HostPool, host_indices: Any,
+                         pages: int) -> Optional[list[list[tuple[int, int]]]]:
         """Per page its ``(address, length)`` parts, or None to copy through flat pages (decided on first use,
         once: a pool without usable page addresses never gets them later)."""
         if pool.zero_copy is False:
@@ -321,12 +322,12 @@ class HiCacheDaemonStorage(HiCacheStorage):
             hashes = self._hashes(keys)
             have = self._leading_hits(namespace, hashes, deadline)
             stored = [True] * have + [False] * (pages - have)
-            statuses: list = []
+            statuses: list[Status] = []
             nbytes = 0
             if have < pages:
                 todo = range(have, pages)
                 parts = self._zero_copy_parts(pool, host_indices, pages)
-                flats = None
+                flats: list[Any] = []
                 if parts is not None:
                     sources = [parts[i] for i in todo]
                 else:
@@ -350,7 +351,8 @@ class HiCacheDaemonStorage(HiCacheStorage):
 
     # -------------------------------------------------------------------------------- copying (non-v1) calls
 
-    def _targets(self, count: int, locations: Optional[Sequence], sizes: Optional[Sequence], what: str) -> list:
+    def _targets(self, count: int, locations: Optional[Sequence[Any]], sizes: Optional[Sequence[Any]],
+                 what: str) -> list[Any]:
         """Page buffers for the copying calls: the given locations (buffers, tensors, ``(address, length)``,
         an address with its size, or lists of addresses with their sizes), else fresh flat pages of the pool."""
         if locations is None:
@@ -455,7 +457,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
             logger.warning("HiCache daemon backend: clearing namespace %s failed: %s: %s", self._describe_namespace(),
                            type(e).__name__, e)
 
-    def get_stats(self):
+    def get_stats(self) -> Any:
         """SGLang's ``StorageMetrics``, its own class from ``sglang.srt.observability.metrics_collector`` (or the
         older ``sglang.srt.metrics.collector``) when SGLang is installed, since its metrics collector asserts the
         type: pages and GB/s per prefetch and backup batch since the last call, plus ``counters``, a dict of
@@ -471,7 +473,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
             pass
         return metrics
 
-    def counters(self) -> dict:
+    def counters(self) -> dict[str, int]:
         """The cumulative counters of :meth:`get_stats`, without draining its per-batch observations."""
         return self._counters.snapshot()
 

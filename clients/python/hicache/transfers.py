@@ -1,0 +1,317 @@
+"""The page transfers of a batched call on the one connection it borrowed: GET and PUT over TCP, LEASE and
+RELEASE (reads through the slab file), RESERVE and COMMIT (writes through it).
+
+Each function fills the statuses of the pages it was given (``None`` until known) and leaves the others alone;
+what escapes it (a timeout, a lost connection) is turned into the statuses still missing by the client. The
+answers are parsed by :mod:`hicache.answers`. Not thread-safe: one call owns the connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import time
+from typing import Callable, Optional
+
+from . import answers, pipeline, protocol
+from .buffers import copy_into_parts
+from .checksums import checksum_of_parts
+from .connection import Connection, Frame
+from .errors import HiCacheError, HiCacheProtocolError, error_from_frame
+from .pipeline import AnswerHandler, ErrorHandler
+from .protocol import Bytes, ErrorCode, Op, Status
+from .slab import SlabMapping
+
+ANSWER_GRACE_S = 0.5
+"""How long after a call's deadline the client still waits for the daemon's answer, which then says TIMED_OUT
+per page (the daemon counts the deadline from when it has read the whole frame, a little after the client)."""
+HOLD_MARGIN_MS = 5000
+"""Added to a lease's or reservation's hold beyond the call's deadline: it is released at once when done."""
+HOLD_SAFETY_S = 1.0
+"""A copy into or out of the slab starts only this long before the hold asked for could end (the daemon checks expiry
+every second). The daemon may have shortened the hold to its ``server.max-lease``; the client assumes at most
+:data:`ASSUMED_MAX_LEASE_S`, the default, and a lease found ended at RELEASE fails its pages."""
+ASSUMED_MAX_LEASE_S = 60.0
+FAILED_PAGES = {ErrorCode.BUSY: Status.FAILED, ErrorCode.SHUTTING_DOWN: Status.FAILED,
+                ErrorCode.INTERNAL: Status.FAILED, ErrorCode.TIMED_OUT: Status.TIMED_OUT}
+"""ERROR codes that a batched call reports as page statuses; other codes are the caller's mistake and raise."""
+_CLOSES_CONNECTION = frozenset({ErrorCode.VERSION, ErrorCode.AUTH, ErrorCode.TOO_LARGE, ErrorCode.BUSY})
+PUT_ENTRY = struct.Struct(">32sII")  # hash, length, crc
+_GET_REQUEST_ENTRY = struct.Struct(">32sI")  # hash, length (GET, LEASE, RESERVE)
+
+
+class Call:
+    """One call's deadlines: the one sent to the daemon, and the socket's, a grace period later."""
+
+    __slots__ = ("deadline", "io_deadline")
+
+    def __init__(self, timeout_s: float):
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be positive, was {timeout_s}")
+        self.deadline = time.monotonic() + timeout_s
+        self.io_deadline = self.deadline + ANSWER_GRACE_S
+
+
+@dataclasses.dataclass
+class Batch:
+    """The pages of a batched call (arguments checked) and their statuses so far, ``None`` while unknown."""
+
+    ns_bytes: bytes
+    keys: list[bytes]
+    parts: list[list[memoryview]]
+    lengths: list[int]
+    statuses: list[Optional[Status]]
+
+
+def chunk_error(conn: Connection, statuses: list[Optional[Status]]) -> ErrorHandler:
+    """The ERROR handler of batched calls: transient errors become page statuses, the rest raise."""
+
+    def on_error(pages: list[int], code: int, message: str) -> None:
+        if code in _CLOSES_CONNECTION:
+            conn.broken = True
+        if code in FAILED_PAGES:
+            for page in pages:
+                statuses[page] = FAILED_PAGES[ErrorCode(code)]
+            return
+        raise error_from_frame(code, message)
+
+    return on_error
+
+
+def status_answer(conn: Connection, statuses: list[Optional[Status]], call: Call) -> AnswerHandler:
+    """The answer handler of ``n:u32 status:u8[n]`` answers (PUT, DELETE, COMMIT)."""
+
+    def on_answer(pages: list[int], frame: Frame) -> None:
+        payload = conn.read_payload(frame, call.io_deadline)
+        for page, status in zip(pages, answers.page_statuses(payload, len(pages))):
+            statuses[page] = status
+
+    return on_answer
+
+
+def _hold_ms(call: Call) -> int:
+    return min(0xFFFFFFFF, int((call.deadline - time.monotonic()) * 1000) + HOLD_MARGIN_MS)
+
+
+def _copy_until(hold_ms: int) -> float:
+    """When copies under a hold of ``hold_ms`` asked for now must have started. The hold counts from when the
+    daemon answers, which is after now: copies made before this are in it."""
+    return time.monotonic() + min(hold_ms / 1000, ASSUMED_MAX_LEASE_S) - HOLD_SAFETY_S
+
+
+def get_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -> None:
+    """GET over TCP: bodies are received straight into the targets' parts."""
+    keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
+    max_page = conn.hello.max_page_bytes
+    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 4, lambda p: _GET_REQUEST_ENTRY.size,
+                                  lambda p: protocol.GET_ENTRY.size + min(lengths[p], max_page),
+                                  conn.hello.max_frame_bytes)
+
+    def build(group: list[int]) -> tuple[list[Bytes], int]:
+        table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
+        window = sum(protocol.GET_ENTRY.size + min(lengths[p], max_page) for p in group)
+        return [batch.ns_bytes, protocol.U32.pack(len(group)), table], window
+
+    def on_answer(group: list[int], frame: Frame) -> None:
+        head = conn.read_bytes(answers.get_table_bytes(len(group)), call.io_deadline)
+        for page, entry in zip(group, answers.get_table(head, len(group), frame.payload_length)):
+            status = entry.status
+            if status != Status.OK:
+                statuses[page] = status
+                continue
+            if entry.length != lengths[page]:
+                raise HiCacheProtocolError(f"a page of {lengths[page]} bytes was answered OK with {entry.length}")
+            for part in parts[page]:
+                conn.recv_into(part, call.io_deadline)
+            matches = checksum_of_parts(conn.checksum, parts[page]) == entry.crc
+            statuses[page] = Status.OK if matches else Status.CORRUPT
+
+    pipeline.run(conn, Op.GET, groups, build, on_answer, chunk_error(conn, statuses), call.deadline,
+                 call.io_deadline)
+
+
+def lease_into(conn: Connection, slab: SlabMapping, batch: Batch, pages: list[int], call: Call) -> list[int]:
+    """LEASE, copy each leased page from the mapped slab into its target, RELEASE. Returns the pages the daemon
+    could not lease (REJECTED: only in L3 and no room in the slab), to be fetched with GET.
+
+    On version 2 the lease asks for no checksums and the copy is not verified: the bytes cross no wire, and the
+    lease keeps the page from being reused until it is released, after the copy. On version 1 (whose
+    checksum, CRC-32C, the daemon has at hand) the copy is verified."""
+    keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
+    verify = conn.version < protocol.VERSION_2
+    copied: dict[int, list[int]] = {}  # lease id -> pages copied under it
+    hold_ms = _hold_ms(call)
+    hold_until = _copy_until(hold_ms)
+    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
+                                  lambda p: protocol.LEASE_ENTRY.size, conn.hello.max_frame_bytes)
+    lease_ids: list[int] = []
+    rejected: list[int] = []
+
+    def build(group: list[int]) -> tuple[list[Bytes], int]:
+        table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
+        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
+
+    def on_answer(group: list[int], frame: Frame) -> None:
+        payload = conn.read_payload(frame, call.io_deadline)
+        lease_id, count = answers.held_id(payload)
+        if lease_id != 0:  # 0: no lease was taken (the connection holds its limit); every page is REJECTED
+            lease_ids.append(lease_id)
+        for page, entry in zip(group, answers.lease_entries(payload, len(group), count)):
+            status = entry.status
+            if status == Status.REJECTED:
+                rejected.append(page)
+                continue
+            if status != Status.OK:
+                statuses[page] = status
+                continue
+            length, offset = entry.length, entry.offset
+            if length != lengths[page] or not slab.contains(offset, length):
+                raise HiCacheProtocolError(f"a lease of {length} bytes at offset {offset} for a page of "
+                                           f"{lengths[page]} bytes, in a slab file of {slab.size} bytes")
+            if time.monotonic() > hold_until:
+                statuses[page] = Status.TIMED_OUT  # the lease may have ended: its bytes may be another page's
+                continue
+            copied.setdefault(lease_id, []).append(page)
+            with slab.read_view[offset:offset + length] as leased:
+                copy_into_parts(parts[page], leased)
+            matches = not verify or checksum_of_parts(conn.checksum, parts[page]) == entry.crc
+            statuses[page] = Status.OK if matches else Status.CORRUPT
+
+    try:
+        pipeline.run(conn, Op.LEASE, groups, build, on_answer, chunk_error(conn, statuses), call.deadline,
+                     call.io_deadline, 0 if verify else protocol.LEASE_NO_CHECKSUMS)
+    finally:
+        # A lease the daemon no longer held when released had expired: what was copied under it is unsure.
+        for lease_id in release(conn, lease_ids, call):
+            for page in copied.get(lease_id, ()):
+                statuses[page] = Status.FAILED
+    return rejected
+
+
+def release(conn: Connection, ids: list[int], call: Call) -> list[int]:
+    """RELEASEs leases or reservations; if that cannot be done in time, drops the connection, which ends them.
+    Returns the ids the daemon did not release (``released`` 0: already ended, so expired), or all of them when
+    it could not say."""
+    if not ids or conn.broken:
+        return list(ids)
+    not_released: list[int] = []
+
+    def on_answer(group: list[int], frame: Frame) -> None:
+        if not answers.released(conn.read_payload(frame, call.io_deadline)):
+            not_released.append(group[0])
+
+    try:
+        pipeline.run(conn, Op.RELEASE, [[i] for i in ids], lambda group: ([struct.pack(">Q", group[0])], 0),
+                     on_answer, lambda group, code, message: not_released.append(group[0]),
+                     call.io_deadline, call.io_deadline)
+    except HiCacheError:
+        conn.broken = True
+        return list(ids)
+    return not_released
+
+
+def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -> None:
+    """PUT over TCP: the header and table, then the pages' parts, gathered by ``sendmsg``."""
+    keys, parts, lengths = batch.keys, batch.parts, batch.lengths
+    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 4, lambda p: PUT_ENTRY.size + lengths[p],
+                                  lambda p: lengths[p], conn.hello.max_frame_bytes)
+
+    def build(group: list[int]) -> tuple[list[Bytes], int]:
+        table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], checksum_of_parts(conn.checksum, parts[p]))
+                         for p in group)
+        bodies = [part for p in group for part in parts[p]]
+        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, *bodies], sum(lengths[p] for p in group)
+
+    pipeline.run(conn, Op.PUT, groups, build, status_answer(conn, batch.statuses, call),
+                 chunk_error(conn, batch.statuses), call.deadline, call.io_deadline)
+
+
+@dataclasses.dataclass
+class _Reservation:
+    """A RESERVE answer's reservation: its pages, and the checksum of each as copied (0: not copied)."""
+
+    reservation_id: int
+    pages: list[int]
+    checksums: list[int]
+
+
+def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batch: Batch, pages: list[int],
+                 call: Call, note_support: Callable[[bool], None]) -> list[int]:
+    """RESERVE room in the slab, copy each page there, COMMIT with its checksum. Returns the pages left for
+    PUT: all of them if the daemon does not know RESERVE (ERROR UNKNOWN_OP, told to ``note_support``), else those
+    RESERVE answered REJECTED (reserved room is never evicted, so a put may find room where a reservation did
+    not). ``note_support`` hears whether the daemon takes RESERVE once its answers say so."""
+    keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
+    hold_ms = _hold_ms(call)
+    hold_until = _copy_until(hold_ms)  # as for leases
+    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
+                                  lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes)
+    reservations: list[_Reservation] = []
+    unknown: list[int] = []
+    no_room: list[int] = []  # REJECTED by RESERVE: reserved room cannot be evicted; PUT may still find room
+    on_chunk_error = chunk_error(conn, statuses)
+
+    def build(group: list[int]) -> tuple[list[Bytes], int]:
+        table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
+        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
+
+    def on_answer(group: list[int], frame: Frame) -> None:
+        payload = conn.read_payload(frame, call.io_deadline)
+        reservation_id, count = answers.held_id(payload)
+        checksums: list[int] = []
+        reservations.append(_Reservation(reservation_id, group, checksums))
+        for page, entry in zip(group, answers.reserve_entries(payload, len(group), count)):
+            status = entry.status
+            if status != Status.OK:
+                statuses[page] = status
+                checksums.append(0)
+                if status == Status.REJECTED:
+                    no_room.append(page)
+                continue
+            offset = entry.offset
+            if not slab.contains(offset, lengths[page]):
+                raise HiCacheProtocolError(f"room for {lengths[page]} bytes reserved at offset {offset}, in a slab "
+                                           f"file of {slab.size} bytes")
+            if time.monotonic() > hold_until:
+                # The reservation may have ended and its room become another page's: write nothing. The COMMIT
+                # then finds the room's bytes wrong (FAILED, not stored) or the reservation gone.
+                statuses[page] = Status.TIMED_OUT
+                checksums.append(0)
+                continue
+            position = offset
+            for part in parts[page]:
+                writable[position:position + part.nbytes] = part
+                position += part.nbytes
+            checksums.append(checksum_of_parts(conn.checksum, parts[page]))
+
+    def on_error(group: list[int], code: int, message: str) -> None:
+        if code == ErrorCode.UNKNOWN_OP:
+            unknown.extend(group)
+        else:
+            on_chunk_error(group, code, message)
+
+    committed = False
+    try:
+        pipeline.run(conn, Op.RESERVE, groups, build, on_answer, on_error, call.deadline, call.io_deadline)
+        if unknown:
+            note_support(False)  # this daemon predates RESERVE: PUT from now on
+            return sorted(unknown)
+        note_support(True)
+        # Reservation 0 took nothing (the connection holds its limit of leases and reservations; every page is
+        # REJECTED and goes to PUT): there is nothing to commit.
+        by_id = {r.reservation_id: r for r in reservations if r.reservation_id != 0}
+        on_status = status_answer(conn, statuses, call)
+
+        def build_commit(group: list[int]) -> tuple[list[Bytes], int]:
+            checksums = by_id[group[0]].checksums
+            return [struct.pack(">QI", group[0], len(checksums)), struct.pack(f">{len(checksums)}I", *checksums)], 0
+
+        pipeline.run(conn, Op.COMMIT, [[rid] for rid in by_id], build_commit,
+                     lambda group, frame: on_status(by_id[group[0]].pages, frame),
+                     lambda group, code, message: on_chunk_error(by_id[group[0]].pages, code, message),
+                     call.deadline, call.io_deadline)
+        committed = True
+        return sorted(no_room)
+    finally:
+        if not committed:
+            release(conn, [r.reservation_id for r in reservations if r.reservation_id != 0], call)
