@@ -2,21 +2,18 @@ package io.hicache.cuda;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.memory.CopyChecks;
+import io.hicache.core.memory.AbstractKvPool;
 import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
-import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.LayerSignals;
-import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.concurrent.atomic.AtomicBoolean;
 import jcuda.CudaException;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
@@ -35,33 +32,28 @@ import jcuda.driver.JCudaDriver;
  * <p>Thread-safe. Owns its device memory, streams and launch arguments; {@link #close()} waits for its copies and
  * frees them.
  */
-final class CudaKvPool implements KvPool {
+final class CudaKvPool extends AbstractKvPool {
     private static final int THREADS = 256;
     /** The 32-bit kernels' index arithmetic holds a launch's vectors plus one grid stride of loads below this. */
     private static final long NARROW_LIMIT = 1L << 31;
 
     private final CudaDeviceRuntime runtime;
-    private final PageFormat format;
-    private final int pages;
     private final DevicePointer memory;
     private final long bytes;
-    private final PageAllocator allocator;
     private final CudaStream loads;
     private final CudaStream backups;
     private final boolean useKernel;
     private final CudaTuning tuning;
     private final LaunchArguments loadArguments = new LaunchArguments();
     private final LaunchArguments backupArguments = new LaunchArguments();
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     /**
      * A pool in device memory it allocates, or, with {@code adoptedAddress} other than 0, over memory the engine
      * allocated there (never freed here).
      */
     CudaKvPool(CudaDeviceRuntime runtime, PageFormat format, int pages, boolean useKernel, long adoptedAddress) {
+        super(format, pages, "the CUDA KV pool");
         this.runtime = runtime;
-        this.format = format;
-        this.pages = pages;
         this.bytes = DeviceLayout.poolBytes(format, pages);
         this.useKernel = useKernel;
         this.tuning = runtime.tuning();
@@ -78,7 +70,6 @@ final class CudaKvPool implements KvPool {
                         + " (" + runtime.info().freeBytes() + " bytes free): " + e.getMessage(), e);
             }
         }
-        this.allocator = new PageAllocator("CUDA KV pool", pages);
         long ring = Math.max(1 << 16, 8L * pages);
         String id = Integer.toHexString(System.identityHashCode(this));
         // Loads launch once per layer: several lanes let a layer's launch overlap the previous layer's tail.
@@ -86,20 +77,8 @@ final class CudaKvPool implements KvPool {
         this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
     }
 
-    @Override
-    public PageFormat format() {
-        return format;
-    }
 
-    @Override
-    public int pages() {
-        return pages;
-    }
 
-    @Override
-    public PageAllocator allocator() {
-        return allocator;
-    }
 
     @Override
     public long bytes() {
@@ -117,35 +96,20 @@ final class CudaKvPool implements KvPool {
     }
 
     @Override
-    public KvCopy backup(int[] devicePages, HostSlab host, int[] hostSlots) {
-        checkCopy(host);
-        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
+    protected KvCopy startBackup(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount,
+            boolean perLayer) {
+        if (perLayer) {
+            return byLayer(backups, devicePages, host, hostSlots, firstLayer, layerCount, true);
+        }
         int[] pairs = pairs(devicePages, hostSlots);
-        int layers = format.geometry().layers();
-        return backups.submit(layers, pairs, (stream, indexAddress, signals) -> {
-            copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, 0, layers, true);
+        return backups.submit(layerCount, pairs, (stream, indexAddress, signals) -> {
+            copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, firstLayer, layerCount, true);
             stream.recordAll(signals, "backup of " + devicePages.length + " pages");
         }, "backup of " + devicePages.length + " pages");
     }
 
     @Override
-    public KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages) {
-        return loadLayers(host, hostSlots, devicePages, 0, format.geometry().layers());
-    }
-
-    @Override
-    public KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount) {
-        checkCopy(host);
-        CopyChecks.checkLayers(format, firstLayer, layerCount);
-        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
-        return byLayer(backups, devicePages, host, hostSlots, firstLayer, layerCount, true);
-    }
-
-    @Override
-    public KvCopy loadLayers(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
-        checkCopy(host);
-        CopyChecks.checkLayers(format, firstLayer, layerCount);
-        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
+    protected KvCopy startLoad(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
         return byLayer(loads, devicePages, host, hostSlots, firstLayer, layerCount, false);
     }
 
@@ -162,9 +126,9 @@ final class CudaKvPool implements KvPool {
         }, what);
     }
 
-    private void checkCopy(HostSlab host) {
-        checkOpen();
-        CopyChecks.checkSameGeometry(format, host);
+    @Override
+    protected void checkCopy(HostSlab host) {
+        super.checkCopy(host);
         Checks.requireArgument(runtime.isRegistered(host.memory()),
                 "the host slab is not registered with the CUDA runtime: register it with registerHost first");
     }
@@ -314,7 +278,7 @@ final class CudaKvPool implements KvPool {
 
     @Override
     public void writePage(int devicePage, MemorySegment flat) {
-        checkFlat(devicePage, flat);
+        checkNativeFlat(devicePage, flat);
         runtime.makeCurrent();
         forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyHtoD(
                 memory.withByteOffset(deviceOffset), RawPointers.host(flat.address() + flatOffset), length));
@@ -322,45 +286,16 @@ final class CudaKvPool implements KvPool {
 
     @Override
     public void readPage(int devicePage, MemorySegment flat) {
-        checkFlat(devicePage, flat);
+        checkNativeFlat(devicePage, flat);
         runtime.makeCurrent();
         forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyDtoH(
                 RawPointers.host(flat.address() + flatOffset), memory.withByteOffset(deviceOffset), length));
     }
 
-    private interface RunAction {
-        void run(long deviceOffset, long flatOffset, long length);
-    }
-
-    /** Visits the page's runs as (device offset, flat-page offset, length), in the format's flat order. */
-    private void forEachRun(int page, RunAction action) {
-        int parts = format.geometry().attention().parts();
-        long row = format.rowBytes();
-        for (int part = 0; part < parts; part++) {
-            for (int layer = 0; layer < format.geometry().layers(); layer++) {
-                long device = DeviceLayout.chunkOffset(format, pages, page, layer, part);
-                switch (format.byteOrder()) {
-                    case LAYER_MAJOR -> action.run(device, format.rowOffset(part, layer, 0), DeviceLayout.chunkBytes(format));
-                    case TOKEN_MAJOR -> {
-                        for (int t = 0; t < format.pageSizeTokens(); t++) {
-                            action.run(device + t * row, format.rowOffset(part, layer, t), row);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    private void checkFlat(int devicePage, MemorySegment flat) {
-        checkOpen();
-        Checks.requireArgument(devicePage >= 0 && devicePage < pages, "device page %d is out of range [0, %d)", devicePage,
-                pages);
-        Checks.requireArgument(flat.isNative() && flat.byteSize() == format.pageBytes(),
-                "a flat page is %d bytes of native memory, got %s", format.pageBytes(), flat);
-    }
-
-    private void checkOpen() {
-        Checks.requireState(!closed.get(), "the CUDA KV pool is closed");
+    /** {@link #checkFlat}, and {@code flat} in native memory, which the driver copies to and from. */
+    private void checkNativeFlat(int devicePage, MemorySegment flat) {
+        checkFlat(devicePage, flat);
+        Checks.requireArgument(flat.isNative(), "a flat page must be native memory, got %s", flat);
     }
 
     /** Failed copies since the pool opened, on both streams. */
@@ -370,7 +305,7 @@ final class CudaKvPool implements KvPool {
 
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
+        if (!markClosed()) {
             return;
         }
         loads.close();

@@ -1,15 +1,12 @@
 package io.hicache.core.memory.emulated;
 
-import io.hicache.core.memory.CopyChecks;
+import io.hicache.core.memory.AbstractKvPool;
 import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
-import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.LayerSignals;
-import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.page.PageFormat;
-import io.hicache.core.util.Checks;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -30,38 +27,30 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * <p>Thread-safe. Owns its memory ({@link #close()} waits for its copies and frees it), unless it adopted memory the
  * engine allocated: then closing leaves that memory alone.
  */
-final class EmulatedKvPool implements KvPool {
+final class EmulatedKvPool extends AbstractKvPool {
     private static final System.Logger LOG = System.getLogger(EmulatedKvPool.class.getName());
     private static final long CLOSE_WAIT_SECONDS = 60;
 
     private final EmulatedDeviceRuntime runtime;
-    private final PageFormat format;
-    private final int pages;
     /** The arena of the memory the pool allocated; null when it adopted the engine's memory. */
     private final Arena arena;
     private final MemorySegment memory;
-    private final PageAllocator allocator;
     private final CopyStream loads = new CopyStream();
     private final CopyStream backups = new CopyStream();
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     EmulatedKvPool(EmulatedDeviceRuntime runtime, PageFormat format, int pages) {
+        super(format, pages, "the emulated KV pool");
         this.runtime = runtime;
-        this.format = format;
-        this.pages = pages;
         this.arena = Arena.ofShared();
         this.memory = arena.allocate(DeviceLayout.poolBytes(format, pages), 4096);
-        this.allocator = new PageAllocator("emulated KV pool", pages);
     }
 
     /** A pool over {@code memory}, which the engine allocated and frees (after closing the pool). */
     EmulatedKvPool(EmulatedDeviceRuntime runtime, PageFormat format, int pages, MemorySegment memory) {
+        super(format, pages, "the emulated KV pool (adopted memory)");
         this.runtime = runtime;
-        this.format = format;
-        this.pages = pages;
         this.arena = null;
         this.memory = memory;
-        this.allocator = new PageAllocator("emulated KV pool (adopted memory)", pages);
     }
 
     /** Whether the pool allocated its memory (false: adopted the engine's). */
@@ -74,20 +63,8 @@ final class EmulatedKvPool implements KvPool {
         return DeviceBuffers.of("emulated", format, pages, memory.address());
     }
 
-    @Override
-    public PageFormat format() {
-        return format;
-    }
 
-    @Override
-    public int pages() {
-        return pages;
-    }
 
-    @Override
-    public PageAllocator allocator() {
-        return allocator;
-    }
 
     @Override
     public Optional<MemorySegment> hostVisibleMemory() {
@@ -100,94 +77,35 @@ final class EmulatedKvPool implements KvPool {
     }
 
     @Override
-    public KvCopy backup(int[] devicePages, HostSlab host, int[] hostSlots) {
-        checkOpen();
-        CopyChecks.checkSameGeometry(format, host);
-        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), true, 0, format.geometry().layers(), false);
-        return backups.submit(format.geometry().layers(), job::start);
-    }
-
-    @Override
-    public KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount) {
-        checkOpen();
-        CopyChecks.checkSameGeometry(format, host);
-        CopyChecks.checkLayers(format, firstLayer, layerCount);
-        CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), true, firstLayer, layerCount, true);
+    protected KvCopy startBackup(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount,
+            boolean perLayer) {
+        Job job = new Job(host, devicePages, hostSlots, true, firstLayer, layerCount, perLayer);
         return backups.submit(layerCount, job::start);
     }
 
     @Override
-    public KvCopy loadLayers(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
-        checkOpen();
-        CopyChecks.checkSameGeometry(format, host);
-        CopyChecks.checkLayers(format, firstLayer, layerCount);
-        CopyChecks.checkPairs(hostSlots, host.slots(), "hostSlots", devicePages, pages, "devicePages");
-        Job job = new Job(host, devicePages.clone(), hostSlots.clone(), false, firstLayer, layerCount, true);
+    protected KvCopy startLoad(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount) {
+        Job job = new Job(host, devicePages, hostSlots, false, firstLayer, layerCount, true);
         return loads.submit(layerCount, job::start);
     }
 
     @Override
-    public KvCopy load(HostSlab host, int[] hostSlots, int[] devicePages) {
-        return loadLayers(host, hostSlots, devicePages, 0, format.geometry().layers());
-    }
-
-    @Override
     public void writePage(int devicePage, MemorySegment flat) {
-        checkOpen();
         checkFlat(devicePage, flat);
-        forEachChunk(devicePage, (deviceOffset, flatOffset, length) ->
+        forEachRun(devicePage, (deviceOffset, flatOffset, length) ->
                 MemorySegment.copy(flat, flatOffset, memory, deviceOffset, length));
     }
 
     @Override
     public void readPage(int devicePage, MemorySegment flat) {
-        checkOpen();
         checkFlat(devicePage, flat);
-        forEachChunk(devicePage, (deviceOffset, flatOffset, length) ->
+        forEachRun(devicePage, (deviceOffset, flatOffset, length) ->
                 MemorySegment.copy(memory, deviceOffset, flat, flatOffset, length));
-    }
-
-    private interface ChunkAction {
-        void run(long deviceOffset, long flatOffset, long length);
-    }
-
-    /** Visits the page's runs as (device offset, flat-page offset, length), in the format's flat order. */
-    private void forEachChunk(int page, ChunkAction action) {
-        int parts = format.geometry().attention().parts();
-        long row = format.rowBytes();
-        long chunk = DeviceLayout.chunkBytes(format);
-        for (int part = 0; part < parts; part++) {
-            for (int layer = 0; layer < format.geometry().layers(); layer++) {
-                long device = DeviceLayout.chunkOffset(format, pages, page, layer, part);
-                switch (format.byteOrder()) {
-                    case LAYER_MAJOR -> action.run(device, format.rowOffset(part, layer, 0), chunk);
-                    case TOKEN_MAJOR -> {
-                        for (int t = 0; t < format.pageSizeTokens(); t++) {
-                            action.run(device + t * row, format.rowOffset(part, layer, t), row);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    private void checkFlat(int devicePage, MemorySegment flat) {
-        Checks.requireArgument(devicePage >= 0 && devicePage < pages, "device page %d is out of range [0, %d)",
-                devicePage, pages);
-        Checks.checkNotNull(flat, "flat");
-        Checks.requireArgument(flat.byteSize() == format.pageBytes(), "a flat page is %d bytes, got %d",
-                format.pageBytes(), flat.byteSize());
-    }
-
-    private void checkOpen() {
-        Checks.requireState(!closed.get(), "the emulated KV pool is closed");
     }
 
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
+        if (!markClosed()) {
             return;
         }
         try {
