@@ -144,13 +144,6 @@ public final class Settings {
         }
     }
 
-    /** Keys given in the file or as flags, sorted. */
-    public Set<String> explicitKeys() {
-        Set<String> keys = new TreeSet<>(fileValues.keySet());
-        keys.addAll(flagValues.keySet());
-        return keys;
-    }
-
     private static Optional<String> closest(String key, Set<String> candidates) {
         String best = null;
         int bestDistance = Integer.MAX_VALUE;

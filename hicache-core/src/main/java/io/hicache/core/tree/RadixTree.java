@@ -777,11 +777,6 @@ public final class RadixTree {
         return nodes;
     }
 
-    /** The hash chain of page {@code index} past the root, for the tokens of a path: for tests. */
-    PageHash hashOf(TreeNode n, int page) {
-        return n.hashes.get(page);
-    }
-
     /**
      * Checks the tree's invariants and returns its slots, for tests: evicted nodes form a suffix of every path, a
      * node is on some tier, pins are never negative and a node's lock count covers its children's, child keys match,

@@ -126,11 +126,6 @@ final class WriteBehind {
         queue.add(WAKE);
     }
 
-    /** Pages held back now because a clear covers them. */
-    int heldBackPages() {
-        return heldBack.size();
-    }
-
     /** Waits up to {@code millis} for a batch to finish; true if one did. */
     boolean awaitProgress(long millis) {
         synchronized (progress) {

@@ -68,10 +68,6 @@ final class Region {
         return states.get(backend);
     }
 
-    boolean servedBy(NixlBackend backend) {
-        return states.containsKey(backend);
-    }
-
     Map<NixlBackend, Object> states() {
         return states;
     }

@@ -367,11 +367,6 @@ public final class S3PageStore extends AbstractPageStore {
         return t;
     }
 
-    /** Requests in flight now: for tests. */
-    int requestsInFlight() {
-        return limiter.running();
-    }
-
     @Override
     protected void doClose() {
         s3.close();

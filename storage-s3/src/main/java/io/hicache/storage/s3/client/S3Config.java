@@ -137,11 +137,6 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
                 Optional.of(secretKey), CONCURRENCY_DEFAULT, Duration.ofSeconds(10), 3, Duration.ofSeconds(2));
     }
 
-    public S3Config withPrefix(String newPrefix) {
-        return new S3Config(bucket, newPrefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency,
-                requestTimeout, maxAttempts, connectTimeout);
-    }
-
     public S3Config withTimeouts(Duration request, int attempts) {
         return new S3Config(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency, request,
                 attempts, connectTimeout);
