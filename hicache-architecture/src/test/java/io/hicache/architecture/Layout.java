@@ -26,8 +26,7 @@ final class Layout {
     }
 
     /** One package. A class may use packages of its own module of the same or a lower rank (plug-ins excepted). */
-    record Pkg(String name, String module, int rank, Kind kind) {
-    }
+    record Pkg(String name, String module, int rank, Kind kind) {}
 
     static final List<Pkg> PACKAGES = List.of(
             // hicache-core, bottom up
@@ -108,23 +107,44 @@ final class Layout {
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
             Map.entry("transfer-cuda", Set.of("hicache-core", "transfer", "hicache-cuda")),
-            Map.entry("transfer-cuda-kit", Set.of("hicache-core", "transfer", "hicache-cuda", "transfer-cuda",
-                    "hicache-testkit", "transfer-kit")),
+            Map.entry(
+                    "transfer-cuda-kit",
+                    Set.of(
+                            "hicache-core",
+                            "transfer",
+                            "hicache-cuda",
+                            "transfer-cuda",
+                            "hicache-testkit",
+                            "transfer-kit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote")),
             Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "transfer")),
-            Map.entry("hicache-bench", Set.of("hicache-core", "hicache-cuda", "hicache-cuda-kit", "hicache-testkit",
-                    "storage-file", "storage-rocksdb", "storage-s3", "storage-nixl", "storage-remote", "transfer", "server",
-                    "hicache-cli", "transfer-cuda", "transfer-cuda-kit", "transfer-kit")));
+            Map.entry(
+                    "hicache-bench",
+                    Set.of(
+                            "hicache-core",
+                            "hicache-cuda",
+                            "hicache-cuda-kit",
+                            "hicache-testkit",
+                            "storage-file",
+                            "storage-rocksdb",
+                            "storage-s3",
+                            "storage-nixl",
+                            "storage-remote",
+                            "transfer",
+                            "server",
+                            "hicache-cli",
+                            "transfer-cuda",
+                            "transfer-cuda-kit",
+                            "transfer-kit")));
 
     /**
      * Internal packages a module may use all the same, each with its reason. The bench measures the radix tree on its
      * own, below the cache's facade, as a microbenchmark would inside the module.
      */
-    static final Map<String, Set<String>> INTERNAL_USE_ALLOWED = Map.of(
-            "hicache-bench", Set.of("io.hicache.core.tree"));
+    static final Map<String, Set<String>> INTERNAL_USE_ALLOWED =
+            Map.of("hicache-bench", Set.of("io.hicache.core.tree"));
 
-    private Layout() {
-    }
+    private Layout() {}
 
     private static Pkg pkg(String name, String module, int rank, Kind kind) {
         return new Pkg(name, module, rank, kind);

@@ -21,20 +21,26 @@ import java.util.Set;
 final class LayoutRules {
     private static final String ROOT = "io.hicache";
 
-    private LayoutRules() {
-    }
+    private LayoutRules() {}
 
     /** Every package of HiCache's main code is in the table, so no package escapes the other rules. */
     static ArchRule everyPackageIsInTheTable() {
-        return classes().that().resideInAPackage(ROOT + "..").should(new ArchCondition<>("be in a package of Layout") {
-            @Override
-            public void check(JavaClass c, ConditionEvents events) {
-                if (Layout.find(c.getPackageName()).isEmpty()) {
-                    events.add(SimpleConditionEvent.violated(c, "package " + c.getPackageName() + " of " + c.getName()
-                            + " is not in Layout.PACKAGES: add it (module, rank, API or internal) and to docs/architecture.md"));
-                }
-            }
-        }).allowEmptyShould(false);
+        return classes()
+                .that()
+                .resideInAPackage(ROOT + "..")
+                .should(new ArchCondition<>("be in a package of Layout") {
+                    @Override
+                    public void check(JavaClass c, ConditionEvents events) {
+                        if (Layout.find(c.getPackageName()).isEmpty()) {
+                            events.add(
+                                    SimpleConditionEvent.violated(
+                                            c,
+                                            "package " + c.getPackageName() + " of " + c.getName()
+                                                    + " is not in Layout.PACKAGES: add it (module, rank, API or internal) and to docs/architecture.md"));
+                        }
+                    }
+                })
+                .allowEmptyShould(false);
     }
 
     /**
@@ -42,23 +48,28 @@ final class LayoutRules {
      * modules only where its module may depend on them (the POMs' edges), and there only their API packages.
      */
     static ArchRule importsFollowTheLayout() {
-        return classes().that().resideInAPackage(ROOT + "..").should(new ArchCondition<>("import only down the layers") {
-            @Override
-            public void check(JavaClass c, ConditionEvents events) {
-                Optional<Layout.Pkg> from = Layout.find(c.getPackageName());
-                if (from.isEmpty()) {
-                    return; // reported by everyPackageIsInTheTable
-                }
-                for (Dependency d : c.getDirectDependenciesFromSelf()) {
-                    JavaClass target = d.getTargetClass().getBaseComponentType();
-                    if (!target.getPackageName().startsWith(ROOT)) {
-                        continue;
+        return classes()
+                .that()
+                .resideInAPackage(ROOT + "..")
+                .should(new ArchCondition<>("import only down the layers") {
+                    @Override
+                    public void check(JavaClass c, ConditionEvents events) {
+                        Optional<Layout.Pkg> from = Layout.find(c.getPackageName());
+                        if (from.isEmpty()) {
+                            return; // reported by everyPackageIsInTheTable
+                        }
+                        for (Dependency d : c.getDirectDependenciesFromSelf()) {
+                            JavaClass target = d.getTargetClass().getBaseComponentType();
+                            if (!target.getPackageName().startsWith(ROOT)) {
+                                continue;
+                            }
+                            problem(from.get(), target)
+                                    .ifPresent(why -> events.add(
+                                            SimpleConditionEvent.violated(d, d.getDescription() + ": " + why)));
+                        }
                     }
-                    problem(from.get(), target).ifPresent(why -> events.add(SimpleConditionEvent.violated(d,
-                            d.getDescription() + ": " + why)));
-                }
-            }
-        }).allowEmptyShould(false);
+                })
+                .allowEmptyShould(false);
     }
 
     private static Optional<String> problem(Layout.Pkg from, JavaClass target) {
@@ -71,18 +82,22 @@ final class LayoutRules {
             return Optional.empty();
         }
         if (to.kind() == Layout.Kind.PLUGIN) {
-            return Optional.of(to.name() + " is a plug-in of " + to.module() + ", found by ServiceLoader: no other package"
-                    + " may use it");
+            return Optional.of(to.name() + " is a plug-in of " + to.module()
+                    + ", found by ServiceLoader: no other package" + " may use it");
         }
         if (to.module().equals(from.module())) {
-            return to.rank() <= from.rank() ? Optional.empty() : Optional.of("points up the layers of " + from.module()
-                    + " (" + from.name() + " rank " + from.rank() + " -> " + to.name() + " rank " + to.rank() + ")");
+            return to.rank() <= from.rank()
+                    ? Optional.empty()
+                    : Optional.of("points up the layers of " + from.module() + " (" + from.name() + " rank "
+                            + from.rank() + " -> " + to.name() + " rank " + to.rank() + ")");
         }
         if (!Layout.MODULE_DEPENDENCIES.getOrDefault(from.module(), Set.of()).contains(to.module())) {
             return Optional.of("module " + from.module() + " may not depend on module " + to.module());
         }
         if (to.kind() != Layout.Kind.API
-                && !Layout.INTERNAL_USE_ALLOWED.getOrDefault(from.module(), Set.of()).contains(to.name())) {
+                && !Layout.INTERNAL_USE_ALLOWED
+                        .getOrDefault(from.module(), Set.of())
+                        .contains(to.name())) {
             return Optional.of(to.name() + " is internal to " + to.module());
         }
         return Optional.empty();
@@ -94,7 +109,11 @@ final class LayoutRules {
      * no package-private one leaks into what other modules compile against.
      */
     static ArchRule publicSignaturesUseOnlyApiTypes() {
-        return classes().that().resideInAPackage(ROOT + "..").and().arePublic()
+        return classes()
+                .that()
+                .resideInAPackage(ROOT + "..")
+                .and()
+                .arePublic()
                 .should(new ArchCondition<>("show only public API types in public signatures") {
                     @Override
                     public void check(JavaClass c, ConditionEvents events) {
@@ -107,12 +126,14 @@ final class LayoutRules {
                                 continue;
                             }
                             for (JavaClass t : signatureTypes(m)) {
-                                hiddenType(t).ifPresent(why -> events.add(SimpleConditionEvent.violated(m,
-                                        m.getFullName() + " shows " + t.getName() + ", " + why)));
+                                hiddenType(t)
+                                        .ifPresent(why -> events.add(SimpleConditionEvent.violated(
+                                                m, m.getFullName() + " shows " + t.getName() + ", " + why)));
                             }
                         }
                     }
-                }).allowEmptyShould(false);
+                })
+                .allowEmptyShould(false);
     }
 
     private static boolean isShown(Set<JavaModifier> modifiers) {

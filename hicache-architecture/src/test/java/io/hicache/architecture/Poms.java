@@ -27,14 +27,14 @@ final class Poms {
     /** Modules whose test jar carries a kit that other modules run (Layout's {@code *-kit} modules). */
     private static final Set<String> KIT_MODULES = Set.of("hicache-cuda", "transfer", "transfer-cuda");
 
-    private Poms() {
-    }
+    private Poms() {}
 
     /** Module folder to the modules its main code may use, for every module but this test's own. */
     static Map<String, Set<String>> compileDependencies() throws IOException {
         Path root = Path.of("").toAbsolutePath().getParent();
         String parent = Files.readString(root.resolve("pom.xml"));
-        String dependencyBlock = parent.substring(parent.indexOf("<dependencies>", parent.indexOf("</dependencyManagement>")));
+        String dependencyBlock =
+                parent.substring(parent.indexOf("<dependencies>", parent.indexOf("</dependencyManagement>")));
         Map<String, String> folderOf = new HashMap<>();
         Map<String, String> poms = new HashMap<>();
         for (Matcher m = MODULE.matcher(parent); m.find(); ) {
@@ -78,7 +78,10 @@ final class Poms {
             edges.put(folder, uses);
             testEdges.put(folder, testUses);
         });
-        if (DEPENDENCY.matcher(dependencyBlock).results().anyMatch(d -> d.group(1).contains("io.hicache"))) {
+        if (DEPENDENCY
+                .matcher(dependencyBlock)
+                .results()
+                .anyMatch(d -> d.group(1).contains("io.hicache"))) {
             throw new IllegalStateException("the parent POM gives every module a HiCache dependency");
         }
         // The kits ship in their module's test jar: they may use the module, what it uses, and its test dependencies.

@@ -7,6 +7,5 @@ public final class ArchFixtureAllowedInternal {
     /** The tree type, named so the compiled class depends on it. */
     public static final Class<?> TREE = ArchFixtureTreeTarget.class;
 
-    private ArchFixtureAllowedInternal() {
-    }
+    private ArchFixtureAllowedInternal() {}
 }

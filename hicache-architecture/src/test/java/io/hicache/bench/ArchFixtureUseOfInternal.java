@@ -7,6 +7,5 @@ public final class ArchFixtureUseOfInternal {
     /** The internal type, named so the compiled class depends on it. */
     public static final Class<?> INTERNAL = ArchFixtureInternalTarget.class;
 
-    private ArchFixtureUseOfInternal() {
-    }
+    private ArchFixtureUseOfInternal() {}
 }

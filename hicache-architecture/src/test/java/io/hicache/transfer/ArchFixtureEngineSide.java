@@ -7,6 +7,5 @@ public final class ArchFixtureEngineSide {
     /** The SPI-side type, named so the compiled class depends on it. */
     public static final Class<?> OTHER = ArchFixtureSpiSide.class;
 
-    private ArchFixtureEngineSide() {
-    }
+    private ArchFixtureEngineSide() {}
 }

@@ -7,6 +7,5 @@ public final class ArchFixtureEngineUsesPlugin {
     /** The transport type, named so the compiled class depends on it. */
     public static final Class<?> TRANSPORT = ArchFixtureTcpTarget.class;
 
-    private ArchFixtureEngineUsesPlugin() {
-    }
+    private ArchFixtureEngineUsesPlugin() {}
 }

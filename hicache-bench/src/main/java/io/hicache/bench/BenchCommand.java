@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -46,11 +47,11 @@ public final class BenchCommand implements Subcommand {
 
     @Parameters(arity = "0..1", paramLabel = "SUITE", completionCandidates = SuiteNames.class,
             description = "the suite to run, or report")
-    String name;
+    @Nullable String name;
 
     @Option(names = "--out", paramLabel = "DIR", description = "where results go (default bench-results; for report, "
             + "docs/benchmarks)")
-    Path out;
+    @Nullable Path out;
 
     @Option(names = "--forks", paramLabel = "N", defaultValue = "3", description = "fresh JVMs to measure in, 1 to 100 "
             + "(default ${DEFAULT-VALUE})")
@@ -60,7 +61,7 @@ public final class BenchCommand implements Subcommand {
     boolean quick;
 
     @Option(names = "--results", paramLabel = "DIR", description = "report: the results to chart (default bench-results)")
-    Path results;
+    @Nullable Path results;
 
     @Option(names = "--list", description = "list the suites")
     boolean list;

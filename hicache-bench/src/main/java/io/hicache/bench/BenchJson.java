@@ -24,6 +24,7 @@ import java.math.MathContext;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The bench's JSON, through Jackson: {@code bench-results/<suite>.json} written from a {@link BenchReport} and read
@@ -123,7 +124,7 @@ final class BenchJson {
         }
 
         @Override
-        public Double getNullValue(DeserializationContext context) {
+        public @Nullable Double getNullValue(DeserializationContext context) {
             return primitive ? Double.NaN : null;
         }
     }

@@ -3,6 +3,7 @@ package io.hicache.bench;
 import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.annotation.JsonPropertyOrder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One measured figure next to the reference it is compared with, both measured in the same run. Immutable, so safe to
@@ -27,13 +28,13 @@ import com.fasterxml.jackson.annotation.JsonPropertyOrder;
         "ratio_max"})
 public record BenchRow(String metric, double value, String unit, String reference,
         @JsonProperty("reference_value") double referenceValue, double ratio, String better,
-        @JsonInclude(JsonInclude.Include.NON_NULL) Double aim,
-        @JsonProperty("ratio_min") @JsonInclude(JsonInclude.Include.NON_NULL) Double ratioMin,
-        @JsonProperty("ratio_max") @JsonInclude(JsonInclude.Include.NON_NULL) Double ratioMax) {
+        @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double aim,
+        @JsonProperty("ratio_min") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double ratioMin,
+        @JsonProperty("ratio_max") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double ratioMax) {
 
     /** A row without a spread. */
     public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
-            String better, Double aim) {
+            String better, @Nullable Double aim) {
         this(metric, value, unit, reference, referenceValue, ratio, better, aim, null, null);
     }
 

@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Random;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code cuda}: the CUDA device runtime on a GPU, in one run.
@@ -185,15 +186,16 @@ public final class CudaSuite implements BenchSuite {
      * {@code prefix}.
      */
     static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
-            Comparison comparison, Comparison engineComparison, String prefix, List<BenchRow> rows, Arena arena)
+            Comparison comparison, @Nullable Comparison engineComparison, String prefix, List<BenchRow> rows,
+            Arena arena)
             throws Exception {
         scattered(runtime, slab, tokens, pages, layouts, comparison, engineComparison, prefix, rows, arena, false);
     }
 
     /** As above; with {@code hostAscending} the pairs are handed over in ascending host slot order. */
     static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
-            Comparison comparison, Comparison engineComparison, String prefix, List<BenchRow> rows, Arena arena,
-            boolean hostAscending) throws Exception {
+            Comparison comparison, @Nullable Comparison engineComparison, String prefix, List<BenchRow> rows,
+            Arena arena, boolean hostAscending) throws Exception {
         Random random = new Random(tokens);
         int devicePages = 2 * pages;
         int hostSlots = 2 * pages;

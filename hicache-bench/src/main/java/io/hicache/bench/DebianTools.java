@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Finds a reference tool (redis-server, iperf3) on the PATH or where Debian puts it, installing its Debian package
@@ -32,7 +33,7 @@ public final class DebianTools {
         return found;
     }
 
-    private static Path lookup(String binary) {
+    private static @Nullable Path lookup(String binary) {
         for (String dir : (System.getenv().getOrDefault("PATH", "") + ":/usr/bin:/usr/sbin:/usr/local/bin").split(":")) {
             Path p = Path.of(dir.isEmpty() ? "." : dir, binary);
             if (Files.isExecutable(p)) {

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.ServiceLoader;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Runs a suite in fresh JVMs, one after another, and merges their rows by median. JIT compilation differs from
@@ -112,11 +113,11 @@ final class Forks {
                 orEmpty(r.aim()), orEmpty(r.ratioMin()), orEmpty(r.ratioMax()));
     }
 
-    private static String orEmpty(Double d) {
+    private static String orEmpty(@Nullable Double d) {
         return d == null ? "" : Double.toString(d);
     }
 
-    private static Double orNull(String s) {
+    private static @Nullable Double orNull(String s) {
         return s.isEmpty() ? null : Double.valueOf(s);
     }
 

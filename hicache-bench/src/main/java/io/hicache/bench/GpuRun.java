@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
@@ -56,7 +57,7 @@ public final class GpuRun implements Callable<Integer> {
 
     @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages, "
             + "order, replay or pd")
-    Experiment experiment;
+    @Nullable Experiment experiment;
 
     @Option(names = "--no-kits", description = "skip the kits (experiments only)")
     boolean noKits;
@@ -83,7 +84,7 @@ public final class GpuRun implements Callable<Integer> {
         }
     }
 
-    private static int run(Path out, boolean quick, String experiment, boolean runKits, List<Path> slabDirs,
+    private static int run(Path out, boolean quick, @Nullable String experiment, boolean runKits, List<Path> slabDirs,
             PrintStream log) throws IOException {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {

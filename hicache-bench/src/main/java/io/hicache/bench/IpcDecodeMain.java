@@ -3,6 +3,7 @@ package io.hicache.bench;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.util.Checks;
 import io.hicache.cuda.CudaDeviceRuntime;
 import io.hicache.cuda.CudaOptions;
 import io.hicache.transfer.LocalRegion;
@@ -79,7 +80,8 @@ public final class IpcDecodeMain {
                 }
                 case "await" -> {
                     long room = Long.parseLong(cmd[1]);
-                    KvReceiver receiver = receivers.remove(room);
+                    KvReceiver receiver = Checks.checkNotNull(receivers.remove(room), "the receiver of room " + room
+                            + " (a receive comes first)");
                     long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
                     while (!receiver.poll().isFinal() && System.nanoTime() < end) {
                         Thread.sleep(1);

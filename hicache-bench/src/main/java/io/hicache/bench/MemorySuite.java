@@ -17,6 +17,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.PageChecksum;
+import io.hicache.core.util.Checks;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -30,6 +31,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
@@ -193,7 +195,8 @@ public final class MemorySuite implements BenchSuite {
     }
 
     private static int insert(HostPagePool pool, StoreKey key) {
-        int slot = pool.tryReserve(1)[0];
+        // the pool has room for every key; no message: a measured loop
+        int slot = Objects.requireNonNull(pool.tryReserve(1))[0];
         if (!pool.beginWrite(slot, key)) {
             throw new IllegalStateException("key " + key + " is already in the pool");
         }
@@ -227,7 +230,7 @@ public final class MemorySuite implements BenchSuite {
         List<StoreKey> keys = keys(2, pages);
         try (HostPagePool pool = HostPagePool.open(config, format, pages, runtime)) {
             for (int i = 0; i < pages; i++) {
-                int slot = pool.tryReserve(1)[0];
+                int slot = Checks.checkNotNull(pool.tryReserve(1), "a slot of a pool sized for every key")[0];
                 pool.beginWrite(slot, keys.get(i));
                 pool.slab().page(slot).fill((byte) (i * 31 + 7));
                 pool.commitWrite(slot);

@@ -8,6 +8,7 @@ import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.util.Checks;
 import io.hicache.testkit.PagePattern;
 import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.TransferBatch;
@@ -83,7 +84,7 @@ final class PdHandoffGpu {
                         StagingArea prefillStaging = StagingArea.open(prefillEngine, "staging", runtime, format, maxPages);
                         StagingArea decodeStaging = StagingArea.open(decodeEngine, "staging", runtime, format, maxPages);
                         RemoteSegment peer = prefillEngine.openSegment(decodeEngine.address(), Duration.ofSeconds(10))) {
-                    if (!peer.transport().equals(transport)) {
+                    if (!Checks.checkNotNull(peer.transport(), "a linked peer's transport").equals(transport)) {
                         throw new IllegalStateException("asked for " + transport + ", linked over " + peer.transport());
                     }
                     AtomicReference<Handoff> current = new AtomicReference<>();

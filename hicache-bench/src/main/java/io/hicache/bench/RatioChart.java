@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.HorizontalBarChart;
 import org.knowm.xchart.style.AxesChartStyler;
@@ -45,7 +46,7 @@ final class RatioChart {
      * One row of the panel: the label XChart writes, and the row it shows, or for a heading the heading's text (drawn
      * by {@link RatioMarks} in the plot, XChart's label being blank).
      */
-    record Line(String label, BenchRow row, String heading) {
+    record Line(String label, @Nullable BenchRow row, @Nullable String heading) {
     }
 
     /** The panel for {@code rows} of {@code suite}, all with the same {@code better}, as an image. */

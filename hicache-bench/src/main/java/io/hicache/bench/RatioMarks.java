@@ -1,5 +1,6 @@
 package io.hicache.bench;
 
+import io.hicache.core.util.Checks;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
@@ -68,7 +69,9 @@ final class RatioMarks extends Annotation {
         g.drawLine(one, top, one, bottom);
         for (int i = 0; i < lines.size(); i++) {
             if (lines.get(i).row() == null) {
-                heading(g, lines.get(i).heading(), left, first + step * (i + 0.5));
+                // a line without a row is a heading's
+                heading(g, Checks.checkNotNull(lines.get(i).heading(), "a heading line's text"), left,
+                        first + step * (i + 0.5));
             }
         }
         tickLabels(g, ticks, bottom);

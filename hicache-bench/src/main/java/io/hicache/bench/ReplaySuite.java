@@ -25,6 +25,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code replay}: a multi-turn chat workload in the shape of SGLang's {@code bench_multiturn.py}. Many clients each
@@ -158,7 +159,7 @@ public final class ReplaySuite implements BenchSuite {
      * for a null store, in device-only mode; while {@code busyThreads} threads spin. A request the cache fails is
      * counted, closed, and the replay goes on.
      */
-    private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store, int busyThreads)
+    private static Tally threeTiers(List<int[]> turns, int devicePages, @Nullable PageStore store, int busyThreads)
             throws Exception {
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> busy = new ArrayList<>();
@@ -183,7 +184,7 @@ public final class ReplaySuite implements BenchSuite {
         }
     }
 
-    private static Tally threeTiers(List<int[]> turns, int devicePages, PageStore store) throws Exception {
+    private static Tally threeTiers(List<int[]> turns, int devicePages, @Nullable PageStore store) throws Exception {
         return replay(turns, devicePages, store, store == null ? "device-only" : "all", -1, 0);
     }
 
@@ -193,8 +194,8 @@ public final class ReplaySuite implements BenchSuite {
      * folder (a restart: the device tier is gone, the host tier comes back warm). Counts only the turns from
      * {@code countFrom} on (the page store's hits are counted over all turns: a run with a store counts from 0).
      */
-    private static Tally replay(List<int[]> turns, int devicePages, PageStore store, String tiers, int restartAt,
-            int countFrom) throws Exception {
+    private static Tally replay(List<int[]> turns, int devicePages, @Nullable PageStore store, String tiers,
+            int restartAt, int countFrom) throws Exception {
         if (store != null && countFrom != 0) {
             throw new IllegalArgumentException("the store's hits are counted over the whole replay");
         }
@@ -220,7 +221,7 @@ public final class ReplaySuite implements BenchSuite {
          */
         boolean quiesceFirst;
         /** A diagnostic too: when set, where the load-back calls spend their time (see {@link CallSampler}). */
-        CallSampler sampler;
+        @Nullable CallSampler sampler;
 
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
@@ -232,7 +233,8 @@ public final class ReplaySuite implements BenchSuite {
      * folder the caller's); {@code loads}, if given, gets the load-backs' bytes and wait.
      */
     static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
-            List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads)
+            List<int[]> turns, int devicePages, @Nullable PageStore store, int restartAt, int countFrom,
+            @Nullable LoadTimer loads)
             throws Exception {
         return replayOn(runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null,
                 null);
@@ -245,8 +247,9 @@ public final class ReplaySuite implements BenchSuite {
      * order.
      */
     static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
-            List<int[]> turns, int devicePages, PageStore store, int restartAt, int countFrom, LoadTimer loads,
-            RankGroup group, RankGroup queries, List<long[]> perTurn)
+            List<int[]> turns, int devicePages, @Nullable PageStore store, int restartAt, int countFrom,
+            @Nullable LoadTimer loads, @Nullable RankGroup group, @Nullable RankGroup queries,
+            @Nullable List<long[]> perTurn)
             throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
         long adopted;
@@ -279,8 +282,8 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     private static HiCache open(Settings settings, KvGeometry geometry, int devicePages,
-            DeviceRuntime runtime, PageStore store, RankGroup group,
-            RankGroup queries) {
+            DeviceRuntime runtime, @Nullable PageStore store, @Nullable RankGroup group,
+            @Nullable RankGroup queries) {
         int rank = group == null ? 0 : group.rank();
         HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(settings))
                 .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank,
@@ -296,7 +299,7 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     /** One turn as an engine serves it; returns its prompt tokens, device hits, loaded tokens, 0, failures. */
-    private static long[] serve(HiCache cache, int n, int[] turn, LoadTimer loads) throws Exception {
+    private static long[] serve(HiCache cache, int n, int[] turn, @Nullable LoadTimer loads) throws Exception {
         int[] promptTokens = Arrays.copyOf(turn, turn.length - OUTPUT_TOKENS);
         long[] out = new long[5];
         try (CacheRequest r = cache.request("turn-" + n, promptTokens)) {
@@ -342,7 +345,7 @@ public final class ReplaySuite implements BenchSuite {
         return out;
     }
 
-    private static HiCache open(HiCacheBuilder builder, PageStore store) {
+    private static HiCache open(HiCacheBuilder builder, @Nullable PageStore store) {
         return (store == null ? builder : builder.store(store)).open();
     }
 

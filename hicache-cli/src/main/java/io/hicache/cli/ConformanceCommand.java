@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.Locale;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -36,7 +37,7 @@ public final class ConformanceCommand implements Subcommand {
     String store;
 
     @Option(names = "--config", paramLabel = "FILE", description = "a properties file of the store's settings")
-    Path config;
+    @Nullable Path config;
 
     @Option(names = "--allow-clear-all", description = "also run the case that clears the whole store")
     boolean allowClearAll;

@@ -2,6 +2,7 @@ package io.hicache.cli;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
@@ -13,7 +14,7 @@ final class Nearest {
     }
 
     /** The nearest known name to the first unmatched word, or null when none is near. */
-    static String suggest(UnmatchedArgumentException e) {
+    static @Nullable String suggest(UnmatchedArgumentException e) {
         List<String> unmatched = e.getUnmatched();
         if (unmatched.isEmpty()) {
             return null;
@@ -29,7 +30,7 @@ final class Nearest {
     }
 
     /** The name of {@code known} nearest to {@code word}, if within a quarter of its length (at least 2 edits). */
-    static String nearest(String word, List<String> known) {
+    static @Nullable String nearest(String word, List<String> known) {
         String best = null;
         int bestDistance = Math.max(2, word.length() / 4) + 1;
         for (String k : known) {

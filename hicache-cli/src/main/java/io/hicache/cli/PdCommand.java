@@ -11,6 +11,7 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.page.PageFormat;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.pd.BootstrapServer;
@@ -39,6 +40,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -87,7 +89,7 @@ public final class PdCommand implements Subcommand {
 
         @Option(names = "--for", paramLabel = "DURATION", converter = TopCommand.DurationConverter.class,
                 description = "stop after this long (default: when stopped)")
-        Duration runFor;
+        @Nullable Duration runFor;
 
         @Override
         public Integer call() throws Exception {
@@ -178,7 +180,7 @@ public final class PdCommand implements Subcommand {
         NodeOptions options;
 
         @Option(names = "--requests", description = "stop after this many requests (default: when stopped)")
-        Integer requests;
+        @Nullable Integer requests;
 
         @Override
         public Integer call() throws Exception {
@@ -281,7 +283,8 @@ public final class PdCommand implements Subcommand {
                             out.flush();
                             continue;
                         }
-                        int wrong = SyntheticChat.wrongPages(node.cache, prompt, got.pages());
+                        int wrong = SyntheticChat.wrongPages(node.cache, prompt,
+                                Checks.checkNotNull(got.pages(), "a successful handoff's pages"));
                         failed += wrong == 0 ? 0 : 1;
                         SyntheticChat.decode(decode, node.cache, got, prompt, SyntheticChat.answer(c, turn));
                         out.printf("conversation %d, turn %d: %d prompt tokens, %d held by this decode, %d received; "

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -37,7 +38,7 @@ public final class ServeCommand implements Subcommand {
     CommandSpec spec;
 
     @Option(names = "--config", paramLabel = "FILE", description = "a properties file of settings")
-    Path config;
+    @Nullable Path config;
 
     @Override
     public void addOptions(CommandSpec spec) {

@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Model.ArgGroupSpec;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Model.OptionSpec;
@@ -61,7 +62,7 @@ final class SettingOptions {
     }
 
     /** The settings of a parsed command line, for the keys of {@code settings}. */
-    static Settings read(ParseResult parsed, Path configFile, List<Setting<?>> settings) {
+    static Settings read(ParseResult parsed, @Nullable Path configFile, List<Setting<?>> settings) {
         Settings.Builder b = Settings.builder();
         if (configFile != null) {
             b.file(configFile);
@@ -86,7 +87,7 @@ final class SettingOptions {
         return text;
     }
 
-    private static List<String> choices(Setting<?> s) {
+    private static @Nullable List<String> choices(Setting<?> s) {
         return s.type().contains("|") ? List.of(s.type().split("\\|")) : null;
     }
 

@@ -2,6 +2,7 @@ package io.hicache.core;
 
 import java.io.Serial;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The one unchecked exception for operational failures in HiCache. Bad arguments are reported with the
@@ -19,7 +20,7 @@ public class HiCacheException extends RuntimeException {
         this.code = Objects.requireNonNull(code, "code");
     }
 
-    public HiCacheException(ErrorCode code, String message, Throwable cause) {
+    public HiCacheException(ErrorCode code, String message, @Nullable Throwable cause) {
         super(message, cause);
         this.code = Objects.requireNonNull(code, "code");
     }
@@ -27,6 +28,13 @@ public class HiCacheException extends RuntimeException {
     /** What kind of failure this is. */
     public ErrorCode code() {
         return code;
+    }
+
+    /** What went wrong; never null, as every constructor takes one. */
+    @Override
+    public String getMessage() {
+        String message = super.getMessage();
+        return message == null ? code.toString() : message;
     }
 
     @Override

@@ -10,6 +10,7 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Work enqueued on CUDA streams, reported in the order it was recorded: {@link #record} records an event on a stream
@@ -37,13 +38,14 @@ public final class CompletionQueue<T> implements AutoCloseable {
          * The work recorded before {@code item}'s event has ended ({@code failure} null), or waiting for the event threw
          * {@code failure} (the work or an earlier one on the stream failed).
          */
-        void completed(T item, Throwable failure);
+        void completed(T item, @Nullable Throwable failure);
     }
 
     /** One event to wait for and what to report then; {@link #STOP} ends the thread. */
     private record Entry<T>(CUevent event, T item) {
     }
 
+    @SuppressWarnings("NullAway") // the end marker, only compared by identity: its null event and item are never read
     private static final Entry<Object> STOP = new Entry<>(null, null);
 
     private final CUcontext context;

@@ -31,6 +31,7 @@ import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUmodule;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The device runtime on a CUDA GPU, through JCuda's driver API. It works in the device's primary context (the
@@ -57,9 +58,11 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
     private final String name;
     private final int multiprocessors;
     private final CudaTuning tuning;
-    private final CUmodule module;
+    /** The copy kernels' module, or null where copies use the copy engine. */
+    private final @Nullable CUmodule module;
     private final Map<CudaTuning.Kernel, CUfunction> kernels;
-    private final String kernelProblem;
+    /** Why copies do not use the kernel, or null where they do. */
+    private final @Nullable String kernelProblem;
     private final Set<CudaKvPool> pools = ConcurrentHashMap.newKeySet();
     private final List<Registration> registrations = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -317,7 +320,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
     }
 
     /** The loaded entry point of {@code k}; only while {@link #usesKernel()}. */
-    CUfunction kernel(CudaTuning.Kernel k) {
+    @Nullable CUfunction kernel(CudaTuning.Kernel k) {
         return kernels.get(k);
     }
 

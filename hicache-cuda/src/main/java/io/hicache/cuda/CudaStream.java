@@ -10,6 +10,7 @@ import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An ordered queue of copies on one or more CUDA streams ("lanes"), with its completion thread. Copies are enqueued
@@ -37,7 +38,8 @@ final class CudaStream implements AutoCloseable {
 
     private final CUcontext context;
     private final CUstream[] lanes;
-    private CUevent previousLast;
+    /** The event that ends the last copy submitted, or null before the first. */
+    private @Nullable CUevent previousLast;
     private final IndexRing indices;
     private final AtomicLong failures = new AtomicLong();
     private final CompletionQueue<Pending> completions;
@@ -153,7 +155,7 @@ final class CudaStream implements AutoCloseable {
     }
 
     /** On the completion thread, in the order the events were recorded: signals the layer, or fails the copy. */
-    private void completed(Pending p, Throwable failure) {
+    private void completed(Pending p, @Nullable Throwable failure) {
         try {
             if (failure == null) {
                 try {

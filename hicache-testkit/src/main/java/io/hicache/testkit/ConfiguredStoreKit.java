@@ -6,6 +6,7 @@ import io.hicache.core.store.StoreConfig;
 import io.hicache.core.util.Checks;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The conformance kit against a store built from configuration: what {@code ./hicache conformance --store NAME}
@@ -14,7 +15,8 @@ import java.util.function.Consumer;
  */
 public class ConfiguredStoreKit extends PageStoreConformanceKit {
     private static final ReentrantLock ONE_RUN_AT_A_TIME = new ReentrantLock();
-    private static volatile StoreConfig target;
+    /** The store config of the run in progress; null between runs. */
+    private static volatile @Nullable StoreConfig target;
     private static volatile boolean clearAllAllowed;
 
     /** For the JUnit launcher; use {@link #run(StoreConfig, boolean)}. */

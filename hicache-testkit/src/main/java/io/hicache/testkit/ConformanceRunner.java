@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.engine.support.descriptor.MethodSource;
 import org.junit.platform.launcher.Launcher;
@@ -50,7 +51,8 @@ public final class ConformanceRunner {
         final List<ConformanceReport.Case> cases = new ArrayList<>();
         final Map<String, Long> started = new ConcurrentHashMap<>();
         final Consumer<ConformanceReport.Case> progress;
-        TestPlan plan;
+        /** Null until the launcher starts the plan. */
+        @Nullable TestPlan plan;
 
         Recorder(Consumer<ConformanceReport.Case> progress) {
             this.progress = progress;

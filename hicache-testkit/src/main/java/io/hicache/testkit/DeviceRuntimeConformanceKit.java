@@ -39,6 +39,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
@@ -133,7 +134,7 @@ public abstract class DeviceRuntimeConformanceKit {
         int pages = (int) Math.min(Integer.MAX_VALUE, free / format.pageBytes() + 16);
         HiCacheException e = assertThrows(HiCacheException.class, () -> runtime.createPool(format, pages));
         assertEquals(ErrorCode.DEVICE_OUT_OF_MEMORY, e.code(), e::toString);
-        assertTrue(e.getMessage().contains(Integer.toString(pages)), e.getMessage());
+        assertTrue(String.valueOf(e.getMessage()).contains(Integer.toString(pages)), e.getMessage());
     }
 
     @Test
@@ -160,11 +161,12 @@ public abstract class DeviceRuntimeConformanceKit {
             assertNull(allocator.tryAllocate(1), "an exhausted allocator hands out nothing");
             HiCacheException exhausted = assertThrows(HiCacheException.class, () -> allocator.allocate(3));
             assertEquals(ErrorCode.PAGES_EXHAUSTED, exhausted.code());
-            assertTrue(exhausted.getMessage().contains("asked for 3 pages, 0 of " + DEVICE_PAGES), exhausted.getMessage());
+            assertTrue(String.valueOf(exhausted.getMessage()).contains("asked for 3 pages, 0 of " + DEVICE_PAGES),
+                    exhausted.getMessage());
             allocator.free(a);
             assertEquals(10, allocator.available());
             var doubleFree = assertThrows(IllegalStateException.class, () -> allocator.free(a[0]));
-            assertTrue(doubleFree.getMessage().contains("double free"), doubleFree.getMessage());
+            assertTrue(String.valueOf(doubleFree.getMessage()).contains("double free"), doubleFree.getMessage());
             assertThrows(IllegalStateException.class, () -> allocator.free(b[0], b[0]));
             assertThrows(IllegalArgumentException.class, () -> allocator.free(DEVICE_PAGES));
             assertEquals(10, allocator.available(), "a refused free changes nothing");
@@ -348,7 +350,7 @@ public abstract class DeviceRuntimeConformanceKit {
         return HOST_SIDE + slot;
     }
 
-    private String hostLayerProblem(HostSlab host, int slot, long seed, int layer) {
+    private @Nullable String hostLayerProblem(HostSlab host, int slot, long seed, int layer) {
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment flat = scratch.allocate(host.format().pageBytes());
             host.readPage(slot, flat);
@@ -448,14 +450,16 @@ public abstract class DeviceRuntimeConformanceKit {
             fillHostSentinel(host);
             var range = assertThrows(IllegalArgumentException.class,
                     () -> pool.backup(new int[] {0, DEVICE_PAGES}, host, new int[] {1, 2}));
-            assertTrue(range.getMessage().contains("devicePages[1] = " + DEVICE_PAGES + " is out of range"), range.getMessage());
+            assertTrue(String.valueOf(range.getMessage()).contains("devicePages[1] = " + DEVICE_PAGES + " is out of range"),
+                    range.getMessage());
             assertThrows(IllegalArgumentException.class, () -> pool.backup(new int[] {0}, host, new int[] {-1}));
             assertThrows(IllegalArgumentException.class, () -> pool.load(host, new int[] {HOST_SLOTS}, new int[] {0}));
             var lengths = assertThrows(IllegalArgumentException.class, () -> pool.load(host, new int[] {1, 2}, new int[] {1}));
-            assertTrue(lengths.getMessage().contains("2 hostSlots, 1 devicePages"), lengths.getMessage());
+            assertTrue(String.valueOf(lengths.getMessage()).contains("2 hostSlots, 1 devicePages"),
+                    lengths.getMessage());
             var twice = assertThrows(IllegalArgumentException.class,
                     () -> pool.backup(new int[] {3, 4}, host, new int[] {7, 7}));
-            assertTrue(twice.getMessage().contains("named twice"), twice.getMessage());
+            assertTrue(String.valueOf(twice.getMessage()).contains("named twice"), twice.getMessage());
             HostSlab other = newSlab(new PageFormat(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16), 8, HostLayout.LAYER_FIRST), 4);
             assertThrows(IllegalArgumentException.class, () -> pool.load(other, new int[] {0}, new int[] {0}));
             assertThrows(IllegalArgumentException.class,
@@ -636,7 +640,7 @@ public abstract class DeviceRuntimeConformanceKit {
     }
 
     /** Why the first {@code layers} layers of a device page differ from the pattern of {@code seed}, or null. */
-    private String devicePageProblem(KvPool pool, int page, long seed, int layers) {
+    private @Nullable String devicePageProblem(KvPool pool, int page, long seed, int layers) {
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment actual = scratch.allocate(pool.format().pageBytes());
             pool.readPage(page, actual);

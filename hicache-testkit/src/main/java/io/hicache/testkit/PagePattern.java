@@ -5,6 +5,7 @@ import io.hicache.core.page.PageFormat;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Page contents that any reader can verify from the key alone (or from a number, such as a page index): a
@@ -95,7 +96,7 @@ public final class PagePattern {
      * {@code seed} (part, layer and token of the first row that does), or null when the layer matches: for copies that
      * move some layers only.
      */
-    public static String layerMismatch(PageFormat format, MemorySegment page, long seed, int layer) {
+    public static @Nullable String layerMismatch(PageFormat format, MemorySegment page, long seed, int layer) {
         try (Arena scratch = Arena.ofConfined()) {
             MemorySegment expected = scratch.allocate(format.pageBytes());
             fill(expected, seed);

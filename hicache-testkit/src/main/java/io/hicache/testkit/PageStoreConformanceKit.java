@@ -403,25 +403,21 @@ public abstract class PageStoreConformanceKit {
         List<StoreKey> keys = keys(ns, 2);
         MemorySegment page = arena.allocate(DEFAULT_PAGE_BYTES);
         PagePattern.fill(page, keys.get(0));
-        assertThrows(NullPointerException.class, () -> store.leadingHits(null, deadline()));
-        assertThrows(NullPointerException.class, () -> store.leadingHits(Arrays.asList(keys.get(0), null), deadline()));
-        assertThrows(NullPointerException.class, () -> store.delete(Arrays.asList((StoreKey) null), deadline()));
-        assertThrows(NullPointerException.class, () -> store.get(null, deadline()));
-        assertThrows(NullPointerException.class, () -> store.put(PageBatch.of(keys.subList(0, 1), List.of(page)), null));
+        assertNullsRejected(keys, page);
         // Malformed keys cannot be built at all.
         assertThrows(IllegalArgumentException.class, () -> PageHash.fromHex("not-a-hash"));
         assertThrows(IllegalArgumentException.class, () -> ns.withTensorParallel(3, 2));
         // A read-only target.
         var readOnly = assertThrows(IllegalArgumentException.class,
                 () -> store.get(PageBatch.of(keys.subList(0, 1), List.of(page.asReadOnly())), deadline()));
-        assertTrue(readOnly.getMessage().contains("read-only"), readOnly.getMessage());
+        assertTrue(String.valueOf(readOnly.getMessage()).contains("read-only"), readOnly.getMessage());
         // A page over the store's maximum, as a sparse mapped file: it costs no memory unless read.
         long max = store.capabilities().maxPageBytes();
         if (max < (1L << 40)) {
             MemorySegment tooBig = sparsePage(max + 1);
             var e = assertThrows(IllegalArgumentException.class,
                     () -> store.put(PageBatch.of(List.of(keys.get(1), keys.get(0)), List.of(page, tooBig)), deadline()));
-            assertTrue(e.getMessage().contains("page 1"), e.getMessage());
+            assertTrue(String.valueOf(e.getMessage()).contains("page 1"), e.getMessage());
             assertEquals(0, hits(keys), "a rejected batch stored nothing, not even its valid pages");
         }
         // A get into a target of the wrong size is refused per key and leaves the target alone.
@@ -433,6 +429,17 @@ public abstract class PageStoreConformanceKit {
             assertTrue(got.detail(0).isPresent(), "a size mismatch says the sizes");
             assertTrue(PagePattern.isSentinel(target[0]), "a refused get wrote its target");
         }
+    }
+
+    /** Null arguments, each refused with a {@link NullPointerException}. */
+    // The SPI's parameters are non-null: passing null on purpose, to check the store refuses it, is what this does.
+    @SuppressWarnings("NullAway")
+    private void assertNullsRejected(List<StoreKey> keys, MemorySegment page) {
+        assertThrows(NullPointerException.class, () -> store.leadingHits(null, deadline()));
+        assertThrows(NullPointerException.class, () -> store.leadingHits(Arrays.asList(keys.get(0), null), deadline()));
+        assertThrows(NullPointerException.class, () -> store.delete(Arrays.asList((StoreKey) null), deadline()));
+        assertThrows(NullPointerException.class, () -> store.get(null, deadline()));
+        assertThrows(NullPointerException.class, () -> store.put(PageBatch.of(keys.subList(0, 1), List.of(page)), null));
     }
 
     @Test
@@ -449,7 +456,8 @@ public abstract class PageStoreConformanceKit {
         for (Runnable call : calls) {
             HiCacheException e = assertThrows(HiCacheException.class, call::run);
             assertEquals(ErrorCode.STORE_CLOSED, e.code());
-            assertTrue(e.getMessage().contains(store.name()) && e.getMessage().contains("closed"), e.getMessage());
+            String message = String.valueOf(e.getMessage());
+            assertTrue(message.contains(store.name()) && message.contains("closed"), e.getMessage());
         }
         assertNotNull(store.stats(), "stats stay readable after close");
     }

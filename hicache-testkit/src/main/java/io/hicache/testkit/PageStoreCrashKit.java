@@ -17,6 +17,7 @@ import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -120,7 +121,7 @@ public abstract class PageStoreCrashKit {
             List<StoreKey> keys = new ArrayList<>(tried.keySet());
             List<MemorySegment> targets = new ArrayList<>(keys.size());
             for (StoreKey k : keys) {
-                MemorySegment t = arena.allocate(tried.get(k), 4096);
+                MemorySegment t = arena.allocate(Checks.checkNotNull(tried.get(k), "a tried key's page size"), 4096);
                 PagePattern.fillSentinel(t);
                 targets.add(t);
             }

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The regions an engine registered, by id (what transports serve from and the descriptor lists) and by name (unique).
@@ -164,7 +165,7 @@ final class Regions {
     }
 
     /** The region with id {@code id}, or null. */
-    LocalRegion byId(int id) {
+    @Nullable LocalRegion byId(int id) {
         return byId.get(id);
     }
 
@@ -184,7 +185,7 @@ final class Regions {
     }
 
     /** The published region that holds all of {@code local}, or null. */
-    LocalRegion around(MemorySegment local) {
+    @Nullable LocalRegion around(MemorySegment local) {
         long start = local.address();
         long end = start + local.byteSize();
         for (LocalRegion r : byId.values()) {

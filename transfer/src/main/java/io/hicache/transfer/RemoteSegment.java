@@ -14,6 +14,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A peer's segment, opened with {@link TransferEngine#openSegment}: its descriptor, the transport chosen for it,
@@ -32,7 +33,7 @@ public final class RemoteSegment implements AutoCloseable {
     private volatile SegmentDescriptor descriptor;
     /** The linked transports, in the engine's preference; the first is the primary (host memory) link. */
     private final CopyOnWriteArrayList<Linked> links = new CopyOnWriteArrayList<>();
-    private volatile String deathReason;
+    private volatile @Nullable String deathReason;
 
     RemoteSegment(TransferEngine engine, ControlClient control, SegmentDescriptor descriptor) {
         this.engine = engine;
@@ -65,7 +66,7 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /** The transport chosen for this peer's host memory (the first linked), or null before one is linked. */
-    public String transport() {
+    public @Nullable String transport() {
         return links.isEmpty() ? null : links.get(0).name();
     }
 
@@ -92,7 +93,8 @@ public final class RemoteSegment implements AutoCloseable {
         return Optional.empty();
     }
 
-    TransportLink link() {
+    /** The primary link, or null before one is linked. */
+    @Nullable TransportLink link() {
         return links.isEmpty() ? null : links.get(0).link();
     }
 
@@ -107,7 +109,7 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /** Why the peer is considered dead, or null while it is alive. */
-    public String deathReason() {
+    public @Nullable String deathReason() {
         return deathReason;
     }
 
@@ -195,7 +197,7 @@ public final class RemoteSegment implements AutoCloseable {
         }
 
         @Override
-        public String deathReason() {
+        public @Nullable String deathReason() {
             return deathReason;
         }
     }

@@ -1,6 +1,7 @@
 package io.hicache.transfer;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.spi.MemoryKind;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.TransferOp;
@@ -13,6 +14,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where an engine's requests go: each request of a submission is checked against the local regions and the peer's
@@ -42,16 +44,20 @@ final class Router {
             TransferBatch.Request r = batch.new Request();
             batch.add(r);
             Route route = route(segment, req);
-            if (route.refusal() != null) {
-                r.refuse(route.refusal());
+            String refusal = route.refusal();
+            if (refusal != null) {
+                r.refuse(refusal);
                 continue;
             }
-            long slice = Math.max(1, route.link().transport().sliceBytes(config.sliceBytes()));
+            // a route that is not refused has both
+            RemoteSegment.Linked link = Checks.checkNotNull(route.link(), "an accepted route's link");
+            RegionDescriptor region = Checks.checkNotNull(route.region(), "an accepted route's region");
+            long slice = Math.max(1, link.transport().sliceBytes(config.sliceBytes()));
             long length = req.bytes();
             for (long off = 0; off < length; off += slice) {
                 long n = Math.min(slice, length - off);
-                r.slices.add(batch.new SliceImpl(r, route.link().link(), req.op(), req.local().asSlice(off, n),
-                        route.region(), req.remoteOffset() + off, config.sliceRetries()));
+                r.slices.add(batch.new SliceImpl(r, link.link(), req.op(), req.local().asSlice(off, n), region,
+                        req.remoteOffset() + off, config.sliceRetries()));
             }
             r.outstanding.set(r.slices.size());
             slices.addAll(r.slices);
@@ -74,7 +80,8 @@ final class Router {
     }
 
     /** Where a request goes: the remote region and the link that moves its kinds of memory, or why it cannot start. */
-    private record Route(RegionDescriptor region, RemoteSegment.Linked link, String refusal) {
+    private record Route(@Nullable RegionDescriptor region, RemoteSegment.@Nullable Linked link,
+            @Nullable String refusal) {
         static Route refused(String why) {
             return new Route(null, null, why);
         }

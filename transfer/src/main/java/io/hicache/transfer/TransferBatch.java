@@ -1,5 +1,6 @@
 package io.hicache.transfer;
 
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.Slice;
 import io.hicache.transfer.spi.TransferOp;
@@ -14,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A submitted batch of {@link TransferRequest}s and the state of each. Every request reaches a final state by the
@@ -43,11 +45,11 @@ public final class TransferBatch {
 
     /** The state of request {@code i}. */
     public RequestState state(int i) {
-        return requests.get(i).state.get();
+        return requests.get(i).state();
     }
 
     /** Why request {@code i} is not {@link RequestState#DONE}, or null when it is done or pending. */
-    public String reason(int i) {
+    public @Nullable String reason(int i) {
         return requests.get(i).reason;
     }
 
@@ -73,7 +75,7 @@ public final class TransferBatch {
     }
 
     /** The first reason a request failed, or null. */
-    public String firstFailure() {
+    public @Nullable String firstFailure() {
         for (Request r : requests) {
             if (r.reason != null) {
                 return r.reason;
@@ -140,7 +142,12 @@ public final class TransferBatch {
         final AtomicReference<RequestState> state = new AtomicReference<>(RequestState.PENDING);
         final AtomicReference<RequestState> intent = new AtomicReference<>();
         final AtomicInteger outstanding = new AtomicInteger();
-        volatile String reason;
+        volatile @Nullable String reason;
+
+        /** The state, never null: it starts PENDING and is only compared and set to a final one. */
+        RequestState state() {
+            return Checks.checkNotNull(state.get(), "a request's state");
+        }
 
         /** Final immediately, without moving anything (refused at submit). */
         void refuse(String why) {
@@ -150,14 +157,14 @@ public final class TransferBatch {
         }
 
         boolean intend(RequestState what, String why) {
-            if (state.get().isFinal() || !intent.compareAndSet(null, what)) {
+            if (state().isFinal() || !intent.compareAndSet(null, what)) {
                 return false;
             }
             reason = why;
             return true;
         }
 
-        void sliceDone(String failure) {
+        void sliceDone(@Nullable String failure) {
             if (failure != null) {
                 intend(RequestState.FAILED, failure);
             }
@@ -236,7 +243,7 @@ public final class TransferBatch {
         }
 
         @Override
-        public void done(String failure) {
+        public void done(@Nullable String failure) {
             if (!over.compareAndSet(false, true)) {
                 return;
             }

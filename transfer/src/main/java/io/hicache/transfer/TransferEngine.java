@@ -3,6 +3,7 @@ package io.hicache.transfer;
 import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.memory.MappedFiles;
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.Threads;
 import io.hicache.transfer.control.ControlClient;
 import io.hicache.transfer.control.ControlHost;
@@ -29,6 +30,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The transfer engine: registers memory regions and publishes them as this process's segment; opens peers'
@@ -99,7 +101,9 @@ public final class TransferEngine implements AutoCloseable {
      */
     static RuntimeException translate(RuntimeException e) {
         if (e instanceof HiCacheException h && !(e instanceof TransferException)) {
-            return new TransferException(h.code(), h.getMessage(), h);
+            // a HiCacheException is always built with a message
+            String message = Checks.checkNotNull(h.getMessage(), "a HiCacheException's message");
+            return new TransferException(h.code(), message, h);
         }
         return e;
     }
@@ -375,7 +379,7 @@ public final class TransferEngine implements AutoCloseable {
     /** This engine's segment as its transports see it. */
     private final class Served implements LocalSegment {
         @Override
-        public RegisteredRegion region(int id) {
+        public @Nullable RegisteredRegion region(int id) {
             LocalRegion r = regions.byId(id);
             return r == null || r.kind() != MemoryKind.HOST ? null : r.served();
         }

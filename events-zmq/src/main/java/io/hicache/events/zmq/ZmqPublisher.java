@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.events.KvEventBatch;
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventsConfig;
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
@@ -21,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
@@ -73,8 +75,10 @@ public final class ZmqPublisher implements KvEventPublisher {
     private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     private final Thread thread;
     private volatile boolean stopping;
-    private volatile String boundEndpoint;
-    private volatile String boundReplayEndpoint;
+    /** Set by the sending thread before {@link #open} returns. */
+    private volatile @Nullable String boundEndpoint;
+    /** Null without replay. */
+    private volatile @Nullable String boundReplayEndpoint;
 
     private ZmqPublisher(KvEventsConfig config) {
         this.config = config;
@@ -114,7 +118,7 @@ public final class ZmqPublisher implements KvEventPublisher {
 
     /** The PUB socket's address: as bound (a wildcard port resolved), or as connected. */
     public String publishEndpoint() {
-        return boundEndpoint;
+        return Checks.checkNotNull(boundEndpoint, "the PUB endpoint (set before open returns)");
     }
 
     /** The ROUTER socket's bound address, if replay is on. */
@@ -202,14 +206,14 @@ public final class ZmqPublisher implements KvEventPublisher {
         }
     }
 
-    private void loop(ZMQ.Socket pub, ZMQ.Socket router, ZMQ.Poller replayPoller) {
+    private void loop(ZMQ.Socket pub, ZMQ.@Nullable Socket router, ZMQ.@Nullable Poller replayPoller) {
         ArrayDeque<Kept> kept = new ArrayDeque<>();
         long seq = 0;
         while (true) {
             byte[] payload;
             try {
                 if (router != null) {
-                    answerReplays(router, replayPoller, kept);
+                    answerReplays(router, Checks.checkNotNull(replayPoller, "the router's poller"), kept);
                 }
                 payload = handoff.poll(POLL_MILLIS, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {

@@ -7,6 +7,5 @@ public final class ArchFixtureUpwardImport {
     /** The cache type, named so the compiled class depends on it. */
     public static final Class<?> UP = HiCache.class;
 
-    private ArchFixtureUpwardImport() {
-    }
+    private ArchFixtureUpwardImport() {}
 }

@@ -8,6 +8,5 @@ public final class ArchFixtureLegalImports {
     /** Core API types, named so the compiled class depends on them. */
     public static final Class<?>[] API = {PageHash.class, PageStore.class};
 
-    private ArchFixtureLegalImports() {
-    }
+    private ArchFixtureLegalImports() {}
 }

@@ -7,6 +7,5 @@ public final class ArchFixtureUnmappedTarget {
     /** The unlisted type, named so the compiled class depends on it. */
     public static final Class<?> UNLISTED = ArchFixtureUnmapped.class;
 
-    private ArchFixtureUnmappedTarget() {
-    }
+    private ArchFixtureUnmappedTarget() {}
 }

@@ -7,6 +7,5 @@ public final class ArchFixtureUseOfUndeclaredModule {
     /** The s3 type, named so the compiled class depends on it. */
     public static final Class<?> SIDEWAYS = ArchFixtureS3Type.class;
 
-    private ArchFixtureUseOfUndeclaredModule() {
-    }
+    private ArchFixtureUseOfUndeclaredModule() {}
 }

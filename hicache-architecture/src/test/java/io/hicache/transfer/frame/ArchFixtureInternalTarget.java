@@ -2,6 +2,5 @@ package io.hicache.transfer.frame;
 
 /** Architecture test fixture: a type in an internal package of transfer. */
 public final class ArchFixtureInternalTarget {
-    private ArchFixtureInternalTarget() {
-    }
+    private ArchFixtureInternalTarget() {}
 }

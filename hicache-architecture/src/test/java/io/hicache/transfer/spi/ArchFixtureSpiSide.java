@@ -7,6 +7,5 @@ public final class ArchFixtureSpiSide {
     /** The engine-side type, named so the compiled class depends on it. */
     public static final Class<?> OTHER = ArchFixtureEngineSide.class;
 
-    private ArchFixtureSpiSide() {
-    }
+    private ArchFixtureSpiSide() {}
 }

@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code server} suite's scale rows (issue 22, part 7): a daemon of its own with an 8 GiB slab ({@code
@@ -156,7 +157,7 @@ final class EvictingRows {
     }
 
     /** Why the slab would not fit here, or null when it does. */
-    static String roomLacking() throws IOException {
+    static @Nullable String roomLacking() throws IOException {
         Path shm = Path.of("/dev/shm");
         if (!Files.isDirectory(shm) || !Files.isWritable(shm)) {
             return "no writable /dev/shm for the daemon's 8 GiB slab";

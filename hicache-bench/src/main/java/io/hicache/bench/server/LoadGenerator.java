@@ -1,5 +1,6 @@
 package io.hicache.bench.server;
 
+import io.hicache.core.util.Checks;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A closed-loop load generator: a fixed set of connections to one server on loopback, each keeping {@code depth}
@@ -92,8 +94,8 @@ final class LoadGenerator implements AutoCloseable {
         for (int c = 0; c < connections.size(); c++) {
             Connection conn = connections.get(c);
             int first = c;
-            conn.channel.eventLoop().execute(() -> conn.start(requests, first, connections.size(), count, latency, done,
-                    running));
+            conn.channel().eventLoop().execute(() -> conn.start(requests, first, connections.size(), count, latency,
+                    done, running));
         }
         done.get(10, TimeUnit.MINUTES);
         return new Phase(System.nanoTime() - start, latency);
@@ -103,8 +105,10 @@ final class LoadGenerator implements AutoCloseable {
     private static final class Connection extends ByteToMessageDecoder {
         private final LoadGenerator owner;
         private final LoadProtocol.Decoder decoder;
-        private Channel channel;
-        private Requests requests;
+        /** Set when it joins its channel's pipeline, before {@link #connect} returns. */
+        private @Nullable Channel channel;
+        /** Set by {@link #start}, with {@code latency} and {@code running}: null before the first phase. */
+        private @Nullable Requests requests;
         private int first;
         private int stride;
         private int mine;
@@ -112,9 +116,10 @@ final class LoadGenerator implements AutoCloseable {
         private int answered;
         private long firstId; // request ids run on across phases, as answers of an ordered protocol are counted
         private long[] sentAt = new long[0];
-        private long[] latency;
-        private CompletableFuture<Void> done;
-        private AtomicInteger running;
+        private long @Nullable [] latency;
+        /** The phase's end while this connection is in one, else null. */
+        private @Nullable CompletableFuture<Void> done;
+        private @Nullable AtomicInteger running;
 
         Connection(LoadGenerator owner, LoadProtocol.Decoder decoder) {
             this.owner = owner;
@@ -148,15 +153,22 @@ final class LoadGenerator implements AutoCloseable {
             while (sent < mine && sent < owner.depth) {
                 send();
             }
-            channel.flush();
+            channel().flush();
+        }
+
+        /** The connection's channel, set when this handler was added to its pipeline. */
+        private Channel channel() {
+            return Checks.checkNotNull(channel, "a connection's channel");
         }
 
         private void send() {
             int k = sent++;
-            ByteBuf[] frames = requests.frames(channel.alloc(), firstId + k, first + k * stride);
+            Channel ch = channel();
+            ByteBuf[] frames = Checks.checkNotNull(requests, "a started phase's requests")
+                    .frames(ch.alloc(), firstId + k, first + k * stride);
             sentAt[k] = System.nanoTime();
             for (ByteBuf f : frames) {
-                channel.write(f, channel.voidPromise());
+                ch.write(f, ch.voidPromise());
             }
         }
 
@@ -171,7 +183,8 @@ final class LoadGenerator implements AutoCloseable {
                 if (done == null || k < 0 || k >= sent) {
                     throw new IllegalStateException(owner.protocol.name() + " answered request " + id + ", which is not in flight");
                 }
-                latency[first + (int) k * stride] = System.nanoTime() - sentAt[(int) k];
+                Checks.checkNotNull(latency, "a started phase's latencies")[first + (int) k * stride] =
+                        System.nanoTime() - sentAt[(int) k];
                 answered++;
                 if (sent < mine) {
                     send();
@@ -188,9 +201,9 @@ final class LoadGenerator implements AutoCloseable {
         }
 
         private void finish() {
-            CompletableFuture<Void> d = done;
+            CompletableFuture<Void> d = Checks.checkNotNull(done, "a started phase's end");
             done = null;
-            if (running.decrementAndGet() == 0) {
+            if (Checks.checkNotNull(running, "a started phase's count of connections").decrementAndGet() == 0) {
                 d.complete(null);
             }
         }
@@ -215,7 +228,7 @@ final class LoadGenerator implements AutoCloseable {
     @Override
     public void close() {
         for (Connection c : connections) {
-            c.channel.close().syncUninterruptibly();
+            c.channel().close().syncUninterruptibly();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
     }

@@ -7,9 +7,11 @@ import io.hicache.core.key.PageHashes;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.Checks;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Backups of a cache's device pages to its host tier (L1 to L2): starting one (host slots reserved and claimed, the
@@ -37,7 +39,7 @@ final class Backups {
     }
 
     /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
-    BackupOp start(TreeNode n) {
+    @Nullable BackupOp start(TreeNode n) {
         int[] slots = cache.hostTier.reserve(n.pages());
         if (slots == null) {
             cache.metrics.backupsSkipped.increment();
@@ -47,8 +49,8 @@ final class Backups {
         int claimed = 0;
         while (claimed < slots.length) {
             StoreKey key = cache.namespace.key(hashes.get(claimed));
-            if (!cache.host.beginWrite(slots[claimed], key)
-                    && !(cache.leftovers.drop(key) && cache.host.beginWrite(slots[claimed], key))) {
+            if (!cache.host().beginWrite(slots[claimed], key)
+                    && !(cache.leftovers.drop(key) && cache.host().beginWrite(slots[claimed], key))) {
                 break;
             }
             claimed++;
@@ -56,20 +58,21 @@ final class Backups {
         // A key can be claimed here by a prefetch still writing it and not on another rank: all start it, or none.
         if (!cache.agreement.allAgree(RankAgreement.Site.BACKUP_CLAIM, claimed == slots.length)) {
             for (int j = 0; j < claimed; j++) {
-                cache.host.abortWrite(slots[j]);
+                cache.host().abortWrite(slots[j]);
             }
-            cache.host.release(slots);
+            cache.host().release(slots);
             cache.metrics.backupsSkipped.increment();
             cache.metrics.fail("backup: host page already claimed");
             return null;
         }
         TreeNode.PendingCopy pending = cache.tree.beginBackup(n, slots);
         cache.outstanding.incrementAndGet();
-        KvCopy copy = cache.device.backup(n.devicePages(), cache.host.slab(), slots);
+        KvCopy copy = cache.device.backup(Checks.checkNotNull(n.devicePages(), "a backed-up node's device pages"),
+                cache.host().slab(), slots);
         pending.attach(copy);
         cache.metrics.backupsStarted.increment();
         BackupOp op = new BackupOp(n, pending, slots, copy);
-        RankAgreement.Entry settling = cache.agreement.enabled()
+        RankAgreement.@Nullable Entry settling = cache.agreement.enabled()
                 ? cache.agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishBackup(op, ok)) : null;
         op.settling = settling;
         long start = System.nanoTime();
@@ -144,10 +147,10 @@ final class Backups {
             if (!op.committed.isDone() || op.committed.isCompletedExceptionally()) {
                 // (else it worked here and failed on another rank: its pages are ready, and released below)
                 for (int s : op.slots) {
-                    cache.host.abortWrite(s);
+                    cache.host().abortWrite(s);
                 }
             }
-            cache.host.release(cache.tree.finishBackup(op.pending, op.node, false));
+            cache.host().release(cache.tree.finishBackup(op.pending, op.node, false));
         }
     }
 
@@ -161,7 +164,7 @@ final class Backups {
         final CompletableFuture<Void> committed = new CompletableFuture<>();
         private final AtomicBoolean commitClaimed = new AtomicBoolean();
         /** Its place in the queue of copies the ranks apply together; null for one rank. */
-        RankAgreement.Entry settling;
+        RankAgreement.@Nullable Entry settling;
         private boolean finished;
         private boolean finishedOk;
 
@@ -183,7 +186,7 @@ final class Backups {
             }
             try {
                 for (int s : slots) {
-                    cache.host.commitWrite(s);
+                    cache.host().commitWrite(s);
                 }
                 committed.complete(null);
             } catch (RuntimeException e) {

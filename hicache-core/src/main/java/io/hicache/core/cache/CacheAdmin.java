@@ -54,7 +54,7 @@ public final class CacheAdmin {
                 int hostFreed = 0;
                 if (cache.host != null) {
                     RadixTree.HostEviction h = cache.tree.evictHostReporting((int) cache.tree.hostPages());
-                    cache.host.release(h.freedSlots());
+                    cache.host().release(h.freedSlots());
                     cache.metrics.hostEvictedPages.add(h.freedSlots().length);
                     for (PageHashes run : h.removed()) {
                         cache.events.removed(run, Medium.CPU);

@@ -50,7 +50,7 @@ final class CacheConsistency {
             Checks.requireState(host.isEmpty(), "a device-only cache has %d host slots in its tree", host.cardinality());
             return;
         }
-        long used = cache.host.capacity() - cache.host.freeSlots();
+        long used = cache.host().capacity() - cache.host().freeSlots();
         long releasing = cache.agreement.heldHostSlots();
         long owned = host.cardinality() + leftovers.cardinality() + cache.prefetcher.heldPages() + releasing;
         Checks.requireState(used == owned, "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches, "

@@ -32,6 +32,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The engine behind {@link HiCache}: the tree, the pools, the page store slot and the background loops, and the
@@ -59,7 +60,7 @@ final class CacheCore implements AutoCloseable {
     /** Hands out the device pool's pages: the pool's own allocator, or the engine's. */
     final DevicePageAllocator pageAllocator;
     /** The host pool; null when the cache runs the device tier only ({@code hicache-tiers device-only}). */
-    final HostPagePool host;
+    final @Nullable HostPagePool host;
     /** The page store now, if any, wrapped in its timing: an operator may detach it and attach another. */
     final StoreSlot stores;
     final ReentrantLock lock = new ReentrantLock();
@@ -84,8 +85,8 @@ final class CacheCore implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private CacheCore(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device,
-            DevicePageAllocator pageAllocator, HostPagePool host, Optional<PageStore> store, PrometheusRegistry registry,
-            KvEventSink sink, RankGroup ranks, RankGroup queryRanks) {
+            DevicePageAllocator pageAllocator, @Nullable HostPagePool host, Optional<PageStore> store,
+            PrometheusRegistry registry, KvEventSink sink, @Nullable RankGroup ranks, @Nullable RankGroup queryRanks) {
         this.config = config;
         this.agreement = new RankAgreement(ranks, queryRanks, config.rankTimeout());
         boolean mla = format.geometry().attention() == AttentionKind.MLA;
@@ -112,7 +113,7 @@ final class CacheCore implements AutoCloseable {
     }
 
     /** How the device pool is made: its pages, the engine's memory it adopts (address 0: none), its page allocator. */
-    record DeviceSetup(int pages, long address, long bytes, DevicePageAllocator allocator) {
+    record DeviceSetup(int pages, long address, long bytes, @Nullable DevicePageAllocator allocator) {
     }
 
     /**
@@ -121,8 +122,8 @@ final class CacheCore implements AutoCloseable {
      * was opened here.
      */
     static CacheCore open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, DeviceSetup setup,
-            DeviceRuntime runtime, PageStore store, PrometheusRegistry registry, KvEventPublisher publisher,
-            RankGroup ranks, RankGroup queryRanks) {
+            DeviceRuntime runtime, @Nullable PageStore store, PrometheusRegistry registry,
+            @Nullable KvEventPublisher publisher, @Nullable RankGroup ranks, @Nullable RankGroup queryRanks) {
         int devicePages = setup.pages();
         PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
         Checks.requireArgument(geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
@@ -179,6 +180,11 @@ final class CacheCore implements AutoCloseable {
         }
     }
 
+    /** The host pool, for work that only runs with one (backups, prefetches, host eviction). */
+    HostPagePool host() {
+        return Checks.checkNotNull(host, "the host pool (hicache-tiers device-only has none)");
+    }
+
     /* ---------------------------------------------------------------- the page store */
 
     /** {@code store} as the cache calls it: timed, and watched for whether it answers. */
@@ -201,7 +207,7 @@ final class CacheCore implements AutoCloseable {
     }
 
     /** Where uploads to {@code store} land in KV events: EXTERNAL for a store other engines share, else DISK. */
-    static Medium storeMedium(PageStore store) {
+    static Medium storeMedium(@Nullable PageStore store) {
         return Medium.ofStore(store != null && store.capabilities().has(Capability.SHARED));
     }
 

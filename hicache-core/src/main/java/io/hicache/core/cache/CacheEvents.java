@@ -83,7 +83,7 @@ final class CacheEvents implements AutoCloseable {
     /** The block id of the page before {@code n}: its parent's last page, none under the root. */
     private static OptionalLong parentOf(TreeNode n) {
         TreeNode p = n.parent();
-        return p == null || p.isRoot() ? OptionalLong.empty() : OptionalLong.of(BlockIds.of(p.lastHash()));
+        return p.isRoot() ? OptionalLong.empty() : OptionalLong.of(BlockIds.of(p.lastHash()));
     }
 
     /** Publishes what is queued, then closes the publisher. */

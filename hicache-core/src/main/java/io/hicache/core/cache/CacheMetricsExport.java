@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A cache's metrics in a Prometheus registry: its counters and gauges read from {@link HiCache#stats()} at each scrape
@@ -36,7 +37,7 @@ final class CacheMetricsExport implements AutoCloseable {
     private final String store;
     private final long pageBytes;
     private final int pageSizeTokens;
-    private volatile Supplier<CacheStats> stats;
+    private volatile @Nullable Supplier<CacheStats> stats;
     /** Device-to-host and host-to-device copy durations. */
     final DistributionDataPoint backupSeconds;
     final DistributionDataPoint loadSeconds;

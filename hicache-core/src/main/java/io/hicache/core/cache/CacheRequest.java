@@ -14,6 +14,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One engine request's view of the cache, from its prompt to its end. The sequence (docs/embedding.md):
@@ -43,7 +44,7 @@ public final class CacheRequest implements AutoCloseable {
     private TreeNode locked;
     private final Set<Integer> owned = new LinkedHashSet<>();
     private final List<KvCopy> loads = new ArrayList<>();
-    Prefetcher.Op prefetch;
+    Prefetcher.@Nullable Op prefetch;
     private boolean closed;
     // What the request's outcome() reports (guarded by the cache's lock).
     private final long startNanos = System.nanoTime();
@@ -206,7 +207,7 @@ public final class CacheRequest implements AutoCloseable {
                     at += n.pages();
                 }
                 cache.outstanding.incrementAndGet();
-                KvCopy copy = cache.device.load(cache.host.slab(), slots, devicePages);
+                KvCopy copy = cache.device.load(cache.host().slab(), slots, devicePages);
                 pending.attach(copy);
                 cache.metrics.loadsStarted.increment();
                 TreeNode last = path.getLast();

@@ -70,8 +70,8 @@ final class DeviceTier {
                         + core.tree.devicePages() + " cached; the rest are pinned by open requests"
                         + (copiesInFlight() ? " or by copies still running after "
                                 + core.config.allocateWait().toMillis() + " ms (hicache-allocate-wait)" : "")
-                        + (core.host == null ? "; device only" : "; host: " + core.host.freeSlots() + " of "
-                                + core.host.capacity() + " slots free")
+                        + (core.host == null ? "; device only" : "; host: " + core.host().freeSlots() + " of "
+                                + core.host().capacity() + " slots free")
                         + ". Temporary: retry once requests commit or close, or give the device pool more pages");
             }
             LockSupport.parkNanos(200_000); // a copy finishing frees or unlocks pages
@@ -141,7 +141,7 @@ final class DeviceTier {
         }
         free(d.devicePages());
         if (d.hostSlots().length > 0) {
-            core.host.release(d.hostSlots());
+            core.host().release(d.hostSlots());
         }
         core.metrics.deviceDeletedPages.add(d.devicePages().length);
         core.metrics.hostEvictedPages.add(d.hostSlots().length);

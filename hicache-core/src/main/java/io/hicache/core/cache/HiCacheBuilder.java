@@ -9,6 +9,7 @@ import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Collects what a {@link HiCache} is opened with; {@link #open()} checks that every required part is set. Each part
@@ -26,19 +27,19 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
  * }</pre>
  */
 public final class HiCacheBuilder {
-    private HiCacheConfig config;
-    private Namespace namespace;
-    private KvGeometry geometry;
+    private @Nullable HiCacheConfig config;
+    private @Nullable Namespace namespace;
+    private @Nullable KvGeometry geometry;
     private int devicePages;
-    private DeviceRuntime runtime;
-    private PageStore store;
+    private @Nullable DeviceRuntime runtime;
+    private @Nullable PageStore store;
     private PrometheusRegistry metrics = PrometheusRegistry.defaultRegistry;
-    private KvEventPublisher kvEventPublisher;
+    private @Nullable KvEventPublisher kvEventPublisher;
     private long deviceAddress;
     private long deviceBytes;
-    private DevicePageAllocator pageAllocator;
-    private RankGroup rankGroup;
-    private RankGroup prefetchRankGroup;
+    private @Nullable DevicePageAllocator pageAllocator;
+    private @Nullable RankGroup rankGroup;
+    private @Nullable RankGroup prefetchRankGroup;
     private boolean opened;
 
     HiCacheBuilder() {

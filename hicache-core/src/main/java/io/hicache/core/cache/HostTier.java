@@ -3,6 +3,7 @@ package io.hicache.core.cache;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.tree.RadixTree;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The host tier's policy: how host slots are reserved (for a backup or a prefetch) and what is evicted to free them.
@@ -23,17 +24,17 @@ final class HostTier {
     }
 
     /** {@code count} reserved host slots, evicting host pages when short; null (nothing reserved) if it cannot. */
-    int[] reserve(int count) {
+    int @Nullable [] reserve(int count) {
         if (core.host == null) {
             return null;
         }
         if (core.agreement.enabled()) {
             return reserveAgreeing(count);
         }
-        int[] slots = core.host.tryReserve(count);
+        int[] slots = core.host().tryReserve(count);
         if (slots == null) {
-            evict(count - core.host.freeSlots());
-            slots = core.host.tryReserve(count);
+            evict(count - core.host().freeSlots());
+            slots = core.host().tryReserve(count);
         }
         if (slots != null && occupancy() >= core.config.hostHighWater() && evictor.depth() == 0) {
             evictor.offer(Boolean.TRUE);
@@ -46,26 +47,26 @@ final class HostTier {
      * decides whether to evict counts them as free (the same on every rank); they are freed only when this rank needs
      * their slots.
      */
-    private int[] reserveAgreeing(int count) {
+    private int @Nullable [] reserveAgreeing(int count) {
         if (room() < count) {
             evictTree(count - room());
             if (room() < count) {
                 return null;
             }
         }
-        if (core.host.freeSlots() < count) {
-            core.leftovers.release(count - core.host.freeSlots());
+        if (core.host().freeSlots() < count) {
+            core.leftovers.release(count - core.host().freeSlots());
         }
-        return core.host.tryReserve(count);
+        return core.host().tryReserve(count);
     }
 
     /** Free host slots, counting leftovers as free for ranks that agree (see {@link #reserveAgreeing}). */
     private int room() {
-        return core.host.freeSlots() + (core.agreement.enabled() ? core.leftovers.count() : 0);
+        return core.host().freeSlots() + (core.agreement.enabled() ? core.leftovers.count() : 0);
     }
 
     private double occupancy() {
-        return 1.0 - (double) room() / core.host.capacity();
+        return 1.0 - (double) room() / core.host().capacity();
     }
 
     /** Frees {@code pages} host slots: leftovers of an earlier run first, then host-only leaves of the tree. */
@@ -79,7 +80,7 @@ final class HostTier {
     /** Frees up to {@code pages} host slots of host-only leaves of the tree. */
     private void evictTree(int pages) {
         RadixTree.HostEviction e = core.tree.evictHostReporting(pages);
-        core.host.release(e.freedSlots());
+        core.host().release(e.freedSlots());
         core.metrics.hostEvictedPages.add(e.freedSlots().length);
         for (PageHashes h : e.removed()) {
             core.events.removed(h, Medium.CPU);
@@ -106,7 +107,7 @@ final class HostTier {
     }
 
     private void evictToLowWater() {
-        int target = (int) Math.ceil(core.host.capacity() * (1 - core.config.hostLowWater()));
+        int target = (int) Math.ceil(core.host().capacity() * (1 - core.config.hostLowWater()));
         if (room() < target) {
             if (core.agreement.enabled()) {
                 evictTree(target - room());

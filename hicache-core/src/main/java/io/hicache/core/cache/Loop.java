@@ -11,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Lock;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A named background thread ({@code hicache-NAME}), or several, working through a bounded queue. Work that does not fit the queue
@@ -34,7 +35,7 @@ final class Loop<T> implements AutoCloseable {
     private final CacheMetrics metrics;
     private final List<Thread> threads;
     /** Held while an item runs, or null. */
-    private final Lock guard;
+    private final @Nullable Lock guard;
     /**
      * The item the thread has taken and waits for the guard to run: a caller holding the guard runs it instead, or
      * the two would wait for each other (the caller for the item's effect, the thread for the guard).
@@ -49,7 +50,7 @@ final class Loop<T> implements AutoCloseable {
     }
 
     /** A loop whose items run holding {@code guard} (null: none). */
-    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, Lock guard) {
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, @Nullable Lock guard) {
         this(name, capacity, work, metrics, guard, 1);
     }
 
@@ -57,7 +58,8 @@ final class Loop<T> implements AutoCloseable {
      * A loop of {@code threadCount} threads ({@code hicache-NAME-0}, ...; one is {@code hicache-NAME}) taking work
      * from one queue, for work that waits more than it computes. A guarded loop has one thread.
      */
-    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, Lock guard, int threadCount) {
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, @Nullable Lock guard,
+            int threadCount) {
         Checks.checkPositive(threadCount, "threadCount");
         Checks.requireArgument(guard == null || threadCount == 1, "a guarded loop has one thread");
         this.name = name;
@@ -169,6 +171,7 @@ final class Loop<T> implements AutoCloseable {
     }
 
     private void runGuarded(T item) {
+        Lock guard = Checks.checkNotNull(this.guard, "a guarded loop's lock");
         inHand.set(item);
         guard.lock();
         try {

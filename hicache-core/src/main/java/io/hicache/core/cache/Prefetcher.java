@@ -14,6 +14,7 @@ import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -28,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Prefetch from the page store into the host pool (L3 to L2), as SGLang does it, plus a cost check SGLang lacks.
@@ -101,7 +103,7 @@ final class Prefetcher implements AutoCloseable {
         /** The prompt as it was when the prefetch started (a commit may replace the request's). */
         final int[] tokens;
         final TreeNode anchor;
-        final PageHash anchorHash;
+        final @Nullable PageHash anchorHash;
         final int fromToken;
         final int pages;
         final int[] slots;
@@ -109,13 +111,13 @@ final class Prefetcher implements AutoCloseable {
         /** Started as a trial of a store that was not answering: its calls go ahead regardless. */
         final boolean trial;
         // monitor fields
-        PageHashes hashes;
+        @Nullable PageHashes hashes;
         int limit;
         int landed;
         /** The batch whose get is in flight, or null. */
-        Fetch inFlight;
+        @Nullable Fetch inFlight;
         /** The deadline of the store call in flight (query or get), cancelled when the operation ends. */
-        Deadline callDeadline;
+        @Nullable Deadline callDeadline;
         /** The query's count, once it answered (ranks that agree reduce counts in the order queries started). */
         int queryHits = -1;
         boolean queried;
@@ -125,7 +127,7 @@ final class Prefetcher implements AutoCloseable {
         /** The page store was detached: fetch no further batch (what landed stays). */
         boolean cancelled;
         /** For ranks that agree: frees the slots the prefetch did not use, once its batch in flight (if any) is done. */
-        RankAgreement.Entry inFlightRelease;
+        RankAgreement.@Nullable Entry inFlightRelease;
 
         Op(CacheRequest request, TreeNode anchor, int fromToken, int pages, int[] slots, boolean trial) {
             this.trial = trial;
@@ -149,13 +151,14 @@ final class Prefetcher implements AutoCloseable {
         final int from;
         final int to;
         final int begun;
-        final PageStore store;
-        final Arena staging;
+        final @Nullable PageStore store;
+        final @Nullable Arena staging;
         final long startNanos;
         List<MemorySegment> targets = List.of();
         boolean writesDropped;
 
-        Fetch(Op op, int from, int to, int begun, PageStore store, Arena staging, long startNanos) {
+        Fetch(Op op, int from, int to, int begun, @Nullable PageStore store, @Nullable Arena staging,
+                long startNanos) {
             this.op = op;
             this.from = from;
             this.to = to;
@@ -172,7 +175,7 @@ final class Prefetcher implements AutoCloseable {
     }
 
     /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
-    Op maybeStart(CacheRequest r, MatchResult m) {
+    @Nullable Op maybeStart(CacheRequest r, MatchResult m) {
         if (!cache.stores.attached()) {
             return null;
         }
@@ -194,7 +197,7 @@ final class Prefetcher implements AutoCloseable {
             cache.metrics.skipPrefetch(PrefetchSkip.SHARED_WITH_RUNNING);
             return same;
         }
-        long budget = (long) (0.8 * (cache.host.capacity() - cache.device.pages()));
+        long budget = (long) (0.8 * (cache.host().capacity() - cache.device.pages()));
         if (heldPages.get() >= budget) {
             skip(r, PrefetchSkip.RATE_LIMITED);
             return null;
@@ -231,7 +234,7 @@ final class Prefetcher implements AutoCloseable {
         busy.incrementAndGet();
         if (!query.offer(() -> startQuery(op))) {
             busy.decrementAndGet();
-            cache.host.release(slots);
+            cache.host().release(slots);
             if (!anchor.isRoot()) {
                 cache.tree.releaseHost(anchor);
             }
@@ -246,7 +249,7 @@ final class Prefetcher implements AutoCloseable {
     }
 
     /** A running prefetch from {@code anchor} that fetches (at least) {@code pages} pages of {@code tokens} from {@code from}. */
-    private Op running(TreeNode anchor, int[] tokens, int from, int pages) {
+    private @Nullable Op running(TreeNode anchor, int[] tokens, int from, int pages) {
         int to = from + pages * cache.config.pageSizeTokens();
         for (Op op : running.getOrDefault(anchor, List.of())) {
             synchronized (op) {
@@ -303,13 +306,13 @@ final class Prefetcher implements AutoCloseable {
      * Asks {@code store} about pages {@code from..} of {@code op} having counted {@code hits} before them; the answer
      * asks about the next batch or ends the query. Runs on the query loop, then on whatever thread answers.
      */
-    private void ask(Op op, PageStore store, PageHashes hashes, int from, int hits) {
+    private void ask(Op op, @Nullable PageStore store, PageHashes hashes, int from, int hits) {
         int batch = cache.config.storageBatchPages();
         boolean stop;
         synchronized (op) {
             stop = store == null || op.finished || op.cancelled || from >= op.pages;
         }
-        if (stop) {
+        if (stop || store == null) {
             answered(op, store, hashes, hits);
             return;
         }
@@ -340,7 +343,7 @@ final class Prefetcher implements AutoCloseable {
     }
 
     /** The query has its count: the rest is done on the query loop. */
-    private void answered(Op op, PageStore store, PageHashes hashes, int hits) {
+    private void answered(Op op, @Nullable PageStore store, PageHashes hashes, int hits) {
         if (store != null) {
             cache.stores.release(store);
         }
@@ -402,7 +405,7 @@ final class Prefetcher implements AutoCloseable {
                 op.limit = hits;
             }
         }
-        cache.host.release(trimmed);
+        cache.host().release(trimmed);
         if (revoke) {
             return;
         }
@@ -453,11 +456,11 @@ final class Prefetcher implements AutoCloseable {
             } else {
                 int from = op.landed;
                 int to = Math.min(op.limit, from + batch);
-                keys = keys(op.hashes, from, to);
+                keys = keys(Checks.checkNotNull(op.hashes, "a queried prefetch's hashes"), from, to);
                 // Claimed under the monitor, so that an ending request sees exactly which writes to give up.
                 int begun = 0;
                 try {
-                    while (begun < keys.size() && cache.host.beginWrite(op.slots[from + begun], keys.get(begun))) {
+                    while (begun < keys.size() && cache.host().beginWrite(op.slots[from + begun], keys.get(begun))) {
                         begun++;
                     }
                 } catch (RuntimeException e) {
@@ -476,14 +479,15 @@ final class Prefetcher implements AutoCloseable {
             return;
         }
         CompletableFuture<BatchResult> get = null;
-        Deadline deadline = op.callDeadline;
+        Deadline deadline = op.callDeadline != null ? op.callDeadline : Deadline.expired();
         List<MemorySegment> targets = new ArrayList<>(f.begun);
         try {
             for (int i = 0; i < f.begun; i++) {
-                targets.add(direct ? cache.host.slab().page(op.slots[f.from + i])
-                        : f.staging.allocate(cache.format.pageBytes(), 64));
+                Arena staging = f.staging;
+                targets.add(staging == null ? cache.host().slab().page(op.slots[f.from + i])
+                        : staging.allocate(cache.format.pageBytes(), 64));
             }
-            if (f.begun > 0) {
+            if (f.begun > 0 && keys != null && store != null) {
                 get = store.get(PageBatch.of(keys.subList(0, f.begun), targets), deadline);
             }
         } catch (RuntimeException e) {
@@ -530,7 +534,7 @@ final class Prefetcher implements AutoCloseable {
         if (!f.writesDropped) {
             f.writesDropped = true;
             for (int i = 0; i < f.begun; i++) {
-                cache.host.abortWrite(f.op.slots[f.from + i]);
+                cache.host().abortWrite(f.op.slots[f.from + i]);
             }
         }
     }
@@ -560,15 +564,15 @@ final class Prefetcher implements AutoCloseable {
                         for (; landed < ok; landed++) {
                             int slot = op.slots[f.from + landed];
                             if (f.staging != null) {
-                                cache.host.writePage(slot, f.targets.get(landed));
+                                cache.host().writePage(slot, f.targets.get(landed));
                             }
-                            cache.host.commitWrite(slot);
+                            cache.host().commitWrite(slot);
                         }
                     } catch (RuntimeException e) {
                         cache.metrics.fail("prefetch: landing " + e.getClass().getSimpleName());
                     }
                     for (int i = landed; i < f.begun; i++) {
-                        cache.host.abortWrite(op.slots[f.from + i]);
+                        cache.host().abortWrite(op.slots[f.from + i]);
                     }
                     f.writesDropped = true;
                 }
@@ -580,7 +584,7 @@ final class Prefetcher implements AutoCloseable {
                     if (op.inFlightRelease != null) {
                         op.inFlightRelease.done(true);
                     } else {
-                        cache.host.release(Arrays.copyOfRange(op.slots, f.from, f.to));
+                        cache.host().release(Arrays.copyOfRange(op.slots, f.from, f.to));
                         heldPages.addAndGet(-(f.to - f.from));
                     }
                     more = false;
@@ -670,14 +674,14 @@ final class Prefetcher implements AutoCloseable {
             }
             revoked = op.revoked;
             timedOut = !force && !revoked && !op.ioDone && cache.config.prefetchPolicy() == PrefetchPolicy.TIMEOUT;
-            landed = agreeing ? agreed[1] : revoked ? 0 : op.landed;
+            landed = agreed != null ? agreed[1] : revoked ? 0 : op.landed;
             hashes = op.hashes;
             if (agreeing) {
                 // Ranks that agree free every slot past what landed (the query kept them) at once, at a settle, once
                 // the batch in flight here (if any) is done: every rank then has the same free host slots at every call.
                 int[] all = Arrays.copyOfRange(op.slots, landed, op.pages);
                 op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, all.length,
-                        ok -> cache.host.release(all));
+                        ok -> cache.host().release(all));
                 if (op.inFlight == null) {
                     op.inFlightRelease.done(true);
                 }
@@ -696,13 +700,13 @@ final class Prefetcher implements AutoCloseable {
                 release = free.stream().mapToInt(Integer::intValue).toArray();
             }
         }
-        cache.host.release(release);
+        cache.host().release(release);
         int kept = 0;
         if (landed > 0) {
             RadixTree.HostInsert inserted = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
-                    Arrays.copyOf(op.slots, landed), hashes.slice(0, landed));
+                    Arrays.copyOf(op.slots, landed), Checks.checkNotNull(hashes, "a fetch's hashes").slice(0, landed));
             int[] unused = inserted.unusedSlots();
-            cache.host.release(unused);
+            cache.host().release(unused);
             kept = landed - unused.length;
             cache.metrics.prefetchedPages.add(kept);
             cache.metrics.storageHitTokens.add((long) kept * cache.config.pageSizeTokens());

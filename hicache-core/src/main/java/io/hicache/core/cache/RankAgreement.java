@@ -12,6 +12,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Keeps the tensor-parallel ranks' trees identical: what finishes in the background (copies between device and host,
@@ -75,9 +76,9 @@ final class RankAgreement {
         }
     }
 
-    private final RankGroup group;
+    private final @Nullable RankGroup group;
     /** A second group of the same ranks for the prefetch query thread (SGLang's gloo group), or null. */
-    private final RankGroup queryGroup;
+    private final @Nullable RankGroup queryGroup;
     private final Duration timeout;
     private final List<ArrayDeque<Entry>> lanes = new ArrayList<>();
     /** Closing: settle applies what finished here, without asking the others (who may be gone). */
@@ -85,7 +86,7 @@ final class RankAgreement {
     /** Copies the last settle applied (the same on every rank). */
     private int copiesApplied;
 
-    RankAgreement(RankGroup group, RankGroup queryGroup, Duration timeout) {
+    RankAgreement(@Nullable RankGroup group, @Nullable RankGroup queryGroup, Duration timeout) {
         this.group = group;
         this.queryGroup = queryGroup;
         this.timeout = timeout;

@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The cache's page store with each call's latency, from the call to its future's completion (answered or failed),
@@ -60,11 +61,11 @@ final class TimedPageStore extends ForwardingPageStore {
 
     /** One call: its kind (null: not watched), when its deadline expires, whether it was counted as overdue. */
     private static final class Call {
-        final Kind kind;
+        final @Nullable Kind kind;
         final long expiresAtNanos;
         volatile boolean overdue;
 
-        Call(Kind kind, Deadline deadline) {
+        Call(@Nullable Kind kind, Deadline deadline) {
             long left = deadline.remainingNanos(); // read once: it may be cancelled meanwhile
             // A call made past its deadline (cancelled already) is answered at once with nothing done: not a sign.
             this.kind = left > 0 ? kind : null;
@@ -125,7 +126,7 @@ final class TimedPageStore extends ForwardingPageStore {
         this.timeoutNanos = timeout.toNanos();
     }
 
-    private <T> CompletableFuture<T> timed(DistributionDataPoint latency, Kind kind, Deadline deadline,
+    private <T> CompletableFuture<T> timed(DistributionDataPoint latency, @Nullable Kind kind, Deadline deadline,
             Supplier<CompletableFuture<T>> call) {
         long start = System.nanoTime();
         Call c = new Call(kind, deadline);

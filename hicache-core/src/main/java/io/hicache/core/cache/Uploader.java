@@ -9,6 +9,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.TreeNode;
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes pages that reached the host pool to the page store (L2 to L3), on the loop {@code hicache-upload}
@@ -61,8 +63,8 @@ final class Uploader implements AutoCloseable {
      * One node's pages to write, how many times it was tried, and (when KV events are on) the run it is, captured
      * under the lock: the node may split or go while the store works.
      */
-    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.Run run,
-            RankAgreement.Entry settling) {
+    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.@Nullable Run run,
+            RankAgreement.@Nullable Entry settling) {
         long bytes(long pageBytes) {
             return slots.length * pageBytes;
         }
@@ -76,7 +78,7 @@ final class Uploader implements AutoCloseable {
     }
 
     /** Uploads a thread writes together, and the one it took that did not fit (written next), or null. */
-    private record Batch(List<Upload> uploads, int pages, Upload leftover) {
+    private record Batch(List<Upload> uploads, int pages, @Nullable Upload leftover) {
     }
 
     /** Pages {@code from..to} of an upload, in one put. */
@@ -94,7 +96,7 @@ final class Uploader implements AutoCloseable {
 
     Uploader(CacheCore cache) {
         this.cache = cache;
-        this.hostPagesBudget = cache.host == null ? 1 : Math.max(1, cache.host.capacity() / 4);
+        this.hostPagesBudget = cache.host == null ? 1 : Math.max(1, cache.host().capacity() / 4);
         this.loop = new Loop<>("upload", cache.config.queueCapacity(), this::run, cache.metrics, null,
                 cache.config.uploadThreads());
     }
@@ -115,7 +117,7 @@ final class Uploader implements AutoCloseable {
                 return;
             }
         }
-        enqueue(new Upload(node, node.hashes(), node.hostSlots().clone(), 0,
+        enqueue(new Upload(node, node.hashes(), Checks.checkNotNull(node.hostSlots(), "the host slots to upload").clone(), 0,
                 cache.events.enabled() ? cache.events.capture(node) : null, settling));
     }
 
@@ -254,7 +256,7 @@ final class Uploader implements AutoCloseable {
      * What writing a batch of uploads left: those to try again, and a put the store has not answered yet (null: none),
      * whose pages and staging memory it may still be reading.
      */
-    private record Written(List<Upload> retry, CompletableFuture<?> lent) {
+    private record Written(List<Upload> retry, @Nullable CompletableFuture<?> lent) {
     }
 
     /**
@@ -399,7 +401,7 @@ final class Uploader implements AutoCloseable {
      * One put of {@code parts}; adds each upload's OK, EXISTS and failed pages to {@code written}. Returns the put's
      * future when it was given up unanswered (the store may still read its pages), else null.
      */
-    private CompletableFuture<BatchResult> put(PageStore store, List<Part> parts, Arena staging,
+    private @Nullable CompletableFuture<BatchResult> put(PageStore store, List<Part> parts, Arena staging,
             Map<Upload, int[]> written) {
         long pageBytes = cache.format.pageBytes();
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
@@ -408,10 +410,10 @@ final class Uploader implements AutoCloseable {
             for (int i = part.from; i < part.to; i++) {
                 MemorySegment page;
                 if (direct) {
-                    page = cache.host.slab().page(part.upload.slots[i]);
+                    page = cache.host().slab().page(part.upload.slots[i]);
                 } else {
                     page = staging.allocate(pageBytes, 64);
-                    cache.host.slab().readPage(part.upload.slots[i], page);
+                    cache.host().slab().readPage(part.upload.slots[i], page);
                 }
                 batch.add(part.keys.get(i), page);
             }

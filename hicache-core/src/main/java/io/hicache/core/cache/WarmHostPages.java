@@ -10,6 +10,7 @@ import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import java.util.Arrays;
 import java.util.BitSet;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Host pages an earlier run left that no node owns yet (the host pool reopened warm after a restart or a crash): a
@@ -23,13 +24,13 @@ final class WarmHostPages {
     private final CacheCore cache;
     private final BitSet slots = new BitSet();
     /** For ranks that agree: whether any rank reopened with leftovers (asked once, at the first request); else null. */
-    private Boolean anyRankHasThem;
+    private @Nullable Boolean anyRankHasThem;
 
     /** The ready pages of {@code cache}'s host pool as it opened (none for a cache without one). */
     WarmHostPages(CacheCore cache) {
         this.cache = cache;
         if (cache.host != null) {
-            cache.host.forEachReady((slot, key) -> slots.set(slot));
+            cache.host().forEachReady((slot, key) -> slots.set(slot));
         }
     }
 
@@ -48,7 +49,7 @@ final class WarmHostPages {
         int freed = 0;
         for (int s = slots.nextSetBit(0); s >= 0 && freed < pages; s = slots.nextSetBit(s + 1)) {
             slots.clear(s);
-            cache.host.release(s);
+            cache.host().release(s);
             freed++;
         }
         return freed;
@@ -64,10 +65,10 @@ final class WarmHostPages {
         if (cache.host == null) {
             return false;
         }
-        int slot = cache.host.find(key);
+        int slot = cache.host().find(key);
         if (slot >= 0 && slots.get(slot)) {
             slots.clear(slot);
-            cache.host.release(slot);
+            cache.host().release(slot);
             return true;
         }
         return false;
@@ -89,7 +90,7 @@ final class WarmHostPages {
             anyRankHasThem = cache.agreement.allReduceMin(RankAgreement.Site.LEFTOVERS_ANY, slots.isEmpty() ? 1 : 0)[0]
                     == 0;
         }
-        if (agreeing ? !anyRankHasThem : slots.isEmpty()) {
+        if (agreeing ? !Boolean.TRUE.equals(anyRankHasThem) : slots.isEmpty()) {
             return 0;
         }
         TreeNode anchor = m.lastNode();
@@ -105,7 +106,7 @@ final class WarmHostPages {
                     : hasher.hashPages(tokens, at * page, to * page, prior);
             hashes = hashes.concat(batch);
             for (int i = 0; i < batch.size(); i++) {
-                int slot = cache.host.find(cache.namespace.key(batch.get(i)));
+                int slot = cache.host().find(cache.namespace.key(batch.get(i)));
                 if (slot < 0 || !slots.get(slot)) {
                     break;
                 }

@@ -11,6 +11,7 @@ import java.util.Optional;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One declared configuration setting: its key, type, default and meaning, and how to read it from
@@ -29,16 +30,16 @@ public final class Setting<T> {
 
     private final String key;
     private final String type;
-    private final String defaultText;
+    private final @Nullable String defaultText;
     private final String description;
     private final Function<String, T> parser;
     private final Function<T, String> formatter;
 
-    private Setting(String key, String type, String defaultText, String description, Function<String, T> parser) {
+    private Setting(String key, String type, @Nullable String defaultText, String description, Function<String, T> parser) {
         this(key, type, defaultText, description, parser, String::valueOf);
     }
 
-    private Setting(String key, String type, String defaultText, String description, Function<String, T> parser,
+    private Setting(String key, String type, @Nullable String defaultText, String description, Function<String, T> parser,
             Function<T, String> formatter) {
         Checks.requireArgument(KEY.matcher(key).matches(),
                 "setting key '%s' must be lowercase words joined by '-' or '.'", key);
@@ -51,7 +52,7 @@ public final class Setting<T> {
     }
 
     /** A byte size ({@code 64MiB}); {@code defaultText} null means the setting has no default. */
-    public static Setting<Long> bytes(String key, String defaultText, String description) {
+    public static Setting<Long> bytes(String key, @Nullable String defaultText, String description) {
         return new Setting<>(key, "bytes", defaultText, description, text -> {
             long value = Units.parseBytes(text);
             Checks.requireArgument(value >= 0, "must not be negative");
@@ -105,12 +106,12 @@ public final class Setting<T> {
     }
 
     /** Free text; {@code defaultText} null means the setting has no default. */
-    public static Setting<String> string(String key, String defaultText, String description) {
+    public static Setting<String> string(String key, @Nullable String defaultText, String description) {
         return new Setting<>(key, "text", defaultText, description, text -> text);
     }
 
     /** A file system path; {@code defaultText} null means the setting has no default. */
-    public static Setting<Path> path(String key, String defaultText, String description) {
+    public static Setting<Path> path(String key, @Nullable String defaultText, String description) {
         return new Setting<>(key, "path", defaultText, description, text -> {
             Checks.requireArgument(!text.isBlank(), "must not be empty");
             return Path.of(text.trim());
@@ -123,7 +124,7 @@ public final class Setting<T> {
      * such as {@code kv-events-config}'s JSON. {@code type} says what values look like, for help output;
      * {@code defaultText} null means the setting has no default.
      */
-    public static <T> Setting<T> parsed(String key, String type, String defaultText, String description,
+    public static <T> Setting<T> parsed(String key, String type, @Nullable String defaultText, String description,
             Function<String, T> parser, Function<T, String> formatter) {
         return new Setting<>(key, type, defaultText, description, Checks.checkNotNull(parser, "parser"),
                 Checks.checkNotNull(formatter, "formatter"));
@@ -131,7 +132,7 @@ public final class Setting<T> {
 
     /** One of an enum's values, written as {@code nameOf} spells them. */
     public static <E extends Enum<E>> Setting<E> choice(String key, Class<E> type, Function<E, String> nameOf,
-            E defaultValue, String description) {
+            @Nullable E defaultValue, String description) {
         E[] values = type.getEnumConstants();
         String names = Arrays.stream(values).map(nameOf).collect(Collectors.joining("|"));
         return new Setting<>(key, names, defaultValue == null ? null : nameOf.apply(defaultValue), description,

@@ -107,7 +107,7 @@ public final class Settings {
         try {
             return reader.apply(this);
         } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, String.valueOf(e.getMessage()), e);
         }
     }
 

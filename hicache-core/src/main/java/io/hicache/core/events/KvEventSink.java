@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Takes KV events from any thread without ever blocking it, and publishes them in order, in batches, on its own
@@ -41,10 +42,10 @@ public final class KvEventSink implements AutoCloseable {
             long failedBatches) {
     }
 
-    private final KvEventPublisher publisher;
+    private final @Nullable KvEventPublisher publisher;
     private final int capacity;
-    private final ArrayDeque<KvEvent> queue;
-    private final Thread thread;
+    private final @Nullable ArrayDeque<KvEvent> queue;
+    private final @Nullable Thread thread;
     private final LongAdder dropped = new LongAdder();
     private final LongAdder publishedBatches = new LongAdder();
     private final LongAdder publishedEvents = new LongAdder();
@@ -100,6 +101,7 @@ public final class KvEventSink implements AutoCloseable {
             return;
         }
         Checks.checkNotNull(event, "event");
+        ArrayDeque<KvEvent> queue = Checks.checkNotNull(this.queue, "an enabled sink's queue");
         synchronized (queue) {
             if (queue.size() == capacity) {
                 queue.pollFirst();
@@ -157,6 +159,8 @@ public final class KvEventSink implements AutoCloseable {
     }
 
     private void run() {
+        ArrayDeque<KvEvent> queue = Checks.checkNotNull(this.queue, "an enabled sink's queue");
+        KvEventPublisher publisher = Checks.checkNotNull(this.publisher, "an enabled sink's publisher");
         while (true) {
             List<KvEvent> batch;
             synchronized (queue) {
@@ -196,7 +200,10 @@ public final class KvEventSink implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (publisher == null || !closed.compareAndSet(false, true)) {
+        KvEventPublisher publisher = this.publisher;
+        ArrayDeque<KvEvent> queue = this.queue;
+        Thread thread = this.thread;
+        if (publisher == null || queue == null || thread == null || !closed.compareAndSet(false, true)) {
             return;
         }
         synchronized (queue) {

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where and how KV events are published, with SGLang's names and defaults: the JSON of its
@@ -108,7 +109,7 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
             Checks.requireArgument(KEYS.contains(key), "unknown key \"%s\"; known: %s", key, new TreeSet<>(KEYS));
         }
         return new KvEventsConfig(text(m, "publisher", NO_PUBLISHER), text(m, "endpoint", DEFAULT_ENDPOINT),
-                Optional.ofNullable(m.get("replay_endpoint") == null ? null : text(m, "replay_endpoint", null)),
+                m.get("replay_endpoint") == null ? Optional.empty() : Optional.of(text(m, "replay_endpoint", "")),
                 whole(m, "buffer_steps", DEFAULT_REPLAY_BUFFER_BATCHES),
                 whole(m, "hwm", DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES),
                 whole(m, "max_queue_size", DEFAULT_MAX_QUEUE_EVENTS), text(m, "topic", ""),

@@ -2,15 +2,16 @@ package io.hicache.core.key;
 
 import io.hicache.core.util.Checks;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Hashes token sequences into page hashes exactly as SGLang does, so that this service and SGLang engines
@@ -90,13 +91,13 @@ public final class PageHasher {
         return hash(tokens, from, to, Objects.requireNonNull(prior, "prior"));
     }
 
-    private PageHashes hash(int[] tokens, int from, int to, PageHash prior) {
+    private PageHashes hash(int[] tokens, int from, int to, @Nullable PageHash prior) {
         Objects.checkFromToIndex(from, to, tokens.length);
         int pages = (to - from) / pageSizeTokens;
         long[] words = new long[4 * pages];
         int tokenBytes = pageSizeTokens * Integer.BYTES;
         boolean chained = prior != null;
-        if (chained) {
+        if (prior != null) {
             prior.writeTo(scratch, 0);
         }
         try {

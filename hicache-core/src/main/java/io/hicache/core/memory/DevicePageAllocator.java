@@ -1,5 +1,7 @@
 package io.hicache.core.memory;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Hands out a KV pool's pages. The cache takes device pages through this interface and gives them back through it,
  * so an engine that keeps its own page table (a token-to-slot allocator, as SGLang's and vLLM's schedulers have) can
@@ -16,7 +18,7 @@ public interface DevicePageAllocator {
     int available();
 
     /** {@code count} free pages, now allocated, or {@code null} (and nothing allocated) if fewer are free. */
-    int[] tryAllocate(int count);
+    int @Nullable [] tryAllocate(int count);
 
     /** Gives {@code pages} back; each must be allocated. */
     void free(int... pages);

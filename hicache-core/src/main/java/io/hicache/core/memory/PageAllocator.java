@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.util.Checks;
 import java.util.BitSet;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Hands out page indices {@code [0, capacity)} of a pool: device pages of a KV pool, slots of the host slab.
@@ -63,7 +64,7 @@ public final class PageAllocator implements DevicePageAllocator {
 
     /** {@code count} free pages, now allocated, or {@code null} (and nothing allocated) if fewer are free. */
     @Override
-    public synchronized int[] tryAllocate(int count) {
+    public synchronized int @Nullable [] tryAllocate(int count) {
         Checks.checkNotNegative(count, "count");
         if (count > freeCount) {
             return null;

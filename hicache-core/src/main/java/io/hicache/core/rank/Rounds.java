@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The rounds of a rank group where they are reduced (every rank's handle in {@link LocalRankGroup}; rank 0 of a group
@@ -28,21 +29,21 @@ public final class Rounds {
 
     private final String name;
     private final int size;
-    private final Listener listener;
+    private final @Nullable Listener listener;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition roundDone = lock.newCondition();
     // guarded by lock
     private long round;
-    private Reduction op;
-    private int[] folded;
+    private @Nullable Reduction op;
+    private int @Nullable [] folded;
     private final boolean[] arrived;
     private int arrivals;
-    private int[] result;
+    private int @Nullable [] result;
     private long resultRound = -1;
-    private String failure;
+    private @Nullable String failure;
 
     /** The rounds of group {@code name} (in messages) of {@code size} ranks; {@code listener} may be null. */
-    public Rounds(String name, int size, Listener listener) {
+    public Rounds(String name, int size, @Nullable Listener listener) {
         this.name = Checks.checkNotNull(name, "name");
         this.size = Checks.checkPositive(size, "size");
         this.listener = listener;
@@ -70,9 +71,10 @@ public final class Rounds {
             } else if (arrivals == 0) {
                 op = reduction;
                 folded = values.clone();
-            } else if (op != reduction || folded.length != values.length) {
+            } else if (op != reduction || folded == null || folded.length != values.length) {
                 failLocked("rank " + rank + " called " + reduction + " of " + values.length + " values in round " + mine
-                        + " where the others called " + op + " of " + folded.length + ": the ranks are out of step");
+                        + " where the others called " + op + " of " + (folded == null ? 0 : folded.length)
+                        + ": the ranks are out of step");
             } else {
                 reduction.fold(folded, values);
             }
@@ -80,13 +82,14 @@ public final class Rounds {
             arrived[rank] = true;
             arrivals++;
             if (arrivals == size) {
-                result = folded;
+                int[] all = Checks.checkNotNull(folded, "the folded values of a round every rank joined");
+                result = all;
                 resultRound = mine;
                 round++;
                 arrivals = 0;
                 Arrays.fill(arrived, false);
                 if (listener != null) {
-                    listener.completed(mine, result.clone());
+                    listener.completed(mine, all.clone());
                 }
                 roundDone.signalAll();
             }
@@ -122,7 +125,7 @@ public final class Rounds {
                 }
             }
             checkHealthy();
-            return result.clone();
+            return Checks.checkNotNull(result, "the result of a finished round").clone();
         } finally {
             lock.unlock();
         }
@@ -139,7 +142,7 @@ public final class Rounds {
     }
 
     /** Why the group failed, or null while it has not. */
-    public String failure() {
+    public @Nullable String failure() {
         lock.lock();
         try {
             return failure;

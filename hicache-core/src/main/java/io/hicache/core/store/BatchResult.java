@@ -6,6 +6,7 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Per-page outcomes of a batched store call, in the order of the batch's keys, each with an optional detail
@@ -126,7 +127,7 @@ public final class BatchResult {
             return set(index, status, null);
         }
 
-        public Builder set(int index, PageStatus status, String detail) {
+        public Builder set(int index, PageStatus status, @Nullable String detail) {
             statuses[Objects.checkIndex(index, statuses.length)] = Checks.checkNotNull(status, "status");
             details[index] = detail;
             return this;

@@ -1,6 +1,7 @@
 package io.hicache.core.store;
 
 import io.hicache.core.util.Checks;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What became of one page in a store call: its status and, where the store says, why. The per-page value a store
@@ -9,7 +10,7 @@ import io.hicache.core.util.Checks;
  * @param status the page's status
  * @param detail why, for a status that needs explaining; null otherwise
  */
-public record PageOutcome(PageStatus status, String detail) {
+public record PageOutcome(PageStatus status, @Nullable String detail) {
     /** The page was read or written. */
     public static final PageOutcome OK = new PageOutcome(PageStatus.OK, null);
     /** The page was stored already; the put skipped it. */

@@ -3,6 +3,7 @@ package io.hicache.core.store;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The page store a cache or the daemon uses now, which an operator may detach, and another attach, while requests
@@ -14,7 +15,7 @@ import java.util.Optional;
  * volatile reads for fast paths. Owns the attached store; a detached one belongs to whoever {@link #detach} says.
  */
 public final class StoreSlot {
-    private PageStore store;
+    private @Nullable PageStore store;
     /** Mirrors {@code store != null}, read without the monitor. */
     private volatile boolean attached;
     /** Whether pages cached now are written to the store: false from the start of a detach. */
@@ -25,7 +26,7 @@ public final class StoreSlot {
     private final Map<PageStore, Boolean> retired = new IdentityHashMap<>();
 
     /** A slot holding {@code store}, or none when null. */
-    public StoreSlot(PageStore store) {
+    public StoreSlot(@Nullable PageStore store) {
         if (store != null) {
             attach(store);
         }
@@ -47,7 +48,7 @@ public final class StoreSlot {
     }
 
     /** The attached store, counted as in use until {@link #release}; null (nothing to release) when none is. */
-    public synchronized PageStore acquire() {
+    public synchronized @Nullable PageStore acquire() {
         if (store != null) {
             users.merge(store, 1, Integer::sum);
         }
@@ -95,7 +96,7 @@ public final class StoreSlot {
      * at once if nothing uses it, else at the last {@link #release}; without, it becomes the caller's (who may
      * {@link #awaitUnused} it before closing it). Returns it (null if none was attached).
      */
-    public PageStore detach(boolean closeWhenUnused) {
+    public @Nullable PageStore detach(boolean closeWhenUnused) {
         PageStore was;
         boolean closeNow;
         synchronized (this) {
@@ -108,7 +109,7 @@ public final class StoreSlot {
                 retired.put(was, true);
             }
         }
-        if (closeNow) {
+        if (closeNow && was != null) {
             was.close();
         }
         return was;

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The page-aligned radix tree over token ids behind HiCache, with SGLang HiRadixCache's semantics: a node is on the
@@ -102,8 +103,8 @@ public final class RadixTree {
         TreeNode node = start;
         TreeNode lastDevice = start;
         TreeNode lastHost = start;
-        int device = 0;
-        int host = 0;
+        @Nullable int device = 0;
+        @Nullable int host = 0;
         int at = 0;
         while (at < total) {
             TreeNode child = descend(node, tokens, query, at, total - at, now);
@@ -129,12 +130,12 @@ public final class RadixTree {
     /** The device pages of the path from the root down to {@code last}, which must be on the device. */
     public int[] devicePagesTo(TreeNode last) {
         int count = 0;
-        for (TreeNode n = last; n != root; n = n.parent) {
+        for (TreeNode n = last; n != root; n = n.parent()) {
             Checks.requireState(n.device != null, "%s is not on the device", n);
             count += n.pages;
         }
         int[] out = new int[count];
-        for (TreeNode n = last; n != root; n = n.parent) {
+        for (TreeNode n = last; n != root; n = n.parent()) {
             count -= n.pages;
             System.arraycopy(n.device, 0, out, count, n.pages);
         }
@@ -144,7 +145,7 @@ public final class RadixTree {
     /** The host-only nodes from below {@code lastDevice} down to {@code last}, top first: what a load-back brings. */
     public List<TreeNode> evictedPath(TreeNode lastDevice, TreeNode last) {
         List<TreeNode> path = new ArrayList<>();
-        for (TreeNode n = last; n != lastDevice && n != root; n = n.parent) {
+        for (TreeNode n = last; n != lastDevice && n != root; n = n.parent()) {
             Checks.requireState(n.device == null, "%s is on the device below the last device node", n);
             path.add(n);
         }
@@ -289,7 +290,7 @@ public final class RadixTree {
 
     /** Pins the device pages of {@code node} and its ancestors. */
     public void lock(TreeNode node) {
-        for (TreeNode n = node; n != root; n = n.parent) {
+        for (TreeNode n = node; n != root; n = n.parent()) {
             if (n.lockRef++ == 0 && n.device != null) {
                 evictableDevicePages -= n.pages;
             }
@@ -298,7 +299,7 @@ public final class RadixTree {
 
     /** Undoes one {@link #lock}. */
     public void unlock(TreeNode node) {
-        for (TreeNode n = node; n != root; n = n.parent) {
+        for (TreeNode n = node; n != root; n = n.parent()) {
             Checks.requireState(n.lockRef > 0, "%s is not locked", n);
             if (--n.lockRef == 0 && n.device != null) {
                 evictableDevicePages += n.pages;
@@ -456,7 +457,7 @@ public final class RadixTree {
             }
             System.arraycopy(n.device, 0, freed, count, n.pages);
             count += n.pages;
-            TreeNode parent = n.parent;
+            TreeNode parent = n.parent();
             takeDevice(n);
             if (n.backedUp()) {
                 demoted.add(n.hashes);
@@ -484,7 +485,7 @@ public final class RadixTree {
      * Its descendants go too, since without {@code n} no prefix reaches them. Null, with nothing changed, when
      * {@code n} or a descendant is in use (locked, copying, protected on the host).
      */
-    public Dropped dropWithSubtree(TreeNode n) {
+    public @Nullable Dropped dropWithSubtree(TreeNode n) {
         if (n == root || n.device == null || n.host != null || n.lockRef > 0 || n.pending != null || n.hostRef > 0
                 || !allChildrenEvicted(n)) {
             return null;
@@ -515,7 +516,7 @@ public final class RadixTree {
         int[] pages = n.device;
         takeDevice(n);
         remove(n);
-        return new Dropped(pages, slots, n.hashes, hostRuns);
+        return new Dropped(pages, slots, n.hashes(), hostRuns);
     }
 
     private static void collectPostOrder(TreeNode n, List<TreeNode> out) {
@@ -563,7 +564,7 @@ public final class RadixTree {
             }
             System.arraycopy(n.host, 0, freed, count, n.pages);
             count += n.pages;
-            TreeNode parent = n.parent;
+            TreeNode parent = n.parent();
             hostPages -= n.pages;
             n.host = null;
             removed.add(n.hashes);
@@ -597,7 +598,7 @@ public final class RadixTree {
         }
     }
 
-    private static boolean allChildrenEvicted(TreeNode n) {
+    private static @Nullable boolean allChildrenEvicted(TreeNode n) {
         for (TreeNode c : n.children()) {
             if (c.device != null) {
                 return false;
@@ -613,7 +614,7 @@ public final class RadixTree {
      * {@code limit} pages), split where the match ends inside it, so the whole returned node matches; null when no
      * child's first page does.
      */
-    private TreeNode descend(TreeNode node, int[] tokens, MemorySegment query, int at, int limit, long now) {
+    private @Nullable TreeNode descend(TreeNode node, int[] tokens, MemorySegment query, int at, int limit, long now) {
         TreeNode child = child(node, tokens, at);
         if (child == null) {
             return null;
@@ -626,7 +627,7 @@ public final class RadixTree {
         return child;
     }
 
-    private TreeNode child(TreeNode node, int[] tokens, int page) {
+    private @Nullable TreeNode child(TreeNode node, int[] tokens, int page) {
         if (node.children == null) {
             return null;
         }
@@ -640,7 +641,7 @@ public final class RadixTree {
 
     private boolean firstPageEquals(TreeNode c, int[] tokens, int from) {
         for (int i = 0; i < pageSize; i++) {
-            if (c.tokens.getAtIndex(ValueLayout.JAVA_INT, i) != tokens[from + i]) {
+            if (c.tokensOf().getAtIndex(ValueLayout.JAVA_INT, i) != tokens[from + i]) {
                 return false;
             }
         }
@@ -660,9 +661,9 @@ public final class RadixTree {
     private TreeNode split(TreeNode node, int at) {
         TreeNode upper = new TreeNode();
         long cut = (long) at * pageSize * Integer.BYTES;
-        upper.tokens = node.tokens.asSlice(0, cut);
+        upper.tokens = node.tokensOf().asSlice(0, cut);
         upper.pages = at;
-        upper.hashes = node.hashes.slice(0, at);
+        upper.hashes = node.hashes().slice(0, at);
         upper.device = node.device == null ? null : Arrays.copyOfRange(node.device, 0, at);
         upper.host = node.host == null ? null : Arrays.copyOfRange(node.host, 0, at);
         upper.hostReady = node.hostReady;
@@ -673,11 +674,11 @@ public final class RadixTree {
         if (node.pending != null) {
             node.pending.nodes.add(upper);
         }
-        TreeNode parent = node.parent;
+        TreeNode parent = node.parent();
         parent.removeChild(pageKey(node), node);
-        node.tokens = node.tokens.asSlice(cut);
+        node.tokens = node.tokensOf().asSlice(cut);
         node.pages -= at;
-        node.hashes = node.hashes.slice(at, node.hashes.size());
+        node.hashes = node.hashes().slice(at, node.hashes().size());
         node.device = node.device == null ? null : Arrays.copyOfRange(node.device, at, node.device.length);
         node.host = node.host == null ? null : Arrays.copyOfRange(node.host, at, node.host.length);
         parent.addChild(pageKey(upper), upper);
@@ -707,7 +708,7 @@ public final class RadixTree {
 
     private void remove(TreeNode n) {
         Checks.requireState(!n.hasChildren() && n.device == null && n.host == null, "%s cannot be removed", n);
-        n.parent.removeChild(pageKey(n), n);
+        n.parent().removeChild(pageKey(n), n);
         nodes--;
     }
 
@@ -745,11 +746,11 @@ public final class RadixTree {
             return KEY_ROOT_CHILD_KEY;
         }
         if (pageSize == 1) {
-            return n.tokens.getAtIndex(ValueLayout.JAVA_INT, 0);
+            return n.tokensOf().getAtIndex(ValueLayout.JAVA_INT, 0);
         }
         long h = 0x9E3779B97F4A7C15L;
         for (int i = 0; i < pageSize; i++) {
-            h = (h ^ (n.tokens.getAtIndex(ValueLayout.JAVA_INT, i) & 0xFFFFFFFFL)) * 0xBF58476D1CE4E5B9L;
+            h = (h ^ (n.tokensOf().getAtIndex(ValueLayout.JAVA_INT, i) & 0xFFFFFFFFL)) * 0xBF58476D1CE4E5B9L;
             h ^= h >>> 29;
         }
         return h;
@@ -818,7 +819,7 @@ public final class RadixTree {
                     "%s is on the device under an evicted parent", c);
             Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
             Checks.requireState(n.isRoot() || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
-            Checks.requireState(c.pages > 0 && c.hashes.size() == c.pages, "%s has %d hashes", c, c.hashes.size());
+            Checks.requireState(c.pages > 0 && c.hashes().size() == c.pages, "%s has %d hashes", c, c.hashes().size());
             if (hashes) {
                 PageHash prior = n.priorHash();
                 int[] first = new int[pageSize];
@@ -826,7 +827,7 @@ public final class RadixTree {
                     first[i] = c.token(i);
                 }
                 PageHashes expect = prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
-                Checks.requireState(expect.get(0).equals(c.hashes.get(0)), "%s does not chain from its parent", c);
+                Checks.requireState(expect.get(0).equals(c.hashes().get(0)), "%s does not chain from its parent", c);
             }
             if (c.device != null) {
                 totals[0] += c.pages;

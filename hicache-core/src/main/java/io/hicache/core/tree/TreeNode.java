@@ -3,6 +3,7 @@ package io.hicache.core.tree;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
+import io.hicache.core.util.Checks;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -11,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One run of whole pages in the {@link RadixTree}: its tokens (off the heap), one page hash per page, and where its
@@ -27,15 +29,15 @@ public final class TreeNode {
     private static final AtomicLong NEXT_ID = new AtomicLong();
 
     final long id;
-    TreeNode parent;
+    @Nullable TreeNode parent;
     /** Children by {@link RadixTree#pageKey} of their first page; a rare collision chains through {@link #sameKey}. */
-    Map<Long, TreeNode> children;
-    TreeNode sameKey;
-    MemorySegment tokens;
+    @Nullable Map<Long, TreeNode> children;
+    @Nullable TreeNode sameKey;
+    @Nullable MemorySegment tokens;
     int pages;
-    PageHashes hashes;
-    int[] device;
-    int[] host;
+    @Nullable PageHashes hashes;
+    int @Nullable [] device;
+    int @Nullable [] host;
     /** False while the host slots are being written (backup or prefetch in flight): not yet a copy to rely on. */
     boolean hostReady;
     int lockRef;
@@ -43,11 +45,11 @@ public final class TreeNode {
     int hitCount;
     long lastAccess;
     /** A device-to-host or host-to-device copy in flight over this node's pages (shared by split halves). */
-    PendingCopy pending;
+    @Nullable PendingCopy pending;
     /** For the root of an extra key's runs (a LoRA adapter, a cache salt): the key; null for every other node. */
-    String extraKey;
+    @Nullable String extraKey;
     /** For such a root: the hash its runs' chains start from ({@link PageHasher#extraKeyRoot}). */
-    PageHash chainHash;
+    @Nullable PageHash chainHash;
 
     TreeNode() {
         this.id = NEXT_ID.getAndIncrement();
@@ -57,10 +59,10 @@ public final class TreeNode {
     public static final class PendingCopy {
         final List<TreeNode> nodes = new ArrayList<>(1);
         final boolean toHost;
-        private Object attachment;
+        private @Nullable Object attachment;
 
         /** What the owner keeps with the copy (the cache: its device copy, so later readers can wait for it). */
-        public Object attachment() {
+        public @Nullable Object attachment() {
             return attachment;
         }
 
@@ -87,8 +89,9 @@ public final class TreeNode {
         return id;
     }
 
+    /** The node this one hangs below; never asked of the tree's root, which has none. */
     public TreeNode parent() {
-        return parent;
+        return Checks.checkNotNull(parent, "the tree's root has no parent");
     }
 
     /** The tree's root, or the root of an extra key's runs: no pages, and never evicted. */
@@ -97,7 +100,7 @@ public final class TreeNode {
     }
 
     /** The extra key whose runs hang below this root; "" for the tree's root, null for a node that is no root. */
-    public String extraKey() {
+    public @Nullable String extraKey() {
         return parent == null ? "" : extraKey;
     }
 
@@ -105,8 +108,8 @@ public final class TreeNode {
      * The hash a child's chain starts from: none below the tree's root, the extra key's root hash below that key's
      * root, else the hash of this node's last page.
      */
-    public PageHash priorHash() {
-        return parent == null ? null : extraKey != null ? chainHash : hashes.last();
+    public @Nullable PageHash priorHash() {
+        return parent == null ? null : extraKey != null ? chainHash : hashes().last();
     }
 
     /** Whole pages in this node. */
@@ -115,12 +118,12 @@ public final class TreeNode {
     }
 
     /** Device pages, one per page, or null when evicted from the device. Not to be modified. */
-    public int[] devicePages() {
+    public int @Nullable [] devicePages() {
         return device;
     }
 
     /** Host pool slots, one per page, or null when not backed up. Not to be modified. */
-    public int[] hostSlots() {
+    public int @Nullable [] hostSlots() {
         return host;
     }
 
@@ -133,13 +136,14 @@ public final class TreeNode {
         return host != null && hostReady;
     }
 
+    /** The page hashes of this node's pages; a root has none (it has no pages). */
     public PageHashes hashes() {
-        return hashes;
+        return Checks.checkNotNull(hashes, "a root has no page hashes");
     }
 
     /** The hash of the last page: where a child's chain starts. */
     public PageHash lastHash() {
-        return hashes.last();
+        return hashes().last();
     }
 
     public int lockRef() {
@@ -159,18 +163,23 @@ public final class TreeNode {
     }
 
     /** The copy in flight over this node, or null. */
-    public PendingCopy pending() {
+    public @Nullable PendingCopy pending() {
         return pending;
+    }
+
+    /** This node's tokens; a root has none. */
+    MemorySegment tokensOf() {
+        return Checks.checkNotNull(tokens, "a root has no tokens");
     }
 
     /** The token at {@code index} of this node. */
     public int token(int index) {
-        return tokens.getAtIndex(ValueLayout.JAVA_INT, index);
+        return tokensOf().getAtIndex(ValueLayout.JAVA_INT, index);
     }
 
     /** A copy of this node's tokens, {@code pages * pageSize} of them. */
     public int[] tokenIds() {
-        return tokens.toArray(ValueLayout.JAVA_INT);
+        return tokensOf().toArray(ValueLayout.JAVA_INT);
     }
 
     /** Children, in no particular order (collisions included). */
@@ -200,6 +209,7 @@ public final class TreeNode {
     }
 
     void removeChild(long key, TreeNode child) {
+        Map<Long, TreeNode> children = Checks.checkNotNull(this.children, "a node without children");
         TreeNode head = children.get(key);
         if (head == child) {
             if (child.sameKey == null) {

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The stored pages of one store or slab, in the order eviction takes them: by last use ({@link Order#RECENCY}: a
@@ -93,7 +94,7 @@ public final class PageUsageIndex<K> {
      * @param flagged   only {@linkplain #FLAGGED flagged} entries
      * @param filter    only keys it accepts, or null for any; it runs under the index's lock
      */
-    public record Candidates<K>(String namespace, boolean flagged, Predicate<? super K> filter) {
+    public record Candidates<K>(@Nullable String namespace, boolean flagged, @Nullable Predicate<? super K> filter) {
         /** Every unpinned, unclaimed entry. */
         public static <K> Candidates<K> any() {
             return new Candidates<>(null, false, null);
@@ -127,7 +128,7 @@ public final class PageUsageIndex<K> {
     /** Settings for a {@link PageUsageIndex}. Not thread-safe; build once. */
     public static final class Builder<K> {
         private final Order order;
-        private Function<? super K, String> namespaceOf;
+        private @Nullable Function<? super K, String> namespaceOf;
         private int expectedEntries = MIN_SLOTS;
 
         private Builder(Order order) {
@@ -152,10 +153,10 @@ public final class PageUsageIndex<K> {
     }
 
     private final Order order;
-    private final Function<? super K, String> namespaceOf;
+    private final @Nullable Function<? super K, String> namespaceOf;
     private final Object lock = new Object();
     private final SlotTable table;
-    private final NamespaceLists namespaces;
+    private final @Nullable NamespaceLists namespaces;
 
     // Per slot: its key (null when the slot is free) and a record of `stride` longs in `records`:
     //   LINKS     previous slot (high 32 bits) and next slot (low 32), oldest to newest; free slots chain by next
@@ -228,7 +229,7 @@ public final class PageUsageIndex<K> {
             records[r + SIZE] = bytes << 32 | (hash & LOW);
             table.add(hash, slot);
             linkNewest(slot);
-            if (namespaces != null) {
+            if (namespaces != null && namespace != null) {
                 int ns = namespaces.idOf(namespace);
                 records[r + NS] = ns;
                 linkNewestInNamespace(slot, ns);
@@ -278,7 +279,7 @@ public final class PageUsageIndex<K> {
 
     /** The key of the entry {@code entry} names, or null if it names none. */
     @SuppressWarnings("unchecked")
-    public K keyOf(long entry) {
+    public @Nullable K keyOf(long entry) {
         synchronized (lock) {
             int slot = slotOf(entry);
             return slot < 0 ? null : (K) keys[slot];
@@ -420,10 +421,10 @@ public final class PageUsageIndex<K> {
             int links = LINKS;
             int slot = head;
             if (which.namespace() != null) {
-                requireNamespaces();
-                int ns = namespaces.find(which.namespace());
+                NamespaceLists lists = requireNamespaces();
+                int ns = lists.find(which.namespace());
                 links = NS_LINKS;
-                slot = ns == NIL ? NIL : namespaces.head[ns];
+                slot = ns == NIL ? NIL : lists.head[ns];
             }
             long sum = 0;
             for (; slot != NIL && sum < bytes; slot = next(slot, links)) {
@@ -484,9 +485,9 @@ public final class PageUsageIndex<K> {
     public int size(String namespace) {
         Checks.checkNotNull(namespace, "namespace");
         synchronized (lock) {
-            requireNamespaces();
-            int ns = namespaces.find(namespace);
-            return ns == NIL ? 0 : namespaces.count[ns];
+            NamespaceLists lists = requireNamespaces();
+            int ns = lists.find(namespace);
+            return ns == NIL ? 0 : lists.count[ns];
         }
     }
 
@@ -498,9 +499,9 @@ public final class PageUsageIndex<K> {
     public long bytes(String namespace) {
         Checks.checkNotNull(namespace, "namespace");
         synchronized (lock) {
-            requireNamespaces();
-            int ns = namespaces.find(namespace);
-            return ns == NIL ? 0 : namespaces.bytes[ns];
+            NamespaceLists lists = requireNamespaces();
+            int ns = lists.find(namespace);
+            return ns == NIL ? 0 : lists.bytes[ns];
         }
     }
 
@@ -679,6 +680,7 @@ public final class PageUsageIndex<K> {
     }
 
     private void linkNewestInNamespace(int slot, int ns) {
+        NamespaceLists namespaces = requireNamespaces();
         int last = namespaces.tail[ns];
         setPrev(slot, NS_LINKS, last);
         setNext(slot, NS_LINKS, NIL);
@@ -691,6 +693,7 @@ public final class PageUsageIndex<K> {
     }
 
     private void unlinkFromNamespace(int slot, int ns) {
+        NamespaceLists namespaces = requireNamespaces();
         int p = prev(slot, NS_LINKS);
         int n = next(slot, NS_LINKS);
         if (p == NIL) {
@@ -705,8 +708,11 @@ public final class PageUsageIndex<K> {
         }
     }
 
-    private void requireNamespaces() {
-        Checks.requireState(namespaces != null, "this page usage index does not track namespaces");
+    /** The namespace lists, which only an index that tracks namespaces has. */
+    private NamespaceLists requireNamespaces() {
+        NamespaceLists lists = namespaces;
+        Checks.requireState(lists != null, "this page usage index does not track namespaces");
+        return lists;
     }
 
     /* ---------------------------------------------------------------- for tests and the bench */
@@ -755,6 +761,7 @@ public final class PageUsageIndex<K> {
     }
 
     private void checkNamespaces() {
+        NamespaceLists namespaces = requireNamespaces();
         int total = 0;
         for (int ns = 0; ns < namespaces.numbers(); ns++) {
             int count = 0;

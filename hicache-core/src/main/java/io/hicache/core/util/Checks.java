@@ -2,6 +2,7 @@ package io.hicache.core.util;
 
 import java.util.Arrays;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Argument and state checks whose messages name the parameter and its value, so a failure explains itself
@@ -12,14 +13,16 @@ public final class Checks {
     }
 
     /** Throws {@link IllegalArgumentException} with the formatted message unless {@code condition} holds. */
-    public static void requireArgument(boolean condition, String format, Object... args) {
+    @Contract("false, _, _ -> fail")
+    public static void requireArgument(boolean condition, String format, @Nullable Object... args) {
         if (!condition) {
             throw new IllegalArgumentException(String.format(format, args));
         }
     }
 
     /** Throws {@link IllegalStateException} with the formatted message unless {@code condition} holds. */
-    public static void requireState(boolean condition, String format, Object... args) {
+    @Contract("false, _, _ -> fail")
+    public static void requireState(boolean condition, String format, @Nullable Object... args) {
         if (!condition) {
             throw new IllegalStateException(String.format(format, args));
         }
@@ -72,7 +75,8 @@ public final class Checks {
     }
 
     /** Returns {@code value} unless null, else throws {@link NullPointerException} naming {@code name}. */
-    public static <T> T checkNotNull(T value, String name) {
+    @Contract("null, _ -> fail")
+    public static <T> T checkNotNull(@Nullable T value, String name) {
         return Objects.requireNonNull(value, () -> name + " must not be null");
     }
 }

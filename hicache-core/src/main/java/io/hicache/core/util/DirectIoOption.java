@@ -1,6 +1,7 @@
 package io.hicache.core.util;
 
 import java.nio.file.OpenOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The JDK's {@code O_DIRECT} open option, {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}, looked up by name once
@@ -9,13 +10,13 @@ import java.nio.file.OpenOption;
  */
 public final class DirectIoOption {
     /** The option, or null where this JDK has none. */
-    public static final OpenOption DIRECT = lookup();
+    public static final @Nullable OpenOption DIRECT = lookup();
 
     private DirectIoOption() {
     }
 
     @SuppressWarnings({"unchecked", "rawtypes"})
-    private static OpenOption lookup() {
+    private static @Nullable OpenOption lookup() {
         try {
             return (OpenOption) Enum.valueOf((Class) Class.forName("com.sun.nio.file.ExtendedOpenOption"), "DIRECT");
         } catch (ReflectiveOperationException | IllegalArgumentException | ClassCastException e) {

@@ -1,10 +1,12 @@
 package io.hicache.server.daemon;
 
+import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Cuts a connection's bytes into frames ({@code length:u32} then {@code length} bytes) of a declared length up to
@@ -56,6 +58,12 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
         OverBudget(String message) {
             super(message);
         }
+
+        /** Never null: always made with one, which the connection is answered with. */
+        @Override
+        public String getMessage() {
+            return Checks.checkNotNull(super.getMessage(), "the message");
+        }
     }
 
     private final Budget budget;
@@ -73,7 +81,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
     }
 
     @Override
-    protected Object decode(ChannelHandlerContext ctx, ByteBuf in) throws Exception {
+    protected @Nullable Object decode(ChannelHandlerContext ctx, ByteBuf in) throws Exception {
         if (refused) {
             in.skipBytes(in.readableBytes());
             return null;

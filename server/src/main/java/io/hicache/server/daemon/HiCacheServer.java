@@ -34,6 +34,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The HiCache daemon: a host tier ({@link SlabCache}) in front of an L3 page store, served over the binary protocol
@@ -69,7 +70,8 @@ public final class HiCacheServer implements AutoCloseable {
     private final EventLoopGroup loops;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final Channel listener;
-    private final MetricsEndpoint endpoint;
+    /** Null when off ({@code server.metrics-port} -1). */
+    private final @Nullable MetricsEndpoint endpoint;
     private final ScheduledExecutorService sweeper;
     private final AtomicBoolean closing = new AtomicBoolean();
     /** The operator's view of the L3 store: STORE requests. */
@@ -144,7 +146,7 @@ public final class HiCacheServer implements AutoCloseable {
      * takes ownership of it and closes it, also when starting fails; its queue holds the config's
      * {@code max_queue_size} events.
      */
-    public static HiCacheServer start(ServerConfig config, KvEventPublisher kvEvents) {
+    public static HiCacheServer start(ServerConfig config, @Nullable KvEventPublisher kvEvents) {
         Optional<PageStore> store = Optional.empty();
         SlabCache cache = null;
         KvEventSink sink = null;

@@ -16,6 +16,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The L3 part of CLEAR and CLEAR_ALL (docs/protocol.md §3), in the background: one clear at a time, in the order
@@ -38,7 +39,8 @@ final class L3Clears {
 
     /** One L3 clear: of namespace {@code ns}, or of all ({@code ns} null), in {@code store}. */
     static final class Job {
-        final Namespace ns;
+        /** Null: every namespace. */
+        final @Nullable Namespace ns;
         final PageStore store;
         /** Completes when the clear has ended: normally if L3 is clear, else with its failure. */
         final CompletableFuture<Void> done = new CompletableFuture<>();
@@ -46,7 +48,7 @@ final class L3Clears {
         private volatile long startedNanos;
         private final AtomicBoolean over = new AtomicBoolean();
 
-        private Job(Namespace ns, PageStore store) {
+        private Job(@Nullable Namespace ns, PageStore store) {
             this.ns = ns;
             this.store = store;
         }
@@ -110,7 +112,7 @@ final class L3Clears {
      * The L3 clear of {@code ns} (null: every namespace) in {@code store}, which the caller acquired and this takes
      * over: a clear of that store queued or running that covers it, or else a new one, queued behind the others.
      */
-    synchronized Job submit(Namespace ns, PageStore store) {
+    synchronized Job submit(@Nullable Namespace ns, PageStore store) {
         for (Job j : active) {
             if (j.store == store && (j.ns == null || ns != null && j.ns.equals(ns))) {
                 cache.l3.release(store);
@@ -148,7 +150,7 @@ final class L3Clears {
         end(j, failure);
     }
 
-    private void end(Job j, Exception failure) {
+    private void end(Job j, @Nullable Exception failure) {
         if (!j.over.compareAndSet(false, true)) {
             return;
         }

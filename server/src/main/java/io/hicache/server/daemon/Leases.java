@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Leases on slab pages for same-host clients, which read the pages by mapping the slab file: while a lease lives its
@@ -93,7 +94,7 @@ final class Leases {
     }
 
     /** Ends reservation {@code id} of {@code owner} and hands it over (to be committed); null if unknown or foreign. */
-    Reservation take(Channel owner, long id) {
+    @Nullable Reservation take(Channel owner, long id) {
         Reservation r = reservations.get(id);
         if (r == null || r.owner != owner || !reservations.remove(id, r)) {
             return null;

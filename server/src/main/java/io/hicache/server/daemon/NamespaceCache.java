@@ -5,6 +5,7 @@ import io.hicache.storage.remote.protocol.Codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The namespace a connection named last, by its encoded bytes. A connection nearly always speaks for one model and
@@ -13,7 +14,8 @@ import io.netty.buffer.Unpooled;
  */
 final class NamespaceCache {
     private ByteBuf lastBytes = Unpooled.EMPTY_BUFFER;
-    private Namespace last;
+    /** Null until the first namespace is read. */
+    private @Nullable Namespace last;
 
     /**
      * Reads a namespace like {@link Codec#readNamespace}, returning the previous one's object when the bytes are the

@@ -1,5 +1,7 @@
 package io.hicache.server.daemon;
 
+import io.hicache.core.util.Checks;
+
 /**
  * A LEADING_HITS could not finish before its deadline: answered ERROR TIMED_OUT with this message, never with a count
  * that would not be true. (CLEAR and CLEAR_ALL, the other requests without per-page statuses, answer TIMED_OUT at
@@ -10,5 +12,11 @@ final class NotDoneInTime extends RuntimeException {
 
     NotDoneInTime(String message) {
         super(message, null, false, false);
+    }
+
+    /** Never null: always made with one, which the request is answered with. */
+    @Override
+    public String getMessage() {
+        return Checks.checkNotNull(super.getMessage(), "the message");
     }
 }

@@ -4,11 +4,13 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.usage.PageUsageIndex.Candidates;
 import io.hicache.core.usage.PageUsageIndex.Claimed;
+import io.hicache.core.util.Checks;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The host tier's pages: a map from store key to {@link SlabPage}, and a {@link PageUsageIndex} of the same pages
@@ -66,7 +68,7 @@ final class PageIndex {
     /* ---------------------------------------------------------------- users */
 
     /** The page of {@code key}, pinned and used (the caller {@link #unpin}s it), or null; a page being evicted is gone. */
-    SlabPage pin(StoreKey key) {
+    @Nullable SlabPage pin(StoreKey key) {
         SlabPage p = pages.get(key);
         if (p == null) {
             return null;
@@ -101,7 +103,7 @@ final class PageIndex {
     private void freeIfUnused(SlabPage p) {
         if (p.pins.get() == 0 && p.freed.compareAndSet(false, true)) {
             if (!p.inSlab()) {
-                p.spill.release();
+                Checks.checkNotNull(p.spill, "a spilled page's buffer").release();
                 return;
             }
             space.free(p.key.namespace(), p.offset, p.order);
@@ -170,7 +172,7 @@ final class PageIndex {
      * (null: whichever), and, with {@code onlyIfIdle}, only if L3 has it and nobody uses it. Returns the page taken out,
      * or null.
      */
-    private SlabPage takeOut(StoreKey key, SlabPage expected, boolean onlyIfIdle) {
+    private @Nullable SlabPage takeOut(StoreKey key, @Nullable SlabPage expected, boolean onlyIfIdle) {
         TakeOut t = new TakeOut(expected, onlyIfIdle);
         pages.computeIfPresent(key, t);
         return t.taken;
@@ -178,17 +180,17 @@ final class PageIndex {
 
     /** One take-out's remapping, run in the map's lock for the key: it remembers the page it took out. */
     private final class TakeOut implements BiFunction<StoreKey, SlabPage, SlabPage> {
-        private final SlabPage expected;
+        private final @Nullable SlabPage expected;
         private final boolean onlyIfIdle;
-        private SlabPage taken;
+        private @Nullable SlabPage taken;
 
-        TakeOut(SlabPage expected, boolean onlyIfIdle) {
+        TakeOut(@Nullable SlabPage expected, boolean onlyIfIdle) {
             this.expected = expected;
             this.onlyIfIdle = onlyIfIdle;
         }
 
         @Override
-        public SlabPage apply(StoreKey key, SlabPage now) {
+        public @Nullable SlabPage apply(StoreKey key, SlabPage now) {
             if (expected != null && now != expected || onlyIfIdle && (now.dirty || now.pins.get() != 0)) {
                 return now;
             }

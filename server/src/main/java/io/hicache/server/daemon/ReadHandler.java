@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The reads' work (docs/protocol.md §3: LEADING_HITS, GET, LEASE, RELEASE): on the event loop when every page is in
@@ -75,7 +76,7 @@ final class ReadHandler {
     }
 
     /** A GET ({@code lease} null) or a LEASE: pages pinned on the event loop if all are here, else on a worker. */
-    private Work pages(Call call, List<StoreKey> keys, int[] lengths, Lease lease) {
+    private Work pages(Call call, List<StoreKey> keys, int[] lengths, @Nullable Lease lease) {
         long leaseMillis = lease == null ? 0 : Math.min(lease.holdMillis(), config.maxLease().toMillis());
         return new Work(() -> {
             Optional<ReadThrough.Pinned> here = cache.reads.pinAllHere(keys);
@@ -90,7 +91,7 @@ final class ReadHandler {
      * Answers a GET (the pages' bytes follow the statuses) or a LEASE (their slab offsets instead, the pins handed to
      * the lease) for pinned pages; pages not delivered are unpinned here.
      */
-    private void answer(Call call, ReadThrough.Pinned pinned, int[] lengths, Lease lease, long leaseMillis) {
+    private void answer(Call call, ReadThrough.Pinned pinned, int[] lengths, @Nullable Lease lease, long leaseMillis) {
         SlabPage[] pages = pinned.pages();
         Channel owner = call.channel();
         // Over server.max-leases-per-connection the lease takes nothing: its pages are REJECTED (GET them instead).

@@ -20,6 +20,7 @@ import java.util.OptionalInt;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads through the host tier to L3: pages are pinned where the slab has them, and fetched from L3 (in one batch)
@@ -43,7 +44,7 @@ final class ReadThrough {
      *                TIMED_OUT (the deadline passed before L3 answered: a deadline never turns a stored page into a
      *                miss) or FAILED; null when every missing page is a MISS
      */
-    record Pinned(SlabPage[] pages, PageStatus[] missing) {
+    record Pinned(SlabPage[] pages, PageStatus @Nullable [] missing) {
         /** Why page {@code i}, which is null, was not delivered. */
         PageStatus why(int i) {
             return missing == null ? PageStatus.MISS : missing[i];
@@ -51,7 +52,7 @@ final class ReadThrough {
     }
 
     /** Where a page fetched from L3 lands: a block of the slab, or a spill buffer. */
-    private record Landing(int index, StoreKey key, long offset, int order, int length, ByteBuf spill) {
+    private record Landing(int index, StoreKey key, long offset, int order, int length, @Nullable ByteBuf spill) {
     }
 
     private final ServerConfig config;
@@ -206,7 +207,7 @@ final class ReadThrough {
     }
 
     /** A page fetched from L3 into a block becomes a clean page of the index, pinned for the caller; or null. */
-    private SlabPage admit(Landing at) {
+    private @Nullable SlabPage admit(Landing at) {
         StoreKey key = at.key();
         SlabPage p = new SlabPage(key, at.offset(), at.order(), at.length(),
                 PageChecksum.of(space.bytes(at.offset(), at.length())));
@@ -252,7 +253,7 @@ final class ReadThrough {
         }
     }
 
-    private int leadingHits(PageStore store, List<StoreKey> keys, Deadline deadline) {
+    private int leadingHits(@Nullable PageStore store, List<StoreKey> keys, Deadline deadline) {
         // The pages not here are asked of L3 in one query, and the count ends at the first of them L3 lacks. (A chain's
         // first pages may be only in L3, after a FLUSH or an eviction, and its later ones only here, not yet written
         // behind.)

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * DELETE and CLEAR against the write-behind: pages are removed from the slab first (so the write-behind skips them),
@@ -28,7 +29,7 @@ final class Removals {
      * What a clear has done: the slab's pages it removed, and its L3 part ({@code inL3}: completes when L3 is clear,
      * or fails; null when there is no L3).
      */
-    record Clearing(int removedHere, CompletableFuture<Void> inL3, L3Clears.Job job) {
+    record Clearing(int removedHere, @Nullable CompletableFuture<Void> inL3, L3Clears.@Nullable Job job) {
         /** Where the L3 part stands, for a message. */
         String describeL3() {
             return job == null ? "no L3" : job.describe();
@@ -108,7 +109,7 @@ final class Removals {
     }
 
     /** {@code ns} null: every namespace, as {@link L3Clears} takes it. */
-    private Clearing clearing(Namespace ns) {
+    private Clearing clearing(@Nullable Namespace ns) {
         PageStore store = l3.acquire();
         L3Clears.Job job = store == null ? null : clears.submit(ns, store); // takes over the acquisition
         int removed = 0;

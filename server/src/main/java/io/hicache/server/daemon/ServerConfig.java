@@ -202,7 +202,7 @@ public record ServerConfig(String bind, int port, String authToken, String admin
         Setting<?> folder = PageStores.find(store).stream()
                 .flatMap(p -> p.settings().stream()).filter(s -> s.type().equals("path")).findFirst().orElse(null);
         String key = folder != null ? folder.key() : "file.root";
-        String fallback = key.equals("file.root") ? HiCacheServer.DEFAULT_FILE_ROOT
+        String fallback = folder == null || key.equals("file.root") ? HiCacheServer.DEFAULT_FILE_ROOT
                 : folder.defaultText().orElse(HiCacheServer.DEFAULT_FILE_ROOT);
         Path own = Path.of(settings.lookup(key).map(v -> v.text().trim()).orElse(fallback)).toAbsolutePath().normalize();
         return own.getParent() != null ? own.getParent() : own;

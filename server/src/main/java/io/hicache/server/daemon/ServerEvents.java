@@ -12,6 +12,7 @@ import io.hicache.core.store.PageStore;
 import java.util.List;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The daemon's KV events ({@code server.kv-events-config}): a page stored in the slab is a {@link BlockStored} in
@@ -33,7 +34,7 @@ final class ServerEvents implements AutoCloseable {
     }
 
     /** The medium KV events name for pages in {@code store} (null: none). */
-    static Medium mediumOf(PageStore store) {
+    static Medium mediumOf(@Nullable PageStore store) {
         return Medium.ofStore(store != null && store.capabilities().has(Capability.SHARED));
     }
 

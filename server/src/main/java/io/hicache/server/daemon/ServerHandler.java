@@ -1,6 +1,7 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.util.Checks;
 import io.hicache.storage.remote.protocol.AdminRequest;
 import io.hicache.storage.remote.protocol.FrameHeader;
 import io.hicache.storage.remote.protocol.Hello;
@@ -17,7 +18,10 @@ import io.netty.handler.codec.TooLongFrameException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One client connection's requests, once its {@link HandshakeHandler} accepted the HELLO: each frame is decoded once
@@ -51,8 +55,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private final Responder out;
     private final NamespaceCache namespaces = new NamespaceCache();
     /** The connection's HELLO's outcome, and the decoder it implies; null until the handshake is accepted. */
-    private Session session;
-    private RequestDecoder decoder;
+    private @Nullable Session session;
+    private @Nullable RequestDecoder decoder;
     private boolean counted;
     private long inFlightBytes;
     private boolean paused;
@@ -114,9 +118,12 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         int op = header.op();
+        // The handshake handler, before this one, passes no frame on before it has accepted a HELLO.
+        Session session = Checks.checkNotNull(this.session, "the session (a request comes after the handshake)");
+        RequestDecoder decoder = Checks.checkNotNull(this.decoder, "the decoder (set with the session)");
         Call call = new Call(out, op, header.requestId(), Deadline.after(header.timeoutMillis() > 0
                 ? Duration.ofMillis(header.timeoutMillis()) : DEFAULT_TIMEOUT), session.checksum());
-        Refusal refusal = refusal(op, frame);
+        Refusal refusal = refusal(op, frame, session, decoder);
         if (refusal != null) {
             frame.release();
             call.fail(refusal.code(), refusal.message());
@@ -153,7 +160,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
      * request but STATS and HEALTH during a shutdown (SHUTTING_DOWN); an admin operation on a connection without admin
      * permission (AUTH), whatever its payload; an op the connection's version does not define (UNKNOWN_OP).
      */
-    private Refusal refusal(int op, ByteBuf payload) {
+    private @Nullable Refusal refusal(int op, ByteBuf payload, Session session, RequestDecoder decoder) {
         if (op == Wire.HELLO) {
             return new Refusal(Wire.E_MALFORMED, "HELLO was already accepted on this connection");
         }
@@ -218,12 +225,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             server.workers.execute(() -> {
                 boolean handedOff = false;
                 try {
-                    if (work.later() == null) {
-                        work.onWorker().run();
+                    Supplier<CompletableFuture<?>> later = work.later();
+                    if (later == null) {
+                        Checks.checkNotNull(work.onWorker(), "the work's worker part (it has no later part)").run();
                     } else {
                         // Answered when the work's future completes (a clear waiting for L3 up to its deadline): no
                         // worker waits meanwhile, and the connection's later requests are held back until then (§1).
-                        work.later().get().whenComplete((ignored, t) -> {
+                        later.get().whenComplete((ignored, t) -> {
                             if (t != null) {
                                 failed(call, t);
                             }

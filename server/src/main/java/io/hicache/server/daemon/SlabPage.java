@@ -5,6 +5,7 @@ import io.hicache.core.usage.PageUsageIndex;
 import io.netty.buffer.ByteBuf;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A page of the host tier: its key, where its bytes are (a block of the slab, or a spill buffer of its own for a page
@@ -38,7 +39,7 @@ final class SlabPage {
     int writeTries;
 
     /** The page's bytes outside the slab, for a page read from L3 when the slab had no room; else null. */
-    final ByteBuf spill;
+    final @Nullable ByteBuf spill;
 
     /** A page in the block of {@code room}, with checksum {@code crc}. */
     SlabPage(Room room, int crc) {
@@ -50,7 +51,7 @@ final class SlabPage {
         this(key, offset, order, length, crc, null);
     }
 
-    private SlabPage(StoreKey key, long offset, int order, int length, int crc, ByteBuf spill) {
+    private SlabPage(StoreKey key, long offset, int order, int length, int crc, @Nullable ByteBuf spill) {
         this.key = key;
         this.offset = offset;
         this.order = order;

@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.MappedFiles;
+import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -13,6 +14,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The host slab's space: a file on tmpfs ({@code server.host-dir}) mapped once, its space reserved when it is made
@@ -96,7 +98,7 @@ final class SlabSpace implements AutoCloseable {
                 + "or point server.host-dir at a larger tmpfs";
     }
 
-    private static void deleteQuietly(Path file) {
+    private static void deleteQuietly(@Nullable Path file) {
         if (file == null) {
             return;
         }
@@ -193,12 +195,17 @@ final class SlabSpace implements AutoCloseable {
 
     /** The bytes of a pinned page, in the slab or its spill buffer. */
     MemorySegment bytes(SlabPage p) {
-        return p.inSlab() ? slab.asSlice(p.offset, p.length) : MemorySegment.ofBuffer(p.spill.nioBuffer(0, p.length));
+        return p.inSlab() ? slab.asSlice(p.offset, p.length) : MemorySegment.ofBuffer(spill(p).nioBuffer(0, p.length));
     }
 
     /** A buffer over the bytes of a pinned page, without a copy: valid while the page stays pinned. */
     ByteBuf body(SlabPage p) {
-        return p.inSlab() ? Unpooled.wrappedBuffer(bytes(p).asByteBuffer()) : p.spill.retainedSlice(0, p.length);
+        return p.inSlab() ? Unpooled.wrappedBuffer(bytes(p).asByteBuffer()) : spill(p).retainedSlice(0, p.length);
+    }
+
+    /** The buffer of a page not in the slab. */
+    private static ByteBuf spill(SlabPage p) {
+        return Checks.checkNotNull(p.spill, "a spilled page's buffer");
     }
 
     /** Unmaps the slab and deletes its file. */

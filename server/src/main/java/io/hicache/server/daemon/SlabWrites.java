@@ -7,6 +7,7 @@ import io.hicache.core.store.StoreSlot;
 import io.hicache.core.usage.PageUsageIndex;
 import io.netty.buffer.ByteBuf;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Pages entering the slab from clients: room for a page (a free block, or one eviction makes, within the namespace's
@@ -32,7 +33,7 @@ final class SlabWrites {
      *     request's later pages cannot evict it: the caller {@link PageIndex#unpin}s it); else null. With L3 a page is
      *     evictable only once L3 has it, so it needs no pin.
      */
-    record Stored(PageStatus status, SlabPage pinned) implements PutOutcome {
+    record Stored(PageStatus status, @Nullable SlabPage pinned) implements PutOutcome {
     }
 
     /** No room: {@code EXISTS} (stored already), {@code REJECTED} (too large, or none could be made), or the deadline's. */

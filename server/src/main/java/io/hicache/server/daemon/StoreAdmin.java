@@ -8,6 +8,7 @@ import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
+import io.hicache.core.util.Checks;
 import io.hicache.storage.remote.RemoteStoreConfig;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -21,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The STORE request's work on the daemon's L3 store while requests run: which store is attached, a detach that first
@@ -40,15 +42,21 @@ final class StoreAdmin {
     }
 
     /** What a detach did: the store it detached (null: none was attached), and the writes it dropped. */
-    record Detached(Named store, long droppedWrites) {
+    record Detached(@Nullable Named store, long droppedWrites) {
     }
 
     /** The daemon will not do what was asked; the message says why. */
     static final class Refused extends Exception {
         private static final long serialVersionUID = 1L;
 
-        Refused(String message, Throwable cause) {
+        Refused(String message, @Nullable Throwable cause) {
             super(message, cause);
+        }
+
+        /** Never null: always made with one, which the request is answered with. */
+        @Override
+        public String getMessage() {
+            return Checks.checkNotNull(super.getMessage(), "the message");
         }
     }
 
@@ -143,7 +151,8 @@ final class StoreAdmin {
                 why = "unknown setting";
             } catch (HiCacheException e) {
                 // "unknown setting 'x' (from flag --x), did you mean 'y'?": the nearest key, without the origin
-                why = e.getMessage().replaceAll(" \\(from flag --[^)]*\\)", "");
+                why = Checks.checkNotNull(e.getMessage(), "the unknown setting's message")
+                        .replaceAll(" \\(from flag --[^)]*\\)", "");
             }
             throw new Refused("store '" + name + "': " + why + " (its settings: " + String.join(", ", known.keySet())
                     + ")", null);
@@ -155,7 +164,7 @@ final class StoreAdmin {
             throw new Refused("server.store-root (" + config.storeRoot() + ") cannot be resolved: " + e.getMessage(), e);
         }
         for (Map.Entry<String, String> e : settings.entrySet()) {
-            Setting<?> st = known.get(e.getKey());
+            Setting<?> st = Checks.checkNotNull(known.get(e.getKey()), "the setting (all are known: checked above)");
             List<String> folders = st.type().equals("path") ? List.of(e.getValue())
                     : e.getKey().endsWith(".dirs") ? List.of(e.getValue().split(",")) : List.of();
             for (String folder : folders) {

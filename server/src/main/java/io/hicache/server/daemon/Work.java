@@ -3,13 +3,14 @@ package io.hicache.server.daemon;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A decoded request's work, as its handler made it: {@code inline} tries it on the event loop without blocking (true:
  * done and answered); otherwise {@code onWorker} runs it on a worker, or, where {@code later} is given, {@code later}
  * starts it on a worker and the request is done (answered) when the future it returns completes. Immutable.
  */
-record Work(BooleanSupplier inline, Runnable onWorker, Supplier<CompletableFuture<?>> later) {
+record Work(BooleanSupplier inline, @Nullable Runnable onWorker, @Nullable Supplier<CompletableFuture<?>> later) {
     /** Work tried on the event loop first, finished on a worker when it cannot be done there. */
     Work(BooleanSupplier inline, Runnable onWorker) {
         this(inline, onWorker, null);

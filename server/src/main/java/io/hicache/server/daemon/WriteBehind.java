@@ -6,6 +6,7 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
 import java.lang.System.Logger.Level;
@@ -22,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes pages put into the daemon's slab behind to its L3 store, on the thread {@code hicache-server-write-behind}:
@@ -46,6 +48,7 @@ final class WriteBehind {
     private static final System.Logger LOG = System.getLogger(WriteBehind.class.getName());
     private static final int BATCH = 128;
     /** Put in the queue to wake the thread (a clear ended); not a page. */
+    @SuppressWarnings("NullAway") // no key, which every page has: a sentinel, only compared by identity
     private static final SlabPage WAKE = new SlabPage(null, -1, -1, 0, 0);
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
@@ -110,7 +113,7 @@ final class WriteBehind {
     }
 
     /** A line for /health when pages were given up, else null. */
-    String degraded() {
+    @Nullable String degraded() {
         long n = abandoned.sum();
         if (n == 0) {
             return null;
@@ -277,7 +280,8 @@ final class WriteBehind {
                 pending.decrementAndGet();
                 written.increment();
             } else {
-                String cause = r == null ? batchFailure : r.status(i) + r.detail(i).map(d -> ": " + d).orElse("");
+                String cause = r == null ? Checks.checkNotNull(batchFailure, "the failure of a put with no result")
+                        : r.status(i) + r.detail(i).map(d -> ": " + d).orElse("");
                 failed(e, cause);
             }
             cache.pages.release(e);

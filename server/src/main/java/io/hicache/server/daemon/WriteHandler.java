@@ -23,6 +23,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import java.util.zip.CRC32C;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The writes' work (docs/protocol.md §3: PUT, DELETE, CLEAR, CLEAR_ALL, RESERVE, COMMIT). A PUT or RESERVE takes room
@@ -212,7 +213,7 @@ final class WriteHandler {
         /** Set once the rooms belong to a reservation: from then on only the reservation frees them. */
         private boolean handedOver;
         /** Whether the connection had a lease slot for this reservation (decided once, at the first page). */
-        private Boolean held;
+        private @Nullable Boolean held;
 
         ReservationInProgress(Call call, Reserve reserve) {
             this.call = call;

@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Checks at open that the root's file system takes direct I/O, so {@code file.direct-io=true} on one that does not
@@ -19,7 +20,7 @@ import java.nio.file.StandardOpenOption;
  */
 final class DirectIoProbe {
     /** The JDK's {@code O_DIRECT} open option, or null without one ({@link DirectIoOption}). */
-    static final OpenOption DIRECT = DirectIoOption.DIRECT;
+    static final @Nullable OpenOption DIRECT = DirectIoOption.DIRECT;
 
     private DirectIoProbe() {
     }

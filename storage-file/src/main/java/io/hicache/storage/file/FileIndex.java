@@ -2,8 +2,10 @@ package io.hicache.storage.file;
 
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.usage.PageUsageIndex.Order;
+import io.hicache.core.util.Checks;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the file store holds, in memory: the stored pages, least recently used first, with their files' sizes, in a
@@ -34,7 +36,7 @@ final class FileIndex {
      * Starts writing {@code id}: null when the caller is to write it (and then calls {@link #written} or
      * {@link #writeFailed}); otherwise the outcome of the write under way, or a true one if the page is stored.
      */
-    CompletableFuture<Boolean> beginWrite(PageId id) {
+    @Nullable CompletableFuture<Boolean> beginWrite(PageId id) {
         CompletableFuture<Boolean> mine = new CompletableFuture<>();
         CompletableFuture<Boolean> other = writing.putIfAbsent(id, mine);
         if (other != null) {
@@ -52,12 +54,12 @@ final class FileIndex {
     /** The caller's write of {@code id} succeeded: the page is stored, as the most recently used. */
     void written(PageId id, long fileBytes) {
         stored.insert(id, fileBytes);
-        writing.remove(id).complete(true);
+        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)").complete(true);
     }
 
     /** The caller's write of {@code id} failed: forget it. */
     void writeFailed(PageId id) {
-        writing.remove(id).complete(false);
+        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)").complete(false);
     }
 
     /** True when a page of {@code namespaceId} is being written. */

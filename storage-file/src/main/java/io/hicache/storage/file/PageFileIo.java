@@ -3,6 +3,7 @@ package io.hicache.storage.file;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
+import io.hicache.core.util.Checks;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -177,7 +178,7 @@ final class PageFileIo implements AutoCloseable {
             try {
                 header = PageFileHeader.readFrom(bounce);
             } catch (PageFileHeader.BadHeaderException e) {
-                return corrupt(e.getMessage());
+                return corrupt(Checks.checkNotNull(e.getMessage(), "a bad header's reason"));
             }
             if (!header.id().equals(id)) {
                 return corrupt("the file holds page " + header.id());

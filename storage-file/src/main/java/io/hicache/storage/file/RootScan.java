@@ -52,7 +52,7 @@ final class RootScan {
                 } else if (PagePaths.isTemp(file) && paths.root().relativize(file).getNameCount() == 3) {
                     Files.deleteIfExists(file);
                     temp[0]++;
-                } else if (!file.getParent().equals(paths.root())
+                } else if (!paths.root().equals(file.getParent())
                         && !file.getFileName().toString().equals(PagePaths.NAMESPACE_NOTE)) {
                     other[0]++;
                 }

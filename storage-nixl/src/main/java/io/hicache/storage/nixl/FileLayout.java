@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl;
 
+import io.hicache.core.util.Checks;
 import io.hicache.storage.nixl.spi.FileMode;
 import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Pages as files for the POSIX plugin, as SGLang's HiCacheNixl lays them out: each page goes to one of several base
@@ -84,7 +86,7 @@ final class FileLayout implements StorageLayout {
     @Override
     public MemoryRegion writeRegion(String name, long storedBytes) throws IOException {
         Path file = file(name);
-        Path dir = file.getParent();
+        Path dir = Checks.checkNotNull(file.getParent(), "a page file's folder");
         if (!madeDirs.contains(dir) || !Files.isDirectory(dir)) {
             Files.createDirectories(dir);
             madeDirs.add(dir);
@@ -98,7 +100,7 @@ final class FileLayout implements StorageLayout {
     }
 
     @Override
-    public void clear(String namespaceId) throws IOException {
+    public void clear(@Nullable String namespaceId) throws IOException {
         madeDirs.clear();
         for (Path base : bases) {
             if (namespaceId != null) {
@@ -146,7 +148,10 @@ final class FileLayout implements StorageLayout {
                     if (!file.endsWith(SUFFIX)) {
                         continue;
                     }
-                    String name = p.getParent().getParent().getFileName() + "/"
+                    // <base>/<namespace id>/<3 hex digits>/<hash>.page: the namespace is the file's folder's folder
+                    Path folder = Checks.checkNotNull(p.getParent(), "a page file's folder");
+                    Path namespace = Checks.checkNotNull(folder.getParent(), "a page folder's namespace folder");
+                    String name = namespace.getFileName() + "/"
                             + file.substring(0, file.length() - SUFFIX.length());
                     try {
                         BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class);

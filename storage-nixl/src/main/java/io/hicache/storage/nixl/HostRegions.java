@@ -4,6 +4,7 @@ import io.hicache.storage.nixl.spi.MemoryRegion;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Host memory registered once for the store's life (the L2 slab), and the lookup that turns a page inside it into a
@@ -22,7 +23,7 @@ final class HostRegions {
     }
 
     /** A descriptor of {@code page} inside a registered region, or null when it is in none. */
-    XferDesc descOf(MemorySegment page) {
+    @Nullable XferDesc descOf(MemorySegment page) {
         for (Region r : regions) {
             MemorySegment host = ((MemoryRegion.Dram) r.memory()).segment();
             long offset = page.address() - host.address();

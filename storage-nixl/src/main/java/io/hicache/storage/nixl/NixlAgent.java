@@ -25,6 +25,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A NIXL agent in Java: a named owner of backends (made by {@link NixlPlugin}s), registered memory and transfer
@@ -145,7 +146,9 @@ final class NixlAgent implements AutoCloseable {
         } catch (RuntimeException e) {
             // Undo: the regions made, and the backends that took the failing one.
             MemoryRegion failed = current;
-            pending.forEach((backend, state) -> backend.deregister(failed, state));
+            if (failed != null) { // else nothing was registered yet: pending is empty
+                pending.forEach((backend, state) -> backend.deregister(failed, state));
+            }
             for (Region r : made) {
                 deregisterRegion(r);
             }
@@ -239,26 +242,27 @@ final class NixlAgent implements AutoCloseable {
     }
 
     /** A transfer between whole prepared lists, pairwise ({@code makeXferReq} with every index). */
-    public XferRequest makeXfer(XferOp op, XferDescList local, XferDescList remote, String notification) {
+    public XferRequest makeXfer(XferOp op, XferDescList local, XferDescList remote, @Nullable String notification) {
         return makeXfer(op, local.type(), local.descs(), remote.type(), remote.descs(), notification);
     }
 
     /** A transfer between the descriptors at the given indices of prepared lists ({@code makeXferReq}). */
     public XferRequest makeXfer(XferOp op, XferDescList local, int[] localIndices, XferDescList remote,
-            int[] remoteIndices, String notification) {
+            int[] remoteIndices, @Nullable String notification) {
         return makeXfer(op, local.type(), local.select(localIndices), remote.type(), remote.select(remoteIndices),
                 notification);
     }
 
     /** A one-shot transfer from unprepared lists ({@code createXferReq}). */
-    public XferRequest createXfer(XferOp op, List<XferDesc> local, List<XferDesc> remote, String notification) {
+    public XferRequest createXfer(XferOp op, List<XferDesc> local, List<XferDesc> remote,
+            @Nullable String notification) {
         XferDescList l = prepDescList(local);
         XferDescList r = prepDescList(remote);
         return makeXfer(op, l.type(), l.descs(), r.type(), r.descs(), notification);
     }
 
     private XferRequest makeXfer(XferOp op, MemoryType localType, List<XferDesc> local, MemoryType remoteType,
-            List<XferDesc> remote, String notification) {
+            List<XferDesc> remote, @Nullable String notification) {
         checkOpen();
         Objects.requireNonNull(op, "op");
         if (!localType.isLocal()) {
@@ -310,7 +314,7 @@ final class NixlAgent implements AutoCloseable {
      * @throws NixlException {@link NixlStatus#ERR_REPOST_ACTIVE} while a post is in progress,
      *     {@link NixlStatus#ERR_INVALID_PARAM} after release or when a region was deregistered
      */
-    public NixlStatus post(XferRequest request, String notification, Duration stallTimeout) {
+    public NixlStatus post(XferRequest request, @Nullable String notification, @Nullable Duration stallTimeout) {
         checkOpen();
         Objects.requireNonNull(request, "request");
         CompletableFuture<NixlStatus> done = request.begin();

@@ -32,6 +32,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code nixl} page store: SGLang's HiCacheNixl on this project's NIXL agent. Each page is a file (the plugin
@@ -64,7 +65,8 @@ public final class NixlPageStore extends AbstractPageStore {
     private final PageUsageIndex<String> index = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
     private final RegistrationCache registrations;
     private final HostRegions hostRegions;
-    private final CapacityGate<String> gate;
+    /** Null without a capacity limit. */
+    private final @Nullable CapacityGate<String> gate;
 
     private NixlPageStore(NixlStoreConfig config, NixlAgent agent, String pluginName, StorageLayout layout,
             List<StorageLayout.Found> stored, long capacityBytes) {
@@ -202,7 +204,7 @@ public final class NixlPageStore extends AbstractPageStore {
     }
 
     private void readOutcome(BatchResult.Builder result, int i, StoreKey key, MemorySegment page, MemorySegment trailer,
-            NixlStatus status, String detail, Deadline deadline) {
+            NixlStatus status, @Nullable String detail, Deadline deadline) {
         String name = key.toString();
         switch (status) {
             case SUCCESS -> {
@@ -333,7 +335,7 @@ public final class NixlPageStore extends AbstractPageStore {
         return clearing(null);
     }
 
-    private CompletableFuture<Void> clearing(String namespaceId) {
+    private CompletableFuture<Void> clearing(@Nullable String namespaceId) {
         String prefix = namespaceId == null ? null : namespaceId + "/";
         try {
             registrations.invalidateAll(prefix);

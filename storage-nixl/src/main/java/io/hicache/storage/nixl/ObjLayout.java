@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl;
 
+import io.hicache.core.util.Checks;
 import io.hicache.storage.nixl.spi.MemoryRegion;
 import io.hicache.storage.s3.client.S3Clients;
 import io.hicache.storage.s3.client.S3Config;
@@ -12,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.Delete;
 import software.amazon.awssdk.services.s3.model.ListObjectsV2Request;
@@ -95,7 +97,7 @@ final class ObjLayout implements StorageLayout {
     }
 
     @Override
-    public void clear(String namespaceId) throws IOException {
+    public void clear(@Nullable String namespaceId) throws IOException {
         String under = namespaceId == null ? prefix : prefix + namespaceId + "/";
         for (List<S3Object> page : list(under)) {
             List<ObjectIdentifier> ids = page.stream().map(o -> ObjectIdentifier.builder().key(o.key()).build()).toList();
@@ -146,7 +148,8 @@ final class ObjLayout implements StorageLayout {
             call.cancel(true);
             throw new IOException("no answer from " + location() + " within " + requestBound.toMillis() + " ms", e);
         } catch (ExecutionException e) {
-            throw new IOException(e.getCause().getMessage(), e.getCause());
+            Throwable cause = Checks.checkNotNull(e.getCause(), "a failed call's cause");
+            throw new IOException(cause.getMessage(), cause);
         }
     }
 

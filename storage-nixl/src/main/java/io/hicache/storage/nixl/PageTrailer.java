@@ -3,6 +3,7 @@ package io.hicache.storage.nixl;
 import io.hicache.core.key.PageRecordDescriptor;
 import io.hicache.core.key.StoreKey;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The 64 bytes stored after each page, in the same file or object, so that one transfer of two descriptors moves a
@@ -22,7 +23,7 @@ final class PageTrailer {
     }
 
     /** Why {@code trailer} does not vouch for {@code page} as {@code key}, or null when it does. */
-    static String problem(MemorySegment trailer, StoreKey key, MemorySegment page, int pageCrc) {
+    static @Nullable String problem(MemorySegment trailer, StoreKey key, MemorySegment page, int pageCrc) {
         if (PageRecordDescriptor.tag(trailer, 0) != MAGIC) {
             return "no page trailer: not written by this store";
         }

@@ -6,6 +6,7 @@ import io.hicache.storage.nixl.spi.NixlBackend;
 import io.hicache.storage.nixl.spi.NixlException;
 import io.hicache.storage.nixl.spi.NixlStatus;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One registered region: the handle {@link NixlAgent#register} gives for each {@link MemoryRegion}, from which
@@ -15,9 +16,10 @@ import java.util.Map;
 final class Region {
     private final Registration owner;
     private final MemoryRegion memory;
-    private final Map<NixlBackend, Object> states;
+    /** A backend's state may be null: {@link NixlBackend#register} returns null when it needs none. */
+    private final Map<NixlBackend, @Nullable Object> states;
 
-    Region(Registration owner, MemoryRegion memory, Map<NixlBackend, Object> states) {
+    Region(Registration owner, MemoryRegion memory, Map<NixlBackend, @Nullable Object> states) {
         this.owner = owner;
         this.memory = memory;
         this.states = states;
@@ -64,11 +66,11 @@ final class Region {
     }
 
     /** The backend's state, or null when the backend does not serve this region. */
-    Object stateFor(NixlBackend backend) {
+    @Nullable Object stateFor(NixlBackend backend) {
         return states.get(backend);
     }
 
-    Map<NixlBackend, Object> states() {
+    Map<NixlBackend, @Nullable Object> states() {
         return states;
     }
 

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A bounded, least-recently-used cache of the storage-side read registrations of pages, where SGLang registers and
@@ -104,7 +105,7 @@ final class RegistrationCache {
     }
 
     /** Drops every cached registration whose name starts with {@code prefix} (all for null). */
-    void invalidateAll(String prefix) {
+    void invalidateAll(@Nullable String prefix) {
         List<Slot> toDrop = new ArrayList<>();
         synchronized (this) {
             Iterator<Map.Entry<String, Slot>> it = slots.entrySet().iterator();

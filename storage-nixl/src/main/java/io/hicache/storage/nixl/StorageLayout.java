@@ -7,6 +7,7 @@ import io.hicache.storage.nixl.spi.NixlPlugin;
 import io.hicache.storage.nixl.spi.NixlStatus;
 import java.io.IOException;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Where the NIXL store's pages live in one kind of storage, and the housekeeping NIXL has no call for (delete, list).
@@ -55,7 +56,7 @@ interface StorageLayout extends AutoCloseable {
     boolean delete(String name) throws IOException;
 
     /** Removes every page whose name starts with {@code namespaceId + "/"}, or every page for null. */
-    void clear(String namespaceId) throws IOException;
+    void clear(@Nullable String namespaceId) throws IOException;
 
     /** The pages stored now, for the index a store builds when it opens. */
     List<Found> scan() throws IOException;

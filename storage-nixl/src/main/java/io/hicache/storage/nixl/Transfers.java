@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One batch's transfers, one per page: started one by one, waited for together within the call's deadline (those
@@ -109,7 +110,7 @@ final class Transfers implements AutoCloseable {
     }
 
     /** Why page {@code i}'s transfer failed, or null. */
-    String detail(int i) {
+    @Nullable String detail(int i) {
         if (details[i] != null) {
             return details[i];
         }

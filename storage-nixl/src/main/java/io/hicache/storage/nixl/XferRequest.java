@@ -5,6 +5,7 @@ import io.hicache.storage.nixl.spi.NixlException;
 import io.hicache.storage.nixl.spi.NixlStatus;
 import io.hicache.storage.nixl.spi.XferOp;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prepared transfer (NIXL's {@code nixlXferReqH}): posted with {@link NixlAgent#post}, polled with
@@ -15,18 +16,19 @@ final class XferRequest {
     private final XferOp op;
     private final NixlBackend backend;
     private final NixlBackend.Request prepared;
-    private final String notification;
+    private final @Nullable String notification;
     private final long bytes;
     private final int descriptors;
 
     private NixlStatus status = NixlStatus.NOT_POSTED;
-    private String detail;
+    /** Why the last post failed; null while none has. */
+    private @Nullable String detail;
     private boolean released;
     private boolean timedOut;
     private int post;
     private CompletableFuture<NixlStatus> done = CompletableFuture.completedFuture(NixlStatus.NOT_POSTED);
 
-    XferRequest(XferOp op, NixlBackend backend, NixlBackend.Request prepared, String notification, long bytes,
+    XferRequest(XferOp op, NixlBackend backend, NixlBackend.Request prepared, @Nullable String notification, long bytes,
             int descriptors) {
         this.op = op;
         this.backend = backend;
@@ -55,7 +57,7 @@ final class XferRequest {
     }
 
     /** Why the last post failed, or null. */
-    public synchronized String errorDetail() {
+    public synchronized @Nullable String errorDetail() {
         return detail;
     }
 
@@ -84,7 +86,7 @@ final class XferRequest {
      * Records a post's end; false if it is stale (an earlier post) or already ended. {@code onSuccess} runs before
      * waiters wake, so what it does (queue a notification) is visible to them.
      */
-    boolean finish(int ofPost, NixlStatus finalStatus, String why, Runnable onSuccess) {
+    boolean finish(int ofPost, NixlStatus finalStatus, @Nullable String why, @Nullable Runnable onSuccess) {
         CompletableFuture<NixlStatus> toComplete;
         NixlStatus reported;
         synchronized (this) {
@@ -158,7 +160,7 @@ final class XferRequest {
         return prepared;
     }
 
-    String notification() {
+    @Nullable String notification() {
         return notification;
     }
 }

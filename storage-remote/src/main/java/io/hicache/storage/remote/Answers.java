@@ -13,6 +13,7 @@ import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import java.lang.foreign.MemorySegment;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How the {@code remote} store reads the daemon's answers (docs/protocol.md §3) into its results: per-page statuses
@@ -35,7 +36,7 @@ final class Answers {
         BatchResult.Builder out();
 
         @Override
-        default Void noAnswer(PageStatus status, String detail) {
+        default Void noAnswer(PageStatus status, @Nullable String detail) {
             for (int i : chunk()) {
                 out().set(i, status, detail);
             }
@@ -113,7 +114,7 @@ final class Answers {
         }
 
         @Override
-        public Void noAnswer(PageStatus status, String detail) {
+        public Void noAnswer(PageStatus status, @Nullable String detail) {
             throw new HiCacheException(ErrorCode.STORE_IO, what + " on the daemon: " + status + ": " + detail);
         }
     }
@@ -127,7 +128,7 @@ final class Answers {
             }
 
             @Override
-            public T noAnswer(PageStatus status, String detail) {
+            public T noAnswer(PageStatus status, @Nullable String detail) {
                 throw new HiCacheException(ErrorCode.STORE_IO, what + ": " + detail);
             }
         };

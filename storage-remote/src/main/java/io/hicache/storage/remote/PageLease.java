@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Pages a same-host client reads in place in the daemon's slab ({@link RemotePageStore#lease}): until the lease is
@@ -142,7 +143,7 @@ public final class PageLease implements AutoCloseable {
             }
 
             @Override
-            public Boolean noAnswer(PageStatus status, String detail) {
+            public Boolean noAnswer(PageStatus status, @Nullable String detail) {
                 return false;
             }
         });

@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.store.PageStatus;
+import io.hicache.core.util.Checks;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.FrameHeader;
 import io.hicache.storage.remote.protocol.Hello;
@@ -32,6 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One connection of the {@code remote} store to a daemon: the handshake, then pipelined requests matched to their
@@ -58,8 +60,11 @@ final class RemoteConnection {
         /** Reads the answer (on the I/O thread; the payload is released afterwards). */
         T answer(ByteBuf payload);
 
-        /** The outcome without an answer: an ERROR frame, a timeout, a lost connection. May throw to fail. */
-        T noAnswer(PageStatus status, String detail);
+        /**
+         * The outcome without an answer: an ERROR frame, a timeout, a lost connection. May throw to fail.
+         * {@code detail} is null when the failure had no message (a connection attempt that timed out).
+         */
+        T noAnswer(PageStatus status, @Nullable String detail);
     }
 
     private record Pending<T>(int op, Deadline deadline, Reply<T> reply, CompletableFuture<T> future) {
@@ -75,7 +80,7 @@ final class RemoteConnection {
             }
         }
 
-        void noAnswer(PageStatus status, String detail) {
+        void noAnswer(PageStatus status, @Nullable String detail) {
             try {
                 future.complete(reply.noAnswer(status, detail));
             } catch (RuntimeException e) {
@@ -87,9 +92,11 @@ final class RemoteConnection {
     private final String address;
     private final ConcurrentHashMap<Long, Pending<?>> pending = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
-    private volatile Channel channel;
-    private volatile HelloAnswer helloAnswer;
-    private volatile ScheduledFuture<?> sweep;
+    // Set once connected (channel, sweep) and once the handshake is done (helloAnswer): before the connection is
+    // handed out, except that close() may run on one that never connected.
+    private volatile @Nullable Channel channel;
+    private volatile @Nullable HelloAnswer helloAnswer;
+    private volatile @Nullable ScheduledFuture<?> sweep;
 
     private RemoteConnection(String address) {
         this.address = address;
@@ -146,7 +153,7 @@ final class RemoteConnection {
             }
 
             @Override
-            public HelloAnswer noAnswer(PageStatus status, String detail) {
+            public HelloAnswer noAnswer(PageStatus status, @Nullable String detail) {
                 throw unavailable(address, "the handshake failed: " + detail);
             }
         }).whenComplete((h, e) -> {
@@ -165,7 +172,7 @@ final class RemoteConnection {
 
     /** The daemon's answer to this connection's HELLO. */
     HelloAnswer hello() {
-        return helloAnswer;
+        return Checks.checkNotNull(helloAnswer, "the answer to HELLO (a connection is handed out after it)");
     }
 
     boolean isActive() {
@@ -175,7 +182,7 @@ final class RemoteConnection {
 
     /** The allocator of the connection's buffers (pooled, direct): for a PUT's bodies. */
     ByteBufAllocator alloc() {
-        return channel.alloc();
+        return Checks.checkNotNull(channel, "the channel (a connection is handed out once connected)").alloc();
     }
 
     /** Sends {@code request} and returns the future its reply completes. */
@@ -191,7 +198,8 @@ final class RemoteConnection {
      */
     <T> CompletableFuture<T> send(Request request, Deadline deadline, long timeoutMillis, Reply<T> reply) {
         long id = ids.incrementAndGet();
-        Channel ch = channel;
+        // The handshake's HELLO is sent once connected; everything else once handed out.
+        Channel ch = Checks.checkNotNull(channel, "the channel");
         // One write per frame: two (header, then payload) from several threads could interleave on the wire.
         ByteBuf frame = RequestEncoder.frame(ch.alloc(), request, id, timeoutMillis);
         Pending<T> p = new Pending<>(request.op(), deadline, reply, new CompletableFuture<>());
@@ -205,7 +213,7 @@ final class RemoteConnection {
     }
 
     /** The future of a request never sent, completed as {@code reply} says for {@code status}. */
-    static <T> CompletableFuture<T> unsent(Reply<T> reply, PageStatus status, String detail) {
+    static <T> CompletableFuture<T> unsent(Reply<T> reply, PageStatus status, @Nullable String detail) {
         Pending<T> p = new Pending<>(0, Deadline.expired(), reply, new CompletableFuture<>());
         p.noAnswer(status, detail);
         return p.future;

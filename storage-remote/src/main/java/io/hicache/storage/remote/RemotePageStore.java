@@ -40,6 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code remote} page store: a HiCache daemon reached over the protocol of docs/protocol.md, so that an engine,
@@ -130,7 +131,7 @@ public final class RemotePageStore extends AbstractPageStore {
                 }
 
                 @Override
-                public Integer noAnswer(PageStatus status, String detail) {
+                public Integer noAnswer(PageStatus status, @Nullable String detail) {
                     return 0;
                 }
             }));
@@ -267,7 +268,7 @@ public final class RemotePageStore extends AbstractPageStore {
             }
 
             @Override
-            public PageLease noAnswer(PageStatus status, String detail) {
+            public PageLease noAnswer(PageStatus status, @Nullable String detail) {
                 throw new HiCacheException(ErrorCode.STORE_IO, "lease of " + keys.size() + " pages: " + status + ": "
                         + detail);
             }
@@ -295,7 +296,7 @@ public final class RemotePageStore extends AbstractPageStore {
             }
 
             @Override
-            public Boolean noAnswer(PageStatus status, String detail) {
+            public Boolean noAnswer(PageStatus status, @Nullable String detail) {
                 return false;
             }
         });

@@ -8,6 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The daemon's slab file as seen by a same-host client: opened read-only at the first lease, and mapped piece by
@@ -16,7 +17,8 @@ import java.nio.file.StandardOpenOption;
  */
 final class SlabMapping implements AutoCloseable {
     private final Path file;
-    private FileChannel channel;
+    /** Opened at the first lease; null until then. */
+    private @Nullable FileChannel channel;
     private boolean closed;
 
     SlabMapping(String file) {
@@ -34,10 +36,12 @@ final class SlabMapping implements AutoCloseable {
             throw new HiCacheException(ErrorCode.STORE_CLOSED, "the store is closed");
         }
         try {
-            if (channel == null) {
-                channel = FileChannel.open(file, StandardOpenOption.READ);
+            FileChannel ch = channel;
+            if (ch == null) {
+                ch = FileChannel.open(file, StandardOpenOption.READ);
+                channel = ch;
             }
-            return channel.map(FileChannel.MapMode.READ_ONLY, offset, length, arena);
+            return ch.map(FileChannel.MapMode.READ_ONLY, offset, length, arena);
         } catch (IOException | UnsupportedOperationException e) {
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot map the daemon's slab " + file
                     + " (leases work only on the daemon's host, for a user who may read its files): " + e, e);
@@ -47,9 +51,10 @@ final class SlabMapping implements AutoCloseable {
     @Override
     public synchronized void close() {
         closed = true;
-        if (channel != null) {
+        FileChannel ch = channel;
+        if (ch != null) {
             try {
-                channel.close();
+                ch.close();
             } catch (IOException e) {
                 // Read-only: nothing is lost.
             }

@@ -46,6 +46,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.rocksdb.ByteBufferGetStatus;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.RocksDBException;
@@ -414,7 +415,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
     /** Work that may throw. */
     @FunctionalInterface
     private interface Call<T> {
-        T run() throws Exception;
+        /** Its result: null for work that has none ({@code Call<Void>}). */
+        @Nullable T run() throws Exception;
     }
 
     /** Runs a batch call on the store's threads; past its deadline when it starts, it does nothing. */

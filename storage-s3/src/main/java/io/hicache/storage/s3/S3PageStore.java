@@ -33,6 +33,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.exception.ApiCallAttemptTimeoutException;
@@ -179,7 +180,7 @@ public final class S3PageStore extends AbstractPageStore {
     }
 
     /** {@link #torn(String, Map, long)} for a HEAD's answer. */
-    private PageOutcome torn(String key, HeadObjectResponse head) {
+    private @Nullable PageOutcome torn(String key, HeadObjectResponse head) {
         Long length = head.contentLength();
         return length == null ? null : torn(key, head.metadata(), length);
     }
@@ -190,7 +191,7 @@ public final class S3PageStore extends AbstractPageStore {
      * null. An object without a recorded length but with a checksum (written before the store recorded lengths) is
      * judged by its length and checksum alone.
      */
-    private PageOutcome torn(String key, Map<String, String> metadata, long objectLength) {
+    private @Nullable PageOutcome torn(String key, Map<String, String> metadata, long objectLength) {
         String recorded = metadata.get(LENGTH_METADATA);
         String problem;
         if (metadata.get(CRC_METADATA) == null) {
@@ -220,7 +221,7 @@ public final class S3PageStore extends AbstractPageStore {
      * Why a page that landed whole does not match the CRC-32C its object carries, or null when it does. An object
      * without one never gets here: it is torn ({@link #torn(String, Map, long)}).
      */
-    private static String checksumProblem(GetObjectResponse response, MemorySegment page) {
+    private static @Nullable String checksumProblem(GetObjectResponse response, MemorySegment page) {
         String crc = response.metadata().get(CRC_METADATA);
         return crc != null && crc.equals(hex(PageChecksum.of(page))) ? null : "page checksum mismatch";
     }
@@ -274,7 +275,7 @@ public final class S3PageStore extends AbstractPageStore {
     }
 
     /** Lists the objects under {@code prefix} a page at a time and deletes each page of them in one request. */
-    private CompletableFuture<Void> deleteAll(String prefix, String continuation, Deadline deadline) {
+    private CompletableFuture<Void> deleteAll(String prefix, @Nullable String continuation, Deadline deadline) {
         ListObjectsV2Request.Builder list = ListObjectsV2Request.builder().bucket(config.bucket()).prefix(prefix)
                 .maxKeys(DELETE_BATCH).overrideConfiguration(timeouts(deadline));
         if (continuation != null) {
@@ -309,7 +310,7 @@ public final class S3PageStore extends AbstractPageStore {
      * Bounds a request's future by the deadline plus one request timeout, however the client behaves; a GET given up
      * on is abandoned, so it writes no more into its target.
      */
-    private CompletableFuture<PageOutcome> guard(CompletableFuture<PageOutcome> request, IntoSegments into,
+    private CompletableFuture<PageOutcome> guard(CompletableFuture<PageOutcome> request, @Nullable IntoSegments into,
             Deadline deadline) {
         long limit = Math.max(0, deadline.remainingNanos()) + config.requestTimeout().toNanos();
         return request.orTimeout(limit, TimeUnit.NANOSECONDS).whenComplete((outcome, error) -> {

@@ -32,6 +32,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import jcuda.CudaException;
 import jcuda.driver.CUipcMemHandle;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@code cuda-ipc} transport: moves bytes between device memory of two processes on one host, GPU to GPU (over
@@ -238,7 +239,7 @@ final class CudaIpcTransport implements Transport {
     }
 
     /** Whether a device at PCI bus {@code from} reaches one at {@code to}; false when either is not exported here. */
-    private boolean reachable(String from, String to) {
+    private boolean reachable(@Nullable String from, @Nullable String to) {
         return from != null && to != null && cuda.canAccess(cuda.ordinalOf(from), cuda.ordinalOf(to));
     }
 

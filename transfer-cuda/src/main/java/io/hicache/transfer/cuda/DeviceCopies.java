@@ -13,6 +13,7 @@ import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
 import jcuda.driver.JCudaDriver;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Copies between device addresses, enqueued per local device: on that device's non-blocking stream, a list of
@@ -57,7 +58,8 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     private final Map<Integer, Lane<T>> lanes = new ConcurrentHashMap<>();
     /** Each device's address-copy kernel, used under that device's lane lock. */
     private final Map<Integer, AddressCopyKernel> kernels = new ConcurrentHashMap<>();
-    private volatile String kernelProblem;
+    /** Why the kernel cannot load (then copies go one by one), or null while it can. */
+    private volatile @Nullable String kernelProblem;
 
     /**
      * Copies in the devices' primary contexts; each device's completion thread is {@code hicache-<role>-<device>} and
@@ -108,7 +110,7 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
      * The address-copy kernel of {@code device}, loaded on first use; null where it cannot load (the reason is logged
      * once, and copies go one by one). The caller holds the device's lane lock and made its context current.
      */
-    private AddressCopyKernel kernel(int device) {
+    private @Nullable AddressCopyKernel kernel(int device) {
         if (kernelProblem != null) {
             return null;
         }

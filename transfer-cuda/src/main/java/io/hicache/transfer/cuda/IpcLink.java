@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import jcuda.CudaException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The cuda-ipc path to one peer, as the importer: the peer's device regions mapped on first use, after the peer
@@ -44,10 +45,11 @@ final class IpcLink implements TransportLink {
     private final IpcMappings mappings;
     private final DeviceCopies<Target> copies;
     private final Thread reader;
-    private volatile String gone;
+    /** Why the link is closed, or null while it is open. */
+    private volatile @Nullable String gone;
     private volatile boolean closing;
     /** {base, limit, device} of the local allocation last looked up. */
-    private volatile long[] lastAllocation;
+    private volatile long @Nullable [] lastAllocation;
 
     private IpcLink(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose,
             SocketChannel channel) {
@@ -128,7 +130,7 @@ final class IpcLink implements TransportLink {
     }
 
     /** Checks {@code slice} and maps its region; null when the slice was answered already (refused or failed). */
-    private Target target(Slice slice) {
+    private @Nullable Target target(Slice slice) {
         try {
             String refusal = refusal(slice);
             if (refusal != null) {
@@ -176,7 +178,7 @@ final class IpcLink implements TransportLink {
         return device;
     }
 
-    private String refusal(Slice slice) {
+    private @Nullable String refusal(Slice slice) {
         if (gone != null) {
             return "the cuda-ipc link to " + peer.remote().name() + " is closed: " + gone;
         }
@@ -193,7 +195,7 @@ final class IpcLink implements TransportLink {
      * Reports a launch's copies once its event fired, in the order they were enqueued on the device's stream (a stream
      * runs in order: an event that fired means every earlier copy on it has ended too).
      */
-    private void completed(List<Target> targets, Throwable failure) {
+    private void completed(List<Target> targets, @Nullable Throwable failure) {
         String reason = null;
         if (failure instanceof Error) {
             reason = "cuda-ipc completion failed: " + failure;

@@ -2,6 +2,7 @@ package io.hicache.transfer.cuda;
 
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.util.Checks;
 import io.hicache.cuda.DevicePointer;
 import io.hicache.transfer.spi.RegionDescriptor;
 import io.hicache.transfer.spi.TransportContext;
@@ -139,8 +140,9 @@ final class IpcMappings {
             throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, peer + " did not answer a cuda-ipc OPEN within "
                     + context.connectTimeoutMillis() + " ms");
         } catch (ExecutionException e) {
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc OPEN failed: " + e.getCause()
-                    .getMessage(), e);
+            // a future that failed has its cause
+            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc OPEN failed: "
+                    + Checks.checkNotNull(e.getCause(), "a failed future's cause").getMessage(), e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "interrupted while mapping a region");

@@ -15,6 +15,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One control connection from this engine to a peer's control listener: it fetches the peer's descriptor, carries
@@ -30,8 +31,9 @@ public final class ControlClient extends FrameClient {
 
     private final ArrayDeque<CompletableFuture<byte[]>> outstanding = new ArrayDeque<>();
     private final AtomicBoolean deathReported = new AtomicBoolean();
-    private volatile Consumer<String> onDeath;
-    private volatile ScheduledFuture<?> heartbeat;
+    /** Set by {@link #watch}; null before. */
+    private volatile @Nullable Consumer<String> onDeath;
+    private volatile @Nullable ScheduledFuture<?> heartbeat;
     private volatile long lastAnswerNanos;
 
     private ControlClient(String label) {
@@ -131,12 +133,12 @@ public final class ControlClient extends FrameClient {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         return null;
     }
 
     @Override
-    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         CompletableFuture<byte[]> answer = outstanding.poll();
         if (answer == null) {
             throw new IllegalStateException("control answer of type " + h.type() + " with nothing outstanding");

@@ -4,6 +4,7 @@ import io.hicache.transfer.frame.FrameServerHandler;
 import io.hicache.transfer.frame.Frames;
 import io.netty.channel.ChannelHandlerContext;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The listener's side of one control connection: answers describe and ping, and hands messages to the engine. Every
@@ -18,7 +19,7 @@ final class ControlServerHandler extends FrameServerHandler {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         return null;
     }
 
@@ -28,7 +29,7 @@ final class ControlServerHandler extends FrameServerHandler {
     }
 
     @Override
-    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         switch (h.type()) {
             case ControlFrames.DESCRIBE -> reply(ctx, ControlFrames.DESCRIPTOR, h.id(), host.describe());
             case ControlFrames.MESSAGE -> host.message(peer(), payload == null ? new byte[0] : payload);

@@ -1,5 +1,6 @@
 package io.hicache.transfer.frame;
 
+import io.hicache.core.util.Checks;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -11,6 +12,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The connecting side of one framed connection: opens it, says {@link Frames#HELLO hello}, and keeps its channel and
@@ -25,8 +27,9 @@ public abstract class FrameClient extends FrameHandler {
     protected static final String PEER_CLOSED = "the peer closed the connection";
 
     private final String label;
-    private volatile Channel channel;
-    private volatile String closeReason;
+    /** Set once connected; null before. */
+    private volatile @Nullable Channel channel;
+    private volatile @Nullable String closeReason;
 
     /** A client of the protocol whose headers carry {@code magic}; {@code label} names it in reasons and logs. */
     protected FrameClient(int magic, String label) {
@@ -75,7 +78,7 @@ public abstract class FrameClient extends FrameHandler {
 
     /** The connected channel; set before {@link #connect}'s future completes, so callers of the subclass see it. */
     protected final Channel channel() {
-        return channel;
+        return Checks.checkNotNull(channel, "the channel of a connected client");
     }
 
     /** What names this connection in reasons and logs. */
@@ -90,7 +93,7 @@ public abstract class FrameClient extends FrameHandler {
     }
 
     /** Why it closed, or null. */
-    public final String closeReason() {
+    public final @Nullable String closeReason() {
         return closeReason;
     }
 

@@ -1,5 +1,6 @@
 package io.hicache.transfer.frame;
 
+import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -8,6 +9,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.DefaultMaxMessagesRecvByteBufAllocator;
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads frames so that page payloads land straight in their destination memory: the channel's receive buffer
@@ -26,15 +28,15 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
     private final int magic;
     private final ByteBuf header = Unpooled.directBuffer(Frames.HEADER_BYTES);
     /** The frame being read, with its length set to its payload's. */
-    private Frames.Header current;
+    private Frames.@Nullable Header current;
     /** The frame as sent. */
-    private Frames.Header asked;
+    private Frames.@Nullable Header asked;
     /** Where the current payload goes: memory, or null for a control payload (collected) or discarded bytes. */
-    private MemorySegment target;
-    private byte[] control;
+    private @Nullable MemorySegment target;
+    private byte @Nullable [] control;
     private int payloadFilled;
     /** The last buffer that wraps a payload target: bytes read into it are already in place. */
-    private ByteBuf handedOut;
+    private @Nullable ByteBuf handedOut;
 
     /** A handler for the protocol whose headers carry {@code magic}. */
     protected FrameHandler(int magic) {
@@ -55,10 +57,10 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
      * Where the payload of {@code h} goes: a segment of exactly {@code h.length()} bytes, or null to collect it as
      * a control payload ({@link #onFrame} gets it), or {@link #DISCARD} to drop it.
      */
-    protected abstract MemorySegment payloadTarget(Frames.Header h);
+    protected abstract @Nullable MemorySegment payloadTarget(Frames.Header h);
 
     /** A frame is complete. {@code payload} is the collected control payload, else null. */
-    protected abstract void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload);
+    protected abstract void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload);
 
     /** Bytes of payload that follow header {@code h}: its length, except for requests whose length is asked for. */
     protected int payloadBytes(Frames.Header h) {
@@ -148,7 +150,8 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void finishFrame(ChannelHandlerContext ctx) {
-        Frames.Header h = asked;
+        // startFrame set it, with current, for the frame this finishes
+        Frames.Header h = Checks.checkNotNull(asked, "the header of the frame under way");
         byte[] payload = target == null ? control : null;
         current = null;
         target = null;

@@ -5,6 +5,7 @@ import io.netty.channel.ChannelHandlerContext;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The listener's side of one framed connection: learns the peer's name from its {@link Frames#HELLO hello} and
@@ -35,7 +36,7 @@ public abstract class FrameServerHandler extends FrameHandler {
      * A frame other than hello is complete ({@code payload} as in {@link #onFrame}). Returns false for a type the
      * protocol does not have, which closes the connection: the peer is out of step or not speaking this protocol.
      */
-    protected abstract boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte[] payload);
+    protected abstract boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload);
 
     /** Runs when the channel goes down, after the peer is reported disconnected; does nothing here. */
     protected void closed() {
@@ -47,7 +48,7 @@ public abstract class FrameServerHandler extends FrameHandler {
     }
 
     @Override
-    protected final void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected final void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         if (h.type() == Frames.HELLO) {
             peer = new String(payload == null ? new byte[0] : payload, StandardCharsets.UTF_8);
             connected(peer, +1);

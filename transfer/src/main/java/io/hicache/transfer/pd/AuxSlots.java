@@ -3,6 +3,7 @@ package io.hicache.transfer.pd;
 import io.hicache.transfer.LocalRegion;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prefill rank's aux region ({@link RankSpec#AUX_REGION}) cut into slots: a room's aux data waits in one while it is
@@ -27,7 +28,7 @@ final class AuxSlots {
     }
 
     /** A free slot holding {@code data} (cut to the slot's size), or null when every slot is in use. */
-    Slot stage(byte[] data) {
+    @Nullable Slot stage(byte[] data) {
         Integer index = free.poll();
         if (index == null) {
             return null;

@@ -2,6 +2,7 @@ package io.hicache.transfer.pd;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.Threads;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -56,7 +57,8 @@ public final class BootstrapServer implements AutoCloseable {
                 try {
                     spec = RankSpec.decode(body);
                 } catch (IllegalArgumentException e) {
-                    answer(ex, 400, e.getMessage());
+                    // decode's failures say what is wrong
+                    answer(ex, 400, Checks.checkNotNull(e.getMessage(), "a rank spec's parse failure"));
                     return;
                 }
                 if (spec.tpSize() != tpSize) {

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A decode rank on the cache's tiers (issue 20, part 2): each request's prompt is matched in the rank's
@@ -26,8 +27,8 @@ public final class CachedDecode implements AutoCloseable {
      * A received prompt: the open request (null when the handoff failed: it was closed), the device pages of every
      * prompt position, the tokens the decode already held and those that arrived, and the handoff's final state.
      */
-    public record Received(CacheRequest request, int[] pages, int cachedTokens, int receivedTokens, KvPoll state,
-            String failure) {
+    public record Received(@Nullable CacheRequest request, int @Nullable [] pages, int cachedTokens, int receivedTokens,
+            KvPoll state, @Nullable String failure) {
     }
 
     private final HiCache cache;
@@ -107,7 +108,9 @@ public final class CachedDecode implements AutoCloseable {
                 }
             }
             if (receiver.poll() != KvPoll.SUCCESS) {
-                return failed(request, receiver, pages, receiver.failureReason());
+                // final and not SUCCESS: FAILED, whose reason is set first
+                return failed(request, receiver, pages, Checks.checkNotNull(receiver.failureReason(),
+                        "a failed handoff's reason"));
             }
             int whole = prompt.length / pageSize;
             request.commit(Arrays.copyOf(prompt, whole * pageSize), Arrays.copyOf(pages, whole), false);
@@ -129,7 +132,7 @@ public final class CachedDecode implements AutoCloseable {
      * Ends a failed handoff: aborts it (when pages were handed out), and frees the request's pages once no write can
      * land, or quarantines them when the prefill did not confirm that in time.
      */
-    private Received failed(CacheRequest request, KvReceiver receiver, int[] pages, String why)
+    private Received failed(CacheRequest request, KvReceiver receiver, int @Nullable [] pages, String why)
             throws InterruptedException {
         boolean safe = true;
         if (pages != null) {

@@ -5,6 +5,7 @@ import io.hicache.core.cache.CacheRequest;
 import io.hicache.core.cache.HiCache;
 import io.hicache.core.util.Checks;
 import java.util.Arrays;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prefill rank on the cache's tiers (issue 20, part 1): each request matches its prompt in the rank's
@@ -26,7 +27,7 @@ public final class CachedPrefill implements AutoCloseable {
     }
 
     /** How one prefill went: prompt tokens served from the cache, tokens computed, and the handoff's final state. */
-    public record Outcome(int cachedTokens, int computedTokens, KvPoll state, String failure) {
+    public record Outcome(int cachedTokens, int computedTokens, KvPoll state, @Nullable String failure) {
     }
 
     private final HiCache cache;

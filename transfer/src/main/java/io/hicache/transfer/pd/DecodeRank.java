@@ -2,6 +2,7 @@ package io.hicache.transfer.pd;
 
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.page.AttentionKind;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.TransferEngine;
@@ -18,6 +19,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One decode rank: for each request it looks up the prefill instance at the request's bootstrap server, checks that
@@ -38,7 +40,7 @@ public final class DecodeRank implements AutoCloseable {
     /** The paths this rank offers, in order of preference: a room takes the first that reaches its prefill ranks. */
     private final List<DeliveryPath> paths;
     /** A staged rank's pool registered as device memory by this rank, or null: closed with the rank. */
-    private final LocalRegion deviceKv;
+    private final @Nullable LocalRegion deviceKv;
     private final PdConfig config;
     private final PdThread worker;
     private final PrefillInstances prefills;
@@ -46,7 +48,7 @@ public final class DecodeRank implements AutoCloseable {
     /** Rooms whose abort was not acknowledged in time while their path held memory: it waits for a late ack. */
     private final Map<Long, DecodeRoom> quarantined = new HashMap<>();
 
-    private DecodeRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> paths, LocalRegion deviceKv,
+    private DecodeRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> paths, @Nullable LocalRegion deviceKv,
             PdConfig config) {
         this.engine = engine;
         this.spec = spec;
@@ -149,8 +151,8 @@ public final class DecodeRank implements AutoCloseable {
             if (room.infoSent && !succeeded) {
                 room.abortStartedNanos = System.nanoTime();
                 byte[] abort = new PdMessage.Abort(room.id, engine.address()).encode();
-                for (int r : room.targets) {
-                    room.prefill.opened(r).send(abort);
+                for (int r : room.resolvedTargets()) {
+                    room.segment(r).send(abort);
                 }
                 maybeRelease(room);
             } else {
@@ -192,9 +194,10 @@ public final class DecodeRank implements AutoCloseable {
             return;
         }
         boolean mla = spec.model().attention() == AttentionKind.MLA;
-        for (int i = 0; i < room.targets.length; i++) {
+        int[] targets = room.resolvedTargets();
+        for (int i = 0; i < targets.length; i++) {
             boolean dummy = mla && i > 0; // MLA latents are whole on every rank: one prefill rank sends
-            room.prefill.opened(room.targets[i]).send(new PdMessage.Info(room.id, spec, room.destination, dummy,
+            room.segment(targets[i]).send(new PdMessage.Info(room.id, spec, room.destination, dummy,
                     room.path.kind(), room.path.reserved(room)).encode());
         }
         room.infoSent = true;
@@ -204,7 +207,9 @@ public final class DecodeRank implements AutoCloseable {
 
     /** SUCCESS once every prefill rank said so and the path settled (every staged layer that arrived is in place). */
     void maybeSucceed(DecodeRoom room) {
-        if (room.succeeded.size() == room.targets.length && room.path.settled(room) && room.state != KvPoll.FAILED) {
+        // prefill ranks report SUCCESS, and staged layers land, only after INFO
+        if (room.succeeded.size() == room.resolvedTargets().length && room.chosenPath().settled(room)
+                && room.state != KvPoll.FAILED) {
             giveBack(room); // before SUCCESS: whoever sees SUCCESS sees the path's memory back
             room.advance(KvPoll.SUCCESS);
         }
@@ -215,7 +220,8 @@ public final class DecodeRank implements AutoCloseable {
      * prefill's connections to this engine are all closed (no write can land any more), and the path settled.
      */
     void maybeRelease(DecodeRoom room) {
-        if (room.released.isDone() || room.abortStartedNanos == 0 || !room.path.settled(room)) {
+        // an abort starts only after INFO
+        if (room.released.isDone() || room.abortStartedNanos == 0 || !room.chosenPath().settled(room)) {
             return;
         }
         if (nothingCanLand(room)) {
@@ -229,7 +235,7 @@ public final class DecodeRank implements AutoCloseable {
             LOG.log(Level.WARNING, () -> "room " + room.id + ": no abort acknowledgement within "
                     + config.abortAckTimeoutMillis() + " ms; its pages stay quarantined");
             room.released.complete(false);
-            if (room.path.holds(room)) {
+            if (room.chosenPath().holds(room)) {
                 quarantined.put(room.id, room); // given back on a late acknowledgement or the prefill's death
             }
             if (room.forgetWhenReleased) {
@@ -316,11 +322,11 @@ public final class DecodeRank implements AutoCloseable {
 
     /** Every prefill rank of the room acknowledged its abort, or is dead with no connection into this engine left. */
     private boolean nothingCanLand(DecodeRoom room) {
-        for (int r : room.targets) {
+        for (int r : room.resolvedTargets()) { // asked of aborted rooms, whose INFO went out
             if (room.acked.contains(r)) {
                 continue;
             }
-            RemoteSegment s = room.prefill.opened(r);
+            RemoteSegment s = room.segment(r);
             if (s.alive() || engine.inboundConnections(s.name()) > 0) {
                 return false;
             }
@@ -357,12 +363,14 @@ public final class DecodeRank implements AutoCloseable {
                     fail(r, (awaited != null ? awaited : "not initialised") + " within "
                             + config.bootstrapTimeoutMillis() + " ms");
                 }
-                if (r.prefill != null && !r.state.isFinal() && r.prefill.dead) {
-                    fail(r, r.prefill.deathReason);
+                PrefillInstances.Instance prefill = r.prefill;
+                if (prefill != null && !r.state.isFinal() && prefill.dead) {
+                    // set with dead, by the same task on this thread
+                    fail(r, Checks.checkNotNull(prefill.deathReason, "a dead prefill's reason"));
                 }
-                if (r.targets != null && !r.state.isFinal()) {
+                if (prefill != null && r.targets != null && !r.state.isFinal()) { // the prefill is set first
                     for (int t : r.targets) {
-                        RemoteSegment s = r.prefill.opened(t);
+                        RemoteSegment s = prefill.opened(t);
                         if (s != null && !s.alive()) {
                             fail(r, "prefill rank " + t + " died: " + s.deathReason());
                         }

@@ -2,6 +2,7 @@ package io.hicache.transfer.pd;
 
 import io.hicache.transfer.RemoteSegment;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * How one room's pages get from a prefill rank's pool into a decode rank's: a strategy chosen once per room and used by
@@ -96,7 +97,7 @@ sealed interface DeliveryPath permits DirectPath, DevicePath, StagedPath {
     }
 
     /** What a room that {@link #reserve} held back waits for ("no 4 staging slots came free"), or null. */
-    default String awaited(DecodeRoom room) {
+    default @Nullable String awaited(DecodeRoom room) {
         return null;
     }
 
@@ -121,7 +122,7 @@ sealed interface DeliveryPath permits DirectPath, DevicePath, StagedPath {
     // ---- the prefill rank's side
 
     /** Why this prefill rank cannot serve {@code recipient} over this path, or null when it can. */
-    default String refusal(Recipient recipient) {
+    default @Nullable String refusal(Recipient recipient) {
         return null;
     }
 

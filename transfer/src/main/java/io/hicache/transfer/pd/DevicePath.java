@@ -4,6 +4,7 @@ import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.spi.MemoryKind;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Device pools registered as device memory on both sides ({@link RankSpec#deviceKv()}) and linked by a transport that
@@ -24,7 +25,7 @@ record DevicePath(LocalRegion pool) implements DeliveryPath {
     }
 
     @Override
-    public String refusal(Recipient recipient) {
+    public @Nullable String refusal(Recipient recipient) {
         if (linked(recipient.segment())) {
             return null;
         }

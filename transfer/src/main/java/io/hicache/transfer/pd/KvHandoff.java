@@ -1,5 +1,7 @@
 package io.hicache.transfer.pd;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * One end of a request's KV handoff, as SGLang's sender and receiver objects are: the room it is for, its state and
  * why it failed. {@link KvSender} is the prefill's end, {@link KvReceiver} the decode's.
@@ -25,7 +27,7 @@ public abstract sealed class KvHandoff implements AutoCloseable permits KvSender
     }
 
     /** Why the handoff failed, or null. */
-    public final String failureReason() {
+    public final @Nullable String failureReason() {
         return state.reason;
     }
 

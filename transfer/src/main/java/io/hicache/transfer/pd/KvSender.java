@@ -1,5 +1,7 @@
 package io.hicache.transfer.pd;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * The prefill side of one request: once {@link #poll()} is {@link KvPoll#WAITING_FOR_INPUT} the engine computes the
  * request and calls {@link #send} for each chunk of pages in order, the last with the aux data. Thread-safe;
@@ -22,7 +24,7 @@ public final class KvSender extends KvHandoff {
      *
      * @throws IllegalStateException when the destination has not arrived yet
      */
-    public void send(int[] pages, boolean last, byte[] aux) {
+    public void send(int[] pages, boolean last, byte @Nullable [] aux) {
         if (room.state == KvPoll.BOOTSTRAPPING) {
             throw new IllegalStateException("room " + room.id + " has no destination yet (still bootstrapping)");
         }

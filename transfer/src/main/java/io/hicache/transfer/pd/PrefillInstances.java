@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The prefill instances a decode rank takes KV from, found through their bootstrap servers: each one's rank specs, the
@@ -34,7 +35,7 @@ final class PrefillInstances implements AutoCloseable {
         private final Map<Integer, RemoteSegment> segments = new HashMap<>();
         private int failures;
         volatile boolean dead;
-        volatile String deathReason;
+        volatile @Nullable String deathReason;
 
         private Instance(String url, List<RankSpec> specs) {
             this.url = url;
@@ -53,7 +54,7 @@ final class PrefillInstances implements AutoCloseable {
         }
 
         /** The segment to {@code rank} if one was opened, else null. */
-        RemoteSegment opened(int rank) {
+        @Nullable RemoteSegment opened(int rank) {
             return segments.get(rank);
         }
     }

@@ -2,6 +2,7 @@ package io.hicache.transfer.pd;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.memory.KvPool;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
 import io.hicache.transfer.TransferBatch;
@@ -19,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One prefill rank: registers with its instance's bootstrap server, takes each request's destination from the
@@ -37,15 +39,15 @@ public final class PrefillRank implements AutoCloseable {
     /** The paths this rank offers, over its own memory. */
     private final Map<DeliveryPath.Kind, DeliveryPath> paths = new EnumMap<>(DeliveryPath.Kind.class);
     /** A staged rank's pool registered as device memory by this rank, or null: closed with the rank. */
-    private final LocalRegion deviceKv;
+    private final @Nullable LocalRegion deviceKv;
     private final AuxSlots aux;
     private final PdConfig config;
     private final PdThread worker;
     private final Map<Long, PrefillRoom> rooms = new ConcurrentHashMap<>();
     private final DecodeLinks decodes;
 
-    private PrefillRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> offered, LocalRegion deviceKv,
-            LocalRegion aux, PdConfig config) {
+    private PrefillRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> offered,
+            @Nullable LocalRegion deviceKv, LocalRegion aux, PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         offered.forEach(p -> paths.put(p.kind(), p));
@@ -148,7 +150,7 @@ public final class PrefillRank implements AutoCloseable {
 
     // ---- called by KvSender, from any thread
 
-    void send(PrefillRoom room, int[] srcPages, boolean last, byte[] auxData) {
+    void send(PrefillRoom room, int[] srcPages, boolean last, byte @Nullable [] auxData) {
         worker.post(() -> {
             try {
                 sendChunk(room, srcPages, last, auxData);
@@ -185,7 +187,7 @@ public final class PrefillRank implements AutoCloseable {
      * One write of the room (a batch, a staged piece, or a piece that never started) is over; {@code failure} says
      * why it failed, or is null.
      */
-    void writeOver(PrefillRoom room, String failure) {
+    void writeOver(PrefillRoom room, @Nullable String failure) {
         room.inFlight--;
         if (failure != null) {
             fail(room, failure);
@@ -248,7 +250,7 @@ public final class PrefillRank implements AutoCloseable {
         maybeAck(room);
     }
 
-    private void sendChunk(PrefillRoom room, int[] srcPages, boolean last, byte[] auxData) {
+    private void sendChunk(PrefillRoom room, int[] srcPages, boolean last, byte @Nullable [] auxData) {
         if (room.state == KvPoll.FAILED) {
             return;
         }
@@ -268,7 +270,9 @@ public final class PrefillRank implements AutoCloseable {
             }
             int skip = Math.max(0, Math.min(srcPages.length, r.destination().prefixPages() - from));
             if (skip < srcPages.length) {
-                r.path().send(this, room, r, Arrays.copyOfRange(srcPages, skip, srcPages.length), from + skip);
+                // a recipient without a path failed the room, which then sends nothing
+                Checks.checkNotNull(r.path(), "the path of a live room's recipient").send(this, room, r,
+                        Arrays.copyOfRange(srcPages, skip, srcPages.length), from + skip);
             }
         }
         if (last) {

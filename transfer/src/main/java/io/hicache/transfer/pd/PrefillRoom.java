@@ -7,6 +7,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One request on a prefill rank: the decode ranks that want it, how far the engine has sent it, its writes in flight,
@@ -25,7 +26,7 @@ final class PrefillRoom extends RoomState {
     /** Writes not yet over: batches in flight, staged pieces running or waiting for staging slots. */
     int inFlight;
     /** The last chunk's aux data, once it came; null before. */
-    byte[] lastAux;
+    byte @Nullable [] lastAux;
     boolean auxSent;
     /** This rank's aux slot holding the aux data while it is written, or -1. */
     int auxSlot = -1;

@@ -10,6 +10,7 @@ import io.hicache.transfer.LocalRegion;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a prefill or decode rank tells its peers about its KV: the whole model's geometry, the page size, its place in
@@ -145,8 +146,10 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             }
         }
         try {
-            KvGeometry g = new KvGeometry(AttentionKind.valueOf(m.get("attention")), i(m, "layers"), i(m, "heads"),
-                    i(m, "dim"), KvDtype.valueOf(m.get("dtype")));
+            // a missing name fails as a missing address does (valueOf would throw a bare NullPointerException)
+            KvGeometry g = new KvGeometry(
+                    AttentionKind.valueOf(Objects.requireNonNull(m.get("attention"), "attention")), i(m, "layers"),
+                    i(m, "heads"), i(m, "dim"), KvDtype.valueOf(Objects.requireNonNull(m.get("dtype"), "dtype")));
             return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
                     i(m, "auxBytes"), Objects.requireNonNull(m.get("address"), "address"),
                     m.containsKey("staging") ? i(m, "staging") : 0, Boolean.parseBoolean(m.get("device")));
@@ -169,7 +172,7 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
      * ranks that go through their staging areas ({@code deviceToDevice} false) also need the same TP size, MLA aside;
      * device-to-device writes split heads as host writes do.
      */
-    public String incompatibility(RankSpec prefill, boolean deviceToDevice) {
+    public @Nullable String incompatibility(RankSpec prefill, boolean deviceToDevice) {
         if (pageSizeTokens != prefill.pageSizeTokens) {
             return "page size differs: prefill " + prefill.pageSizeTokens + " tokens, decode " + pageSizeTokens;
         }

@@ -1,5 +1,7 @@
 package io.hicache.transfer.pd;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * What both ends of a handoff know of one room: its id, when this rank first heard of it, its poll state and why it
  * failed. The state moves only forward; {@link KvPoll#FAILED} overrides it and is final.
@@ -11,7 +13,7 @@ abstract class RoomState {
     final long id;
     final long createdNanos = System.nanoTime();
     volatile KvPoll state = KvPoll.BOOTSTRAPPING;
-    volatile String reason;
+    volatile @Nullable String reason;
 
     RoomState(long id) {
         this.id = id;

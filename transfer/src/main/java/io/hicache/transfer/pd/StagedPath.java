@@ -1,5 +1,6 @@
 package io.hicache.transfer.pd;
 
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagedSend;
 import java.util.ArrayDeque;
@@ -7,6 +8,7 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Iterator;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Device pools that no transport reaches (CUDA pools without a device transport between them): pages pass through the
@@ -53,7 +55,8 @@ final class StagedPath implements DeliveryPath {
 
     @Override
     public boolean reserve(DecodeRank rank, DecodeRoom room) {
-        int wanted = room.destination.wanted();
+        // asked once the destination came
+        int wanted = Checks.checkNotNull(room.destination, "a room's destination").wanted();
         int capacity = staged.staging().slab().slots();
         if (wanted > capacity) {
             rank.fail(room, "the room needs " + wanted + " staging slots, the staging area has " + capacity);
@@ -72,8 +75,10 @@ final class StagedPath implements DeliveryPath {
     }
 
     @Override
-    public String awaited(DecodeRoom room) {
-        return room.waitingForStaging ? "no " + room.destination.wanted() + " staging slots came free" : null;
+    public @Nullable String awaited(DecodeRoom room) {
+        // a room waits for staging only once its destination came
+        return room.waitingForStaging ? "no " + Checks.checkNotNull(room.destination, "a waiting room's destination")
+                .wanted() + " staging slots came free" : null;
     }
 
     /** Scatters layer {@code m.layer()} of pages {@code [m.from(), m.from() + m.count())} from the room's slots. */
@@ -82,8 +87,10 @@ final class StagedPath implements DeliveryPath {
         if (room.stagingSlots == null || room.state == KvPoll.FAILED) {
             return; // a failed room's pages may be reused once released: nothing more is written into them
         }
-        int prefix = room.destination.prefixPages();
-        int positions = room.destination.positions();
+        // slots are reserved once the destination came
+        PdMessage.Destination destination = Checks.checkNotNull(room.destination, "a room's destination");
+        int prefix = destination.prefixPages();
+        int positions = destination.positions();
         int layer = m.layer();
         if (m.from() < prefix || m.count() < 1 || m.from() > positions - m.count() || layer < 0
                 || layer >= rank.spec().model().layers()) {
@@ -92,7 +99,7 @@ final class StagedPath implements DeliveryPath {
             return;
         }
         int[] slots = Arrays.copyOfRange(room.stagingSlots, m.from() - prefix, m.from() - prefix + m.count());
-        int[] targets = room.destination.pages(m.from(), m.count());
+        int[] targets = destination.pages(m.from(), m.count());
         room.scatters++;
         try {
             staged.pool().loadLayers(staged.staging().slab(), slots, targets, layer, 1).done().whenComplete(
@@ -102,7 +109,7 @@ final class StagedPath implements DeliveryPath {
         }
     }
 
-    private void scattered(DecodeRank rank, DecodeRoom room, int layer, Throwable failure) {
+    private void scattered(DecodeRank rank, DecodeRoom room, int layer, @Nullable Throwable failure) {
         room.scatters--;
         if (failure != null) {
             rank.fail(room, "scattering layer " + layer + " failed: " + failure.getMessage());
@@ -142,7 +149,7 @@ final class StagedPath implements DeliveryPath {
     // ---- prefill
 
     @Override
-    public String refusal(Recipient recipient) {
+    public @Nullable String refusal(Recipient recipient) {
         int named = recipient.info().stagingSlots().length;
         int wanted = recipient.destination().wanted();
         if (recipient.dummy() || named == wanted) {
@@ -215,7 +222,7 @@ final class StagedPath implements DeliveryPath {
     @Override
     public void stop(PrefillRank rank, PrefillRoom room) {
         for (StagedSend send : room.stagedSends) {
-            send.cancel(room.reason);
+            send.cancel(Checks.checkNotNull(room.reason, "a failed room's reason")); // stopped once it failed
         }
         int dropped = 0;
         for (Iterator<Piece> it = waiting.iterator(); it.hasNext(); ) {

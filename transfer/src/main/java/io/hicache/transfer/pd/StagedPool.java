@@ -7,6 +7,7 @@ import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.staged.StagingArea;
 import java.util.Arrays;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A staged rank's device pool and staging area (region {@link RankSpec#STAGING_REGION}): what its peers write into
@@ -44,7 +45,7 @@ record StagedPool(KvPool pool, StagingArea staging) {
      * transports moves device memory, or when one cannot export this memory (logged: the rank then only stages). The
      * caller closes the region before the pool.
      */
-    LocalRegion exportDevice(TransferEngine engine, RankSpec spec) {
+    @Nullable LocalRegion exportDevice(TransferEngine engine, RankSpec spec) {
         if (!engine.movesDeviceMemory()) {
             return null;
         }
@@ -62,7 +63,7 @@ record StagedPool(KvPool pool, StagingArea staging) {
      * The paths a rank of {@code engine} over this pool offers, in order of preference: device to device when the pool
      * was registered as {@code deviceKv} (null: it was not), else through the staging areas.
      */
-    List<DeliveryPath> paths(TransferEngine engine, LocalRegion deviceKv) {
+    List<DeliveryPath> paths(TransferEngine engine, @Nullable LocalRegion deviceKv) {
         StagedPath staged = new StagedPath(this, engine);
         return deviceKv == null ? List.of(staged) : List.of(new DevicePath(deviceKv), staged);
     }
@@ -72,7 +73,7 @@ record StagedPool(KvPool pool, StagingArea staging) {
      * again (the allocator hands them back last freed first, so in reverse) still make long runs: one write per layer
      * and part, not one per page.
      */
-    int[] takeSlots(int count) {
+    int @Nullable [] takeSlots(int count) {
         int[] slots = count == 0 ? new int[0] : staging.slots().tryAllocate(count);
         if (slots != null) {
             Arrays.sort(slots);

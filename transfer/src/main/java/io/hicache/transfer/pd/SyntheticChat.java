@@ -1,6 +1,8 @@
 package io.hicache.transfer.pd;
 
+import io.hicache.core.cache.CacheRequest;
 import io.hicache.core.cache.HiCache;
+import io.hicache.core.util.Checks;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -68,12 +70,15 @@ public final class SyntheticChat {
         int pageSize = cache.config().pageSizeTokens();
         int[] sequence = concat(prompt, answer);
         int positions = (sequence.length + pageSize - 1) / pageSize;
-        int[] pages = Arrays.copyOf(got.pages(), positions);
-        int[] more = got.request().allocate(positions - got.pages().length);
-        System.arraycopy(more, 0, pages, got.pages().length, more.length);
+        // a receive that succeeded has both
+        int[] received = Checks.checkNotNull(got.pages(), "a received prompt's pages");
+        CacheRequest request = Checks.checkNotNull(got.request(), "a received prompt's request");
+        int[] pages = Arrays.copyOf(received, positions);
+        int[] more = request.allocate(positions - received.length);
+        System.arraycopy(more, 0, pages, received.length, more.length);
         int from = prompt.length / pageSize;
         compute(cache, sequence, from, Arrays.copyOfRange(pages, from, positions));
-        decode.finish(got.request(), sequence, pages);
+        decode.finish(request, sequence, pages);
         return sequence;
     }
 

@@ -2,6 +2,7 @@ package io.hicache.transfer.rank;
 
 import io.hicache.core.HiCacheException;
 import io.hicache.core.rank.Rounds;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.frame.FrameServerHandler;
 import io.hicache.transfer.frame.Frames;
 import io.netty.buffer.Unpooled;
@@ -11,6 +12,7 @@ import io.netty.channel.ChannelHandlerContext;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Rank 0's side of one member's connection: checks its hello (this group, a rank in range, not taken), adds its
@@ -34,7 +36,7 @@ final class CoordinatorHandler extends FrameServerHandler {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         return null; // every payload is a few ints or a reason: collected
     }
 
@@ -46,7 +48,7 @@ final class CoordinatorHandler extends FrameServerHandler {
     }
 
     @Override
-    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         if (h.type() != RankFrames.CONTRIBUTE) {
             return false;
         }
@@ -56,7 +58,8 @@ final class CoordinatorHandler extends FrameServerHandler {
         try {
             rounds.contribute(rank, RankFrames.reduction(h.region()), RankFrames.decode(payload), h.id());
         } catch (HiCacheException | IllegalStateException e) {
-            fail(ctx.channel(), e.getMessage()); // the group has failed; the listener told the others
+            // the group has failed; the listener told the others (the rounds' failures say why)
+            fail(ctx.channel(), Checks.checkNotNull(e.getMessage(), "a rank group failure's message"));
         }
         return true;
     }

@@ -3,6 +3,7 @@ package io.hicache.transfer.rank;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.rank.Reduction;
 import io.hicache.core.rank.Rounds;
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.frame.FrameClient;
 import io.hicache.transfer.frame.Frames;
 import io.netty.channel.ChannelHandlerContext;
@@ -10,6 +11,7 @@ import io.netty.channel.EventLoopGroup;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A member rank's connection to rank 0: sends its contributions, and hands each result (or the group's failure) to
@@ -42,17 +44,17 @@ final class MemberConnection extends FrameClient {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         return null;
     }
 
     @Override
-    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         if (h.type() == RankFrames.RESULT) {
             try {
                 results.contribute(0, Reduction.MIN, RankFrames.decode(payload), h.id());
             } catch (HiCacheException e) {
-                close(e.getMessage());
+                close(Checks.checkNotNull(e.getMessage(), "a HiCacheException's message"));
             }
         } else if (h.type() == Frames.ERROR) {
             results.fail(payload == null ? "rank 0 failed the group" : new String(payload, StandardCharsets.UTF_8));

@@ -2,6 +2,7 @@ package io.hicache.transfer.rank;
 
 import io.hicache.core.rank.Reduction;
 import java.nio.ByteBuffer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The rank group protocol, on the transfer engine's frame layout: a member says hello as {@code group#rank#size}, then
@@ -31,7 +32,7 @@ final class RankFrames {
         return b.array();
     }
 
-    static int[] decode(byte[] payload) {
+    static int[] decode(byte @Nullable [] payload) {
         if (payload == null) {
             return new int[0];
         }

@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A rank group across processes, on one host or several, over TCP: rank 0 listens ({@link #listen}), the others
@@ -34,17 +35,17 @@ public final class TcpRankGroup implements RankGroup {
     private final int size;
     private final EventLoopGroup loops;
     /** Rank 0: the listener; null elsewhere. */
-    private final FrameServer server;
+    private final @Nullable FrameServer server;
     /** Rank 0: the reduction; elsewhere: the results as they come back (contributions are not folded there). */
     private final Rounds rounds;
     /** Rank 0: each member's connection, once it has contributed. */
     private final Map<Integer, Channel> members = new ConcurrentHashMap<>();
     /** Elsewhere: the connection to rank 0. */
-    private final MemberConnection toCoordinator;
+    private final @Nullable MemberConnection toCoordinator;
     private long nextRound;
 
-    private TcpRankGroup(String name, int rank, int size, EventLoopGroup loops, FrameServer server, Rounds rounds,
-            MemberConnection toCoordinator) {
+    private TcpRankGroup(String name, int rank, int size, EventLoopGroup loops, @Nullable FrameServer server,
+            Rounds rounds, @Nullable MemberConnection toCoordinator) {
         this.name = name;
         this.rank = rank;
         this.size = size;
@@ -137,7 +138,7 @@ public final class TcpRankGroup implements RankGroup {
             return rounds.await(0, rounds.contribute(0, reduction, values, -1), deadline);
         }
         long round = nextRound++;
-        toCoordinator.contribute(round, reduction, values);
+        Checks.checkNotNull(toCoordinator, "a member rank's connection").contribute(round, reduction, values);
         return rounds.await(rank, round, deadline);
     }
 
@@ -147,19 +148,22 @@ public final class TcpRankGroup implements RankGroup {
         if (server != null) {
             server.close();
         } else {
-            toCoordinator.close("rank " + rank + " left the group");
+            Checks.checkNotNull(toCoordinator, "a member rank's connection").close("rank " + rank + " left the group");
         }
         loops.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
     }
 
     /** Rank 0: sends each completed round's result to every member, and the failure, then closes them. */
     private static final class Forwarder implements Rounds.Listener {
-        volatile TcpRankGroup group;
+        /** Set once rank 0 is listening; null before. */
+        volatile @Nullable TcpRankGroup group;
 
         @Override
         public void completed(long round, int[] result) {
+            // a round completes only with rank 0's own contribution, made on the group listen returned
+            TcpRankGroup g = Checks.checkNotNull(group, "the group of a completed round");
             byte[] payload = RankFrames.encode(result);
-            for (Channel c : group.members.values()) {
+            for (Channel c : g.members.values()) {
                 CoordinatorHandler.send(c, RankFrames.RESULT, round, 0, payload);
             }
         }
@@ -184,7 +188,9 @@ public final class TcpRankGroup implements RankGroup {
         try {
             return f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
-            throw failure(what + ": " + e.getCause().getMessage(), e.getCause());
+            // a future that failed has its cause
+            Throwable cause = Checks.checkNotNull(e.getCause(), "a failed future's cause");
+            throw failure(what + ": " + cause.getMessage(), cause);
         } catch (TimeoutException e) {
             throw failure(what + ": no answer within " + timeout.toMillis() + " ms", e);
         } catch (InterruptedException e) {

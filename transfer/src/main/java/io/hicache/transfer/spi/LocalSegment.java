@@ -1,5 +1,7 @@
 package io.hicache.transfer.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * This engine's own segment as a transport sees it: its regions by the id peers address them with, and where a
  * transport reports the connections peers hold into it. Thread-safe; implemented by the engine.
@@ -10,7 +12,7 @@ public interface LocalSegment {
      * never served this way (the CPU cannot touch them): a transport that moves device memory gets them from
      * {@link Transport#register}.
      */
-    RegisteredRegion region(int id);
+    @Nullable RegisteredRegion region(int id);
 
     /**
      * A connection from the engine named {@code peer} that can carry its writes into this segment opened

@@ -1,5 +1,7 @@
 package io.hicache.transfer.spi;
 
+import org.jspecify.annotations.Nullable;
+
 /** What a transport learns about the peer it links to. Thread-safe; implemented by the engine. */
 public interface PeerContext {
     /** The peer's published segment. */
@@ -9,5 +11,5 @@ public interface PeerContext {
     boolean alive();
 
     /** Why the peer is considered dead, or null while it is alive. */
-    String deathReason();
+    @Nullable String deathReason();
 }

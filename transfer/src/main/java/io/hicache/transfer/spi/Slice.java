@@ -1,6 +1,7 @@
 package io.hicache.transfer.spi;
 
 import java.lang.foreign.MemorySegment;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The unit a transport moves: a contiguous piece of one request, between registered local memory and a remote
@@ -30,7 +31,7 @@ public interface Slice {
     int takeRetry();
 
     /** Reports the end of the slice: {@code failure} is null when it moved, else why it did not. */
-    void done(String failure);
+    void done(@Nullable String failure);
 
     /** Receives slice completions. */
     @FunctionalInterface

@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One data connection from this engine to a peer's TCP transport. Requests go out in order and their answers come
@@ -130,7 +131,7 @@ final class DataConnection extends FrameClient {
         }
     }
 
-    private SliceOut pop() {
+    private @Nullable SliceOut pop() {
         SliceOut head = outstanding.poll();
         if (head != null && head.slice().op() != TransferOp.WRITE) {
             readsOutstanding--;
@@ -148,7 +149,7 @@ final class DataConnection extends FrameClient {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         SliceOut head = outstanding.peek();
         if (h.type() == TcpFrames.READ_DATA && head != null && head.slice().local().byteSize() == h.length()) {
             return head.slice().local();
@@ -157,7 +158,7 @@ final class DataConnection extends FrameClient {
     }
 
     @Override
-    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected void onFrame(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         SliceOut head = pop();
         if (head == null) {
             throw new IllegalStateException("answer of type " + h.type() + " with nothing outstanding");
@@ -176,7 +177,7 @@ final class DataConnection extends FrameClient {
         onAnswer.accept(this, slice);
     }
 
-    private static String text(byte[] payload) {
+    private static String text(byte @Nullable [] payload) {
         return payload == null ? "" : new String(payload, StandardCharsets.UTF_8);
     }
 

@@ -1,5 +1,6 @@
 package io.hicache.transfer.tcp;
 
+import io.hicache.core.util.Checks;
 import io.hicache.transfer.frame.FrameServerHandler;
 import io.hicache.transfer.frame.Frames;
 import io.hicache.transfer.spi.LocalSegment;
@@ -10,6 +11,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The serving side of one data connection: applies writes into registered regions (the payload lands in place) and
@@ -20,8 +22,8 @@ import java.nio.charset.StandardCharsets;
 final class ServerHandler extends FrameServerHandler {
     private final LocalSegment host;
     /** The region a write payload is landing in, held acquired until the payload is complete. */
-    private RegisteredRegion writing;
-    private String writeError;
+    private @Nullable RegisteredRegion writing;
+    private @Nullable String writeError;
 
     ServerHandler(LocalSegment host) {
         super(TcpFrames.MAGIC, "data");
@@ -39,13 +41,13 @@ final class ServerHandler extends FrameServerHandler {
     }
 
     @Override
-    protected MemorySegment payloadTarget(Frames.Header h) {
+    protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         if (h.type() != TcpFrames.WRITE) {
             return null;
         }
         RegisteredRegion region = host.region(h.region());
         writeError = check(region, h);
-        if (writeError != null) {
+        if (writeError != null || region == null) { // check() fails a missing region
             return DISCARD;
         }
         if (!region.acquire()) {
@@ -56,7 +58,8 @@ final class ServerHandler extends FrameServerHandler {
         return region.memory().asSlice(h.offset(), h.length());
     }
 
-    private static String check(RegisteredRegion region, Frames.Header h) {
+    /** Why {@code h} cannot be served from {@code region} (never null when there is no region), or null. */
+    private static @Nullable String check(@Nullable RegisteredRegion region, Frames.Header h) {
         if (region == null) {
             return "no region #" + h.region() + " in this segment";
         }
@@ -68,7 +71,7 @@ final class ServerHandler extends FrameServerHandler {
     }
 
     @Override
-    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte[] payload) {
+    protected boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload) {
         switch (h.type()) {
             case TcpFrames.WRITE -> {
                 if (writing != null) {
@@ -93,17 +96,18 @@ final class ServerHandler extends FrameServerHandler {
     private void read(ChannelHandlerContext ctx, Frames.Header h) {
         RegisteredRegion region = host.region(h.region());
         String error = check(region, h);
-        if (error == null && !region.acquire()) {
+        if (error == null && !Checks.checkNotNull(region, "a region check() accepted").acquire()) {
             error = "region " + region.name() + " was unregistered";
         }
         if (error != null) {
             reply(ctx, Frames.ERROR, h.id(), error.getBytes(StandardCharsets.UTF_8));
             return;
         }
+        RegisteredRegion acquired = Checks.checkNotNull(region, "a region check() accepted");
         ctx.write(header(ctx.alloc(), TcpFrames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
-        ByteBuf data = Unpooled.wrappedBuffer(region.memory().asSlice(h.offset(), h.length()).asByteBuffer());
+        ByteBuf data = Unpooled.wrappedBuffer(acquired.memory().asSlice(h.offset(), h.length()).asByteBuffer());
         // the region stays acquired until the socket took the bytes, so unregistering waits for them
-        ctx.write(data).addListener((ChannelFutureListener) f -> region.release());
+        ctx.write(data).addListener((ChannelFutureListener) f -> acquired.release());
         flushSoon();
     }
 

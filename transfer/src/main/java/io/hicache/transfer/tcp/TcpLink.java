@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The TCP path to one peer: {@code connectionsPerPeer} connections to the TCP endpoint it published, slices queued
@@ -45,11 +46,11 @@ final class TcpLink implements TransportLink {
 
     /** One connection position: its connection when up, and when to try again when down. */
     private static final class Slot {
-        DataConnection conn;
+        @Nullable DataConnection conn;
         boolean connecting;
         long retryAtNanos;
         long backoffMillis = 50;
-        String lastError;
+        @Nullable String lastError;
     }
 
     TcpLink(TransportContext context, PeerContext peer, EventLoopGroup group) {
@@ -128,7 +129,7 @@ final class TcpLink implements TransportLink {
         }
     }
 
-    private DataConnection leastLoaded() {
+    private @Nullable DataConnection leastLoaded() {
         DataConnection best = null;
         long bestBytes = Long.MAX_VALUE;
         for (Slot s : slots) {
@@ -144,7 +145,7 @@ final class TcpLink implements TransportLink {
         return best;
     }
 
-    private void answered(DataConnection conn, Slice slice) {
+    private void answered(DataConnection conn, @Nullable Slice slice) {
         if (slice != null) {
             carrying.remove(slice);
         }

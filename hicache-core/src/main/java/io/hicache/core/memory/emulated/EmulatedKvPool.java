@@ -18,6 +18,7 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A KV pool whose "device memory" is off-heap host memory. Copies are split over the runtime's copy threads;
@@ -33,7 +34,7 @@ final class EmulatedKvPool extends AbstractKvPool {
 
     private final EmulatedDeviceRuntime runtime;
     /** The arena of the memory the pool allocated; null when it adopted the engine's memory. */
-    private final Arena arena;
+    private final @Nullable Arena arena;
     private final MemorySegment memory;
     private final CopyStream loads = new CopyStream();
     private final CopyStream backups = new CopyStream();

@@ -25,6 +25,7 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.zip.CRC32C;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The host tier (L2): a slab of page slots in a file on tmpfs, mapped with FFM, with a Chronicle Map index of
@@ -124,7 +125,7 @@ public final class HostPagePool implements AutoCloseable {
                 }
             }
             HostPoolSizing.checkFits(config, slabBytes + journalBytes, reuse ? slabBytes + journalBytes : 0);
-            boolean recover = reuse && !previous.closedCleanly();
+            boolean recover = reuse && previous != null && !previous.closedCleanly();
             PoolMeta.write(metaFile, fingerprint, false);
             mappings = Arena.ofShared();
             MemorySegment memory = map(slabFile, slabBytes, reuse, mappings);
@@ -277,7 +278,7 @@ public final class HostPagePool implements AutoCloseable {
     /* ---------------------------------------------------------------- allocation */
 
     /** {@code count} free slots, now reserved, or {@code null} (nothing reserved) when fewer are free. */
-    public int[] tryReserve(int count) {
+    public int @Nullable [] tryReserve(int count) {
         checkOpen();
         int[] slots = allocator.tryAllocate(count);
         if (slots != null) {

@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Properties;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The host pool's meta file: what format and capacity its slab and index were made for, and whether the last
@@ -29,7 +30,7 @@ record PoolMeta(String fingerprint, boolean closedCleanly) {
     }
 
     /** The meta file's content, or null when it is missing or unreadable (the pool then starts empty). */
-    static PoolMeta read(Path file) {
+    static @Nullable PoolMeta read(Path file) {
         if (!Files.exists(file)) {
             return null;
         }

@@ -7,6 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Blocks of off-heap memory freed one by one, from libc's {@code aligned_alloc} and {@code free}: a shared
@@ -39,7 +40,7 @@ final class NativeHeap {
     }
 
     /** A block of {@code bytes}, 64-byte aligned. */
-    record Block(MemorySegment bytes, Arena arena) {
+    record Block(MemorySegment bytes, @Nullable Arena arena) {
         /** Gives the memory back. */
         void free() {
             if (arena != null) {

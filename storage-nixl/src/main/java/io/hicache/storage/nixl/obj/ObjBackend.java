@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl.obj;
 
+import io.hicache.core.util.Checks;
 import io.hicache.storage.nixl.spi.MemoryRegion;
 import io.hicache.storage.nixl.spi.MemoryType;
 import io.hicache.storage.nixl.spi.NixlBackend;
@@ -16,6 +17,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
@@ -47,12 +49,12 @@ final class ObjBackend implements NixlBackend {
     }
 
     @Override
-    public Object register(MemoryRegion region) {
+    public @Nullable Object register(MemoryRegion region) {
         return null; // an object is its key; DRAM needs nothing
     }
 
     @Override
-    public void deregister(MemoryRegion region, Object state) {
+    public void deregister(MemoryRegion region, @Nullable Object state) {
         // nothing was made
     }
 
@@ -94,7 +96,7 @@ final class ObjBackend implements NixlBackend {
         }
         List<ObjRequest.ObjectTask> tasks = new ArrayList<>(order.size());
         for (MemoryRegion.Obj o : order) {
-            List<Piece[]> pairs = byObject.get(o);
+            List<Piece[]> pairs = Checks.checkNotNull(byObject.get(o), "an object's pieces");
             pairs.sort(Comparator.comparingLong(p -> p[1].offset()));
             long covered = 0;
             boolean tiles = true;

@@ -60,14 +60,14 @@ public final class ObjPlugin implements NixlPlugin {
         try {
             config = S3Config.fromParams(params);
         } catch (HiCacheException e) {
-            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, e.getMessage(), e);
+            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, String.valueOf(e.getMessage()), e);
         }
         S3AsyncClient client = S3Clients.build(config);
         try {
             S3Clients.checkBucket(client, config);
         } catch (HiCacheException e) {
             client.close();
-            throw new NixlException(NixlStatus.ERR_BACKEND, e.getMessage(), e);
+            throw new NixlException(NixlStatus.ERR_BACKEND, String.valueOf(e.getMessage()), e);
         }
         return new ObjBackend(client, config.bucket(), config.requestTimeout().multipliedBy(config.maxAttempts()));
     }

@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl.posix;
 
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.DirectIoOption;
 import io.hicache.storage.nixl.spi.NixlException;
 import io.hicache.storage.nixl.spi.NixlStatus;
@@ -9,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.OpenOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Positional reads and writes of whole ranges between files and off-heap memory, buffered or with {@code O_DIRECT}.
@@ -18,7 +20,7 @@ import java.nio.file.OpenOption;
  */
 final class DirectIo {
     /** The JDK's {@code O_DIRECT} option, or null without one ({@link DirectIoOption}). */
-    static final OpenOption DIRECT = DirectIoOption.DIRECT;
+    static final @Nullable OpenOption DIRECT = DirectIoOption.DIRECT;
 
     private final int blockBytes;
 
@@ -27,12 +29,13 @@ final class DirectIo {
     }
 
     /** Reads {@code target.byteSize()} bytes at {@code offset}; a file that ends first is an error. */
-    void read(FileChannel ch, boolean direct, MemorySegment target, long offset, MemorySegment bounce)
+    void read(FileChannel ch, boolean direct, MemorySegment target, long offset, @Nullable MemorySegment bounce)
             throws IOException {
         if (!direct || aligned(target, offset)) {
             readFully(ch, target.asByteBuffer(), offset, true);
             return;
         }
+        Checks.checkNotNull(bounce, "the bounce buffer (direct I/O gets one)");
         long end = offset + target.byteSize();
         for (long pos = offset; pos < end; ) {
             long start = floor(pos);
@@ -48,12 +51,13 @@ final class DirectIo {
     }
 
     /** Writes all of {@code source} at {@code offset}. */
-    void write(FileChannel ch, boolean direct, MemorySegment source, long offset, MemorySegment bounce)
+    void write(FileChannel ch, boolean direct, MemorySegment source, long offset, @Nullable MemorySegment bounce)
             throws IOException {
         if (!direct || aligned(source, offset)) {
             writeFully(ch, source.asByteBuffer(), offset);
             return;
         }
+        Checks.checkNotNull(bounce, "the bounce buffer (direct I/O gets one)");
         long end = offset + source.byteSize();
         for (long pos = offset; pos < end; ) {
             long start = floor(pos);

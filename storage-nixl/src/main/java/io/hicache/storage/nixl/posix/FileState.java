@@ -9,6 +9,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.OpenOption;
 import java.nio.file.StandardOpenOption;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The POSIX backend's state for one registered file: the region and, once a READ has needed it, an open read channel
@@ -17,7 +18,8 @@ import java.nio.file.StandardOpenOption;
  */
 final class FileState {
     private final MemoryRegion.File region;
-    private FileChannel readChannel;
+    /** Opened on first use; null until then and once dropped. */
+    private @Nullable FileChannel readChannel;
 
     FileState(MemoryRegion.File region) {
         this.region = region;

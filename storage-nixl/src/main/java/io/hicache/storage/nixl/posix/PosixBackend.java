@@ -1,5 +1,6 @@
 package io.hicache.storage.nixl.posix;
 
+import io.hicache.core.util.Checks;
 import io.hicache.core.util.Threads;
 import io.hicache.storage.nixl.spi.FileMode;
 import io.hicache.storage.nixl.spi.MemoryRegion;
@@ -25,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A POSIX backend: serves DRAM and FILE. A transfer's descriptors are grouped by file; each file's group runs on one
@@ -65,7 +67,7 @@ final class PosixBackend implements NixlBackend {
     }
 
     @Override
-    public Object register(MemoryRegion region) {
+    public @Nullable Object register(MemoryRegion region) {
         if (!(region instanceof MemoryRegion.File file)) {
             return null; // DRAM needs nothing: transfers use the segment itself
         }
@@ -86,7 +88,7 @@ final class PosixBackend implements NixlBackend {
     }
 
     @Override
-    public void deregister(MemoryRegion region, Object state) {
+    public void deregister(MemoryRegion region, @Nullable Object state) {
         if (state instanceof FileState f) {
             f.dropReadChannel();
         }
@@ -128,7 +130,7 @@ final class PosixBackend implements NixlBackend {
         }
         List<FileTask> tasks = new ArrayList<>(order.size());
         for (FileState f : order) {
-            tasks.add(new FileTask(f, byFile.get(f)));
+            tasks.add(new FileTask(f, Checks.checkNotNull(byFile.get(f), "a file's pieces")));
         }
         return new PosixRequest(this, op, tasks);
     }

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prepared POSIX transfer: one task per file, run on the backend's I/O threads, fanned in by a
@@ -159,6 +160,6 @@ final class PosixRequest extends FanInRequest<PosixBackend.FileTask> {
     /** One descriptor's move between {@code memory} and the file at {@code offset}. */
     @FunctionalInterface
     private interface PieceMove {
-        void run(MemorySegment memory, long offset, MemorySegment bounce) throws IOException;
+        void run(MemorySegment memory, long offset, @Nullable MemorySegment bounce) throws IOException;
     }
 }

@@ -3,6 +3,7 @@ package io.hicache.storage.nixl.spi;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One post's {@link NixlBackend.Completion} for a backend that runs the post as parallel parts (a file each, an object
@@ -24,8 +25,9 @@ public final class FanInCompletion {
     private final List<Runnable> onCancel = new ArrayList<>();
     private volatile boolean cancelled;
     private boolean stopped;
-    private NixlStatus error;
-    private String detail;
+    /** The first failure, or null. */
+    private @Nullable NixlStatus error;
+    private @Nullable String detail;
 
     /** A post of {@code parts} parts that completes {@code done}; with no parts it completes it now, successfully. */
     public FanInCompletion(NixlBackend.Completion done, int parts) {
@@ -75,7 +77,7 @@ public final class FanInCompletion {
     }
 
     /** Reports that a part failed with {@code status} because of {@code why}, and cancels the others. */
-    public void fail(NixlStatus status, String why) {
+    public void fail(NixlStatus status, @Nullable String why) {
         synchronized (this) {
             if (error == null || (error == NixlStatus.ERR_CANCELED && status != NixlStatus.ERR_CANCELED)) {
                 error = status;

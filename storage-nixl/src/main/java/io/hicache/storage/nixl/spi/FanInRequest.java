@@ -1,6 +1,7 @@
 package io.hicache.storage.nixl.spi;
 
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A prepared transfer that runs as parallel parts (a file each, an object each), each post fanned in by a
@@ -12,7 +13,8 @@ import java.util.List;
  */
 public abstract class FanInRequest<T> implements NixlBackend.Request {
     private final List<T> parts;
-    private volatile FanInCompletion current;
+    /** The post in progress, or the last one; null before the first post and after release. */
+    private volatile @Nullable FanInCompletion current;
 
     protected FanInRequest(List<T> parts) {
         this.parts = List.copyOf(parts);

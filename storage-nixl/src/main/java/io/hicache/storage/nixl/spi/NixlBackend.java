@@ -3,6 +3,7 @@ package io.hicache.storage.nixl.spi;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One backend made by a {@link NixlPlugin}: the south-bound interface an agent drives. Registration gives the backend a
@@ -25,10 +26,10 @@ public interface NixlBackend extends AutoCloseable {
      * @return the backend's state for the region (given back in {@link Piece}s and to {@link #deregister}), or null
      * @throws NixlException when the region cannot be used (its folder does not exist, a mode it cannot do)
      */
-    Object register(MemoryRegion region);
+    @Nullable Object register(MemoryRegion region);
 
     /** Releases what {@link #register} made. Called once per registration, after its last transfer. */
-    void deregister(MemoryRegion region, Object state);
+    void deregister(MemoryRegion region, @Nullable Object state);
 
     /** Whether each storage region (FILE, OBJ) exists now; never fails as a whole (an error reads as false). */
     CompletableFuture<List<Boolean>> query(List<MemoryRegion> regions);
@@ -64,6 +65,6 @@ public interface NixlBackend extends AutoCloseable {
     @FunctionalInterface
     interface Completion {
         /** {@code status} is final; {@code detail} says why for an error and is null otherwise. */
-        void complete(NixlStatus status, String detail);
+        void complete(NixlStatus status, @Nullable String detail);
     }
 }

@@ -6,6 +6,7 @@ import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The table of pages most requests carry (docs/protocol.md §3): {@code namespace n:u32 n × (hash [length:u32]
@@ -21,7 +22,7 @@ final class KeyTable {
      *
      * @throws ProtocolException for a table cut short or a length out of range
      */
-    static List<StoreKey> read(ByteBuf in, Namespace ns, int n, int[] lengths, int[] crcs) {
+    static List<StoreKey> read(ByteBuf in, Namespace ns, int n, int @Nullable [] lengths, int @Nullable [] crcs) {
         List<StoreKey> keys = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             keys.add(ns.key(Codec.readHash(in)));
@@ -40,7 +41,8 @@ final class KeyTable {
     }
 
     /** Writes the table: {@code ns}, the count, and each key's hash with its length and checksum where given. */
-    static void write(ByteBuf out, Namespace ns, List<StoreKey> keys, int[] lengths, int[] crcs) {
+    static void write(ByteBuf out, Namespace ns, List<StoreKey> keys, int @Nullable [] lengths,
+            int @Nullable [] crcs) {
         Codec.writeNamespace(out, ns);
         out.writeInt(keys.size());
         for (int i = 0; i < keys.size(); i++) {

@@ -1,5 +1,7 @@
 package io.hicache.storage.remote.protocol;
 
+import io.hicache.core.util.Checks;
+
 /**
  * A frame that does not follow docs/protocol.md: the peer gets an ERROR with {@link #code()} (or its connection
  * closed). Most are {@link Wire#E_MALFORMED}; a HELLO of another version is {@link Wire#E_VERSION}, one whose token is
@@ -25,5 +27,11 @@ public final class ProtocolException extends RuntimeException {
     /** The ERROR code the peer is answered with: {@link Wire#E_MALFORMED} unless made with another. */
     public short code() {
         return code;
+    }
+
+    /** Never null: always made with one, which the peer is answered with. */
+    @Override
+    public String getMessage() {
+        return Checks.checkNotNull(super.getMessage(), "the message");
     }
 }

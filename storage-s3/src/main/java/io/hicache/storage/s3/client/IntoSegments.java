@@ -2,10 +2,12 @@ package io.hicache.storage.s3.client;
 
 import io.hicache.core.store.PageOutcome;
 import io.hicache.core.store.PageStatus;
+import io.hicache.core.util.Checks;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscriber;
 import org.reactivestreams.Subscription;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
@@ -44,7 +46,7 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
     /** Checks a body once all of it has landed: null when it is good, else why it is not. */
     @FunctionalInterface
     public interface Check {
-        String problem(GetObjectResponse response);
+        @Nullable String problem(GetObjectResponse response);
     }
 
     /**
@@ -53,7 +55,7 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
      */
     @FunctionalInterface
     public interface Screen {
-        PageOutcome outcome(GetObjectResponse response, long objectLength);
+        @Nullable PageOutcome outcome(GetObjectResponse response, long objectLength);
     }
 
     private static final Check NO_CHECK = response -> null;
@@ -67,8 +69,10 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
     private final Screen screen;
     private final Object lock = new Object();
     private boolean abandoned;
-    private volatile CompletableFuture<PageOutcome> result;
-    private volatile GetObjectResponse response;
+    /** The current attempt's outcome: null until {@link #prepare()}. */
+    private volatile @Nullable CompletableFuture<PageOutcome> result;
+    /** The current attempt's headers: null until {@link #onResponse}. */
+    private volatile @Nullable GetObjectResponse response;
 
     private IntoSegments(List<Part> parts, long bodyStart, long bodyLength, long objectLength, Screen screen,
             Check check) {
@@ -109,8 +113,9 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
 
     @Override
     public void onStream(SdkPublisher<ByteBuffer> publisher) {
-        CompletableFuture<PageOutcome> mine = result;
-        GetObjectResponse headers = response;
+        // The SDK calls prepare() and onResponse() before onStream().
+        CompletableFuture<PageOutcome> mine = Checks.checkNotNull(result, "the future prepare() made");
+        GetObjectResponse headers = Checks.checkNotNull(response, "the response onResponse() gave");
         long total = objectLength(headers);
         PageOutcome screened = screen.outcome(headers, total);
         if (screened != null) {
@@ -159,7 +164,8 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
     private final class Scatter implements Subscriber<ByteBuffer> {
         private final CompletableFuture<PageOutcome> outcome;
         private final GetObjectResponse headers;
-        private Subscription subscription;
+        /** Null until {@link #onSubscribe}, which comes before any other signal. */
+        private @Nullable Subscription subscription;
         private long position = bodyStart;
         private int part;
 
@@ -181,7 +187,7 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
                 long chunkStart = position;
                 long chunkEnd = position + bytes.byteSize();
                 if (abandoned || chunkEnd > bodyStart + bodyLength) {
-                    subscription.cancel();
+                    Checks.checkNotNull(subscription, "the subscription onSubscribe() gave").cancel();
                     outcome.complete(abandoned ? abandonedOutcome()
                             : PageOutcome.of(PageStatus.FAILED, "the body is longer than its Content-Length"));
                     return;

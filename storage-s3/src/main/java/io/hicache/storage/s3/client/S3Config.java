@@ -120,7 +120,7 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
             settings.requireKnown(SETTINGS);
             return from(settings);
         } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, e.getMessage(), e);
+            throw new HiCacheException(ErrorCode.CONFIG_INVALID, String.valueOf(e.getMessage()), e);
         }
     }
 
