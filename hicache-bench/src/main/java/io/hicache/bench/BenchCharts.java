@@ -25,15 +25,16 @@ import javax.imageio.ImageIO;
  * <p>Stateless; two calls at once must not write the same charts folder.
  */
 final class BenchCharts {
-    private BenchCharts() {
-    }
+    private BenchCharts() {}
 
     /** Draws a chart for each report in {@code results} into {@code charts}; returns the files written. */
     static List<Path> render(Path results, Path charts, PrintStream out) throws IOException {
         System.setProperty("java.awt.headless", "true");
         List<Path> files;
         try (Stream<Path> listing = Files.list(results)) {
-            files = listing.filter(f -> f.getFileName().toString().endsWith(".json")).sorted().toList();
+            files = listing.filter(f -> f.getFileName().toString().endsWith(".json"))
+                    .sorted()
+                    .toList();
         }
         Files.createDirectories(charts);
         List<Path> written = new ArrayList<>();
@@ -56,7 +57,9 @@ final class BenchCharts {
         String date = report.date().toString().substring(0, 10);
         List<BufferedImage> panels = new ArrayList<>();
         for (boolean lower : new boolean[] {false, true}) {
-            List<BenchRow> rows = report.rows().stream().filter(r -> r.prefersLower() == lower).toList();
+            List<BenchRow> rows = report.rows().stream()
+                    .filter(r -> r.prefersLower() == lower)
+                    .toList();
             if (!rows.isEmpty()) {
                 panels.add(RatioChart.render(report.suite(), date, rows));
             }
@@ -91,8 +94,11 @@ final class BenchCharts {
         for (int p : pixels) {
             counts.merge(p & 0xFFFFFF, 1, Integer::sum);
         }
-        int[] palette = counts.entrySet().stream().sorted(Map.Entry.<Integer, Integer>comparingByValue().reversed())
-                .limit(256).mapToInt(Map.Entry::getKey).toArray();
+        int[] palette = counts.entrySet().stream()
+                .sorted(Map.Entry.<Integer, Integer>comparingByValue().reversed())
+                .limit(256)
+                .mapToInt(Map.Entry::getKey)
+                .toArray();
         byte[] r = new byte[palette.length];
         byte[] g = new byte[palette.length];
         byte[] b = new byte[palette.length];
@@ -107,8 +113,8 @@ final class BenchCharts {
         for (int i = 0; i < pixels.length; i++) {
             samples[i] = index.computeIfAbsent(pixels[i] & 0xFFFFFF, c -> nearest(c, palette));
         }
-        BufferedImage out = new BufferedImage(width, height, BufferedImage.TYPE_BYTE_INDEXED,
-                new IndexColorModel(8, palette.length, r, g, b));
+        BufferedImage out = new BufferedImage(
+                width, height, BufferedImage.TYPE_BYTE_INDEXED, new IndexColorModel(8, palette.length, r, g, b));
         out.getRaster().setSamples(0, 0, width, height, 0, samples);
         return out;
     }

@@ -24,44 +24,68 @@ import picocli.CommandLine.Spec;
  * it goes ({@link Progress}). {@code hicache bench report} draws the charts of every result ({@link BenchCharts}).
  * Runs once.
  */
-@Command(name = "bench", header = "run a benchmark suite and write bench-results/<suite>.json, or chart every result",
-        mixinStandardHelpOptions = true, sortOptions = false,
-        customSynopsis = {"hicache bench SUITE [--out=DIR] [--forks=N] [--quick]",
-            "hicache bench report [--results=DIR] [--out=DIR]", "hicache bench --list"},
-        description = {"Runs a suite that measures HiCache's code against a reference in the same run, prints a table, "
-                + "and writes DIR/<suite>.json (DIR defaults to bench-results): rows of metric, value, unit, reference, "
-                + "reference_value, ratio, better (higher or lower) and, where the suite sets one, aim, with the "
-                + "machine, the date and the command. Each of N fresh JVMs (--forks) measures the suite in alternating "
-                + "rounds of subject and reference; the report gives the median over the JVMs of each figure and of "
-                + "each ratio. --quick runs a few short rounds in this JVM: enough to check the suite works, not for "
-                + "figures. Progress (suite, fork, measurement, round) goes to the output: one redrawn line on a "
-                + "terminal, plain lines otherwise.",
-            "", "report reads every DIR/<suite>.json (--results) and draws DIR/<suite>.png (--out, default "
-                + "docs/benchmarks): each row's ratio to its reference, on a log scale around 1.", "",
-            "Suites: run 'hicache bench --list'."})
+@Command(
+        name = "bench",
+        header = "run a benchmark suite and write bench-results/<suite>.json, or chart every result",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        customSynopsis = {
+            "hicache bench SUITE [--out=DIR] [--forks=N] [--quick]",
+            "hicache bench report [--results=DIR] [--out=DIR]",
+            "hicache bench --list"
+        },
+        description = {
+            "Runs a suite that measures HiCache's code against a reference in the same run, prints a table, "
+                    + "and writes DIR/<suite>.json (DIR defaults to bench-results): rows of metric, value, unit, reference, "
+                    + "reference_value, ratio, better (higher or lower) and, where the suite sets one, aim, with the "
+                    + "machine, the date and the command. Each of N fresh JVMs (--forks) measures the suite in alternating "
+                    + "rounds of subject and reference; the report gives the median over the JVMs of each figure and of "
+                    + "each ratio. --quick runs a few short rounds in this JVM: enough to check the suite works, not for "
+                    + "figures. Progress (suite, fork, measurement, round) goes to the output: one redrawn line on a "
+                    + "terminal, plain lines otherwise.",
+            "",
+            "report reads every DIR/<suite>.json (--results) and draws DIR/<suite>.png (--out, default "
+                    + "docs/benchmarks): each row's ratio to its reference, on a log scale around 1.",
+            "",
+            "Suites: run 'hicache bench --list'."
+        })
 public final class BenchCommand implements Subcommand {
     private static final String REPORT = "report";
 
     @Spec
     CommandSpec spec;
 
-    @Parameters(arity = "0..1", paramLabel = "SUITE", completionCandidates = SuiteNames.class,
+    @Parameters(
+            arity = "0..1",
+            paramLabel = "SUITE",
+            completionCandidates = SuiteNames.class,
             description = "the suite to run, or report")
-    @Nullable String name;
+    @Nullable
+    String name;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "where results go (default bench-results; for report, "
-            + "docs/benchmarks)")
-    @Nullable Path out;
+    @Option(
+            names = "--out",
+            paramLabel = "DIR",
+            description = "where results go (default bench-results; for report, " + "docs/benchmarks)")
+    @Nullable
+    Path out;
 
-    @Option(names = "--forks", paramLabel = "N", defaultValue = "3", description = "fresh JVMs to measure in, 1 to 100 "
-            + "(default ${DEFAULT-VALUE})")
+    @Option(
+            names = "--forks",
+            paramLabel = "N",
+            defaultValue = "3",
+            description = "fresh JVMs to measure in, 1 to 100 " + "(default ${DEFAULT-VALUE})")
     int forks;
 
     @Option(names = "--quick", description = "a few short rounds in this JVM: checks the suite works")
     boolean quick;
 
-    @Option(names = "--results", paramLabel = "DIR", description = "report: the results to chart (default bench-results)")
-    @Nullable Path results;
+    @Option(
+            names = "--results",
+            paramLabel = "DIR",
+            description = "report: the results to chart (default bench-results)")
+    @Nullable
+    Path results;
 
     @Option(names = "--list", description = "list the suites")
     boolean list;
@@ -117,7 +141,7 @@ public final class BenchCommand implements Subcommand {
         try {
             return suite.run(true);
         } finally {
-            Progress.reportRoundsTo((done, total) -> { });
+            Progress.reportRoundsTo((done, total) -> {});
             progress.finish();
         }
     }

@@ -42,8 +42,7 @@ final class BenchJson {
             .withArrayIndenter(new DefaultIndenter("  ", "\n"))
             .withSeparators(Separators.createDefaultInstance().withObjectFieldValueSpacing(Separators.Spacing.AFTER)));
 
-    private BenchJson() {
-    }
+    private BenchJson() {}
 
     /** {@code report} as JSON text, ending with a newline. */
     static String write(BenchReport report) throws IOException {
@@ -63,7 +62,9 @@ final class BenchJson {
      */
     static Optional<BenchReport> readIfReport(Path file) throws IOException {
         JsonNode tree = MAPPER.readTree(Files.readString(file));
-        if (!tree.isObject() || !tree.path("suite").isTextual() || !tree.path("rows").isArray()) {
+        if (!tree.isObject()
+                || !tree.path("suite").isTextual()
+                || !tree.path("rows").isArray()) {
             return Optional.empty();
         }
         return Optional.of(MAPPER.treeToValue(tree, BenchReport.class));

@@ -17,8 +17,8 @@ import java.util.Map;
  * share between threads.
  */
 @JsonPropertyOrder({"suite", "date", "command", "forks", "machine", "rows"})
-record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machine, Instant date, String command,
-        int forks) {
+record BenchReport(
+        String suite, List<BenchRow> rows, Map<String, Object> machine, Instant date, String command, int forks) {
     public BenchReport {
         rows = List.copyOf(rows);
         machine = Map.copyOf(machine);
@@ -26,8 +26,8 @@ record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machin
 
     /** A report of {@code rows} taken now on this machine, merged over {@code forks} JVMs (0: in-process). */
     public static BenchReport of(String suite, List<BenchRow> rows, String command, int forks) {
-        return new BenchReport(suite, rows, Machine.describe(), Instant.now().truncatedTo(ChronoUnit.SECONDS), command,
-                forks);
+        return new BenchReport(
+                suite, rows, Machine.describe(), Instant.now().truncatedTo(ChronoUnit.SECONDS), command, forks);
     }
 
     /** The report as JSON (see {@link BenchJson}): suite, date, command, forks, machine and the rows. */
@@ -45,16 +45,28 @@ record BenchReport(String suite, List<BenchRow> rows, Map<String, Object> machin
 
     /** Prints the rows as an aligned table. */
     public void print(PrintStream out) {
-        int width = Math.max(6, rows.stream().mapToInt(r -> r.metric().length()).max().orElse(0));
-        int refWidth = Math.max(9, rows.stream().mapToInt(r -> r.reference().length()).max().orElse(0));
+        int width = Math.max(
+                6, rows.stream().mapToInt(r -> r.metric().length()).max().orElse(0));
+        int refWidth = Math.max(
+                9, rows.stream().mapToInt(r -> r.reference().length()).max().orElse(0));
         String format = "%-" + width + "s  %14s %-9s  %-" + refWidth + "s  %14s  %7s  %s";
-        out.println(String.format(Locale.ROOT, format, "metric", "value", "unit", "reference", "ref value", "ratio",
-                "rounds").stripTrailing());
+        out.println(String.format(
+                        Locale.ROOT, format, "metric", "value", "unit", "reference", "ref value", "ratio", "rounds")
+                .stripTrailing());
         for (BenchRow r : rows) {
-            String spread = r.ratioMin() == null ? ""
-                    : String.format(Locale.ROOT, "%.3f-%.3f", r.ratioMin(), r.ratioMax());
-            out.println(String.format(Locale.ROOT, format, r.metric(), number(r.value()), r.unit(), r.reference(),
-                    number(r.referenceValue()), String.format(Locale.ROOT, "%.3f", r.ratio()), spread).stripTrailing());
+            String spread =
+                    r.ratioMin() == null ? "" : String.format(Locale.ROOT, "%.3f-%.3f", r.ratioMin(), r.ratioMax());
+            out.println(String.format(
+                            Locale.ROOT,
+                            format,
+                            r.metric(),
+                            number(r.value()),
+                            r.unit(),
+                            r.reference(),
+                            number(r.referenceValue()),
+                            String.format(Locale.ROOT, "%.3f", r.ratio()),
+                            spread)
+                    .stripTrailing());
         }
     }
 

@@ -24,49 +24,88 @@ import org.jspecify.annotations.Nullable;
  *                       {@code null} ({@code ratio_min} in the JSON, absent when null)
  * @param ratioMax       the highest ratio of a single round, alike ({@code ratio_max})
  */
-@JsonPropertyOrder({"metric", "value", "unit", "reference", "reference_value", "ratio", "better", "aim", "ratio_min",
-        "ratio_max"})
-public record BenchRow(String metric, double value, String unit, String reference,
-        @JsonProperty("reference_value") double referenceValue, double ratio, String better,
+@JsonPropertyOrder({
+    "metric",
+    "value",
+    "unit",
+    "reference",
+    "reference_value",
+    "ratio",
+    "better",
+    "aim",
+    "ratio_min",
+    "ratio_max"
+})
+public record BenchRow(
+        String metric,
+        double value,
+        String unit,
+        String reference,
+        @JsonProperty("reference_value") double referenceValue,
+        double ratio,
+        String better,
         @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double aim,
-        @JsonProperty("ratio_min") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double ratioMin,
-        @JsonProperty("ratio_max") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable Double ratioMax) {
+
+        @JsonProperty("ratio_min") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable
+        Double ratioMin,
+
+        @JsonProperty("ratio_max") @JsonInclude(JsonInclude.Include.NON_NULL) @Nullable
+        Double ratioMax) {
 
     /** A row without a spread. */
-    public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
-            String better, @Nullable Double aim) {
+    public BenchRow(
+            String metric,
+            double value,
+            String unit,
+            String reference,
+            double referenceValue,
+            double ratio,
+            String better,
+            @Nullable Double aim) {
         this(metric, value, unit, reference, referenceValue, ratio, better, aim, null, null);
     }
 
     /** A row without an aim. */
-    public BenchRow(String metric, double value, String unit, String reference, double referenceValue, double ratio,
+    public BenchRow(
+            String metric,
+            double value,
+            String unit,
+            String reference,
+            double referenceValue,
+            double ratio,
             String better) {
         this(metric, value, unit, reference, referenceValue, ratio, better, null);
     }
 
     /** A row for a throughput-like metric, where higher is better. */
-    public static BenchRow higherIsBetter(String metric, double value, String unit, String reference,
-            double referenceValue) {
+    public static BenchRow higherIsBetter(
+            String metric, double value, String unit, String reference, double referenceValue) {
         return new BenchRow(metric, value, unit, reference, referenceValue, value / referenceValue, "higher");
     }
 
     /** A throughput row whose ratio is the median of paired rounds' ratios. */
-    public static BenchRow higherIsBetter(String metric, String unit, String reference, Comparison.Result result,
-            double scale) {
-        return new BenchRow(metric, result.subjectPerSecond() * scale, unit, reference,
-                result.referencePerSecond() * scale, result.ratio(), "higher");
+    public static BenchRow higherIsBetter(
+            String metric, String unit, String reference, Comparison.Result result, double scale) {
+        return new BenchRow(
+                metric,
+                result.subjectPerSecond() * scale,
+                unit,
+                reference,
+                result.referencePerSecond() * scale,
+                result.ratio(),
+                "higher");
     }
 
     /** A row for a time-like metric, where lower is better. */
-    public static BenchRow lowerIsBetter(String metric, double value, String unit, String reference,
-            double referenceValue) {
+    public static BenchRow lowerIsBetter(
+            String metric, double value, String unit, String reference, double referenceValue) {
         return new BenchRow(metric, value, unit, reference, referenceValue, value / referenceValue, "lower");
     }
 
     /** This row with {@code ratio} as its aim: at least it where higher is better, at most where lower is. */
     public BenchRow withAim(double ratio) {
-        return new BenchRow(metric, value, unit, reference, referenceValue, this.ratio, better, ratio, ratioMin,
-                ratioMax);
+        return new BenchRow(
+                metric, value, unit, reference, referenceValue, this.ratio, better, ratio, ratioMin, ratioMax);
     }
 
     /** This row with the lowest and highest ratio of its single rounds. */

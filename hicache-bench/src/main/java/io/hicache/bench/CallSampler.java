@@ -51,13 +51,18 @@ final class CallSampler implements AutoCloseable {
         for (StackTraceElement e : stack) {
             boolean ours = e.getClassName().startsWith("io.hicache.");
             if (key.isEmpty() && !ours) {
-                key.append(e.getClassName().substring(e.getClassName().lastIndexOf('.') + 1)).append('.')
-                        .append(e.getMethodName()).append(" < ");
+                key.append(e.getClassName().substring(e.getClassName().lastIndexOf('.') + 1))
+                        .append('.')
+                        .append(e.getMethodName())
+                        .append(" < ");
                 continue;
             }
             if (ours) {
-                key.append(e.getClassName().substring(e.getClassName().lastIndexOf('.') + 1)).append('.')
-                        .append(e.getMethodName()).append(':').append(e.getLineNumber());
+                key.append(e.getClassName().substring(e.getClassName().lastIndexOf('.') + 1))
+                        .append('.')
+                        .append(e.getMethodName())
+                        .append(':')
+                        .append(e.getLineNumber());
                 if (++project == 3) {
                     break;
                 }
@@ -70,8 +75,11 @@ final class CallSampler implements AutoCloseable {
     /** The {@code top} most sampled stacks, with their share of the samples. */
     synchronized List<String> top(int top) {
         int all = Math.max(1, samples);
-        return counts.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(top)
-                .map(e -> String.format("%5.1f%% %s", 100.0 * e.getValue() / all, e.getKey())).toList();
+        return counts.entrySet().stream()
+                .sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
+                .limit(top)
+                .map(e -> String.format("%5.1f%% %s", 100.0 * e.getValue() / all, e.getKey()))
+                .toList();
     }
 
     @Override

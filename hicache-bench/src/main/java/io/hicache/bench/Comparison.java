@@ -18,8 +18,7 @@ public final class Comparison {
      * @param referencePerSecond the reference's items per second
      * @param ratio              the median of the per-round ratios subject / reference
      */
-    public record Result(double subjectPerSecond, double referencePerSecond, double ratio) {
-    }
+    public record Result(double subjectPerSecond, double referencePerSecond, double ratio) {}
 
     private final int warmupRounds;
     private final int rounds;

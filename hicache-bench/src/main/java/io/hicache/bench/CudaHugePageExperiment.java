@@ -1,9 +1,9 @@
 package io.hicache.bench;
 
 import io.hicache.core.memory.HostRegistration;
+import io.hicache.core.page.HostLayout;
 import io.hicache.cuda.CudaDeviceRuntime;
 import io.hicache.cuda.CudaOptions;
-import io.hicache.core.page.HostLayout;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -21,15 +21,16 @@ import java.util.List;
  * pages may miss the translation caches. Stateless.
  */
 final class CudaHugePageExperiment {
-    private CudaHugePageExperiment() {
-    }
+    private CudaHugePageExperiment() {}
 
     static List<BenchRow> run(boolean quick, List<Path> hugeDirs) throws Exception {
-        for (String f : List.of("/sys/kernel/mm/transparent_hugepage/enabled",
-                "/sys/kernel/mm/transparent_hugepage/shmem_enabled")) {
+        for (String f : List.of(
+                "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/mm/transparent_hugepage/shmem_enabled")) {
             System.out.println(f + ": " + read(Path.of(f)));
         }
-        Files.readAllLines(Path.of("/proc/meminfo")).stream().filter(l -> l.contains("Huge")).forEach(System.out::println);
+        Files.readAllLines(Path.of("/proc/meminfo")).stream()
+                .filter(l -> l.contains("Huge"))
+                .forEach(System.out::println);
         List<BenchRow> rows = new CudaSuite.Progress();
         int pages = quick ? 1024 : CudaSuite.PAGES;
         long bytes = CudaSuite.slabBytes(pages);
@@ -40,14 +41,24 @@ final class CudaHugePageExperiment {
         for (Path dir : dirs) {
             String kind = dir.toString().replaceAll("[^A-Za-z0-9]+", "_").replaceAll("^_", "");
             Path file = Files.createTempFile(dir, "hicache-bench-huge", ".slab");
-            try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults()); Arena arena = Arena.ofShared()) {
+            try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults());
+                    Arena arena = Arena.ofShared()) {
                 MemorySegment slab = CudaSuite.map(file, bytes, arena);
                 System.out.println(kind + ": huge pages backing it: " + hugeKiB(slab) + " KiB of " + (bytes >> 10));
                 try (HostRegistration pinned = runtime.registerHost(slab)) {
                     System.out.println(kind + ": pinned " + pinned.bytes() + " bytes");
                     for (int tokens : new int[] {1, 4}) {
-                        CudaSuite.scattered(runtime, slab, tokens, pages, List.of(HostLayout.LAYER_FIRST,
-                                HostLayout.PAGE_FIRST_DIRECT), comparison, null, kind + "__", rows, arena);
+                        CudaSuite.scattered(
+                                runtime,
+                                slab,
+                                tokens,
+                                pages,
+                                List.of(HostLayout.LAYER_FIRST, HostLayout.PAGE_FIRST_DIRECT),
+                                comparison,
+                                null,
+                                kind + "__",
+                                rows,
+                                arena);
                     }
                 }
             } finally {
@@ -65,9 +76,12 @@ final class CudaHugePageExperiment {
         for (String line : Files.readAllLines(Path.of("/proc/self/smaps"))) {
             if (line.matches("^[0-9a-f]+-[0-9a-f]+ .*")) {
                 in = line.startsWith(start + "-");
-            } else if (in && (line.startsWith("AnonHugePages:") || line.startsWith("ShmemPmdMapped:")
-                    || line.startsWith("FilePmdMapped:") || line.startsWith("Shared_Hugetlb:")
-                    || line.startsWith("Private_Hugetlb:"))) {
+            } else if (in
+                    && (line.startsWith("AnonHugePages:")
+                            || line.startsWith("ShmemPmdMapped:")
+                            || line.startsWith("FilePmdMapped:")
+                            || line.startsWith("Shared_Hugetlb:")
+                            || line.startsWith("Private_Hugetlb:"))) {
                 kib += Long.parseLong(line.replaceAll("[^0-9]", ""));
             }
         }

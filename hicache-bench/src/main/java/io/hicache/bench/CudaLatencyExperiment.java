@@ -4,10 +4,10 @@ import io.hicache.core.Deadline;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
-import io.hicache.cuda.ContiguousCopy;
-import io.hicache.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
+import io.hicache.cuda.ContiguousCopy;
+import io.hicache.cuda.CudaTuning;
 import java.time.Duration;
 import java.util.List;
 import java.util.Random;
@@ -20,8 +20,7 @@ import java.util.Random;
 final class CudaLatencyExperiment {
     private static final int[] SIZES = {1, 64, 1024, 8192};
 
-    private CudaLatencyExperiment() {
-    }
+    private CudaLatencyExperiment() {}
 
     static List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new CudaSuite.Progress();
@@ -65,11 +64,15 @@ final class CudaLatencyExperiment {
                         }
                         String what = "copy_" + dir + "_" + n + "_pages_16k";
                         double total = Forks.median(woken);
-                        rows.add(BenchRow.lowerIsBetter(what + "_call_returned", Forks.median(submitted), "us",
-                                "copy_awaited", total));
-                        rows.add(BenchRow.lowerIsBetter(what + "_future_completed", Forks.median(completed), "us",
-                                "copy_awaited", total));
-                        rows.add(BenchRow.lowerIsBetter(what + "_awaited", total, "us", "contiguous_pinned_copy_same_bytes",
+                        rows.add(BenchRow.lowerIsBetter(
+                                what + "_call_returned", Forks.median(submitted), "us", "copy_awaited", total));
+                        rows.add(BenchRow.lowerIsBetter(
+                                what + "_future_completed", Forks.median(completed), "us", "copy_awaited", total));
+                        rows.add(BenchRow.lowerIsBetter(
+                                what + "_awaited",
+                                total,
+                                "us",
+                                "contiguous_pinned_copy_same_bytes",
                                 Forks.median(reference)));
                     }
                 }

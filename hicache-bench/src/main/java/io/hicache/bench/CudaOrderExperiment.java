@@ -1,7 +1,7 @@
 package io.hicache.bench;
 
-import io.hicache.cuda.CudaTuning;
 import io.hicache.core.page.HostLayout;
+import io.hicache.cuda.CudaTuning;
 import java.util.List;
 
 /**
@@ -11,8 +11,7 @@ import java.util.List;
  * and part) instead of jumping about. Stateless.
  */
 final class CudaOrderExperiment {
-    private CudaOrderExperiment() {
-    }
+    private CudaOrderExperiment() {}
 
     static List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new CudaSuite.Progress();
@@ -21,9 +20,18 @@ final class CudaOrderExperiment {
         CudaSuite.withPinnedSlab(pages, CudaTuning.DEFAULT, (runtime, slab, arena) -> {
             for (int tokens : new int[] {1, 4}) {
                 for (boolean ascending : new boolean[] {false, true}) {
-                    CudaSuite.scattered(runtime, slab, tokens, pages, List.of(HostLayout.LAYER_FIRST,
-                            HostLayout.PAGE_FIRST_DIRECT), comparison, null, ascending ? "host_ascending__" : "random__",
-                            rows, arena, ascending);
+                    CudaSuite.scattered(
+                            runtime,
+                            slab,
+                            tokens,
+                            pages,
+                            List.of(HostLayout.LAYER_FIRST, HostLayout.PAGE_FIRST_DIRECT),
+                            comparison,
+                            null,
+                            ascending ? "host_ascending__" : "random__",
+                            rows,
+                            arena,
+                            ascending);
                 }
             }
         });

@@ -9,8 +9,6 @@ import io.hicache.core.memory.KvCopy;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.WaitMode;
 import io.hicache.core.page.HostLayout;
-import io.hicache.core.page.KvDtype;
-import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
 import io.hicache.cuda.ContiguousCopy;
@@ -60,6 +58,7 @@ public final class CudaSuite implements BenchSuite {
     static final int PAGES = 8192;
     /** Copies submitted back to back in the in-flight rows: how a server keeps the link busy. */
     static final int IN_FLIGHT = 8;
+
     private static final long GIB = 1L << 30;
     static final Path DEFAULT_SLAB_DIR = Path.of("/dev/shm");
 
@@ -95,7 +94,8 @@ public final class CudaSuite implements BenchSuite {
             Comparison comparison = Comparison.forRun(quick, 2, 6, 250);
             Comparison slow = Comparison.forRun(quick, 1, 3, 250);
             for (int tokens : PAGE_TOKENS) {
-                scattered(runtime, slab, tokens, pages, List.of(HostLayout.values()), comparison, slow, "", rows, arena);
+                scattered(
+                        runtime, slab, tokens, pages, List.of(HostLayout.values()), comparison, slow, "", rows, arena);
             }
             layerTimes(runtime, slab, quick, rows);
         });
@@ -120,11 +120,13 @@ public final class CudaSuite implements BenchSuite {
     static void withPinnedSlab(Path dir, int pages, CudaTuning tuning, SlabAction action) throws Exception {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
-            throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "the cuda suite needs a CUDA device: " + why.get());
+            throw new HiCacheException(
+                    ErrorCode.DEVICE_UNAVAILABLE, "the cuda suite needs a CUDA device: " + why.get());
         }
         long slabBytes = slabBytes(pages);
         Path file = Files.createTempFile(dir, "hicache-bench-cuda", ".slab");
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults().withTuning(tuning));
+        try (CudaDeviceRuntime runtime =
+                        new CudaDeviceRuntime(CudaOptions.defaults().withTuning(tuning));
                 Arena arena = Arena.ofShared()) {
             MemorySegment slab = map(file, slabBytes, arena);
             try (HostRegistration pinned = runtime.registerHost(slab)) {
@@ -153,14 +155,15 @@ public final class CudaSuite implements BenchSuite {
 
     /* ---------------------------------------------------------------- the link's ceiling */
 
-    private static void ceilings(CudaDeviceRuntime runtime, MemorySegment pinned, boolean quick, List<BenchRow> rows,
-            Arena arena) throws Exception {
+    private static void ceilings(
+            CudaDeviceRuntime runtime, MemorySegment pinned, boolean quick, List<BenchRow> rows, Arena arena)
+            throws Exception {
         long bytes = quick ? GIB / 4 : GIB;
         MemorySegment unpinned = arena.allocate(bytes, 4096);
         unpinned.fill((byte) 0x5A);
         Comparison comparison = Comparison.forRun(quick, 2, 6, 300);
-        try (ContiguousCopy device = new ContiguousCopy(runtime, bytes); ContiguousCopy scratch = new ContiguousCopy(runtime,
-                bytes)) {
+        try (ContiguousCopy device = new ContiguousCopy(runtime, bytes);
+                ContiguousCopy scratch = new ContiguousCopy(runtime, bytes)) {
             for (boolean toHost : new boolean[] {false, true}) {
                 Comparison.Workload pinnedCopy = () -> {
                     device.copy(pinned, bytes, toHost);
@@ -170,8 +173,12 @@ public final class CudaSuite implements BenchSuite {
                     scratch.copyPageable(unpinned, bytes, toHost);
                     return bytes;
                 };
-                rows.add(BenchRow.higherIsBetter("pinned_copy_" + direction(toHost) + "_" + (bytes >> 20) + "m", "GB/s",
-                        "pageable_copy_same_bytes", comparison.measure(pinnedCopy, pageable), 1e-9));
+                rows.add(BenchRow.higherIsBetter(
+                        "pinned_copy_" + direction(toHost) + "_" + (bytes >> 20) + "m",
+                        "GB/s",
+                        "pageable_copy_same_bytes",
+                        comparison.measure(pinnedCopy, pageable),
+                        1e-9));
             }
         }
     }
@@ -185,17 +192,35 @@ public final class CudaSuite implements BenchSuite {
      * through the kernel against the copy engine; then verifies a sample of pages both ways. Row names start with
      * {@code prefix}.
      */
-    static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
-            Comparison comparison, @Nullable Comparison engineComparison, String prefix, List<BenchRow> rows,
+    static void scattered(
+            CudaDeviceRuntime runtime,
+            MemorySegment slab,
+            int tokens,
+            int pages,
+            List<HostLayout> layouts,
+            Comparison comparison,
+            @Nullable Comparison engineComparison,
+            String prefix,
+            List<BenchRow> rows,
             Arena arena)
             throws Exception {
         scattered(runtime, slab, tokens, pages, layouts, comparison, engineComparison, prefix, rows, arena, false);
     }
 
     /** As above; with {@code hostAscending} the pairs are handed over in ascending host slot order. */
-    static void scattered(CudaDeviceRuntime runtime, MemorySegment slab, int tokens, int pages, List<HostLayout> layouts,
-            Comparison comparison, @Nullable Comparison engineComparison, String prefix, List<BenchRow> rows,
-            Arena arena, boolean hostAscending) throws Exception {
+    static void scattered(
+            CudaDeviceRuntime runtime,
+            MemorySegment slab,
+            int tokens,
+            int pages,
+            List<HostLayout> layouts,
+            Comparison comparison,
+            @Nullable Comparison engineComparison,
+            String prefix,
+            List<BenchRow> rows,
+            Arena arena,
+            boolean hostAscending)
+            throws Exception {
         Random random = new Random(tokens);
         int devicePages = 2 * pages;
         int hostSlots = 2 * pages;
@@ -221,12 +246,19 @@ public final class CudaSuite implements BenchSuite {
                         contiguous.copy(slab, bytes, toHost);
                         return bytes;
                     };
-                    rows.add(BenchRow.higherIsBetter(prefix + "kernel_" + direction(toHost) + "_" + size, "GB/s",
-                            "contiguous_pinned_copy", comparison.measure(kernel, reference), 1e-9));
+                    rows.add(BenchRow.higherIsBetter(
+                            prefix + "kernel_" + direction(toHost) + "_" + size,
+                            "GB/s",
+                            "contiguous_pinned_copy",
+                            comparison.measure(kernel, reference),
+                            1e-9));
                     Comparison.Workload kernels = () -> {
                         List<KvCopy> copies = new ArrayList<>(IN_FLIGHT);
                         for (int i = 0; i < IN_FLIGHT; i++) {
-                            copies.add(toHost ? kernelPool.backup(device, host, slots) : kernelPool.load(host, slots, device));
+                            copies.add(
+                                    toHost
+                                            ? kernelPool.backup(device, host, slots)
+                                            : kernelPool.load(host, slots, device));
                         }
                         for (KvCopy c : copies) {
                             await(c);
@@ -240,12 +272,19 @@ public final class CudaSuite implements BenchSuite {
                         contiguous.await();
                         return IN_FLIGHT * bytes;
                     };
-                    rows.add(BenchRow.higherIsBetter(prefix + "kernel_" + direction(toHost) + "_" + size + "_" + IN_FLIGHT
-                            + "_in_flight", "GB/s", "contiguous_pinned_copies_" + IN_FLIGHT + "_in_flight",
-                            comparison.measure(kernels, references), 1e-9));
+                    rows.add(BenchRow.higherIsBetter(
+                            prefix + "kernel_" + direction(toHost) + "_" + size + "_" + IN_FLIGHT + "_in_flight",
+                            "GB/s",
+                            "contiguous_pinned_copies_" + IN_FLIGHT + "_in_flight",
+                            comparison.measure(kernels, references),
+                            1e-9));
                     if (engineComparison != null) {
-                        rows.add(BenchRow.higherIsBetter(prefix + "kernel_vs_copy_engine_" + direction(toHost) + "_" + size,
-                                "GB/s", "per_page_cumemcpy2dasync", engineComparison.measure(kernel, engine), 1e-9));
+                        rows.add(BenchRow.higherIsBetter(
+                                prefix + "kernel_vs_copy_engine_" + direction(toHost) + "_" + size,
+                                "GB/s",
+                                "per_page_cumemcpy2dasync",
+                                engineComparison.measure(kernel, engine),
+                                1e-9));
                     }
                 }
                 verify(kernelPool, host, device, slots, arena);
@@ -308,7 +347,8 @@ public final class CudaSuite implements BenchSuite {
                         if (MemorySegment.mismatch(fromDevice, a, a + row, fromHost, b, b + row) >= 0) {
                             throw new IllegalStateException("device page " + d[i] + " differs from host slot " + s[i]
                                     + " at part " + part + ", layer " + layer + ", token " + token + " after a " + what
-                                    + " (" + host.layout() + ", " + hostOrder.pageBytes() + "-byte pages, " + pool + ")");
+                                    + " (" + host.layout() + ", " + hostOrder.pageBytes() + "-byte pages, " + pool
+                                    + ")");
                         }
                     }
                 }
@@ -357,7 +397,8 @@ public final class CudaSuite implements BenchSuite {
             device[i] = (i * 7) % pages;
         }
         long bytes = (long) pages * format.pageBytes();
-        try (KvPool pool = runtime.createPool(format, pages); ContiguousCopy contiguous = new ContiguousCopy(runtime, bytes)) {
+        try (KvPool pool = runtime.createPool(format, pages);
+                ContiguousCopy contiguous = new ContiguousCopy(runtime, bytes)) {
             double[] first = new double[7];
             double[] last = new double[7];
             double[] reference = new double[7];
@@ -388,9 +429,17 @@ public final class CudaSuite implements BenchSuite {
             }
             double total = Forks.median(last);
             String what = "load_" + pages + "_pages_" + (format.pageBytes() >> 10) + "k";
-            rows.add(BenchRow.lowerIsBetter(what + "_first_layer_ready", Forks.median(first), "ms",
-                    "all_layers_time_divided_by_" + layers, total / layers));
-            rows.add(BenchRow.lowerIsBetter(what + "_all_layers_ready", total, "ms", "contiguous_pinned_copy_same_bytes",
+            rows.add(BenchRow.lowerIsBetter(
+                    what + "_first_layer_ready",
+                    Forks.median(first),
+                    "ms",
+                    "all_layers_time_divided_by_" + layers,
+                    total / layers));
+            rows.add(BenchRow.lowerIsBetter(
+                    what + "_all_layers_ready",
+                    total,
+                    "ms",
+                    "contiguous_pinned_copy_same_bytes",
                     Forks.median(reference)));
         }
     }
@@ -401,8 +450,15 @@ public final class CudaSuite implements BenchSuite {
 
         @Override
         public boolean add(BenchRow row) {
-            System.out.printf(Locale.ROOT, "  %-50s %10.3f %-5s vs %-28s %10.3f  ratio %.3f%n", row.metric(),
-                    row.value(), row.unit(), row.reference(), row.referenceValue(), row.ratio());
+            System.out.printf(
+                    Locale.ROOT,
+                    "  %-50s %10.3f %-5s vs %-28s %10.3f  ratio %.3f%n",
+                    row.metric(),
+                    row.value(),
+                    row.unit(),
+                    row.reference(),
+                    row.referenceValue(),
+                    row.ratio());
             return super.add(row);
         }
     }

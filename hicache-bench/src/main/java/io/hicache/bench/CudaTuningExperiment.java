@@ -1,8 +1,8 @@
 package io.hicache.bench;
 
+import io.hicache.core.page.HostLayout;
 import io.hicache.cuda.CudaTuning;
 import io.hicache.cuda.CudaTuning.Kernel;
-import io.hicache.core.page.HostLayout;
 import java.util.List;
 import java.util.Locale;
 
@@ -24,8 +24,7 @@ final class CudaTuningExperiment {
             new CudaTuning(Kernel.NARROW_L2_256B, 3, true),
             new CudaTuning(Kernel.NARROW_NC_L2_256B, 2, true));
 
-    private CudaTuningExperiment() {
-    }
+    private CudaTuningExperiment() {}
 
     static List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new CudaSuite.Progress();
@@ -36,8 +35,17 @@ final class CudaTuningExperiment {
             System.out.println("shape: " + shape);
             CudaSuite.withPinnedSlab(pages, shape, (runtime, slab, arena) -> {
                 for (int tokens : CudaSuite.PAGE_TOKENS) {
-                    CudaSuite.scattered(runtime, slab, tokens, pages, List.of(HostLayout.PAGE_FIRST_DIRECT), comparison,
-                            null, prefix, rows, arena);
+                    CudaSuite.scattered(
+                            runtime,
+                            slab,
+                            tokens,
+                            pages,
+                            List.of(HostLayout.PAGE_FIRST_DIRECT),
+                            comparison,
+                            null,
+                            prefix,
+                            rows,
+                            arena);
                 }
             });
         }
@@ -46,7 +54,7 @@ final class CudaTuningExperiment {
 
     /** A shape as a metric-name prefix, e.g. {@code narrow_l2_host}. */
     static String label(CudaTuning shape) {
-        return shape.kernel().name().toLowerCase(Locale.ROOT) + "_l" + shape.loadLanes() + (shape.hostOrder() ? "_host"
-                : "_layer");
+        return shape.kernel().name().toLowerCase(Locale.ROOT) + "_l" + shape.loadLanes()
+                + (shape.hostOrder() ? "_host" : "_layer");
     }
 }

@@ -13,8 +13,7 @@ import org.jspecify.annotations.Nullable;
  * with apt-get when it is missing and this process may do so. Stateless.
  */
 public final class DebianTools {
-    private DebianTools() {
-    }
+    private DebianTools() {}
 
     /** The path of {@code binary}, installing {@code debianPackage} first when it is not found. */
     public static Path find(String binary, String debianPackage) throws IOException, InterruptedException {
@@ -34,7 +33,8 @@ public final class DebianTools {
     }
 
     private static @Nullable Path lookup(String binary) {
-        for (String dir : (System.getenv().getOrDefault("PATH", "") + ":/usr/bin:/usr/sbin:/usr/local/bin").split(":")) {
+        for (String dir :
+                (System.getenv().getOrDefault("PATH", "") + ":/usr/bin:/usr/sbin:/usr/local/bin").split(":")) {
             Path p = Path.of(dir.isEmpty() ? "." : dir, binary);
             if (Files.isExecutable(p)) {
                 return p;

@@ -59,14 +59,32 @@ public final class FileSuite implements BenchSuite {
         Path base = benchDir();
         Path dir = Files.createTempDirectory(base, "hicache-bench-file");
         List<BenchRow> rows = new ArrayList<>();
-        Comparison comparison = quick ? Comparison.forRun(true) : Comparison.forRun(false, 1, 8, 250)
-                .withMinItemsPerRound(ROUND_BYTES);
-        try (Arena arena = Arena.ofShared(); Dd dd = new Dd(dir, BATCH * PAGE_BYTES[PAGE_BYTES.length - 1] >> 20)) {
+        Comparison comparison = quick
+                ? Comparison.forRun(true)
+                : Comparison.forRun(false, 1, 8, 250).withMinItemsPerRound(ROUND_BYTES);
+        try (Arena arena = Arena.ofShared();
+                Dd dd = new Dd(dir, BATCH * PAGE_BYTES[PAGE_BYTES.length - 1] >> 20)) {
             for (int pageBytes : PAGE_BYTES) {
-                measure("file", config -> FilePageStore.open(FileStoreConfig.at(config).withDirectIo(true)
-                        .withCapacityBytes(64L << 30)), dir, pageBytes, comparison, dd, arena, rows);
-                measure("rocksdb", config -> RocksDbPageStore.open(RocksDbStoreConfig.at(config).withDirectIo(true)
-                        .withCapacityBytes(64L << 30)), dir, pageBytes, comparison, dd, arena, rows);
+                measure(
+                        "file",
+                        config -> FilePageStore.open(
+                                FileStoreConfig.at(config).withDirectIo(true).withCapacityBytes(64L << 30)),
+                        dir,
+                        pageBytes,
+                        comparison,
+                        dd,
+                        arena,
+                        rows);
+                measure(
+                        "rocksdb",
+                        config -> RocksDbPageStore.open(
+                                RocksDbStoreConfig.at(config).withDirectIo(true).withCapacityBytes(64L << 30)),
+                        dir,
+                        pageBytes,
+                        comparison,
+                        dd,
+                        arena,
+                        rows);
             }
         } finally {
             deleteTree(dir);
@@ -74,8 +92,16 @@ public final class FileSuite implements BenchSuite {
         return rows;
     }
 
-    private static void measure(String store, Function<Path, PageStore> open, Path dir, int pageBytes,
-            Comparison comparison, Dd dd, Arena arena, List<BenchRow> rows) throws Exception {
+    private static void measure(
+            String store,
+            Function<Path, PageStore> open,
+            Path dir,
+            int pageBytes,
+            Comparison comparison,
+            Dd dd,
+            Arena arena,
+            List<BenchRow> rows)
+            throws Exception {
         Path root = dir.resolve(store + "-" + (pageBytes >> 10) + "k");
         Namespace ns = Namespace.of("bench/file", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
         List<MemorySegment> sources = new ArrayList<>(BATCH);
@@ -98,15 +124,23 @@ public final class FileSuite implements BenchSuite {
                 return batchBytes;
             };
             String block = pageBytes >= 1 << 20 ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
-            rows.add(BenchRow.higherIsBetter(store + "_put_" + (pageBytes >> 10) + "k_direct_io", "GB/s",
-                    "dd_write_direct_" + block, comparison.measure(put, () -> dd.write(batchBytes, pageBytes)), 1e-9));
+            rows.add(BenchRow.higherIsBetter(
+                    store + "_put_" + (pageBytes >> 10) + "k_direct_io",
+                    "GB/s",
+                    "dd_write_direct_" + block,
+                    comparison.measure(put, () -> dd.write(batchBytes, pageBytes)),
+                    1e-9));
             List<StoreKey> stored = keys(ns, 0);
             Comparison.Workload get = () -> {
                 requireAll(s.get(PageBatch.of(stored, targets), deadline()).get(10, TimeUnit.MINUTES), "get");
                 return batchBytes;
             };
-            rows.add(BenchRow.higherIsBetter(store + "_get_" + (pageBytes >> 10) + "k_direct_io", "GB/s",
-                    "dd_read_direct_" + block, comparison.measure(get, () -> dd.read(batchBytes, pageBytes)), 1e-9));
+            rows.add(BenchRow.higherIsBetter(
+                    store + "_get_" + (pageBytes >> 10) + "k_direct_io",
+                    "GB/s",
+                    "dd_read_direct_" + block,
+                    comparison.measure(get, () -> dd.read(batchBytes, pageBytes)),
+                    1e-9));
             for (int i = 0; i < BATCH; i++) {
                 if (MemorySegment.mismatch(sources.get(i), 0, pageBytes, targets.get(i), 0, pageBytes) >= 0) {
                     throw new IllegalStateException(store + " returned wrong bytes for page " + i);

@@ -25,8 +25,7 @@ final class Forks {
     private static final String ROW_PREFIX = "@row\t";
     private static final String ROUND_PREFIX = "@round\t";
 
-    private Forks() {
-    }
+    private Forks() {}
 
     /**
      * Runs {@code suite} in {@code forks} child JVMs with this JVM's runtime, flags and class path, showing on
@@ -49,16 +48,21 @@ final class Forks {
     private static List<BenchRow> runChild(String suite, boolean quick, Progress progress)
             throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
-        command.add(ProcessHandle.current().info().command().orElseThrow(
-                () -> new IOException("cannot tell which java runs this process")));
+        command.add(ProcessHandle.current()
+                .info()
+                .command()
+                .orElseThrow(() -> new IOException("cannot tell which java runs this process")));
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), Forks.class.getName(), suite));
         if (quick) {
             command.add("--quick");
         }
-        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process child = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         List<BenchRow> rows = new ArrayList<>();
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader out =
+                new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = out.readLine()) != null) {
                 if (line.startsWith(ROW_PREFIX)) {
@@ -90,11 +94,25 @@ final class Forks {
         List<BenchRow> merged = new ArrayList<>();
         byMetric.forEach((metric, rows) -> {
             BenchRow first = rows.getFirst();
-            merged.add(new BenchRow(metric, median(rows.stream().mapToDouble(BenchRow::value).toArray()), first.unit(),
-                    first.reference(), median(rows.stream().mapToDouble(BenchRow::referenceValue).toArray()),
-                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()), first.better(), first.aim(),
-                    rows.stream().map(BenchRow::ratioMin).filter(Objects::nonNull).min(Double::compare).orElse(null),
-                    rows.stream().map(BenchRow::ratioMax).filter(Objects::nonNull).max(Double::compare).orElse(null)));
+            merged.add(new BenchRow(
+                    metric,
+                    median(rows.stream().mapToDouble(BenchRow::value).toArray()),
+                    first.unit(),
+                    first.reference(),
+                    median(rows.stream().mapToDouble(BenchRow::referenceValue).toArray()),
+                    median(rows.stream().mapToDouble(BenchRow::ratio).toArray()),
+                    first.better(),
+                    first.aim(),
+                    rows.stream()
+                            .map(BenchRow::ratioMin)
+                            .filter(Objects::nonNull)
+                            .min(Double::compare)
+                            .orElse(null),
+                    rows.stream()
+                            .map(BenchRow::ratioMax)
+                            .filter(Objects::nonNull)
+                            .max(Double::compare)
+                            .orElse(null)));
         });
         return merged;
     }
@@ -108,9 +126,18 @@ final class Forks {
 
     /** A row as one tab-separated line, as a fork prints it for its parent. */
     static String format(BenchRow r) {
-        return String.join("\t", r.metric(), Double.toString(r.value()), r.unit(), r.reference(),
-                Double.toString(r.referenceValue()), Double.toString(r.ratio()), r.better(),
-                orEmpty(r.aim()), orEmpty(r.ratioMin()), orEmpty(r.ratioMax()));
+        return String.join(
+                "\t",
+                r.metric(),
+                Double.toString(r.value()),
+                r.unit(),
+                r.reference(),
+                Double.toString(r.referenceValue()),
+                Double.toString(r.ratio()),
+                r.better(),
+                orEmpty(r.aim()),
+                orEmpty(r.ratioMin()),
+                orEmpty(r.ratioMax()));
     }
 
     private static String orEmpty(@Nullable Double d) {
@@ -124,8 +151,17 @@ final class Forks {
     /** The row of a line {@link #format} wrote. */
     static BenchRow parse(String line) {
         String[] f = line.split("\t", -1);
-        return new BenchRow(f[0], Double.parseDouble(f[1]), f[2], f[3], Double.parseDouble(f[4]),
-                Double.parseDouble(f[5]), f[6], orNull(f[7]), orNull(f[8]), orNull(f[9]));
+        return new BenchRow(
+                f[0],
+                Double.parseDouble(f[1]),
+                f[2],
+                f[3],
+                Double.parseDouble(f[4]),
+                Double.parseDouble(f[5]),
+                f[6],
+                orNull(f[7]),
+                orNull(f[8]),
+                orNull(f[9]));
     }
 
     /** The child side: runs one suite and prints its rows for the parent. */

@@ -32,8 +32,7 @@ import java.util.List;
 final class GpuReplay {
     private static final KvGeometry LLAMA_3_1_8B = KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16);
 
-    private GpuReplay() {
-    }
+    private GpuReplay() {}
 
     static List<BenchRow> run(boolean quick) throws Exception {
         int clients = quick ? 8 : 48;
@@ -45,16 +44,31 @@ final class GpuReplay {
         Path hostDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-gpu-replay");
         Path storeDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-gpu-l3");
         try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
-            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B,
+            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(
+                    runtime,
+                    LLAMA_3_1_8B,
                     ReplaySuite.settings(hostDir, "device-only"),
-                    workload, devicePages, null, -1, 0, null);
+                    workload,
+                    devicePages,
+                    null,
+                    -1,
+                    0,
+                    null);
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
             // -Dhicache.bench.gpu-replay.quiesce-before-load=true: a diagnosis of what a load-back waits for
             loads.quiesceFirst = Boolean.getBoolean("hicache.bench.gpu-replay.quiesce-before-load");
-            // -Dhicache.bench.gpu-replay.sample-loads=true: another diagnosis, where the loadBack calls spend their time
+            // -Dhicache.bench.gpu-replay.sample-loads=true: another diagnosis, where the loadBack calls spend their
+            // time
             loads.sampler = Boolean.getBoolean("hicache.bench.gpu-replay.sample-loads") ? new CallSampler() : null;
-            ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, LLAMA_3_1_8B, ReplaySuite.settings(hostDir, "all"), workload,
-                    devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
+            ReplaySuite.Tally tiers = ReplaySuite.replayOn(
+                    runtime,
+                    LLAMA_3_1_8B,
+                    ReplaySuite.settings(hostDir, "all"),
+                    workload,
+                    devicePages,
+                    FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)),
+                    -1,
+                    0,
                     loads);
             if (loads.sampler != null) {
                 loads.sampler.close();
@@ -62,25 +76,52 @@ final class GpuReplay {
                 loads.sampler.top(25).forEach(line -> System.err.println("  " + line));
             }
             double contiguous = contiguousGbps(runtime, Math.min(loads.bytes, 1L << 30));
-            System.err.printf("gpu replay: %d clients x %d rounds (%d tokens per conversation at the end), device pool %d"
-                    + " pages of 2 MiB; served %d tokens (device %d, host %d, store %d) vs device-only %d; loads %d"
-                    + " bytes in %.1f ms (%.2f GB/s; %.1f ms of it after the copies were submitted) vs contiguous %.2f GB/s;"
-                    + " failed %d + %d%n", clients, rounds, tokens, devicePages, tiers.served(), tiers.device(),
-                    tiers.host(), tiers.storage(), deviceOnly.served(), loads.bytes, loads.nanos / 1e6, loads.gbps(),
-                    loads.copyNanos / 1e6, contiguous, tiers.failed(), deviceOnly.failed());
-            rows.add(BenchRow.higherIsBetter("gpu_replay_cached_tokens_tp1", tiers.served(), "tokens",
-                    "device_only_caching", deviceOnly.served()).withAim(2.0));
-            rows.add(BenchRow.higherIsBetter("gpu_replay_loadback_gbps_tp1", loads.gbps(), "GB/s",
-                    "contiguous_pinned_copy", contiguous).withAim(0.8));
-            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l1_tp1", tiers.share(tiers.device()), "%", "all",
-                    100));
-            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l2_tp1", tiers.share(tiers.host()), "%", "all",
-                    100));
-            rows.add(BenchRow.higherIsBetter("gpu_replay_share_from_l3_tp1", tiers.share(tiers.storage()), "%", "all",
-                    100));
+            System.err.printf(
+                    "gpu replay: %d clients x %d rounds (%d tokens per conversation at the end), device pool %d"
+                            + " pages of 2 MiB; served %d tokens (device %d, host %d, store %d) vs device-only %d; loads %d"
+                            + " bytes in %.1f ms (%.2f GB/s; %.1f ms of it after the copies were submitted) vs contiguous %.2f GB/s;"
+                            + " failed %d + %d%n",
+                    clients,
+                    rounds,
+                    tokens,
+                    devicePages,
+                    tiers.served(),
+                    tiers.device(),
+                    tiers.host(),
+                    tiers.storage(),
+                    deviceOnly.served(),
+                    loads.bytes,
+                    loads.nanos / 1e6,
+                    loads.gbps(),
+                    loads.copyNanos / 1e6,
+                    contiguous,
+                    tiers.failed(),
+                    deviceOnly.failed());
+            rows.add(BenchRow.higherIsBetter(
+                            "gpu_replay_cached_tokens_tp1",
+                            tiers.served(),
+                            "tokens",
+                            "device_only_caching",
+                            deviceOnly.served())
+                    .withAim(2.0));
+            rows.add(BenchRow.higherIsBetter(
+                            "gpu_replay_loadback_gbps_tp1", loads.gbps(), "GB/s", "contiguous_pinned_copy", contiguous)
+                    .withAim(0.8));
+            rows.add(BenchRow.higherIsBetter(
+                    "gpu_replay_share_from_l1_tp1", tiers.share(tiers.device()), "%", "all", 100));
+            rows.add(BenchRow.higherIsBetter(
+                    "gpu_replay_share_from_l2_tp1", tiers.share(tiers.host()), "%", "all", 100));
+            rows.add(BenchRow.higherIsBetter(
+                    "gpu_replay_share_from_l3_tp1", tiers.share(tiers.storage()), "%", "all", 100));
             long failed = tiers.failed() + deviceOnly.failed();
-            rows.add(new BenchRow("gpu_replay_failed_requests_tp1", failed, "requests", "requests_run",
-                    2L * workload.size(), failed / (2.0 * workload.size()), "lower"));
+            rows.add(new BenchRow(
+                    "gpu_replay_failed_requests_tp1",
+                    failed,
+                    "requests",
+                    "requests_run",
+                    2L * workload.size(),
+                    failed / (2.0 * workload.size()),
+                    "lower"));
             boolean two = secondGpu();
             if (!two) {
                 System.err.println("gpu replay: one GPU here: TP 2 runs both ranks on it (rows *_tp2_one_gpu)");
@@ -94,7 +135,8 @@ final class GpuReplay {
     }
 
     private static boolean secondGpu() {
-        try (CudaDeviceRuntime second = new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(1))) {
+        try (CudaDeviceRuntime second =
+                new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(1))) {
             return second.info() != null;
         } catch (RuntimeException | LinkageError e) {
             return false;
@@ -110,29 +152,57 @@ final class GpuReplay {
     private static List<BenchRow> tp2(CudaDeviceRuntime runtime, boolean twoGpus, int clients, int rounds, int turns)
             throws Exception {
         String tp = twoGpus ? "_tp2" : "_tp2_one_gpu";
-        KvGeometry perRank = KvGeometry.mha(LLAMA_3_1_8B.layers(), LLAMA_3_1_8B.kvHeads() / 2, LLAMA_3_1_8B.headDim(),
-                LLAMA_3_1_8B.dtype());
+        KvGeometry perRank = KvGeometry.mha(
+                LLAMA_3_1_8B.layers(), LLAMA_3_1_8B.kvHeads() / 2, LLAMA_3_1_8B.headDim(), LLAMA_3_1_8B.dtype());
         TpReplay.Outcome o = TpReplay.runTwoRanks(runtime, twoGpus ? 1 : 0, perRank, clients, rounds);
         TpReplay.RankRun r = o.rank0();
         double contiguous = contiguousGbps(runtime, Math.min(r.loads().bytes, 1L << 30));
-        System.err.printf("gpu replay TP 2 (" + (twoGpus ? "GPUs 0 and 1" : "both ranks on GPU 0") + "): rank 0 served %d tokens (device %d, host %d, store %d) vs device-only %d;"
-                + " loads %d bytes at %.2f GB/s vs contiguous %.2f; %d of %d turns differ between the ranks;"
-                + " failed %d + %d%n", r.tiers().served(), r.tiers().device(), r.tiers().host(), r.tiers().storage(),
-                r.deviceOnly().served(), r.loads().bytes, r.loads().gbps(), contiguous, o.disagreements(),
-                o.turnsCompared(), r.tiers().failed(), r.deviceOnly().failed());
+        System.err.printf(
+                "gpu replay TP 2 (" + (twoGpus ? "GPUs 0 and 1" : "both ranks on GPU 0")
+                        + "): rank 0 served %d tokens (device %d, host %d, store %d) vs device-only %d;"
+                        + " loads %d bytes at %.2f GB/s vs contiguous %.2f; %d of %d turns differ between the ranks;"
+                        + " failed %d + %d%n",
+                r.tiers().served(),
+                r.tiers().device(),
+                r.tiers().host(),
+                r.tiers().storage(),
+                r.deviceOnly().served(),
+                r.loads().bytes,
+                r.loads().gbps(),
+                contiguous,
+                o.disagreements(),
+                o.turnsCompared(),
+                r.tiers().failed(),
+                r.deviceOnly().failed());
         List<BenchRow> rows = new ArrayList<>();
-        BenchRow cached = BenchRow.higherIsBetter("gpu_replay_cached_tokens" + tp, r.tiers().served(), "tokens",
-                "device_only_caching", r.deviceOnly().served());
-        BenchRow loadBack = BenchRow.higherIsBetter("gpu_replay_loadback_gbps" + tp, r.loads().gbps(), "GB/s",
-                "contiguous_pinned_copy", contiguous);
+        BenchRow cached = BenchRow.higherIsBetter(
+                "gpu_replay_cached_tokens" + tp,
+                r.tiers().served(),
+                "tokens",
+                "device_only_caching",
+                r.deviceOnly().served());
+        BenchRow loadBack = BenchRow.higherIsBetter(
+                "gpu_replay_loadback_gbps" + tp, r.loads().gbps(), "GB/s", "contiguous_pinned_copy", contiguous);
         // the aims are TP 2's; two ranks sharing one GPU's link to the host are not held to them
         rows.add(twoGpus ? cached.withAim(2.0) : cached);
         rows.add(twoGpus ? loadBack.withAim(0.8) : loadBack);
-        rows.add(new BenchRow("gpu_replay_rank_disagreements" + tp, o.disagreements(), "turns", "turns_compared",
-                o.turnsCompared(), o.disagreements() / (double) o.turnsCompared(), "lower"));
+        rows.add(new BenchRow(
+                "gpu_replay_rank_disagreements" + tp,
+                o.disagreements(),
+                "turns",
+                "turns_compared",
+                o.turnsCompared(),
+                o.disagreements() / (double) o.turnsCompared(),
+                "lower"));
         long failed = r.tiers().failed() + r.deviceOnly().failed();
-        rows.add(new BenchRow("gpu_replay_failed_requests" + tp, failed, "requests", "requests_run", 2L * turns,
-                failed / (2.0 * turns), "lower"));
+        rows.add(new BenchRow(
+                "gpu_replay_failed_requests" + tp,
+                failed,
+                "requests",
+                "requests_run",
+                2L * turns,
+                failed / (2.0 * turns),
+                "lower"));
         return rows;
     }
 
@@ -143,7 +213,8 @@ final class GpuReplay {
     private static double contiguousGbps(CudaDeviceRuntime runtime, long bytes) throws IOException {
         long size = Math.max(bytes, 64L << 20);
         Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-gpu-replay-reference", ".bin");
-        try (Arena arena = Arena.ofShared(); ContiguousCopy copy = new ContiguousCopy(runtime, size);
+        try (Arena arena = Arena.ofShared();
+                ContiguousCopy copy = new ContiguousCopy(runtime, size);
                 FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment host = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             host.fill((byte) 1);

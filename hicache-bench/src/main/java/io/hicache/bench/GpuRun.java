@@ -21,9 +21,9 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
-import picocli.CommandLine;
 
 /**
  * The one GPU entry point: on the GPU machine it runs the device runtime kit against the CUDA runtime (kernel path,
@@ -46,8 +46,11 @@ import picocli.CommandLine;
  *     [--experiment tuning|latency|hugepages|order|replay|pd [--no-kits]]
  * </pre>
  */
-@Command(name = "GpuRun", mixinStandardHelpOptions = true, description = "Runs the CUDA kits and the cuda bench suite "
-        + "(or one experiment) on this machine's GPU, writing the log and results under --out.")
+@Command(
+        name = "GpuRun",
+        mixinStandardHelpOptions = true,
+        description = "Runs the CUDA kits and the cuda bench suite "
+                + "(or one experiment) on this machine's GPU, writing the log and results under --out.")
 public final class GpuRun implements Callable<Integer> {
     @Option(names = "--out", required = true, paramLabel = "DIR", description = "where the log and results go")
     Path out;
@@ -55,21 +58,36 @@ public final class GpuRun implements Callable<Integer> {
     @Option(names = "--quick", description = "short rounds: checks the run works")
     boolean quick;
 
-    @Option(names = "--experiment", paramLabel = "NAME", description = "run one experiment: tuning, latency, hugepages, "
-            + "order, replay or pd")
-    @Nullable Experiment experiment;
+    @Option(
+            names = "--experiment",
+            paramLabel = "NAME",
+            description = "run one experiment: tuning, latency, hugepages, " + "order, replay or pd")
+    @Nullable
+    Experiment experiment;
 
     @Option(names = "--no-kits", description = "skip the kits (experiments only)")
     boolean noKits;
 
-    @Option(names = "--slab-dir", paramLabel = "DIR", description = "a host slab folder instead of /dev/shm; repeatable")
+    @Option(
+            names = "--slab-dir",
+            paramLabel = "DIR",
+            description = "a host slab folder instead of /dev/shm; repeatable")
     List<Path> slabDirs = new ArrayList<>();
 
     /** The experiments, by their command-line names. */
-    enum Experiment { TUNING, LATENCY, HUGEPAGES, ORDER, REPLAY, PD }
+    enum Experiment {
+        TUNING,
+        LATENCY,
+        HUGEPAGES,
+        ORDER,
+        REPLAY,
+        PD
+    }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new GpuRun()).setCaseInsensitiveEnumValuesAllowed(true).execute(args));
+        System.exit(new CommandLine(new GpuRun())
+                .setCaseInsensitiveEnumValuesAllowed(true)
+                .execute(args));
     }
 
     @Override
@@ -80,12 +98,19 @@ public final class GpuRun implements Callable<Integer> {
         Files.createDirectories(out);
         try (OutputStream file = Files.newOutputStream(out.resolve("gpu-run.log"));
                 PrintStream log = new PrintStream(new Tee(System.out, file), true, StandardCharsets.UTF_8)) {
-            return run(out, quick, experiment == null ? null : experiment.name().toLowerCase(Locale.ROOT), !noKits, slabDirs, log);
+            return run(
+                    out,
+                    quick,
+                    experiment == null ? null : experiment.name().toLowerCase(Locale.ROOT),
+                    !noKits,
+                    slabDirs,
+                    log);
         }
     }
 
-    private static int run(Path out, boolean quick, @Nullable String experiment, boolean runKits, List<Path> slabDirs,
-            PrintStream log) throws IOException {
+    private static int run(
+            Path out, boolean quick, @Nullable String experiment, boolean runKits, List<Path> slabDirs, PrintStream log)
+            throws IOException {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
             log.println("no usable GPU: " + why.get());
@@ -97,13 +122,20 @@ public final class GpuRun implements Callable<Integer> {
             info = runtime.info();
             kernel = runtime.usesKernel();
         }
-        log.printf(Locale.ROOT, "device: %s, %.1f GiB (%.1f free), copy kernel %s%n", info.name(), info.totalBytes() / 1073741824.0,
-                info.freeBytes() / 1073741824.0, kernel ? "loaded" : "NOT loaded");
+        log.printf(
+                Locale.ROOT,
+                "device: %s, %.1f GiB (%.1f free), copy kernel %s%n",
+                info.name(),
+                info.totalBytes() / 1073741824.0,
+                info.freeBytes() / 1073741824.0,
+                kernel ? "loaded" : "NOT loaded");
 
         // the pd experiment is about moving KV between processes: its kit is the cuda-ipc transport's
-        List<ConformanceReport> allKits = !runKits ? List.of() : "pd".equals(experiment)
-                ? List.of(ConformanceRunner.run(CudaIpcTransportKit.class, "cuda-ipc transport"))
-                : CudaKits.run();
+        List<ConformanceReport> allKits = !runKits
+                ? List.of()
+                : "pd".equals(experiment)
+                        ? List.of(ConformanceRunner.run(CudaIpcTransportKit.class, "cuda-ipc transport"))
+                        : CudaKits.run();
         ByteArrayOutputStream kits = new ByteArrayOutputStream();
         try (PrintStream p = new PrintStream(kits, true, StandardCharsets.UTF_8)) {
             for (ConformanceReport r : allKits) {
@@ -119,11 +151,14 @@ public final class GpuRun implements Callable<Integer> {
         BenchReport report = null;
         try {
             StringBuilder command = new StringBuilder("bash .gpu/java"
-                    + (Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly") ? " -Dhicache.bench.pd.gpuToGpuOnly=true" : "")
+                    + (Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly")
+                            ? " -Dhicache.bench.pd.gpuToGpuOnly=true"
+                            : "")
                     + " -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
             command.append(quick ? " --quick" : "");
             slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));
-            command.append(experiment != null ? " --experiment " + experiment : "").append(runKits ? "" : " --no-kits");
+            command.append(experiment != null ? " --experiment " + experiment : "")
+                    .append(runKits ? "" : " --no-kits");
             if (experiment == null) {
                 Path slabDir = slabDirs.isEmpty() ? CudaSuite.DEFAULT_SLAB_DIR : slabDirs.get(0);
                 report = BenchReport.of("cuda", new CudaSuite(slabDir).run(quick), command.toString(), 0);
@@ -149,26 +184,40 @@ public final class GpuRun implements Callable<Integer> {
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {
-                report = BenchReport.of("cuda-hugepages", CudaHugePageExperiment.run(quick, slabDirs), command.toString(), 0);
+                report = BenchReport.of(
+                        "cuda-hugepages", CudaHugePageExperiment.run(quick, slabDirs), command.toString(), 0);
             }
             report.write(out);
             report.print(log);
         } catch (Exception e) {
-            log.println((experiment != null ? "the " + experiment + " experiment" : "the cuda suite") + " failed: " + e);
+            log.println(
+                    (experiment != null ? "the " + experiment + " experiment" : "the cuda suite") + " failed: " + e);
             e.printStackTrace(log);
         }
 
         log.println();
         log.println("summary (" + info.name() + ")");
         for (ConformanceReport r : allKits) {
-            log.printf(Locale.ROOT, "  kit, %s: %d passed, %d failed, %d skipped%n", r.target(), r.count(ConformanceReport.Outcome.PASSED),
-                    r.count(ConformanceReport.Outcome.FAILED), r.count(ConformanceReport.Outcome.SKIPPED));
-            r.cases(ConformanceReport.Outcome.FAILED).forEach(c -> log.println("  FAILED " + c.name() + ": " + c.detail()));
+            log.printf(
+                    Locale.ROOT,
+                    "  kit, %s: %d passed, %d failed, %d skipped%n",
+                    r.target(),
+                    r.count(ConformanceReport.Outcome.PASSED),
+                    r.count(ConformanceReport.Outcome.FAILED),
+                    r.count(ConformanceReport.Outcome.SKIPPED));
+            r.cases(ConformanceReport.Outcome.FAILED)
+                    .forEach(c -> log.println("  FAILED " + c.name() + ": " + c.detail()));
         }
         if (report != null) {
             for (BenchRow row : report.rows()) {
                 if (!row.metric().contains("page_first_") || row.metric().contains("page_first_direct")) {
-                    log.printf(Locale.ROOT, "  %-52s %10.2f %-5s ratio %.3f%n", row.metric(), row.value(), row.unit(), row.ratio());
+                    log.printf(
+                            Locale.ROOT,
+                            "  %-52s %10.2f %-5s ratio %.3f%n",
+                            row.metric(),
+                            row.value(),
+                            row.unit(),
+                            row.ratio());
                 }
             }
         }

@@ -33,8 +33,7 @@ final class HandoffBench {
     private static final int PAGE_TOKENS = 16;
     private static final int PAGES = 4096 / PAGE_TOKENS;
 
-    private HandoffBench() {
-    }
+    private HandoffBench() {}
 
     static List<BenchRow> run(boolean quick) throws Exception {
         int repeats = quick ? 2 : 9;
@@ -51,10 +50,10 @@ final class HandoffBench {
         PdConfig pd = PdConfig.defaults();
         double[] millis = new double[repeats];
         double[] copyMillis = new double[repeats];
-        try (TransferEngine pe = TransferEngine.open(TransferConfig.defaults("bench-prefill").withShmDir(dir)
-                .withTransports(transports));
-                TransferEngine de = TransferEngine.open(TransferConfig.defaults("bench-decode").withShmDir(dir)
-                        .withTransports(transports));
+        try (TransferEngine pe = TransferEngine.open(
+                        TransferConfig.defaults("bench-prefill").withShmDir(dir).withTransports(transports));
+                TransferEngine de = TransferEngine.open(
+                        TransferConfig.defaults("bench-decode").withShmDir(dir).withTransports(transports));
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
                 Arena arena = Arena.ofShared()) {
             RankSpec ps = new RankSpec(MODEL, PAGE_TOKENS, 1, 0, PAGES, 4, 64, pe.address());
@@ -74,7 +73,8 @@ final class HandoffBench {
                 for (int r = -1; r < repeats; r++) {
                     long room = 1000 + r;
                     dkv.memory().fill((byte) 0);
-                    try (KvReceiver receiver = decode.receiver(room, boot.url()); KvSender sender = prefill.sender(room)) {
+                    try (KvReceiver receiver = decode.receiver(room, boot.url());
+                            KvSender sender = prefill.sender(room)) {
                         receiver.init(pages, 0, 0);
                         waitFor(() -> sender.poll() == KvPoll.WAITING_FOR_INPUT, "destination");
                         long start = System.nanoTime();
@@ -100,10 +100,15 @@ final class HandoffBench {
         } finally {
             FileSuite.deleteTree(dir);
         }
-        System.err.printf("handoff 4k tokens over %s: %.2f ms (one memcpy: %.2f ms)%n", transport,
-                Forks.median(millis), Forks.median(copyMillis));
-        return BenchRow.lowerIsBetter("handoff_4k_tokens_48mib_" + transport, Forks.median(millis), "ms",
-                "memcpy_48mib", Forks.median(copyMillis));
+        System.err.printf(
+                "handoff 4k tokens over %s: %.2f ms (one memcpy: %.2f ms)%n",
+                transport, Forks.median(millis), Forks.median(copyMillis));
+        return BenchRow.lowerIsBetter(
+                "handoff_4k_tokens_48mib_" + transport,
+                Forks.median(millis),
+                "ms",
+                "memcpy_48mib",
+                Forks.median(copyMillis));
     }
 
     private static void waitFor(BooleanSupplier condition, String what) throws Exception {

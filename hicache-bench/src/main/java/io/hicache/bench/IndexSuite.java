@@ -37,6 +37,7 @@ public final class IndexSuite implements BenchSuite {
     private static final int EVICT_BATCH_PAGES = 64;
     /** Touches per timed call: enough that the call itself costs nothing. */
     private static final int TOUCH_CHUNK = 1 << 16;
+
     private static final String[] NAMESPACES = {"ns0", "ns1", "ns2", "ns3", "ns4", "ns5", "ns6", "ns7"};
 
     /** Results escape here so that the JIT cannot drop the work. */
@@ -54,8 +55,7 @@ public final class IndexSuite implements BenchSuite {
     }
 
     /** What the stores kept per page before: bytes and a last-use time, in a map. */
-    private record OldEntry(long bytes, long lastUse) {
-    }
+    private record OldEntry(long bytes, long lastUse) {}
 
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
@@ -67,7 +67,8 @@ public final class IndexSuite implements BenchSuite {
 
         long before = heapUsed();
         PageUsageIndex<Long> withNamespaces = PageUsageIndex.<Long>builder(Order.RECENCY)
-                .namespaces(k -> NAMESPACES[(int) (k & 7)]).build();
+                .namespaces(k -> NAMESPACES[(int) (k & 7)])
+                .build();
         fill(withNamespaces, keys, big);
         double namespacedBytes = (double) (heapUsed() - before) / big;
         sink += withNamespaces.size();
@@ -85,8 +86,8 @@ public final class IndexSuite implements BenchSuite {
         double mapBytes = (double) (heapUsed() - afterIndex) / big;
         String reference = "concurrent_hash_map_to_entry_object";
         rows.add(BenchRow.lowerIsBetter("heap_bytes_per_entry_" + size, indexBytes, "B", reference, mapBytes));
-        rows.add(BenchRow.lowerIsBetter("heap_bytes_per_entry_namespaces_" + size, namespacedBytes, "B", reference,
-                mapBytes));
+        rows.add(BenchRow.lowerIsBetter(
+                "heap_bytes_per_entry_namespaces_" + size, namespacedBytes, "B", reference, mapBytes));
 
         rows.add(touches(index, map, keys, big, size, quick, random));
         map = null;
@@ -102,43 +103,54 @@ public final class IndexSuite implements BenchSuite {
         return rows;
     }
 
-    private static BenchRow touches(PageUsageIndex<Long> index, ConcurrentHashMap<Long, OldEntry> map, Long[] keys,
-            int n, String size, boolean quick, SplittableRandom random) throws Exception {
+    private static BenchRow touches(
+            PageUsageIndex<Long> index,
+            ConcurrentHashMap<Long, OldEntry> map,
+            Long[] keys,
+            int n,
+            String size,
+            boolean quick,
+            SplittableRandom random)
+            throws Exception {
         int[] sequence = random.ints(1 << 22, 0, n).toArray();
         int seqMask = sequence.length - 1;
         int[] cursors = new int[2];
-        Comparison.Result result = Comparison.forRun(quick).measure(() -> {
-            int at = cursors[0];
-            long hits = 0;
-            for (int i = 0; i < TOUCH_CHUNK; i++) {
-                hits += index.touch(keys[sequence[at++ & seqMask]]) ? 1 : 0;
-            }
-            cursors[0] = at;
-            sink += hits;
-            return TOUCH_CHUNK;
-        }, () -> {
-            int at = cursors[1];
-            long hits = 0;
-            for (int i = 0; i < TOUCH_CHUNK; i++) {
-                Long k = keys[sequence[at++ & seqMask]];
-                OldEntry e = Objects.requireNonNull(map.get(k)); // every key is in the map; no message: a measured loop
-                map.put(k, e);
-                hits += e.bytes();
-            }
-            cursors[1] = at;
-            sink += hits;
-            return TOUCH_CHUNK;
-        });
-        return BenchRow.higherIsBetter("touch_ops_" + size, "touches/s", "concurrent_hash_map_get_put_same_keys",
-                result, 1);
+        Comparison.Result result = Comparison.forRun(quick)
+                .measure(
+                        () -> {
+                            int at = cursors[0];
+                            long hits = 0;
+                            for (int i = 0; i < TOUCH_CHUNK; i++) {
+                                hits += index.touch(keys[sequence[at++ & seqMask]]) ? 1 : 0;
+                            }
+                            cursors[0] = at;
+                            sink += hits;
+                            return TOUCH_CHUNK;
+                        },
+                        () -> {
+                            int at = cursors[1];
+                            long hits = 0;
+                            for (int i = 0; i < TOUCH_CHUNK; i++) {
+                                Long k = keys[sequence[at++ & seqMask]];
+                                OldEntry e = Objects.requireNonNull(
+                                        map.get(k)); // every key is in the map; no message: a measured loop
+                                map.put(k, e);
+                                hits += e.bytes();
+                            }
+                            cursors[1] = at;
+                            sink += hits;
+                            return TOUCH_CHUNK;
+                        });
+        return BenchRow.higherIsBetter(
+                "touch_ops_" + size, "touches/s", "concurrent_hash_map_get_put_same_keys", result, 1);
     }
 
     /**
      * Time per evicted page in {@code big} against {@code small}: alternating rounds, each timing claims and
      * removals only; medians of the rounds and of their paired ratios.
      */
-    private static BenchRow evictions(PageUsageIndex<Long> big, PageUsageIndex<Long> small, String size,
-            boolean quick) {
+    private static BenchRow evictions(
+            PageUsageIndex<Long> big, PageUsageIndex<Long> small, String size, boolean quick) {
         int warmup = quick ? 1 : 4;
         int rounds = quick ? 3 : 10;
         long roundNanos = quick ? 20_000_000L : 300_000_000L;
@@ -161,8 +173,14 @@ public final class IndexSuite implements BenchSuite {
             ratios[i] = b[i] / s[i];
             Progress.roundDone(warmup + i + 1, warmup + rounds);
         }
-        return new BenchRow("evict_per_page_" + size, Forks.median(b), "ns", "evict_per_page_100k", Forks.median(s),
-                Forks.median(ratios), "lower");
+        return new BenchRow(
+                "evict_per_page_" + size,
+                Forks.median(b),
+                "ns",
+                "evict_per_page_100k",
+                Forks.median(s),
+                Forks.median(ratios),
+                "lower");
     }
 
     /** Nanoseconds per page of claiming and removing the oldest pages, for about {@code nanos} of such work. */
@@ -214,8 +232,14 @@ public final class IndexSuite implements BenchSuite {
             ratios[i] = b[i] / s[i];
             Progress.roundDone(i + 1, rounds);
         }
-        return new BenchRow("random_walk_step_" + size, Forks.median(b), "ns", "random_walk_step_100k",
-                Forks.median(s), Forks.median(ratios), "lower");
+        return new BenchRow(
+                "random_walk_step_" + size,
+                Forks.median(b),
+                "ns",
+                "random_walk_step_100k",
+                Forks.median(s),
+                Forks.median(ratios),
+                "lower");
     }
 
     private static long[] cycle(int n, SplittableRandom random) {

@@ -7,11 +7,9 @@ import io.hicache.core.util.Checks;
 import io.hicache.cuda.CudaDeviceRuntime;
 import io.hicache.cuda.CudaOptions;
 import io.hicache.transfer.LocalRegion;
-import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.pd.DecodeRank;
 import io.hicache.transfer.pd.KvReceiver;
-import io.hicache.transfer.pd.PdConfig;
 import io.hicache.transfer.pd.RankSpec;
 import io.hicache.transfer.staged.StagingArea;
 import java.io.BufferedReader;
@@ -39,8 +37,7 @@ import java.util.stream.IntStream;
  * bootstrap URL, pool pages, device ordinal, staging slots.
  */
 public final class IpcDecodeMain {
-    private IpcDecodeMain() {
-    }
+    private IpcDecodeMain() {}
 
     public static void main(String[] args) throws Exception {
         Path shmDir = Path.of(args[0]);
@@ -49,13 +46,15 @@ public final class IpcDecodeMain {
         int ordinal = Integer.parseInt(args[3]);
         int stagingSlots = Integer.parseInt(args[4]);
         PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(ordinal));
+        try (CudaDeviceRuntime runtime =
+                        new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(ordinal));
                 KvPool pool = runtime.createPool(format, pages);
                 TransferEngine engine = TransferEngine.open(RankIpcHandoffs.engineConfig("pd-ipc-decode", shmDir));
-                StagingArea staging = StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format,
-                        stagingSlots)) {
-            RankSpec spec = new RankSpec(format.geometry(), format.pageSizeTokens(), 1, 0, pages, 4, 64,
-                    engine.address()).withStaging(stagingSlots);
+                StagingArea staging =
+                        StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format, stagingSlots)) {
+            RankSpec spec = new RankSpec(
+                            format.geometry(), format.pageSizeTokens(), 1, 0, pages, 4, 64, engine.address())
+                    .withStaging(stagingSlots);
             LocalRegion aux = engine.registerShared(RankSpec.AUX_REGION, spec.auxBytes());
             try (DecodeRank rank = DecodeRank.startStaged(engine, spec, pool, staging, aux, RankIpcHandoffs.CONFIG)) {
                 System.out.println("ready " + rank.spec().deviceKv());
@@ -80,8 +79,8 @@ public final class IpcDecodeMain {
                 }
                 case "await" -> {
                     long room = Long.parseLong(cmd[1]);
-                    KvReceiver receiver = Checks.checkNotNull(receivers.remove(room), "the receiver of room " + room
-                            + " (a receive comes first)");
+                    KvReceiver receiver = Checks.checkNotNull(
+                            receivers.remove(room), "the receiver of room " + room + " (a receive comes first)");
                     long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
                     while (!receiver.poll().isFinal() && System.nanoTime() < end) {
                         Thread.sleep(1);
@@ -95,8 +94,9 @@ public final class IpcDecodeMain {
                 }
                 case "check" -> {
                     int[] target = pages(cmd[1]);
-                    System.out.println("wrong " + PdHandoffGpu.mismatchedPages(pool, IntStream.range(0, target.length)
-                            .toArray(), target));
+                    System.out.println("wrong "
+                            + PdHandoffGpu.mismatchedPages(
+                                    pool, IntStream.range(0, target.length).toArray(), target));
                 }
                 default -> System.out.println("unknown " + line);
             }
@@ -110,13 +110,16 @@ public final class IpcDecodeMain {
 
     /** The form of a page list in a command. */
     static String list(int[] pages) {
-        return Arrays.stream(pages).mapToObj(Integer::toString).collect(Collectors.joining(
-                ","));
+        return Arrays.stream(pages).mapToObj(Integer::toString).collect(Collectors.joining(","));
     }
 
     /** The child's command line as the parent starts it. */
     static List<String> args(Path shmDir, String bootstrapUrl, int pages, int ordinal, int stagingSlots) {
-        return List.of(shmDir.toString(), bootstrapUrl, Integer.toString(pages), Integer.toString(ordinal),
+        return List.of(
+                shmDir.toString(),
+                bootstrapUrl,
+                Integer.toString(pages),
+                Integer.toString(ordinal),
                 Integer.toString(stagingSlots));
     }
 }

@@ -43,21 +43,27 @@ public final class KeysSuite implements BenchSuite {
             RawInputs raw = RawInputs.of(tokens, pageSize, hasher.hashPages(tokens));
             MessageDigest sha256 = MessageDigest.getInstance("SHA-256");
             byte[] out = new byte[PageHash.BYTES];
-            Comparison.Result result = comparison.measure(() -> {
-                PageHashes hashes = hasher.hashPages(tokens);
-                sink += hashes.last().prefix64();
-                return pages;
-            }, () -> {
-                for (int p = 0; p < pages; p++) {
-                    sha256.update(raw.bytes, raw.offsets[p], raw.offsets[p + 1] - raw.offsets[p]);
-                    sha256.digest(out, 0, PageHash.BYTES);
-                }
-                sink += out[0];
-                return pages;
-            });
+            Comparison.Result result = comparison.measure(
+                    () -> {
+                        PageHashes hashes = hasher.hashPages(tokens);
+                        sink += hashes.last().prefix64();
+                        return pages;
+                    },
+                    () -> {
+                        for (int p = 0; p < pages; p++) {
+                            sha256.update(raw.bytes, raw.offsets[p], raw.offsets[p + 1] - raw.offsets[p]);
+                            sha256.digest(out, 0, PageHash.BYTES);
+                        }
+                        sink += out[0];
+                        return pages;
+                    });
             String reference = "jdk_sha256_same_bytes";
             rows.add(BenchRow.higherIsBetter("page_hash_p" + pageSize, "pages/s", reference, result, 1));
-            rows.add(BenchRow.higherIsBetter("page_hash_token_bytes_p" + pageSize, "GB/s", reference, result,
+            rows.add(BenchRow.higherIsBetter(
+                    "page_hash_token_bytes_p" + pageSize,
+                    "GB/s",
+                    reference,
+                    result,
                     pageSize * (double) Integer.BYTES / 1e9));
         }
         return rows;

@@ -35,6 +35,7 @@ final class LatencyProxy implements AutoCloseable {
     static final int CHUNK_BYTES = 256 * 1024;
     /** How far ahead of its due time a chunk may go: below this a timed park costs more than it is worth. */
     private static final long SLACK_NANOS = 200_000;
+
     private static final byte[] CONTINUE = "HTTP/1.1 100".getBytes(StandardCharsets.US_ASCII);
 
     /**
@@ -48,26 +49,28 @@ final class LatencyProxy implements AutoCloseable {
         static final String FIRST_BYTE_MS_PROPERTY = "hicache.bench.s3.first-byte-ms";
         /** System property: each connection's cap in MB/s (10^6 bytes), 0 for none. */
         static final String MB_PER_SECOND_PROPERTY = "hicache.bench.s3.connection-mb-per-s";
+
         static final long FIRST_BYTE_MS_DEFAULT = 20;
         static final long MB_PER_SECOND_DEFAULT = 100;
 
         Settings {
             if (firstByte.isNegative() || bytesPerSecond < 0) {
-                throw new IllegalArgumentException("negative proxy settings: " + firstByte + ", " + bytesPerSecond
-                        + " B/s");
+                throw new IllegalArgumentException(
+                        "negative proxy settings: " + firstByte + ", " + bytesPerSecond + " B/s");
             }
         }
 
         /** The settings the system properties give, else the defaults. */
         static Settings fromSystemProperties() {
-            return new Settings(Duration.ofMillis(Long.getLong(FIRST_BYTE_MS_PROPERTY, FIRST_BYTE_MS_DEFAULT)),
+            return new Settings(
+                    Duration.ofMillis(Long.getLong(FIRST_BYTE_MS_PROPERTY, FIRST_BYTE_MS_DEFAULT)),
                     Long.getLong(MB_PER_SECOND_PROPERTY, MB_PER_SECOND_DEFAULT) * 1_000_000L);
         }
 
         @Override
         public String toString() {
-            return firstByte.toMillis() + " ms first byte, " + (bytesPerSecond == 0 ? "no cap"
-                    : bytesPerSecond / 1_000_000 + " MB/s per connection");
+            return firstByte.toMillis() + " ms first byte, "
+                    + (bytesPerSecond == 0 ? "no cap" : bytesPerSecond / 1_000_000 + " MB/s per connection");
         }
     }
 
@@ -80,7 +83,8 @@ final class LatencyProxy implements AutoCloseable {
     LatencyProxy(int targetPort, Settings settings) throws IOException {
         this.settings = settings;
         this.target = new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort);
-        this.listener = ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
+        this.listener =
+                ServerSocketChannel.open().bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
         Thread.ofVirtual().name("latency-proxy-accept").start(this::acceptLoop);
     }
 

@@ -9,8 +9,7 @@ import java.util.Optional;
 
 /** A description of the machine a benchmark ran on, for its report. Stateless. */
 final class Machine {
-    private Machine() {
-    }
+    private Machine() {}
 
     static Map<String, Object> describe() {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -33,8 +32,10 @@ final class Machine {
 
     private static Optional<String> linuxField(Path file, String name) {
         try {
-            return Files.readAllLines(file).stream().filter(l -> l.startsWith(name))
-                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst();
+            return Files.readAllLines(file).stream()
+                    .filter(l -> l.startsWith(name))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim())
+                    .findFirst();
         } catch (IOException | RuntimeException e) {
             return Optional.empty();
         }

@@ -53,7 +53,8 @@ import java.util.stream.Stream;
  * 16 KiB per token), so the three sizes are pages of 1, 4 and 64 tokens. Stateless.
  */
 public final class MemorySuite implements BenchSuite {
-    static final KvGeometry GEOMETRY = KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16).perRank(8);
+    static final KvGeometry GEOMETRY =
+            KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16).perRank(8);
     static final int[] PAGE_TOKENS = {1, 4, 64};
     static final int BATCH = 128;
     static final int REOPEN_PAGES = 100_000;
@@ -73,7 +74,8 @@ public final class MemorySuite implements BenchSuite {
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
         Path dir = Files.createTempDirectory(shm(), "hicache-bench-memory");
-        try (DeviceRuntime runtime = new EmulatedDeviceRuntimeProvider().open(Settings.empty().with("device.memory", "8GiB"))) {
+        try (DeviceRuntime runtime =
+                new EmulatedDeviceRuntimeProvider().open(Settings.empty().with("device.memory", "8GiB"))) {
             copies(runtime, dir, quick, rows);
             index(runtime, dir, quick, rows);
             reopen(runtime, dir, quick, rows);
@@ -114,10 +116,18 @@ public final class MemorySuite implements BenchSuite {
                         return bytes;
                     };
                     String size = sizeName(format.pageBytes());
-                    rows.add(BenchRow.higherIsBetter("copy_d2h_" + layout + "_" + size, "GB/s",
-                            "contiguous_copy_1_thread", comparison.measure(backup, reference), 1e-9));
-                    rows.add(BenchRow.higherIsBetter("copy_h2d_" + layout + "_" + size, "GB/s",
-                            "contiguous_copy_1_thread", comparison.measure(load, reference), 1e-9));
+                    rows.add(BenchRow.higherIsBetter(
+                            "copy_d2h_" + layout + "_" + size,
+                            "GB/s",
+                            "contiguous_copy_1_thread",
+                            comparison.measure(backup, reference),
+                            1e-9));
+                    rows.add(BenchRow.higherIsBetter(
+                            "copy_h2d_" + layout + "_" + size,
+                            "GB/s",
+                            "contiguous_copy_1_thread",
+                            comparison.measure(load, reference),
+                            1e-9));
                 }
             }
         }
@@ -170,8 +180,12 @@ public final class MemorySuite implements BenchSuite {
                 requireAll(found, keys);
                 return keys;
             };
-            rows.add(BenchRow.higherIsBetter("host_index_lookup", "ops/s", "concurrent_hash_map_get",
-                    comparison.measure(lookups, mapLookups), 1));
+            rows.add(BenchRow.higherIsBetter(
+                    "host_index_lookup",
+                    "ops/s",
+                    "concurrent_hash_map_get",
+                    comparison.measure(lookups, mapLookups),
+                    1));
             int[] slots = new int[keys];
             Comparison.Workload inserts = () -> {
                 for (int i = 0; i < keys; i++) {
@@ -189,8 +203,12 @@ public final class MemorySuite implements BenchSuite {
                 }
                 return keys;
             };
-            rows.add(BenchRow.higherIsBetter("host_index_insert_and_release", "ops/s", "concurrent_hash_map_put_remove",
-                    comparison.measure(inserts, mapInserts), 1));
+            rows.add(BenchRow.higherIsBetter(
+                    "host_index_insert_and_release",
+                    "ops/s",
+                    "concurrent_hash_map_put_remove",
+                    comparison.measure(inserts, mapInserts),
+                    1));
         }
     }
 
@@ -255,10 +273,10 @@ public final class MemorySuite implements BenchSuite {
         }
         double crcMillis = Forks.median(reference);
         String what = "reopen_" + pages + "_pages_" + sizeName(format.pageBytes());
-        rows.add(BenchRow.lowerIsBetter(what + "_same_jvm", Forks.median(inProcess), "ms", "crc32c_every_page_1_thread",
-                crcMillis));
-        rows.add(BenchRow.lowerIsBetter(what + "_fresh_jvm", reopenInFreshJvm(dir, pages), "ms",
-                "crc32c_every_page_1_thread", crcMillis));
+        rows.add(BenchRow.lowerIsBetter(
+                what + "_same_jvm", Forks.median(inProcess), "ms", "crc32c_every_page_1_thread", crcMillis));
+        rows.add(BenchRow.lowerIsBetter(
+                what + "_fresh_jvm", reopenInFreshJvm(dir, pages), "ms", "crc32c_every_page_1_thread", crcMillis));
     }
 
     /** Opens the pool in a new JVM, as a restarted process would, and returns the time its open took. */
@@ -266,11 +284,18 @@ public final class MemorySuite implements BenchSuite {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Reopen.class.getName(), dir.toString(),
+        command.addAll(List.of(
+                "-cp",
+                System.getProperty("java.class.path"),
+                Reopen.class.getName(),
+                dir.toString(),
                 Integer.toString(pages)));
-        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process child = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         String result = null;
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader out =
+                new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
             String line;
             while ((line = out.readLine()) != null) {
                 if (line.startsWith("open-millis ")) {
@@ -286,8 +311,7 @@ public final class MemorySuite implements BenchSuite {
 
     /** The child side of {@link #reopenInFreshJvm}. */
     public static final class Reopen {
-        private Reopen() {
-        }
+        private Reopen() {}
 
         public static void main(String[] args) throws Exception {
             Path dir = Path.of(args[0]);

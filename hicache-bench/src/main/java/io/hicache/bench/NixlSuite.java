@@ -52,30 +52,50 @@ public final class NixlSuite implements BenchSuite {
     public List<BenchRow> run(boolean quick) throws Exception {
         Path dir = Files.createTempDirectory(FileSuite.benchDir(), "hicache-bench-nixl");
         List<BenchRow> rows = new ArrayList<>();
-        Comparison comparison = quick ? Comparison.forRun(true) : Comparison.forRun(false, 1, 8, 250)
-                .withMinItemsPerRound(ROUND_BYTES);
+        Comparison comparison = quick
+                ? Comparison.forRun(true)
+                : Comparison.forRun(false, 1, 8, 250).withMinItemsPerRound(ROUND_BYTES);
         Namespace ns = Namespace.of("bench/nixl", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
-        try (Arena arena = Arena.ofShared(); FileSuite.Dd dd = new FileSuite.Dd(dir, BATCH * PAGE_BYTES >> 20)) {
+        try (Arena arena = Arena.ofShared();
+                FileSuite.Dd dd = new FileSuite.Dd(dir, BATCH * PAGE_BYTES >> 20)) {
             List<MemorySegment> sources = randomPages(arena, PAGE_BYTES, 1);
             List<MemorySegment> targets = randomPages(arena, PAGE_BYTES, 2);
             long batchBytes = (long) BATCH * PAGE_BYTES;
             try (PageStore nixl = NixlPageStore.open(NixlStoreConfig.posix(List.of(dir.resolve("nixl")))
-                    .withDirectIo(true).withCapacityBytes(LARGE_CAPACITY));
-                    PageStore file = FilePageStore.open(FileStoreConfig.at(dir.resolve("file")).withDirectIo(true)
+                            .withDirectIo(true)
+                            .withCapacityBytes(LARGE_CAPACITY));
+                    PageStore file = FilePageStore.open(FileStoreConfig.at(dir.resolve("file"))
+                            .withDirectIo(true)
                             .withCapacityBytes(LARGE_CAPACITY))) {
                 Round nixlPut = new Round(nixl, ns, sources, 1_000_000);
                 Round filePut = new Round(file, ns, sources, 2_000_000);
-                rows.add(BenchRow.higherIsBetter("nixl_posix_put_1m_direct_io", "GB/s", "file_store_put_1m_direct_io",
-                        comparison.measure(nixlPut::put, filePut::put), 1e-9));
-                rows.add(BenchRow.higherIsBetter("nixl_posix_put_1m_direct_io_vs_dd", "GB/s", "dd_write_direct_1m",
-                        comparison.measure(nixlPut::put, () -> dd.write(batchBytes, 1 << 20)), 1e-9));
+                rows.add(BenchRow.higherIsBetter(
+                        "nixl_posix_put_1m_direct_io",
+                        "GB/s",
+                        "file_store_put_1m_direct_io",
+                        comparison.measure(nixlPut::put, filePut::put),
+                        1e-9));
+                rows.add(BenchRow.higherIsBetter(
+                        "nixl_posix_put_1m_direct_io_vs_dd",
+                        "GB/s",
+                        "dd_write_direct_1m",
+                        comparison.measure(nixlPut::put, () -> dd.write(batchBytes, 1 << 20)),
+                        1e-9));
                 List<StoreKey> inNixl = FileSuite.keys(ns, 1_000_000);
                 List<StoreKey> inFile = FileSuite.keys(ns, 2_000_000);
                 Comparison.Workload nixlGet = () -> get(nixl, inNixl, targets, batchBytes);
-                rows.add(BenchRow.higherIsBetter("nixl_posix_get_1m_direct_io", "GB/s", "file_store_get_1m_direct_io",
-                        comparison.measure(nixlGet, () -> get(file, inFile, targets, batchBytes)), 1e-9));
-                rows.add(BenchRow.higherIsBetter("nixl_posix_get_1m_direct_io_vs_dd", "GB/s", "dd_read_direct_1m",
-                        comparison.measure(nixlGet, () -> dd.read(batchBytes, 1 << 20)), 1e-9));
+                rows.add(BenchRow.higherIsBetter(
+                        "nixl_posix_get_1m_direct_io",
+                        "GB/s",
+                        "file_store_get_1m_direct_io",
+                        comparison.measure(nixlGet, () -> get(file, inFile, targets, batchBytes)),
+                        1e-9));
+                rows.add(BenchRow.higherIsBetter(
+                        "nixl_posix_get_1m_direct_io_vs_dd",
+                        "GB/s",
+                        "dd_read_direct_1m",
+                        comparison.measure(nixlGet, () -> dd.read(batchBytes, 1 << 20)),
+                        1e-9));
                 check(sources, targets, "nixl");
             }
             rows.add(registrationCache(dir, ns, arena, comparison));
@@ -91,26 +111,33 @@ public final class NixlSuite implements BenchSuite {
         List<MemorySegment> sources = randomPages(arena, SMALL_PAGE_BYTES, 3);
         List<MemorySegment> targets = randomPages(arena, SMALL_PAGE_BYTES, 4);
         long batchBytes = (long) BATCH * SMALL_PAGE_BYTES;
-        NixlStoreConfig base = NixlStoreConfig.posix(List.of(dir.resolve("nixl-small"))).withCapacityBytes(LARGE_CAPACITY);
+        NixlStoreConfig base =
+                NixlStoreConfig.posix(List.of(dir.resolve("nixl-small"))).withCapacityBytes(LARGE_CAPACITY);
         List<StoreKey> keys = FileSuite.keys(ns, 3_000_000);
         try (NixlPageStore cached = NixlPageStore.open(base);
                 NixlPageStore uncached = NixlPageStore.open(base.withRegistrationCache(0))) {
-            FileSuite.requireAll(cached.put(PageBatch.of(keys, sources), FileSuite.deadline()).get(10, TimeUnit.MINUTES),
+            FileSuite.requireAll(
+                    cached.put(PageBatch.of(keys, sources), FileSuite.deadline())
+                            .get(10, TimeUnit.MINUTES),
                     "put");
-            Comparison.Result r = comparison.measure(() -> get(cached, keys, targets, batchBytes),
-                    () -> get(uncached, keys, targets, batchBytes));
+            Comparison.Result r = comparison.measure(
+                    () -> get(cached, keys, targets, batchBytes), () -> get(uncached, keys, targets, batchBytes));
             check(sources, targets, "nixl (64 KiB)");
             long[] hm = cached.registrationCacheHitsAndMisses();
             System.err.printf("nixl registration cache: %d reads reused a registration, %d registered%n", hm[0], hm[1]);
-            return BenchRow.higherIsBetter("nixl_posix_get_64k_buffered_registration_cache", "GB/s",
-                    "nixl_posix_get_64k_buffered_register_per_transfer", r, 1e-9);
+            return BenchRow.higherIsBetter(
+                    "nixl_posix_get_64k_buffered_registration_cache",
+                    "GB/s",
+                    "nixl_posix_get_64k_buffered_register_per_transfer",
+                    r,
+                    1e-9);
         }
     }
 
     private static long get(PageStore store, List<StoreKey> keys, List<MemorySegment> targets, long bytes)
             throws Exception {
-        FileSuite.requireAll(store.get(PageBatch.of(keys, targets), FileSuite.deadline()).get(10, TimeUnit.MINUTES),
-                "get");
+        FileSuite.requireAll(
+                store.get(PageBatch.of(keys, targets), FileSuite.deadline()).get(10, TimeUnit.MINUTES), "get");
         return bytes;
     }
 
@@ -151,8 +178,10 @@ public final class NixlSuite implements BenchSuite {
         }
 
         long put() throws Exception {
-            FileSuite.requireAll(store.put(PageBatch.of(FileSuite.keys(ns, round++), sources), FileSuite.deadline())
-                    .get(10, TimeUnit.MINUTES), "put");
+            FileSuite.requireAll(
+                    store.put(PageBatch.of(FileSuite.keys(ns, round++), sources), FileSuite.deadline())
+                            .get(10, TimeUnit.MINUTES),
+                    "put");
             return (long) sources.size() * sources.getFirst().byteSize();
         }
     }

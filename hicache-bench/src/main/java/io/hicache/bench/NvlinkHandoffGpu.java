@@ -49,8 +49,7 @@ final class NvlinkHandoffGpu {
     private static final long PREFILL_SEED = 0x5EED_1000L;
     private static final long DECODE_SEED = 0x5EED_2000L;
 
-    private NvlinkHandoffGpu() {
-    }
+    private NvlinkHandoffGpu() {}
 
     static List<BenchRow> run(boolean quick, PrintStream log) throws Exception {
         PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
@@ -59,23 +58,30 @@ final class NvlinkHandoffGpu {
         long poolBytes = PdHandoffGpu.bytes(format, poolPages);
         int repeats = quick ? 2 : 7;
         int peerDevice = IpcPeer.peerDevice();
-        log.printf(Locale.ROOT, "nvlink: pools of %d pages (%.1f GiB) on devices 0 and %d%s%n", poolPages,
-                poolBytes / 1073741824.0, peerDevice, peerDevice == 0 ? " (one GPU: both processes on it)" : "");
+        log.printf(
+                Locale.ROOT,
+                "nvlink: pools of %d pages (%.1f GiB) on devices 0 and %d%s%n",
+                poolPages,
+                poolBytes / 1073741824.0,
+                peerDevice,
+                peerDevice == 0 ? " (one GPU: both processes on it)" : "");
         Path shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-nvlink");
         ChildJvm decode = IpcPeer.start(shmDir, poolBytes, DECODE_SEED);
         List<BenchRow> rows = new ArrayList<>();
         try (DeviceBuffer prefillPool = DeviceBuffer.allocate(0, poolBytes);
-                DeviceBuffer reference = DeviceBuffer.allocate(peerDevice, PdHandoffGpu.bytes(format,
-                        PdHandoffGpu.pages(sizes.getLast())));
-                TransferEngine prefill = TransferEngine.open(TransferConfig.defaults("nvlink-prefill").withShmDir(shmDir)
-                        .withTransports(List.of("cuda-ipc", "shm")).withTimeouts(30_000, 2_000, 1_000));
+                DeviceBuffer reference = DeviceBuffer.allocate(
+                        peerDevice, PdHandoffGpu.bytes(format, PdHandoffGpu.pages(sizes.getLast())));
+                TransferEngine prefill = TransferEngine.open(TransferConfig.defaults("nvlink-prefill")
+                        .withShmDir(shmDir)
+                        .withTransports(List.of("cuda-ipc", "shm"))
+                        .withTimeouts(30_000, 2_000, 1_000));
                 Arena arena = Arena.ofShared()) {
             IpcPeerMain.fill(prefillPool, PREFILL_SEED);
             LocalRegion kv = prefill.registerDevice("kv", prefillPool.address(), poolBytes);
             prefill.registerShared("aux", 4096);
             RemoteSegment segment = prefill.openSegment(IpcPeer.address(decode), Duration.ofSeconds(30));
-            log.println("nvlink: device requests go over " + segment.transportFor(MemoryKind.DEVICE, MemoryKind.DEVICE)
-                    .orElse("NOTHING"));
+            log.println("nvlink: device requests go over "
+                    + segment.transportFor(MemoryKind.DEVICE, MemoryKind.DEVICE).orElse("NOTHING"));
             MemorySegment model = arena.allocate(poolBytes, 4096);
             TransferPatterns.fill(model, DECODE_SEED);
             Random random = new Random(42);
@@ -97,7 +103,9 @@ final class NvlinkHandoffGpu {
                     shuffled.add(p);
                 }
                 Collections.shuffle(shuffled, random);
-                int[] scattered = shuffled.subList(0, pages).stream().mapToInt(Integer::intValue).toArray();
+                int[] scattered = shuffled.subList(0, pages).stream()
+                        .mapToInt(Integer::intValue)
+                        .toArray();
                 for (String plan : List.of("contiguous", "fragmented")) {
                     int[] target = plan.equals("contiguous") ? consecutive : scattered;
                     List<TransferRequest> writes = plan(format, poolPages, kv.memory(), consecutive, target);
@@ -107,22 +115,42 @@ final class NvlinkHandoffGpu {
                         return null;
                     });
                     double gbps = bytes / 1e9 / (ms / 1e3);
-                    log.printf(Locale.ROOT, "nvlink %s %s: %d requests, %.1f MiB, %.3f ms = %.1f GB/s; one cuMemcpyPeer "
-                            + "%.3f ms = %.1f GB/s; ratio %.2f%n", size.label(), plan, writes.size(), bytes / 1048576.0,
-                            ms, gbps, referenceMs, referenceGbps, gbps / referenceGbps);
-                    String metric = "pd_nvlink_handoff_" + size.label() + (plan.equals("contiguous") ? "" : "_fragmented")
-                            + "_gbps";
-                    BenchRow row = BenchRow.higherIsBetter(metric, gbps, "GB/s", "one_cuMemcpyPeer_same_bytes",
-                            referenceGbps);
+                    log.printf(
+                            Locale.ROOT,
+                            "nvlink %s %s: %d requests, %.1f MiB, %.3f ms = %.1f GB/s; one cuMemcpyPeer "
+                                    + "%.3f ms = %.1f GB/s; ratio %.2f%n",
+                            size.label(),
+                            plan,
+                            writes.size(),
+                            bytes / 1048576.0,
+                            ms,
+                            gbps,
+                            referenceMs,
+                            referenceGbps,
+                            gbps / referenceGbps);
+                    String metric = "pd_nvlink_handoff_" + size.label()
+                            + (plan.equals("contiguous") ? "" : "_fragmented") + "_gbps";
+                    BenchRow row =
+                            BenchRow.higherIsBetter(metric, gbps, "GB/s", "one_cuMemcpyPeer_same_bytes", referenceGbps);
                     rows.add(plan.equals("contiguous") ? row.withAim(0.8) : row);
                 }
             }
             long expected = IpcPeerMain.crc(model);
             long actual = Long.parseLong(IpcPeer.ask(decode, "crc 0 " + poolBytes, "crc"));
-            log.printf(Locale.ROOT, "nvlink: the decode's pool CRC-32C %08x, the model's %08x: %s%n", actual, expected,
+            log.printf(
+                    Locale.ROOT,
+                    "nvlink: the decode's pool CRC-32C %08x, the model's %08x: %s%n",
+                    actual,
+                    expected,
                     actual == expected ? "every byte as it must be" : "WRONG BYTES");
-            rows.add(new BenchRow("pd_nvlink_pools_with_wrong_bytes", actual == expected ? 0 : 1, "pools",
-                    "pools_checked", 1, actual == expected ? 0 : 1, "lower"));
+            rows.add(new BenchRow(
+                    "pd_nvlink_pools_with_wrong_bytes",
+                    actual == expected ? 0 : 1,
+                    "pools",
+                    "pools_checked",
+                    1,
+                    actual == expected ? 0 : 1,
+                    "lower"));
         } finally {
             decode.kill();
             try (var files = Files.walk(shmDir)) {
@@ -135,15 +163,16 @@ final class NvlinkHandoffGpu {
     }
 
     /** One write per run of pages consecutive on both sides, per layer and part (as the PD planner merges them). */
-    private static List<TransferRequest> plan(PageFormat format, int poolPages, MemorySegment prefillKv, int[] source,
-            int[] target) {
+    private static List<TransferRequest> plan(
+            PageFormat format, int poolPages, MemorySegment prefillKv, int[] source, int[] target) {
         List<TransferRequest> writes = new ArrayList<>();
         long chunk = DeviceLayout.chunkBytes(format);
         for (int layer = 0; layer < format.geometry().layers(); layer++) {
             for (int part = 0; part < format.geometry().attention().parts(); part++) {
                 for (int i = 0; i < source.length; ) {
                     int run = 1;
-                    while (i + run < source.length && source[i + run] == source[i] + run
+                    while (i + run < source.length
+                            && source[i + run] == source[i] + run
                             && target[i + run] == target[i] + run) {
                         run++;
                     }
@@ -166,7 +195,8 @@ final class NvlinkHandoffGpu {
                     long from = DeviceLayout.chunkOffset(format, poolPages, source[i], layer, part);
                     long to = DeviceLayout.chunkOffset(format, poolPages, target[i], layer, part);
                     for (long w = 0; w < chunk; w += 8) {
-                        model.set(ValueLayout.JAVA_LONG_UNALIGNED, to + w, TransferPatterns.word(PREFILL_SEED, from + w));
+                        model.set(
+                                ValueLayout.JAVA_LONG_UNALIGNED, to + w, TransferPatterns.word(PREFILL_SEED, from + w));
                     }
                 }
             }

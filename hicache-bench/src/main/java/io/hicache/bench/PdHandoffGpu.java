@@ -45,31 +45,37 @@ import java.util.stream.IntStream;
 final class PdHandoffGpu {
     /** Llama-3.1-8B at TP 1: 32 layers, 8 KV heads of 128, bf16 (128 KiB of KV per token). */
     static final KvGeometry LLAMA_3_1_8B = KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16);
+
     static final int PAGE_TOKENS = 16;
     private static final long SEED = 0x5EED_0000L;
 
     /** A handoff size: the rows are named after {@code label}. */
-    record Size(String label, int tokens) {
-    }
+    record Size(String label, int tokens) {}
 
     /** What one size measured with one transport: medians in milliseconds. */
-    record Timing(double gatherMs, double wireMs, double scatterMs, double handoffMs, double firstLayerMs,
-            long mismatchedPages, int pages) {
+    record Timing(
+            double gatherMs,
+            double wireMs,
+            double scatterMs,
+            double handoffMs,
+            double firstLayerMs,
+            long mismatchedPages,
+            int pages) {
         double slowestStageMs() {
             return Math.max(gatherMs, Math.max(wireMs, scatterMs));
         }
     }
 
-    private PdHandoffGpu() {
-    }
+    private PdHandoffGpu() {}
 
     /** The GPU run's sizes: 4K and 32K tokens of Llama-3.1-8B, three handoffs each (one with {@code quick}). */
     static List<BenchRow> run(DeviceRuntime runtime, boolean quick, PrintStream log) throws Exception {
         return run(runtime, LLAMA_3_1_8B, List.of(new Size("4k", 4096), new Size("32k", 32768)), quick ? 1 : 3, log);
     }
 
-    static List<BenchRow> run(DeviceRuntime runtime, KvGeometry geometry, List<Size> sizes, int repeats,
-            PrintStream log) throws Exception {
+    static List<BenchRow> run(
+            DeviceRuntime runtime, KvGeometry geometry, List<Size> sizes, int repeats, PrintStream log)
+            throws Exception {
         PageFormat format = new PageFormat(geometry, PAGE_TOKENS, HostLayout.PAGE_FIRST);
         int maxPages = sizes.stream().mapToInt(s -> pages(s)).max().orElseThrow();
         List<BenchRow> rows = new ArrayList<>();
@@ -81,39 +87,55 @@ final class PdHandoffGpu {
                 List<Timing> timings = new ArrayList<>();
                 try (TransferEngine prefillEngine = engine("pd-prefill", transport);
                         TransferEngine decodeEngine = engine("pd-decode", transport);
-                        StagingArea prefillStaging = StagingArea.open(prefillEngine, "staging", runtime, format, maxPages);
-                        StagingArea decodeStaging = StagingArea.open(decodeEngine, "staging", runtime, format, maxPages);
-                        RemoteSegment peer = prefillEngine.openSegment(decodeEngine.address(), Duration.ofSeconds(10))) {
-                    if (!Checks.checkNotNull(peer.transport(), "a linked peer's transport").equals(transport)) {
+                        StagingArea prefillStaging =
+                                StagingArea.open(prefillEngine, "staging", runtime, format, maxPages);
+                        StagingArea decodeStaging =
+                                StagingArea.open(decodeEngine, "staging", runtime, format, maxPages);
+                        RemoteSegment peer =
+                                prefillEngine.openSegment(decodeEngine.address(), Duration.ofSeconds(10))) {
+                    if (!Checks.checkNotNull(peer.transport(), "a linked peer's transport")
+                            .equals(transport)) {
                         throw new IllegalStateException("asked for " + transport + ", linked over " + peer.transport());
                     }
                     AtomicReference<Handoff> current = new AtomicReference<>();
-                    decodeEngine.onMessage((from, payload) -> LayerArrival.decode(payload).ifPresent(a -> {
-                        Handoff h = current.get();
-                        if (h != null && h.id == a.handoff()) {
-                            h.receive.layerArrived(a.layer());
-                        }
-                    }));
+                    decodeEngine.onMessage((from, payload) -> LayerArrival.decode(payload)
+                            .ifPresent(a -> {
+                                Handoff h = current.get();
+                                if (h != null && h.id == a.handoff()) {
+                                    h.receive.layerArrived(a.layer());
+                                }
+                            }));
                     Pair pair = new Pair(prefill, decode, prefillEngine, prefillStaging, decodeStaging, peer, current);
                     for (Size size : sizes) {
                         Timing t = pair.measure(pages(size), repeats);
-                        log.printf(Locale.ROOT, "pd %s %s (%d pages, %.0f MiB): gather %.1f ms, wire %.1f ms, scatter %.1f"
-                                + " ms (sum %.1f), handoff %.1f ms, first layer %.2f ms, pages with wrong bytes %d%n",
-                                transport, size.label(), t.pages(), bytes(format, t.pages()) / 1048576.0, t.gatherMs(),
-                                t.wireMs(), t.scatterMs(), t.gatherMs() + t.wireMs() + t.scatterMs(), t.handoffMs(),
-                                t.firstLayerMs(), t.mismatchedPages());
+                        log.printf(
+                                Locale.ROOT,
+                                "pd %s %s (%d pages, %.0f MiB): gather %.1f ms, wire %.1f ms, scatter %.1f"
+                                        + " ms (sum %.1f), handoff %.1f ms, first layer %.2f ms, pages with wrong bytes %d%n",
+                                transport,
+                                size.label(),
+                                t.pages(),
+                                bytes(format, t.pages()) / 1048576.0,
+                                t.gatherMs(),
+                                t.wireMs(),
+                                t.scatterMs(),
+                                t.gatherMs() + t.wireMs() + t.scatterMs(),
+                                t.handoffMs(),
+                                t.firstLayerMs(),
+                                t.mismatchedPages());
                         rows.addAll(rows(format, size, suffix, t));
                         timings.add(t);
                         if (Boolean.getBoolean("hicache.bench.pd.sweep")) {
                             // Diagnostic, not rows: how the bound on bytes on the wire moves the handoff.
-                            log.println("pd " + transport + " " + size.label() + " by wire bound:" + pair.sweep(
-                                    pages(size), new long[] {16L << 20, 32L << 20, 64L << 20, 128L << 20, 256L << 20,
-                                        1L << 40}));
+                            log.println("pd " + transport + " " + size.label() + " by wire bound:"
+                                    + pair.sweep(pages(size), new long[] {
+                                        16L << 20, 32L << 20, 64L << 20, 128L << 20, 256L << 20, 1L << 40
+                                    }));
                         }
                     }
                 }
-                rows.addAll(RankHandoffs.measure(runtime, prefill, decode, format, transport, sizes, timings, repeats,
-                        log));
+                rows.addAll(RankHandoffs.measure(
+                        runtime, prefill, decode, format, transport, sizes, timings, repeats, log));
             }
         }
         return rows;
@@ -123,18 +145,41 @@ final class PdHandoffGpu {
         String s = size.label() + suffix;
         double gb = bytes(format, t.pages()) / 1e9;
         List<BenchRow> rows = new ArrayList<>();
-        rows.add(BenchRow.lowerIsBetter("pd_handoff_" + size.label() + "_ms" + suffix, t.handoffMs(), "ms",
-                "slowest_single_stage_alone", t.slowestStageMs()).withAim(1.3));
-        rows.add(BenchRow.lowerIsBetter("pd_first_layer_" + s + "_ms", t.firstLayerMs(), "ms", "pd_handoff_" + s,
-                t.handoffMs()));
-        rows.add(BenchRow.higherIsBetter("pd_stage_gather_" + s + "_gbps", gb / (t.gatherMs() / 1e3), "GB/s",
-                "pd_handoff_" + s, gb / (t.handoffMs() / 1e3)));
-        rows.add(BenchRow.higherIsBetter("pd_stage_wire_" + s + "_gbps", gb / (t.wireMs() / 1e3), "GB/s",
-                "pd_handoff_" + s, gb / (t.handoffMs() / 1e3)));
-        rows.add(BenchRow.higherIsBetter("pd_stage_scatter_" + s + "_gbps", gb / (t.scatterMs() / 1e3), "GB/s",
-                "pd_handoff_" + s, gb / (t.handoffMs() / 1e3)));
-        rows.add(new BenchRow("pd_pages_with_wrong_bytes_" + s, t.mismatchedPages(), "pages", "pages_checked",
-                t.pages(), t.mismatchedPages() / (double) t.pages(), "lower"));
+        rows.add(BenchRow.lowerIsBetter(
+                        "pd_handoff_" + size.label() + "_ms" + suffix,
+                        t.handoffMs(),
+                        "ms",
+                        "slowest_single_stage_alone",
+                        t.slowestStageMs())
+                .withAim(1.3));
+        rows.add(BenchRow.lowerIsBetter(
+                "pd_first_layer_" + s + "_ms", t.firstLayerMs(), "ms", "pd_handoff_" + s, t.handoffMs()));
+        rows.add(BenchRow.higherIsBetter(
+                "pd_stage_gather_" + s + "_gbps",
+                gb / (t.gatherMs() / 1e3),
+                "GB/s",
+                "pd_handoff_" + s,
+                gb / (t.handoffMs() / 1e3)));
+        rows.add(BenchRow.higherIsBetter(
+                "pd_stage_wire_" + s + "_gbps",
+                gb / (t.wireMs() / 1e3),
+                "GB/s",
+                "pd_handoff_" + s,
+                gb / (t.handoffMs() / 1e3)));
+        rows.add(BenchRow.higherIsBetter(
+                "pd_stage_scatter_" + s + "_gbps",
+                gb / (t.scatterMs() / 1e3),
+                "GB/s",
+                "pd_handoff_" + s,
+                gb / (t.handoffMs() / 1e3)));
+        rows.add(new BenchRow(
+                "pd_pages_with_wrong_bytes_" + s,
+                t.mismatchedPages(),
+                "pages",
+                "pages_checked",
+                t.pages(),
+                t.mismatchedPages() / (double) t.pages(),
+                "lower"));
         return rows;
     }
 
@@ -147,8 +192,12 @@ final class PdHandoffGpu {
     }
 
     static TransferEngine engine(String name, String transport) {
-        return TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of(transport)).withIoThreads(4)
-                .withSliceBytes(1 << 20).withWindowBytesPerConnection(16L << 20).withTimeouts(30_000, 2_000, 1_000));
+        return TransferEngine.open(TransferConfig.defaults(name)
+                .withTransports(List.of(transport))
+                .withIoThreads(4)
+                .withSliceBytes(1 << 20)
+                .withWindowBytesPerConnection(16L << 20)
+                .withTimeouts(30_000, 2_000, 1_000));
     }
 
     /** Prefill page p holds the pattern of seed {@code SEED + p}. */
@@ -163,12 +212,17 @@ final class PdHandoffGpu {
     }
 
     /** One handoff in flight: the decode's listener hands it the sender's layer reports. */
-    private record Handoff(long id, StagedReceive receive) {
-    }
+    private record Handoff(long id, StagedReceive receive) {}
 
     /** Both sides of one transport. */
-    private record Pair(KvPool prefill, KvPool decode, TransferEngine prefillEngine, StagingArea prefillStaging,
-            StagingArea decodeStaging, RemoteSegment peer, AtomicReference<Handoff> current) {
+    private record Pair(
+            KvPool prefill,
+            KvPool decode,
+            TransferEngine prefillEngine,
+            StagingArea prefillStaging,
+            StagingArea decodeStaging,
+            RemoteSegment peer,
+            AtomicReference<Handoff> current) {
         private static long nextId = 1;
 
         Timing measure(int pages, int repeats) throws Exception {
@@ -189,8 +243,13 @@ final class PdHandoffGpu {
                 gather[r] = millisSince(t0);
                 List<TransferRequest> writes = new ArrayList<>();
                 for (int layer = 0; layer < layers; layer++) {
-                    writes.addAll(StagedSend.writesFor(layer, prefillStaging, slots, decodeStaging.region().name(),
-                            decodeStaging.slab().slots(), slots));
+                    writes.addAll(StagedSend.writesFor(
+                            layer,
+                            prefillStaging,
+                            slots,
+                            decodeStaging.region().name(),
+                            decodeStaging.slab().slots(),
+                            slots));
                 }
                 t0 = System.nanoTime();
                 TransferBatch batch = prefillEngine.submit(peer, writes, Deadline.after(Duration.ofMinutes(2)));
@@ -215,8 +274,8 @@ final class PdHandoffGpu {
                     wrong = mismatchedPages(decode, source, target);
                 }
             }
-            return new Timing(median(gather), median(wire), median(scatter), median(handoff), median(first), wrong,
-                    pages);
+            return new Timing(
+                    median(gather), median(wire), median(scatter), median(handoff), median(first), wrong, pages);
         }
 
         /** One staged handoff with at most {@code wireAheadBytes} on the wire: {first layer usable, done} in ms. */
@@ -225,9 +284,18 @@ final class PdHandoffGpu {
             long id = nextId++;
             current.set(new Handoff(id, receive));
             long t0 = System.nanoTime();
-            StagedSend send = StagedSend.start(prefill, source, prefillStaging, slots, prefillEngine, peer,
-                    decodeStaging.region().name(), decodeStaging.slab().slots(), slots,
-                    Deadline.after(Duration.ofMinutes(2)), layer -> peer.send(new LayerArrival(id, layer).encode()),
+            StagedSend send = StagedSend.start(
+                    prefill,
+                    source,
+                    prefillStaging,
+                    slots,
+                    prefillEngine,
+                    peer,
+                    decodeStaging.region().name(),
+                    decodeStaging.slab().slots(),
+                    slots,
+                    Deadline.after(Duration.ofMinutes(2)),
+                    layer -> peer.send(new LayerArrival(id, layer).encode()),
                     wireAheadBytes);
             KvCopy usable = receive.layers();
             usable.layerDone(0).get(2, TimeUnit.MINUTES);
@@ -253,9 +321,15 @@ final class PdHandoffGpu {
                     first[r] = t[0];
                     all[r] = t[1];
                 }
-                out.append(String.format(Locale.ROOT, " %d MiB: %.1f ms (first layer %.2f ms, all %s);", bound >> 20,
-                        median(all), median(first), Arrays.toString(Arrays.stream(all).map(v -> Math.round(v * 10)
-                                / 10.0).toArray())));
+                out.append(String.format(
+                        Locale.ROOT,
+                        " %d MiB: %.1f ms (first layer %.2f ms, all %s);",
+                        bound >> 20,
+                        median(all),
+                        median(first),
+                        Arrays.toString(Arrays.stream(all)
+                                .map(v -> Math.round(v * 10) / 10.0)
+                                .toArray())));
             }
             return out.toString();
         }

@@ -27,7 +27,7 @@ public final class Progress {
 
     private static final int BAR_WIDTH = 20;
     private static final long LINE_INTERVAL_NANOS = 5_000_000_000L;
-    private static volatile Rounds listener = (done, total) -> { };
+    private static volatile Rounds listener = (done, total) -> {};
 
     private final PrintStream out;
     private final boolean terminal;
@@ -106,8 +106,13 @@ public final class Progress {
             text.append(String.format(Locale.ROOT, ": fork %d of %d", fork, forks));
         }
         if (measurement > 0) {
-            text.append(String.format(Locale.ROOT, ", measurement %d%s, round %d of %d", measurement,
-                    measurementsPerFork > 0 ? " of " + measurementsPerFork : "", done, total));
+            text.append(String.format(
+                    Locale.ROOT,
+                    ", measurement %d%s, round %d of %d",
+                    measurement,
+                    measurementsPerFork > 0 ? " of " + measurementsPerFork : "",
+                    done,
+                    total));
         }
         return text.toString();
     }

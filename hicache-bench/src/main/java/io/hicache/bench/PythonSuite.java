@@ -43,9 +43,10 @@ public final class PythonSuite implements BenchSuite {
     private static final double TCP_AIM = 0.7;
     /** The Python client's same-host path against its own TCP path: at least this ratio. */
     private static final double SAME_HOST_AIM = 2;
+
     private static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
-    private static final Namespace NAMESPACE = Namespace.of("bench/python", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR,
-            0, 1);
+    private static final Namespace NAMESPACE =
+            Namespace.of("bench/python", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
     @Override
     public String name() {
@@ -71,7 +72,9 @@ public final class PythonSuite implements BenchSuite {
             for (int pageBytes : PAGE_BYTES) {
                 String size = pageBytes == 1 << 20 ? "1m" : "64k";
                 List<StoreKey> stored = new ArrayList<>();
-                for (String hex : python.call("fill " + pageBytes + " " + PAGES).substring(3).split(",")) {
+                for (String hex : python.call("fill " + pageBytes + " " + PAGES)
+                        .substring(3)
+                        .split(",")) {
                     stored.add(NAMESPACE.key(PageHash.fromHex(hex)));
                 }
                 List<MemorySegment> pages = new ArrayList<>();
@@ -80,23 +83,44 @@ public final class PythonSuite implements BenchSuite {
                     page.fill((byte) i);
                     pages.add(page);
                 }
-                Comparison.Workload javaGet = () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
-                Comparison.Workload javaPut = () -> javaCall(java.put(PageBatch.of(freshKeys(), pages), deadline()),
-                        pageBytes);
+                Comparison.Workload javaGet =
+                        () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
+                Comparison.Workload javaPut =
+                        () -> javaCall(java.put(PageBatch.of(freshKeys(), pages), deadline()), pageBytes);
                 Comparison.Workload tcpGet = () -> Long.parseLong(python.call("get tcp " + pageBytes));
                 Comparison.Workload tcpPut = () -> Long.parseLong(python.call("put tcp " + pageBytes));
                 Comparison.Workload localGet = () -> Long.parseLong(python.call("get local " + pageBytes));
                 Comparison.Workload localPut = () -> Long.parseLong(python.call("put local " + pageBytes));
                 // Gets first: the puts that follow fill the slab, whose eviction (no L3: dropping) would take the
                 // pages stored for the gets.
-                rows.add(BenchRow.higherIsBetter("python_tcp_get_" + size, "GB/s", "java_remote_get",
-                        comparison.measure(tcpGet, javaGet), 1e-9).withAim(TCP_AIM));
-                rows.add(BenchRow.higherIsBetter("python_local_get_" + size, "GB/s", "python_tcp_get",
-                        comparison.measure(localGet, tcpGet), 1e-9).withAim(SAME_HOST_AIM));
-                rows.add(BenchRow.higherIsBetter("python_tcp_put_" + size, "GB/s", "java_remote_put",
-                        comparison.measure(tcpPut, javaPut), 1e-9).withAim(TCP_AIM));
-                rows.add(BenchRow.higherIsBetter("python_local_put_" + size, "GB/s", "python_tcp_put",
-                        comparison.measure(localPut, tcpPut), 1e-9).withAim(SAME_HOST_AIM));
+                rows.add(BenchRow.higherIsBetter(
+                                "python_tcp_get_" + size,
+                                "GB/s",
+                                "java_remote_get",
+                                comparison.measure(tcpGet, javaGet),
+                                1e-9)
+                        .withAim(TCP_AIM));
+                rows.add(BenchRow.higherIsBetter(
+                                "python_local_get_" + size,
+                                "GB/s",
+                                "python_tcp_get",
+                                comparison.measure(localGet, tcpGet),
+                                1e-9)
+                        .withAim(SAME_HOST_AIM));
+                rows.add(BenchRow.higherIsBetter(
+                                "python_tcp_put_" + size,
+                                "GB/s",
+                                "java_remote_put",
+                                comparison.measure(tcpPut, javaPut),
+                                1e-9)
+                        .withAim(TCP_AIM));
+                rows.add(BenchRow.higherIsBetter(
+                                "python_local_put_" + size,
+                                "GB/s",
+                                "python_tcp_put",
+                                comparison.measure(localPut, tcpPut),
+                                1e-9)
+                        .withAim(SAME_HOST_AIM));
             }
         }
         return rows;
@@ -117,12 +141,11 @@ public final class PythonSuite implements BenchSuite {
     }
 
     /** Bytes a Java batch moved; every page must be OK. */
-    private static long javaCall(CompletableFuture<BatchResult> call, int pageBytes)
-            throws Exception {
+    private static long javaCall(CompletableFuture<BatchResult> call, int pageBytes) throws Exception {
         BatchResult r = call.get(60, TimeUnit.SECONDS);
         if (r.count(PageStatus.OK) != r.size()) {
-            throw new IllegalStateException("the Java client's batch was not all OK: " + r.count(PageStatus.OK) + " of "
-                    + r.size());
+            throw new IllegalStateException(
+                    "the Java client's batch was not all OK: " + r.count(PageStatus.OK) + " of " + r.size());
         }
         return (long) r.size() * pageBytes;
     }
@@ -135,8 +158,8 @@ public final class PythonSuite implements BenchSuite {
                 return dir.resolve("clients/python");
             }
         }
-        throw new IllegalStateException("clients/python not found above " + Path.of("").toAbsolutePath()
-                + ": run the python suite from the checkout");
+        throw new IllegalStateException("clients/python not found above "
+                + Path.of("").toAbsolutePath() + ": run the python suite from the checkout");
     }
 
     /** The worker process: one command line in, one answer line out. Not thread-safe. */
@@ -146,7 +169,8 @@ public final class PythonSuite implements BenchSuite {
         private final BufferedReader out;
 
         PythonWorker(Path client) throws IOException {
-            ProcessBuilder b = new ProcessBuilder("python3", "interop/bench_worker.py").directory(client.toFile())
+            ProcessBuilder b = new ProcessBuilder("python3", "interop/bench_worker.py")
+                    .directory(client.toFile())
                     .redirectError(ProcessBuilder.Redirect.INHERIT);
             b.environment().put("PYTHONPATH", client.toString());
             process = b.start();

@@ -3,6 +3,7 @@ package io.hicache.bench;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.page.PageFormat;
+import io.hicache.testkit.PagePattern;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.pd.BootstrapServer;
@@ -14,7 +15,6 @@ import io.hicache.transfer.pd.PdConfig;
 import io.hicache.transfer.pd.PrefillRank;
 import io.hicache.transfer.pd.RankSpec;
 import io.hicache.transfer.staged.StagingArea;
-import io.hicache.testkit.PagePattern;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,12 +31,19 @@ import java.util.stream.IntStream;
  * thread-safe.
  */
 final class RankHandoffs {
-    private RankHandoffs() {
-    }
+    private RankHandoffs() {}
 
-    static List<BenchRow> measure(DeviceRuntime runtime, KvPool prefill, KvPool decode, PageFormat format,
-            String transport, List<PdHandoffGpu.Size> sizes, List<PdHandoffGpu.Timing> stages, int repeats,
-            PrintStream log) throws Exception {
+    static List<BenchRow> measure(
+            DeviceRuntime runtime,
+            KvPool prefill,
+            KvPool decode,
+            PageFormat format,
+            String transport,
+            List<PdHandoffGpu.Size> sizes,
+            List<PdHandoffGpu.Timing> stages,
+            int repeats,
+            PrintStream log)
+            throws Exception {
         String suffix = transport.equals("shm") ? "" : "_tcp";
         int maxPages = sizes.stream().mapToInt(PdHandoffGpu::pages).max().orElseThrow();
         PdConfig config = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
@@ -44,18 +51,18 @@ final class RankHandoffs {
         try (BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
                 TransferEngine prefillEngine = PdHandoffGpu.engine("pd-rank-prefill", transport);
                 TransferEngine decodeEngine = PdHandoffGpu.engine("pd-rank-decode", transport);
-                StagingArea prefillStaging = StagingArea.open(prefillEngine, RankSpec.STAGING_REGION, runtime, format,
-                        maxPages);
-                StagingArea decodeStaging = StagingArea.open(decodeEngine, RankSpec.STAGING_REGION, runtime, format,
-                        maxPages)) {
+                StagingArea prefillStaging =
+                        StagingArea.open(prefillEngine, RankSpec.STAGING_REGION, runtime, format, maxPages);
+                StagingArea decodeStaging =
+                        StagingArea.open(decodeEngine, RankSpec.STAGING_REGION, runtime, format, maxPages)) {
             RankSpec prefillSpec = spec(format, prefill, prefillEngine, maxPages);
             RankSpec decodeSpec = spec(format, decode, decodeEngine, maxPages);
             LocalRegion prefillAux = prefillEngine.registerShared(RankSpec.AUX_REGION, prefillSpec.auxBytes());
             LocalRegion decodeAux = decodeEngine.registerShared(RankSpec.AUX_REGION, decodeSpec.auxBytes());
-            try (PrefillRank prefillRank = PrefillRank.startStaged(prefillEngine, prefillSpec, prefill, prefillStaging,
-                    prefillAux, boot.url(), config);
-                    DecodeRank decodeRank = DecodeRank.startStaged(decodeEngine, decodeSpec, decode, decodeStaging,
-                            decodeAux, config)) {
+            try (PrefillRank prefillRank = PrefillRank.startStaged(
+                            prefillEngine, prefillSpec, prefill, prefillStaging, prefillAux, boot.url(), config);
+                    DecodeRank decodeRank = DecodeRank.startStaged(
+                            decodeEngine, decodeSpec, decode, decodeStaging, decodeAux, config)) {
                 long room = 1;
                 for (int s = 0; s < sizes.size(); s++) {
                     PdHandoffGpu.Size size = sizes.get(s);
@@ -74,7 +81,8 @@ final class RankHandoffs {
                         KvReceiver receiver = decodeRank.receiver(room, boot.url());
                         receiver.init(target, 0, 0);
                         KvSender sender = prefillRank.sender(room);
-                        await(() -> sender.poll() == KvPoll.WAITING_FOR_INPUT || sender.poll() == KvPoll.FAILED,
+                        await(
+                                () -> sender.poll() == KvPoll.WAITING_FOR_INPUT || sender.poll() == KvPoll.FAILED,
                                 "the prefill of room " + room + " waiting for input");
                         long t0 = System.nanoTime();
                         sender.send(source, true, ("room " + room).getBytes());
@@ -98,13 +106,31 @@ final class RankHandoffs {
                     }
                     double median = PdHandoffGpu.median(handoff);
                     double slowest = stages.get(s).slowestStageMs();
-                    log.printf(Locale.ROOT, "pd ranks %s %s: handoff %.1f ms (slowest stage alone %.1f ms, the staged"
-                            + " path's own handoff %.1f ms), pages with wrong bytes %d%n", transport, size.label(), median,
-                            slowest, stages.get(s).handoffMs(), wrong);
-                    rows.add(BenchRow.lowerIsBetter("pd_rank_handoff_" + size.label() + "_ms" + suffix, median, "ms",
-                            "slowest_single_stage_alone", slowest).withAim(1.3));
-                    rows.add(new BenchRow("pd_rank_pages_with_wrong_bytes_" + size.label() + suffix, wrong, "pages",
-                            "pages_checked", pages, wrong / (double) pages, "lower"));
+                    log.printf(
+                            Locale.ROOT,
+                            "pd ranks %s %s: handoff %.1f ms (slowest stage alone %.1f ms, the staged"
+                                    + " path's own handoff %.1f ms), pages with wrong bytes %d%n",
+                            transport,
+                            size.label(),
+                            median,
+                            slowest,
+                            stages.get(s).handoffMs(),
+                            wrong);
+                    rows.add(BenchRow.lowerIsBetter(
+                                    "pd_rank_handoff_" + size.label() + "_ms" + suffix,
+                                    median,
+                                    "ms",
+                                    "slowest_single_stage_alone",
+                                    slowest)
+                            .withAim(1.3));
+                    rows.add(new BenchRow(
+                            "pd_rank_pages_with_wrong_bytes_" + size.label() + suffix,
+                            wrong,
+                            "pages",
+                            "pages_checked",
+                            pages,
+                            wrong / (double) pages,
+                            "lower"));
                 }
             }
         }

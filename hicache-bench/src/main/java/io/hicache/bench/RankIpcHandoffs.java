@@ -48,11 +48,12 @@ final class RankIpcHandoffs {
     static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
     private static final int STAGING_SLOTS = 8;
 
-    private RankIpcHandoffs() {
-    }
+    private RankIpcHandoffs() {}
 
     static TransferConfig engineConfig(String name, Path shmDir) {
-        return TransferConfig.defaults(name).withTransports(List.of("cuda-ipc", "shm")).withShmDir(shmDir)
+        return TransferConfig.defaults(name)
+                .withTransports(List.of("cuda-ipc", "shm"))
+                .withShmDir(shmDir)
                 .withTimeouts(30_000, 2_000, 1_000);
     }
 
@@ -70,24 +71,34 @@ final class RankIpcHandoffs {
                 KvPool prefill = runtime.createPool(format, poolPages);
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
                 TransferEngine engine = TransferEngine.open(engineConfig("pd-ipc-prefill", shmDir));
-                StagingArea staging = StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format,
-                        STAGING_SLOTS)) {
+                StagingArea staging =
+                        StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format, STAGING_SLOTS)) {
             PdHandoffGpu.fillPattern(prefill, maxPages);
-            RankSpec spec = new RankSpec(format.geometry(), format.pageSizeTokens(), 1, 0, poolPages, 4, 64,
-                    engine.address()).withStaging(STAGING_SLOTS);
+            RankSpec spec = new RankSpec(
+                            format.geometry(), format.pageSizeTokens(), 1, 0, poolPages, 4, 64, engine.address())
+                    .withStaging(STAGING_SLOTS);
             LocalRegion aux = engine.registerShared(RankSpec.AUX_REGION, spec.auxBytes());
             try (PrefillRank rank = PrefillRank.startStaged(engine, spec, prefill, staging, aux, boot.url(), CONFIG)) {
-                decode = ChildJvm.start(IpcDecodeMain.class, IpcDecodeMain.args(shmDir, boot.url(), poolPages,
-                        peerDevice, STAGING_SLOTS));
+                decode = ChildJvm.start(
+                        IpcDecodeMain.class,
+                        IpcDecodeMain.args(shmDir, boot.url(), poolPages, peerDevice, STAGING_SLOTS));
                 if (!decode.awaitLine("ready ", 120, TimeUnit.SECONDS)) {
                     throw new IllegalStateException("the decode process did not start: " + decode.kill());
                 }
-                String decodeDeviceKv = decode.lines().stream().filter(l -> l.startsWith("ready ")).findFirst()
-                        .orElseThrow().substring(6);
-                log.printf(Locale.ROOT, "pd ranks over cuda-ipc: prefill on device 0, decode process on device %d%s; "
-                        + "pools registered as device memory: prefill %s, decode %s; staging areas of %d pages%n",
-                        peerDevice, peerDevice == 0 ? " (one GPU: both processes on it)" : "", rank.spec().deviceKv(),
-                        decodeDeviceKv, STAGING_SLOTS);
+                String decodeDeviceKv = decode.lines().stream()
+                        .filter(l -> l.startsWith("ready "))
+                        .findFirst()
+                        .orElseThrow()
+                        .substring(6);
+                log.printf(
+                        Locale.ROOT,
+                        "pd ranks over cuda-ipc: prefill on device 0, decode process on device %d%s; "
+                                + "pools registered as device memory: prefill %s, decode %s; staging areas of %d pages%n",
+                        peerDevice,
+                        peerDevice == 0 ? " (one GPU: both processes on it)" : "",
+                        rank.spec().deviceKv(),
+                        decodeDeviceKv,
+                        STAGING_SLOTS);
                 long room = 1;
                 Random random = new Random(7);
                 for (PdHandoffGpu.Size size : sizes) {
@@ -95,12 +106,17 @@ final class RankIpcHandoffs {
                     long bytes = PdHandoffGpu.bytes(format, pages);
                     double referenceMs = peerCopyMs(bytes, peerDevice, repeats);
                     double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);
-                    List<Integer> shuffled = new ArrayList<>(IntStream.range(0, poolPages).boxed().toList());
+                    List<Integer> shuffled = new ArrayList<>(
+                            IntStream.range(0, poolPages).boxed().toList());
                     Collections.shuffle(shuffled, random);
                     for (String plan : List.of("contiguous", "fragmented")) {
-                        String target = IpcDecodeMain.list(plan.equals("contiguous")
-                                ? IntStream.range(maxPages, maxPages + pages).toArray()
-                                : shuffled.subList(0, pages).stream().mapToInt(Integer::intValue).toArray());
+                        String target = IpcDecodeMain.list(
+                                plan.equals("contiguous")
+                                        ? IntStream.range(maxPages, maxPages + pages)
+                                                .toArray()
+                                        : shuffled.subList(0, pages).stream()
+                                                .mapToInt(Integer::intValue)
+                                                .toArray());
                         double[] ms = new double[repeats + 1];
                         long wrong = -1;
                         for (int r = 0; r <= repeats; r++) { // the first is a warm-up: links, IPC mappings
@@ -116,15 +132,34 @@ final class RankIpcHandoffs {
                         }
                         double median = PdHandoffGpu.median(Arrays.copyOfRange(ms, 1, ms.length));
                         double gbps = bytes / 1e9 / (median / 1e3);
-                        log.printf(Locale.ROOT, "pd ranks cuda-ipc %s %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
-                                + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n",
-                                size.label(), plan, bytes / 1048576.0, median, gbps, referenceMs, referenceGbps,
-                                gbps / referenceGbps, wrong);
+                        log.printf(
+                                Locale.ROOT,
+                                "pd ranks cuda-ipc %s %s: %.1f MiB, handoff %.3f ms = %.1f GB/s; one "
+                                        + "cuMemcpyPeer %.3f ms = %.1f GB/s; ratio %.2f; pages with wrong bytes %d%n",
+                                size.label(),
+                                plan,
+                                bytes / 1048576.0,
+                                median,
+                                gbps,
+                                referenceMs,
+                                referenceGbps,
+                                gbps / referenceGbps,
+                                wrong);
                         String suffix = plan.equals("contiguous") ? "" : "_fragmented";
-                        rows.add(BenchRow.higherIsBetter("pd_rank_nvlink_handoff_" + size.label() + suffix + "_gbps",
-                                gbps, "GB/s", "one_cuMemcpyPeer_same_bytes", referenceGbps));
-                        rows.add(new BenchRow("pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix, wrong,
-                                "pages", "pages_checked", pages, wrong / (double) pages, "lower"));
+                        rows.add(BenchRow.higherIsBetter(
+                                "pd_rank_nvlink_handoff_" + size.label() + suffix + "_gbps",
+                                gbps,
+                                "GB/s",
+                                "one_cuMemcpyPeer_same_bytes",
+                                referenceGbps));
+                        rows.add(new BenchRow(
+                                "pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix,
+                                wrong,
+                                "pages",
+                                "pages_checked",
+                                pages,
+                                wrong / (double) pages,
+                                "lower"));
                     }
                 }
             }
@@ -175,8 +210,8 @@ final class RankIpcHandoffs {
 
     /** The median time of one {@code cuMemcpyPeer} of {@code bytes} from device 0 to the peer device, to its end. */
     private static double peerCopyMs(long bytes, int peerDevice, int repeats) {
-        try (DeviceBuffer from = DeviceBuffer.allocate(0, bytes); DeviceBuffer to = DeviceBuffer.allocate(peerDevice,
-                bytes)) {
+        try (DeviceBuffer from = DeviceBuffer.allocate(0, bytes);
+                DeviceBuffer to = DeviceBuffer.allocate(peerDevice, bytes)) {
             double[] ms = new double[repeats + 1];
             for (int r = 0; r <= repeats; r++) {
                 long t0 = System.nanoTime();

@@ -39,15 +39,14 @@ final class RatioChart {
     private static final Font TITLE_FONT = new Font(Font.SANS_SERIF, Font.BOLD, 15);
     private static final Color INVISIBLE = new Color(0, 0, 0, 0);
 
-    private RatioChart() {
-    }
+    private RatioChart() {}
 
     /**
      * One row of the panel: the label XChart writes, and the row it shows, or for a heading the heading's text (drawn
      * by {@link RatioMarks} in the plot, XChart's label being blank).
      */
-    record Line(String label, @Nullable BenchRow row, @Nullable String heading) {
-    }
+    record Line(
+            String label, @Nullable BenchRow row, @Nullable String heading) {}
 
     /** The panel for {@code rows} of {@code suite}, all with the same {@code better}, as an image. */
     static BufferedImage render(String suite, String date, List<BenchRow> rows) {
@@ -61,7 +60,9 @@ final class RatioChart {
         double[] range = range(rows);
         style(chart.getStyler(), range);
         // Invisible bars of a value inside the range: XChart lays out the rows from them and draws none.
-        chart.addSeries("ratio", lines.stream().map(l -> Math.sqrt(range[0] * range[1])).toList(),
+        chart.addSeries(
+                "ratio",
+                lines.stream().map(l -> Math.sqrt(range[0] * range[1])).toList(),
                 lines.stream().map(Line::label).toList());
         chart.addAnnotation(new RatioMarks(lines, lower, range[0], range[1]));
         return BitmapEncoder.getBufferedImage(chart);
@@ -75,7 +76,9 @@ final class RatioChart {
             return lines;
         }
         Map<String, List<BenchRow>> byReference = new LinkedHashMap<>();
-        rows.forEach(r -> byReference.computeIfAbsent(r.reference(), k -> new ArrayList<>()).add(r));
+        rows.forEach(r -> byReference
+                .computeIfAbsent(r.reference(), k -> new ArrayList<>())
+                .add(r));
         byReference.forEach((reference, group) -> {
             // Blank, and unlike every other label: XChart drops empty labels and merges equal ones.
             lines.add(new Line(" ".repeat(lines.size() + 1), null, "vs " + reference));
@@ -107,8 +110,9 @@ final class RatioChart {
             }
         }
         double pad = 0.18 * (max - min) + 0.03;
-        return new double[] {Math.pow(10, Math.min(min - pad, -Math.log10(1.25))),
-                Math.pow(10, Math.max(max + pad, Math.log10(1.25)))};
+        return new double[] {
+            Math.pow(10, Math.min(min - pad, -Math.log10(1.25))), Math.pow(10, Math.max(max + pad, Math.log10(1.25)))
+        };
     }
 
     private static void style(HorizontalBarStyler styler, double[] range) {

@@ -70,7 +70,10 @@ final class RatioMarks extends Annotation {
         for (int i = 0; i < lines.size(); i++) {
             if (lines.get(i).row() == null) {
                 // a line without a row is a heading's
-                heading(g, Checks.checkNotNull(lines.get(i).heading(), "a heading line's text"), left,
+                heading(
+                        g,
+                        Checks.checkNotNull(lines.get(i).heading(), "a heading line's text"),
+                        left,
                         first + step * (i + 0.5));
             }
         }

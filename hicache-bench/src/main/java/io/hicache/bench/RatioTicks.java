@@ -21,10 +21,10 @@ final class RatioTicks {
         {3, 4, 6, 8},
         {1.5, 2.5, 7, 9},
         {1.2, 1.4, 1.6, 1.8, 3.5, 4.5},
-        {1.1, 1.3, 1.7, 1.9, 2.2, 2.4, 2.6, 2.8}};
+        {1.1, 1.3, 1.7, 1.9, 2.2, 2.4, 2.6, 2.8}
+    };
 
-    private RatioTicks() {
-    }
+    private RatioTicks() {}
 
     /**
      * The ticks within {@code [low, high]} (ratios, {@code 0 < low < 1 < high}) for an axis of {@code pixels}: level by
@@ -38,7 +38,9 @@ final class RatioTicks {
         for (int level = 0; level < LEVELS.length; level++) {
             TreeSet<Double> taken = new TreeSet<>(chosen);
             boolean whole = true;
-            for (int decade = (int) Math.floor(Math.log10(low)); decade <= (int) Math.ceil(Math.log10(high)); decade++) {
+            for (int decade = (int) Math.floor(Math.log10(low));
+                    decade <= (int) Math.ceil(Math.log10(high));
+                    decade++) {
                 for (double mantissa : LEVELS[level]) {
                     double v = Double.parseDouble(RatioChart.figure(mantissa * Math.pow(10, decade)));
                     if (v < low || v > high) {

@@ -2,9 +2,7 @@ package io.hicache.bench;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -16,8 +14,7 @@ import java.util.regex.Pattern;
 final class RedisInstall {
     private static final Pattern VERSION = Pattern.compile("v=(\\d+)\\.(\\d+)\\.(\\d+)");
 
-    private RedisInstall() {
-    }
+    private RedisInstall() {}
 
     static Path find() throws IOException, InterruptedException {
         return DebianTools.find("redis-server", "redis-server");
@@ -25,7 +22,9 @@ final class RedisInstall {
 
     /** The version, such as {@code 7.0.15}; Redis 7 is the reference, so another major version is refused. */
     static String version(Path binary) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(binary.toString(), "--version").redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(binary.toString(), "--version")
+                .redirectErrorStream(true)
+                .start();
         String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         p.waitFor(10, TimeUnit.SECONDS);
         Matcher m = VERSION.matcher(text);

@@ -1,6 +1,5 @@
 package io.hicache.bench;
 
-import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.cache.CacheRequest;
 import io.hicache.core.cache.HiCache;
@@ -78,8 +77,12 @@ public final class ReplaySuite implements BenchSuite {
         Tally tiers = threeTiers(workload, devicePages, new InMemoryPageStore(8L << 30), 0);
         // An L3 as slow as the file store at small pages (~1 ms per call, 0.5 ms per page), and a busy CPU (one
         // spinning thread per core), each against the same replay with the fast store on an idle machine.
-        Tally slow = threeTiers(workload, devicePages, new SlowPageStore(new InMemoryPageStore(8L << 30), 1_000, 500), 0);
-        Tally contended = threeTiers(workload, devicePages, new InMemoryPageStore(8L << 30),
+        Tally slow =
+                threeTiers(workload, devicePages, new SlowPageStore(new InMemoryPageStore(8L << 30), 1_000, 500), 0);
+        Tally contended = threeTiers(
+                workload,
+                devicePages,
+                new InMemoryPageStore(8L << 30),
                 Runtime.getRuntime().availableProcessors());
         // A restart in the middle (issue 19, part 3): device and host tiers, no page store, so that what the second
         // half is served past the device comes from the warm host tier; against the same replay without a restart.
@@ -87,34 +90,50 @@ public final class ReplaySuite implements BenchSuite {
         Tally unbroken = replay(workload, devicePages, null, "all", -1, half);
         Tally restarted = replay(workload, devicePages, null, "all", half, half);
         long adopted = restarted.adoptedPages();
-        System.err.printf("replay restart: second half served %d tokens with a restart (%d host pages adopted), %d "
-                + "without%n", restarted.served(), adopted, unbroken.served());
+        System.err.printf(
+                "replay restart: second half served %d tokens with a restart (%d host pages adopted), %d "
+                        + "without%n",
+                restarted.served(), adopted, unbroken.served());
         List<BenchRow> rows = new ArrayList<>();
-        rows.add(BenchRow.higherIsBetter("replay_prompt_tokens_served_from_cache", tiers.served(), "tokens",
-                "device_only_caching", deviceOnly.served()));
-        rows.add(BenchRow.lowerIsBetter("replay_prompt_tokens_computed", tiers.prompt - tiers.served(), "tokens",
-                "device_only_caching", deviceOnly.prompt - deviceOnly.served()));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_prompt_tokens_served_from_cache",
+                tiers.served(),
+                "tokens",
+                "device_only_caching",
+                deviceOnly.served()));
+        rows.add(BenchRow.lowerIsBetter(
+                "replay_prompt_tokens_computed",
+                tiers.prompt - tiers.served(),
+                "tokens",
+                "device_only_caching",
+                deviceOnly.prompt - deviceOnly.served()));
         // Shares of all prompt tokens (the reference is the whole: 100%).
-        rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l1", tiers.share(tiers.device), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_three_tiers_share_from_l1", tiers.share(tiers.device), "%", "all", 100));
         rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l2", tiers.share(tiers.host), "%", "all", 100));
-        rows.add(BenchRow.higherIsBetter("replay_three_tiers_share_from_l3", tiers.share(tiers.storage), "%", "all", 100));
-        rows.add(BenchRow.higherIsBetter("replay_device_only_share_from_l1", deviceOnly.share(deviceOnly.device), "%",
-                "all", 100));
-        rows.add(BenchRow.higherIsBetter("replay_slow_l3_served_tokens", slow.served(), "tokens", "fast_l3_idle_cpu",
-                tiers.served()));
-        rows.add(BenchRow.higherIsBetter("replay_contended_served_tokens", contended.served(), "tokens",
-                "fast_l3_idle_cpu", tiers.served()));
-        rows.add(BenchRow.higherIsBetter("replay_restart_served_tokens", restarted.served(), "tokens",
-                "no_restart", unbroken.served()));
-        rows.add(BenchRow.higherIsBetter("replay_restart_warm_host_tokens", adopted * PAGE, "tokens",
-                "served_after_restart", restarted.served()));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_three_tiers_share_from_l3", tiers.share(tiers.storage), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_device_only_share_from_l1", deviceOnly.share(deviceOnly.device), "%", "all", 100));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_slow_l3_served_tokens", slow.served(), "tokens", "fast_l3_idle_cpu", tiers.served()));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_contended_served_tokens", contended.served(), "tokens", "fast_l3_idle_cpu", tiers.served()));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_restart_served_tokens", restarted.served(), "tokens", "no_restart", unbroken.served()));
+        rows.add(BenchRow.higherIsBetter(
+                "replay_restart_warm_host_tokens",
+                adopted * PAGE,
+                "tokens",
+                "served_after_restart",
+                restarted.served()));
         long turns = workload.size();
-        long failed = deviceOnly.failed + tiers.failed + slow.failed + contended.failed + unbroken.failed
-                + restarted.failed;
+        long failed =
+                deviceOnly.failed + tiers.failed + slow.failed + contended.failed + unbroken.failed + restarted.failed;
         // The reference is every request of the four runs: the ratio is the share that failed (aim: 0).
         long run = 4 * turns + 2 * (turns - half);
-        rows.add(new BenchRow("replay_failed_requests", failed, "requests", "requests_run", run, (double) failed / run,
-                "lower"));
+        rows.add(new BenchRow(
+                "replay_failed_requests", failed, "requests", "requests_run", run, (double) failed / run, "lower"));
         return rows;
     }
 
@@ -126,9 +145,14 @@ public final class ReplaySuite implements BenchSuite {
 
     /** The replay's cache settings: pages of {@value #PAGE}, the host pool in {@code hostDir}, {@code tiers}. */
     static Settings settings(Path hostDir, String tiers) {
-        return Settings.builder().flag("host.dir", hostDir.toString()).flag("page-size", Integer.toString(PAGE))
-                .flag("hicache-ratio", "2").flag("hicache-storage-prefetch-policy", "wait_complete")
-                .flag("prefetch-threshold", "64").flag("hicache-tiers", tiers).build();
+        return Settings.builder()
+                .flag("host.dir", hostDir.toString())
+                .flag("page-size", Integer.toString(PAGE))
+                .flag("hicache-ratio", "2")
+                .flag("hicache-storage-prefetch-policy", "wait_complete")
+                .flag("prefetch-threshold", "64")
+                .flag("hicache-tiers", tiers)
+                .build();
     }
 
     /**
@@ -194,15 +218,20 @@ public final class ReplaySuite implements BenchSuite {
      * folder (a restart: the device tier is gone, the host tier comes back warm). Counts only the turns from
      * {@code countFrom} on (the page store's hits are counted over all turns: a run with a store counts from 0).
      */
-    private static Tally replay(List<int[]> turns, int devicePages, @Nullable PageStore store, String tiers,
-            int restartAt, int countFrom) throws Exception {
+    private static Tally replay(
+            List<int[]> turns, int devicePages, @Nullable PageStore store, String tiers, int restartAt, int countFrom)
+            throws Exception {
         if (store != null && countFrom != 0) {
             throw new IllegalArgumentException("the store's hits are counted over the whole replay");
         }
-        Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-replay");
+        Path dir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-replay");
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
-            return replayOn(runtime, GEOMETRY, settings(dir, tiers), turns, devicePages, store, restartAt, countFrom, null);
+            return replayOn(
+                    runtime, GEOMETRY, settings(dir, tiers), turns, devicePages, store, restartAt, countFrom, null);
         } finally {
             FileSuite.deleteTree(dir);
         }
@@ -221,7 +250,8 @@ public final class ReplaySuite implements BenchSuite {
          */
         boolean quiesceFirst;
         /** A diagnostic too: when set, where the load-back calls spend their time (see {@link CallSampler}). */
-        @Nullable CallSampler sampler;
+        @Nullable
+        CallSampler sampler;
 
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
@@ -232,12 +262,19 @@ public final class ReplaySuite implements BenchSuite {
      * {@link #replay} on {@code runtime} for a model of {@code geometry}, configured by {@code settings} (its host
      * folder the caller's); {@code loads}, if given, gets the load-backs' bytes and wait.
      */
-    static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
-            List<int[]> turns, int devicePages, @Nullable PageStore store, int restartAt, int countFrom,
+    static Tally replayOn(
+            DeviceRuntime runtime,
+            KvGeometry geometry,
+            Settings settings,
+            List<int[]> turns,
+            int devicePages,
+            @Nullable PageStore store,
+            int restartAt,
+            int countFrom,
             @Nullable LoadTimer loads)
             throws Exception {
-        return replayOn(runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null,
-                null);
+        return replayOn(
+                runtime, geometry, settings, turns, devicePages, store, restartAt, countFrom, loads, null, null, null);
     }
 
     /**
@@ -246,9 +283,18 @@ public final class ReplaySuite implements BenchSuite {
      * {@code perTurn}, if given, gets each turn's prompt tokens, device hits, tokens loaded back and failure (1), in
      * order.
      */
-    static Tally replayOn(DeviceRuntime runtime, KvGeometry geometry, Settings settings,
-            List<int[]> turns, int devicePages, @Nullable PageStore store, int restartAt, int countFrom,
-            @Nullable LoadTimer loads, @Nullable RankGroup group, @Nullable RankGroup queries,
+    static Tally replayOn(
+            DeviceRuntime runtime,
+            KvGeometry geometry,
+            Settings settings,
+            List<int[]> turns,
+            int devicePages,
+            @Nullable PageStore store,
+            int restartAt,
+            int countFrom,
+            @Nullable LoadTimer loads,
+            @Nullable RankGroup group,
+            @Nullable RankGroup queries,
             @Nullable List<long[]> perTurn)
             throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
@@ -260,7 +306,14 @@ public final class ReplaySuite implements BenchSuite {
                 if (n == restartAt) {
                     counts[3] += cache.stats().storageHitTokens() - storageBefore;
                     cache.close();
-                    cache = open(settings, geometry, devicePages, runtime, null, group, queries); // the store was the first cache's
+                    cache = open(
+                            settings,
+                            geometry,
+                            devicePages,
+                            runtime,
+                            null,
+                            group,
+                            queries); // the store was the first cache's
                     storageBefore = cache.stats().storageHitTokens();
                 }
                 long[] turn = serve(cache, n, turns.get(n), loads);
@@ -281,14 +334,22 @@ public final class ReplaySuite implements BenchSuite {
         return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted);
     }
 
-    private static HiCache open(Settings settings, KvGeometry geometry, int devicePages,
-            DeviceRuntime runtime, @Nullable PageStore store, @Nullable RankGroup group,
+    private static HiCache open(
+            Settings settings,
+            KvGeometry geometry,
+            int devicePages,
+            DeviceRuntime runtime,
+            @Nullable PageStore store,
+            @Nullable RankGroup group,
             @Nullable RankGroup queries) {
         int rank = group == null ? 0 : group.rank();
-        HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(settings))
-                .namespace(Namespace.of("replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank,
-                        group == null ? 1 : group.size()))
-                .geometry(geometry).devicePages(devicePages).runtime(runtime);
+        HiCacheBuilder b = HiCache.builder()
+                .config(HiCacheConfig.from(settings))
+                .namespace(Namespace.of(
+                        "replay", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank, group == null ? 1 : group.size()))
+                .geometry(geometry)
+                .devicePages(devicePages)
+                .runtime(runtime);
         if (group != null) {
             b.rankGroup(group);
         }

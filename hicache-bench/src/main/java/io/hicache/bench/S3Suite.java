@@ -113,8 +113,12 @@ public final class S3Suite implements BenchSuite {
     }
 
     private static S3Client naiveClient(URI endpoint) {
-        return S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint).forcePathStyle(true)
-                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+        return S3Client.builder()
+                .region(Region.US_EAST_1)
+                .endpointOverride(endpoint)
+                .forcePathStyle(true)
+                .credentialsProvider(
+                        StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
                 .build();
     }
 
@@ -122,10 +126,13 @@ public final class S3Suite implements BenchSuite {
         Properties p = new Properties();
         p.setProperty("jclouds.identity", ACCESS_KEY);
         p.setProperty("jclouds.credential", SECRET_KEY);
-        S3Proxy proxy = S3Proxy.builder().blobStore(BlobStores.create("transient", p))
+        S3Proxy proxy = S3Proxy.builder()
+                .blobStore(BlobStores.create("transient", p))
                 .endpoint(URI.create("http://127.0.0.1:0"))
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-                .ignoreUnknownHeaders(true).stopTimeout(0).build();
+                .ignoreUnknownHeaders(true)
+                .stopTimeout(0)
+                .build();
         proxy.start();
         while (!"STARTED".equals(proxy.getState())) {
             Thread.sleep(5);
@@ -137,8 +144,16 @@ public final class S3Suite implements BenchSuite {
      * Batched put and get of 128 pages against the naive loop, rows named {@code metric.apply(op) + size}; with
      * {@code cpu}, also the CPU each way of getting costs. The latency rows (no CPU row) aim at 20 for 1 MiB pages.
      */
-    private static void batches(S3PageStore store, S3Client naive, int pageBytes, Comparison comparison, Arena arena,
-            List<BenchRow> rows, Function<String, String> metric, boolean cpu) throws Exception {
+    private static void batches(
+            S3PageStore store,
+            S3Client naive,
+            int pageBytes,
+            Comparison comparison,
+            Arena arena,
+            List<BenchRow> rows,
+            Function<String, String> metric,
+            boolean cpu)
+            throws Exception {
         Namespace ns = Namespace.of("bench/s3/" + pageBytes, KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
         List<StoreKey> keys = keys(ns, BATCH);
         List<MemorySegment> sources = pages(arena, BATCH, pageBytes, true);
@@ -159,8 +174,12 @@ public final class S3Suite implements BenchSuite {
             return batchBytes;
         };
         boolean aimed = !cpu && pageBytes == (1 << 20);
-        BenchRow putRow = BenchRow.higherIsBetter(metric.apply("put") + size, "GB/s", "naive_sdk_loop_via_byte_array",
-                comparison.measure(put, naivePut), 1e-9);
+        BenchRow putRow = BenchRow.higherIsBetter(
+                metric.apply("put") + size,
+                "GB/s",
+                "naive_sdk_loop_via_byte_array",
+                comparison.measure(put, naivePut),
+                1e-9);
         rows.add(aimed ? putRow.withAim(LATENCY_AIM) : putRow);
         Comparison.Workload get = () -> {
             require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
@@ -169,18 +188,26 @@ public final class S3Suite implements BenchSuite {
         Comparison.Workload naiveGet = () -> {
             for (int i = 0; i < BATCH; i++) {
                 String key = "naive/" + store.objectKey(keys.get(i));
-                ResponseBytes<GetObjectResponse> body = naive.getObjectAsBytes(b -> b.bucket(BUCKET).key(key));
+                ResponseBytes<GetObjectResponse> body =
+                        naive.getObjectAsBytes(b -> b.bucket(BUCKET).key(key));
                 MemorySegment.copy(body.asByteArray(), 0, targets.get(i), ValueLayout.JAVA_BYTE, 0, pageBytes);
             }
             return batchBytes;
         };
-        BenchRow getRow = BenchRow.higherIsBetter(metric.apply("get") + size, "GB/s", "naive_sdk_loop_via_byte_array",
-                comparison.measure(get, naiveGet), 1e-9);
+        BenchRow getRow = BenchRow.higherIsBetter(
+                metric.apply("get") + size,
+                "GB/s",
+                "naive_sdk_loop_via_byte_array",
+                comparison.measure(get, naiveGet),
+                1e-9);
         rows.add(aimed ? getRow.withAim(LATENCY_AIM) : getRow);
         if (cpu) {
             // Client and server share this machine's cores: what each way costs in CPU says more than speed alone.
-            rows.add(BenchRow.lowerIsBetter("s3_get_128_pages_" + size + "_cpu_seconds_per_gb",
-                    cpuSecondsPerGb(get, batchBytes), "cpu-s/GB", "naive_sdk_loop_cpu_seconds_per_gb",
+            rows.add(BenchRow.lowerIsBetter(
+                    "s3_get_128_pages_" + size + "_cpu_seconds_per_gb",
+                    cpuSecondsPerGb(get, batchBytes),
+                    "cpu-s/GB",
+                    "naive_sdk_loop_cpu_seconds_per_gb",
                     cpuSecondsPerGb(naiveGet, batchBytes)));
         }
         require(store.get(PageBatch.of(keys, targets), deadline()).get(5, TimeUnit.MINUTES), "get");
@@ -214,15 +241,26 @@ public final class S3Suite implements BenchSuite {
         double[][] ms = new double[4][requests];
         for (int r = -requests / 10; r < requests; r++) {
             long a = System.nanoTime();
-            require(store.put(PageBatch.of(List.of(key), List.of(source)), deadline()).get(1, TimeUnit.MINUTES), "put");
+            require(
+                    store.put(PageBatch.of(List.of(key), List.of(source)), deadline())
+                            .get(1, TimeUnit.MINUTES),
+                    "put");
             long b = System.nanoTime();
             byte[] body = source.toArray(ValueLayout.JAVA_BYTE);
             naive.putObject(x -> x.bucket(BUCKET).key(naiveKey), RequestBody.fromBytes(body));
             long c = System.nanoTime();
-            require(store.get(PageBatch.of(List.of(key), List.of(target)), deadline()).get(1, TimeUnit.MINUTES), "get");
+            require(
+                    store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                            .get(1, TimeUnit.MINUTES),
+                    "get");
             long d = System.nanoTime();
-            MemorySegment.copy(naive.getObjectAsBytes(x -> x.bucket(BUCKET).key(naiveKey)).asByteArray(), 0, target,
-                    ValueLayout.JAVA_BYTE, 0, pageBytes);
+            MemorySegment.copy(
+                    naive.getObjectAsBytes(x -> x.bucket(BUCKET).key(naiveKey)).asByteArray(),
+                    0,
+                    target,
+                    ValueLayout.JAVA_BYTE,
+                    0,
+                    pageBytes);
             long e = System.nanoTime();
             if (r >= 0) {
                 ms[0][r] = (b - a) / 1e6;
@@ -237,10 +275,18 @@ public final class S3Suite implements BenchSuite {
             double[] theirs = ms[2 * op + 1].clone();
             Arrays.sort(mine);
             Arrays.sort(theirs);
-            rows.add(BenchRow.lowerIsBetter("s3_" + what[op] + "_one_256k_page_p50", percentile(mine, 0.5), "ms",
-                    "naive_sdk_p50", percentile(theirs, 0.5)));
-            rows.add(BenchRow.lowerIsBetter("s3_" + what[op] + "_one_256k_page_p99", percentile(mine, 0.99), "ms",
-                    "naive_sdk_p99", percentile(theirs, 0.99)));
+            rows.add(BenchRow.lowerIsBetter(
+                    "s3_" + what[op] + "_one_256k_page_p50",
+                    percentile(mine, 0.5),
+                    "ms",
+                    "naive_sdk_p50",
+                    percentile(theirs, 0.5)));
+            rows.add(BenchRow.lowerIsBetter(
+                    "s3_" + what[op] + "_one_256k_page_p99",
+                    percentile(mine, 0.99),
+                    "ms",
+                    "naive_sdk_p99",
+                    percentile(theirs, 0.99)));
         }
     }
 

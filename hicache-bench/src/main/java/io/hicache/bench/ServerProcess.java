@@ -29,6 +29,7 @@ public final class ServerProcess implements AutoCloseable {
     public final int port;
     /** The daemon's metrics endpoint's port (Prometheus text at {@code /metrics}), or -1 when off or not the daemon. */
     public final int metricsPort;
+
     private final Process process;
     private final Path scratch;
 
@@ -58,15 +59,29 @@ public final class ServerProcess implements AutoCloseable {
      * are off unless {@code flags} set {@code --server.metrics-port} (0: a free port, then in {@link #metricsPort}).
      */
     public static ServerProcess hicache(long slabBytes, List<String> flags) throws IOException, InterruptedException {
-        Path scratch = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-bench-daemon-");
+        Path scratch = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-bench-daemon-");
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-                .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib")).toList());
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.hicache.cli.HiCacheCli", "serve",
-                "--server.port", "0", "--server.store", "none",
-                "--server.host-dir", scratch.toString(), "--server.host-size", slabBytes + "B"));
+                .filter(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib"))
+                .toList());
+        command.addAll(List.of(
+                "-cp",
+                System.getProperty("java.class.path"),
+                "io.hicache.cli.HiCacheCli",
+                "serve",
+                "--server.port",
+                "0",
+                "--server.store",
+                "none",
+                "--server.host-dir",
+                scratch.toString(),
+                "--server.host-size",
+                slabBytes + "B"));
         if (!flags.contains("--server.metrics-port")) {
             command.addAll(List.of("--server.metrics-port", "-1"));
         }
@@ -75,12 +90,12 @@ public final class ServerProcess implements AutoCloseable {
         String start = awaitLine(p, scratch, line -> line.contains("HiCache daemon on 127.0.0.1:"));
         int port = portAfter(start, "HiCache daemon on 127.0.0.1:");
         int metricsPort = start.contains("metrics: http://") ? portAfter(start, "metrics: http://127.0.0.1:") : -1;
-        return new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p,
-                scratch);
+        return new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p, scratch);
     }
 
     private static int portAfter(String line, String marker) {
-        return Integer.parseInt(line.substring(line.indexOf(marker) + marker.length()).split("\\D", 2)[0]);
+        return Integer.parseInt(
+                line.substring(line.indexOf(marker) + marker.length()).split("\\D", 2)[0]);
     }
 
     /** {@code redis-server} with persistence off, found on this machine or installed with apt-get. */
@@ -89,9 +104,26 @@ public final class ServerProcess implements AutoCloseable {
         String version = RedisInstall.version(binary);
         Path scratch = Files.createTempDirectory("hicache-bench-redis-");
         int port = freePort();
-        Process p = new ProcessBuilder(binary.toString(), "--bind", "127.0.0.1", "--port", Integer.toString(port),
-                "--save", "", "--appendonly", "no", "--dir", scratch.toString(), "--daemonize", "no",
-                "--protected-mode", "yes", "--loglevel", "warning").redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(
+                        binary.toString(),
+                        "--bind",
+                        "127.0.0.1",
+                        "--port",
+                        Integer.toString(port),
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no",
+                        "--dir",
+                        scratch.toString(),
+                        "--daemonize",
+                        "no",
+                        "--protected-mode",
+                        "yes",
+                        "--loglevel",
+                        "warning")
+                .redirectErrorStream(true)
+                .start();
         awaitPort(p, "redis-server", port);
         return new ServerProcess("redis", version, port, p, scratch);
     }
@@ -103,15 +135,31 @@ public final class ServerProcess implements AutoCloseable {
     public static ServerProcess memcached(int threads, long memoryMiB, long maxItemBytes)
             throws IOException, InterruptedException {
         Path binary = DebianTools.find("memcached", "memcached");
-        Process v = new ProcessBuilder(binary.toString(), "-V").redirectErrorStream(true).start();
-        String version = new String(v.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip()
+        Process v = new ProcessBuilder(binary.toString(), "-V")
+                .redirectErrorStream(true)
+                .start();
+        String version = new String(v.getInputStream().readAllBytes(), StandardCharsets.UTF_8)
+                .strip()
                 .replaceFirst("^memcached\\s+", "");
         v.waitFor(10, TimeUnit.SECONDS);
         Path scratch = Files.createTempDirectory("hicache-bench-memcached-");
         int port = freePort();
-        List<String> command = new ArrayList<>(List.of(binary.toString(), "-l", "127.0.0.1", "-p",
-                Integer.toString(port), "-U", "0", "-t", Integer.toString(threads), "-m", Long.toString(memoryMiB),
-                "-I", (maxItemBytes >> 10) + "k", "-c", "1024"));
+        List<String> command = new ArrayList<>(List.of(
+                binary.toString(),
+                "-l",
+                "127.0.0.1",
+                "-p",
+                Integer.toString(port),
+                "-U",
+                "0",
+                "-t",
+                Integer.toString(threads),
+                "-m",
+                Long.toString(memoryMiB),
+                "-I",
+                (maxItemBytes >> 10) + "k",
+                "-c",
+                "1024"));
         if ("root".equals(System.getProperty("user.name"))) {
             command.addAll(List.of("-u", "root")); // memcached refuses to run as root unless told which user to be
         }

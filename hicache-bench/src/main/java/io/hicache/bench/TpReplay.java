@@ -31,20 +31,26 @@ import java.util.concurrent.TimeUnit;
 final class TpReplay {
     /** What the child prints last, after its turns. */
     static final String DONE = "tp-replay-done";
+
     private static final String GROUP = "tp-replay";
 
-    private TpReplay() {
-    }
+    private TpReplay() {}
 
     /** One rank's two replays: the tallies, each turn's answers, and the load-backs of the all-tier one. */
-    record RankRun(ReplaySuite.Tally deviceOnly, ReplaySuite.Tally tiers, List<long[]> deviceOnlyTurns,
-            List<long[]> tierTurns, ReplaySuite.LoadTimer loads) {
-    }
+    record RankRun(
+            ReplaySuite.Tally deviceOnly,
+            ReplaySuite.Tally tiers,
+            List<long[]> deviceOnlyTurns,
+            List<long[]> tierTurns,
+            ReplaySuite.LoadTimer loads) {}
 
     /** Both ranks' runs, and the turns on which rank 1 answered otherwise than rank 0 (both replays). */
-    record Outcome(RankRun rank0, List<long[]> rank1DeviceOnly, List<long[]> rank1Tiers, int disagreements,
-            int turnsCompared) {
-    }
+    record Outcome(
+            RankRun rank0,
+            List<long[]> rank1DeviceOnly,
+            List<long[]> rank1Tiers,
+            int disagreements,
+            int turnsCompared) {}
 
     /**
      * Rank 0 on {@code runtime} here, rank 1 in a child JVM (on CUDA device {@code rank1Gpu}, or, for -1, on an
@@ -55,10 +61,17 @@ final class TpReplay {
             throws Exception {
         try (TcpRankGroup group = TcpRankGroup.listen(GROUP, 2, "127.0.0.1", 0);
                 TcpRankGroup queries = TcpRankGroup.listen(GROUP + "-prefetch", 2, "127.0.0.1", 0)) {
-            ChildJvm child = ChildJvm.start(TpReplay.class, List.of(Integer.toString(group.port()),
-                    Integer.toString(queries.port()),
-                    Integer.toString(rank1Gpu), Integer.toString(geometry.layers()), Integer.toString(geometry.kvHeads()),
-                    Integer.toString(geometry.headDim()), Integer.toString(clients), Integer.toString(rounds)));
+            ChildJvm child = ChildJvm.start(
+                    TpReplay.class,
+                    List.of(
+                            Integer.toString(group.port()),
+                            Integer.toString(queries.port()),
+                            Integer.toString(rank1Gpu),
+                            Integer.toString(geometry.layers()),
+                            Integer.toString(geometry.kvHeads()),
+                            Integer.toString(geometry.headDim()),
+                            Integer.toString(clients),
+                            Integer.toString(rounds)));
             RankRun mine;
             try {
                 mine = runRank(runtime, geometry, group, queries, clients, rounds);
@@ -73,7 +86,9 @@ final class TpReplay {
             for (String line : child.lines()) {
                 String[] f = line.split(" ");
                 if (f[0].equals("turn")) {
-                    long[] turn = Arrays.stream(f, 2, f.length).mapToLong(Long::parseLong).toArray();
+                    long[] turn = Arrays.stream(f, 2, f.length)
+                            .mapToLong(Long::parseLong)
+                            .toArray();
                     (f[1].equals("device-only") ? deviceOnly : tiers).add(turn);
                 }
             }
@@ -97,24 +112,47 @@ final class TpReplay {
      * One rank's replays, agreeing with the others through {@code group}, and reducing the page store's hits over
      * {@code queries} on the prefetch query thread.
      */
-    static RankRun runRank(DeviceRuntime runtime, KvGeometry geometry, RankGroup group, RankGroup queries, int clients,
-            int rounds) throws Exception {
+    static RankRun runRank(
+            DeviceRuntime runtime, KvGeometry geometry, RankGroup group, RankGroup queries, int clients, int rounds)
+            throws Exception {
         List<int[]> workload = ReplaySuite.workload(clients, rounds);
         int devicePages = ReplaySuite.devicePages(clients, rounds);
         Path shm = Path.of("/dev/shm");
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty(
-                "java.io.tmpdir")), "hicache-tp-replay-" + group.rank());
-        Path storeDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")),
-                "hicache-tp-l3-" + group.rank());
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-tp-replay-" + group.rank());
+        Path storeDir = Files.createTempDirectory(
+                Path.of(System.getProperty("java.io.tmpdir")), "hicache-tp-l3-" + group.rank());
         try {
             List<long[]> deviceOnlyTurns = new ArrayList<>();
-            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(runtime, geometry, settings(hostDir, "device-only"),
-                    workload, devicePages, null, -1, 0, null, group, queries, deviceOnlyTurns);
+            ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(
+                    runtime,
+                    geometry,
+                    settings(hostDir, "device-only"),
+                    workload,
+                    devicePages,
+                    null,
+                    -1,
+                    0,
+                    null,
+                    group,
+                    queries,
+                    deviceOnlyTurns);
             List<long[]> tierTurns = new ArrayList<>();
             ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
-            ReplaySuite.Tally tiers = ReplaySuite.replayOn(runtime, geometry, settings(hostDir, "all"), workload,
-                    devicePages, FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)), -1, 0,
-                    loads, group, queries, tierTurns);
+            ReplaySuite.Tally tiers = ReplaySuite.replayOn(
+                    runtime,
+                    geometry,
+                    settings(hostDir, "all"),
+                    workload,
+                    devicePages,
+                    FilePageStore.open(FileStoreConfig.at(storeDir).withCapacityBytes(48L << 30)),
+                    -1,
+                    0,
+                    loads,
+                    group,
+                    queries,
+                    tierTurns);
             return new RankRun(deviceOnly, tiers, deviceOnlyTurns, tierTurns, loads);
         } finally {
             FileSuite.deleteTree(hostDir);
@@ -135,14 +173,15 @@ final class TpReplay {
         int port = Integer.parseInt(args[0]);
         int queryPort = Integer.parseInt(args[1]);
         int gpu = Integer.parseInt(args[2]);
-        KvGeometry geometry = KvGeometry.mha(Integer.parseInt(args[3]), Integer.parseInt(args[4]),
-                Integer.parseInt(args[5]), KvDtype.BFLOAT16);
+        KvGeometry geometry = KvGeometry.mha(
+                Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]), KvDtype.BFLOAT16);
         int clients = Integer.parseInt(args[6]);
         int rounds = Integer.parseInt(args[7]);
         try (TcpRankGroup group = TcpRankGroup.join(GROUP, 1, 2, "127.0.0.1", port, Duration.ofSeconds(30));
-                TcpRankGroup queries = TcpRankGroup.join(GROUP + "-prefetch", 1, 2, "127.0.0.1", queryPort,
-                        Duration.ofSeconds(30));
-                DeviceRuntime runtime = gpu >= 0 ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(gpu))
+                TcpRankGroup queries =
+                        TcpRankGroup.join(GROUP + "-prefetch", 1, 2, "127.0.0.1", queryPort, Duration.ofSeconds(30));
+                DeviceRuntime runtime = gpu >= 0
+                        ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(gpu))
                         : new EmulatedDeviceRuntime(256L << 20, 2)) {
             RankRun run = runRank(runtime, geometry, group, queries, clients, rounds);
             StringBuilder out = new StringBuilder();

@@ -62,15 +62,16 @@ public final class TransferSuite implements BenchSuite {
         return rows;
     }
 
-    private static BenchRow tcpVsIperf(Iperf3Server iperf, int connections, int requestBytes, int rounds,
-            int roundSeconds) throws Exception {
-        TransferConfig base = TransferConfig.defaults("bench").withTransports(List.of("tcp"))
-                .withConnectionsPerPeer(connections);
+    private static BenchRow tcpVsIperf(
+            Iperf3Server iperf, int connections, int requestBytes, int rounds, int roundSeconds) throws Exception {
+        TransferConfig base =
+                TransferConfig.defaults("bench").withTransports(List.of("tcp")).withConnectionsPerPeer(connections);
         double[] ours = new double[rounds];
         double[] theirs = new double[rounds];
         try (TransferEngine sender = TransferEngine.open(base.withIoThreads(connections == 1 ? 1 : 2));
                 TransferEngine receiver = TransferEngine.open(TransferConfig.defaults("bench-receiver")
-                        .withTransports(List.of("tcp")).withIoThreads(connections == 1 ? 1 : 2));
+                        .withTransports(List.of("tcp"))
+                        .withIoThreads(connections == 1 ? 1 : 2));
                 Arena arena = Arena.ofShared()) {
             LocalRegion from = sender.register("from", arena.allocate(BATCH_BYTES, 4096));
             receiver.register("to", arena.allocate(BATCH_BYTES, 4096));
@@ -100,18 +101,30 @@ public final class TransferSuite implements BenchSuite {
         }
         double lowest = Arrays.stream(ratios).min().orElseThrow();
         double highest = Arrays.stream(ratios).max().orElseThrow();
-        System.err.printf("transfer tcp %d conn %s: %.2f GB/s vs iperf3 %.2f GB/s (ratio %.3f, rounds %.3f-%.3f)%n",
-                connections, size, Forks.median(ours) / 1e9, Forks.median(theirs) / 1e9, Forks.median(ratios),
-                lowest, highest);
-        BenchRow row = new BenchRow("tcp_write_" + size + "_" + connections + "conn", Forks.median(ours) / 1e9,
-                "GB/s", "iperf3_" + connections + "stream", Forks.median(theirs) / 1e9, Forks.median(ratios), "higher")
+        System.err.printf(
+                "transfer tcp %d conn %s: %.2f GB/s vs iperf3 %.2f GB/s (ratio %.3f, rounds %.3f-%.3f)%n",
+                connections,
+                size,
+                Forks.median(ours) / 1e9,
+                Forks.median(theirs) / 1e9,
+                Forks.median(ratios),
+                lowest,
+                highest);
+        BenchRow row = new BenchRow(
+                        "tcp_write_" + size + "_" + connections + "conn",
+                        Forks.median(ours) / 1e9,
+                        "GB/s",
+                        "iperf3_" + connections + "stream",
+                        Forks.median(theirs) / 1e9,
+                        Forks.median(ratios),
+                        "higher")
                 .withSpread(lowest, highest);
         return connections == 1 ? row.withAim(0.9) : row;
     }
 
     /** Writes the batch again and again for about {@code seconds}; bytes per second. */
-    private static double writeFor(TransferEngine engine, RemoteSegment peer, List<TransferRequest> batch,
-            double seconds) throws Exception {
+    private static double writeFor(
+            TransferEngine engine, RemoteSegment peer, List<TransferRequest> batch, double seconds) throws Exception {
         long bytes = 0;
         long start = System.nanoTime();
         long end = start + (long) (seconds * 1e9);
@@ -128,8 +141,10 @@ public final class TransferSuite implements BenchSuite {
     private static BenchRow shmVsMemcpy(boolean quick) throws Exception {
         Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-bench-xfer");
         Comparison comparison = Comparison.forRun(quick);
-        try (TransferEngine reader = TransferEngine.open(TransferConfig.defaults("bench-shm").withShmDir(dir));
-                TransferEngine owner = TransferEngine.open(TransferConfig.defaults("bench-shm-owner").withShmDir(dir));
+        try (TransferEngine reader =
+                        TransferEngine.open(TransferConfig.defaults("bench-shm").withShmDir(dir));
+                TransferEngine owner = TransferEngine.open(
+                        TransferConfig.defaults("bench-shm-owner").withShmDir(dir));
                 Arena arena = Arena.ofShared()) {
             LocalRegion into = reader.register("into", arena.allocate(BATCH_BYTES, 4096));
             LocalRegion source = owner.registerShared("kv", BATCH_BYTES);
@@ -144,16 +159,18 @@ public final class TransferSuite implements BenchSuite {
                 batch.add(TransferRequest.read(into.memory().asSlice(off, request), "kv", off));
             }
             MemorySegment copyTarget = arena.allocate(BATCH_BYTES, 4096);
-            Comparison.Result r = comparison.measure(() -> {
-                TransferBatch b = reader.submit(peer, batch, Deadline.after(Duration.ofSeconds(60)));
-                if (!b.await(Duration.ofSeconds(70)) || !b.allDone()) {
-                    throw new IllegalStateException("shm batch failed: " + b.firstFailure());
-                }
-                return BATCH_BYTES;
-            }, () -> {
-                MemorySegment.copy(source.memory(), 0, copyTarget, 0, BATCH_BYTES);
-                return BATCH_BYTES;
-            });
+            Comparison.Result r = comparison.measure(
+                    () -> {
+                        TransferBatch b = reader.submit(peer, batch, Deadline.after(Duration.ofSeconds(60)));
+                        if (!b.await(Duration.ofSeconds(70)) || !b.allDone()) {
+                            throw new IllegalStateException("shm batch failed: " + b.firstFailure());
+                        }
+                        return BATCH_BYTES;
+                    },
+                    () -> {
+                        MemorySegment.copy(source.memory(), 0, copyTarget, 0, BATCH_BYTES);
+                        return BATCH_BYTES;
+                    });
             if (into.memory().mismatch(source.memory()) >= 0) {
                 throw new IllegalStateException("shm transport moved wrong bytes");
             }
@@ -184,7 +201,9 @@ public final class TransferSuite implements BenchSuite {
                 this.port = s.getLocalPort();
             }
             this.server = new ProcessBuilder(binary.toString(), "-s", "-B", "127.0.0.1", "-p", Integer.toString(port))
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             Thread.sleep(300);
         }
 
@@ -192,9 +211,20 @@ public final class TransferSuite implements BenchSuite {
         double run(int streams, int seconds) throws IOException, InterruptedException {
             Path output = Files.createTempFile("hicache-iperf3", ".json");
             try {
-                Process p = new ProcessBuilder(binary.toString(), "-c", "127.0.0.1", "-p", Integer.toString(port),
-                        "-P", Integer.toString(streams), "-t", Integer.toString(seconds), "-J")
-                        .redirectErrorStream(true).redirectOutput(output.toFile()).start();
+                Process p = new ProcessBuilder(
+                                binary.toString(),
+                                "-c",
+                                "127.0.0.1",
+                                "-p",
+                                Integer.toString(port),
+                                "-P",
+                                Integer.toString(streams),
+                                "-t",
+                                Integer.toString(seconds),
+                                "-J")
+                        .redirectErrorStream(true)
+                        .redirectOutput(output.toFile())
+                        .start();
                 boolean ended = p.waitFor(seconds + 30L, TimeUnit.SECONDS);
                 String out = Files.readString(output, StandardCharsets.UTF_8);
                 if (!ended || p.exitValue() != 0) {

@@ -76,8 +76,12 @@ public final class TreeSuite implements BenchSuite {
             cached += (long) tree.insert(seq, new int[seq.length / page], 1).newPages() * page;
         }
         long heapAfter = heapUsed();
-        rows.add(BenchRow.lowerIsBetter("tree_heap_bytes_per_cached_page_p" + page + "_16m_tokens",
-                (double) (heapAfter - heapBefore) / tree.devicePages(), "B", "budget_200_bytes_per_page", 200));
+        rows.add(BenchRow.lowerIsBetter(
+                "tree_heap_bytes_per_cached_page_p" + page + "_16m_tokens",
+                (double) (heapAfter - heapBefore) / tree.devicePages(),
+                "B",
+                "budget_200_bytes_per_page",
+                200));
         sink += tree.nodes();
     }
 
@@ -122,12 +126,16 @@ public final class TreeSuite implements BenchSuite {
         long treePages = tree.devicePages();
         double bytesPerPage = (double) Math.max(0, heapAfter - heapBefore - kept) / treePages;
         if (page == 1 || quick) {
-            rows.add(BenchRow.lowerIsBetter("tree_heap_bytes_per_cached_page_p" + page, bytesPerPage, "B",
-                    "budget_200_bytes_per_page", 200));
+            rows.add(BenchRow.lowerIsBetter(
+                    "tree_heap_bytes_per_cached_page_p" + page, bytesPerPage, "B", "budget_200_bytes_per_page", 200));
         }
         // Token runs live off the heap: 4 bytes per token, stated for completeness (not a measurement).
-        rows.add(BenchRow.lowerIsBetter("tree_offheap_token_bytes_per_cached_page_p" + page, 4.0 * page, "B",
-                "budget_200_bytes_per_page", 200));
+        rows.add(BenchRow.lowerIsBetter(
+                "tree_offheap_token_bytes_per_cached_page_p" + page,
+                4.0 * page,
+                "B",
+                "budget_200_bytes_per_page",
+                200));
 
         int calls = quick ? 2_000 : 200_000;
         for (List<int[]> seqs : List.of(short2k, long32k)) {
@@ -151,10 +159,18 @@ public final class TreeSuite implements BenchSuite {
             }
             Arrays.sort(match);
             Arrays.sort(compare);
-            rows.add(BenchRow.lowerIsBetter("tree_match_" + size + "_tokens_p" + page + "_median", match[n / 2] / 1e3, "us",
-                    "arrays_equals_same_tokens_median", compare[n / 2] / 1e3));
-            rows.add(BenchRow.lowerIsBetter("tree_match_" + size + "_tokens_p" + page + "_p99", match[(int) (n * 0.99)] / 1e3,
-                    "us", "arrays_equals_same_tokens_p99", compare[(int) (n * 0.99)] / 1e3));
+            rows.add(BenchRow.lowerIsBetter(
+                    "tree_match_" + size + "_tokens_p" + page + "_median",
+                    match[n / 2] / 1e3,
+                    "us",
+                    "arrays_equals_same_tokens_median",
+                    compare[n / 2] / 1e3));
+            rows.add(BenchRow.lowerIsBetter(
+                    "tree_match_" + size + "_tokens_p" + page + "_p99",
+                    match[(int) (n * 0.99)] / 1e3,
+                    "us",
+                    "arrays_equals_same_tokens_p99",
+                    compare[(int) (n * 0.99)] / 1e3));
         }
 
         int inserts = quick ? 50 : 2_000;
@@ -176,8 +192,12 @@ public final class TreeSuite implements BenchSuite {
         }
         Arrays.sort(insert);
         Arrays.sort(hash);
-        rows.add(BenchRow.lowerIsBetter("tree_insert_2k_tokens_new_branch_p" + page + "_median", insert[inserts / 2] / 1e3,
-                "us", "hashing_its_new_pages_median", hash[inserts / 2] / 1e3));
+        rows.add(BenchRow.lowerIsBetter(
+                "tree_insert_2k_tokens_new_branch_p" + page + "_median",
+                insert[inserts / 2] / 1e3,
+                "us",
+                "hashing_its_new_pages_median",
+                hash[inserts / 2] / 1e3));
     }
 
     /**
@@ -190,8 +210,10 @@ public final class TreeSuite implements BenchSuite {
     private static void commits(boolean quick, List<BenchRow> rows) throws Exception {
         int page = 16;
         SplittableRandom random = new SplittableRandom(7);
-        Settings settings = Settings.builder().flag("page-size", Integer.toString(page))
-                .flag("hicache-tiers", "device-only").build();
+        Settings settings = Settings.builder()
+                .flag("page-size", Integer.toString(page))
+                .flag("hicache-tiers", "device-only")
+                .build();
         for (int length : new int[] {2048, 32 * 1024}) {
             int pages = length / page;
             int n = quick ? 50 : length == 2048 ? 5_000 : 500;
@@ -199,10 +221,13 @@ public final class TreeSuite implements BenchSuite {
             double[] insert = new double[n];
             double[] checks = new double[n];
             try (EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(16L << 20, 1);
-                    HiCache cache = HiCache.builder().config(HiCacheConfig.from(settings))
+                    HiCache cache = HiCache.builder()
+                            .config(HiCacheConfig.from(settings))
                             .namespace(Namespace.of("tree-bench", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                            .geometry(KvGeometry.mha(1, 1, 8, KvDtype.BFLOAT16)).devicePages(4 * pages)
-                            .runtime(device).open()) {
+                            .geometry(KvGeometry.mha(1, 1, 8, KvDtype.BFLOAT16))
+                            .devicePages(4 * pages)
+                            .runtime(device)
+                            .open()) {
                 RadixTree bare = new RadixTree(page, EvictionPolicy.LRU);
                 for (int c = 0; c < n + n / 10; c++) {
                     int[] prompt = tokens(random, length);
@@ -238,10 +263,18 @@ public final class TreeSuite implements BenchSuite {
             Arrays.sort(insert);
             Arrays.sort(checks);
             String size = length == 2048 ? "2k" : "32k";
-            rows.add(BenchRow.lowerIsBetter("cache_commit_" + size + "_tokens_p16_median", commit[n / 2] / 1e3, "us",
-                    "tree_insert_same_tokens_median", insert[n / 2] / 1e3));
-            rows.add(BenchRow.lowerIsBetter("commit_checks_" + size + "_tokens_p16_median", checks[n / 2] / 1e3, "us",
-                    "cache_commit_median", commit[n / 2] / 1e3));
+            rows.add(BenchRow.lowerIsBetter(
+                    "cache_commit_" + size + "_tokens_p16_median",
+                    commit[n / 2] / 1e3,
+                    "us",
+                    "tree_insert_same_tokens_median",
+                    insert[n / 2] / 1e3));
+            rows.add(BenchRow.lowerIsBetter(
+                    "commit_checks_" + size + "_tokens_p16_median",
+                    checks[n / 2] / 1e3,
+                    "us",
+                    "cache_commit_median",
+                    commit[n / 2] / 1e3));
         }
     }
 

@@ -36,20 +36,34 @@ class BenchChartsTest {
     void theReportCommandDrawsAChartPerResultFile(@TempDir Path dir) throws IOException {
         Path results = Files.createDirectories(dir.resolve("results"));
         Path charts = dir.resolve("charts");
-        write(results, "mixed", List.of(
-                BenchRow.higherIsBetter("python_tcp_get_1m", 1.2, "GB/s", "java_remote_get", 1.5).withAim(0.7),
-                BenchRow.higherIsBetter("python_local_get_1m", 4.0, "GB/s", "python_tcp_get", 1.2),
-                BenchRow.lowerIsBetter("get_p99_64k", 300, "us", "redis_get_p99_64k", 100)));
-        write(results, "fast", List.of(BenchRow.higherIsBetter("kernel_vs_copy_engine_h2d_16k_page_first_direct", 448,
-                "GB/s", "per_page_cumemcpy2dasync", 1),
-                new BenchRow("failed_requests", 0, "requests", "requests_run", 1152, 0, "higher")));
+        write(
+                results,
+                "mixed",
+                List.of(
+                        BenchRow.higherIsBetter("python_tcp_get_1m", 1.2, "GB/s", "java_remote_get", 1.5)
+                                .withAim(0.7),
+                        BenchRow.higherIsBetter("python_local_get_1m", 4.0, "GB/s", "python_tcp_get", 1.2),
+                        BenchRow.lowerIsBetter("get_p99_64k", 300, "us", "redis_get_p99_64k", 100)));
+        write(
+                results,
+                "fast",
+                List.of(
+                        BenchRow.higherIsBetter(
+                                "kernel_vs_copy_engine_h2d_16k_page_first_direct",
+                                448,
+                                "GB/s",
+                                "per_page_cumemcpy2dasync",
+                                1),
+                        new BenchRow("failed_requests", 0, "requests", "requests_run", 1152, 0, "higher")));
         Files.writeString(results.resolve("gpu_roundtrip.json"), "{\"device\": \"H100\", \"results\": []}");
 
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = HiCacheCli.fromClassPath().run(List.of("bench", "report", "--results", results.toString(), "--out",
-                charts.toString()), new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = HiCacheCli.fromClassPath()
+                .run(
+                        List.of("bench", "report", "--results", results.toString(), "--out", charts.toString()),
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
         String printed = out.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, printed + err.toString(StandardCharsets.UTF_8));
         assertTrue(printed.contains("skipped ") && printed.contains("gpu_roundtrip.json"), printed);
@@ -74,8 +88,15 @@ class BenchChartsTest {
     @Test
     void theReportNeedsAResultsFolder(@TempDir Path dir) {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = HiCacheCli.fromClassPath().run(List.of("bench", "report", "--results", dir.resolve("none").toString()),
-                new PrintStream(new ByteArrayOutputStream()), new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = HiCacheCli.fromClassPath()
+                .run(
+                        List.of(
+                                "bench",
+                                "report",
+                                "--results",
+                                dir.resolve("none").toString()),
+                        new PrintStream(new ByteArrayOutputStream()),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
         assertEquals(2, status);
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("no results folder"), err::toString);
     }

@@ -22,14 +22,26 @@ class BenchCommandTest {
     void keysSuiteWritesItsRows(@TempDir Path dir) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = HiCacheCli.fromClassPath().run(List.of("bench", "keys", "--quick", "--out", dir.toString()),
-                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = HiCacheCli.fromClassPath()
+                .run(
+                        List.of("bench", "keys", "--quick", "--out", dir.toString()),
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
         String printed = out.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, printed + err.toString(StandardCharsets.UTF_8));
         assertTrue(printed.contains("page_hash_p64") && printed.contains("jdk_sha256_same_bytes"), printed);
         String json = Files.readString(dir.resolve("keys.json"));
-        for (String field : List.of("\"suite\": \"keys\"", "\"machine\"", "\"date\"", "\"command\"", "\"metric\"",
-                "\"value\"", "\"unit\"", "\"reference\"", "\"reference_value\"", "\"ratio\"")) {
+        for (String field : List.of(
+                "\"suite\": \"keys\"",
+                "\"machine\"",
+                "\"date\"",
+                "\"command\"",
+                "\"metric\"",
+                "\"value\"",
+                "\"unit\"",
+                "\"reference\"",
+                "\"reference_value\"",
+                "\"ratio\"")) {
             assertTrue(json.contains(field), field + " missing from " + json);
         }
         assertEquals(2 * KeysSuite.PAGE_SIZES.length, json.split("\"metric\"").length - 1, json);
@@ -40,19 +52,24 @@ class BenchCommandTest {
     void forkedRunsComeBackAndMergeByMedian() throws Exception {
         ByteArrayOutputStream shown = new ByteArrayOutputStream();
         AtomicLong clock = new AtomicLong();
-        Progress progress = new Progress(new PrintStream(shown, true, StandardCharsets.UTF_8), false,
+        Progress progress = new Progress(
+                new PrintStream(shown, true, StandardCharsets.UTF_8),
+                false,
                 () -> clock.addAndGet(10_000_000_000L)); // ten seconds a call: every round gets its line
         List<BenchRow> rows = Forks.run("keys", true, 2, progress);
         assertEquals(2 * KeysSuite.PAGE_SIZES.length, rows.size(), rows::toString);
         String lines = shown.toString(StandardCharsets.UTF_8);
         assertTrue(lines.contains("bench keys: fork 1 of 2\n") && lines.contains("bench keys: fork 2 of 2\n"), lines);
         assertTrue(lines.contains(", measurement 1, round 1 of "), "the forks' rounds reach the parent: " + lines);
-        assertTrue(rows.stream().allMatch(r -> r.value() > 0 && r.referenceValue() > 0 && r.ratio() > 0), rows::toString);
+        assertTrue(
+                rows.stream().allMatch(r -> r.value() > 0 && r.referenceValue() > 0 && r.ratio() > 0), rows::toString);
 
-        BenchRow a = new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher").withAim(0.7).withSpread(0.05, 0.3);
+        BenchRow a =
+                new BenchRow("m", 1, "u", "ref", 10, 0.1, "higher").withAim(0.7).withSpread(0.05, 0.3);
         BenchRow b = new BenchRow("m", 5, "u", "ref", 20, 0.5, "higher").withSpread(0.4, 0.9);
         BenchRow c = new BenchRow("m", 3, "u", "ref", 30, 0.2, "higher");
-        BenchRow merged = Forks.median(List.of(List.of(a), List.of(b), List.of(c))).getFirst();
+        BenchRow merged =
+                Forks.median(List.of(List.of(a), List.of(b), List.of(c))).getFirst();
         assertEquals(3, merged.value());
         assertEquals(20, merged.referenceValue());
         assertEquals(0.2, merged.ratio(), "the ratio is the median of the forks' ratios");
@@ -76,8 +93,11 @@ class BenchCommandTest {
     @Test
     void unknownSuitesAreUsageErrors() {
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = HiCacheCli.fromClassPath().run(List.of("bench", "nosuch"), new PrintStream(new ByteArrayOutputStream()),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = HiCacheCli.fromClassPath()
+                .run(
+                        List.of("bench", "nosuch"),
+                        new PrintStream(new ByteArrayOutputStream()),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
         assertEquals(2, status);
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown suite 'nosuch'; suites: "));
     }

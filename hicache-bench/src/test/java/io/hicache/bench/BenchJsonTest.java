@@ -21,14 +21,25 @@ class BenchJsonTest {
     private static final Path RESULTS = Path.of("..", "bench-results");
 
     private static BenchReport report(List<BenchRow> rows) {
-        return new BenchReport("demo", rows, Map.of("os", "Linux 6", "cores", 2, "cpu", "AMD \"EPYC\"\n"),
-                Instant.parse("2026-11-23T08:51:28Z"), "./hicache bench demo --out 'a b'", 3);
+        return new BenchReport(
+                "demo",
+                rows,
+                Map.of("os", "Linux 6", "cores", 2, "cpu", "AMD \"EPYC\"\n"),
+                Instant.parse("2026-11-23T08:51:28Z"),
+                "./hicache bench demo --out 'a b'",
+                3);
     }
 
     @Test
     void aReportIsWrittenInTheShapeOfTheCommittedFiles() throws IOException {
-        String json = BenchJson.write(report(List.of(new BenchRow("touch_ops_10m", 1_388_712.4, "touches/s",
-                "concurrent_hash_map_get_put_same_keys", 0.06444912, 16_112_279.4, "higher"))));
+        String json = BenchJson.write(report(List.of(new BenchRow(
+                "touch_ops_10m",
+                1_388_712.4,
+                "touches/s",
+                "concurrent_hash_map_get_put_same_keys",
+                0.06444912,
+                16_112_279.4,
+                "higher"))));
         assertEquals("""
                 {
                   "suite": "demo",

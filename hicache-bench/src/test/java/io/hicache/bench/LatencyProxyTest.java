@@ -20,8 +20,8 @@ class LatencyProxyTest {
     @Test
     void bytesPassBothWaysUnchangedAcrossRequestsOnOneConnection() throws Exception {
         try (ServerSocket echo = new ServerSocket(0, 16, InetAddress.getLoopbackAddress());
-                LatencyProxy proxy = new LatencyProxy(echo.getLocalPort(),
-                        new LatencyProxy.Settings(Duration.ofMillis(2), 200_000_000L))) {
+                LatencyProxy proxy = new LatencyProxy(
+                        echo.getLocalPort(), new LatencyProxy.Settings(Duration.ofMillis(2), 200_000_000L))) {
             Thread.ofVirtual().start(() -> echoAll(echo));
             URI endpoint = proxy.endpoint();
             try (Socket client = new Socket(endpoint.getHost(), endpoint.getPort())) {
@@ -49,7 +49,8 @@ class LatencyProxyTest {
         try (ServerSocket echo = new ServerSocket(0, 16, InetAddress.getLoopbackAddress())) {
             Thread.ofVirtual().start(() -> echoAll(echo));
             LatencyProxy proxy = new LatencyProxy(echo.getLocalPort(), new LatencyProxy.Settings(Duration.ZERO, 0));
-            try (Socket client = new Socket(proxy.endpoint().getHost(), proxy.endpoint().getPort())) {
+            try (Socket client =
+                    new Socket(proxy.endpoint().getHost(), proxy.endpoint().getPort())) {
                 client.getOutputStream().write(7);
                 assertEquals(7, client.getInputStream().read());
                 proxy.close();
@@ -77,7 +78,9 @@ class LatencyProxyTest {
             try {
                 Socket s = listener.accept();
                 Thread.ofVirtual().start(() -> {
-                    try (s; InputStream in = s.getInputStream(); OutputStream out = s.getOutputStream()) {
+                    try (s;
+                            InputStream in = s.getInputStream();
+                            OutputStream out = s.getOutputStream()) {
                         in.transferTo(out);
                     } catch (IOException e) {
                         // the proxy closed

@@ -35,8 +35,12 @@ class ProgressTest {
         p.round(3, 4); // a second later: held back
         p.start("keys", 2, 3);
         p.finish();
-        assertEquals(List.of("bench keys: fork 1 of 3", "bench keys: fork 1 of 3, measurement 1, round 2 of 4",
-                "bench keys: fork 2 of 3"), text().lines().toList());
+        assertEquals(
+                List.of(
+                        "bench keys: fork 1 of 3",
+                        "bench keys: fork 1 of 3, measurement 1, round 2 of 4",
+                        "bench keys: fork 2 of 3"),
+                text().lines().toList());
         assertFalse(text().contains("\r") || text().contains("\u001b"), text());
     }
 
@@ -55,7 +59,8 @@ class ProgressTest {
         String[] frames = text().split("\r");
         String last = frames[frames.length - 1];
         // Fork 2 of 2, measurement 1 of 2 done: three quarters of the run.
-        assertTrue(last.startsWith("[###############-----] bench memory: fork 2 of 2, measurement 1 of 2, round 2 of 2"),
+        assertTrue(
+                last.startsWith("[###############-----] bench memory: fork 2 of 2, measurement 1 of 2, round 2 of 2"),
                 last);
         assertTrue(frames[4].contains("fork 1 of 2, measurement 2, round 1 of 2"), frames[4]);
         p.finish();
@@ -69,7 +74,8 @@ class ProgressTest {
         p.start("keys", 0, 0);
         p.round(1, 4);
         String[] frames = text().split("\r");
-        assertTrue(frames[frames.length - 1].startsWith("[#####---------------] bench keys, measurement 1, round 1 of 4"),
+        assertTrue(
+                frames[frames.length - 1].startsWith("[#####---------------] bench keys, measurement 1, round 1 of 4"),
                 text());
     }
 
@@ -82,10 +88,12 @@ class ProgressTest {
             nanos.addAndGet(10_000_000_000L);
             Progress.roundDone(1, 3);
         } finally {
-            Progress.reportRoundsTo((done, total) -> { });
+            Progress.reportRoundsTo((done, total) -> {});
         }
         nanos.addAndGet(10_000_000_000L);
         Progress.roundDone(2, 3); // nobody listens any more
-        assertEquals(List.of("bench keys", "bench keys, measurement 1, round 1 of 3"), text().lines().toList());
+        assertEquals(
+                List.of("bench keys", "bench keys, measurement 1, round 1 of 3"),
+                text().lines().toList());
     }
 }

@@ -26,8 +26,9 @@ class TpReplayTest {
         assertEquals(r.tierTurns().size(), o.rank1Tiers().size(), "rank 1 replayed every turn with all tiers");
         assertEquals(0, o.disagreements(), "turns on which the ranks answered differently");
         assertEquals(0, r.tiers().failed() + r.deviceOnly().failed(), "failed turns");
-        assertTrue(r.tiers().served() > r.deviceOnly().served(), "the host tier and the store served more: " + r.tiers()
-                + " vs " + r.deviceOnly());
+        assertTrue(
+                r.tiers().served() > r.deviceOnly().served(),
+                "the host tier and the store served more: " + r.tiers() + " vs " + r.deviceOnly());
         assertTrue(r.loads().bytes > 0, "some turns loaded pages back from the host");
     }
 }

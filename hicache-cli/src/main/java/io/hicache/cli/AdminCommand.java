@@ -20,13 +20,21 @@ import picocli.CommandLine.Spec;
  * ({@link AdminStoreCommand}), with the daemon's address and token as {@code stats} takes them. A daemon's refusal
  * exits with 1, bad arguments with 2. Runs once.
  */
-@Command(name = "admin", header = "flush a running daemon's host slab, or show, detach or attach its L3 store",
-        mixinStandardHelpOptions = true, synopsisSubcommandLabel = "COMMAND",
+@Command(
+        name = "admin",
+        header = "flush a running daemon's host slab, or show, detach or attach its L3 store",
+        mixinStandardHelpOptions = true,
+        synopsisSubcommandLabel = "COMMAND",
         subcommands = {AdminCommand.Flush.class, AdminStoreCommand.class},
         description = "Operations on a running daemon while it serves: 'flush' empties its host slab (L3 keeps the "
                 + "pages), 'store' shows, detaches or attaches its L3 page store.",
-        footer = {"%nExamples:", "  hicache admin flush", "  hicache admin store show --port 7371",
-            "  hicache admin store detach", "  hicache admin store attach file --set file.root=/data/hicache"})
+        footer = {
+            "%nExamples:",
+            "  hicache admin flush",
+            "  hicache admin store show --port 7371",
+            "  hicache admin store detach",
+            "  hicache admin store attach file --set file.root=/data/hicache"
+        })
 public final class AdminCommand implements Subcommand {
     @Spec
     CommandSpec spec;
@@ -39,7 +47,10 @@ public final class AdminCommand implements Subcommand {
 
     /** How long the daemon may take: the request's deadline. A picocli mixin; filled once. */
     static final class Timeout {
-        @Option(names = "--timeout", paramLabel = "DURATION", defaultValue = "30s",
+        @Option(
+                names = "--timeout",
+                paramLabel = "DURATION",
+                defaultValue = "30s",
                 converter = TopCommand.DurationConverter.class,
                 description = "how long the daemon may wait for its write-behind (default ${DEFAULT-VALUE})")
         Duration timeout;
@@ -59,7 +70,10 @@ public final class AdminCommand implements Subcommand {
      * given. A picocli mixin; filled once.
      */
     static final class AdminToken {
-        @Option(names = "--admin-token", paramLabel = "TEXT", defaultValue = "${env:HICACHE_SERVER_ADMIN_TOKEN:-}",
+        @Option(
+                names = "--admin-token",
+                paramLabel = "TEXT",
+                defaultValue = "${env:HICACHE_SERVER_ADMIN_TOKEN:-}",
                 description = "the daemon's server.admin-token, sent instead of --auth-token (default: "
                         + "HICACHE_SERVER_ADMIN_TOKEN, else none: a daemon without one takes admin requests from loopback "
                         + "only, with its ordinary token)")
@@ -71,10 +85,17 @@ public final class AdminCommand implements Subcommand {
      * {@code line} makes of its answer; what every admin subcommand does. A refusal is thrown as it came (the command
      * line turns it into exit status 1).
      */
-    static <T> int ask(CommandSpec spec, DaemonAddress daemon, AdminToken admin, Timeout timeout,
-            Function<DaemonAdmin, CompletableFuture<T>> request, Function<T, String> line) throws Exception {
+    static <T> int ask(
+            CommandSpec spec,
+            DaemonAddress daemon,
+            AdminToken admin,
+            Timeout timeout,
+            Function<DaemonAdmin, CompletableFuture<T>> request,
+            Function<T, String> line)
+            throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        try (RemotePageStore client = admin.adminToken.isEmpty() ? daemon.connect() : daemon.connect(admin.adminToken)) {
+        try (RemotePageStore client =
+                admin.adminToken.isEmpty() ? daemon.connect() : daemon.connect(admin.adminToken)) {
             out.println(line.apply(timeout.await(request.apply(new DaemonAdmin(client)))));
             out.flush();
             return Subcommand.OK;
@@ -82,11 +103,15 @@ public final class AdminCommand implements Subcommand {
     }
 
     /** {@code hicache admin flush}. */
-    @Command(name = "flush", header = "drop the host slab's pages; L3 keeps them", mixinStandardHelpOptions = true,
+    @Command(
+            name = "flush",
+            header = "drop the host slab's pages; L3 keeps them",
+            mixinStandardHelpOptions = true,
             sortOptions = false,
-            description = "Drops every page of the daemon's host slab that no lease or reservation pins, in every "
-                    + "namespace. Pages the write-behind has not yet written to L3 are written first, up to --timeout; "
-                    + "those still unwritten then stay in the slab. L3 keeps every page: a later get reads it from there.",
+            description =
+                    "Drops every page of the daemon's host slab that no lease or reservation pins, in every "
+                            + "namespace. Pages the write-behind has not yet written to L3 are written first, up to --timeout; "
+                            + "those still unwritten then stay in the slab. L3 keeps every page: a later get reads it from there.",
             footer = {"%nExamples:", "  hicache admin flush", "  hicache admin flush --port 7371 --timeout 2m"})
     public static final class Flush implements Callable<Integer> {
         @Spec
@@ -103,9 +128,16 @@ public final class AdminCommand implements Subcommand {
 
         @Override
         public Integer call() throws Exception {
-            return ask(spec, daemon, adminToken, timeout, admin -> admin.flush(timeout.timeout), f -> "flushed the host slab of "
-                    + daemon.host + ":" + daemon.port + ": dropped " + f.droppedPages() + " pages, kept "
-                    + f.keptPages() + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));
+            return ask(
+                    spec,
+                    daemon,
+                    adminToken,
+                    timeout,
+                    admin -> admin.flush(timeout.timeout),
+                    f -> "flushed the host slab of "
+                            + daemon.host + ":" + daemon.port + ": dropped " + f.droppedPages() + " pages, kept "
+                            + f.keptPages()
+                            + (f.keptPages() > 0 ? " (pinned, or not yet in L3 when --timeout passed)" : ""));
         }
     }
 }

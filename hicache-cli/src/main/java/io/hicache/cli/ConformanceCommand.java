@@ -20,24 +20,42 @@ import picocli.CommandLine.Spec;
  * {@code hicache conformance --store NAME}: runs the page store conformance kit against any store the configuration
  * can build (a user's bucket, a mounted disk) and prints one line per case. Runs once.
  */
-@Command(name = "conformance", customSynopsis = "hicache conformance --store=NAME [--config=FILE] [--allow-clear-all] [--SETTING=VALUE ...]", header = "run the page store conformance kit against a configured store", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Runs the page store conformance kit against the store NAME, opened from its settings. Prints "
-                + "each case as passed, failed or skipped as it finishes, and exits with status 1 if any case failed.",
-            "", "The kit writes pages into namespaces of its own and removes them when each case ends, so it can run "
-                + "against a store that holds other data. The one case that clears the whole store runs only with "
-                + "--allow-clear-all: never give that for a store whose data you need.", "", SettingOptions.PRECEDENCE},
-        footer = {"%nExamples:", "  hicache conformance --store memory",
-            "  hicache conformance --store memory --memory.capacity 256MiB"})
+@Command(
+        name = "conformance",
+        customSynopsis = "hicache conformance --store=NAME [--config=FILE] [--allow-clear-all] [--SETTING=VALUE ...]",
+        header = "run the page store conformance kit against a configured store",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Runs the page store conformance kit against the store NAME, opened from its settings. Prints "
+                    + "each case as passed, failed or skipped as it finishes, and exits with status 1 if any case failed.",
+            "",
+            "The kit writes pages into namespaces of its own and removes them when each case ends, so it can run "
+                    + "against a store that holds other data. The one case that clears the whole store runs only with "
+                    + "--allow-clear-all: never give that for a store whose data you need.",
+            "",
+            SettingOptions.PRECEDENCE
+        },
+        footer = {
+            "%nExamples:",
+            "  hicache conformance --store memory",
+            "  hicache conformance --store memory --memory.capacity 256MiB"
+        })
 public final class ConformanceCommand implements Subcommand {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--store", required = true, paramLabel = "NAME", description = "the store to check",
+    @Option(
+            names = "--store",
+            required = true,
+            paramLabel = "NAME",
+            description = "the store to check",
             completionCandidates = StoreNames.class)
     String store;
 
     @Option(names = "--config", paramLabel = "FILE", description = "a properties file of the store's settings")
-    @Nullable Path config;
+    @Nullable
+    Path config;
 
     @Option(names = "--allow-clear-all", description = "also run the case that clears the whole store")
     boolean allowClearAll;
@@ -56,8 +74,11 @@ public final class ConformanceCommand implements Subcommand {
         built.requireKnown(provider.settings());
         Progress progress = Progress.of(spec.commandLine().getErr(), "conformance of '" + store + "'", 0);
         long[] done = {0};
-        ConformanceReport report = ConfiguredStoreKit.run(new StoreConfig(store, built), allowClearAll,
-                c -> progress.update(++done[0], c.name() + " " + c.outcome().name().toLowerCase(Locale.ROOT)));
+        ConformanceReport report = ConfiguredStoreKit.run(
+                new StoreConfig(store, built),
+                allowClearAll,
+                c -> progress.update(
+                        ++done[0], c.name() + " " + c.outcome().name().toLowerCase(Locale.ROOT)));
         progress.finish();
         report.print(spec.commandLine().getOut());
         return report.passed() ? OK : FAILED;

@@ -12,15 +12,24 @@ import picocli.CommandLine.Option;
  * port and token, defaulting to the daemon's own settings from the environment. A picocli mixin; filled once.
  */
 final class DaemonAddress {
-    @Option(names = "--host", paramLabel = "HOST", defaultValue = "127.0.0.1",
+    @Option(
+            names = "--host",
+            paramLabel = "HOST",
+            defaultValue = "127.0.0.1",
             description = "the daemon's address (default ${DEFAULT-VALUE})")
     String host;
 
-    @Option(names = "--port", paramLabel = "N", defaultValue = "${env:HICACHE_SERVER_PORT:-7370}",
+    @Option(
+            names = "--port",
+            paramLabel = "N",
+            defaultValue = "${env:HICACHE_SERVER_PORT:-7370}",
             description = "the daemon's port (default ${DEFAULT-VALUE}: HICACHE_SERVER_PORT, else 7370)")
     int port;
 
-    @Option(names = "--auth-token", paramLabel = "TEXT", defaultValue = "${env:HICACHE_SERVER_AUTH_TOKEN:-}",
+    @Option(
+            names = "--auth-token",
+            paramLabel = "TEXT",
+            defaultValue = "${env:HICACHE_SERVER_AUTH_TOKEN:-}",
             description = "the daemon's token (default: HICACHE_SERVER_AUTH_TOKEN, else none)")
     String authToken;
 

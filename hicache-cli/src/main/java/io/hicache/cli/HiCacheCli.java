@@ -8,12 +8,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.UnmatchedArgumentException;
-import picocli.CommandLine;
 
 /**
  * The {@code hicache} command line, which {@code ./hicache} runs: picocli over the {@link Subcommand}s on the class
@@ -96,10 +96,17 @@ public final class HiCacheCli {
     private static int badArguments(ParameterException e, String[] args) {
         CommandLine line = e.getCommandLine();
         PrintWriter err = line.getErr();
-        boolean unknownCommand = e instanceof UnmatchedArgumentException u && line.getCommandSpec().parent() == null
-                && !u.getUnmatched().isEmpty() && !u.getUnmatched().getFirst().startsWith("-");
-        err.println(line.getCommandSpec().qualifiedName() + ": " + (unknownCommand
-                ? "unknown command '" + ((UnmatchedArgumentException) e).getUnmatched().getFirst() + "'" : e.getMessage()));
+        boolean unknownCommand = e instanceof UnmatchedArgumentException u
+                && line.getCommandSpec().parent() == null
+                && !u.getUnmatched().isEmpty()
+                && !u.getUnmatched().getFirst().startsWith("-");
+        err.println(line.getCommandSpec().qualifiedName() + ": "
+                + (unknownCommand
+                        ? "unknown command '"
+                                + ((UnmatchedArgumentException) e)
+                                        .getUnmatched()
+                                        .getFirst() + "'"
+                        : e.getMessage()));
         String nearest = e instanceof UnmatchedArgumentException u ? Nearest.suggest(u) : null;
         if (nearest != null) {
             err.println("did you mean " + nearest + "?");
@@ -109,13 +116,18 @@ public final class HiCacheCli {
     }
 
     /** The top level: no command given prints the overview to standard error. */
-    @Command(name = "hicache", mixinStandardHelpOptions = true, versionProvider = VersionCommand.Lines.class,
-            synopsisSubcommandLabel = "COMMAND", subcommands = CommandLine.HelpCommand.class,
+    @Command(
+            name = "hicache",
+            mixinStandardHelpOptions = true,
+            versionProvider = VersionCommand.Lines.class,
+            synopsisSubcommandLabel = "COMMAND",
+            subcommands = CommandLine.HelpCommand.class,
             description = "HiCache: hierarchical KV-cache storage for LLM serving.",
             footer = "%nRun 'hicache COMMAND --help' for a command's options.")
     static final class Root implements Callable<Integer> {
         @Spec
         CommandSpec spec;
+
         final PrintStream out;
         final PrintStream err;
 

@@ -10,8 +10,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * prefix (the daemon has twenty {@code --server.*} options). Stateless.
  */
 final class Nearest {
-    private Nearest() {
-    }
+    private Nearest() {}
 
     /** The nearest known name to the first unmatched word, or null when none is near. */
     static @Nullable String suggest(UnmatchedArgumentException e) {

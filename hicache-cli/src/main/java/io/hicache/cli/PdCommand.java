@@ -52,16 +52,24 @@ import picocli.CommandLine.Spec;
  * token ids), so that a user can watch handoffs work on one machine: the prefill computes what its cache lacks, the
  * decode receives what its cache lacks and checks every byte. Runs once.
  */
-@Command(name = "pd", header = "run one role of prefill/decode disaggregation, with a synthetic engine",
-        mixinStandardHelpOptions = true, synopsisSubcommandLabel = "COMMAND",
+@Command(
+        name = "pd",
+        header = "run one role of prefill/decode disaggregation, with a synthetic engine",
+        mixinStandardHelpOptions = true,
+        synopsisSubcommandLabel = "COMMAND",
         subcommands = {PdCommand.Bootstrap.class, PdCommand.Prefill.class, PdCommand.Decode.class},
         description = "Each role in its own terminal: 'bootstrap' (the prefill instance's bootstrap server), 'prefill' "
                 + "(serves every request a decode names), 'decode' (runs conversations and checks what arrives).",
-        footer = {"%nExamples:", "  hicache pd bootstrap", "  hicache pd prefill --bootstrap http://127.0.0.1:8998",
-            "  hicache pd decode --bootstrap http://127.0.0.1:8998 --conversations 4 --turns 3"})
+        footer = {
+            "%nExamples:",
+            "  hicache pd bootstrap",
+            "  hicache pd prefill --bootstrap http://127.0.0.1:8998",
+            "  hicache pd decode --bootstrap http://127.0.0.1:8998 --conversations 4 --turns 3"
+        })
 public final class PdCommand implements Subcommand {
     /** The synthetic model: 8 layers, 2 KV heads of 64, bf16; pages of 16 tokens (64 KiB). */
     static final KvGeometry MODEL = KvGeometry.mha(8, 2, 64, KvDtype.BFLOAT16);
+
     static final int PAGE = 16;
 
     @Spec
@@ -74,22 +82,31 @@ public final class PdCommand implements Subcommand {
     }
 
     /** {@code hicache pd bootstrap}. */
-    @Command(name = "bootstrap", header = "run a prefill instance's bootstrap server", mixinStandardHelpOptions = true,
+    @Command(
+            name = "bootstrap",
+            header = "run a prefill instance's bootstrap server",
+            mixinStandardHelpOptions = true,
             footer = {"%nExamples:", "  hicache pd bootstrap", "  hicache pd bootstrap --port 9000"})
     public static final class Bootstrap implements Callable<Integer> {
         @Spec
         CommandSpec spec;
 
-        @Option(names = "--port", defaultValue = "8998", description = "the port (default ${DEFAULT-VALUE}, "
-                + "SGLang's disaggregation-bootstrap-port)")
+        @Option(
+                names = "--port",
+                defaultValue = "8998",
+                description = "the port (default ${DEFAULT-VALUE}, " + "SGLang's disaggregation-bootstrap-port)")
         int port;
 
         @Option(names = "--host", defaultValue = "127.0.0.1", description = "the address (default ${DEFAULT-VALUE})")
         String host;
 
-        @Option(names = "--for", paramLabel = "DURATION", converter = TopCommand.DurationConverter.class,
+        @Option(
+                names = "--for",
+                paramLabel = "DURATION",
+                converter = TopCommand.DurationConverter.class,
                 description = "stop after this long (default: when stopped)")
-        @Nullable Duration runFor;
+        @Nullable
+        Duration runFor;
 
         @Override
         public Integer call() throws Exception {
@@ -117,22 +134,26 @@ public final class PdCommand implements Subcommand {
 
         Node(String role, int devicePages, Map<String, String> flags) throws IOException {
             Path shm = Path.of("/dev/shm");
-            hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty(
-                    "java.io.tmpdir")), "hicache-pd-" + role);
-            Settings.Builder b = Settings.builder().flag("page-size", Integer.toString(PAGE))
-                    .flag("host.dir", hostDir.toString());
+            hostDir = Files.createTempDirectory(
+                    Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "hicache-pd-" + role);
+            Settings.Builder b =
+                    Settings.builder().flag("page-size", Integer.toString(PAGE)).flag("host.dir", hostDir.toString());
             flags.forEach(b::flag);
             Settings all = b.build();
             settings = PdSettings.from(all, role + "-" + ProcessHandle.current().pid());
-            long pageBytes = new PageFormat(MODEL, PAGE, HostLayout.LAYER_FIRST)
-                    .pageBytes();
+            long pageBytes = new PageFormat(MODEL, PAGE, HostLayout.LAYER_FIRST).pageBytes();
             runtime = new EmulatedDeviceRuntime(devicePages * pageBytes + (64L << 20), 2);
-            cache = HiCache.builder().config(HiCacheConfig.from(all))
+            cache = HiCache.builder()
+                    .config(HiCacheConfig.from(all))
                     .namespace(Namespace.of("pd-synthetic", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                    .geometry(MODEL).devicePages(devicePages).runtime(runtime).open();
+                    .geometry(MODEL)
+                    .devicePages(devicePages)
+                    .runtime(runtime)
+                    .open();
             engine = TransferEngine.open(settings.transfer());
             spec = new RankSpec(MODEL, PAGE, 1, 0, devicePages, 64, 64, engine.address());
-            kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
+            kv = engine.register(
+                    RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
         }
 
@@ -152,26 +173,41 @@ public final class PdCommand implements Subcommand {
 
     /** The options both ranks take. A picocli mixin; filled once. */
     static final class NodeOptions {
-        @Option(names = "--bootstrap", paramLabel = "URL", defaultValue = "http://127.0.0.1:8998",
+        @Option(
+                names = "--bootstrap",
+                paramLabel = "URL",
+                defaultValue = "http://127.0.0.1:8998",
                 description = "the prefill instance's bootstrap server (default ${DEFAULT-VALUE})")
         String bootstrapUrl;
 
-        @Option(names = "--device-pages", defaultValue = "1024",
+        @Option(
+                names = "--device-pages",
+                defaultValue = "1024",
                 description = "pages of 16 tokens in the device pool (default ${DEFAULT-VALUE})")
         int devicePages;
 
-        @Option(names = "--set", paramLabel = "KEY=VALUE", description = "a cache, transfer or disaggregation "
-                + "setting (hicache-ratio=2, disaggregation-transfer-backend=tcp, ...); repeatable")
+        @Option(
+                names = "--set",
+                paramLabel = "KEY=VALUE",
+                description = "a cache, transfer or disaggregation "
+                        + "setting (hicache-ratio=2, disaggregation-transfer-backend=tcp, ...); repeatable")
         Map<String, String> settings = new LinkedHashMap<>();
     }
 
     /** {@code hicache pd prefill}. */
-    @Command(name = "prefill", header = "serve every request a decode names, on the cache", mixinStandardHelpOptions = true,
+    @Command(
+            name = "prefill",
+            header = "serve every request a decode names, on the cache",
+            mixinStandardHelpOptions = true,
             description = "Registers with the bootstrap server, then prefills each room a decode names: the prompt "
                     + "follows from the room (the synthetic chat), the cache serves what it holds, the rest is computed "
                     + "and every page sent.",
-            footer = {"%nExamples:", "  hicache pd prefill", "  hicache pd prefill --bootstrap http://10.0.0.5:8998 "
-                    + "--set disaggregation-transfer-backend=tcp --set transfer-bind-host=10.0.0.6"})
+            footer = {
+                "%nExamples:",
+                "  hicache pd prefill",
+                "  hicache pd prefill --bootstrap http://10.0.0.5:8998 "
+                        + "--set disaggregation-transfer-backend=tcp --set transfer-bind-host=10.0.0.6"
+            })
     public static final class Prefill implements Callable<Integer> {
         @Spec
         CommandSpec spec;
@@ -180,14 +216,15 @@ public final class PdCommand implements Subcommand {
         NodeOptions options;
 
         @Option(names = "--requests", description = "stop after this many requests (default: when stopped)")
-        @Nullable Integer requests;
+        @Nullable
+        Integer requests;
 
         @Override
         public Integer call() throws Exception {
             PrintWriter out = spec.commandLine().getOut();
             try (Node node = new Node("prefill", options.devicePages, options.settings);
-                    PrefillRank rank = PrefillRank.start(node.engine, node.spec, node.kv, node.aux,
-                            options.bootstrapUrl, node.settings.pd())) {
+                    PrefillRank rank = PrefillRank.start(
+                            node.engine, node.spec, node.kv, node.aux, options.bootstrapUrl, node.settings.pd())) {
                 CachedPrefill prefill = CachedPrefill.over(node.cache, rank);
                 out.println("prefill registered with " + options.bootstrapUrl + "; serving");
                 out.flush();
@@ -214,18 +251,33 @@ public final class PdCommand implements Subcommand {
             }
         }
 
-        private static void serve(CachedPrefill prefill, Node node, long room, PrintWriter out, AtomicInteger done,
+        private static void serve(
+                CachedPrefill prefill,
+                Node node,
+                long room,
+                PrintWriter out,
+                AtomicInteger done,
                 AtomicInteger failed) {
             try {
                 int[] prompt = SyntheticChat.prompt(room);
-                CachedPrefill.Outcome o = prefill.prefill(room, "room-" + room, prompt,
+                CachedPrefill.Outcome o = prefill.prefill(
+                        room,
+                        "room-" + room,
+                        prompt,
                         (tokens, from, pages) -> SyntheticChat.compute(node.cache, tokens, from, pages),
-                        ("room " + room).getBytes(), Deadline.after(Duration.ofSeconds(60)));
+                        ("room " + room).getBytes(),
+                        Deadline.after(Duration.ofSeconds(60)));
                 (o.state() == KvPoll.SUCCESS ? done : failed).incrementAndGet();
                 synchronized (out) {
-                    out.printf("room %d (conversation %d, turn %d): %d prompt tokens, %d from the cache, %d computed: %s%s%n",
-                            room, room / SyntheticChat.TURNS, room % SyntheticChat.TURNS, prompt.length,
-                            o.cachedTokens(), o.computedTokens(), o.state(),
+                    out.printf(
+                            "room %d (conversation %d, turn %d): %d prompt tokens, %d from the cache, %d computed: %s%s%n",
+                            room,
+                            room / SyntheticChat.TURNS,
+                            room % SyntheticChat.TURNS,
+                            prompt.length,
+                            o.cachedTokens(),
+                            o.computedTokens(),
+                            o.state(),
                             o.failure() == null ? "" : " (" + o.failure() + ")");
                     out.flush();
                 }
@@ -240,11 +292,14 @@ public final class PdCommand implements Subcommand {
     }
 
     /** {@code hicache pd decode}. */
-    @Command(name = "decode", header = "run conversations through a prefill and check every byte that arrives",
+    @Command(
+            name = "decode",
+            header = "run conversations through a prefill and check every byte that arrives",
             mixinStandardHelpOptions = true,
-            description = "Runs --conversations conversations of --turns turns: each turn's prompt is received (what "
-                    + "this decode's cache holds from earlier turns is not sent again), checked byte by byte, and an "
-                    + "answer is decoded into the cache for the next turn. Exits 1 if a handoff failed or a byte differed.",
+            description =
+                    "Runs --conversations conversations of --turns turns: each turn's prompt is received (what "
+                            + "this decode's cache holds from earlier turns is not sent again), checked byte by byte, and an "
+                            + "answer is decoded into the cache for the next turn. Exits 1 if a handoff failed or a byte differed.",
             footer = {"%nExamples:", "  hicache pd decode --conversations 4 --turns 3"})
     public static final class Decode implements Callable<Integer> {
         @Spec
@@ -275,20 +330,31 @@ public final class PdCommand implements Subcommand {
                     for (int c = 0; c < conversations; c++) {
                         long room = SyntheticChat.room(c, turn);
                         int[] prompt = SyntheticChat.prompt(room);
-                        CachedDecode.Received got = decode.receive(room, "room-" + room, prompt, options.bootstrapUrl,
-                                (int) (room % node.spec.auxSlots()), Deadline.after(Duration.ofSeconds(60)));
+                        CachedDecode.Received got = decode.receive(
+                                room,
+                                "room-" + room,
+                                prompt,
+                                options.bootstrapUrl,
+                                (int) (room % node.spec.auxSlots()),
+                                Deadline.after(Duration.ofSeconds(60)));
                         if (got.state() != KvPoll.SUCCESS) {
                             failed++;
                             out.printf("conversation %d, turn %d: FAILED (%s)%n", c, turn, got.failure());
                             out.flush();
                             continue;
                         }
-                        int wrong = SyntheticChat.wrongPages(node.cache, prompt,
-                                Checks.checkNotNull(got.pages(), "a successful handoff's pages"));
+                        int wrong = SyntheticChat.wrongPages(
+                                node.cache, prompt, Checks.checkNotNull(got.pages(), "a successful handoff's pages"));
                         failed += wrong == 0 ? 0 : 1;
                         SyntheticChat.decode(decode, node.cache, got, prompt, SyntheticChat.answer(c, turn));
-                        out.printf("conversation %d, turn %d: %d prompt tokens, %d held by this decode, %d received; "
-                                + "%s%n", c, turn, prompt.length, got.cachedTokens(), got.receivedTokens(),
+                        out.printf(
+                                "conversation %d, turn %d: %d prompt tokens, %d held by this decode, %d received; "
+                                        + "%s%n",
+                                c,
+                                turn,
+                                prompt.length,
+                                got.cachedTokens(),
+                                got.receivedTokens(),
                                 wrong == 0 ? "every byte checked" : wrong + " pages WRONG");
                         out.flush();
                     }

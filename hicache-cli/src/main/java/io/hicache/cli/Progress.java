@@ -55,7 +55,10 @@ public final class Progress {
             StringBuilder line = new StringBuilder("\r");
             if (total > 0) {
                 int filled = (int) Math.min(BAR, done * BAR / total);
-                line.append('[').append("#".repeat(filled)).append(" ".repeat(BAR - filled)).append("] ");
+                line.append('[')
+                        .append("#".repeat(filled))
+                        .append(" ".repeat(BAR - filled))
+                        .append("] ");
             }
             line.append(what).append(' ').append(count).append(": ").append(detail);
             int width = line.length();

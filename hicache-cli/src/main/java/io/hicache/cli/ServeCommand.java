@@ -23,32 +23,51 @@ import picocli.CommandLine.Spec;
  * {@code hicache serve}: runs the daemon until the process is told to stop (SIGINT, SIGTERM), then shuts it down
  * gracefully. Runs once; each run owns the daemon it starts.
  */
-@Command(name = "serve", customSynopsis = "hicache serve [--config=FILE] [--SETTING=VALUE ...]", header = "run the HiCache daemon (host slab + L3 store behind the binary protocol)", mixinStandardHelpOptions = true, sortOptions = false,
-        description = {"Runs the HiCache daemon: a host slab (server.host-size in server.host-dir, a tmpfs) in front of "
-                + "an L3 page store (server.store), serving the binary protocol of docs/protocol.md on "
-                + "server.bind:server.port, with Prometheus metrics at /metrics and a health check at /health on "
-                + "server.metrics-port. Puts land in the slab and are written behind to the store; gets are served "
-                + "from the slab, else from the store. It logs what it chose at start. Ctrl-C (SIGINT) or SIGTERM stops "
-                + "it gracefully: requests in flight finish and every page not yet in the store is written there first.",
-            "", SettingOptions.PRECEDENCE},
-        footer = {"%nExamples:", "  hicache serve", "  hicache serve --server.host-size 8GiB --file.root /mnt/nvme/hicache",
-            "  hicache serve --server.bind 0.0.0.0 --server.auth-token \"$(cat token)\" --server.store s3 --s3.bucket kv"})
+@Command(
+        name = "serve",
+        customSynopsis = "hicache serve [--config=FILE] [--SETTING=VALUE ...]",
+        header = "run the HiCache daemon (host slab + L3 store behind the binary protocol)",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Runs the HiCache daemon: a host slab (server.host-size in server.host-dir, a tmpfs) in front of "
+                    + "an L3 page store (server.store), serving the binary protocol of docs/protocol.md on "
+                    + "server.bind:server.port, with Prometheus metrics at /metrics and a health check at /health on "
+                    + "server.metrics-port. Puts land in the slab and are written behind to the store; gets are served "
+                    + "from the slab, else from the store. It logs what it chose at start. Ctrl-C (SIGINT) or SIGTERM stops "
+                    + "it gracefully: requests in flight finish and every page not yet in the store is written there first.",
+            "",
+            SettingOptions.PRECEDENCE
+        },
+        footer = {
+            "%nExamples:",
+            "  hicache serve",
+            "  hicache serve --server.host-size 8GiB --file.root /mnt/nvme/hicache",
+            "  hicache serve --server.bind 0.0.0.0 --server.auth-token \"$(cat token)\" --server.store s3 --s3.bucket kv"
+        })
 public final class ServeCommand implements Subcommand {
     @Spec
     CommandSpec spec;
 
     @Option(names = "--config", paramLabel = "FILE", description = "a properties file of settings")
-    @Nullable Path config;
+    @Nullable
+    Path config;
 
     @Override
     public void addOptions(CommandSpec spec) {
         // server.store-root has no fixed default: it follows the daemon's own store folder.
-        SettingOptions.add(spec, "%nDaemon settings:", ServerConfig.SETTINGS, Map.of("server.store-root",
-                "./hicache-data with the default file.root"));
+        SettingOptions.add(
+                spec,
+                "%nDaemon settings:",
+                ServerConfig.SETTINGS,
+                Map.of("server.store-root", "./hicache-data with the default file.root"));
         for (PageStoreProvider p : PageStores.providers()) {
             // The daemon puts the file store under the working directory unless told otherwise: show that default.
-            SettingOptions.add(spec, "%nStore '" + p.name() + "' (server.store " + p.name() + "): " + p.description()
-                    + ":", p.settings(), Map.of("file.root", HiCacheServer.DEFAULT_FILE_ROOT));
+            SettingOptions.add(
+                    spec,
+                    "%nStore '" + p.name() + "' (server.store " + p.name() + "): " + p.description() + ":",
+                    p.settings(),
+                    Map.of("file.root", HiCacheServer.DEFAULT_FILE_ROOT));
         }
     }
 

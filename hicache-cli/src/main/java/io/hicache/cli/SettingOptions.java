@@ -26,12 +26,12 @@ import picocli.CommandLine.TypeConversionException;
  */
 final class SettingOptions {
     /** The precedence, for help texts. */
-    static final String PRECEDENCE = "Settings come from the built-in defaults, then a properties file (--config FILE), "
-            + "then HICACHE_* environment variables (server.port is HICACHE_SERVER_PORT), then --SETTING VALUE flags, "
-            + "each overriding the one before.";
+    static final String PRECEDENCE =
+            "Settings come from the built-in defaults, then a properties file (--config FILE), "
+                    + "then HICACHE_* environment variables (server.port is HICACHE_SERVER_PORT), then --SETTING VALUE flags, "
+                    + "each overriding the one before.";
 
-    private SettingOptions() {
-    }
+    private SettingOptions() {}
 
     /**
      * Adds {@code settings} to {@code spec} under {@code heading}; {@code defaults} replace some settings' shown
@@ -40,7 +40,10 @@ final class SettingOptions {
     static void add(CommandSpec spec, String heading, List<Setting<?>> settings, Map<String, String> defaults) {
         Set<String> present = new HashSet<>();
         spec.options().forEach(o -> present.add(o.longestName()));
-        ArgGroupSpec.Builder group = ArgGroupSpec.builder().heading(heading + "%n").exclusive(false).validate(false)
+        ArgGroupSpec.Builder group = ArgGroupSpec.builder()
+                .heading(heading + "%n")
+                .exclusive(false)
+                .validate(false)
                 .multiplicity("0..1");
         boolean any = false;
         for (Setting<?> s : settings) {
@@ -48,12 +51,17 @@ final class SettingOptions {
             if (!present.add(name)) {
                 continue;
             }
-            Optional<String> shown = defaults.containsKey(s.key()) ? Optional.of(defaults.get(s.key())) : s.defaultText();
-            String description = s.description() + " (" + shown.map(d -> "default " + (d.isEmpty() ? "empty" : d))
-                    .orElse("required") + ")";
-            group.addArg(OptionSpec.builder(name).paramLabel(metavar(s)).type(String.class)
+            Optional<String> shown =
+                    defaults.containsKey(s.key()) ? Optional.of(defaults.get(s.key())) : s.defaultText();
+            String description = s.description() + " ("
+                    + shown.map(d -> "default " + (d.isEmpty() ? "empty" : d)).orElse("required") + ")";
+            group.addArg(OptionSpec.builder(name)
+                    .paramLabel(metavar(s))
+                    .type(String.class)
                     .description(description.replace("%", "%%"))
-                    .converters(text -> check(s, text)).completionCandidates(choices(s)).build());
+                    .converters(text -> check(s, text))
+                    .completionCandidates(choices(s))
+                    .build());
             any = true;
         }
         if (any) {

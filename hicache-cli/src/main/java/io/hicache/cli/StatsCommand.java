@@ -9,7 +9,11 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 /** {@code hicache stats}: one reading of a running daemon's figures, as a summary or as its raw metrics. Runs once. */
-@Command(name = "stats", header = "print a running daemon's figures once", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(
+        name = "stats",
+        header = "print a running daemon's figures once",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
         description = "Prints a running daemon's figures once: totals since it started (requests, bytes, hits, "
                 + "evictions, write-behind) and its state now (slab use, pending write-behind, connections). "
                 + "'hicache top' shows the same as rates, refreshed every second.",

@@ -23,6 +23,5 @@ public interface Subcommand extends Callable<Integer> {
      * Adds options known only at run time (the settings of the stores on the class path), before the command line is
      * parsed. Most commands have none.
      */
-    default void addOptions(CommandSpec spec) {
-    }
+    default void addOptions(CommandSpec spec) {}
 }

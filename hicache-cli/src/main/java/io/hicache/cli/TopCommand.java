@@ -19,11 +19,19 @@ import picocli.CommandLine.Spec;
  * place; otherwise one block of plain lines per refresh (no escape codes). Runs once, until interrupted or
  * {@code --count} refreshes.
  */
-@Command(name = "top", header = "show a running daemon live, refreshed every second", mixinStandardHelpOptions = true, sortOptions = false,
+@Command(
+        name = "top",
+        header = "show a running daemon live, refreshed every second",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
         description = "Shows a running daemon live: throughput, requests per second and mean latency by operation, hit "
                 + "rate, slab use, write-behind backlog and connections, refreshed every --interval. Ctrl-C stops it.",
-        footer = {"%nExamples:", "  hicache top", "  hicache top --port 7371 --interval 5s",
-            "  hicache top --count 3 > top.log     (plain lines when not a terminal)"})
+        footer = {
+            "%nExamples:",
+            "  hicache top",
+            "  hicache top --port 7371 --interval 5s",
+            "  hicache top --count 3 > top.log     (plain lines when not a terminal)"
+        })
 public final class TopCommand implements Subcommand {
     private static final String CLEAR = "\033[H\033[2J";
 
@@ -33,11 +41,18 @@ public final class TopCommand implements Subcommand {
     @Mixin
     DaemonAddress daemon;
 
-    @Option(names = "--interval", paramLabel = "DURATION", defaultValue = "1s", converter = DurationConverter.class,
+    @Option(
+            names = "--interval",
+            paramLabel = "DURATION",
+            defaultValue = "1s",
+            converter = DurationConverter.class,
             description = "time between refreshes (default ${DEFAULT-VALUE})")
     Duration interval;
 
-    @Option(names = "--count", paramLabel = "N", defaultValue = "0",
+    @Option(
+            names = "--count",
+            paramLabel = "N",
+            defaultValue = "0",
             description = "stop after N refreshes (default 0: until interrupted)")
     int count;
 

@@ -9,29 +9,44 @@ import java.util.TreeMap;
 
 /** What {@code stats} and {@code top} print, from readings of a daemon's metrics. Stateless. */
 final class TopView {
-    private TopView() {
-    }
+    private TopView() {}
 
     /** Totals since the daemon started and its state now. */
     static List<String> totals(DaemonMetrics m) {
         List<String> out = new ArrayList<>();
-        out.add(String.format(Locale.ROOT, "requests     %,.0f (%s)", m.sum("hicache_server_request_seconds_count"),
+        out.add(String.format(
+                Locale.ROOT,
+                "requests     %,.0f (%s)",
+                m.sum("hicache_server_request_seconds_count"),
                 perOp(m.by("hicache_server_request_seconds_count", "op"))));
-        out.add(String.format(Locale.ROOT, "bytes        %s received, %s sent",
+        out.add(String.format(
+                Locale.ROOT,
+                "bytes        %s received, %s sent",
                 Units.formatBytes((long) m.sum("hicache_server_received_bytes_total")),
                 Units.formatBytes((long) m.sum("hicache_server_sent_bytes_total"))));
         double host = m.sum("hicache_server_hits_host_total");
         double store = m.sum("hicache_server_hits_store_total");
         double miss = m.sum("hicache_server_misses_total");
-        out.add(String.format(Locale.ROOT, "pages asked  %,.0f: %s from the slab, %s from L3, %s missed", host + store + miss,
-                share(host, host + store + miss), share(store, host + store + miss), share(miss, host + store + miss)));
+        out.add(String.format(
+                Locale.ROOT,
+                "pages asked  %,.0f: %s from the slab, %s from L3, %s missed",
+                host + store + miss,
+                share(host, host + store + miss),
+                share(store, host + store + miss),
+                share(miss, host + store + miss)));
         out.add(state(m));
-        out.add(String.format(Locale.ROOT, "write-behind %,.0f pages written, %,.0f pending, %,.0f failed tries, "
-                        + "%,.0f given up", m.sum("hicache_server_write_behind_pages_total"),
-                m.sum("hicache_server_write_behind_pending_pages"), m.sum("hicache_server_write_behind_failures_total"),
+        out.add(String.format(
+                Locale.ROOT,
+                "write-behind %,.0f pages written, %,.0f pending, %,.0f failed tries, " + "%,.0f given up",
+                m.sum("hicache_server_write_behind_pages_total"),
+                m.sum("hicache_server_write_behind_pending_pages"),
+                m.sum("hicache_server_write_behind_failures_total"),
                 m.sum("hicache_server_write_behind_abandoned_pages_total")));
-        out.add(String.format(Locale.ROOT, "evictions    %,.0f pages; %,.0f puts refused; errors: %s",
-                m.sum("hicache_server_evicted_pages_total"), m.sum("hicache_server_rejected_puts_total"),
+        out.add(String.format(
+                Locale.ROOT,
+                "evictions    %,.0f pages; %,.0f puts refused; errors: %s",
+                m.sum("hicache_server_evicted_pages_total"),
+                m.sum("hicache_server_rejected_puts_total"),
                 nonZero(m.by("hicache_server_errors_total", "code"), 1)));
         return out;
     }
@@ -40,17 +55,26 @@ final class TopView {
     static List<String> rates(DaemonMetrics before, DaemonMetrics now) {
         double seconds = Math.max(1e-9, (now.atNanos() - before.atNanos()) / 1e9);
         List<String> out = new ArrayList<>();
-        out.add(String.format(Locale.ROOT, "throughput   %s/s in, %s/s out",
+        out.add(String.format(
+                Locale.ROOT,
+                "throughput   %s/s in, %s/s out",
                 Units.formatBytes((long) (delta(before, now, "hicache_server_received_bytes_total") / seconds)),
                 Units.formatBytes((long) (delta(before, now, "hicache_server_sent_bytes_total") / seconds))));
         double host = delta(before, now, "hicache_server_hits_host_total");
         double store = delta(before, now, "hicache_server_hits_store_total");
         double miss = delta(before, now, "hicache_server_misses_total");
         double asked = host + store + miss;
-        out.add(String.format(Locale.ROOT, "hit rate     %s (%s slab, %s L3) of %,.0f pages/s asked",
-                asked == 0 ? "-" : share(host + store, asked), share(host, asked), share(store, asked), asked / seconds));
+        out.add(String.format(
+                Locale.ROOT,
+                "hit rate     %s (%s slab, %s L3) of %,.0f pages/s asked",
+                asked == 0 ? "-" : share(host + store, asked),
+                share(host, asked),
+                share(store, asked),
+                asked / seconds));
         out.add(state(now));
-        out.add(String.format(Locale.ROOT, "write-behind %,.0f pages pending, %,.0f pages/s written, %,.0f failed tries/s",
+        out.add(String.format(
+                Locale.ROOT,
+                "write-behind %,.0f pages pending, %,.0f pages/s written, %,.0f failed tries/s",
                 now.sum("hicache_server_write_behind_pending_pages"),
                 delta(before, now, "hicache_server_write_behind_pages_total") / seconds,
                 delta(before, now, "hicache_server_write_behind_failures_total") / seconds));
@@ -63,13 +87,17 @@ final class TopView {
         counts.forEach((op, n) -> {
             double dn = n - countsBefore.getOrDefault(op, 0.0);
             double ds = sums.getOrDefault(op, 0.0) - sumsBefore.getOrDefault(op, 0.0);
-            out.add(String.format(Locale.ROOT, "%-14s %12.1f %12s", op, dn / seconds,
+            out.add(String.format(
+                    Locale.ROOT,
+                    "%-14s %12.1f %12s",
+                    op,
+                    dn / seconds,
                     dn == 0 ? "-" : String.format(Locale.ROOT, "%.3f", ds / dn * 1000)));
         });
         Map<String, Double> errors = new TreeMap<>();
         Map<String, Double> errorsBefore = before.by("hicache_server_errors_total", "code");
-        now.by("hicache_server_errors_total", "code").forEach((code, n) ->
-                errors.put(code, (n - errorsBefore.getOrDefault(code, 0.0)) / seconds));
+        now.by("hicache_server_errors_total", "code")
+                .forEach((code, n) -> errors.put(code, (n - errorsBefore.getOrDefault(code, 0.0)) / seconds));
         out.add("errors/s     " + nonZero(errors, 0.001));
         return out;
     }
@@ -77,9 +105,14 @@ final class TopView {
     private static String state(DaemonMetrics m) {
         double slab = m.sum("hicache_server_slab_bytes");
         double used = slab - m.sum("hicache_server_slab_free_bytes");
-        return String.format(Locale.ROOT, "slab         %s of %s used (%s), %,.0f pages; %,.0f connections",
-                Units.formatBytes((long) used), Units.formatBytes((long) slab), slab == 0 ? "-" : share(used, slab),
-                m.sum("hicache_server_pages"), m.sum("hicache_server_connections"));
+        return String.format(
+                Locale.ROOT,
+                "slab         %s of %s used (%s), %,.0f pages; %,.0f connections",
+                Units.formatBytes((long) used),
+                Units.formatBytes((long) slab),
+                slab == 0 ? "-" : share(used, slab),
+                m.sum("hicache_server_pages"),
+                m.sum("hicache_server_connections"));
     }
 
     private static double delta(DaemonMetrics before, DaemonMetrics now, String name) {
@@ -92,8 +125,11 @@ final class TopView {
 
     private static String perOp(Map<String, Double> byOp) {
         StringBuilder b = new StringBuilder();
-        new TreeMap<>(byOp).forEach((op, n) -> b.append(b.isEmpty() ? "" : ", ").append(op).append(' ')
-                .append(String.format(Locale.ROOT, "%,.0f", n)));
+        new TreeMap<>(byOp)
+                .forEach((op, n) -> b.append(b.isEmpty() ? "" : ", ")
+                        .append(op)
+                        .append(' ')
+                        .append(String.format(Locale.ROOT, "%,.0f", n)));
         return b.isEmpty() ? "none" : b.toString();
     }
 
@@ -101,7 +137,9 @@ final class TopView {
         StringBuilder b = new StringBuilder();
         new TreeMap<>(byCode).forEach((code, n) -> {
             if (n >= atLeast) {
-                b.append(b.isEmpty() ? "" : ", ").append(code).append(' ')
+                b.append(b.isEmpty() ? "" : ", ")
+                        .append(code)
+                        .append(' ')
                         .append(String.format(Locale.ROOT, n >= 10 ? "%,.0f" : "%.2f", n));
             }
         });

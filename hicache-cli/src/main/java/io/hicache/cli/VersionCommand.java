@@ -7,7 +7,10 @@ import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
 /** {@code hicache version}: this build's version and the runtime it runs on. Runs once. */
-@Command(name = "version", header = "print the version of HiCache and of the Java runtime", mixinStandardHelpOptions = true,
+@Command(
+        name = "version",
+        header = "print the version of HiCache and of the Java runtime",
+        mixinStandardHelpOptions = true,
         description = "Prints the version of HiCache, of the Java runtime and the platform.")
 public final class VersionCommand implements Subcommand {
     @Spec
@@ -25,11 +28,13 @@ public final class VersionCommand implements Subcommand {
     static final class Lines implements IVersionProvider {
         @Override
         public String[] getVersion() {
-            return new String[] {"hicache " + HiCacheVersion.version(),
+            return new String[] {
+                "hicache " + HiCacheVersion.version(),
                 "java " + Runtime.version() + " (" + System.getProperty("java.vendor") + ", "
                         + System.getProperty("java.home") + ")",
                 "platform " + System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", "
-                        + Runtime.getRuntime().availableProcessors() + " cpus"};
+                        + Runtime.getRuntime().availableProcessors() + " cpus"
+            };
         }
     }
 }

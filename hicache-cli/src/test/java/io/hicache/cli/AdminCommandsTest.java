@@ -30,18 +30,25 @@ class AdminCommandsTest {
     void flushAndStoreCommandsChangeARunningDaemon(@TempDir Path dir) throws Exception {
         Path first = dir.resolve("l3-first");
         Path second = dir.resolve("l3-second");
-        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder().flag("server.bind", "127.0.0.1")
-                .flag("server.port", "0").flag("server.metrics-port", "-1").flag("server.store", "file")
-                .flag("file.root", first.toString()).flag("server.auth-token", TOKEN)
-                .flag("server.host-size", "64MiB").flag("server.host-dir", dir.resolve("slab").toString()).build()));
+        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder()
+                .flag("server.bind", "127.0.0.1")
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "file")
+                .flag("file.root", first.toString())
+                .flag("server.auth-token", TOKEN)
+                .flag("server.host-size", "64MiB")
+                .flag("server.host-dir", dir.resolve("slab").toString())
+                .build()));
         try {
             String port = Integer.toString(server.port());
             putThreePages(server.port());
 
             HiCacheCliTest.Run show = admin(port, "store", "show");
             assertEquals(0, show.status(), show.err());
-            assertEquals("L3 store: 'file' at " + first + "\n", show.out().replace(first.toRealPath().toString(),
-                    first.toString()));
+            assertEquals(
+                    "L3 store: 'file' at " + first + "\n",
+                    show.out().replace(first.toRealPath().toString(), first.toString()));
             HiCacheCliTest.Run noToken = HiCacheCliTest.run("admin", "store", "show", "--port", port);
             assertEquals(1, noToken.status(), noToken.out());
             assertTrue(noToken.err().contains("wrong auth token"), noToken.err());
@@ -54,18 +61,22 @@ class AdminCommandsTest {
             assertEquals(0, detach.status(), detach.err());
             assertTrue(detach.out().startsWith("detached the L3 store 'file' at "), detach.out());
             assertEquals("L3 store: none\n", admin(port, "store", "show").out());
-            assertEquals("no L3 store was attached\n", admin(port, "store", "detach").out());
+            assertEquals(
+                    "no L3 store was attached\n", admin(port, "store", "detach").out());
 
             HiCacheCliTest.Run unknown = admin(port, "store", "attach", "nosuchstore");
             assertEquals(1, unknown.status(), unknown.out());
             assertTrue(unknown.err().contains("no page store is named 'nosuchstore'"), unknown.err());
             HiCacheCliTest.Run attach = admin(port, "store", "attach", "file", "--set", "file.root=" + second);
             assertEquals(0, attach.status(), attach.err());
-            assertTrue(attach.out().startsWith("attached the L3 store 'file' at ") && attach.out().contains("l3-second"),
+            assertTrue(
+                    attach.out().startsWith("attached the L3 store 'file' at ")
+                            && attach.out().contains("l3-second"),
                     attach.out());
             HiCacheCliTest.Run again = admin(port, "store", "attach", "file", "--set", "file.root=" + first);
             assertEquals(1, again.status(), again.out());
-            assertTrue(again.err().contains("attached already") && again.err().contains("detach it first"), again.err());
+            assertTrue(
+                    again.err().contains("attached already") && again.err().contains("detach it first"), again.err());
             assertTrue(admin(port, "store", "show").out().contains("l3-second"));
         } finally {
             server.close();
@@ -74,10 +85,16 @@ class AdminCommandsTest {
 
     @Test
     void aDaemonWithAnAdminTokenTakesAdminCommandsWithItOnly(@TempDir Path dir) throws Exception {
-        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder().flag("server.bind", "127.0.0.1")
-                .flag("server.port", "0").flag("server.metrics-port", "-1").flag("server.store", "none")
-                .flag("server.auth-token", TOKEN).flag("server.admin-token", "operator")
-                .flag("server.host-size", "64MiB").flag("server.host-dir", dir.resolve("slab").toString()).build()));
+        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder()
+                .flag("server.bind", "127.0.0.1")
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.auth-token", TOKEN)
+                .flag("server.admin-token", "operator")
+                .flag("server.host-size", "64MiB")
+                .flag("server.host-dir", dir.resolve("slab").toString())
+                .build()));
         try {
             String port = Integer.toString(server.port());
             HiCacheCliTest.Run plain = admin(port, "flush");
@@ -94,9 +111,14 @@ class AdminCommandsTest {
 
     @Test
     void badAdminArgumentsExitWith2() {
-        for (String[] args : new String[][] {{"admin"}, {"admin", "store"}, {"admin", "store", "attach"},
-            {"admin", "store", "frob"}, {"admin", "store", "attach", "file", "--set", "no-equals-sign"},
-            {"admin", "flush", "--timeout", "soon"}}) {
+        for (String[] args : new String[][] {
+            {"admin"},
+            {"admin", "store"},
+            {"admin", "store", "attach"},
+            {"admin", "store", "frob"},
+            {"admin", "store", "attach", "file", "--set", "no-equals-sign"},
+            {"admin", "flush", "--timeout", "soon"}
+        }) {
             HiCacheCliTest.Run run = HiCacheCliTest.run(args);
             assertEquals(2, run.status(), String.join(" ", args) + ": " + run.err());
             assertTrue(!run.err().isBlank(), String.join(" ", args) + " says why");
@@ -121,8 +143,11 @@ class AdminCommandsTest {
                 hash[0] = (byte) (i + 1);
                 b.add(ns.key(PageHash.fromBytes(hash, 0)), arena.allocate(4096).fill((byte) i));
             }
-            assertEquals(3, client.put(b.build(), Deadline.after(Duration.ofSeconds(10))).get(20, TimeUnit.SECONDS)
-                    .count(PageStatus.OK));
+            assertEquals(
+                    3,
+                    client.put(b.build(), Deadline.after(Duration.ofSeconds(10)))
+                            .get(20, TimeUnit.SECONDS)
+                            .count(PageStatus.OK));
         }
     }
 }

@@ -20,9 +20,14 @@ import org.junit.jupiter.api.io.TempDir;
 class DaemonCommandsTest {
     @Test
     void statsAndTopReadARunningDaemon(@TempDir Path dir) throws Exception {
-        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder().flag("server.bind", "127.0.0.1")
-                .flag("server.port", "0").flag("server.metrics-port", "-1").flag("server.store", "none")
-                .flag("server.host-size", "64MiB").flag("server.host-dir", dir.toString()).build()));
+        HiCacheServer server = HiCacheServer.start(ServerConfig.from(Settings.builder()
+                .flag("server.bind", "127.0.0.1")
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.host-size", "64MiB")
+                .flag("server.host-dir", dir.toString())
+                .build()));
         try {
             String port = Integer.toString(server.port());
             HiCacheCliTest.Run stats = HiCacheCliTest.run("stats", "--port", port);
@@ -56,7 +61,9 @@ class DaemonCommandsTest {
         assertTrue(option.err().contains("did you mean --memory.capacity?"), option.err());
         HiCacheCliTest.Run command = HiCacheCliTest.run("serv");
         assertEquals(2, command.status());
-        assertTrue(command.err().contains("unknown command 'serv'") && command.err().contains("did you mean serve?"),
+        assertTrue(
+                command.err().contains("unknown command 'serv'")
+                        && command.err().contains("did you mean serve?"),
                 command.err());
         HiCacheCliTest.Run far = HiCacheCliTest.run("frobnicate");
         assertFalse(far.err().contains("did you mean"), "nothing is near: " + far.err());
@@ -69,8 +76,14 @@ class DaemonCommandsTest {
     void theCompletionScriptKnowsCommandsSettingsAndStores() {
         HiCacheCliTest.Run script = HiCacheCliTest.run("completion");
         assertEquals(0, script.status(), script.err());
-        for (String word : new String[] {"complete -F _complete_hicache -o default hicache ./hicache", "serve",
-            "conformance", "--server.port", "--memory.capacity", "--allow-clear-all"}) {
+        for (String word : new String[] {
+            "complete -F _complete_hicache -o default hicache ./hicache",
+            "serve",
+            "conformance",
+            "--server.port",
+            "--memory.capacity",
+            "--allow-clear-all"
+        }) {
             assertTrue(script.out().contains(word), "the script lacks '" + word + "'");
         }
     }
@@ -90,9 +103,11 @@ class DaemonCommandsTest {
         t.update(2, "a longer detail");
         t.update(4, "end");
         t.finish();
-        assertTrue(drawn.toString().startsWith("\r[###############               ] suite 2/4: a longer detail"),
+        assertTrue(
+                drawn.toString().startsWith("\r[###############               ] suite 2/4: a longer detail"),
                 drawn.toString());
-        assertTrue(drawn.toString().contains("\r[##############################] suite 4/4: end      "), drawn.toString());
+        assertTrue(
+                drawn.toString().contains("\r[##############################] suite 4/4: end      "), drawn.toString());
         assertTrue(drawn.toString().endsWith("\n"));
     }
 }

@@ -80,10 +80,17 @@ class GrafanaDashboardTest {
     @Test
     void theCheckCatchesARenamedMetricAndAMisspeltLabel() {
         Map<String, Set<String>> exported = Map.of("hicache_server_errors_total", Set.of("code"));
-        assertEquals(List.of(), problems(List.of(
-                "sum by (code) (rate(hicache_server_errors_total{instance=~\"$instance\"}[1m]))"), exported));
-        List<String> found = problems(List.of("sum(rate(hicache_server_error_total[1m]))",
-                "sum by (cod) (rate(hicache_server_errors_total[1m]))", "sum(rate(other_total[1m]))"), exported);
+        assertEquals(
+                List.of(),
+                problems(
+                        List.of("sum by (code) (rate(hicache_server_errors_total{instance=~\"$instance\"}[1m]))"),
+                        exported));
+        List<String> found = problems(
+                List.of(
+                        "sum(rate(hicache_server_error_total[1m]))",
+                        "sum by (cod) (rate(hicache_server_errors_total[1m]))",
+                        "sum(rate(other_total[1m]))"),
+                exported);
         assertEquals(3, found.size(), found::toString);
         assertTrue(found.get(0).startsWith("unknown metric hicache_server_error_total"), found::toString);
         assertTrue(found.get(1).startsWith("label cod is on none"), found::toString);
@@ -156,18 +163,28 @@ class GrafanaDashboardTest {
     }
 
     private static String daemonMetrics(Path dir) throws Exception {
-        Settings settings = Settings.builder().flag("server.bind", "127.0.0.1").flag("server.port", "0")
-                .flag("server.metrics-port", "0").flag("server.store", "none").flag("server.host-size", "64MiB")
-                .flag("server.host-dir", dir.toString()).build();
+        Settings settings = Settings.builder()
+                .flag("server.bind", "127.0.0.1")
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "0")
+                .flag("server.store", "none")
+                .flag("server.host-size", "64MiB")
+                .flag("server.host-dir", dir.toString())
+                .build();
         HiCacheServer server = HiCacheServer.start(ServerConfig.from(settings));
         try (RemotePageStore client = RemotePageStore.open(RemoteStoreConfig.local(server.port(), ""))) {
             Deadline deadline = Deadline.after(Duration.ofSeconds(10));
             assertTrue(client.daemonHealthy(deadline).get(10, TimeUnit.SECONDS));
-            client.leadingHits(List.of(Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1)
-                    .key(PageHash.fromHex("00".repeat(32)))), deadline).get(10, TimeUnit.SECONDS);
-            HttpResponse<String> scraped = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            client.leadingHits(
+                            List.of(Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1)
+                                    .key(PageHash.fromHex("00".repeat(32)))),
+                            deadline)
+                    .get(10, TimeUnit.SECONDS);
+            HttpResponse<String> scraped = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.metricsPort() + "/metrics"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
             assertEquals(200, scraped.statusCode());
             return scraped.body();
         } finally {
@@ -177,17 +194,27 @@ class GrafanaDashboardTest {
 
     private static String cacheMetrics(Path dir) throws Exception {
         PrometheusRegistry registry = new PrometheusRegistry();
-        HiCacheConfig config = HiCacheConfig.from(Settings.builder().flag("page-size", "4")
-                .flag("prefetch-threshold", "4").flag("host.dir", dir.toString()).build());
+        HiCacheConfig config = HiCacheConfig.from(Settings.builder()
+                .flag("page-size", "4")
+                .flag("prefetch-threshold", "4")
+                .flag("host.dir", dir.toString())
+                .build());
         // A store slow enough that a second request finds the first one's prefetch running (a skip, by reason),
         // and failing every call (a failure, by cause): the families with free-form labels get samples.
-        PageStore store = new SlowPageStore(new FaultyPageStore(new InMemoryPageStore(64L << 20), 1.0, 0, 1), 300_000, 0);
+        PageStore store =
+                new SlowPageStore(new FaultyPageStore(new InMemoryPageStore(64L << 20), 1.0, 0, 1), 300_000, 0);
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 2);
-                HiCache cache = HiCache.builder().config(config)
+                HiCache cache = HiCache.builder()
+                        .config(config)
                         .namespace(Namespace.of("dashboard", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                        .geometry(KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16)).devicePages(32).runtime(runtime)
-                        .store(store).metrics(registry).open()) {
-            try (var first = cache.request("first", new int[32]); var second = cache.request("second", new int[32])) {
+                        .geometry(KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16))
+                        .devicePages(32)
+                        .runtime(runtime)
+                        .store(store)
+                        .metrics(registry)
+                        .open()) {
+            try (var first = cache.request("first", new int[32]);
+                    var second = cache.request("second", new int[32])) {
                 assertTrue(first.deviceTokens() == 0 && second.deviceTokens() == 0);
                 long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 while (cache.stats().failures().isEmpty() && System.nanoTime() < end) {

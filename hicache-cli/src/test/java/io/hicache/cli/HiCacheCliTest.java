@@ -14,14 +14,16 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class HiCacheCliTest {
-    record Run(int status, String out, String err) {
-    }
+    record Run(int status, String out, String err) {}
 
     static Run run(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = HiCacheCli.fromClassPath().run(List.of(args), new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = HiCacheCli.fromClassPath()
+                .run(
+                        List.of(args),
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
@@ -64,10 +66,13 @@ class HiCacheCliTest {
         Run kit = run("conformance", "--store", "memory", "--memory.capacity", "512MiB");
         assertEquals(0, kit.status(), kit.out() + kit.err());
         assertTrue(kit.out().contains("conformance of page store 'memory'"), kit.out());
-        assertTrue(kit.out().lines().anyMatch(l -> l.matches("roundTripAtPageSize \\[2097152 bytes\\] +passed .*")), kit.out());
+        assertTrue(
+                kit.out().lines().anyMatch(l -> l.matches("roundTripAtPageSize \\[2097152 bytes\\] +passed .*")),
+                kit.out());
         assertTrue(kit.out().contains("clearAllRemovesEverything"), kit.out());
         assertTrue(kit.out().lines().anyMatch(l -> l.matches("\\d+ passed, 0 failed, \\d+ skipped")), kit.out());
-        assertTrue(kit.out().contains("clearing the whole store was not allowed"), "clear-all is skipped unless allowed");
+        assertTrue(
+                kit.out().contains("clearing the whole store was not allowed"), "clear-all is skipped unless allowed");
     }
 
     @Test

@@ -27,29 +27,63 @@ class PdCommandTest {
         }
         String url = "http://127.0.0.1:" + port;
         ExecutorService roles = Executors.newFixedThreadPool(2); // the common pool may have one thread: two roles block
-        CompletableFuture<HiCacheCliTest.Run> bootstrap = CompletableFuture.supplyAsync(() -> HiCacheCliTest.run("pd",
-                "bootstrap", "--port", Integer.toString(port), "--for", "15s"), roles);
-        CompletableFuture<HiCacheCliTest.Run> prefill = CompletableFuture.supplyAsync(() -> HiCacheCliTest.run("pd",
-                "prefill", "--bootstrap", url, "--requests", "9", "--device-pages", "256", "--set",
-                "disaggregation-transfer-backend=tcp"), roles);
-        HiCacheCliTest.Run decode = HiCacheCliTest.run("pd", "decode", "--bootstrap", url, "--conversations", "3",
-                "--turns", "3", "--device-pages", "256", "--set", "disaggregation-transfer-backend=tcp");
+        CompletableFuture<HiCacheCliTest.Run> bootstrap = CompletableFuture.supplyAsync(
+                () -> HiCacheCliTest.run("pd", "bootstrap", "--port", Integer.toString(port), "--for", "15s"), roles);
+        CompletableFuture<HiCacheCliTest.Run> prefill = CompletableFuture.supplyAsync(
+                () -> HiCacheCliTest.run(
+                        "pd",
+                        "prefill",
+                        "--bootstrap",
+                        url,
+                        "--requests",
+                        "9",
+                        "--device-pages",
+                        "256",
+                        "--set",
+                        "disaggregation-transfer-backend=tcp"),
+                roles);
+        HiCacheCliTest.Run decode = HiCacheCliTest.run(
+                "pd",
+                "decode",
+                "--bootstrap",
+                url,
+                "--conversations",
+                "3",
+                "--turns",
+                "3",
+                "--device-pages",
+                "256",
+                "--set",
+                "disaggregation-transfer-backend=tcp");
         HiCacheCliTest.Run served = prefill.get(2, TimeUnit.MINUTES);
-        assertEquals(0, decode.status(), () -> decode.out() + decode.err() + "\nprefill:\n" + served.out() + served.err());
+        assertEquals(
+                0, decode.status(), () -> decode.out() + decode.err() + "\nprefill:\n" + served.out() + served.err());
         assertEquals(0, served.status(), served.out() + served.err());
         assertTrue(decode.out().contains("decode: 9 handoffs, 0 failed"), decode.out());
         // turn 0: the first conversation finds nothing, the others the shared system prompt (64 tokens); turn 2: the
         // decode holds what it decoded at turn 1 (a prompt of 144 tokens and an answer of 16: 10 whole pages)
-        assertTrue(decode.out().contains("conversation 0, turn 0: 96 prompt tokens, 0 held by this decode, 96 received;"
-                + " every byte checked"), decode.out());
-        assertTrue(decode.out().contains("conversation 1, turn 0: 96 prompt tokens, 64 held by this decode, 32 "
-                + "received; every byte checked"), decode.out());
-        assertTrue(decode.out().contains("conversation 0, turn 2: 192 prompt tokens, 160 held by this decode, 32 "
-                + "received; every byte checked"), decode.out());
+        assertTrue(
+                decode.out()
+                        .contains("conversation 0, turn 0: 96 prompt tokens, 0 held by this decode, 96 received;"
+                                + " every byte checked"),
+                decode.out());
+        assertTrue(
+                decode.out()
+                        .contains("conversation 1, turn 0: 96 prompt tokens, 64 held by this decode, 32 "
+                                + "received; every byte checked"),
+                decode.out());
+        assertTrue(
+                decode.out()
+                        .contains("conversation 0, turn 2: 192 prompt tokens, 160 held by this decode, 32 "
+                                + "received; every byte checked"),
+                decode.out());
         // the prefill's cache: turn 1 of a conversation finds turn 0's prompt (96 tokens, 6 whole pages); the answer
         // it never saw is computed
-        assertTrue(served.out().contains("(conversation 1, turn 1): 144 prompt tokens, 96 from the cache, 48 computed:"
-                + " SUCCESS"), served.out());
+        assertTrue(
+                served.out()
+                        .contains("(conversation 1, turn 1): 144 prompt tokens, 96 from the cache, 48 computed:"
+                                + " SUCCESS"),
+                served.out());
         assertTrue(served.out().contains("prefill: 9 requests, 0 failed"), served.out());
         HiCacheCliTest.Run boot = bootstrap.get(1, TimeUnit.MINUTES); // it stops by itself (--for)
         assertEquals(0, boot.status(), boot.out() + boot.err());

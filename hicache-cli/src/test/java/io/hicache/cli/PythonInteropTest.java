@@ -47,16 +47,17 @@ import org.junit.jupiter.api.Test;
  * read back by the other, every byte checked. Skipped where there is no {@code python3}.
  */
 class PythonInteropTest {
-    private static final Path CLIENT = Path.of("..", "clients", "python").toAbsolutePath().normalize();
+    private static final Path CLIENT =
+            Path.of("..", "clients", "python").toAbsolutePath().normalize();
 
     @BeforeAll
     static void needPython() {
-        Assumptions.assumeTrue(python("-c", "import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)")
-                .status == 0, "python3 (3.10 or later) is not on the PATH");
+        Assumptions.assumeTrue(
+                python("-c", "import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)").status == 0,
+                "python3 (3.10 or later) is not on the PATH");
     }
 
-    record Run(int status, String out) {
-    }
+    record Run(int status, String out) {}
 
     /** Runs {@code python3 args} in the client's folder with the package importable; stdin {@code input}. */
     static Run python(String... args) {
@@ -67,7 +68,8 @@ class PythonInteropTest {
         List<String> command = new ArrayList<>(List.of("python3"));
         command.addAll(List.of(args));
         try {
-            ProcessBuilder b = new ProcessBuilder(command).directory(CLIENT.toFile()).redirectErrorStream(true);
+            ProcessBuilder b =
+                    new ProcessBuilder(command).directory(CLIENT.toFile()).redirectErrorStream(true);
             b.environment().put("PYTHONPATH", CLIENT.toString());
             b.environment().put("PYTHONDONTWRITEBYTECODE", "1");
             b.environment().putAll(env);
@@ -93,10 +95,12 @@ class PythonInteropTest {
     /** The client's own tests, each starting daemon processes of this build ({@code hicache serve}). */
     @Test
     void thePythonClientsOwnTestsPass() {
-        String daemon = ChildJvm.command(HiCacheCli.class).stream().map(PythonInteropTest::shellQuote)
-                .collect(Collectors.joining(" ")) + " serve";
-        Run run = python(null, Map.of("HICACHE_DAEMON_CMD", daemon), "-m", "unittest", "discover", "-s",
-                "tests", "-t", ".");
+        String daemon = ChildJvm.command(HiCacheCli.class).stream()
+                        .map(PythonInteropTest::shellQuote)
+                        .collect(Collectors.joining(" "))
+                + " serve";
+        Run run = python(
+                null, Map.of("HICACHE_DAEMON_CMD", daemon), "-m", "unittest", "discover", "-s", "tests", "-t", ".");
         System.out.println(run.out);
         assertEquals(0, run.status, run.out);
         assertTrue(run.out.contains("OK"), run.out);
@@ -119,11 +123,15 @@ class PythonInteropTest {
                 // Token ids over the whole u32 range as SGLang would write them (4 bytes, little-endian, unsigned).
                 tokens[i] = random.nextInt(4) == 0 ? random.nextInt() : random.nextInt(200_000);
             }
-            input.append("{\"page_size\": ").append(pageSize).append(", \"tokens\": [")
-                    .append(Arrays.stream(tokens).mapToObj(t -> Long.toString(Integer.toUnsignedLong(t)))
-                            .collect(Collectors.joining(", "))).append("]}\n");
-            expected.add(new PageHasher(pageSize).hashPages(tokens).asList().stream()
-                    .map(h -> h.toHex()).collect(Collectors.joining(",")));
+            input.append("{\"page_size\": ")
+                    .append(pageSize)
+                    .append(", \"tokens\": [")
+                    .append(Arrays.stream(tokens)
+                            .mapToObj(t -> Long.toString(Integer.toUnsignedLong(t)))
+                            .collect(Collectors.joining(", ")))
+                    .append("]}\n");
+            expected.add(new PageHasher(pageSize)
+                    .hashPages(tokens).asList().stream().map(h -> h.toHex()).collect(Collectors.joining(",")));
         }
         Run run = python(input.toString(), Map.of(), "-m", "hicache.hashing");
         assertEquals(0, run.status, run.out);
@@ -133,11 +141,18 @@ class PythonInteropTest {
     /** Pages put by Python are read by Java's remote store, and the reverse, over TCP and the same-host path. */
     @Test
     void pagesPutByOneLanguageAreReadByTheOther() throws Exception {
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-interop-");
-        Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                .flag("server.host-dir", hostDir.toString()).flag("server.host-size", "64MiB")
-                .flag("server.store", "none").build();
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-interop-");
+        Settings settings = Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.host-dir", hostDir.toString())
+                .flag("server.host-size", "64MiB")
+                .flag("server.store", "none")
+                .build();
         Namespace ns = Namespace.of("interop/model-1", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 1, 2);
         int pageSize = 16;
         int pageBytes = 12_288;
@@ -145,8 +160,10 @@ class PythonInteropTest {
                 RemotePageStore javaStore = RemotePageStore.open(RemoteStoreConfig.local(server.port(), ""))) {
             for (boolean local : new boolean[] {false, true}) {
                 int[] pythonTokens = tokens(local ? 11 : 12, 20 * pageSize + 5);
-                Run put = python(request("put", server.port(), pythonTokens, pageSize, pageBytes, local),
-                        Map.of(), "interop/peer.py");
+                Run put = python(
+                        request("put", server.port(), pythonTokens, pageSize, pageBytes, local),
+                        Map.of(),
+                        "interop/peer.py");
                 assertEquals(0, put.status, put.out);
                 assertEquals(20, count(put.out, "OK"), put.out);
                 PageHashes hashes = new PageHasher(pageSize).hashPages(pythonTokens);
@@ -157,11 +174,15 @@ class PythonInteropTest {
                         keys.add(ns.key(h));
                         targets.add(arena.allocate(pageBytes));
                     }
-                    BatchResult got = javaStore.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofSeconds(10)))
+                    BatchResult got = javaStore
+                            .get(PageBatch.of(keys, targets), Deadline.after(Duration.ofSeconds(10)))
                             .get(20, TimeUnit.SECONDS);
                     assertEquals(20, got.count(PageStatus.OK), "Java reads every page Python put");
                     for (int i = 0; i < keys.size(); i++) {
-                        assertEquals(MemorySegment.ofArray(body(hashes.get(i), pageBytes)).mismatch(targets.get(i)), -1,
+                        assertEquals(
+                                MemorySegment.ofArray(body(hashes.get(i), pageBytes))
+                                        .mismatch(targets.get(i)),
+                                -1,
                                 "page " + i + " has Python's bytes");
                     }
 
@@ -175,11 +196,14 @@ class PythonInteropTest {
                         page.copyFrom(MemorySegment.ofArray(body(h, pageBytes)));
                         sources.add(page);
                     }
-                    BatchResult stored = javaStore.put(PageBatch.of(javaKeys, sources), Deadline.after(Duration.ofSeconds(10)))
+                    BatchResult stored = javaStore
+                            .put(PageBatch.of(javaKeys, sources), Deadline.after(Duration.ofSeconds(10)))
                             .get(20, TimeUnit.SECONDS);
                     assertEquals(9, stored.count(PageStatus.OK), "Java's put");
-                    Run get = python(request("get", server.port(), javaTokens, pageSize, pageBytes, local),
-                            Map.of(), "interop/peer.py");
+                    Run get = python(
+                            request("get", server.port(), javaTokens, pageSize, pageBytes, local),
+                            Map.of(),
+                            "interop/peer.py");
                     assertEquals(0, get.status, get.out);
                     assertEquals(9, count(get.out, "OK"), get.out);
                     assertTrue(get.out.contains("\"mismatches\": 0"), "Python reads Java's bytes: " + get.out);

@@ -12,10 +12,10 @@ import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
-import io.hicache.storage.remote.RemotePageStore;
-import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.storage.file.FilePageStore;
 import io.hicache.storage.file.FileStoreConfig;
+import io.hicache.storage.remote.RemotePageStore;
+import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.testkit.ChildJvm;
 import io.hicache.testkit.PagePattern;
 import java.lang.foreign.Arena;
@@ -41,8 +41,15 @@ class ServeCommandTest {
     void helpListsEverySettingWithItsDefaultAndThePrecedence() {
         HiCacheCliTest.Run help = HiCacheCliTest.run("serve", "--help");
         assertEquals(0, help.status());
-        for (String line : List.of("--server.port=N", "(default 7370)", "--server.host-size=BYTES", "(default 1GiB)",
-                "--server.auth-token=TEXT", "--file.root=PATH", "HICACHE_SERVER_PORT", "docs/protocol.md")) {
+        for (String line : List.of(
+                "--server.port=N",
+                "(default 7370)",
+                "--server.host-size=BYTES",
+                "(default 1GiB)",
+                "--server.auth-token=TEXT",
+                "--file.root=PATH",
+                "HICACHE_SERVER_PORT",
+                "docs/protocol.md")) {
             assertTrue(help.out().contains(line), "serve --help lacks '" + line + "':\n" + help.out());
         }
         // The file store's root as the daemon uses it, not the store's own default (issue 24, item 9).
@@ -50,7 +57,9 @@ class ServeCommandTest {
         int at = flat.indexOf("--file.root=PATH");
         String fileRoot = flat.substring(at, flat.indexOf(" --", at + 5));
         assertTrue(fileRoot.contains("(default hicache-data/file)"), fileRoot);
-        for (String line : List.of("--server.max-partial-frame-bytes=BYTES", "--server.write-behind-max-tries=N",
+        for (String line : List.of(
+                "--server.max-partial-frame-bytes=BYTES",
+                "--server.write-behind-max-tries=N",
                 "--server.kv-events-config=JSON")) {
             assertTrue(help.out().contains(line), "serve --help lacks '" + line + "':\n" + help.out());
         }
@@ -64,9 +73,11 @@ class ServeCommandTest {
         HiCacheCliTest.Run open = HiCacheCliTest.run("serve", "--server.bind", "0.0.0.0");
         assertEquals(1, open.status());
         assertTrue(open.err().contains("set server.auth-token"), open.err());
-        HiCacheCliTest.Run events = HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": \"pigeon\"}");
+        HiCacheCliTest.Run events =
+                HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": \"pigeon\"}");
         assertEquals(1, events.status());
-        assertTrue(events.err().contains("pigeon") && events.err().contains("available: zmq"),
+        assertTrue(
+                events.err().contains("pigeon") && events.err().contains("available: zmq"),
                 "the zmq publisher is on the command line's class path: " + events.err());
         HiCacheCliTest.Run json = HiCacheCliTest.run("serve", "--server.kv-events-config", "{\"publisher\": zmq}");
         assertEquals(2, json.status(), "malformed JSON is a bad argument, caught as the command line is read");
@@ -75,16 +86,32 @@ class ServeCommandTest {
 
     @Test
     void aServedDaemonStopsOnSigtermWithEveryAcknowledgedPageInL3(@TempDir Path dir) throws Exception {
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir,
-                "hicache-serve-test-");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir, "hicache-serve-test-");
         Path root = dir.resolve("store");
-        ChildJvm daemon = ChildJvm.start(HiCacheCli.class, List.of("serve", "--server.port", "0", "--server.metrics-port",
-                "0", "--server.host-dir", hostDir.toString(), "--server.host-size", "128MiB", "--file.root", root.toString(),
-                "--file.fsync", "true"));
+        ChildJvm daemon = ChildJvm.start(
+                HiCacheCli.class,
+                List.of(
+                        "serve",
+                        "--server.port",
+                        "0",
+                        "--server.metrics-port",
+                        "0",
+                        "--server.host-dir",
+                        hostDir.toString(),
+                        "--server.host-size",
+                        "128MiB",
+                        "--file.root",
+                        root.toString(),
+                        "--file.fsync",
+                        "true"));
         try (Arena arena = Arena.ofShared()) {
-            assertTrue(daemon.awaitLine("HiCache daemon on ", 120, TimeUnit.SECONDS), "the daemon did not start: "
-                    + daemon.lines());
-            Matcher m = LISTENING.matcher(daemon.lines().stream().filter(l -> l.startsWith("HiCache daemon on ")).findFirst()
+            assertTrue(
+                    daemon.awaitLine("HiCache daemon on ", 120, TimeUnit.SECONDS),
+                    "the daemon did not start: " + daemon.lines());
+            Matcher m = LISTENING.matcher(daemon.lines().stream()
+                    .filter(l -> l.startsWith("HiCache daemon on "))
+                    .findFirst()
                     .orElseThrow());
             assertTrue(m.find(), daemon.lines().toString());
             int port = Integer.parseInt(m.group(1));
@@ -103,7 +130,8 @@ class ServeCommandTest {
             }
             int status = daemon.terminate(Duration.ofSeconds(60));
             assertTrue(status == 0 || status == 143, "exit status " + status);
-            assertTrue(!metrics.matches("(?s).*\nhicache_server_write_behind_pending_pages 0(\\.0)?\n.*"),
+            assertTrue(
+                    !metrics.matches("(?s).*\nhicache_server_write_behind_pending_pages 0(\\.0)?\n.*"),
                     "the write-behind had caught up before SIGTERM: the case checked nothing");
             try (FilePageStore l3 = FilePageStore.open(FileStoreConfig.at(root))) {
                 PageBatch.Builder targets = PageBatch.builder(keys.size());

@@ -8,8 +8,7 @@ import java.util.Properties;
 public final class HiCacheVersion {
     private static final String VERSION = read();
 
-    private HiCacheVersion() {
-    }
+    private HiCacheVersion() {}
 
     /** The project version, such as {@code 0.1.0-SNAPSHOT}, or {@code unknown} outside a Maven build. */
     public static String version() {

@@ -86,8 +86,10 @@ public final class AddressCopyKernel implements AutoCloseable {
      * are enqueued; work enqueued on the stream after this call sees them done.
      */
     public void enqueue(long[] sources, long[] targets, long[] bytes, int count, CUstream stream) {
-        Checks.requireArgument(count >= 0 && count <= sources.length && count <= targets.length
-                && count <= bytes.length, "count %d is outside the lists", count);
+        Checks.requireArgument(
+                count >= 0 && count <= sources.length && count <= targets.length && count <= bytes.length,
+                "count %d is outside the lists",
+                count);
         for (int from = 0; from < count; from += capacity) {
             int n = Math.min(capacity, count - from);
             if (uploading) {

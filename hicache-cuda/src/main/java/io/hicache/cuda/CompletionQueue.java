@@ -42,8 +42,7 @@ public final class CompletionQueue<T> implements AutoCloseable {
     }
 
     /** One event to wait for and what to report then; {@link #STOP} ends the thread. */
-    private record Entry<T>(CUevent event, T item) {
-    }
+    private record Entry<T>(CUevent event, T item) {}
 
     @SuppressWarnings("NullAway") // the end marker, only compared by identity: its null event and item are never read
     private static final Entry<Object> STOP = new Entry<>(null, null);

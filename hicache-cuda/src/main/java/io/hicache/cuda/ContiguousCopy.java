@@ -35,8 +35,12 @@ public final class ContiguousCopy implements AutoCloseable {
 
     /** Enqueues the copy {@link #copy} makes, without waiting: several can be in flight, one after another. */
     public void enqueue(MemorySegment host, long length, boolean toHost) {
-        Checks.requireArgument(length <= bytes && length <= host.byteSize(), "cannot copy %d bytes: buffer %d, host %d",
-                length, bytes, host.byteSize());
+        Checks.requireArgument(
+                length <= bytes && length <= host.byteSize(),
+                "cannot copy %d bytes: buffer %d, host %d",
+                length,
+                bytes,
+                host.byteSize());
         Checks.requireArgument(runtime.isRegistered(host.asSlice(0, length)), "the host memory is not registered");
         runtime.makeCurrent();
         // One copy per registration slice: the driver wants one registration per copy.
@@ -64,8 +68,12 @@ public final class ContiguousCopy implements AutoCloseable {
      * reference that shows what pinning the host slab is worth.
      */
     public void copyPageable(MemorySegment host, long length, boolean toHost) {
-        Checks.requireArgument(length <= bytes && length <= host.byteSize(), "cannot copy %d bytes: buffer %d, host %d",
-                length, bytes, host.byteSize());
+        Checks.requireArgument(
+                length <= bytes && length <= host.byteSize(),
+                "cannot copy %d bytes: buffer %d, host %d",
+                length,
+                bytes,
+                host.byteSize());
         runtime.makeCurrent();
         if (toHost) {
             JCudaDriver.cuMemcpyDtoH(RawPointers.host(host.address()), buffer, length);

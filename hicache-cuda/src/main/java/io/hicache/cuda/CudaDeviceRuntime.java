@@ -49,6 +49,7 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
     private static final System.Logger LOG = System.getLogger(CudaDeviceRuntime.class.getName());
     /** The most host memory one {@code cuMemHostRegister} call pins. */
     public static final long REGISTER_SLICE_BYTES = 1L << 30;
+
     private static final String PTX = "kv_transfer.ptx";
 
     private final int ordinal;
@@ -60,9 +61,11 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
     private final CudaTuning tuning;
     /** The copy kernels' module, or null where copies use the copy engine. */
     private final @Nullable CUmodule module;
+
     private final Map<CudaTuning.Kernel, CUfunction> kernels;
     /** Why copies do not use the kernel, or null where they do. */
     private final @Nullable String kernelProblem;
+
     private final Set<CudaKvPool> pools = ConcurrentHashMap.newKeySet();
     private final List<Registration> registrations = new CopyOnWriteArrayList<>();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -100,8 +103,8 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
             JCudaDriver.cuDeviceGetAttribute(sms, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
             this.multiprocessors = sms[0];
         } catch (CudaException e) {
-            throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "CUDA device " + ordinal + " cannot be used: "
-                    + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.DEVICE_UNAVAILABLE, "CUDA device " + ordinal + " cannot be used: " + e.getMessage(), e);
         }
         CUmodule loaded = null;
         Map<CudaTuning.Kernel, CUfunction> functions = new EnumMap<>(CudaTuning.Kernel.class);
@@ -151,8 +154,8 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         long[] free = {0};
         long[] total = {0};
         JCudaDriver.cuMemGetInfo(free, total);
-        return new DeviceInfo("cuda", name + (kernelProblem == null ? "" : " (" + kernelProblem + ")"), ordinal,
-                total[0], free[0]);
+        return new DeviceInfo(
+                "cuda", name + (kernelProblem == null ? "" : " (" + kernelProblem + ")"), ordinal, total[0], free[0]);
     }
 
     @Override
@@ -169,13 +172,16 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         Checks.checkNotNull(format, "format");
         Checks.checkPositive(pages, "pages");
         Checks.requireState(!useKernel || usesKernel(), "the copy kernel is not available: %s", kernelProblem);
-        Checks.requireArgument(!useKernel || format.rowBytes() % 16 == 0,
+        Checks.requireArgument(
+                !useKernel || format.rowBytes() % 16 == 0,
                 "the copy kernel moves 16-byte vectors: a row of %d bytes (%s) does not divide; use device.copy-path=memcpy",
-                format.rowBytes(), format.geometry());
+                format.rowBytes(),
+                format.geometry());
         CudaKvPool pool = new CudaKvPool(this, format, pages, useKernel, 0);
         pools.add(pool);
-        LOG.log(Level.DEBUG, () -> "CUDA KV pool: " + pages + " pages, " + Units.formatBytes(DeviceLayout.poolBytes(format,
-                pages)));
+        LOG.log(
+                Level.DEBUG,
+                () -> "CUDA KV pool: " + pages + " pages, " + Units.formatBytes(DeviceLayout.poolBytes(format, pages)));
         return pool;
     }
 
@@ -185,10 +191,17 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         Checks.checkNotNull(format, "format");
         Checks.checkPositive(pages, "pages");
         long needed = DeviceLayout.poolBytes(format, pages);
-        Checks.requireArgument(address != 0 && address % 256 == 0,
-                "the adopted device address 0x%s is not aligned to 256 bytes", Long.toHexString(address));
-        Checks.requireArgument(bytes >= needed, "the adopted memory has %s bytes; %s pages of %s need %s", bytes, pages,
-                format.pageBytes(), needed);
+        Checks.requireArgument(
+                address != 0 && address % 256 == 0,
+                "the adopted device address 0x%s is not aligned to 256 bytes",
+                Long.toHexString(address));
+        Checks.requireArgument(
+                bytes >= needed,
+                "the adopted memory has %s bytes; %s pages of %s need %s",
+                bytes,
+                pages,
+                format.pageBytes(),
+                needed);
         boolean kernel = usesKernel() && format.rowBytes() % 16 == 0;
         CudaKvPool pool = new CudaKvPool(this, format, pages, kernel, address);
         pools.add(pool);
@@ -244,16 +257,22 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
             try {
                 for (long offset = 0; offset < bytes; offset += registerSliceBytes) {
                     long length = Math.min(registerSliceBytes, bytes - offset);
-                    JCudaDriver.cuMemHostRegister(RawPointers.host(address + offset), length,
+                    JCudaDriver.cuMemHostRegister(
+                            RawPointers.host(address + offset),
+                            length,
                             JCudaDriver.CU_MEMHOSTREGISTER_DEVICEMAP | JCudaDriver.CU_MEMHOSTREGISTER_PORTABLE);
                     slices.add(address + offset);
                     checkSameAddressOnDevice(address + offset);
                 }
             } catch (CudaException e) {
                 unregister();
-                throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "cannot pin " + Units.formatBytes(bytes)
-                        + " of host memory for CUDA (" + e.getMessage() + "); a memory-mapped slab must be on tmpfs or"
-                        + " hugetlbfs, not on a disk", e);
+                throw new HiCacheException(
+                        ErrorCode.DEVICE_UNAVAILABLE,
+                        "cannot pin " + Units.formatBytes(bytes)
+                                + " of host memory for CUDA (" + e.getMessage()
+                                + "); a memory-mapped slab must be on tmpfs or"
+                                + " hugetlbfs, not on a disk",
+                        e);
             }
         }
 
@@ -261,9 +280,11 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
         private void checkSameAddressOnDevice(long hostAddress) {
             DevicePointer mapped = new DevicePointer();
             JCudaDriver.cuMemHostGetDevicePointer(mapped, RawPointers.host(hostAddress), 0);
-            Checks.requireState(mapped.address() == hostAddress,
+            Checks.requireState(
+                    mapped.address() == hostAddress,
                     "registered host memory at 0x%x is mapped at 0x%x on the device: unified addressing is off",
-                    hostAddress, mapped.address());
+                    hostAddress,
+                    mapped.address());
         }
 
         private void unregister() {
@@ -320,7 +341,8 @@ public final class CudaDeviceRuntime implements DeviceRuntime {
     }
 
     /** The loaded entry point of {@code k}; only while {@link #usesKernel()}. */
-    @Nullable CUfunction kernel(CudaTuning.Kernel k) {
+    @Nullable
+    CUfunction kernel(CudaTuning.Kernel k) {
         return kernels.get(k);
     }
 

@@ -12,10 +12,12 @@ import java.util.Optional;
 /** Opens {@link CudaDeviceRuntime}s under the name {@code cuda}; preferred over the emulated device. Stateless. */
 public final class CudaDeviceRuntimeProvider implements DeviceRuntimeProvider {
     /** Which CUDA device to use. */
-    public static final Setting<Integer> ORDINAL = Setting.integer("device.ordinal", 0, 0, 1023,
-            "CUDA device to use (as CUDA numbers them, after CUDA_VISIBLE_DEVICES)");
+    public static final Setting<Integer> ORDINAL = Setting.integer(
+            "device.ordinal", 0, 0, 1023, "CUDA device to use (as CUDA numbers them, after CUDA_VISIBLE_DEVICES)");
     /** How copies move: the gather/scatter kernel, or the copy engine (one cuMemcpy2DAsync per page and part). */
-    public static final Setting<String> COPY_PATH = Setting.string("device.copy-path", "kernel",
+    public static final Setting<String> COPY_PATH = Setting.string(
+            "device.copy-path",
+            "kernel",
             "how CUDA copies move pages: kernel (one launch per batch or layer) or memcpy (the copy engine, per page)");
 
     @Override
@@ -42,10 +44,11 @@ public final class CudaDeviceRuntimeProvider implements DeviceRuntimeProvider {
     public DeviceRuntime open(Settings settings) {
         String path = settings.get(COPY_PATH);
         if (!path.equals("kernel") && !path.equals("memcpy")) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID,
-                    "setting 'device.copy-path' = '" + path + "': expected kernel or memcpy");
+            throw new HiCacheException(
+                    ErrorCode.CONFIG_INVALID, "setting 'device.copy-path' = '" + path + "': expected kernel or memcpy");
         }
-        return new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(settings.get(ORDINAL))
+        return new CudaDeviceRuntime(CudaOptions.defaults()
+                .withOrdinal(settings.get(ORDINAL))
                 .withCopyPath(path.equals("kernel") ? CudaOptions.CopyPath.KERNEL : CudaOptions.CopyPath.COPY_ENGINE));
     }
 }

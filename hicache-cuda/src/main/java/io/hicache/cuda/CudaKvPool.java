@@ -7,7 +7,6 @@ import io.hicache.core.memory.DeviceBuffers;
 import io.hicache.core.memory.DeviceLayout;
 import io.hicache.core.memory.HostSlab;
 import io.hicache.core.memory.KvCopy;
-import io.hicache.core.memory.LayerSignals;
 import io.hicache.core.page.HostLayout;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
@@ -65,9 +64,13 @@ final class CudaKvPool extends AbstractKvPool {
             try {
                 JCudaDriver.cuMemAlloc(memory, bytes);
             } catch (CudaException e) {
-                throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "a KV pool of " + pages + " pages of "
-                        + format.pageBytes() + " bytes (" + bytes + " bytes) does not fit on " + runtime.info().name()
-                        + " (" + runtime.info().freeBytes() + " bytes free): " + e.getMessage(), e);
+                throw new HiCacheException(
+                        ErrorCode.DEVICE_OUT_OF_MEMORY,
+                        "a KV pool of " + pages + " pages of "
+                                + format.pageBytes() + " bytes (" + bytes + " bytes) does not fit on "
+                                + runtime.info().name()
+                                + " (" + runtime.info().freeBytes() + " bytes free): " + e.getMessage(),
+                        e);
             }
         }
         long ring = Math.max(1 << 16, 8L * pages);
@@ -76,9 +79,6 @@ final class CudaKvPool extends AbstractKvPool {
         this.loads = new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring);
         this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
     }
-
-
-
 
     @Override
     public long bytes() {
@@ -96,16 +96,20 @@ final class CudaKvPool extends AbstractKvPool {
     }
 
     @Override
-    protected KvCopy startBackup(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount,
-            boolean perLayer) {
+    protected KvCopy startBackup(
+            int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount, boolean perLayer) {
         if (perLayer) {
             return byLayer(backups, devicePages, host, hostSlots, firstLayer, layerCount, true);
         }
         int[] pairs = pairs(devicePages, hostSlots);
-        return backups.submit(layerCount, pairs, (stream, indexAddress, signals) -> {
-            copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, firstLayer, layerCount, true);
-            stream.recordAll(signals, "backup of " + devicePages.length + " pages");
-        }, "backup of " + devicePages.length + " pages");
+        return backups.submit(
+                layerCount,
+                pairs,
+                (stream, indexAddress, signals) -> {
+                    copy(stream.lane(0), host, devicePages, hostSlots, indexAddress, firstLayer, layerCount, true);
+                    stream.recordAll(signals, "backup of " + devicePages.length + " pages");
+                },
+                "backup of " + devicePages.length + " pages");
     }
 
     @Override
@@ -114,22 +118,33 @@ final class CudaKvPool extends AbstractKvPool {
     }
 
     /** One launch (or copy-engine batch) per layer on {@code stream}, each followed by its layer's event. */
-    private KvCopy byLayer(CudaStream stream, int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer,
-            int layerCount, boolean toHost) {
+    private KvCopy byLayer(
+            CudaStream stream,
+            int[] devicePages,
+            HostSlab host,
+            int[] hostSlots,
+            int firstLayer,
+            int layerCount,
+            boolean toHost) {
         String what = (toHost ? "copy to host" : "load") + " of layers " + firstLayer + "+" + layerCount + " of "
                 + devicePages.length + " pages";
-        return stream.submit(layerCount, pairs(devicePages, hostSlots), (s, indexAddress, signals) -> {
-            for (int j = 0; j < layerCount; j++) {
-                copy(s.lane(j), host, devicePages, hostSlots, indexAddress, firstLayer + j, 1, toHost);
-                s.recordLayer(signals, j, j, j == layerCount - 1, what);
-            }
-        }, what);
+        return stream.submit(
+                layerCount,
+                pairs(devicePages, hostSlots),
+                (s, indexAddress, signals) -> {
+                    for (int j = 0; j < layerCount; j++) {
+                        copy(s.lane(j), host, devicePages, hostSlots, indexAddress, firstLayer + j, 1, toHost);
+                        s.recordLayer(signals, j, j, j == layerCount - 1, what);
+                    }
+                },
+                what);
     }
 
     @Override
     protected void checkCopy(HostSlab host) {
         super.checkCopy(host);
-        Checks.requireArgument(runtime.isRegistered(host.memory()),
+        Checks.requireArgument(
+                runtime.isRegistered(host.memory()),
                 "the host slab is not registered with the CUDA runtime: register it with registerHost first");
     }
 
@@ -142,8 +157,15 @@ final class CudaKvPool extends AbstractKvPool {
     }
 
     /** Enqueues the copy of layers [firstLayer, firstLayer + layerCount) of every pair. */
-    private void copy(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, long indexAddress, int firstLayer,
-            int layerCount, boolean toHost) {
+    private void copy(
+            CUstream stream,
+            HostSlab host,
+            int[] devicePages,
+            int[] hostSlots,
+            long indexAddress,
+            int firstLayer,
+            int layerCount,
+            boolean toHost) {
         if (useKernel) {
             launch(stream, host, devicePages.length, indexAddress, firstLayer, layerCount, toHost);
         } else {
@@ -151,7 +173,13 @@ final class CudaKvPool extends AbstractKvPool {
         }
     }
 
-    private void launch(CUstream stream, HostSlab host, int pairs, long indexAddress, int firstLayer, int layerCount,
+    private void launch(
+            CUstream stream,
+            HostSlab host,
+            int pairs,
+            long indexAddress,
+            int firstLayer,
+            int layerCount,
             boolean toHost) {
         int parts = format.geometry().attention().parts();
         long vectors = (long) pairs * layerCount * parts * (DeviceLayout.chunkBytes(format) / 16);
@@ -181,7 +209,8 @@ final class CudaKvPool extends AbstractKvPool {
         a.setInt(12, layoutCode(host.layout()));
         a.setInt(13, toHost ? 1 : 0);
         a.setInt(14, partOuter ? 1 : 0);
-        JCudaDriver.cuLaunchKernel(runtime.kernel(kernel), blocks, 1, 1, THREADS, 1, 1, 0, stream, a.kernelParams, null);
+        JCudaDriver.cuLaunchKernel(
+                runtime.kernel(kernel), blocks, 1, 1, THREADS, 1, 1, 0, stream, a.kernelParams, null);
     }
 
     /** Enough blocks for one pass, at most eight per multiprocessor: beyond that threads loop over the rest. */
@@ -198,8 +227,14 @@ final class CudaKvPool extends AbstractKvPool {
         };
     }
 
-    private void copyEngine(CUstream stream, HostSlab host, int[] devicePages, int[] hostSlots, int firstLayer,
-            int layerCount, boolean toHost) {
+    private void copyEngine(
+            CUstream stream,
+            HostSlab host,
+            int[] devicePages,
+            int[] hostSlots,
+            int firstLayer,
+            int layerCount,
+            boolean toHost) {
         int parts = format.geometry().attention().parts();
         long run = DeviceLayout.chunkBytes(format);
         long row = format.rowBytes();
@@ -208,17 +243,30 @@ final class CudaKvPool extends AbstractKvPool {
         for (int i = 0; i < devicePages.length; i++) {
             for (int part = 0; part < parts; part++) {
                 if (host.chunked()) {
-                    // One 2D copy: a run per layer; layer_first host runs are a slab-width apart, page_first_direct's adjacent.
+                    // One 2D copy: a run per layer; layer_first host runs are a slab-width apart, page_first_direct's
+                    // adjacent.
                     long hostPitch = host.layout() == HostLayout.LAYER_FIRST ? (long) host.slots() * run : run;
-                    copy2d(stream, DeviceLayout.chunkOffset(format, pages, devicePages[i], firstLayer, part), devicePitch,
-                            host.memory().address() + host.chunkOffset(hostSlots[i], firstLayer, part), hostPitch, run,
-                            layerCount, toHost);
+                    copy2d(
+                            stream,
+                            DeviceLayout.chunkOffset(format, pages, devicePages[i], firstLayer, part),
+                            devicePitch,
+                            host.memory().address() + host.chunkOffset(hostSlots[i], firstLayer, part),
+                            hostPitch,
+                            run,
+                            layerCount,
+                            toHost);
                 } else {
                     for (int layer = firstLayer; layer < firstLayer + layerCount; layer++) {
                         // page_first: the run's rows are a whole token's layers apart on the host.
-                        copy2d(stream, DeviceLayout.chunkOffset(format, pages, devicePages[i], layer, part), row,
-                                host.memory().address() + host.rowOffset(hostSlots[i], layer, part, 0), layers * row, row,
-                                format.pageSizeTokens(), toHost);
+                        copy2d(
+                                stream,
+                                DeviceLayout.chunkOffset(format, pages, devicePages[i], layer, part),
+                                row,
+                                host.memory().address() + host.rowOffset(hostSlots[i], layer, part, 0),
+                                layers * row,
+                                row,
+                                format.pageSizeTokens(),
+                                toHost);
                     }
                 }
             }
@@ -229,8 +277,15 @@ final class CudaKvPool extends AbstractKvPool {
      * Copies {@code height} rows of {@code width} bytes, a pitch apart on each side, as few 2D copies as the host
      * registration slices allow: rows are grouped while they stay inside one slice.
      */
-    private void copy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
-            long height, boolean toHost) {
+    private void copy2d(
+            CUstream stream,
+            long deviceOffset,
+            long devicePitch,
+            long hostAddress,
+            long hostPitch,
+            long width,
+            long height,
+            boolean toHost) {
         long row = 0;
         while (row < height) {
             long first = hostAddress + row * hostPitch;
@@ -244,7 +299,14 @@ final class CudaKvPool extends AbstractKvPool {
                 // One row straddles two slices: copy its two parts apart.
                 long head = sliceEnd - first;
                 memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, head, 1, toHost);
-                memcpy2d(stream, deviceOffset + row * devicePitch + head, devicePitch, sliceEnd, hostPitch, width - head, 1,
+                memcpy2d(
+                        stream,
+                        deviceOffset + row * devicePitch + head,
+                        devicePitch,
+                        sliceEnd,
+                        hostPitch,
+                        width - head,
+                        1,
                         toHost);
             } else {
                 memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, width, rows, toHost);
@@ -253,8 +315,15 @@ final class CudaKvPool extends AbstractKvPool {
         }
     }
 
-    private void memcpy2d(CUstream stream, long deviceOffset, long devicePitch, long hostAddress, long hostPitch, long width,
-            long height, boolean toHost) {
+    private void memcpy2d(
+            CUstream stream,
+            long deviceOffset,
+            long devicePitch,
+            long hostAddress,
+            long hostPitch,
+            long width,
+            long height,
+            boolean toHost) {
         CUDA_MEMCPY2D c = new CUDA_MEMCPY2D();
         c.WidthInBytes = width;
         c.Height = height;
@@ -280,16 +349,20 @@ final class CudaKvPool extends AbstractKvPool {
     public void writePage(int devicePage, MemorySegment flat) {
         checkNativeFlat(devicePage, flat);
         runtime.makeCurrent();
-        forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyHtoD(
-                memory.withByteOffset(deviceOffset), RawPointers.host(flat.address() + flatOffset), length));
+        forEachRun(
+                devicePage,
+                (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyHtoD(
+                        memory.withByteOffset(deviceOffset), RawPointers.host(flat.address() + flatOffset), length));
     }
 
     @Override
     public void readPage(int devicePage, MemorySegment flat) {
         checkNativeFlat(devicePage, flat);
         runtime.makeCurrent();
-        forEachRun(devicePage, (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyDtoH(
-                RawPointers.host(flat.address() + flatOffset), memory.withByteOffset(deviceOffset), length));
+        forEachRun(
+                devicePage,
+                (deviceOffset, flatOffset, length) -> JCudaDriver.cuMemcpyDtoH(
+                        RawPointers.host(flat.address() + flatOffset), memory.withByteOffset(deviceOffset), length));
     }
 
     /** {@link #checkFlat}, and {@code flat} in native memory, which the driver copies to and from. */
@@ -354,6 +427,7 @@ final class CudaKvPool extends AbstractKvPool {
 
     @Override
     public String toString() {
-        return "CudaKvPool[" + pages + " pages, " + format + ", " + (useKernel ? "kernel, " + tuning : "copy engine") + "]";
+        return "CudaKvPool[" + pages + " pages, " + format + ", " + (useKernel ? "kernel, " + tuning : "copy engine")
+                + "]";
     }
 }

@@ -25,9 +25,12 @@ public record CudaOptions(int ordinal, CopyPath copyPath, long registerSliceByte
         Checks.requireArgument(ordinal >= 0, "ordinal must be >= 0, was %d", ordinal);
         Checks.checkNotNull(copyPath, "copyPath");
         Checks.checkNotNull(tuning, "tuning");
-        Checks.requireArgument(registerSliceBytes > 0 && registerSliceBytes % 4096 == 0
-                && registerSliceBytes <= CudaDeviceRuntime.REGISTER_SLICE_BYTES,
-                "registerSliceBytes must be a multiple of 4 KiB up to 1 GiB, was %d", registerSliceBytes);
+        Checks.requireArgument(
+                registerSliceBytes > 0
+                        && registerSliceBytes % 4096 == 0
+                        && registerSliceBytes <= CudaDeviceRuntime.REGISTER_SLICE_BYTES,
+                "registerSliceBytes must be a multiple of 4 KiB up to 1 GiB, was %d",
+                registerSliceBytes);
     }
 
     /** Device 0, the copy kernel in its default shape, 1 GiB registration slices. */

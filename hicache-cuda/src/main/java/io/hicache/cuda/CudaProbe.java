@@ -15,8 +15,7 @@ import jcuda.driver.JCudaDriver;
 public final class CudaProbe {
     private static final Optional<String> REASON = probe();
 
-    private CudaProbe() {
-    }
+    private CudaProbe() {}
 
     /** Why CUDA cannot be used here, or empty when it can. The same answer for the life of the process. */
     public static Optional<String> unavailableReason() {

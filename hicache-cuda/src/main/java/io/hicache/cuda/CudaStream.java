@@ -27,8 +27,7 @@ final class CudaStream implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CudaStream.class.getName());
 
     /** What one event completes: the layer (or -1: all; -2: nothing but itself), and whether it ends its copy. */
-    private record Pending(LayerSignals signals, int layer, boolean endsCopy, String what) {
-    }
+    private record Pending(LayerSignals signals, int layer, boolean endsCopy, String what) {}
 
     /** Enqueues the launches of one copy; called with the stream lock held and the context current. */
     @FunctionalInterface
@@ -40,6 +39,7 @@ final class CudaStream implements AutoCloseable {
     private final CUstream[] lanes;
     /** The event that ends the last copy submitted, or null before the first. */
     private @Nullable CUevent previousLast;
+
     private final IndexRing indices;
     private final AtomicLong failures = new AtomicLong();
     private final CompletionQueue<Pending> completions;
@@ -54,8 +54,8 @@ final class CudaStream implements AutoCloseable {
             JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
         }
         this.indices = new IndexRing(indexCapacityInts);
-        this.completions = new CompletionQueue<>(context, "cuda-" + name, CUevent_flags.CU_EVENT_DISABLE_TIMING,
-                this::completed);
+        this.completions =
+                new CompletionQueue<>(context, "cuda-" + name, CUevent_flags.CU_EVENT_DISABLE_TIMING, this::completed);
     }
 
     /** The lane that launch number {@code launch} of a copy goes on. */

@@ -71,8 +71,11 @@ final class IndexRing implements AutoCloseable {
         long offset = start * Integer.BYTES;
         try {
             MemorySegment.copy(indices, 0, mirror, ValueLayout.JAVA_INT, offset, indices.length);
-            JCudaDriver.cuMemcpyHtoDAsync(memory.withByteOffset(offset), RawPointers.host(mirror.address() + offset),
-                    n * Integer.BYTES, stream);
+            JCudaDriver.cuMemcpyHtoDAsync(
+                    memory.withByteOffset(offset),
+                    RawPointers.host(mirror.address() + offset),
+                    n * Integer.BYTES,
+                    stream);
         } catch (RuntimeException e) {
             synchronized (this) {
                 // Nothing ran with this region: give it back (it is the newest, under the stream's lock).

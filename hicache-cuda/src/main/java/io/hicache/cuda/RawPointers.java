@@ -7,8 +7,7 @@ import jcuda.Pointer;
  * constructor lets this class bridge the two (device pointers: {@link DevicePointer}). Stateless.
  */
 final class RawPointers {
-    private RawPointers() {
-    }
+    private RawPointers() {}
 
     /** A host pointer at {@code address}. */
     static Pointer host(long address) {

@@ -23,8 +23,11 @@ class CudaAvailabilityTest {
         Optional<String> first = provider.unavailableReason();
         assertSame(first, provider.unavailableReason(), "the answer is cached");
         assumeTrue(first.isPresent(), "this machine has a usable CUDA device");
-        assertTrue(first.get().contains("libcuda.so.1") || first.get().contains("no CUDA device")
-                || first.get().contains("JCuda"), first.get());
+        assertTrue(
+                first.get().contains("libcuda.so.1")
+                        || first.get().contains("no CUDA device")
+                        || first.get().contains("JCuda"),
+                first.get());
     }
 
     @Test
@@ -33,21 +36,28 @@ class CudaAvailabilityTest {
         try (DeviceRuntime runtime = DeviceRuntimes.open(Settings.empty())) {
             assertEquals("emulated", runtime.name());
         }
-        HiCacheException e = assertThrows(HiCacheException.class,
+        HiCacheException e = assertThrows(
+                HiCacheException.class,
                 () -> DeviceRuntimes.open(Settings.empty().with("device.runtime", "cuda")));
         assertEquals(ErrorCode.DEVICE_UNAVAILABLE, e.code());
-        assertTrue(e.getMessage().contains("cannot run here: " + provider.unavailableReason().get()), e.getMessage());
-        HiCacheException direct = assertThrows(HiCacheException.class, () -> new CudaDeviceRuntime(CudaOptions.defaults()));
+        assertTrue(
+                e.getMessage()
+                        .contains("cannot run here: "
+                                + provider.unavailableReason().get()),
+                e.getMessage());
+        HiCacheException direct =
+                assertThrows(HiCacheException.class, () -> new CudaDeviceRuntime(CudaOptions.defaults()));
         assertEquals(ErrorCode.DEVICE_UNAVAILABLE, direct.code());
     }
 
     @Test
     void badSettingsAreRefused() {
-        HiCacheException unknown = assertThrows(HiCacheException.class,
+        HiCacheException unknown = assertThrows(
+                HiCacheException.class,
                 () -> DeviceRuntimes.open(Settings.empty().with("device.runtime", "tpu")));
         assertTrue(unknown.getMessage().contains("available: auto, cuda, emulated"), unknown.getMessage());
-        HiCacheException path = assertThrows(HiCacheException.class,
-                () -> provider.open(Settings.empty().with("device.copy-path", "teleport")));
+        HiCacheException path = assertThrows(
+                HiCacheException.class, () -> provider.open(Settings.empty().with("device.copy-path", "teleport")));
         assertTrue(path.getMessage().contains("expected kernel or memcpy"), path.getMessage());
     }
 }

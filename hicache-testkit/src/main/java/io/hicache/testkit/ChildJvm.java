@@ -32,7 +32,9 @@ public final class ChildJvm {
     public static ChildJvm start(Class<?> mainClass, List<String> args) throws IOException {
         List<String> command = command(mainClass);
         command.addAll(args);
-        return new ChildJvm(new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start());
+        return new ChildJvm(new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start());
     }
 
     /** The command that runs {@code mainClass} in a JVM like this one (its java, flags and class path), without args. */
@@ -40,7 +42,8 @@ public final class ChildJvm {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-                .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
+                .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent"))
+                .toList());
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), mainClass.getName()));
         return command;
     }

@@ -17,11 +17,11 @@ public class ConfiguredStoreKit extends PageStoreConformanceKit {
     private static final ReentrantLock ONE_RUN_AT_A_TIME = new ReentrantLock();
     /** The store config of the run in progress; null between runs. */
     private static volatile @Nullable StoreConfig target;
+
     private static volatile boolean clearAllAllowed;
 
     /** For the JUnit launcher; use {@link #run(StoreConfig, boolean)}. */
-    public ConfiguredStoreKit() {
-    }
+    public ConfiguredStoreKit() {}
 
     /**
      * Runs the kit against the store that {@code config} opens.
@@ -30,12 +30,12 @@ public class ConfiguredStoreKit extends PageStoreConformanceKit {
      *                      that holds data someone needs
      */
     public static ConformanceReport run(StoreConfig config, boolean allowClearAll) {
-        return run(config, allowClearAll, c -> { });
+        return run(config, allowClearAll, c -> {});
     }
 
     /** As {@link #run(StoreConfig, boolean)}, telling {@code progress} of each case as it ends. */
-    public static ConformanceReport run(StoreConfig config, boolean allowClearAll,
-            Consumer<ConformanceReport.Case> progress) {
+    public static ConformanceReport run(
+            StoreConfig config, boolean allowClearAll, Consumer<ConformanceReport.Case> progress) {
         Checks.checkNotNull(config, "config");
         ONE_RUN_AT_A_TIME.lock();
         try {

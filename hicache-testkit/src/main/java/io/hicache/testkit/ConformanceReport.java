@@ -16,7 +16,11 @@ import java.util.Locale;
  */
 public record ConformanceReport(String target, List<Case> cases) {
     /** How a case ended. */
-    public enum Outcome { PASSED, FAILED, SKIPPED }
+    public enum Outcome {
+        PASSED,
+        FAILED,
+        SKIPPED
+    }
 
     /**
      * One case.
@@ -26,8 +30,7 @@ public record ConformanceReport(String target, List<Case> cases) {
      * @param detail  why it failed or was skipped; empty when it passed
      * @param elapsed how long it ran
      */
-    public record Case(String name, Outcome outcome, String detail, Duration elapsed) {
-    }
+    public record Case(String name, Outcome outcome, String detail, Duration elapsed) {}
 
     public ConformanceReport {
         cases = List.copyOf(cases);
@@ -56,7 +59,8 @@ public record ConformanceReport(String target, List<Case> cases) {
 
     /** As {@link #print(PrintStream)}. */
     public void print(PrintWriter out) {
-        int width = Math.max(30, cases.stream().mapToInt(c -> c.name().length()).max().orElse(0));
+        int width = Math.max(
+                30, cases.stream().mapToInt(c -> c.name().length()).max().orElse(0));
         out.println("conformance of " + target);
         out.printf(Locale.ROOT, "%-" + width + "s  %-7s  %8s  %s%n", "case", "result", "time", "detail");
         for (Case c : cases) {
@@ -64,10 +68,19 @@ public record ConformanceReport(String target, List<Case> cases) {
             if (detail.length() > 160) {
                 detail = detail.substring(0, 157) + "...";
             }
-            out.printf(Locale.ROOT, "%-" + width + "s  %-7s  %6d ms  %s%n", c.name(), c.outcome().name().toLowerCase(Locale.ROOT),
-                    c.elapsed().toMillis(), detail);
+            out.printf(
+                    Locale.ROOT,
+                    "%-" + width + "s  %-7s  %6d ms  %s%n",
+                    c.name(),
+                    c.outcome().name().toLowerCase(Locale.ROOT),
+                    c.elapsed().toMillis(),
+                    detail);
         }
-        out.printf(Locale.ROOT, "%d passed, %d failed, %d skipped%n", count(Outcome.PASSED), count(Outcome.FAILED),
+        out.printf(
+                Locale.ROOT,
+                "%d passed, %d failed, %d skipped%n",
+                count(Outcome.PASSED),
+                count(Outcome.FAILED),
                 count(Outcome.SKIPPED));
     }
 }

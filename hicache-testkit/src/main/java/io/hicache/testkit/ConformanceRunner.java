@@ -25,12 +25,11 @@ import org.junit.platform.launcher.core.LauncherFactory;
  * stores. Stateless and thread-safe: each call builds its own launcher.
  */
 public final class ConformanceRunner {
-    private ConformanceRunner() {
-    }
+    private ConformanceRunner() {}
 
     /** Runs every case of {@code kitClass} and reports them under the name {@code target}. */
     public static ConformanceReport run(Class<?> kitClass, String target) {
-        return run(kitClass, target, c -> { });
+        return run(kitClass, target, c -> {});
     }
 
     /** As {@link #run(Class, String)}, telling {@code progress} of each case as it ends (on the running thread). */
@@ -52,7 +51,8 @@ public final class ConformanceRunner {
         final Map<String, Long> started = new ConcurrentHashMap<>();
         final Consumer<ConformanceReport.Case> progress;
         /** Null until the launcher starts the plan. */
-        @Nullable TestPlan plan;
+        @Nullable
+        TestPlan plan;
 
         Recorder(Consumer<ConformanceReport.Case> progress) {
             this.progress = progress;
@@ -86,13 +86,14 @@ public final class ConformanceRunner {
             Duration elapsed = Duration.ofNanos(start == null ? 0 : System.nanoTime() - start);
             String detail = result.getThrowable()
                     .map(t -> result.getStatus() == TestExecutionResult.Status.ABORTED && t.getMessage() != null
-                            ? t.getMessage() : describe(t))
+                            ? t.getMessage()
+                            : describe(t))
                     .orElse("");
             if (!id.isTest()) {
                 // A failing container (say, @BeforeAll or the store's constructor) fails every case under it.
                 if (result.getStatus() == TestExecutionResult.Status.FAILED) {
-                    record(new ConformanceReport.Case(name(id) + " (setup)", ConformanceReport.Outcome.FAILED,
-                            detail, elapsed));
+                    record(new ConformanceReport.Case(
+                            name(id) + " (setup)", ConformanceReport.Outcome.FAILED, detail, elapsed));
                 }
                 return;
             }
@@ -107,9 +108,12 @@ public final class ConformanceRunner {
         private String name(TestIdentifier id) {
             if (id.getSource().orElse(null) instanceof MethodSource method) {
                 // A parameterized invocation: the method name plus the invocation's display name.
-                boolean invocation = plan != null && plan.getParent(id)
-                        .map(parent -> parent.getSource().orElse(null) instanceof MethodSource).orElse(false);
-                return invocation ? method.getMethodName() + " [" + id.getDisplayName().replaceFirst("^\\[\\d+\\] ", "") + "]"
+                boolean invocation = plan != null
+                        && plan.getParent(id)
+                                .map(parent -> parent.getSource().orElse(null) instanceof MethodSource)
+                                .orElse(false);
+                return invocation
+                        ? method.getMethodName() + " [" + id.getDisplayName().replaceFirst("^\\[\\d+\\] ", "") + "]"
                         : method.getMethodName();
             }
             return id.getDisplayName();

@@ -24,8 +24,7 @@ import java.util.SplittableRandom;
  * <p>Arguments: store name, run number, seed, then settings as {@code key=value}.
  */
 public final class CrashingStoreWriter {
-    private CrashingStoreWriter() {
-    }
+    private CrashingStoreWriter() {}
 
     public static void main(String[] args) throws Exception {
         String storeName = args[0];
@@ -55,11 +54,16 @@ public final class CrashingStoreWriter {
                     line.append(' ').append(counter++);
                 }
                 out.println(line);
-                BatchResult r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofMinutes(1))).join();
+                BatchResult r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofMinutes(1)))
+                        .join();
                 StringBuilder ok = new StringBuilder();
                 for (int i = 0; i < n; i++) {
                     if (r.status(i).isSuccess()) {
-                        ok.append("ok ").append(run).append(' ').append(counter - n + i).append('\n');
+                        ok.append("ok ")
+                                .append(run)
+                                .append(' ')
+                                .append(counter - n + i)
+                                .append('\n');
                     }
                 }
                 out.print(ok);

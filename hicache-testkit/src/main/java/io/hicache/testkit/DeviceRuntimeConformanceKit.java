@@ -69,6 +69,7 @@ public abstract class DeviceRuntimeConformanceKit {
 
     /** The runtime under test; opened before each case, closed after it. */
     protected DeviceRuntime runtime;
+
     private Arena arena;
     private final List<HostRegistration> registrations = new ArrayList<>();
     private SplittableRandom random;
@@ -122,7 +123,8 @@ public abstract class DeviceRuntimeConformanceKit {
         PageFormat format = new PageFormat(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16), 16, HostLayout.PAGE_FIRST);
         try (KvPool pool = runtime.createPool(format, 256)) {
             assertEquals(256L * format.pageBytes(), pool.bytes());
-            assertTrue(runtime.info().freeBytes() <= before.freeBytes() - pool.bytes() / 2,
+            assertTrue(
+                    runtime.info().freeBytes() <= before.freeBytes() - pool.bytes() / 2,
                     "free memory did not shrink by the pool: " + before + " -> " + runtime.info());
         }
     }
@@ -161,7 +163,8 @@ public abstract class DeviceRuntimeConformanceKit {
             assertNull(allocator.tryAllocate(1), "an exhausted allocator hands out nothing");
             HiCacheException exhausted = assertThrows(HiCacheException.class, () -> allocator.allocate(3));
             assertEquals(ErrorCode.PAGES_EXHAUSTED, exhausted.code());
-            assertTrue(String.valueOf(exhausted.getMessage()).contains("asked for 3 pages, 0 of " + DEVICE_PAGES),
+            assertTrue(
+                    String.valueOf(exhausted.getMessage()).contains("asked for 3 pages, 0 of " + DEVICE_PAGES),
                     exhausted.getMessage());
             allocator.free(a);
             assertEquals(10, allocator.available());
@@ -181,7 +184,8 @@ public abstract class DeviceRuntimeConformanceKit {
         try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
             fillDevice(pool, range(DEVICE_PAGES));
             for (int page = 0; page < DEVICE_PAGES; page++) {
-                assertDevicePage(pool, page, DEVICE_SIDE + page, format.geometry().layers());
+                assertDevicePage(
+                        pool, page, DEVICE_SIDE + page, format.geometry().layers());
             }
         }
     }
@@ -223,11 +227,16 @@ public abstract class DeviceRuntimeConformanceKit {
             boolean[] loaded = new boolean[DEVICE_PAGES];
             for (int i = 0; i < devicePages.length; i++) {
                 loaded[devicePages[i]] = true;
-                assertDevicePage(pool, devicePages[i], HOST_SIDE + hostSlots[i], format.geometry().layers());
+                assertDevicePage(
+                        pool,
+                        devicePages[i],
+                        HOST_SIDE + hostSlots[i],
+                        format.geometry().layers());
             }
             for (int page = 0; page < DEVICE_PAGES; page++) {
                 if (!loaded[page]) {
-                    assertDevicePage(pool, page, DEVICE_SIDE + page, format.geometry().layers());
+                    assertDevicePage(
+                            pool, page, DEVICE_SIDE + page, format.geometry().layers());
                 }
             }
         }
@@ -312,7 +321,8 @@ public abstract class DeviceRuntimeConformanceKit {
                     .get(copyTimeout().toMillis(), TimeUnit.MILLISECONDS);
             assertEquals(List.of(), List.copyOf(problems));
             for (int i = 0; i < devicePages.length; i++) {
-                assertNull(hostLayerProblem(host, hostSlots[i], HOST_SIDE + hostSlots[i], 0), "layer 0 was not asked for");
+                assertNull(
+                        hostLayerProblem(host, hostSlots[i], HOST_SIDE + hostSlots[i], 0), "layer 0 was not asked for");
                 for (int layer = 1; layer < layers; layer++) {
                     assertNull(hostLayerProblem(host, hostSlots[i], DEVICE_SIDE + devicePages[i], layer));
                 }
@@ -328,10 +338,12 @@ public abstract class DeviceRuntimeConformanceKit {
                 MemorySegment flat = arena.allocate(format.pageBytes());
                 pool.readPage(devicePages[i], flat);
                 for (int layer = 0; layer < layers; layer++) {
-                    long seed = layer == last ? gatheredSeed(hostSlots, devicePages, loadSlots[i])
+                    long seed = layer == last
+                            ? gatheredSeed(hostSlots, devicePages, loadSlots[i])
                             : DEVICE_SIDE + devicePages[i];
-                    assertNull(PagePattern.layerMismatch(format, flat, seed, layer), "device page " + devicePages[i] + " layer "
-                            + layer);
+                    assertNull(
+                            PagePattern.layerMismatch(format, flat, seed, layer),
+                            "device page " + devicePages[i] + " layer " + layer);
                 }
             }
             assertThrows(IllegalArgumentException.class, () -> pool.loadLayers(host, loadSlots, devicePages, last, 2));
@@ -359,10 +371,8 @@ public abstract class DeviceRuntimeConformanceKit {
         }
     }
 
-
     /** A host slab and a pool filled with their patterns, and a random load between them. */
-    private record FilledLoad(HostSlab host, int[] hostSlots, int[] devicePages) {
-    }
+    private record FilledLoad(HostSlab host, int[] hostSlots, int[] devicePages) {}
 
     private FilledLoad fillForLoad(KvPool pool) {
         HostSlab host = newSlab(pool.format(), HOST_SLOTS);
@@ -415,7 +425,11 @@ public abstract class DeviceRuntimeConformanceKit {
                             KvCopy in = pool.load(host, mineHost, mineDevice);
                             assertTrue(in.await(Deadline.after(copyTimeout())));
                             for (int i = 0; i < perThread; i++) {
-                                assertDevicePage(pool, mineDevice[i], HOST_SIDE + mineHost[i], format.geometry().layers());
+                                assertDevicePage(
+                                        pool,
+                                        mineDevice[i],
+                                        HOST_SIDE + mineHost[i],
+                                        format.geometry().layers());
                             }
                             KvCopy out = pool.backup(mineDevice, host, mineHost);
                             assertTrue(out.await(Deadline.after(copyTimeout())));
@@ -448,21 +462,27 @@ public abstract class DeviceRuntimeConformanceKit {
         try (KvPool pool = runtime.createPool(format, DEVICE_PAGES)) {
             HostSlab host = newSlab(format, HOST_SLOTS);
             fillHostSentinel(host);
-            var range = assertThrows(IllegalArgumentException.class,
+            var range = assertThrows(
+                    IllegalArgumentException.class,
                     () -> pool.backup(new int[] {0, DEVICE_PAGES}, host, new int[] {1, 2}));
-            assertTrue(String.valueOf(range.getMessage()).contains("devicePages[1] = " + DEVICE_PAGES + " is out of range"),
+            assertTrue(
+                    String.valueOf(range.getMessage())
+                            .contains("devicePages[1] = " + DEVICE_PAGES + " is out of range"),
                     range.getMessage());
             assertThrows(IllegalArgumentException.class, () -> pool.backup(new int[] {0}, host, new int[] {-1}));
             assertThrows(IllegalArgumentException.class, () -> pool.load(host, new int[] {HOST_SLOTS}, new int[] {0}));
-            var lengths = assertThrows(IllegalArgumentException.class, () -> pool.load(host, new int[] {1, 2}, new int[] {1}));
-            assertTrue(String.valueOf(lengths.getMessage()).contains("2 hostSlots, 1 devicePages"),
-                    lengths.getMessage());
-            var twice = assertThrows(IllegalArgumentException.class,
-                    () -> pool.backup(new int[] {3, 4}, host, new int[] {7, 7}));
+            var lengths = assertThrows(
+                    IllegalArgumentException.class, () -> pool.load(host, new int[] {1, 2}, new int[] {1}));
+            assertTrue(
+                    String.valueOf(lengths.getMessage()).contains("2 hostSlots, 1 devicePages"), lengths.getMessage());
+            var twice = assertThrows(
+                    IllegalArgumentException.class, () -> pool.backup(new int[] {3, 4}, host, new int[] {7, 7}));
             assertTrue(String.valueOf(twice.getMessage()).contains("named twice"), twice.getMessage());
-            HostSlab other = newSlab(new PageFormat(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16), 8, HostLayout.LAYER_FIRST), 4);
+            HostSlab other =
+                    newSlab(new PageFormat(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16), 8, HostLayout.LAYER_FIRST), 4);
             assertThrows(IllegalArgumentException.class, () -> pool.load(other, new int[] {0}, new int[] {0}));
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> pool.readPage(DEVICE_PAGES, arena.allocate(format.pageBytes())));
             assertUntouchedHostSlots(host, new int[0]);
             KvCopy empty = pool.load(host, new int[0], new int[0]);
@@ -501,8 +521,11 @@ public abstract class DeviceRuntimeConformanceKit {
                     for (int page : new int[] {0, DEVICE_PAGES / 2, DEVICE_PAGES - 1}) {
                         int token = format.pageSizeTokens() - 1;
                         long at = b.rowAddress(layer, part, page, token) - base;
-                        assertEquals(DeviceLayout.chunkOffset(format, DEVICE_PAGES, page, layer, part)
-                                + token * format.rowBytes(), at, "layer " + layer + " part " + part + " page " + page);
+                        assertEquals(
+                                DeviceLayout.chunkOffset(format, DEVICE_PAGES, page, layer, part)
+                                        + token * format.rowBytes(),
+                                at,
+                                "layer " + layer + " part " + part + " page " + page);
                         assertTrue(at >= 0 && at + format.rowBytes() <= pool.bytes());
                     }
                 }
@@ -528,12 +551,16 @@ public abstract class DeviceRuntimeConformanceKit {
             try (KvPool adopted = runtime.adoptPool(format, DEVICE_PAGES, address, engines.bytes())) {
                 assertEquals(address, adopted.buffers().layers().getFirst().keyAddress());
                 adopted.readPage(3, flat);
-                assertEquals(-1, PagePattern.firstMismatch(flat, DEVICE_SIDE + 3),
+                assertEquals(
+                        -1,
+                        PagePattern.firstMismatch(flat, DEVICE_SIDE + 3),
                         "the adopted pool sees what the engine wrote");
-                assertTrue(adopted.load(host, new int[] {5}, new int[] {7}).await(Deadline.after(copyTimeout())),
-                        "load");
+                assertTrue(
+                        adopted.load(host, new int[] {5}, new int[] {7}).await(Deadline.after(copyTimeout())), "load");
                 engines.readPage(7, flat);
-                assertEquals(-1, PagePattern.firstMismatch(flat, HOST_SIDE + 5),
+                assertEquals(
+                        -1,
+                        PagePattern.firstMismatch(flat, HOST_SIDE + 5),
                         "a load through the adopted pool lands in the engine's memory");
             }
             // closing the adopted pool left the engine's memory allocated and as it was
@@ -547,9 +574,11 @@ public abstract class DeviceRuntimeConformanceKit {
         PageFormat format = formatFor(HostLayout.PAGE_FIRST);
         try (KvPool engines = runtime.createPool(format, DEVICE_PAGES)) {
             long address = engines.buffers().layers().getFirst().keyAddress();
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> runtime.adoptPool(format, DEVICE_PAGES, address, engines.bytes() - 1));
-            assertThrows(IllegalArgumentException.class,
+            assertThrows(
+                    IllegalArgumentException.class,
                     () -> runtime.adoptPool(format, DEVICE_PAGES - 1, address + 8, engines.bytes() - 8));
             assertThrows(IllegalArgumentException.class, () -> runtime.adoptPool(format, 1, 0, engines.bytes()));
         }

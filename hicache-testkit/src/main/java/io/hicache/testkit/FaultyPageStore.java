@@ -76,12 +76,10 @@ public final class FaultyPageStore extends ForwardingPageStore {
         return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO, "injected fault"));
     }
 
-
     @Override
     public String location() {
         return delegate.location() + " (with injected faults)";
     }
-
 
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
@@ -111,8 +109,8 @@ public final class FaultyPageStore extends ForwardingPageStore {
      * Draws which pages of {@code batch} fail and asks {@code call} for the others only, so that a failed page's
      * memory is never touched; the answer puts the failed pages back in their places.
      */
-    private CompletableFuture<BatchResult> withFailedPages(PageBatch batch,
-            Function<PageBatch, CompletableFuture<BatchResult>> call) {
+    private CompletableFuture<BatchResult> withFailedPages(
+            PageBatch batch, Function<PageBatch, CompletableFuture<BatchResult>> call) {
         boolean[] fail = new boolean[batch.size()];
         PageBatch.Builder asked = PageBatch.builder(batch.size());
         int[] index = new int[batch.size()];
@@ -147,9 +145,6 @@ public final class FaultyPageStore extends ForwardingPageStore {
     public CompletableFuture<BatchResult> delete(List<StoreKey> keys, Deadline deadline) {
         return failCall() ? failure() : delegate.delete(keys, deadline);
     }
-
-
-
 
     @Override
     public void close() {

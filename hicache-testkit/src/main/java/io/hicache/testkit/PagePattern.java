@@ -18,8 +18,7 @@ public final class PagePattern {
 
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
 
-    private PagePattern() {
-    }
+    private PagePattern() {}
 
     /** Fills {@code page} with the pattern of {@code key}. */
     public static void fill(MemorySegment page, StoreKey key) {
@@ -103,8 +102,9 @@ public final class PagePattern {
             for (int part = 0; part < format.geometry().attention().parts(); part++) {
                 for (int token = 0; token < format.pageSizeTokens(); token++) {
                     long off = format.rowOffset(part, layer, token);
-                    if (MemorySegment.mismatch(page, off, off + format.rowBytes(), expected, off,
-                            off + format.rowBytes()) >= 0) {
+                    if (MemorySegment.mismatch(
+                                    page, off, off + format.rowBytes(), expected, off, off + format.rowBytes())
+                            >= 0) {
                         return "part " + part + ", layer " + layer + ", token " + token + " differ";
                     }
                 }
@@ -137,8 +137,11 @@ public final class PagePattern {
     }
 
     private static long seed(StoreKey key, long salt, long length) {
-        return mix(key.hash().prefix64() ^ (key.namespace().id().hashCode() * 0x9E3779B97F4A7C15L)
-                ^ (salt * 0xC2B2AE3D27D4EB4FL), length);
+        return mix(
+                key.hash().prefix64()
+                        ^ (key.namespace().id().hashCode() * 0x9E3779B97F4A7C15L)
+                        ^ (salt * 0xC2B2AE3D27D4EB4FL),
+                length);
     }
 
     private static long mix(long seed, long length) {

@@ -79,6 +79,7 @@ public abstract class PageStoreConformanceKit {
 
     /** The store under test; opened before each case, closed after it. */
     protected PageStore store;
+
     private final List<PageStore> extraStores = new ArrayList<>();
     private final Set<Namespace> namespaces = new LinkedHashSet<>();
     private Arena arena;
@@ -172,8 +173,11 @@ public abstract class PageStoreConformanceKit {
     @Test
     void leadingHitsStopAtTheFirstMiss() {
         List<StoreKey> keys = keys(ns, 8);
-        assertAllSucceed(put(List.of(keys.get(0), keys.get(1), keys.get(2), keys.get(4), keys.get(5), keys.get(7)),
-                DEFAULT_PAGE_BYTES), "put");
+        assertAllSucceed(
+                put(
+                        List.of(keys.get(0), keys.get(1), keys.get(2), keys.get(4), keys.get(5), keys.get(7)),
+                        DEFAULT_PAGE_BYTES),
+                "put");
         assertEquals(3, hits(keys), "keys 0-2 stored, 3 missing, 4-5 stored: the count stops at 3");
         assertEquals(0, hits(keys.subList(3, 8)), "the first key is missing");
         assertEquals(2, hits(keys.subList(4, 7)));
@@ -241,7 +245,9 @@ public abstract class PageStoreConformanceKit {
         BatchResult got = get(keys.subList(0, 3), targets);
         assertEquals(List.of(PageStatus.OK, PageStatus.MISS, PageStatus.OK), statuses(got));
         assertPattern(targets[2], keys.get(2));
-        assertEquals(PageStatus.MISS, await(store.delete(List.of(keys.get(1)), deadline())).status(0));
+        assertEquals(
+                PageStatus.MISS,
+                await(store.delete(List.of(keys.get(1)), deadline())).status(0));
         assertAllSucceed(put(List.of(keys.get(1)), DEFAULT_PAGE_BYTES), "put after delete");
         assertEquals(3, hits(keys.subList(0, 3)));
     }
@@ -376,9 +382,13 @@ public abstract class PageStoreConformanceKit {
         PageHash hash = keys(ns, 1).getFirst().hash();
         StoreKey base = ns.key(hash);
         assertAllSucceed(put(List.of(base), DEFAULT_PAGE_BYTES), "put");
-        List<Namespace> others = List.of(ns.withModelId(ns.modelId() + "-other"), ns.withKvDtype(KvDtype.FP8_E4M3),
-                ns.withPageByteOrder(PageByteOrder.TOKEN_MAJOR), ns.withTensorParallel(1, 2),
-                ns.withTensorParallel(0, 2), ns.withExtraKey("other-salt"));
+        List<Namespace> others = List.of(
+                ns.withModelId(ns.modelId() + "-other"),
+                ns.withKvDtype(KvDtype.FP8_E4M3),
+                ns.withPageByteOrder(PageByteOrder.TOKEN_MAJOR),
+                ns.withTensorParallel(1, 2),
+                ns.withTensorParallel(0, 2),
+                ns.withExtraKey("other-salt"));
         namespaces.addAll(others);
         for (Namespace other : others) {
             StoreKey twin = other.key(hash);
@@ -408,15 +418,18 @@ public abstract class PageStoreConformanceKit {
         assertThrows(IllegalArgumentException.class, () -> PageHash.fromHex("not-a-hash"));
         assertThrows(IllegalArgumentException.class, () -> ns.withTensorParallel(3, 2));
         // A read-only target.
-        var readOnly = assertThrows(IllegalArgumentException.class,
+        var readOnly = assertThrows(
+                IllegalArgumentException.class,
                 () -> store.get(PageBatch.of(keys.subList(0, 1), List.of(page.asReadOnly())), deadline()));
         assertTrue(String.valueOf(readOnly.getMessage()).contains("read-only"), readOnly.getMessage());
         // A page over the store's maximum, as a sparse mapped file: it costs no memory unless read.
         long max = store.capabilities().maxPageBytes();
         if (max < (1L << 40)) {
             MemorySegment tooBig = sparsePage(max + 1);
-            var e = assertThrows(IllegalArgumentException.class,
-                    () -> store.put(PageBatch.of(List.of(keys.get(1), keys.get(0)), List.of(page, tooBig)), deadline()));
+            var e = assertThrows(
+                    IllegalArgumentException.class,
+                    () -> store.put(
+                            PageBatch.of(List.of(keys.get(1), keys.get(0)), List.of(page, tooBig)), deadline()));
             assertTrue(String.valueOf(e.getMessage()).contains("page 1"), e.getMessage());
             assertEquals(0, hits(keys), "a rejected batch stored nothing, not even its valid pages");
         }
@@ -439,7 +452,8 @@ public abstract class PageStoreConformanceKit {
         assertThrows(NullPointerException.class, () -> store.leadingHits(Arrays.asList(keys.get(0), null), deadline()));
         assertThrows(NullPointerException.class, () -> store.delete(Arrays.asList((StoreKey) null), deadline()));
         assertThrows(NullPointerException.class, () -> store.get(null, deadline()));
-        assertThrows(NullPointerException.class, () -> store.put(PageBatch.of(keys.subList(0, 1), List.of(page)), null));
+        assertThrows(
+                NullPointerException.class, () -> store.put(PageBatch.of(keys.subList(0, 1), List.of(page)), null));
     }
 
     @Test
@@ -450,9 +464,13 @@ public abstract class PageStoreConformanceKit {
         store.close();
         MemorySegment page = arena.allocate(DEFAULT_PAGE_BYTES);
         PageBatch batch = PageBatch.of(keys, List.of(page));
-        List<Runnable> calls = List.of(() -> store.leadingHits(keys, deadline()), () -> store.get(batch, deadline()),
-                () -> store.put(batch, deadline()), () -> store.delete(keys, deadline()),
-                () -> store.clear(ns, deadline()), () -> store.clearAll(deadline()));
+        List<Runnable> calls = List.of(
+                () -> store.leadingHits(keys, deadline()),
+                () -> store.get(batch, deadline()),
+                () -> store.put(batch, deadline()),
+                () -> store.delete(keys, deadline()),
+                () -> store.clear(ns, deadline()),
+                () -> store.clearAll(deadline()));
         for (Runnable call : calls) {
             HiCacheException e = assertThrows(HiCacheException.class, call::run);
             assertEquals(ErrorCode.STORE_CLOSED, e.code());
@@ -543,8 +561,10 @@ public abstract class PageStoreConformanceKit {
         assumeTrue(store.capabilities().has(Capability.EVICTING), "store does not declare EVICTING");
         assumeTrue(clearAllAllowed(), "this case fills the store, evicting pages it does not own");
         long capacity = store.stats().capacityBytes();
-        assumeTrue(capacity > 0 && capacity <= (256L << 20),
-                "the store's capacity (" + capacity + " bytes) is unknown or too large to fill here; give the store under "
+        assumeTrue(
+                capacity > 0 && capacity <= (256L << 20),
+                "the store's capacity (" + capacity
+                        + " bytes) is unknown or too large to fill here; give the store under "
                         + "test 256 MiB or less to run this case");
         int pageBytes = 64 * 1024;
         int batch = 16;
@@ -559,11 +579,14 @@ public abstract class PageStoreConformanceKit {
         for (int b = 0; b < batches; b++) {
             last = keys(ns, batch);
             BatchResult put = put(last, pageBytes);
-            assertEquals(batch, put.count(PageStatus.OK), () -> "a store at its capacity must keep accepting puts: " + put);
+            assertEquals(
+                    batch, put.count(PageStatus.OK), () -> "a store at its capacity must keep accepting puts: " + put);
             long stored = store.stats().storedBytes();
             most = Math.max(most, stored);
-            assertTrue(stored <= capacity + batchBytes, "the store holds " + stored + " bytes, over its capacity of "
-                    + capacity + " by more than one batch (" + batchBytes + " bytes)");
+            assertTrue(
+                    stored <= capacity + batchBytes,
+                    "the store holds " + stored + " bytes, over its capacity of " + capacity
+                            + " by more than one batch (" + batchBytes + " bytes)");
         }
         assertTrue(most > capacity / 2, "the case never came near the capacity: " + most + " of " + capacity);
         assertTrue(hits(first) < batch, "three capacities later, the first batch was never evicted");
@@ -586,8 +609,10 @@ public abstract class PageStoreConformanceKit {
         StoreStats after = store.stats();
         assertEquals(4, after.putPages() - before.putPages());
         assertEquals(4, after.putStored() + after.putExisting() - before.putStored() - before.putExisting());
-        assertEquals((after.putStored() - before.putStored()) * DEFAULT_PAGE_BYTES,
-                after.bytesWritten() - before.bytesWritten(), "bytes written are the pages written");
+        assertEquals(
+                (after.putStored() - before.putStored()) * DEFAULT_PAGE_BYTES,
+                after.bytesWritten() - before.bytesWritten(),
+                "bytes written are the pages written");
         assertEquals(4, after.getPages() - before.getPages());
         assertEquals(3, after.getHits() - before.getHits());
         assertEquals(1, after.getMisses() - before.getMisses());
@@ -602,7 +627,8 @@ public abstract class PageStoreConformanceKit {
 
     /** A fresh namespace that this case owns and cleans up. */
     protected final Namespace newNamespace() {
-        Namespace n = Namespace.of("conformance/" + UUID.randomUUID(), KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+        Namespace n =
+                Namespace.of("conformance/" + UUID.randomUUID(), KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
         namespaces.add(n);
         return n;
     }
@@ -670,8 +696,8 @@ public abstract class PageStoreConformanceKit {
     private MemorySegment sparsePage(long size) {
         try {
             Path file = Files.createTempFile("hicache-kit-sparse", ".page");
-            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    StandardOpenOption.DELETE_ON_CLOSE)) {
+            try (FileChannel channel = FileChannel.open(
+                    file, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE)) {
                 channel.truncate(0);
                 channel.write(ByteBuffer.wrap(new byte[1]), size - 1);
                 return channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);

@@ -84,8 +84,8 @@ public abstract class PageStoreCrashKit {
         Map<StoreKey, Integer> tried = new LinkedHashMap<>();
         Set<StoreKey> returned = new LinkedHashSet<>();
         for (int run = 0; run < kills(); run++) {
-            List<String> childArgs = new ArrayList<>(List.of(storeName(), Integer.toString(run),
-                    Long.toString(random.nextLong())));
+            List<String> childArgs =
+                    new ArrayList<>(List.of(storeName(), Integer.toString(run), Long.toString(random.nextLong())));
             childArgs.addAll(args);
             ChildJvm child = ChildJvm.start(CrashingStoreWriter.class, childArgs);
             List<String> lines;
@@ -117,7 +117,8 @@ public abstract class PageStoreCrashKit {
     private void check(int run, Map<String, String> settings, Map<StoreKey, Integer> tried, Set<StoreKey> returned) {
         Settings.Builder b = Settings.builder();
         settings.forEach(b::flag);
-        try (PageStore store = PageStores.open(new StoreConfig(storeName(), b.build())); Arena arena = Arena.ofShared()) {
+        try (PageStore store = PageStores.open(new StoreConfig(storeName(), b.build()));
+                Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = new ArrayList<>(tried.keySet());
             List<MemorySegment> targets = new ArrayList<>(keys.size());
             for (StoreKey k : keys) {
@@ -125,7 +126,8 @@ public abstract class PageStoreCrashKit {
                 PagePattern.fillSentinel(t);
                 targets.add(t);
             }
-            BatchResult got = store.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofMinutes(2))).join();
+            BatchResult got = store.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofMinutes(2)))
+                    .join();
             List<String> wrong = new ArrayList<>();
             List<String> lost = new ArrayList<>();
             for (int i = 0; i < keys.size(); i++) {
@@ -134,7 +136,8 @@ public abstract class PageStoreCrashKit {
                     wrong.add(keys.get(i).toString());
                 }
                 if (s != PageStatus.OK && s != PageStatus.MISS && s != PageStatus.CORRUPT) {
-                    fail("after kill " + run + " reading " + keys.get(i) + " gave " + s + ": " + got.detail(i).orElse(""));
+                    fail("after kill " + run + " reading " + keys.get(i) + " gave " + s + ": "
+                            + got.detail(i).orElse(""));
                 }
                 if (s != PageStatus.OK && returned.contains(keys.get(i)) && returnedPutsMustSurvive()) {
                     lost.add(keys.get(i) + " (" + s + ")");
@@ -150,8 +153,11 @@ public abstract class PageStoreCrashKit {
             StoreKey fresh = key(1_000_000 + run, 0);
             MemorySegment page = arena.allocate(4096);
             PagePattern.fill(page, fresh);
-            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(fresh), List.of(page)),
-                    Deadline.after(Duration.ofMinutes(1))).join().status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.put(PageBatch.of(List.of(fresh), List.of(page)), Deadline.after(Duration.ofMinutes(1)))
+                            .join()
+                            .status(0));
         }
     }
 }

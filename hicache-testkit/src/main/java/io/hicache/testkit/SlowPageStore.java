@@ -31,7 +31,8 @@ public final class SlowPageStore extends ForwardingPageStore {
 
     private <T> CompletableFuture<T> late(int pages, Supplier<CompletableFuture<T>> call) {
         long micros = perCallMicros + perPageMicros * pages;
-        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(micros, TimeUnit.MICROSECONDS))
+        return CompletableFuture.supplyAsync(
+                        () -> null, CompletableFuture.delayedExecutor(micros, TimeUnit.MICROSECONDS))
                 .thenCompose(ignored -> call.get());
     }
 

@@ -1,6 +1,5 @@
 package io.hicache.testkit;
 
-import io.hicache.core.store.memory.InMemoryPageStore;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
@@ -12,6 +11,7 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.store.memory.InMemoryPageStore;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -24,8 +24,7 @@ import java.util.concurrent.CompletableFuture;
  * checks that the kit fails them.
  */
 final class BrokenStores {
-    private BrokenStores() {
-    }
+    private BrokenStores() {}
 
     /** Forwards everything to an in-memory store; each broken store overrides one thing. */
     abstract static class Forwarding extends AbstractPageStore {
@@ -110,7 +109,8 @@ final class BrokenStores {
 
     /** Keys pages by hash alone, as SGLang does: every namespace shares one page per hash. */
     static final class NamespaceLeakingStore extends Forwarding {
-        private static final Namespace ONE = Namespace.of("everyone", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+        private static final Namespace ONE =
+                Namespace.of("everyone", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
         NamespaceLeakingStore() {
             super("namespace-leaking");

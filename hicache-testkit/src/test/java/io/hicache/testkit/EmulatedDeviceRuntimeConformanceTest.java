@@ -7,6 +7,7 @@ import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 class EmulatedDeviceRuntimeConformanceTest extends DeviceRuntimeConformanceKit {
     @Override
     protected DeviceRuntime openRuntime() {
-        return new EmulatedDeviceRuntime(256L << 20, Math.min(4, Runtime.getRuntime().availableProcessors()));
+        return new EmulatedDeviceRuntime(
+                256L << 20, Math.min(4, Runtime.getRuntime().availableProcessors()));
     }
 }

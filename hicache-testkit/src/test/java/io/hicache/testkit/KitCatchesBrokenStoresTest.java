@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 /** Proof that the kit has teeth: each broken store fails the cases aimed at its bug, and the reference passes. */
 class KitCatchesBrokenStoresTest {
     private static Set<String> failed(ConformanceReport report) {
-        return report.cases(Outcome.FAILED).stream().map(c -> c.name().replaceFirst(" \\[.*", ""))
+        return report.cases(Outcome.FAILED).stream()
+                .map(c -> c.name().replaceFirst(" \\[.*", ""))
                 .collect(Collectors.toSet());
     }
 
@@ -27,19 +28,30 @@ class KitCatchesBrokenStoresTest {
         assertEquals(0, report.count(Outcome.FAILED), () -> print(report));
         assertTrue(report.count(Outcome.PASSED) >= 18, () -> print(report));
         // Only the cases for capabilities the memory store lacks may be skipped.
-        Set<String> skipped = report.cases(Outcome.SKIPPED).stream().map(ConformanceReport.Case::name)
+        Set<String> skipped = report.cases(Outcome.SKIPPED).stream()
+                .map(ConformanceReport.Case::name)
                 .collect(Collectors.toSet());
-        assertEquals(Set.of("aPersistentStoreKeepsItsPagesAcrossReopen", "aSharedStoreSeesAnotherInstancesPages",
-                "aCorruptedPageReadsAsAMissNeverAsWrongBytes", "anEvictingStoreKeepsAcceptingPutsAndStaysUnderItsCapacity"),
-                skipped, () -> print(report));
+        assertEquals(
+                Set.of(
+                        "aPersistentStoreKeepsItsPagesAcrossReopen",
+                        "aSharedStoreSeesAnotherInstancesPages",
+                        "aCorruptedPageReadsAsAMissNeverAsWrongBytes",
+                        "anEvictingStoreKeepsAcceptingPutsAndStaysUnderItsCapacity"),
+                skipped,
+                () -> print(report));
     }
 
     @Test
     void wrongBytesAreCaught() {
         ConformanceReport report = ConformanceRunner.run(BrokenStores.WrongBytesKit.class, "wrong-bytes");
         Set<String> failed = failed(report);
-        assertTrue(failed.containsAll(List.of("roundTripAtPageSize", "aBatchOf1024Pages", "mixedBatchesGiveTheRightOutcomePerKey",
-                "eightThreadsPutAndGetOverlappingKeys")), () -> print(report));
+        assertTrue(
+                failed.containsAll(List.of(
+                        "roundTripAtPageSize",
+                        "aBatchOf1024Pages",
+                        "mixedBatchesGiveTheRightOutcomePerKey",
+                        "eightThreadsPutAndGetOverlappingKeys")),
+                () -> print(report));
         assertFalse(report.passed());
     }
 

@@ -9,5 +9,4 @@ class SingleCopyThreadConformanceTest extends DeviceRuntimeConformanceKit {
     protected DeviceRuntime openRuntime() {
         return new EmulatedDeviceRuntime(256L << 20, 1);
     }
-
 }

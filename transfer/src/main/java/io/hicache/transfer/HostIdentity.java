@@ -6,8 +6,7 @@ import java.nio.file.Path;
 
 /** Which host (and boot) this process runs on, so peers can tell whether shared memory can be mapped. Stateless. */
 final class HostIdentity {
-    private HostIdentity() {
-    }
+    private HostIdentity() {}
 
     static String id() {
         String boot = read("/proc/sys/kernel/random/boot_id");

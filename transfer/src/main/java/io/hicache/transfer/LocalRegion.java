@@ -33,11 +33,18 @@ public final class LocalRegion implements AutoCloseable {
     private final Condition idle = lock.newCondition();
     /** What the transports returned from registering it; set once, before peers can see the region. */
     private volatile Map<String, String> keys = Map.of();
+
     private int inFlight;
     private boolean retired;
 
-    LocalRegion(TransferEngine engine, String name, int id, MemorySegment memory, MemoryKind kind,
-            Optional<Path> shmFile, Runnable free) {
+    LocalRegion(
+            TransferEngine engine,
+            String name,
+            int id,
+            MemorySegment memory,
+            MemoryKind kind,
+            Optional<Path> shmFile,
+            Runnable free) {
         this.engine = engine;
         this.kind = kind;
         this.free = free;
@@ -77,8 +84,8 @@ public final class LocalRegion implements AutoCloseable {
 
     /** What the segment publishes about it. */
     public RegionDescriptor descriptor() {
-        return new RegionDescriptor(name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), keys,
-                kind);
+        return new RegionDescriptor(
+                name, id, memory.byteSize(), shmFile.map(Path::toString).orElse(""), keys, kind);
     }
 
     /** The view transports serve peers' requests through. */
@@ -121,9 +128,9 @@ public final class LocalRegion implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "region " + name + " (#" + id + ", " + memory.byteSize() + " bytes" + (kind == MemoryKind.DEVICE
-                ? ", device memory" : "") + shmFile.map(p -> ", " + p)
-                .orElse("") + ")";
+        return "region " + name + " (#" + id + ", " + memory.byteSize() + " bytes"
+                + (kind == MemoryKind.DEVICE ? ", device memory" : "")
+                + shmFile.map(p -> ", " + p).orElse("") + ")";
     }
 
     /** The region as transports see it: its memory and the in-flight count that unregistering waits on. */

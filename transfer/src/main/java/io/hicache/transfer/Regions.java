@@ -34,6 +34,7 @@ final class Regions {
     private final TransferConfig config;
     /** The engine's transports, in its order of preference; fixed once the engine is open. */
     private final Map<String, Transport> transports;
+
     private final Map<Integer, LocalRegion> byId = new ConcurrentHashMap<>();
     private final Map<String, LocalRegion> byName = new ConcurrentHashMap<>();
     private final AtomicInteger nextId = new AtomicInteger(1);
@@ -46,13 +47,16 @@ final class Regions {
 
     /** Whether {@code t} moves device memory (to or from either kind). */
     static boolean movesDevice(Transport t) {
-        return t.moves(MemoryKind.DEVICE, MemoryKind.DEVICE) || t.moves(MemoryKind.HOST, MemoryKind.DEVICE)
+        return t.moves(MemoryKind.DEVICE, MemoryKind.DEVICE)
+                || t.moves(MemoryKind.HOST, MemoryKind.DEVICE)
                 || t.moves(MemoryKind.DEVICE, MemoryKind.HOST);
     }
 
     /** The transports that register a region of {@code kind}: all for host memory, device movers for device. */
     private List<Transport> registering(MemoryKind kind) {
-        return transports.values().stream().filter(t -> kind == MemoryKind.HOST || movesDevice(t)).toList();
+        return transports.values().stream()
+                .filter(t -> kind == MemoryKind.HOST || movesDevice(t))
+                .toList();
     }
 
     /**
@@ -98,8 +102,9 @@ final class Regions {
         if (bytes <= 0) {
             throw new IllegalArgumentException("a region needs bytes > 0, got " + bytes);
         }
-        Path file = config.shmDir().resolve("hicache-xfer-" + safe(config.name()) + "-" + ProcessHandle.current()
-                .pid() + "-" + safe(name) + "-" + Long.toHexString(System.nanoTime()));
+        Path file = config.shmDir()
+                .resolve("hicache-xfer-" + safe(config.name()) + "-"
+                        + ProcessHandle.current().pid() + "-" + safe(name) + "-" + Long.toHexString(System.nanoTime()));
         Arena arena = Arena.ofShared();
         try {
             // Reserved, not sparse: a full tmpfs refuses the region here rather than SIGBUS a later write into it.
@@ -124,8 +129,8 @@ final class Regions {
             if (e instanceof IllegalArgumentException iae) {
                 throw iae;
             }
-            throw TransferException.unavailable("cannot create shared region " + name + " of " + bytes
-                    + " bytes in " + config.shmDir() + ": " + e.getMessage());
+            throw TransferException.unavailable("cannot create shared region " + name + " of " + bytes + " bytes in "
+                    + config.shmDir() + ": " + e.getMessage());
         }
     }
 
@@ -142,8 +147,10 @@ final class Regions {
         if (byName.remove(region.name(), region)) {
             byId.remove(region.id());
             if (!region.retire(config.sliceTimeoutMillis())) {
-                LOG.log(Level.WARNING, () -> region + " still had requests moving after " + config.sliceTimeoutMillis()
-                        + " ms; closing the connections that carry them");
+                LOG.log(
+                        Level.WARNING,
+                        () -> region + " still had requests moving after " + config.sliceTimeoutMillis()
+                                + " ms; closing the connections that carry them");
                 transports.values().forEach(t -> t.closeInbound(config.sliceTimeoutMillis()));
             }
             for (Transport t : registering(region.kind())) {
@@ -165,7 +172,8 @@ final class Regions {
     }
 
     /** The region with id {@code id}, or null. */
-    @Nullable LocalRegion byId(int id) {
+    @Nullable
+    LocalRegion byId(int id) {
         return byId.get(id);
     }
 
@@ -185,7 +193,8 @@ final class Regions {
     }
 
     /** The published region that holds all of {@code local}, or null. */
-    @Nullable LocalRegion around(MemorySegment local) {
+    @Nullable
+    LocalRegion around(MemorySegment local) {
         long start = local.address();
         long end = start + local.byteSize();
         for (LocalRegion r : byId.values()) {

@@ -33,6 +33,7 @@ public final class RemoteSegment implements AutoCloseable {
     private volatile SegmentDescriptor descriptor;
     /** The linked transports, in the engine's preference; the first is the primary (host memory) link. */
     private final CopyOnWriteArrayList<Linked> links = new CopyOnWriteArrayList<>();
+
     private volatile @Nullable String deathReason;
 
     RemoteSegment(TransferEngine engine, ControlClient control, SegmentDescriptor descriptor) {
@@ -52,8 +53,7 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /** A transport linked to this peer. */
-    record Linked(String name, Transport transport, TransportLink link) {
-    }
+    record Linked(String name, Transport transport, TransportLink link) {}
 
     /** The peer's published segment, as last fetched. */
     public SegmentDescriptor remote() {
@@ -94,7 +94,8 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /** The primary link, or null before one is linked. */
-    @Nullable TransportLink link() {
+    @Nullable
+    TransportLink link() {
         return links.isEmpty() ? null : links.get(0).link();
     }
 

@@ -56,8 +56,15 @@ final class Router {
             long length = req.bytes();
             for (long off = 0; off < length; off += slice) {
                 long n = Math.min(slice, length - off);
-                r.slices.add(batch.new SliceImpl(r, link.link(), req.op(), req.local().asSlice(off, n), region,
-                        req.remoteOffset() + off, config.sliceRetries()));
+                r.slices.add(batch
+                .new SliceImpl(
+                        r,
+                        link.link(),
+                        req.op(),
+                        req.local().asSlice(off, n),
+                        region,
+                        req.remoteOffset() + off,
+                        config.sliceRetries()));
             }
             r.outstanding.set(r.slices.size());
             slices.addAll(r.slices);
@@ -66,7 +73,8 @@ final class Router {
             long delay = Math.max(0, deadline.remainingNanos());
             timer.schedule(batch::expire, delay, TimeUnit.NANOSECONDS);
             // the last resort, for a transport that failed to report a slice: far past every bound it has
-            timer.schedule(() -> batch.forceFinal("the transport never reported; gave up"),
+            timer.schedule(
+                    () -> batch.forceFinal("the transport never reported; gave up"),
                     delay + TimeUnit.MILLISECONDS.toNanos(3 * config.sliceTimeoutMillis() + 1_000),
                     TimeUnit.NANOSECONDS);
         }
@@ -80,7 +88,9 @@ final class Router {
     }
 
     /** Where a request goes: the remote region and the link that moves its kinds of memory, or why it cannot start. */
-    private record Route(@Nullable RegionDescriptor region, RemoteSegment.@Nullable Linked link,
+    private record Route(
+            @Nullable RegionDescriptor region,
+            RemoteSegment.@Nullable Linked link,
             @Nullable String refusal) {
         static Route refused(String why) {
             return new Route(null, null, why);
@@ -93,8 +103,9 @@ final class Router {
         }
         LocalRegion local = regions.around(req.local());
         if (local == null) {
-            return Route.refused("local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
-                    + " bytes) is not inside a registered region");
+            return Route.refused(
+                    "local memory at 0x" + Long.toHexString(req.local().address()) + " (" + req.bytes()
+                            + " bytes) is not inside a registered region");
         }
         Optional<RegionDescriptor> region = segment.remote().region(req.remoteRegion());
         if (region.isEmpty()) {
@@ -104,10 +115,12 @@ final class Router {
             return Route.refused("range [" + req.remoteOffset() + ", +" + req.bytes() + ") is outside region "
                     + req.remoteRegion() + " of " + region.get().bytes() + " bytes");
         }
-        Optional<RemoteSegment.Linked> link = segment.linkFor(local.kind(), region.get().kind());
+        Optional<RemoteSegment.Linked> link =
+                segment.linkFor(local.kind(), region.get().kind());
         if (link.isEmpty()) {
             return Route.refused("no transport linked to " + segment.name() + " moves " + kindName(local.kind())
-                    + " memory " + (req.op() == TransferOp.READ ? "from " : "to ") + kindName(region.get().kind())
+                    + " memory " + (req.op() == TransferOp.READ ? "from " : "to ")
+                    + kindName(region.get().kind())
                     + " memory (region " + req.remoteRegion() + "); linked: " + segment.transports());
         }
         return new Route(region.get(), link.get(), null);

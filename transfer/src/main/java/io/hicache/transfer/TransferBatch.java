@@ -196,8 +196,14 @@ public final class TransferBatch {
         private final AtomicBoolean over = new AtomicBoolean();
         volatile boolean finished;
 
-        SliceImpl(Request request, TransportLink link, TransferOp op, MemorySegment local, RegionDescriptor region,
-                long remoteOffset, int retries) {
+        SliceImpl(
+                Request request,
+                TransportLink link,
+                TransferOp op,
+                MemorySegment local,
+                RegionDescriptor region,
+                long remoteOffset,
+                int retries) {
             this.request = request;
             this.link = link;
             this.op = op;

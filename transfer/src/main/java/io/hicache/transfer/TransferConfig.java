@@ -22,9 +22,20 @@ import java.util.Objects;
  * @param sliceRetries         how often a slice is moved to another connection after its connection failed
  * @param transports           transport names in order of preference; the first both sides can use is taken
  */
-public record TransferConfig(String name, String bindHost, int port, int connectionsPerPeer, int sliceBytes,
-        long windowBytesPerConnection, int ioThreads, Path shmDir, long sliceTimeoutMillis, long connectTimeoutMillis,
-        long heartbeatMillis, int sliceRetries, List<String> transports) {
+public record TransferConfig(
+        String name,
+        String bindHost,
+        int port,
+        int connectionsPerPeer,
+        int sliceBytes,
+        long windowBytesPerConnection,
+        int ioThreads,
+        Path shmDir,
+        long sliceTimeoutMillis,
+        long connectTimeoutMillis,
+        long heartbeatMillis,
+        int sliceRetries,
+        List<String> transports) {
 
     public TransferConfig {
         Objects.requireNonNull(name, "name");
@@ -33,11 +44,14 @@ public record TransferConfig(String name, String bindHost, int port, int connect
         transports = List.copyOf(transports);
         require(!name.isBlank() && name.length() <= 200, "name must be 1..200 characters");
         require(port >= 0 && port <= 65535, "port must be 0..65535, got " + port);
-        require(connectionsPerPeer >= 1 && connectionsPerPeer <= 64, "connectionsPerPeer must be 1..64, got "
-                + connectionsPerPeer);
+        require(
+                connectionsPerPeer >= 1 && connectionsPerPeer <= 64,
+                "connectionsPerPeer must be 1..64, got " + connectionsPerPeer);
         require(sliceBytes >= 4096 && sliceBytes <= (64 << 20), "sliceBytes must be 4 KiB..64 MiB, got " + sliceBytes);
-        require(windowBytesPerConnection >= sliceBytes, "windowBytesPerConnection (" + windowBytesPerConnection
-                + ") must be >= sliceBytes (" + sliceBytes + ")");
+        require(
+                windowBytesPerConnection >= sliceBytes,
+                "windowBytesPerConnection (" + windowBytesPerConnection + ") must be >= sliceBytes (" + sliceBytes
+                        + ")");
         require(ioThreads >= 1 && ioThreads <= 256, "ioThreads must be 1..256, got " + ioThreads);
         require(sliceTimeoutMillis >= 10, "sliceTimeoutMillis must be >= 10, got " + sliceTimeoutMillis);
         require(connectTimeoutMillis >= 10, "connectTimeoutMillis must be >= 10, got " + connectTimeoutMillis);
@@ -58,43 +72,138 @@ public record TransferConfig(String name, String bindHost, int port, int connect
      * over TCP.
      */
     public static TransferConfig defaults(String name) {
-        return new TransferConfig(name, "127.0.0.1", 0, 4, 256 << 10, 8L << 20, 2, Path.of("/dev/shm"), 10_000,
-                2_000, 1_000, 3, List.of("shm", "tcp"));
+        return new TransferConfig(
+                name,
+                "127.0.0.1",
+                0,
+                4,
+                256 << 10,
+                8L << 20,
+                2,
+                Path.of("/dev/shm"),
+                10_000,
+                2_000,
+                1_000,
+                3,
+                List.of("shm", "tcp"));
     }
 
     public TransferConfig withConnectionsPerPeer(int n) {
-        return new TransferConfig(name, bindHost, port, n, sliceBytes, windowBytesPerConnection, ioThreads, shmDir,
-                sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                n,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withSliceBytes(int bytes) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, bytes,
-                Math.max(windowBytesPerConnection, bytes), ioThreads, shmDir, sliceTimeoutMillis, connectTimeoutMillis,
-                heartbeatMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                bytes,
+                Math.max(windowBytesPerConnection, bytes),
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withWindowBytesPerConnection(long bytes) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, bytes, ioThreads, shmDir,
-                sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                bytes,
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withIoThreads(int n) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection, n,
-                shmDir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                n,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withShmDir(Path dir) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
-                ioThreads, dir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                dir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withTimeouts(long sliceMillis, long connectMillis, long heartbeatEveryMillis) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
-                ioThreads, shmDir, sliceMillis, connectMillis, heartbeatEveryMillis, sliceRetries, transports);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                shmDir,
+                sliceMillis,
+                connectMillis,
+                heartbeatEveryMillis,
+                sliceRetries,
+                transports);
     }
 
     public TransferConfig withTransports(List<String> names) {
-        return new TransferConfig(name, bindHost, port, connectionsPerPeer, sliceBytes, windowBytesPerConnection,
-                ioThreads, shmDir, sliceTimeoutMillis, connectTimeoutMillis, heartbeatMillis, sliceRetries, names);
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                names);
     }
 }

@@ -57,7 +57,7 @@ public final class TransferEngine implements AutoCloseable {
     private final Set<RemoteSegment> opened = ConcurrentHashMap.newKeySet();
     private final Map<String, Integer> inbound = new ConcurrentHashMap<>();
     private final String hostId;
-    private volatile MessageListener messages = (from, payload) -> { };
+    private volatile MessageListener messages = (from, payload) -> {};
     private volatile boolean closed;
 
     private TransferEngine(TransferConfig config) {
@@ -68,17 +68,26 @@ public final class TransferEngine implements AutoCloseable {
         try {
             plane = ControlPlane.start(config.name(), config.bindHost(), config.port(), new Host());
             Map<String, TransportProvider> providers = new LinkedHashMap<>();
-            for (TransportProvider p : ServiceLoader.load(TransportProvider.class, TransferEngine.class.getClassLoader())) {
+            for (TransportProvider p :
+                    ServiceLoader.load(TransportProvider.class, TransferEngine.class.getClassLoader())) {
                 providers.putIfAbsent(p.name(), p);
             }
-            TransportContext context = new TransportContext(config.name(), config.bindHost(), config.ioThreads(),
-                    config.connectionsPerPeer(), config.windowBytesPerConnection(), config.sliceTimeoutMillis(),
-                    config.connectTimeoutMillis(), config.shmDir(), timer, new Served());
+            TransportContext context = new TransportContext(
+                    config.name(),
+                    config.bindHost(),
+                    config.ioThreads(),
+                    config.connectionsPerPeer(),
+                    config.windowBytesPerConnection(),
+                    config.sliceTimeoutMillis(),
+                    config.connectTimeoutMillis(),
+                    config.shmDir(),
+                    timer,
+                    new Served());
             for (String name : config.transports()) {
                 TransportProvider p = providers.get(name);
                 if (p == null) {
-                    throw new IllegalArgumentException("transfer: unknown transport '" + name + "'; known: "
-                            + providers.keySet());
+                    throw new IllegalArgumentException(
+                            "transfer: unknown transport '" + name + "'; known: " + providers.keySet());
                 }
                 transports.put(name, p.create(context));
             }
@@ -118,8 +127,9 @@ public final class TransferEngine implements AutoCloseable {
                 return p.unavailableReason();
             }
         }
-        return Optional.of("no transport named '" + name + "' on the class path (its module, e.g. hicache-transfer-cuda "
-                + "for cuda-ipc, is not a dependency)");
+        return Optional.of(
+                "no transport named '" + name + "' on the class path (its module, e.g. hicache-transfer-cuda "
+                        + "for cuda-ipc, is not a dependency)");
     }
 
     /** Starts an engine: binds its listener and creates its transports. */
@@ -145,8 +155,14 @@ public final class TransferEngine implements AutoCloseable {
                 endpoints.put(t.name(), t.endpoint());
             }
         }
-        return new SegmentDescriptor(config.name(), address(), hostId, ProcessHandle.current().pid(),
-                List.copyOf(transports.keySet()), endpoints, regions.descriptors());
+        return new SegmentDescriptor(
+                config.name(),
+                address(),
+                hostId,
+                ProcessHandle.current().pid(),
+                List.copyOf(transports.keySet()),
+                endpoints,
+                regions.descriptors());
     }
 
     /** Regions registered now. */
@@ -161,7 +177,7 @@ public final class TransferEngine implements AutoCloseable {
      * @throws IllegalArgumentException when the name is taken or the memory is empty
      */
     public LocalRegion register(String name, MemorySegment memory) {
-        return regions.add(name, memory, MemoryKind.HOST, Optional.empty(), () -> { });
+        return regions.add(name, memory, MemoryKind.HOST, Optional.empty(), () -> {});
     }
 
     /**
@@ -187,8 +203,12 @@ public final class TransferEngine implements AutoCloseable {
             throw new IllegalArgumentException("device region " + name + ": none of the transports "
                     + transports.keySet() + " moves device memory");
         }
-        return regions.add(name, MemorySegment.ofAddress(address).reinterpret(bytes), MemoryKind.DEVICE,
-                Optional.empty(), () -> { });
+        return regions.add(
+                name,
+                MemorySegment.ofAddress(address).reinterpret(bytes),
+                MemoryKind.DEVICE,
+                Optional.empty(),
+                () -> {});
     }
 
     /** Whether one of this engine's transports moves device memory, so that {@link #registerDevice} can take a region. */
@@ -245,9 +265,14 @@ public final class TransferEngine implements AutoCloseable {
         }
         ControlClient client;
         try {
-            client = control.connect(address.substring(0, colon), Integer.parseInt(address.substring(colon + 1)),
-                    Math.min(config.connectTimeoutMillis(), Math.max(1, deadline.remaining().toMillis())),
-                    "control to " + address).get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
+            client = control.connect(
+                            address.substring(0, colon),
+                            Integer.parseInt(address.substring(colon + 1)),
+                            Math.min(
+                                    config.connectTimeoutMillis(),
+                                    Math.max(1, deadline.remaining().toMillis())),
+                            "control to " + address)
+                    .get(deadline.remainingNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException | TimeoutException e) {
             throw TransferException.unavailable("cannot connect to segment at " + address + ": "
                     + (e.getCause() == null ? e : e.getCause()).getMessage());
@@ -304,8 +329,10 @@ public final class TransferEngine implements AutoCloseable {
                 try {
                     segment.attach(e.getKey(), t, t.link(segment.peer()), false);
                 } catch (RuntimeException failure) {
-                    LOG.log(Level.WARNING, "transport " + e.getKey() + " could not link " + remote.name()
-                            + "; its device requests go elsewhere or are refused: " + failure.getMessage());
+                    LOG.log(
+                            Level.WARNING,
+                            "transport " + e.getKey() + " could not link " + remote.name()
+                                    + "; its device requests go elsewhere or are refused: " + failure.getMessage());
                 }
             }
         }
@@ -370,8 +397,7 @@ public final class TransferEngine implements AutoCloseable {
             try {
                 messages.onMessage(from, payload);
             } catch (RuntimeException e) {
-                LOG.log(Level.WARNING, "message listener of " + config.name() + " failed on a message from " + from,
-                        e);
+                LOG.log(Level.WARNING, "message listener of " + config.name() + " failed on a message from " + from, e);
             }
         }
     }

@@ -40,8 +40,11 @@ class DeviceRegionRoutingTest {
 
     @BeforeEach
     void setUp() throws IOException {
-        shmDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-routing");
+        shmDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-routing");
         arena = Arena.ofShared();
         PretendDeviceTransport.SLICE_BYTES.clear();
         PretendDeviceTransport.SUBMISSIONS.clear();
@@ -63,8 +66,10 @@ class DeviceRegionRoutingTest {
     }
 
     private TransferEngine engine(String name, String... transports) {
-        TransferEngine e = TransferEngine.open(TransferConfig.defaults(name).withShmDir(shmDir)
-                .withTransports(List.of(transports)).withTimeouts(2_000, 500, 200));
+        TransferEngine e = TransferEngine.open(TransferConfig.defaults(name)
+                .withShmDir(shmDir)
+                .withTransports(List.of(transports))
+                .withTimeouts(2_000, 500, 200));
         open.add(e);
         return e;
     }
@@ -76,8 +81,7 @@ class DeviceRegionRoutingTest {
     }
 
     /** An engine, its device and host regions, and its segment of a peer with both kinds, over shm and pretend-device. */
-    private record Linked(TransferEngine engine, LocalRegion device, LocalRegion host, RemoteSegment segment) {
-    }
+    private record Linked(TransferEngine engine, LocalRegion device, LocalRegion host, RemoteSegment segment) {}
 
     private Linked linkedOverShmAndTheDeviceTransport() {
         TransferEngine local = engine("local", PretendDeviceTransport.NAME, "shm");
@@ -96,19 +100,25 @@ class DeviceRegionRoutingTest {
 
         assertEquals("shm", pair.segment().transport(), "host memory goes over shared memory");
         assertEquals(List.of("shm", PretendDeviceTransport.NAME), pair.segment().transports());
-        assertEquals(Optional.of(PretendDeviceTransport.NAME), pair.segment().transportFor(MemoryKind.DEVICE,
-                MemoryKind.DEVICE));
+        assertEquals(
+                Optional.of(PretendDeviceTransport.NAME),
+                pair.segment().transportFor(MemoryKind.DEVICE, MemoryKind.DEVICE));
         assertEquals(Optional.empty(), pair.segment().transportFor(MemoryKind.HOST, MemoryKind.DEVICE));
 
-        TransferBatch batch = pair.engine().submit(pair.segment(), List.of(
-                TransferRequest.read(pair.device().memory().asSlice(0, BYTES), "kv", 0),
-                TransferRequest.read(pair.host().memory().asSlice(0, 1 << 20), "aux", 0)),
-                Deadline.after(Duration.ofSeconds(10)));
+        TransferBatch batch = pair.engine()
+                .submit(
+                        pair.segment(),
+                        List.of(
+                                TransferRequest.read(pair.device().memory().asSlice(0, BYTES), "kv", 0),
+                                TransferRequest.read(pair.host().memory().asSlice(0, 1 << 20), "aux", 0)),
+                        Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(15)));
         assertEquals(RequestState.DONE, batch.state(0), batch.reason(0));
         assertEquals(RequestState.DONE, batch.state(1), batch.reason(1));
         assertTrue(TransferPatterns.matches(pair.device().memory(), 2, 0, BYTES), "device bytes moved intact");
-        assertEquals(List.of(BYTES), PretendDeviceTransport.SLICE_BYTES,
+        assertEquals(
+                List.of(BYTES),
+                PretendDeviceTransport.SLICE_BYTES,
                 "one device slice for an 8 MiB request (the transport asked for no slicing); none for host memory");
     }
 
@@ -127,7 +137,8 @@ class DeviceRegionRoutingTest {
         }
         assertEquals(List.of(5), PretendDeviceTransport.SUBMISSIONS, "the five device slices in one call, in order");
         assertEquals(List.of(65536L, 65536L, 65536L, 65536L, 65536L), PretendDeviceTransport.SLICE_BYTES);
-        assertTrue(TransferPatterns.matches(pair.device().memory().asSlice(0, 5 * 65536L), 2, 0, BYTES),
+        assertTrue(
+                TransferPatterns.matches(pair.device().memory().asSlice(0, 5 * 65536L), 2, 0, BYTES),
                 "device bytes moved intact");
     }
 
@@ -141,9 +152,11 @@ class DeviceRegionRoutingTest {
         remote.register("aux", arena.allocate(BYTES, 4096));
         RemoteSegment segment = local.openSegment(remote.address(), Duration.ofSeconds(10));
 
-        TransferBatch batch = local.submit(segment, List.of(
-                TransferRequest.write(host.memory().asSlice(0, 4096), "kv", 0),
-                TransferRequest.write(localDevice.memory().asSlice(0, 4096), "aux", 0)),
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(
+                        TransferRequest.write(host.memory().asSlice(0, 4096), "kv", 0),
+                        TransferRequest.write(localDevice.memory().asSlice(0, 4096), "aux", 0)),
                 Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(15)));
         assertEquals(RequestState.FAILED, batch.state(0));
@@ -161,8 +174,10 @@ class DeviceRegionRoutingTest {
         device(remote, "kv", 2);
         RemoteSegment segment = local.openSegment(remote.address(), Duration.ofSeconds(10));
         assertEquals(List.of("tcp"), segment.transports());
-        TransferBatch batch = local.submit(segment, List.of(TransferRequest.read(host.memory().asSlice(0, 4096), "kv",
-                0)), Deadline.after(Duration.ofSeconds(10)));
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(TransferRequest.read(host.memory().asSlice(0, 4096), "kv", 0)),
+                Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(15)));
         assertEquals(RequestState.FAILED, batch.state(0), "tcp must not read device memory with the CPU");
         assertTrue(batch.reason(0).contains("from device memory"), batch.reason(0));
@@ -172,8 +187,8 @@ class DeviceRegionRoutingTest {
     void deviceRegionsAreRegisteredOnlyWithTransportsThatMoveThem() throws Exception {
         TransferEngine hostOnly = engine("host-only", "shm", "tcp");
         MemorySegment memory = arena.allocate(BYTES, 4096);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> hostOnly.registerDevice("kv", memory.address(), BYTES));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> hostOnly.registerDevice("kv", memory.address(), BYTES));
         assertTrue(e.getMessage().contains("moves device memory"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> hostOnly.registerDevice("kv", 0, BYTES));
 
@@ -182,26 +197,31 @@ class DeviceRegionRoutingTest {
         LocalRegion aux = both.register("aux", arena.allocate(4096, 4096));
         RegionDescriptor published = both.descriptor().region("kv").orElseThrow();
         assertEquals(MemoryKind.DEVICE, published.kind());
-        assertEquals(Long.toString(memory.address()), published.keysOf(PretendDeviceTransport.NAME).get("address"));
+        assertEquals(
+                Long.toString(memory.address()),
+                published.keysOf(PretendDeviceTransport.NAME).get("address"));
         assertEquals(MemoryKind.DEVICE, kv.kind());
         kv.close();
         aux.close();
-        assertEquals(List.of("kv", "aux"), PretendDeviceTransport.REGISTERED,
+        assertEquals(
+                List.of("kv", "aux"),
+                PretendDeviceTransport.REGISTERED,
                 "the device transport sees host regions too (it may ignore them)");
         assertEquals(List.of("kv", "aux"), PretendDeviceTransport.DEREGISTERED);
     }
 
     @Test
     void theDescriptorCarriesEachRegionsKind() {
-        RegionDescriptor device = new RegionDescriptor("kv", 1, 4096, "", Map.of("x.y", "z"),
-                MemoryKind.DEVICE);
+        RegionDescriptor device = new RegionDescriptor("kv", 1, 4096, "", Map.of("x.y", "z"), MemoryKind.DEVICE);
         RegionDescriptor host = new RegionDescriptor("aux", 2, 4096, "/dev/shm/f", Map.of());
-        SegmentDescriptor d = new SegmentDescriptor("e", "127.0.0.1:1", "h", 1, List.of("shm"), Map.of(),
-                List.of(device, host));
+        SegmentDescriptor d =
+                new SegmentDescriptor("e", "127.0.0.1:1", "h", 1, List.of("shm"), Map.of(), List.of(device, host));
         SegmentDescriptor back = SegmentDescriptor.decode(d.encode());
         assertEquals(d, back);
         assertEquals(MemoryKind.HOST, back.region("aux").orElseThrow().kind());
-        assertThrows(IllegalArgumentException.class, () -> new RegionDescriptor("kv", 1, 4096, "/dev/shm/f",
-                Map.of(), MemoryKind.DEVICE), "a device region is no shared-memory file");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new RegionDescriptor("kv", 1, 4096, "/dev/shm/f", Map.of(), MemoryKind.DEVICE),
+                "a device region is no shared-memory file");
     }
 }

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.Test;
  * future). Waits with a timeout ({@code await(Duration)}, {@code get(n, unit)}) are what the code uses instead.
  */
 class NoUnboundedWaitsTest {
-    private static final Pattern UNBOUNDED = Pattern.compile(
-            "\\.(sync|syncUninterruptibly|await|awaitUninterruptibly|join|take|wait|waitFor)\\(\\)"
+    private static final Pattern UNBOUNDED =
+            Pattern.compile("\\.(sync|syncUninterruptibly|await|awaitUninterruptibly|join|take|wait|waitFor)\\(\\)"
                     + "|[Ff]uture\\w*\\)?\\.get\\(\\)|semaphore\\w*\\.acquire\\(\\)");
 
     @Test
@@ -45,8 +45,14 @@ class NoUnboundedWaitsTest {
 
     @Test
     void theScanCatchesWhatItLooksFor() {
-        for (String bad : List.of("f.sync();", "latch.await();", "t.join();", "q.take();", "p.waitFor();",
-                "future.get();", "bind(h, p).syncUninterruptibly().channel()")) {
+        for (String bad : List.of(
+                "f.sync();",
+                "latch.await();",
+                "t.join();",
+                "q.take();",
+                "p.waitFor();",
+                "future.get();",
+                "bind(h, p).syncUninterruptibly().channel()")) {
             assertTrue(UNBOUNDED.matcher(bad).find(), bad);
         }
         for (String ok : List.of("latch.await(5, SECONDS);", "counter.get();", "future.get(1, SECONDS);")) {

@@ -29,6 +29,7 @@ public final class PretendDeviceTransport implements TransportProvider {
     public static final List<Integer> SUBMISSIONS = new CopyOnWriteArrayList<>();
     /** Regions registered and deregistered with any instance, by name. */
     public static final List<String> REGISTERED = new CopyOnWriteArrayList<>();
+
     public static final List<String> DEREGISTERED = new CopyOnWriteArrayList<>();
 
     @Override
@@ -98,17 +99,14 @@ public final class PretendDeviceTransport implements TransportProvider {
                 }
 
                 @Override
-                public void abandon(Slice slice) {
-                }
+                public void abandon(Slice slice) {}
 
                 @Override
-                public void close() {
-                }
+                public void close() {}
             };
         }
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 }

@@ -24,9 +24,11 @@ class SharedRegionSpaceTest {
     @Test
     void aSharedRegionLargerThanTheFolderHasRoomForIsRefusedWithTheReason() throws IOException {
         Path shm = Path.of("/dev/shm");
-        assumeTrue(Files.isDirectory(shm) && "tmpfs".equals(Files.getFileStore(shm).type()), "needs a tmpfs at /dev/shm");
+        assumeTrue(
+                Files.isDirectory(shm) && "tmpfs".equals(Files.getFileStore(shm).type()), "needs a tmpfs at /dev/shm");
         Path dir = Files.createTempDirectory(shm, "hicache-shared-space");
-        try (TransferEngine engine = TransferEngine.open(TransferConfig.defaults("space").withShmDir(dir))) {
+        try (TransferEngine engine =
+                TransferEngine.open(TransferConfig.defaults("space").withShmDir(dir))) {
             FileStore store = Files.getFileStore(dir);
             // More than the whole tmpfs holds, so more than it has free: tmpfs refuses such a reservation before it
             // allocates a page, so the test takes no memory from the machine.

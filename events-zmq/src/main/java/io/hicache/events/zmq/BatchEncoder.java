@@ -25,8 +25,7 @@ import org.msgpack.core.MessagePack;
  * <p>Token ids go out as their unsigned values. Stateless.
  */
 final class BatchEncoder {
-    private BatchEncoder() {
-    }
+    private BatchEncoder() {}
 
     /** The payload frame of {@code batch}, published by data-parallel rank {@code attnDpRank}. */
     static byte[] encode(KvEventBatch batch, int attnDpRank) {

@@ -5,8 +5,7 @@ package io.hicache.events.zmq;
  * shifts them (so that each rank's publisher has its own port). Stateless.
  */
 final class Endpoints {
-    private Endpoints() {
-    }
+    private Endpoints() {}
 
     /**
      * True when the PUB socket binds {@code endpoint} ("bind stable, connect volatile"): a wildcard host ({@code *},
@@ -14,8 +13,11 @@ final class Endpoints {
      * subscriber (or proxy) that binds.
      */
     static boolean binds(String endpoint) {
-        return endpoint.contains("*") || endpoint.contains("::") || endpoint.contains("0.0.0.0")
-                || endpoint.startsWith("ipc://") || endpoint.startsWith("inproc://");
+        return endpoint.contains("*")
+                || endpoint.contains("::")
+                || endpoint.contains("0.0.0.0")
+                || endpoint.startsWith("ipc://")
+                || endpoint.startsWith("inproc://");
     }
 
     /**

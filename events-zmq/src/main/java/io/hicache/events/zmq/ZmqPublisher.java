@@ -52,6 +52,7 @@ public final class ZmqPublisher implements KvEventPublisher {
     private static final System.Logger LOG = System.getLogger(ZmqPublisher.class.getName());
     /** The replay's end marker: -1 as 8 bytes, big-endian. */
     static final byte[] END_OF_REPLAY = seqBytes(-1);
+
     private static final byte[] EMPTY = new byte[0];
     private static final int HANDOFF_BATCHES = 64;
     private static final long POLL_MILLIS = 10;
@@ -59,8 +60,7 @@ public final class ZmqPublisher implements KvEventPublisher {
     private static final long CLOSE_WAIT_MILLIS = 2_000;
     private static final int LINGER_MILLIS = 250;
 
-    private record Kept(long seq, byte[] payload) {
-    }
+    private record Kept(long seq, byte[] payload) {}
 
     private final KvEventsConfig config;
     private final String endpoint;
@@ -107,8 +107,11 @@ public final class ZmqPublisher implements KvEventPublisher {
         } catch (ExecutionException | TimeoutException e) {
             p.close();
             Throwable why = e instanceof ExecutionException ? e.getCause() : e;
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "kv events: cannot open the ZeroMQ sockets (PUB "
-                    + p.endpoint + p.replayEndpoint.map(r -> ", ROUTER " + r).orElse("") + "): " + why, why);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    "kv events: cannot open the ZeroMQ sockets (PUB " + p.endpoint
+                            + p.replayEndpoint.map(r -> ", ROUTER " + r).orElse("") + "): " + why,
+                    why);
         } catch (InterruptedException e) {
             p.close();
             Thread.currentThread().interrupt();
@@ -308,8 +311,10 @@ public final class ZmqPublisher implements KvEventPublisher {
             if (thread.isAlive()) {
                 thread.interrupt();
                 thread.join(CLOSE_WAIT_MILLIS);
-                LOG.log(Level.WARNING, "kv events: the ZeroMQ thread did not stop within " + CLOSE_WAIT_MILLIS
-                        + " ms; " + handoff.size() + " batches were not sent");
+                LOG.log(
+                        Level.WARNING,
+                        "kv events: the ZeroMQ thread did not stop within " + CLOSE_WAIT_MILLIS + " ms; "
+                                + handoff.size() + " batches were not sent");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

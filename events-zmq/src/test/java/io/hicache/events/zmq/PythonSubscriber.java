@@ -32,8 +32,8 @@ final class PythonSubscriber implements AutoCloseable {
         this.stderr = stderr;
         this.stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         this.reader = Thread.ofPlatform().daemon().name("python-subscriber-out").start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
-                    StandardCharsets.UTF_8))) {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = r.readLine()) != null; ) {
                     lines.add(line);
                 }
@@ -50,7 +50,9 @@ final class PythonSubscriber implements AutoCloseable {
         }
         try {
             Process p = new ProcessBuilder(PYTHON.toString(), "-c", "import zmq, msgpack")
-                    .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             return p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0;
         } catch (IOException e) {
             return false;
@@ -63,13 +65,14 @@ final class PythonSubscriber implements AutoCloseable {
     /** Starts a subscriber and waits until it says READY (after its replay from 0, when {@code late}). */
     static PythonSubscriber start(String endpoint, String replay, String topic, boolean late, Path workDir)
             throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(PYTHON.toString(), SCRIPT.toString(), "--endpoint", endpoint,
-                "--replay", replay, "--topic", topic));
+        List<String> command = new ArrayList<>(List.of(
+                PYTHON.toString(), SCRIPT.toString(), "--endpoint", endpoint, "--replay", replay, "--topic", topic));
         if (late) {
             command.add("--late");
         }
         Path err = Files.createTempFile(workDir, "subscriber-", ".err");
-        PythonSubscriber s = new PythonSubscriber(new ProcessBuilder(command).redirectError(err.toFile()).start(), err);
+        PythonSubscriber s = new PythonSubscriber(
+                new ProcessBuilder(command).redirectError(err.toFile()).start(), err);
         String first = s.lines.poll(30, TimeUnit.SECONDS);
         if (!"READY".equals(first)) {
             s.close();
@@ -91,8 +94,8 @@ final class PythonSubscriber implements AutoCloseable {
         reader.join(10_000);
         List<String> out = new ArrayList<>(lines);
         if (process.exitValue() != 0 || out.isEmpty() || !out.getLast().startsWith("DONE")) {
-            throw new AssertionError("the subscriber failed (exit " + process.exitValue() + "): " + out + "; stderr: "
-                    + stderr());
+            throw new AssertionError(
+                    "the subscriber failed (exit " + process.exitValue() + "): " + out + "; stderr: " + stderr());
         }
         return out;
     }

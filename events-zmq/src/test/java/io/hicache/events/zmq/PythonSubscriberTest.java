@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.hicache.core.Deadline;
 import io.hicache.core.cache.CacheRequest;
 import io.hicache.core.cache.HiCache;
 import io.hicache.core.cache.HiCacheConfig;
@@ -112,43 +111,52 @@ class PythonSubscriberTest {
 
     @Test
     void pythonSubscribersDecodeWhatTheCacheDidIncludingOneThatJoinsLateAndReplays() throws Exception {
-        assumeTrue(PythonSubscriber.available(), "/usr/bin/python3 lacks zmq or msgpack (apt-get install python3-zmq "
-                + "python3-msgpack)");
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : work,
-                "hicache-events");
+        assumeTrue(
+                PythonSubscriber.available(),
+                "/usr/bin/python3 lacks zmq or msgpack (apt-get install python3-zmq " + "python3-msgpack)");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : work, "hicache-events");
         ZmqPublisher pub = ZmqPublisher.open(KvEventsConfig.parse("{\"publisher\": \"zmq\", \"endpoint\": "
                 + "\"tcp://127.0.0.1:*\", \"replay_endpoint\": \"tcp://127.0.0.1:*\", \"topic\": \"" + TOPIC + "\"}"));
         String endpoint = pub.publishEndpoint();
         String replay = pub.replayEndpoint().orElseThrow();
         double startSeconds = System.currentTimeMillis() / 1000.0;
-        Settings settings = Settings.builder().flag("page-size", Integer.toString(PAGE)).flag("hicache-ratio", "4")
-                .flag("host.dir", hostDir.toString()).build();
-        int[] a = tokens(0, 32);                                  // 8 pages
-        int[] b = concatenate(a, tokens(500, 8));                 // a and 2 more pages
-        int[] c = tokens(100_000, 64);                            // 16 pages: the whole device pool
+        Settings settings = Settings.builder()
+                .flag("page-size", Integer.toString(PAGE))
+                .flag("hicache-ratio", "4")
+                .flag("host.dir", hostDir.toString())
+                .build();
+        int[] a = tokens(0, 32); // 8 pages
+        int[] b = concatenate(a, tokens(500, 8)); // a and 2 more pages
+        int[] c = tokens(100_000, 64); // 16 pages: the whole device pool
         List<String> early;
         List<String> late;
         long lastSeq;
         long phaseOne;
         try (EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(64L << 20, 2);
-                HiCache cache = HiCache.builder().config(HiCacheConfig.from(settings))
+                HiCache cache = HiCache.builder()
+                        .config(HiCacheConfig.from(settings))
                         .namespace(Namespace.of("events-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                        .geometry(KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16)).devicePages(16).runtime(device)
-                        .kvEventPublisher(pub).open();
+                        .geometry(KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16))
+                        .devicePages(16)
+                        .runtime(device)
+                        .kvEventPublisher(pub)
+                        .open();
                 PythonSubscriber first = PythonSubscriber.start(endpoint, replay, TOPIC, false, work)) {
             serve(cache, "a", a);
             settle(cache, pub);
             serve(cache, "b", b);
             phaseOne = settle(cache, pub) + 1;
             try (PythonSubscriber second = PythonSubscriber.start(endpoint, replay, TOPIC, true, work)) {
-                serve(cache, "c", c);        // a and b's tail leave the device (backed up: they stay on the host)
+                serve(cache, "c", c); // a and b's tail leave the device (backed up: they stay on the host)
                 settle(cache, pub);
-                serve(cache, "a again", a);  // back from the host; c leaves the device
+                serve(cache, "a again", a); // back from the host; c leaves the device
                 lastSeq = settle(cache, pub);
                 early = first.stopAfter(lastSeq);
                 late = second.stopAfter(lastSeq);
             }
-            try (CacheRequest r = cache.request("look b", b); CacheRequest s = cache.request("look c", c)) {
+            try (CacheRequest r = cache.request("look b", b);
+                    CacheRequest s = cache.request("look c", c)) {
                 assertEquals(32, r.deviceTokens(), "a is on the device");
                 assertEquals(8, r.hostTokens(), "b's tail on the host only");
                 assertEquals(0, s.deviceTokens());
@@ -168,7 +176,8 @@ class PythonSubscriberTest {
         List<Long> all = LongStream.rangeClosed(0, lastSeq).boxed().toList();
         assertEquals(all, one.seqs, "every batch once, in order: no gap the subscriber could not fill");
         assertEquals(all, two.seqs);
-        assertTrue(two.sources.subList(0, (int) phaseOne).stream().allMatch("replay"::equals),
+        assertTrue(
+                two.sources.subList(0, (int) phaseOne).stream().allMatch("replay"::equals),
                 "the late subscriber had the first batches from the replay: " + two.sources);
         assertEquals(one.events, two.events, "both decoded the same batches");
         for (String batch : one.batchLines) {
@@ -185,9 +194,16 @@ class PythonSubscriberTest {
         String storedA = " - 4 - " + csv(aIds) + " " + csv(a);
         String storedTail = " " + aIds[7] + " 4 - " + csv(tail) + " " + csv(tokens(500, 8));
         String storedC = " - 4 - " + csv(cIds) + " " + csv(c);
-        assertEquals(2, one.events.stream().filter(("STORED GPU" + storedA)::equals).count(),
+        assertEquals(
+                2,
+                one.events.stream().filter(("STORED GPU" + storedA)::equals).count(),
                 "a reached the device twice (computed, then loaded back), from the root, with its tokens");
-        assertEquals(1, one.events.stream().filter(("STORED CPU_PINNED" + storedA)::equals).count(), "backed up once");
+        assertEquals(
+                1,
+                one.events.stream()
+                        .filter(("STORED CPU_PINNED" + storedA)::equals)
+                        .count(),
+                "backed up once");
         assertTrue(one.events.contains("STORED GPU" + storedTail), "the tail chains from a's last page: " + one.events);
         assertTrue(one.events.contains("STORED CPU_PINNED" + storedTail));
         assertTrue(one.events.contains("STORED GPU" + storedC));
@@ -218,7 +234,11 @@ class PythonSubscriberTest {
     }
 
     /** A subscriber's report, parsed. */
-    record Report(List<Long> seqs, List<String> sources, List<String> batchLines, List<String> events,
+    record Report(
+            List<Long> seqs,
+            List<String> sources,
+            List<String> batchLines,
+            List<String> events,
             Map<Long, String> view) {
         static Report of(List<String> lines) {
             List<Long> seqs = new ArrayList<>();

@@ -148,7 +148,9 @@ class ZmqPublisherTest {
                 assertFalse(sub.hasReceiveMore(), "three frames");
             }
             long last = first + 4;
-            assertEquals(List.of(last - 2, last - 1, last), replay(ctx, pub, 0),
+            assertEquals(
+                    List.of(last - 2, last - 1, last),
+                    replay(ctx, pub, 0),
                     "buffer_steps 3 keeps the last three batches");
             assertEquals(List.of(last), replay(ctx, pub, last));
             assertEquals(List.of(), replay(ctx, pub, last + 1), "nothing yet: only the end marker");
@@ -175,8 +177,10 @@ class ZmqPublisherTest {
     void anEndpointThatCannotBeBoundFailsTheOpen() {
         try (ZmqPublisher first = ZmqPublisher.open(config("", 10))) {
             String taken = first.publishEndpoint(); // the replay socket always binds: here, on a port in use
-            HiCacheException e = assertThrows(HiCacheException.class, () -> ZmqPublisher.open(KvEventsConfig.parse(
-                    "{\"publisher\": \"zmq\", \"endpoint\": \"" + LOCAL + "\", \"replay_endpoint\": \"" + taken + "\"}")));
+            HiCacheException e = assertThrows(
+                    HiCacheException.class,
+                    () -> ZmqPublisher.open(KvEventsConfig.parse("{\"publisher\": \"zmq\", \"endpoint\": \"" + LOCAL
+                            + "\", \"replay_endpoint\": \"" + taken + "\"}")));
             assertEquals(ErrorCode.TRANSFER_UNAVAILABLE, e.code());
             assertTrue(e.getMessage().contains(taken), e.getMessage());
         }

@@ -44,6 +44,7 @@ import org.jspecify.annotations.Nullable;
 final class EvictingRows {
     /** {@code on} (the default), {@code off} or {@code only}. */
     static final String PROPERTY = "hicache.bench.server.evicting";
+
     private static final long SLAB_BYTES = 8L << 30;
     private static final long SPARE_BYTES = 1L << 30;
     private static final int PAGE_BYTES = 16 * 1024;
@@ -51,11 +52,11 @@ final class EvictingRows {
     private static final int BODIES = 8;
     /** Pages put to fill the slab before the evicting rounds: its size and a sixteenth more. */
     private static final long FILL_PAGES = SLAB_BYTES / PAGE_BYTES * 17 / 16;
+
     private static final double THROUGHPUT_AIM = 0.5;
     private static final double P99_AIM = 2.0;
 
-    private EvictingRows() {
-    }
+    private EvictingRows() {}
 
     /** Whether {@value #PROPERTY} asks for these rows and nothing else of the suite. */
     static boolean only() {
@@ -87,8 +88,8 @@ final class EvictingRows {
         }
         HcwpProtocol protocol = new HcwpProtocol();
         try (ServerProcess daemon = ServerProcess.hicache(SLAB_BYTES, List.of("--server.metrics-port", "0"));
-                LoadGenerator load = LoadGenerator.connect(protocol, daemon.port, ServerSuite.CONNECTIONS,
-                        ServerSuite.DEPTH)) {
+                LoadGenerator load =
+                        LoadGenerator.connect(protocol, daemon.port, ServerSuite.CONNECTIONS, ServerSuite.DEPTH)) {
             Metrics metrics = new Metrics(daemon.metricsPort);
             int total = warmup + 2 * measured + 1;
             int done = 0;
@@ -109,7 +110,8 @@ final class EvictingRows {
             }
             double evictedCalm = metrics.value("hicache_server_evicted_pages_total");
             if (evictedCalm != 0) {
-                throw new IllegalStateException("the daemon evicted " + evictedCalm + " pages in the not-evicting rounds");
+                throw new IllegalStateException(
+                        "the daemon evicted " + evictedCalm + " pages in the not-evicting rounds");
             }
             long fillStart = System.nanoTime();
             for (long put = 0; put < FILL_PAGES; put += ROUND_PAGES) {
@@ -140,15 +142,30 @@ final class EvictingRows {
             long[] evictingSorted = ServerSuite.pooled(evictingLatency);
             double calmP99 = ServerSuite.percentile(calmSorted, 0.99) / 1e6;
             double evictingP99 = ServerSuite.percentile(evictingSorted, 0.99) / 1e6;
-            System.err.printf(Locale.ROOT, "server: evicting rows: slab at most %.1f%% full in the not-evicting rounds; "
-                    + "filled %d pages in %.1f s; %.0f pages evicted in the evicting rounds of %d puts; puts/s "
-                    + "not evicting %s, evicting %s; ms p50/p99.9/max not evicting %s, evicting %s%n", 100 * mostUsed,
-                    FILL_PAGES, fillSeconds, evicted, measured * ROUND_PAGES, rounded(calm), rounded(evicting),
-                    tail(calmSorted), tail(evictingSorted));
-            rows.add(BenchRow.higherIsBetter("server_evicting_put_16k", ServerSuite.median(evicting), "puts/s",
-                    "not_evicting_put_16k", ServerSuite.median(calm)).withAim(THROUGHPUT_AIM));
-            rows.add(BenchRow.lowerIsBetter("server_evicting_put_16k_p99", evictingP99, "ms",
-                    "not_evicting_put_16k_p99", calmP99).withAim(P99_AIM));
+            System.err.printf(
+                    Locale.ROOT,
+                    "server: evicting rows: slab at most %.1f%% full in the not-evicting rounds; "
+                            + "filled %d pages in %.1f s; %.0f pages evicted in the evicting rounds of %d puts; puts/s "
+                            + "not evicting %s, evicting %s; ms p50/p99.9/max not evicting %s, evicting %s%n",
+                    100 * mostUsed,
+                    FILL_PAGES,
+                    fillSeconds,
+                    evicted,
+                    measured * ROUND_PAGES,
+                    rounded(calm),
+                    rounded(evicting),
+                    tail(calmSorted),
+                    tail(evictingSorted));
+            rows.add(BenchRow.higherIsBetter(
+                            "server_evicting_put_16k",
+                            ServerSuite.median(evicting),
+                            "puts/s",
+                            "not_evicting_put_16k",
+                            ServerSuite.median(calm))
+                    .withAim(THROUGHPUT_AIM));
+            rows.add(BenchRow.lowerIsBetter(
+                            "server_evicting_put_16k_p99", evictingP99, "ms", "not_evicting_put_16k_p99", calmP99)
+                    .withAim(P99_AIM));
         } finally {
             for (ByteBuf b : bodies) {
                 b.release();
@@ -164,13 +181,19 @@ final class EvictingRows {
         }
         long free = Files.getFileStore(shm).getUsableSpace();
         if (free < SLAB_BYTES + SPARE_BYTES) {
-            return String.format(Locale.ROOT, "/dev/shm has %.1f GiB free, the 8 GiB slab needs %.1f", free / 1073741824.0,
+            return String.format(
+                    Locale.ROOT,
+                    "/dev/shm has %.1f GiB free, the 8 GiB slab needs %.1f",
+                    free / 1073741824.0,
                     (SLAB_BYTES + SPARE_BYTES) / 1073741824.0);
         }
         long available = memAvailable();
         if (available >= 0 && available < SLAB_BYTES + SPARE_BYTES) {
-            return String.format(Locale.ROOT, "%.1f GiB of memory available (MemAvailable), the 8 GiB slab needs %.1f",
-                    available / 1073741824.0, (SLAB_BYTES + SPARE_BYTES) / 1073741824.0);
+            return String.format(
+                    Locale.ROOT,
+                    "%.1f GiB of memory available (MemAvailable), the 8 GiB slab needs %.1f",
+                    available / 1073741824.0,
+                    (SLAB_BYTES + SPARE_BYTES) / 1073741824.0);
         }
         return null;
     }
@@ -189,24 +212,39 @@ final class EvictingRows {
         return -1;
     }
 
-    private static LoadGenerator.Phase putRound(LoadGenerator load, HcwpProtocol protocol, long round, int pages,
-            ByteBuf[] bodies, int[] crcs) throws Exception {
-        return load.run(pages, (alloc, id, index) -> protocol.set(alloc, id, LoadProtocol.PageKey.of(round, index),
-                bodies[index % BODIES].retainedDuplicate(), crcs[index % BODIES]));
+    private static LoadGenerator.Phase putRound(
+            LoadGenerator load, HcwpProtocol protocol, long round, int pages, ByteBuf[] bodies, int[] crcs)
+            throws Exception {
+        return load.run(
+                pages,
+                (alloc, id, index) -> protocol.set(
+                        alloc,
+                        id,
+                        LoadProtocol.PageKey.of(round, index),
+                        bodies[index % BODIES].retainedDuplicate(),
+                        crcs[index % BODIES]));
     }
 
     private static String tail(long[] sorted) {
-        return String.format(Locale.ROOT, "%.2f/%.2f/%.2f", ServerSuite.percentile(sorted, 0.5) / 1e6,
-                ServerSuite.percentile(sorted, 0.999) / 1e6, sorted[sorted.length - 1] / 1e6);
+        return String.format(
+                Locale.ROOT,
+                "%.2f/%.2f/%.2f",
+                ServerSuite.percentile(sorted, 0.5) / 1e6,
+                ServerSuite.percentile(sorted, 0.999) / 1e6,
+                sorted[sorted.length - 1] / 1e6);
     }
 
     private static String rounded(List<Double> values) {
-        return values.stream().map(v -> String.format(Locale.ROOT, "%.0f", v)).toList().toString();
+        return values.stream()
+                .map(v -> String.format(Locale.ROOT, "%.0f", v))
+                .toList()
+                .toString();
     }
 
     /** The daemon's Prometheus text, one value at a time. */
     private record Metrics(int port) {
-        private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        private static final HttpClient HTTP =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
         Metrics {
             if (port < 0) {
@@ -216,11 +254,15 @@ final class EvictingRows {
 
         /** The value of the sample named {@code name} (no labels). */
         double value(String name) throws IOException, InterruptedException {
-            HttpResponse<String> r = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
-                    .timeout(Duration.ofSeconds(10)).build(), HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> r = HTTP.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                            .timeout(Duration.ofSeconds(10))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
             for (String line : r.body().split("\n")) {
                 if (line.startsWith(name + " ")) {
-                    return Double.parseDouble(line.substring(name.length() + 1).strip().split(" ")[0]);
+                    return Double.parseDouble(
+                            line.substring(name.length() + 1).strip().split(" ")[0]);
                 }
             }
             throw new IllegalStateException("the daemon's metrics have no " + name);

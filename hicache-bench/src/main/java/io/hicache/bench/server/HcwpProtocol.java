@@ -14,10 +14,10 @@ import java.nio.charset.StandardCharsets;
  * Answers carry their request ids. Stateless.
  */
 final class HcwpProtocol implements LoadProtocol {
-    static final Namespace NAMESPACE = Namespace.of("bench/server", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR,
-            0, 1);
+    static final Namespace NAMESPACE = Namespace.of("bench/server", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
     /** Length, header, page count and the first page's status: enough to tell an answer's fate. */
     private static final int ANSWER_HEAD = 4 + Wire.HEADER_BYTES + 5;
+
     private static final long TIMEOUT_MILLIS = 60_000;
 
     @Override
@@ -86,8 +86,8 @@ final class HcwpProtocol implements LoadProtocol {
                     id = in.getLong(in.readerIndex() + 8);
                     int status = in.getUnsignedByte(in.readerIndex() + 4 + Wire.HEADER_BYTES + 4);
                     if (status != 0) {
-                        throw new IllegalStateException("the daemon answered request " + id + " with page status "
-                                + status);
+                        throw new IllegalStateException(
+                                "the daemon answered request " + id + " with page status " + status);
                     }
                     bodyLeft = 4L + length;
                 }

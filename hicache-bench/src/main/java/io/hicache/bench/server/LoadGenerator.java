@@ -43,8 +43,7 @@ final class LoadGenerator implements AutoCloseable {
      * @param nanos          from the first request sent to the last answer received
      * @param latencyNanos   per request, from being written to its answer being complete
      */
-    record Phase(long nanos, long[] latencyNanos) {
-    }
+    record Phase(long nanos, long[] latencyNanos) {}
 
     private final LoadProtocol protocol;
     private final EventLoopGroup group;
@@ -61,7 +60,9 @@ final class LoadGenerator implements AutoCloseable {
     static LoadGenerator connect(LoadProtocol protocol, int port, int connections, int depth) throws Exception {
         LoadGenerator g = new LoadGenerator(protocol, depth);
         try {
-            Bootstrap b = new Bootstrap().group(g.group).channel(NioSocketChannel.class)
+            Bootstrap b = new Bootstrap()
+                    .group(g.group)
+                    .channel(NioSocketChannel.class)
                     .option(ChannelOption.TCP_NODELAY, true)
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
@@ -94,8 +95,9 @@ final class LoadGenerator implements AutoCloseable {
         for (int c = 0; c < connections.size(); c++) {
             Connection conn = connections.get(c);
             int first = c;
-            conn.channel().eventLoop().execute(() -> conn.start(requests, first, connections.size(), count, latency,
-                    done, running));
+            conn.channel()
+                    .eventLoop()
+                    .execute(() -> conn.start(requests, first, connections.size(), count, latency, done, running));
         }
         done.get(10, TimeUnit.MINUTES);
         return new Phase(System.nanoTime() - start, latency);
@@ -109,6 +111,7 @@ final class LoadGenerator implements AutoCloseable {
         private @Nullable Channel channel;
         /** Set by {@link #start}, with {@code latency} and {@code running}: null before the first phase. */
         private @Nullable Requests requests;
+
         private int first;
         private int stride;
         private int mine;
@@ -119,6 +122,7 @@ final class LoadGenerator implements AutoCloseable {
         private long @Nullable [] latency;
         /** The phase's end while this connection is in one, else null. */
         private @Nullable CompletableFuture<Void> done;
+
         private @Nullable AtomicInteger running;
 
         Connection(LoadGenerator owner, LoadProtocol.Decoder decoder) {
@@ -131,7 +135,13 @@ final class LoadGenerator implements AutoCloseable {
             channel = ctx.channel();
         }
 
-        void start(Requests requests, int first, int stride, int count, long[] latency, CompletableFuture<Void> done,
+        void start(
+                Requests requests,
+                int first,
+                int stride,
+                int count,
+                long[] latency,
+                CompletableFuture<Void> done,
                 AtomicInteger running) {
             this.requests = requests;
             this.first = first;
@@ -181,7 +191,8 @@ final class LoadGenerator implements AutoCloseable {
                 }
                 long k = id - firstId;
                 if (done == null || k < 0 || k >= sent) {
-                    throw new IllegalStateException(owner.protocol.name() + " answered request " + id + ", which is not in flight");
+                    throw new IllegalStateException(
+                            owner.protocol.name() + " answered request " + id + ", which is not in flight");
                 }
                 Checks.checkNotNull(latency, "a started phase's latencies")[first + (int) k * stride] =
                         System.nanoTime() - sentAt[(int) k];
@@ -203,7 +214,9 @@ final class LoadGenerator implements AutoCloseable {
         private void finish() {
             CompletableFuture<Void> d = Checks.checkNotNull(done, "a started phase's end");
             done = null;
-            if (Checks.checkNotNull(running, "a started phase's count of connections").decrementAndGet() == 0) {
+            if (Checks.checkNotNull(running, "a started phase's count of connections")
+                            .decrementAndGet()
+                    == 0) {
                 d.complete(null);
             }
         }

@@ -94,11 +94,13 @@ final class MemcacheProtocol implements LoadProtocol {
                     if (lf < 0) {
                         return INCOMPLETE;
                     }
-                    String line = in.readCharSequence(lf - in.readerIndex() - 1, StandardCharsets.US_ASCII).toString();
+                    String line = in.readCharSequence(lf - in.readerIndex() - 1, StandardCharsets.US_ASCII)
+                            .toString();
                     in.skipBytes(2);
                     if (inValue) {
                         if (!line.equals("END")) {
-                            throw new IllegalStateException("memcached answered a get with more than one value: " + line);
+                            throw new IllegalStateException(
+                                    "memcached answered a get with more than one value: " + line);
                         }
                         inValue = false;
                         return answered++;
@@ -112,7 +114,9 @@ final class MemcacheProtocol implements LoadProtocol {
                         inValue = true;
                         continue;
                     }
-                    if (line.equals("STORED") || line.equals("OK") || line.equals("DELETED")
+                    if (line.equals("STORED")
+                            || line.equals("OK")
+                            || line.equals("DELETED")
                             || line.startsWith("VERSION ")) {
                         return answered++;
                     }

@@ -29,8 +29,7 @@ import java.util.concurrent.TimeUnit;
  * Stateless.
  */
 final class PageCheck {
-    private PageCheck() {
-    }
+    private PageCheck() {}
 
     static void verify(String server, int port, LoadGenerator load, LoadProtocol protocol, ByteBuf body, int crc)
             throws Exception {
@@ -39,10 +38,14 @@ final class PageCheck {
         byte[] expected = new byte[body.readableBytes()];
         body.getBytes(body.readerIndex(), expected);
         byte[] got = switch (protocol) {
-            case HcwpProtocol _ -> viaRemoteStore(port, key, expected.length);
-            case MemcacheProtocol _ -> viaSocket(port, concat("get ", key.hexAscii(), "\r\n"), "VALUE ", 2);
-            default -> viaSocket(port, concat("*2\r\n$3\r\nGET\r\n$" + key.hexAscii().length + "\r\n", key.hexAscii(),
-                    "\r\n"), "$", 0);
+            case HcwpProtocol hcwp -> viaRemoteStore(port, key, expected.length);
+            case MemcacheProtocol memcache -> viaSocket(port, concat("get ", key.hexAscii(), "\r\n"), "VALUE ", 2);
+            default ->
+                viaSocket(
+                        port,
+                        concat("*2\r\n$3\r\nGET\r\n$" + key.hexAscii().length + "\r\n", key.hexAscii(), "\r\n"),
+                        "$",
+                        0);
         };
         if (!Arrays.equals(expected, got)) {
             throw new IllegalStateException(server + " returned other bytes than the load generator set");
@@ -54,8 +57,12 @@ final class PageCheck {
         try (RemotePageStore store = RemotePageStore.open(RemoteStoreConfig.local(port, ""));
                 Arena arena = Arena.ofShared()) {
             MemorySegment target = arena.allocate(pageBytes);
-            BatchResult r = store.get(PageBatch.of(List.of(HcwpProtocol.NAMESPACE.key(PageHash.fromBytes(key.hash(), 0))),
-                    List.of(target)), Deadline.after(Duration.ofSeconds(30))).get(30, TimeUnit.SECONDS);
+            BatchResult r = store.get(
+                            PageBatch.of(
+                                    List.of(HcwpProtocol.NAMESPACE.key(PageHash.fromBytes(key.hash(), 0))),
+                                    List.of(target)),
+                            Deadline.after(Duration.ofSeconds(30)))
+                    .get(30, TimeUnit.SECONDS);
             if (r.status(0) != PageStatus.OK) {
                 throw new IllegalStateException("the daemon answered the check's get with " + r.status(0));
             }
@@ -94,7 +101,8 @@ final class PageCheck {
             if (!answer.startsWith(prefix) || answer.startsWith(prefix + "-")) {
                 throw new IllegalStateException("the server answered the check's get with " + answer);
             }
-            byte[] page = new byte[Integer.parseInt(answer.substring(prefix.length()).split(" ")[lengthField])];
+            byte[] page =
+                    new byte[Integer.parseInt(answer.substring(prefix.length()).split(" ")[lengthField])];
             in.readFully(page);
             return page;
         }

@@ -69,7 +69,8 @@ final class RespProtocol implements LoadProtocol {
                         return INCOMPLETE;
                     }
                     byte type = in.readByte();
-                    String line = in.readCharSequence(lf - in.readerIndex() - 1, StandardCharsets.US_ASCII).toString();
+                    String line = in.readCharSequence(lf - in.readerIndex() - 1, StandardCharsets.US_ASCII)
+                            .toString();
                     in.skipBytes(2);
                     switch (type) {
                         case '+', ':' -> {

@@ -33,11 +33,11 @@ final class SameHostClient implements AutoCloseable {
     final MemorySegment slab;
     /** The same file, read-write: where reserved pages are written. */
     private final MemorySegment writable;
+
     private long nextId = 1;
 
     /** Offsets in the slab of a lease's or a reservation's pages, all OK. */
-    record Granted(long id, long[] offsets) {
-    }
+    record Granted(long id, long[] offsets) {}
 
     SameHostClient(int port) throws IOException {
         socket = SocketChannel.open(new InetSocketAddress("127.0.0.1", port));
@@ -164,8 +164,8 @@ final class SameHostClient implements AutoCloseable {
 
     private static void requireOk(byte status, String what, int page) {
         if (status != 0) {
-            throw new IllegalStateException("the daemon answered the " + what + " of page " + page + " with "
-                    + Wire.status(status));
+            throw new IllegalStateException(
+                    "the daemon answered the " + what + " of page " + page + " with " + Wire.status(status));
         }
     }
 
@@ -188,7 +188,8 @@ final class SameHostClient implements AutoCloseable {
         in.skipBytes(Wire.HEADER_BYTES - 1);
         if (op == Wire.ERROR) {
             int code = in.readUnsignedShort();
-            String message = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
+            String message = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8)
+                    .toString();
             throw new IllegalStateException("the daemon answered " + Wire.errorName(code) + ": " + message);
         }
         return in;

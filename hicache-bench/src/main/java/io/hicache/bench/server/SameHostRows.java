@@ -27,19 +27,19 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class SameHostRows {
     private static final long BATCH_BYTES = 32L << 20;
-    private static final Namespace NAMESPACE = Namespace.of("bench/server-same-host", KvDtype.BFLOAT16,
-            PageByteOrder.LAYER_MAJOR, 0, 1);
+    private static final Namespace NAMESPACE =
+            Namespace.of("bench/server-same-host", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
     /** Leased reads against memcpy of the same bytes: at least this ratio. */
     private static final double LEASE_AIM = 0.7;
     /** The same-host put against the TCP put of the same client: at least this ratio. */
     private static final double LOCAL_PUT_AIM = 2;
 
-    private SameHostRows() {
-    }
+    private SameHostRows() {}
 
     static void run(int port, boolean quick, List<BenchRow> rows) throws Exception {
         Comparison comparison = Comparison.forRun(quick, 3, 8, 250);
-        try (SameHostClient client = new SameHostClient(port); Arena arena = Arena.ofShared()) {
+        try (SameHostClient client = new SameHostClient(port);
+                Arena arena = Arena.ofShared()) {
             for (int pageBytes : ServerSuite.PAGE_BYTES) {
                 String size = pageBytes >= (1 << 20) ? (pageBytes >> 20) + "m" : (pageBytes >> 10) + "k";
                 int n = (int) (BATCH_BYTES / pageBytes);
@@ -72,8 +72,13 @@ final class SameHostRows {
                     }
                     return BATCH_BYTES;
                 };
-                rows.add(BenchRow.higherIsBetter("server_lease_get_" + size, "GB/s", "memcpy_same_bytes",
-                        comparison.measure(leased, memcpy), 1e-9).withAim(LEASE_AIM));
+                rows.add(BenchRow.higherIsBetter(
+                                "server_lease_get_" + size,
+                                "GB/s",
+                                "memcpy_same_bytes",
+                                comparison.measure(leased, memcpy),
+                                1e-9)
+                        .withAim(LEASE_AIM));
                 if (pageBytes == 1 << 20) {
                     Comparison.Workload local = () -> {
                         client.putLocal(NAMESPACE, freshHashes(n), pages);
@@ -83,8 +88,13 @@ final class SameHostRows {
                         client.putTcp(NAMESPACE, freshHashes(n), pages);
                         return BATCH_BYTES;
                     };
-                    rows.add(BenchRow.higherIsBetter("server_local_put_" + size, "GB/s", "same_client_tcp_put",
-                            comparison.measure(local, tcp), 1e-9).withAim(LOCAL_PUT_AIM));
+                    rows.add(BenchRow.higherIsBetter(
+                                    "server_local_put_" + size,
+                                    "GB/s",
+                                    "same_client_tcp_put",
+                                    comparison.measure(local, tcp),
+                                    1e-9)
+                            .withAim(LOCAL_PUT_AIM));
                 }
             }
         }

@@ -63,15 +63,19 @@ public final class ServerSuite implements BenchSuite {
             return rows;
         }
         int threads = daemonEventLoops();
-        try (ServerProcess redis = ServerProcess.redis(); ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
-                ServerProcess memcached = ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20,
-                        MEMCACHED_MAX_ITEM_BYTES);
+        try (ServerProcess redis = ServerProcess.redis();
+                ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
+                ServerProcess memcached =
+                        ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20, MEMCACHED_MAX_ITEM_BYTES);
                 LoadGenerator toRedis = LoadGenerator.connect(new RespProtocol(), redis.port, CONNECTIONS, DEPTH);
                 LoadGenerator toDaemon = LoadGenerator.connect(new HcwpProtocol(), daemon.port, CONNECTIONS, DEPTH);
-                LoadGenerator toMemcached = LoadGenerator.connect(new MemcacheProtocol(), memcached.port, CONNECTIONS,
-                        DEPTH)) {
-            Side[] sides = {new Side(daemon, new HcwpProtocol(), toDaemon), new Side(redis, new RespProtocol(), toRedis),
-                    new Side(memcached, new MemcacheProtocol(), toMemcached)};
+                LoadGenerator toMemcached =
+                        LoadGenerator.connect(new MemcacheProtocol(), memcached.port, CONNECTIONS, DEPTH)) {
+            Side[] sides = {
+                new Side(daemon, new HcwpProtocol(), toDaemon),
+                new Side(redis, new RespProtocol(), toRedis),
+                new Side(memcached, new MemcacheProtocol(), toMemcached)
+            };
             for (int pageBytes : PAGE_BYTES) {
                 size(sides, pageBytes, quick, rows);
             }
@@ -134,14 +138,20 @@ public final class ServerSuite implements BenchSuite {
                 int[] order = new SplittableRandom(round).ints(pages, 0, pages).toArray();
                 for (int i = 0; i < sides.length; i++) {
                     Side s = sides[(i + r) % sides.length]; // alternate who goes first
-                    LoadGenerator.Phase set = s.load.run(pages, (alloc, id, index) -> s.protocol.set(alloc, id,
-                            LoadProtocol.PageKey.of(round, index), bodies[index % BODIES].retainedDuplicate(),
-                            crcs[index % BODIES]));
-                    LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {s.protocol.get(
-                            alloc, id, LoadProtocol.PageKey.of(round, order[index]), pageBytes)});
+                    LoadGenerator.Phase set = s.load.run(
+                            pages,
+                            (alloc, id, index) -> s.protocol.set(
+                                    alloc,
+                                    id,
+                                    LoadProtocol.PageKey.of(round, index),
+                                    bodies[index % BODIES].retainedDuplicate(),
+                                    crcs[index % BODIES]));
+                    LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
+                        s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, order[index]), pageBytes)
+                    });
                     if (s.protocol instanceof MemcacheProtocol m) { // flush_all would not give the memory back
-                        s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {m.delete(alloc, id,
-                                LoadProtocol.PageKey.of(round, index))});
+                        s.load.run(pages, (alloc, id, index) ->
+                                new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
                     }
                     s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
                     if (r >= warmup) {
@@ -171,11 +181,19 @@ public final class ServerSuite implements BenchSuite {
         for (String op : new String[] {"get", "set"}) {
             boolean get = op.equals("get");
             String metric = "server_vs_memcached_" + op + "_" + size;
-            rows.add(throughput(metric, get ? mine.getGbps : mine.setGbps, get ? memcached.getGbps : memcached.setGbps,
-                    reference).withAim(PEER_AIM));
+            rows.add(throughput(
+                            metric,
+                            get ? mine.getGbps : mine.setGbps,
+                            get ? memcached.getGbps : memcached.setGbps,
+                            reference)
+                    .withAim(PEER_AIM));
             List<BenchRow> latencies = new ArrayList<>();
-            latency(metric, get ? mine.getLatency : mine.setLatency, get ? memcached.getLatency : memcached.setLatency,
-                    reference, latencies);
+            latency(
+                    metric,
+                    get ? mine.getLatency : mine.setLatency,
+                    get ? memcached.getLatency : memcached.setLatency,
+                    reference,
+                    latencies);
             for (BenchRow r : latencies) {
                 rows.add(r.metric().endsWith("_p99") ? r.withAim(PEER_AIM) : r);
             }
@@ -190,13 +208,17 @@ public final class ServerSuite implements BenchSuite {
         return new BenchRow(metric, median(mine), "GB/s", reference, median(theirs), median(ratios), "higher");
     }
 
-    private static void latency(String metric, List<long[]> mine, List<long[]> theirs, String reference,
-            List<BenchRow> rows) {
+    private static void latency(
+            String metric, List<long[]> mine, List<long[]> theirs, String reference, List<BenchRow> rows) {
         long[] a = pooled(mine);
         long[] b = pooled(theirs);
         for (double p : new double[] {0.50, 0.99}) {
             String name = metric + "_p" + Math.round(p * 100);
-            rows.add(BenchRow.lowerIsBetter(name, percentile(a, p) / 1e6, "ms", reference + "_p" + Math.round(p * 100),
+            rows.add(BenchRow.lowerIsBetter(
+                    name,
+                    percentile(a, p) / 1e6,
+                    "ms",
+                    reference + "_p" + Math.round(p * 100),
                     percentile(b, p) / 1e6));
         }
     }

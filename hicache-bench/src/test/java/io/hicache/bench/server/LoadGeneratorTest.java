@@ -43,15 +43,18 @@ class LoadGeneratorTest {
             assertEquals(0, in.readableBytes());
         }
         LoadProtocol.Decoder d = new RespProtocol().decoder();
-        assertThrows(IllegalStateException.class, () -> d.next(Unpooled.copiedBuffer("$-1\r\n", StandardCharsets.US_ASCII)));
-        assertThrows(IllegalStateException.class,
+        assertThrows(
+                IllegalStateException.class, () -> d.next(Unpooled.copiedBuffer("$-1\r\n", StandardCharsets.US_ASCII)));
+        assertThrows(
+                IllegalStateException.class,
                 () -> d.next(Unpooled.copiedBuffer("-ERR no\r\n", StandardCharsets.US_ASCII)));
     }
 
     @Test
     void memcachedAnswersAreCountedInOrderWhateverHowTheBytesAreSplit() {
         byte[] stream = ("VERSION 1.6.18\r\nSTORED\r\nDELETED\r\nVALUE 0a1b 0 5\r\nhe\r\no\r\nEND\r\nOK\r\n"
-                + "VALUE k 0 0\r\n\r\nEND\r\n").getBytes(StandardCharsets.US_ASCII);
+                        + "VALUE k 0 0\r\n\r\nEND\r\n")
+                .getBytes(StandardCharsets.US_ASCII);
         for (int cut = 1; cut < stream.length; cut++) {
             LoadProtocol.Decoder d = new MemcacheProtocol().decoder();
             ByteBuf in = Unpooled.buffer();
@@ -66,11 +69,18 @@ class LoadGeneratorTest {
             assertEquals(List.of(0L, 1L, 2L, 3L, 4L, 5L), ids, "split at " + cut);
             assertEquals(0, in.readableBytes());
         }
-        for (String failure : List.of("END\r\n", "ERROR\r\n", "CLIENT_ERROR bad data chunk\r\n",
-                "SERVER_ERROR object too large for cache\r\n", "NOT_STORED\r\n", "NOT_FOUND\r\n")) {
+        for (String failure : List.of(
+                "END\r\n",
+                "ERROR\r\n",
+                "CLIENT_ERROR bad data chunk\r\n",
+                "SERVER_ERROR object too large for cache\r\n",
+                "NOT_STORED\r\n",
+                "NOT_FOUND\r\n")) {
             LoadProtocol.Decoder d = new MemcacheProtocol().decoder();
-            assertThrows(IllegalStateException.class,
-                    () -> d.next(Unpooled.copiedBuffer(failure, StandardCharsets.US_ASCII)), failure);
+            assertThrows(
+                    IllegalStateException.class,
+                    () -> d.next(Unpooled.copiedBuffer(failure, StandardCharsets.US_ASCII)),
+                    failure);
         }
     }
 
@@ -99,8 +109,12 @@ class LoadGeneratorTest {
 
     @Test
     void theSameHostClientLeasesReservesCommitsAndPuts(@TempDir Path dir) throws Exception {
-        Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                .flag("server.store", "none").flag("server.host-dir", dir.toString()).flag("server.host-size", "64MiB")
+        Settings settings = Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.host-dir", dir.toString())
+                .flag("server.host-size", "64MiB")
                 .build();
         Namespace ns = HcwpProtocol.NAMESPACE;
         try (HiCacheServer server = HiCacheServer.start(ServerConfig.from(settings));
@@ -121,7 +135,9 @@ class LoadGeneratorTest {
             for (byte[][] hashes : List.of(local, tcp)) {
                 SameHostClient.Granted lease = client.lease(ns, hashes, pageBytes);
                 for (int i = 0; i < 3; i++) {
-                    assertEquals(-1L, client.slab.asSlice(lease.offsets()[i], pageBytes).mismatch(pages[i]),
+                    assertEquals(
+                            -1L,
+                            client.slab.asSlice(lease.offsets()[i], pageBytes).mismatch(pages[i]),
                             "leased page " + i + " holds what was put");
                 }
                 assertTrue(client.release(lease.id()));
@@ -132,8 +148,12 @@ class LoadGeneratorTest {
 
     @Test
     void setsGetsAndFlushesAgainstTheDaemon(@TempDir Path dir) throws Exception {
-        Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                .flag("server.store", "none").flag("server.host-dir", dir.toString()).flag("server.host-size", "64MiB")
+        Settings settings = Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.host-dir", dir.toString())
+                .flag("server.host-size", "64MiB")
                 .build();
         int pageBytes = 64 * 1024;
         ByteBuf body = Unpooled.directBuffer(pageBytes);
@@ -146,20 +166,26 @@ class LoadGeneratorTest {
                 LoadGenerator load = LoadGenerator.connect(protocol, server.port(), 4, 3)) {
             PageCheck.verify("hicache", server.port(), load, protocol, body, crc);
             int pages = 200;
-            LoadGenerator.Phase set = load.run(pages, (alloc, id, index) -> protocol.set(alloc, id,
-                    LoadProtocol.PageKey.of(1, index), body.retainedDuplicate(), crc));
-            LoadGenerator.Phase get = load.run(pages, (alloc, id, index) -> new ByteBuf[] {protocol.get(alloc, id,
-                    LoadProtocol.PageKey.of(1, pages - 1 - index), pageBytes)});
+            LoadGenerator.Phase set = load.run(
+                    pages,
+                    (alloc, id, index) ->
+                            protocol.set(alloc, id, LoadProtocol.PageKey.of(1, index), body.retainedDuplicate(), crc));
+            LoadGenerator.Phase get = load.run(pages, (alloc, id, index) ->
+                    new ByteBuf[] {protocol.get(alloc, id, LoadProtocol.PageKey.of(1, pages - 1 - index), pageBytes)});
             for (LoadGenerator.Phase p : List.of(set, get)) {
                 assertEquals(pages, p.latencyNanos().length);
-                assertTrue(Arrays.stream(p.latencyNanos()).allMatch(n -> n > 0 && n <= p.nanos()),
+                assertTrue(
+                        Arrays.stream(p.latencyNanos()).allMatch(n -> n > 0 && n <= p.nanos()),
                         "every request was answered within its phase");
             }
             load.run(1, (alloc, id, index) -> new ByteBuf[] {protocol.flushAll(alloc, id)});
             // After the flush the pages are gone: a get is an error the generator reports.
-            ExecutionException missing = assertThrows(ExecutionException.class, () -> load.run(1, (alloc, id, index) ->
-                    new ByteBuf[] {protocol.get(alloc, id, LoadProtocol.PageKey.of(1, 0), pageBytes)}));
-            assertTrue(String.valueOf(missing.getCause()).contains("page status 2"), String.valueOf(missing.getCause()));
+            ExecutionException missing = assertThrows(
+                    ExecutionException.class,
+                    () -> load.run(1, (alloc, id, index) ->
+                            new ByteBuf[] {protocol.get(alloc, id, LoadProtocol.PageKey.of(1, 0), pageBytes)}));
+            assertTrue(
+                    String.valueOf(missing.getCause()).contains("page status 2"), String.valueOf(missing.getCause()));
         } finally {
             body.release();
         }

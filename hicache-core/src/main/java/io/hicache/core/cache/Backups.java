@@ -26,20 +26,26 @@ import org.jspecify.annotations.Nullable;
 final class Backups {
     private static final System.Logger LOG = System.getLogger(Backups.class.getName());
     /** Threads of the {@code hicache-host-commit} loop. */
-    private static final int HOST_COMMIT_THREADS = Math.max(1,
-            Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
+    private static final int HOST_COMMIT_THREADS =
+            Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
 
     private final CacheCore cache;
     private final Loop<BackupOp> hostCommits;
 
     Backups(CacheCore cache) {
         this.cache = cache;
-        this.hostCommits = new Loop<>("host-commit", cache.config.queueCapacity(), this::commitBackup, cache.metrics,
-                null, HOST_COMMIT_THREADS);
+        this.hostCommits = new Loop<>(
+                "host-commit",
+                cache.config.queueCapacity(),
+                this::commitBackup,
+                cache.metrics,
+                null,
+                HOST_COMMIT_THREADS);
     }
 
     /** Starts backing {@code n} up to the host; null when there is no room or a page cannot be claimed. */
-    @Nullable BackupOp start(TreeNode n) {
+    @Nullable
+    BackupOp start(TreeNode n) {
         int[] slots = cache.hostTier.reserve(n.pages());
         if (slots == null) {
             cache.metrics.backupsSkipped.increment();
@@ -67,13 +73,16 @@ final class Backups {
         }
         TreeNode.PendingCopy pending = cache.tree.beginBackup(n, slots);
         cache.outstanding.incrementAndGet();
-        KvCopy copy = cache.device.backup(Checks.checkNotNull(n.devicePages(), "a backed-up node's device pages"),
-                cache.host().slab(), slots);
+        KvCopy copy = cache.device.backup(
+                Checks.checkNotNull(n.devicePages(), "a backed-up node's device pages"),
+                cache.host().slab(),
+                slots);
         pending.attach(copy);
         cache.metrics.backupsStarted.increment();
         BackupOp op = new BackupOp(n, pending, slots, copy);
         RankAgreement.@Nullable Entry settling = cache.agreement.enabled()
-                ? cache.agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishBackup(op, ok)) : null;
+                ? cache.agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishBackup(op, ok))
+                : null;
         op.settling = settling;
         long start = System.nanoTime();
         copy.done().whenComplete((v, error) -> {
@@ -162,9 +171,11 @@ final class Backups {
         final KvCopy copy;
         /** Done once the host pages are committed (checksum, journal, index): see {@link #commitOnce}. */
         final CompletableFuture<Void> committed = new CompletableFuture<>();
+
         private final AtomicBoolean commitClaimed = new AtomicBoolean();
         /** Its place in the queue of copies the ranks apply together; null for one rank. */
         RankAgreement.@Nullable Entry settling;
+
         private boolean finished;
         private boolean finishedOk;
 

@@ -30,8 +30,7 @@ public final class CacheAdmin {
     }
 
     /** What {@link #flush} or {@link #reset} dropped: device pages, and host pages (earlier runs' leftovers included). */
-    public record Flushed(long devicePages, long hostPages) {
-    }
+    public record Flushed(long devicePages, long hostPages) {}
 
     /**
      * Drops every page of the device and host tiers that no open request pins, after waiting up to {@code timeout}
@@ -63,8 +62,7 @@ public final class CacheAdmin {
                 }
                 freedAny = e.freedPages().length > 0 || hostFreed > 0;
             }
-            return new Flushed(device - cache.tree.devicePages(),
-                    host - cache.tree.hostPages() + leftovers);
+            return new Flushed(device - cache.tree.devicePages(), host - cache.tree.hostPages() + leftovers);
         } finally {
             cache.lock.unlock();
         }
@@ -149,8 +147,10 @@ public final class CacheAdmin {
                 store.clear(cache.namespace, Deadline.after(Duration.ofMillis(leftMillis)))
                         .get(leftMillis + 5_000, TimeUnit.MILLISECONDS);
             } catch (ExecutionException | TimeoutException e) {
-                throw new HiCacheException(ErrorCode.STORE_IO, "reset: clearing namespace " + cache.namespace.id()
-                        + " in the page store failed: " + e, e);
+                throw new HiCacheException(
+                        ErrorCode.STORE_IO,
+                        "reset: clearing namespace " + cache.namespace.id() + " in the page store failed: " + e,
+                        e);
             } finally {
                 cache.stores.release(store);
             }

@@ -12,8 +12,7 @@ import java.util.Collection;
  * the cache's lock held and no prefetch in flight. Stateless.
  */
 final class CacheConsistency {
-    private CacheConsistency() {
-    }
+    private CacheConsistency() {}
 
     /**
      * {@code full}: also re-hash every node's first page and account for every host slot (needs the loops idle);
@@ -34,8 +33,12 @@ final class CacheConsistency {
         }
         for (int p = 0; p < cache.device.pages(); p++) {
             boolean allocated = cache.pageAllocator.isAllocated(p);
-            Checks.requireState(allocated == device.get(p), allocated ? "device page %d is allocated but has no owner"
-                    : "device page %d has an owner but is free", p);
+            Checks.requireState(
+                    allocated == device.get(p),
+                    allocated
+                            ? "device page %d is allocated but has no owner"
+                            : "device page %d has an owner but is free",
+                    p);
         }
         if (!full) {
             return;
@@ -47,15 +50,23 @@ final class CacheConsistency {
         }
         Checks.requireState(!host.intersects(leftovers), "a leftover host slot is also a node's");
         if (cache.host == null) {
-            Checks.requireState(host.isEmpty(), "a device-only cache has %d host slots in its tree", host.cardinality());
+            Checks.requireState(
+                    host.isEmpty(), "a device-only cache has %d host slots in its tree", host.cardinality());
             return;
         }
         long used = cache.host().capacity() - cache.host().freeSlots();
         long releasing = cache.agreement.heldHostSlots();
         long owned = host.cardinality() + leftovers.cardinality() + cache.prefetcher.heldPages() + releasing;
-        Checks.requireState(used == owned, "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches, "
-                + "%d by releases the ranks have yet to agree on)", used, owned, host.cardinality(),
-                leftovers.cardinality(), cache.prefetcher.heldPages(), releasing);
+        Checks.requireState(
+                used == owned,
+                "%d host slots in use, %d owned (%d by nodes, %d leftovers, %d by prefetches, "
+                        + "%d by releases the ranks have yet to agree on)",
+                used,
+                owned,
+                host.cardinality(),
+                leftovers.cardinality(),
+                cache.prefetcher.heldPages(),
+                releasing);
     }
 
     /** Nodes with a copy in flight. */

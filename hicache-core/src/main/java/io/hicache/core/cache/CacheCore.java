@@ -54,6 +54,7 @@ final class CacheCore implements AutoCloseable {
      * than {@code hicache-mla-upload-rank} (they read the pages that rank writes).
      */
     final boolean uploadsHere;
+
     final PageFormat format;
     final RadixTree tree;
     final KvPool device;
@@ -63,14 +64,17 @@ final class CacheCore implements AutoCloseable {
     final @Nullable HostPagePool host;
     /** The page store now, if any, wrapped in its timing: an operator may detach it and attach another. */
     final StoreSlot stores;
+
     final ReentrantLock lock = new ReentrantLock();
     final CacheMetrics metrics = new CacheMetrics();
     /** The metrics in the engine's Prometheus registry: detached on close. */
     final CacheMetricsExport export;
+
     final CacheEvents events;
     final Loop<Runnable> completions;
     /** Copies started and not yet applied: counted down only after what they start next (an upload) is counted. */
     final AtomicInteger outstanding = new AtomicInteger();
+
     final DeviceTier deviceTier;
     final HostTier hostTier;
     final Uploader uploader;
@@ -81,20 +85,34 @@ final class CacheCore implements AutoCloseable {
     final WarmHostPages leftovers;
     /** Keeps this rank's tree the same as the other tensor-parallel ranks' (does nothing for one rank). */
     final RankAgreement agreement;
+
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private CacheCore(HiCacheConfig config, Namespace namespace, PageFormat format, KvPool device,
-            DevicePageAllocator pageAllocator, @Nullable HostPagePool host, Optional<PageStore> store,
-            PrometheusRegistry registry, KvEventSink sink, @Nullable RankGroup ranks, @Nullable RankGroup queryRanks) {
+    private CacheCore(
+            HiCacheConfig config,
+            Namespace namespace,
+            PageFormat format,
+            KvPool device,
+            DevicePageAllocator pageAllocator,
+            @Nullable HostPagePool host,
+            Optional<PageStore> store,
+            PrometheusRegistry registry,
+            KvEventSink sink,
+            @Nullable RankGroup ranks,
+            @Nullable RankGroup queryRanks) {
         this.config = config;
         this.agreement = new RankAgreement(ranks, queryRanks, config.rankTimeout());
         boolean mla = format.geometry().attention() == AttentionKind.MLA;
         // MLA pages are the same bytes on every rank: one copy in the page store, written by one rank
         this.uploadsHere = !mla || namespace.tpRank() == config.mlaUploadRank();
         this.namespace = mla ? namespace.sharedByRanks() : namespace;
-        this.export = CacheMetricsExport.create(registry, this.namespace.id(),
-                store.map(PageStore::name).orElse("none"), format.pageBytes(), config.pageSizeTokens());
+        this.export = CacheMetricsExport.create(
+                registry,
+                this.namespace.id(),
+                store.map(PageStore::name).orElse("none"),
+                format.pageBytes(),
+                config.pageSizeTokens());
         this.format = format;
         this.tree = new RadixTree(config.pageSizeTokens(), config.eviction());
         this.device = device;
@@ -113,39 +131,62 @@ final class CacheCore implements AutoCloseable {
     }
 
     /** How the device pool is made: its pages, the engine's memory it adopts (address 0: none), its page allocator. */
-    record DeviceSetup(int pages, long address, long bytes, @Nullable DevicePageAllocator allocator) {
-    }
+    record DeviceSetup(
+            int pages, long address, long bytes, @Nullable DevicePageAllocator allocator) {}
 
     /**
      * Opens what {@link HiCacheBuilder#open()} describes; {@code store} null means the configured one, or none, and
      * {@code publisher} null the one {@code kv-events-config} names, or none. A failure closes the publisher and what
      * was opened here.
      */
-    static CacheCore open(HiCacheConfig config, Namespace namespace, KvGeometry geometry, DeviceSetup setup,
-            DeviceRuntime runtime, @Nullable PageStore store, PrometheusRegistry registry,
-            @Nullable KvEventPublisher publisher, @Nullable RankGroup ranks, @Nullable RankGroup queryRanks) {
+    static CacheCore open(
+            HiCacheConfig config,
+            Namespace namespace,
+            KvGeometry geometry,
+            DeviceSetup setup,
+            DeviceRuntime runtime,
+            @Nullable PageStore store,
+            PrometheusRegistry registry,
+            @Nullable KvEventPublisher publisher,
+            @Nullable RankGroup ranks,
+            @Nullable RankGroup queryRanks) {
         int devicePages = setup.pages();
-        PageFormat format = new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
-        Checks.requireArgument(geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
-                "hicache-mla-upload-rank is %s, but the model has %s tensor-parallel ranks", config.mlaUploadRank(),
+        PageFormat format =
+                new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
+        Checks.requireArgument(
+                geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
+                "hicache-mla-upload-rank is %s, but the model has %s tensor-parallel ranks",
+                config.mlaUploadRank(),
                 namespace.tpSize());
-        Checks.requireArgument(ranks == null || (ranks.size() == namespace.tpSize() && ranks.rank() == namespace.tpRank()),
-                "the rank group is rank %s of %s, the namespace says rank %s of %s", ranks == null ? 0 : ranks.rank(),
-                ranks == null ? 0 : ranks.size(), namespace.tpRank(), namespace.tpSize());
-        Checks.requireArgument(queryRanks == null || (ranks != null && queryRanks.size() == ranks.size()
-                && queryRanks.rank() == ranks.rank()), "the prefetch rank group must be the same ranks as the rank group");
-        Checks.requireArgument(namespace.pageByteOrder() == format.byteOrder(),
-                "the namespace says %s pages, the host layout %s stores %s", namespace.pageByteOrder(),
-                config.host().layout(), format.byteOrder());
+        Checks.requireArgument(
+                ranks == null || (ranks.size() == namespace.tpSize() && ranks.rank() == namespace.tpRank()),
+                "the rank group is rank %s of %s, the namespace says rank %s of %s",
+                ranks == null ? 0 : ranks.rank(),
+                ranks == null ? 0 : ranks.size(),
+                namespace.tpRank(),
+                namespace.tpSize());
+        Checks.requireArgument(
+                queryRanks == null
+                        || (ranks != null && queryRanks.size() == ranks.size() && queryRanks.rank() == ranks.rank()),
+                "the prefetch rank group must be the same ranks as the rank group");
+        Checks.requireArgument(
+                namespace.pageByteOrder() == format.byteOrder(),
+                "the namespace says %s pages, the host layout %s stores %s",
+                namespace.pageByteOrder(),
+                config.host().layout(),
+                format.byteOrder());
         KvEventSink sink = publisher != null
                 ? KvEventSink.over("kv-events", publisher, config.kvEvents().maxQueueEvents())
                 : KvEventSink.open("kv-events", config.kvEvents());
         KvPool pool;
         try {
-            Checks.requireArgument(setup.allocator() == null || setup.allocator().capacity() == devicePages,
-                    "the page allocator manages %s pages, the device pool has %s", setup.allocator() == null ? 0
-                            : setup.allocator().capacity(), devicePages);
-            pool = setup.address() != 0 ? runtime.adoptPool(format, devicePages, setup.address(), setup.bytes())
+            Checks.requireArgument(
+                    setup.allocator() == null || setup.allocator().capacity() == devicePages,
+                    "the page allocator manages %s pages, the device pool has %s",
+                    setup.allocator() == null ? 0 : setup.allocator().capacity(),
+                    devicePages);
+            pool = setup.address() != 0
+                    ? runtime.adoptPool(format, devicePages, setup.address(), setup.bytes())
                     : runtime.createPool(format, devicePages);
         } catch (RuntimeException e) {
             sink.close();
@@ -154,19 +195,30 @@ final class CacheCore implements AutoCloseable {
         HostPagePool host = null;
         PageStore configured = null;
         try {
-            Checks.requireArgument(config.tiers() == Tiers.ALL || store == null,
+            Checks.requireArgument(
+                    config.tiers() == Tiers.ALL || store == null,
                     "hicache-tiers device-only runs no page store, yet one was given");
             if (config.tiers() == Tiers.ALL) {
-                host = HostPagePool.open(config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages),
-                        runtime);
+                host = HostPagePool.open(
+                        config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages), runtime);
             }
             if (store == null) {
-                configured = config.storageBackend().map(name -> PageStores.open(new StoreConfig(name, config.settings())))
+                configured = config.storageBackend()
+                        .map(name -> PageStores.open(new StoreConfig(name, config.settings())))
                         .orElse(null);
             }
-            return new CacheCore(config, namespace, format, pool, setup.allocator() != null ? setup.allocator()
-                    : pool.allocator(), host, Optional.ofNullable(store != null ? store : configured), registry, sink,
-                    ranks, queryRanks);
+            return new CacheCore(
+                    config,
+                    namespace,
+                    format,
+                    pool,
+                    setup.allocator() != null ? setup.allocator() : pool.allocator(),
+                    host,
+                    Optional.ofNullable(store != null ? store : configured),
+                    registry,
+                    sink,
+                    ranks,
+                    queryRanks);
         } catch (RuntimeException e) {
             sink.close();
             if (configured != null) {
@@ -197,13 +249,16 @@ final class CacheCore implements AutoCloseable {
      * one); see {@link TimedPageStore#admit}.
      */
     TimedPageStore.Admission admitStoreWork(TimedPageStore.Kind... kinds) {
-        return stores.current().map(s -> s instanceof TimedPageStore t ? t.admit(kinds) : TimedPageStore.Admission.YES)
+        return stores.current()
+                .map(s -> s instanceof TimedPageStore t ? t.admit(kinds) : TimedPageStore.Admission.YES)
                 .orElse(TimedPageStore.Admission.YES);
     }
 
     /** Whether the attached store answers calls of {@code kind} now (true when none is attached). */
     boolean storeAnswers(TimedPageStore.Kind kind) {
-        return stores.current().map(s -> !(s instanceof TimedPageStore t) || t.answering(kind)).orElse(true);
+        return stores.current()
+                .map(s -> !(s instanceof TimedPageStore t) || t.answering(kind))
+                .orElse(true);
     }
 
     /** Where uploads to {@code store} land in KV events: EXTERNAL for a store other engines share, else DISK. */
@@ -265,7 +320,8 @@ final class CacheCore implements AutoCloseable {
         depths.put("upload-pages", uploader.queuedPages()); // the write-behind's lag, in pages
         depths.put("prefetch-query", prefetcher.queryDepth());
         depths.put("prefetch-io", prefetcher.ioDepth());
-        depths.put("kv-events", (int) Math.min(Integer.MAX_VALUE, events.sink().stats().queuedEvents()));
+        depths.put("kv-events", (int)
+                Math.min(Integer.MAX_VALUE, events.sink().stats().queuedEvents()));
         lock.lock();
         try {
             return metrics.snapshot(depths, tree.devicePages(), tree.hostPages(), tree.nodes());
@@ -277,8 +333,12 @@ final class CacheCore implements AutoCloseable {
     HiCache.Room room() {
         lock.lock();
         try {
-            return new HiCache.Room(pageAllocator.capacity(), pageAllocator.available(), tree.evictableDevicePages(),
-                    host == null ? 0 : host.capacity(), host == null ? 0 : host.freeSlots());
+            return new HiCache.Room(
+                    pageAllocator.capacity(),
+                    pageAllocator.available(),
+                    tree.evictableDevicePages(),
+                    host == null ? 0 : host.capacity(),
+                    host == null ? 0 : host.freeSlots());
         } finally {
             lock.unlock();
         }
@@ -360,7 +420,10 @@ final class CacheCore implements AutoCloseable {
     }
 
     private boolean loopsIdle() {
-        return completions.depth() == 0 && uploader.idle() && prefetcher.idle() && events.sink().idle();
+        return completions.depth() == 0
+                && uploader.idle()
+                && prefetcher.idle()
+                && events.sink().idle();
     }
 
     /**
@@ -373,8 +436,11 @@ final class CacheCore implements AutoCloseable {
             lock.lock();
             try {
                 // prefetches their requests have yet to end are not work in flight: open requests end them
-                boolean idleHere = agreement.allDone() && completions.depth() == 0 && uploader.idle()
-                        && prefetcher.workIdle() && events.sink().idle();
+                boolean idleHere = agreement.allDone()
+                        && completions.depth() == 0
+                        && uploader.idle()
+                        && prefetcher.workIdle()
+                        && events.sink().idle();
                 int[] agreed = settle(idleHere ? 1 : 0, System.nanoTime() < end ? 1 : 0);
                 if (agreed[0] == 1 && agreement.isEmpty()) {
                     return true; // idle everywhere before the settle, and what it applied started nothing new
@@ -447,8 +513,11 @@ final class CacheCore implements AutoCloseable {
         completions.close(leftMillis(end));
         hostTier.close(leftMillis(end));
         if (!uploader.idle() || uploader.depth() > 0) {
-            LOG.log(Level.WARNING, "closed after hicache-close-timeout (" + config.closeTimeout().toMillis() + " ms) with "
-                    + "uploads to the page store unfinished (" + uploadsLeft + " were queued when closing began)");
+            LOG.log(
+                    Level.WARNING,
+                    "closed after hicache-close-timeout ("
+                            + config.closeTimeout().toMillis() + " ms) with " + "uploads to the page store unfinished ("
+                            + uploadsLeft + " were queued when closing began)");
         }
         lock.lock();
         try {

@@ -26,8 +26,7 @@ final class CacheEvents implements AutoCloseable {
     volatile Medium storeMedium;
 
     /** A run of pages captured for later: block ids, the block before it, its tokens. Immutable once made. */
-    record Run(long[] blockIds, OptionalLong parent, int[] tokens) {
-    }
+    record Run(long[] blockIds, OptionalLong parent, int[] tokens) {}
 
     CacheEvents(KvEventSink sink, int pageSizeTokens, Medium storeMedium) {
         this.sink = sink;
@@ -60,9 +59,13 @@ final class CacheEvents implements AutoCloseable {
     void stored(Run run, int from, int to, Medium medium) {
         if (sink.enabled() && to > from) {
             OptionalLong parent = from == 0 ? run.parent : OptionalLong.of(run.blockIds[from - 1]);
-            sink.emit(new BlockStored(Arrays.copyOfRange(run.blockIds, from, to), parent,
-                    Arrays.copyOfRange(run.tokens, from * pageSizeTokens, to * pageSizeTokens), pageSizeTokens,
-                    OptionalInt.empty(), medium));
+            sink.emit(new BlockStored(
+                    Arrays.copyOfRange(run.blockIds, from, to),
+                    parent,
+                    Arrays.copyOfRange(run.tokens, from * pageSizeTokens, to * pageSizeTokens),
+                    pageSizeTokens,
+                    OptionalInt.empty(),
+                    medium));
         }
     }
 

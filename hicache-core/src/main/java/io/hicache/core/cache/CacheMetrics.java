@@ -48,15 +48,39 @@ final class CacheMetrics {
     }
 
     CacheStats snapshot(Map<String, Integer> queueDepths, long devicePages, long hostPages, long treeNodes) {
-        return new CacheStats(promptTokens.sum(), deviceHitTokens.sum(), hostHitTokens.sum(), storageHitTokens.sum(),
-                computedTokens.sum(), deviceEvictedPages.sum(), deviceDeletedPages.sum(), hostEvictedPages.sum(),
+        return new CacheStats(
+                promptTokens.sum(),
+                deviceHitTokens.sum(),
+                hostHitTokens.sum(),
+                storageHitTokens.sum(),
+                computedTokens.sum(),
+                deviceEvictedPages.sum(),
+                deviceDeletedPages.sum(),
+                hostEvictedPages.sum(),
                 hostAdoptedPages.sum(),
-                backupsStarted.sum(), backupsCompleted.sum(), backupsSkipped.sum(), loadsStarted.sum(),
-                loadsCompleted.sum(), uploadedPages.sum(), uploadSkippedPages.sum(), prefetchesStarted.sum(),
-                prefetchesCompleted.sum(), prefetchesRevoked.sum(), prefetchesTimedOut.sum(),
-                prefetchesEmpty.sum(), prefetchedPages.sum(), sums(prefetchesSkipped),
-                bytesDeviceToHost.sum(), bytesHostToDevice.sum(), bytesHostToStore.sum(), bytesStoreToHost.sum(),
-                sums(failures), Map.copyOf(queueDepths), devicePages, hostPages, treeNodes);
+                backupsStarted.sum(),
+                backupsCompleted.sum(),
+                backupsSkipped.sum(),
+                loadsStarted.sum(),
+                loadsCompleted.sum(),
+                uploadedPages.sum(),
+                uploadSkippedPages.sum(),
+                prefetchesStarted.sum(),
+                prefetchesCompleted.sum(),
+                prefetchesRevoked.sum(),
+                prefetchesTimedOut.sum(),
+                prefetchesEmpty.sum(),
+                prefetchedPages.sum(),
+                sums(prefetchesSkipped),
+                bytesDeviceToHost.sum(),
+                bytesHostToDevice.sum(),
+                bytesHostToStore.sum(),
+                bytesStoreToHost.sum(),
+                sums(failures),
+                Map.copyOf(queueDepths),
+                devicePages,
+                hostPages,
+                treeNodes);
     }
 
     private static <K extends Comparable<K>> Map<K, Long> sums(Map<K, LongAdder> counters) {

@@ -28,8 +28,10 @@ import org.jspecify.annotations.Nullable;
  */
 final class CacheMetricsExport implements AutoCloseable {
     /** Copy and store latency buckets, seconds: 50 µs to 10 s. */
-    private static final double[] BUCKETS = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-            0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    private static final double[] BUCKETS = {
+        0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+    };
+
     private static final Map<PrometheusRegistry, Shared> SHARED = new WeakHashMap<>();
 
     private final Shared shared;
@@ -40,6 +42,7 @@ final class CacheMetricsExport implements AutoCloseable {
     private volatile @Nullable Supplier<CacheStats> stats;
     /** Device-to-host and host-to-device copy durations. */
     final DistributionDataPoint backupSeconds;
+
     final DistributionDataPoint loadSeconds;
 
     private CacheMetricsExport(Shared shared, String namespace, String store, long pageBytes, int pageSizeTokens) {
@@ -56,11 +59,11 @@ final class CacheMetricsExport implements AutoCloseable {
      * The export of a cache of {@code namespace} over {@code store} ("none" without one) into {@code registry}; its
      * pages hold {@code pageSizeTokens} tokens in {@code pageBytes} bytes.
      */
-    static CacheMetricsExport create(PrometheusRegistry registry, String namespace, String store, long pageBytes,
-            int pageSizeTokens) {
+    static CacheMetricsExport create(
+            PrometheusRegistry registry, String namespace, String store, long pageBytes, int pageSizeTokens) {
         synchronized (SHARED) {
-            return new CacheMetricsExport(SHARED.computeIfAbsent(registry, Shared::new), namespace, store, pageBytes,
-                    pageSizeTokens);
+            return new CacheMetricsExport(
+                    SHARED.computeIfAbsent(registry, Shared::new), namespace, store, pageBytes, pageSizeTokens);
         }
     }
 
@@ -91,12 +94,20 @@ final class CacheMetricsExport implements AutoCloseable {
         final Histogram storeSeconds;
 
         Shared(PrometheusRegistry registry) {
-            copySeconds = Histogram.builder().name("hicache_cache_copy_seconds")
+            copySeconds = Histogram.builder()
+                    .name("hicache_cache_copy_seconds")
                     .help("time a batch copy between device and host took, from start to done")
-                    .labelNames("namespace", "direction").classicOnly().classicUpperBounds(BUCKETS).register(registry);
-            storeSeconds = Histogram.builder().name("hicache_cache_store_operation_seconds")
-                    .help("time a page store call took, by operation").labelNames("namespace", "store", "op")
-                    .classicOnly().classicUpperBounds(BUCKETS).register(registry);
+                    .labelNames("namespace", "direction")
+                    .classicOnly()
+                    .classicUpperBounds(BUCKETS)
+                    .register(registry);
+            storeSeconds = Histogram.builder()
+                    .name("hicache_cache_store_operation_seconds")
+                    .help("time a page store call took, by operation")
+                    .labelNames("namespace", "store", "op")
+                    .classicOnly()
+                    .classicUpperBounds(BUCKETS)
+                    .register(registry);
             registry.register(this);
         }
 
@@ -119,17 +130,21 @@ final class CacheMetricsExport implements AutoCloseable {
                 Map.entry("hicache_cache_prompt_tokens", "tokens of the prompts requests asked for"),
                 Map.entry("hicache_cache_hit_tokens", "prompt tokens the cache served, by the tier they came from"),
                 Map.entry("hicache_cache_computed_tokens", "tokens requests committed beyond what the cache served"),
-                Map.entry("hicache_cache_moved_tokens",
+                Map.entry(
+                        "hicache_cache_moved_tokens",
                         "tokens loaded to the device, prefetched from the store, backed up to host, uploaded"),
                 Map.entry("hicache_cache_evicted_pages", "pages freed by eviction, by tier and how"),
-                Map.entry("hicache_cache_adopted_pages", "host pages an earlier run left that requests took into the "
-                        + "tree (a warm host tier after a restart)"),
+                Map.entry(
+                        "hicache_cache_adopted_pages",
+                        "host pages an earlier run left that requests took into the "
+                                + "tree (a warm host tier after a restart)"),
                 Map.entry("hicache_cache_backups", "device-to-host backups, by outcome"),
                 Map.entry("hicache_cache_loads", "host-to-device loads, by outcome"),
                 Map.entry("hicache_cache_prefetches", "prefetches from the page store, by outcome"),
                 Map.entry("hicache_cache_prefetches_skipped", "prefetches not started, by reason"),
-                Map.entry("hicache_cache_upload_skipped_pages", "pages not uploaded: the store had them or the upload "
-                        + "was dropped"),
+                Map.entry(
+                        "hicache_cache_upload_skipped_pages",
+                        "pages not uploaded: the store had them or the upload " + "was dropped"),
                 Map.entry("hicache_cache_moved_bytes", "bytes copied between tiers, by direction"),
                 Map.entry("hicache_cache_failures", "failures, by cause"),
                 Map.entry("hicache_cache_queue_depth", "entries waiting in each background loop's queue"),
@@ -147,11 +162,18 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_hit_tokens", base.add("tier", "host"), s.hostHitTokens());
             counter("hicache_cache_hit_tokens", base.add("tier", "storage"), s.storageHitTokens());
             counter("hicache_cache_computed_tokens", base, s.computedTokens());
-            counter("hicache_cache_evicted_pages", base.add("tier", "device").add("how", "demoted"),
+            counter(
+                    "hicache_cache_evicted_pages",
+                    base.add("tier", "device").add("how", "demoted"),
                     s.deviceEvictedPages());
-            counter("hicache_cache_evicted_pages", base.add("tier", "device").add("how", "deleted"),
+            counter(
+                    "hicache_cache_evicted_pages",
+                    base.add("tier", "device").add("how", "deleted"),
                     s.deviceDeletedPages());
-            counter("hicache_cache_evicted_pages", base.add("tier", "host").add("how", "deleted"), s.hostEvictedPages());
+            counter(
+                    "hicache_cache_evicted_pages",
+                    base.add("tier", "host").add("how", "deleted"),
+                    s.hostEvictedPages());
             counter("hicache_cache_adopted_pages", base, s.hostAdoptedPages());
             counter("hicache_cache_backups", base.add("outcome", "started"), s.backupsStarted());
             counter("hicache_cache_backups", base.add("outcome", "completed"), s.backupsCompleted());
@@ -164,14 +186,19 @@ final class CacheMetricsExport implements AutoCloseable {
             counter("hicache_cache_prefetches", base.add("outcome", "timed_out"), s.prefetchesTimedOut());
             counter("hicache_cache_prefetches", base.add("outcome", "empty"), s.prefetchesEmpty());
             counters.computeIfAbsent("hicache_cache_prefetches_skipped", k -> new LinkedHashMap<>());
-            s.prefetchesSkipped().forEach((reason, n) -> counter("hicache_cache_prefetches_skipped",
-                    base.add("reason", reason.label()), n));
+            s.prefetchesSkipped()
+                    .forEach((reason, n) ->
+                            counter("hicache_cache_prefetches_skipped", base.add("reason", reason.label()), n));
             counter("hicache_cache_upload_skipped_pages", base.add("store", store), s.uploadSkippedPages());
             counter("hicache_cache_moved_bytes", base.add("direction", "device_to_host"), s.bytesDeviceToHost());
             counter("hicache_cache_moved_bytes", base.add("direction", "host_to_device"), s.bytesHostToDevice());
-            counter("hicache_cache_moved_bytes", base.add("direction", "host_to_store").add("store", store),
+            counter(
+                    "hicache_cache_moved_bytes",
+                    base.add("direction", "host_to_store").add("store", store),
                     s.bytesHostToStore());
-            counter("hicache_cache_moved_bytes", base.add("direction", "store_to_host").add("store", store),
+            counter(
+                    "hicache_cache_moved_bytes",
+                    base.add("direction", "store_to_host").add("store", store),
                     s.bytesStoreToHost());
             counters.computeIfAbsent("hicache_cache_failures", k -> new LinkedHashMap<>());
             s.failures().forEach((cause, n) -> counter("hicache_cache_failures", base.add("cause", cause), n));
@@ -181,13 +208,21 @@ final class CacheMetricsExport implements AutoCloseable {
             gauge("hicache_cache_tree_nodes", base, s.treeNodes());
             // Tokens moved: the stats count pages, or bytes of whole pages.
             long tokens = e.pageSizeTokens;
-            counter("hicache_cache_moved_tokens", base.add("action", "prefetched").add("store", store),
+            counter(
+                    "hicache_cache_moved_tokens",
+                    base.add("action", "prefetched").add("store", store),
                     s.prefetchedPages() * tokens);
-            counter("hicache_cache_moved_tokens", base.add("action", "uploaded").add("store", store),
+            counter(
+                    "hicache_cache_moved_tokens",
+                    base.add("action", "uploaded").add("store", store),
                     s.uploadedPages() * tokens);
-            counter("hicache_cache_moved_tokens", base.add("action", "loaded"),
+            counter(
+                    "hicache_cache_moved_tokens",
+                    base.add("action", "loaded"),
                     s.bytesHostToDevice() / e.pageBytes * tokens);
-            counter("hicache_cache_moved_tokens", base.add("action", "backed_up"),
+            counter(
+                    "hicache_cache_moved_tokens",
+                    base.add("action", "backed_up"),
                     s.bytesDeviceToHost() / e.pageBytes * tokens);
         }
 
@@ -203,14 +238,18 @@ final class CacheMetricsExport implements AutoCloseable {
             List<MetricSnapshot> out = new ArrayList<>();
             counters.forEach((name, points) -> {
                 CounterSnapshot.Builder b = CounterSnapshot.builder().name(name).help(HELP.get(name));
-                points.forEach((labels, v) -> b.dataPoint(
-                        CounterSnapshot.CounterDataPointSnapshot.builder().labels(labels).value(v).build()));
+                points.forEach((labels, v) -> b.dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder()
+                        .labels(labels)
+                        .value(v)
+                        .build()));
                 out.add(b.build());
             });
             gauges.forEach((name, points) -> {
                 GaugeSnapshot.Builder b = GaugeSnapshot.builder().name(name).help(HELP.get(name));
-                points.forEach((labels, v) -> b.dataPoint(
-                        GaugeSnapshot.GaugeDataPointSnapshot.builder().labels(labels).value(v).build()));
+                points.forEach((labels, v) -> b.dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder()
+                        .labels(labels)
+                        .value(v)
+                        .build()));
                 out.add(b.build());
             });
             return out;

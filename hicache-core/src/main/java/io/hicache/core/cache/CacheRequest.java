@@ -36,12 +36,15 @@ public final class CacheRequest implements AutoCloseable {
     private final String id;
     /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
     private final String extraKey;
+
     private int[] tokens;
     /** The longest tokens the request has stated (its prompt, or a longer commit): every commit must agree with them. */
     private int[] stated;
+
     private MatchResult match;
     /** The node whose path this request pins on the device; the root when none. */
     private TreeNode locked;
+
     private final Set<Integer> owned = new LinkedHashSet<>();
     private final List<KvCopy> loads = new ArrayList<>();
     Prefetcher.@Nullable Op prefetch;
@@ -54,6 +57,7 @@ public final class CacheRequest implements AutoCloseable {
     private int computedPages;
     /** The prefetch's story so far: see {@link RequestOutcome#prefetch()}. */
     PrefetchOutcome prefetchState = PrefetchOutcome.NONE;
+
     private long prefetchWaitNanos = -1;
 
     CacheRequest(CacheCore cache, String id, String extraKey, int[] tokens) {
@@ -77,8 +81,7 @@ public final class CacheRequest implements AutoCloseable {
         cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
         this.prefetch = cache.prefetcher.maybeStart(this, match);
         if (prefetch != null) {
-            prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, Optional.empty(), 0,
-                    prefetch.pages);
+            prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, Optional.empty(), 0, prefetch.pages);
         }
     }
 
@@ -88,7 +91,8 @@ public final class CacheRequest implements AutoCloseable {
      */
     void prefetchEnded(int kept, int asked, boolean revoked, boolean timedOut) {
         fetchedPages = kept;
-        PrefetchOutcome.State state = revoked ? PrefetchOutcome.State.REVOKED
+        PrefetchOutcome.State state = revoked
+                ? PrefetchOutcome.State.REVOKED
                 : timedOut ? PrefetchOutcome.State.TIMED_OUT : PrefetchOutcome.State.ENDED;
         prefetchState = new PrefetchOutcome(state, Optional.empty(), kept, asked);
     }
@@ -102,8 +106,12 @@ public final class CacheRequest implements AutoCloseable {
         try {
             int page = cache.config.pageSizeTokens();
             int fromStore = Math.min(fetchedPages, loadedPages);
-            return new RequestOutcome(deviceHitPages * page, (loadedPages - fromStore) * page, fromStore * page,
-                    computedPages * page, prefetchState,
+            return new RequestOutcome(
+                    deviceHitPages * page,
+                    (loadedPages - fromStore) * page,
+                    fromStore * page,
+                    computedPages * page,
+                    prefetchState,
                     Duration.ofNanos(prefetchWaitNanos < 0 ? 0 : prefetchWaitNanos));
         } finally {
             cache.lock.unlock();
@@ -213,8 +221,9 @@ public final class CacheRequest implements AutoCloseable {
                 TreeNode last = path.getLast();
                 int loaded = pages;
                 loadedPages += pages;
-                RankAgreement.Entry settling = cache.agreement.enabled() ? cache.agreement.add(
-                        RankAgreement.Lane.COPIES, 0, ok -> finishLoad(pending, last, ok, loaded)) : null;
+                RankAgreement.Entry settling = cache.agreement.enabled()
+                        ? cache.agreement.add(RankAgreement.Lane.COPIES, 0, ok -> finishLoad(pending, last, ok, loaded))
+                        : null;
                 long start = System.nanoTime();
                 copy.done().whenComplete((v, error) -> {
                     if (error == null) {
@@ -321,14 +330,21 @@ public final class CacheRequest implements AutoCloseable {
         try {
             checkOpen();
             int page = cache.config.pageSizeTokens();
-            Checks.requireArgument(pages.length == tokens.length / page, "%d pages for %d whole pages of tokens",
-                    pages.length, tokens.length / page);
+            Checks.requireArgument(
+                    pages.length == tokens.length / page,
+                    "%d pages for %d whole pages of tokens",
+                    pages.length,
+                    tokens.length / page);
             // Pages are cached under the tokens given: under any others they would be served to another prompt.
             int common = Math.min(tokens.length, stated.length);
             int differ = Arrays.mismatch(tokens, 0, common, stated, 0, common);
-            Checks.requireArgument(differ < 0, "token %s of the commit is %s where the request's prompt (or what it "
-                    + "committed before) has %s: a request commits its prompt (a chunk: a prefix of it) and what it "
-                    + "generated after it, never other tokens", differ, differ < 0 ? 0 : tokens[differ],
+            Checks.requireArgument(
+                    differ < 0,
+                    "token %s of the commit is %s where the request's prompt (or what it "
+                            + "committed before) has %s: a request commits its prompt (a chunk: a prefix of it) and what it "
+                            + "generated after it, never other tokens",
+                    differ,
+                    differ < 0 ? 0 : tokens[differ],
                     differ < 0 ? 0 : stated[differ]);
             cache.settle(); // for ranks that agree: what finished everywhere is applied before the tree changes
             int[] prefix = locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
@@ -337,17 +353,22 @@ public final class CacheRequest implements AutoCloseable {
             for (int i = 0; i < pages.length; i++) {
                 boolean prefixPage = i < prefix.length && prefix[i] == pages[i];
                 // a page neither allocated here nor the cached prefix's would end up with two owners
-                Checks.requireArgument(prefixPage || owned.contains(pages[i]),
+                Checks.requireArgument(
+                        prefixPage || owned.contains(pages[i]),
                         "page %s at position %s is neither one this request allocated nor its cached prefix's page "
                                 + "there (after a load-back that failed, the prefix is shorter: ask prefixPages() again)",
-                        pages[i], i);
+                        pages[i],
+                        i);
                 if (!prefixPage) {
                     fresh[freshCount++] = pages[i];
                 }
             }
             // Prefix pages are distinct tree pages at their own positions; the request's own may be listed twice.
             Checks.requireDistinct(fresh, freshCount, "page");
-            RadixTree.InsertResult r = cache.tree.insert(extraKey, tokens, pages,
+            RadixTree.InsertResult r = cache.tree.insert(
+                    extraKey,
+                    tokens,
+                    pages,
                     finished ? cache.config.writePolicy().hitThreshold() : 0);
             for (int p : pages) {
                 owned.remove(p);

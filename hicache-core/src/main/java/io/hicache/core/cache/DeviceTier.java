@@ -41,10 +41,12 @@ final class DeviceTier {
         var allocator = core.pageAllocator;
         if (count > allocator.capacity() - heldByCaller) {
             core.metrics.fail("allocate: PAGES_EXHAUSTED");
-            throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages, and this can never "
-                    + "fit: the device pool has " + allocator.capacity() + " pages in all"
-                    + (heldByCaller > 0 ? ", " + heldByCaller + " of them held by this request itself" : "")
-                    + ". Do not retry: split the work into smaller chunks, or give the device pool more pages");
+            throw new HiCacheException(
+                    ErrorCode.PAGES_EXHAUSTED,
+                    "no " + count + " device pages, and this can never "
+                            + "fit: the device pool has " + allocator.capacity() + " pages in all"
+                            + (heldByCaller > 0 ? ", " + heldByCaller + " of them held by this request itself" : "")
+                            + ". Do not retry: split the work into smaller chunks, or give the device pool more pages");
         }
         int[] pages = allocator.tryAllocate(count);
         Deadline wait = null;
@@ -65,14 +67,21 @@ final class DeviceTier {
             }
             if (over || !copiesInFlight()) {
                 core.metrics.fail("allocate: PAGES_EXHAUSTED");
-                throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, "no " + count + " device pages: "
-                        + allocator.available() + " free, " + core.tree.evictableDevicePages() + " evictable of "
-                        + core.tree.devicePages() + " cached; the rest are pinned by open requests"
-                        + (copiesInFlight() ? " or by copies still running after "
-                                + core.config.allocateWait().toMillis() + " ms (hicache-allocate-wait)" : "")
-                        + (core.host == null ? "; device only" : "; host: " + core.host().freeSlots() + " of "
-                                + core.host().capacity() + " slots free")
-                        + ". Temporary: retry once requests commit or close, or give the device pool more pages");
+                throw new HiCacheException(
+                        ErrorCode.PAGES_EXHAUSTED,
+                        "no " + count + " device pages: "
+                                + allocator.available() + " free, " + core.tree.evictableDevicePages()
+                                + " evictable of "
+                                + core.tree.devicePages() + " cached; the rest are pinned by open requests"
+                                + (copiesInFlight()
+                                        ? " or by copies still running after "
+                                                + core.config.allocateWait().toMillis() + " ms (hicache-allocate-wait)"
+                                        : "")
+                                + (core.host == null
+                                        ? "; device only"
+                                        : "; host: " + core.host().freeSlots() + " of "
+                                                + core.host().capacity() + " slots free")
+                                + ". Temporary: retry once requests commit or close, or give the device pool more pages");
             }
             LockSupport.parkNanos(200_000); // a copy finishing frees or unlocks pages
         }
@@ -100,8 +109,10 @@ final class DeviceTier {
         int wanted = allocator.available() + pages;
         Set<TreeNode> tried = Collections.newSetFromMap(new IdentityHashMap<>());
         while (allocator.available() < wanted) {
-            RadixTree.DeviceEviction e = core.tree.evictDevice(wanted - allocator.available(),
-                    core.host != null && core.config.writePolicy() == WritePolicy.WRITE_BACK, tried);
+            RadixTree.DeviceEviction e = core.tree.evictDevice(
+                    wanted - allocator.available(),
+                    core.host != null && core.config.writePolicy() == WritePolicy.WRITE_BACK,
+                    tried);
             applyEviction(e);
             if (e.needBackup().isEmpty()) {
                 return; // nothing else can go now

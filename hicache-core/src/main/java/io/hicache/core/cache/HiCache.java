@@ -64,8 +64,11 @@ public final class HiCache implements AutoCloseable {
         Checks.checkNotNull(id, "id");
         Checks.checkNotNull(extraKey, "extraKey");
         Checks.checkNotNull(promptTokens, "promptTokens");
-        Checks.requireArgument(extraKey.length() <= Namespace.MAX_TEXT_LENGTH, "extraKey is %d characters, over %d",
-                extraKey.length(), Namespace.MAX_TEXT_LENGTH);
+        Checks.requireArgument(
+                extraKey.length() <= Namespace.MAX_TEXT_LENGTH,
+                "extraKey is %d characters, over %d",
+                extraKey.length(),
+                Namespace.MAX_TEXT_LENGTH);
         return core.request(id, extraKey, promptTokens);
     }
 
@@ -93,9 +96,8 @@ public final class HiCache implements AutoCloseable {
      * @param hostPages            slots in the host pool (0 in device-only mode)
      * @param hostFreePages        of those, free now (host eviction frees more, down to its low-water mark)
      */
-    public record Room(int devicePages, int deviceFreePages, long deviceEvictablePages, int hostPages,
-            int hostFreePages) {
-    }
+    public record Room(
+            int devicePages, int deviceFreePages, long deviceEvictablePages, int hostPages, int hostFreePages) {}
 
     /** The capacity and the free room of the device and host tiers, now. */
     public Room room() {

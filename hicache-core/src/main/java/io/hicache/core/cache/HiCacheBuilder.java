@@ -42,8 +42,7 @@ public final class HiCacheBuilder {
     private @Nullable RankGroup prefetchRankGroup;
     private boolean opened;
 
-    HiCacheBuilder() {
-    }
+    HiCacheBuilder() {}
 
     /** The cache's settings (SGLang's names: page size, write policy, host sizing, storage backend...). Required. */
     public HiCacheBuilder config(HiCacheConfig value) {
@@ -181,8 +180,16 @@ public final class HiCacheBuilder {
             Checks.requireState(geometry != null, "geometry is not set");
             Checks.requireState(devicePages > 0, "devicePages is not set");
             Checks.requireState(runtime != null, "runtime is not set");
-            return new HiCache(CacheCore.open(config, namespace, geometry, new CacheCore.DeviceSetup(devicePages,
-                    deviceAddress, deviceBytes, pageAllocator), runtime, store, metrics, kvEventPublisher, rankGroup,
+            return new HiCache(CacheCore.open(
+                    config,
+                    namespace,
+                    geometry,
+                    new CacheCore.DeviceSetup(devicePages, deviceAddress, deviceBytes, pageAllocator),
+                    runtime,
+                    store,
+                    metrics,
+                    kvEventPublisher,
+                    rankGroup,
                     prefetchRankGroup));
         } catch (RuntimeException e) {
             if (store != null) {

@@ -22,57 +22,96 @@ import java.util.Optional;
  * <p>Immutable and thread-safe.
  */
 public final class HiCacheConfig {
-    public static final Setting<Integer> PAGE_SIZE = Setting.integer("page-size", 1, 1, 1 << 16,
+    public static final Setting<Integer> PAGE_SIZE = Setting.integer(
+            "page-size",
+            1,
+            1,
+            1 << 16,
             "tokens per page; SGLang's default is 1, and 64 is what it recommends with a page store");
-    public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice("hicache-write-policy", WritePolicy.class,
-            WritePolicy::configName, WritePolicy.WRITE_THROUGH,
+    public static final Setting<WritePolicy> WRITE_POLICY = Setting.choice(
+            "hicache-write-policy",
+            WritePolicy.class,
+            WritePolicy::configName,
+            WritePolicy.WRITE_THROUGH,
             "write_through (back up on the first hit), write_through_selective (on the second) or write_back (on eviction)");
-    public static final Setting<PrefetchPolicy> PREFETCH_POLICY = Setting.choice("hicache-storage-prefetch-policy",
-            PrefetchPolicy.class, PrefetchPolicy::configName, PrefetchPolicy.BEST_EFFORT,
+    public static final Setting<PrefetchPolicy> PREFETCH_POLICY = Setting.choice(
+            "hicache-storage-prefetch-policy",
+            PrefetchPolicy.class,
+            PrefetchPolicy::configName,
+            PrefetchPolicy.BEST_EFFORT,
             "when a prefetch stops: best_effort, wait_complete or timeout");
     public static final Setting<String> EVICTION = Setting.string("radix-eviction-policy", "lru", "lru or lfu");
-    public static final Setting<Integer> PREFETCH_THRESHOLD = Setting.integer("prefetch-threshold", 256, 1, Integer.MAX_VALUE,
-            "the fewest tokens worth prefetching from the page store");
-    public static final Setting<Duration> PREFETCH_TIMEOUT_BASE = Setting.duration("prefetch-timeout-base", "1s",
-            "the timeout policy's fixed part");
-    public static final Setting<Duration> PREFETCH_TIMEOUT_PER_KI_TOKEN = Setting.duration("prefetch-timeout-per-ki-token",
-            "250ms", "the timeout policy's part per 1024 tokens");
-    public static final Setting<Integer> LOAD_BACK_THRESHOLD = Setting.integer("load-back-threshold", 10, 0,
-            Integer.MAX_VALUE, "the fewest host tokens worth loading back to the device");
-    public static final Setting<String> STORAGE_BACKEND = Setting.string("hicache-storage-backend", "",
-            "the page store (L3) by name: file, rocksdb, s3, ...; empty for none");
-    public static final Setting<Integer> STORAGE_BATCH = Setting.integer("hicache-storage-batch-pages", 128, 1, 65536,
-            "pages per page store call");
-    public static final Setting<Duration> STORAGE_TIMEOUT = Setting.duration("hicache-storage-timeout", "10s",
-            "the deadline of one page store call");
-    public static final Setting<Double> RECOMPUTE_SPEED = Setting.decimal("hicache-recompute-tokens-per-second", 0, 0,
-            1e12, "the engine's prefill speed; a prefetch expected to take longer than recomputing is skipped (0: off)");
-    public static final Setting<Double> HOST_HIGH_WATER = Setting.decimal("hicache-host-high-water", 0.95, 0.1, 1.0,
-            "host pool occupancy at which background host eviction starts");
-    public static final Setting<Double> HOST_LOW_WATER = Setting.decimal("hicache-host-low-water", 0.85, 0.05, 1.0,
-            "host pool occupancy where background host eviction stops");
-    public static final Setting<Integer> QUEUE_CAPACITY = Setting.integer("hicache-queue-capacity", 4096, 16, 1 << 20,
+    public static final Setting<Integer> PREFETCH_THRESHOLD = Setting.integer(
+            "prefetch-threshold", 256, 1, Integer.MAX_VALUE, "the fewest tokens worth prefetching from the page store");
+    public static final Setting<Duration> PREFETCH_TIMEOUT_BASE =
+            Setting.duration("prefetch-timeout-base", "1s", "the timeout policy's fixed part");
+    public static final Setting<Duration> PREFETCH_TIMEOUT_PER_KI_TOKEN =
+            Setting.duration("prefetch-timeout-per-ki-token", "250ms", "the timeout policy's part per 1024 tokens");
+    public static final Setting<Integer> LOAD_BACK_THRESHOLD = Setting.integer(
+            "load-back-threshold", 10, 0, Integer.MAX_VALUE, "the fewest host tokens worth loading back to the device");
+    public static final Setting<String> STORAGE_BACKEND = Setting.string(
+            "hicache-storage-backend", "", "the page store (L3) by name: file, rocksdb, s3, ...; empty for none");
+    public static final Setting<Integer> STORAGE_BATCH =
+            Setting.integer("hicache-storage-batch-pages", 128, 1, 65536, "pages per page store call");
+    public static final Setting<Duration> STORAGE_TIMEOUT =
+            Setting.duration("hicache-storage-timeout", "10s", "the deadline of one page store call");
+    public static final Setting<Double> RECOMPUTE_SPEED = Setting.decimal(
+            "hicache-recompute-tokens-per-second",
+            0,
+            0,
+            1e12,
+            "the engine's prefill speed; a prefetch expected to take longer than recomputing is skipped (0: off)");
+    public static final Setting<Double> HOST_HIGH_WATER = Setting.decimal(
+            "hicache-host-high-water", 0.95, 0.1, 1.0, "host pool occupancy at which background host eviction starts");
+    public static final Setting<Double> HOST_LOW_WATER = Setting.decimal(
+            "hicache-host-low-water", 0.85, 0.05, 1.0, "host pool occupancy where background host eviction stops");
+    public static final Setting<Integer> QUEUE_CAPACITY = Setting.integer(
+            "hicache-queue-capacity",
+            4096,
+            16,
+            1 << 20,
             "entries each background loop's queue holds before new work is skipped (and counted)");
-    public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes("hicache-upload-queue-bytes", "1GiB",
+    public static final Setting<Long> UPLOAD_QUEUE_BYTES = Setting.bytes(
+            "hicache-upload-queue-bytes",
+            "1GiB",
             "page bytes waiting for upload to the page store at most; uploads beyond it are skipped and counted");
-    public static final Setting<Integer> UPLOAD_THREADS = Setting.integer("hicache-upload-threads", 4, 1, 64,
+    public static final Setting<Integer> UPLOAD_THREADS = Setting.integer(
+            "hicache-upload-threads",
+            4,
+            1,
+            64,
             "upload batches written to the page store at once (threads of the loop hicache-upload); a store whose "
                     + "calls wait on latency rather than CPU keeps up better with more");
-    public static final Setting<Integer> MLA_UPLOAD_RANK = Setting.integer("hicache-mla-upload-rank", 0, 0, 1 << 16,
+    public static final Setting<Integer> MLA_UPLOAD_RANK = Setting.integer(
+            "hicache-mla-upload-rank",
+            0,
+            0,
+            1 << 16,
             "for MLA models, whose KV pages are the same on every tensor-parallel rank: the rank that uploads them to "
                     + "the page store (the others only read); their keys carry no rank");
-    public static final Setting<Tiers> TIERS = Setting.choice("hicache-tiers", Tiers.class, Tiers::configName, Tiers.ALL,
+    public static final Setting<Tiers> TIERS = Setting.choice(
+            "hicache-tiers",
+            Tiers.class,
+            Tiers::configName,
+            Tiers.ALL,
             "all (device, host and the page store if one is set) or device-only (the radix tree on the device pool "
                     + "alone: no host pool, no page store)");
-    public static final Setting<Duration> CLOSE_TIMEOUT = Setting.duration("hicache-close-timeout", "10s",
+    public static final Setting<Duration> CLOSE_TIMEOUT = Setting.duration(
+            "hicache-close-timeout",
+            "10s",
             "how long closing the cache lets queued background work (uploads, prefetches, copies) run, in all");
-    public static final Setting<Duration> RANK_TIMEOUT = Setting.duration("hicache-rank-timeout", "60s",
+    public static final Setting<Duration> RANK_TIMEOUT = Setting.duration(
+            "hicache-rank-timeout",
+            "60s",
             "with a rank group (tensor-parallel ranks): how long a rank waits for the others at one of the collectives "
                     + "that keep their caches the same before the call fails with RANK_GROUP_FAILED");
-    public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration("hicache-allocate-wait", "500ms",
+    public static final Setting<Duration> ALLOCATE_WAIT = Setting.duration(
+            "hicache-allocate-wait",
+            "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
-    public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting("kv-events-config",
+    public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting(
+            "kv-events-config",
             "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the cache "
                     + "publishes what it stores and evicts, for cache-aware routers (docs/kv-events.md); empty: off");
 
@@ -80,11 +119,29 @@ public final class HiCacheConfig {
     public static final List<Setting<?>> SETTINGS;
 
     static {
-        List<Setting<?>> all = new ArrayList<>(List.of(PAGE_SIZE, WRITE_POLICY, PREFETCH_POLICY, EVICTION,
-                PREFETCH_THRESHOLD, PREFETCH_TIMEOUT_BASE, PREFETCH_TIMEOUT_PER_KI_TOKEN, LOAD_BACK_THRESHOLD,
-                STORAGE_BACKEND, STORAGE_BATCH, STORAGE_TIMEOUT, RECOMPUTE_SPEED, HOST_HIGH_WATER, HOST_LOW_WATER,
-                QUEUE_CAPACITY, ALLOCATE_WAIT, UPLOAD_QUEUE_BYTES, UPLOAD_THREADS, MLA_UPLOAD_RANK, CLOSE_TIMEOUT,
-                RANK_TIMEOUT, TIERS,
+        List<Setting<?>> all = new ArrayList<>(List.of(
+                PAGE_SIZE,
+                WRITE_POLICY,
+                PREFETCH_POLICY,
+                EVICTION,
+                PREFETCH_THRESHOLD,
+                PREFETCH_TIMEOUT_BASE,
+                PREFETCH_TIMEOUT_PER_KI_TOKEN,
+                LOAD_BACK_THRESHOLD,
+                STORAGE_BACKEND,
+                STORAGE_BATCH,
+                STORAGE_TIMEOUT,
+                RECOMPUTE_SPEED,
+                HOST_HIGH_WATER,
+                HOST_LOW_WATER,
+                QUEUE_CAPACITY,
+                ALLOCATE_WAIT,
+                UPLOAD_QUEUE_BYTES,
+                UPLOAD_THREADS,
+                MLA_UPLOAD_RANK,
+                CLOSE_TIMEOUT,
+                RANK_TIMEOUT,
+                TIERS,
                 KV_EVENTS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
@@ -116,19 +173,49 @@ public final class HiCacheConfig {
     private final KvEventsConfig kvEvents;
     private final Settings settings;
 
-    private HiCacheConfig(int pageSizeTokens, WritePolicy writePolicy, PrefetchPolicy prefetchPolicy, EvictionPolicy eviction, int prefetchThresholdTokens, Duration prefetchTimeoutBase, Duration prefetchTimeoutPerKiToken, int loadBackThresholdTokens, Optional<String> storageBackend, int storageBatchPages, Duration storageTimeout, double recomputeTokensPerSecond, double hostHighWater, double hostLowWater, int queueCapacity, Duration allocateWait, long uploadQueueBytes, int uploadThreads, int mlaUploadRank, Duration closeTimeout, Duration rankTimeout, Tiers tiers, HostPoolConfig host, KvEventsConfig kvEvents, Settings settings) {
+    private HiCacheConfig(
+            int pageSizeTokens,
+            WritePolicy writePolicy,
+            PrefetchPolicy prefetchPolicy,
+            EvictionPolicy eviction,
+            int prefetchThresholdTokens,
+            Duration prefetchTimeoutBase,
+            Duration prefetchTimeoutPerKiToken,
+            int loadBackThresholdTokens,
+            Optional<String> storageBackend,
+            int storageBatchPages,
+            Duration storageTimeout,
+            double recomputeTokensPerSecond,
+            double hostHighWater,
+            double hostLowWater,
+            int queueCapacity,
+            Duration allocateWait,
+            long uploadQueueBytes,
+            int uploadThreads,
+            int mlaUploadRank,
+            Duration closeTimeout,
+            Duration rankTimeout,
+            Tiers tiers,
+            HostPoolConfig host,
+            KvEventsConfig kvEvents,
+            Settings settings) {
         Checks.checkPositive(pageSizeTokens, "pageSizeTokens");
         Checks.checkNotNull(writePolicy, "writePolicy");
         Checks.checkNotNull(prefetchPolicy, "prefetchPolicy");
         Checks.checkNotNull(eviction, "eviction");
-        Checks.requireArgument(hostLowWater < hostHighWater, "hicache-host-low-water (%s) must be below the high water (%s)",
-                hostLowWater, hostHighWater);
+        Checks.requireArgument(
+                hostLowWater < hostHighWater,
+                "hicache-host-low-water (%s) must be below the high water (%s)",
+                hostLowWater,
+                hostHighWater);
         Checks.checkNotNull(storageBackend, "storageBackend");
         Checks.checkNotNull(tiers, "tiers");
         Checks.requireArgument(rankTimeout.isPositive(), "hicache-rank-timeout must be positive, was %s", rankTimeout);
         Checks.checkPositive(uploadThreads, "uploadThreads");
-        Checks.requireArgument(tiers == Tiers.ALL || storageBackend.isEmpty(),
-                "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s", storageBackend);
+        Checks.requireArgument(
+                tiers == Tiers.ALL || storageBackend.isEmpty(),
+                "hicache-tiers device-only runs no page store, yet hicache-storage-backend is %s",
+                storageBackend);
         Checks.checkNotNull(host, "host");
         Checks.checkNotNull(kvEvents, "kvEvents");
         Checks.checkNotNull(settings, "settings");
@@ -167,14 +254,32 @@ public final class HiCacheConfig {
     public static HiCacheConfig from(Settings settings) {
         return settings.read(s -> {
             String backend = s.get(STORAGE_BACKEND).trim();
-            return new HiCacheConfig(s.get(PAGE_SIZE), s.get(WRITE_POLICY), s.get(PREFETCH_POLICY),
-                    EvictionPolicy.named(s.get(EVICTION)), s.get(PREFETCH_THRESHOLD), s.get(PREFETCH_TIMEOUT_BASE),
-                    s.get(PREFETCH_TIMEOUT_PER_KI_TOKEN), s.get(LOAD_BACK_THRESHOLD),
-                    backend.isEmpty() ? Optional.empty() : Optional.of(backend), s.get(STORAGE_BATCH),
-                    s.get(STORAGE_TIMEOUT), s.get(RECOMPUTE_SPEED), s.get(HOST_HIGH_WATER), s.get(HOST_LOW_WATER),
-                    s.get(QUEUE_CAPACITY), s.get(ALLOCATE_WAIT), s.get(UPLOAD_QUEUE_BYTES), s.get(UPLOAD_THREADS),
-                    s.get(MLA_UPLOAD_RANK), s.get(CLOSE_TIMEOUT), s.get(RANK_TIMEOUT), s.get(TIERS),
-                    HostPoolConfig.from(s), s.get(KV_EVENTS), s);
+            return new HiCacheConfig(
+                    s.get(PAGE_SIZE),
+                    s.get(WRITE_POLICY),
+                    s.get(PREFETCH_POLICY),
+                    EvictionPolicy.named(s.get(EVICTION)),
+                    s.get(PREFETCH_THRESHOLD),
+                    s.get(PREFETCH_TIMEOUT_BASE),
+                    s.get(PREFETCH_TIMEOUT_PER_KI_TOKEN),
+                    s.get(LOAD_BACK_THRESHOLD),
+                    backend.isEmpty() ? Optional.empty() : Optional.of(backend),
+                    s.get(STORAGE_BATCH),
+                    s.get(STORAGE_TIMEOUT),
+                    s.get(RECOMPUTE_SPEED),
+                    s.get(HOST_HIGH_WATER),
+                    s.get(HOST_LOW_WATER),
+                    s.get(QUEUE_CAPACITY),
+                    s.get(ALLOCATE_WAIT),
+                    s.get(UPLOAD_QUEUE_BYTES),
+                    s.get(UPLOAD_THREADS),
+                    s.get(MLA_UPLOAD_RANK),
+                    s.get(CLOSE_TIMEOUT),
+                    s.get(RANK_TIMEOUT),
+                    s.get(TIERS),
+                    HostPoolConfig.from(s),
+                    s.get(KV_EVENTS),
+                    s);
         });
     }
 
@@ -191,8 +296,7 @@ public final class HiCacheConfig {
     public static final class Builder {
         private Settings settings = Settings.empty();
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /** Starts over from {@code base} (a file, the environment and flags read into settings). */
         public Builder settings(Settings base) {

@@ -31,6 +31,7 @@ final class Loop<T> implements AutoCloseable {
     private final int capacity;
     /** Unbounded: {@link #offer} keeps new work to {@link #capacity}, {@link #resume} may go past it. */
     private final BlockingQueue<T> queue = new LinkedBlockingQueue<>();
+
     private final Consumer<T> work;
     private final CacheMetrics metrics;
     private final List<Thread> threads;
@@ -41,6 +42,7 @@ final class Loop<T> implements AutoCloseable {
      * the two would wait for each other (the caller for the item's effect, the thread for the guard).
      */
     private final AtomicReference<T> inHand = new AtomicReference<>();
+
     private volatile boolean closed;
     /** Set when closing has waited long enough: the threads take no more work. */
     private volatile boolean stopped;
@@ -58,8 +60,7 @@ final class Loop<T> implements AutoCloseable {
      * A loop of {@code threadCount} threads ({@code hicache-NAME-0}, ...; one is {@code hicache-NAME}) taking work
      * from one queue, for work that waits more than it computes. A guarded loop has one thread.
      */
-    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, @Nullable Lock guard,
-            int threadCount) {
+    Loop(String name, int capacity, Consumer<T> work, CacheMetrics metrics, @Nullable Lock guard, int threadCount) {
         Checks.checkPositive(threadCount, "threadCount");
         Checks.requireArgument(guard == null || threadCount == 1, "a guarded loop has one thread");
         this.name = name;
@@ -206,12 +207,15 @@ final class Loop<T> implements AutoCloseable {
         for (Thread thread : threads) {
             thread.interrupt();
         }
-        joinUntil(Math.max(end, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50))); // an interrupted thread ends soon
+        joinUntil(Math.max(
+                end, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50))); // an interrupted thread ends soon
 
         for (Thread thread : threads) {
             if (thread.isAlive()) {
-                LOG.log(Level.WARNING, thread.getName() + " is still running after " + waitMillis + " ms of closing: "
-                        + "its current task does not answer interrupts");
+                LOG.log(
+                        Level.WARNING,
+                        thread.getName() + " is still running after " + waitMillis + " ms of closing: "
+                                + "its current task does not answer interrupts");
             }
         }
     }

@@ -102,6 +102,7 @@ final class Prefetcher implements AutoCloseable {
         final List<CacheRequest> requests = new ArrayList<>();
         /** The prompt as it was when the prefetch started (a commit may replace the request's). */
         final int[] tokens;
+
         final TreeNode anchor;
         final @Nullable PageHash anchorHash;
         final int fromToken;
@@ -111,15 +112,20 @@ final class Prefetcher implements AutoCloseable {
         /** Started as a trial of a store that was not answering: its calls go ahead regardless. */
         final boolean trial;
         // monitor fields
-        @Nullable PageHashes hashes;
+        @Nullable
+        PageHashes hashes;
+
         int limit;
         int landed;
         /** The batch whose get is in flight, or null. */
-        @Nullable Fetch inFlight;
+        @Nullable
+        Fetch inFlight;
         /** The deadline of the store call in flight (query or get), cancelled when the operation ends. */
-        @Nullable Deadline callDeadline;
+        @Nullable
+        Deadline callDeadline;
         /** The query's count, once it answered (ranks that agree reduce counts in the order queries started). */
         int queryHits = -1;
+
         boolean queried;
         boolean ioDone;
         boolean revoked;
@@ -157,8 +163,7 @@ final class Prefetcher implements AutoCloseable {
         List<MemorySegment> targets = List.of();
         boolean writesDropped;
 
-        Fetch(Op op, int from, int to, int begun, @Nullable PageStore store, @Nullable Arena staging,
-                long startNanos) {
+        Fetch(Op op, int from, int to, int begun, @Nullable PageStore store, @Nullable Arena staging, long startNanos) {
             this.op = op;
             this.from = from;
             this.to = to;
@@ -175,7 +180,8 @@ final class Prefetcher implements AutoCloseable {
     }
 
     /** Starts a prefetch for {@code r} past {@code m}, if it is worth one; call with the cache's lock held. */
-    @Nullable Op maybeStart(CacheRequest r, MatchResult m) {
+    @Nullable
+    Op maybeStart(CacheRequest r, MatchResult m) {
         if (!cache.stores.attached()) {
             return null;
         }
@@ -216,8 +222,13 @@ final class Prefetcher implements AutoCloseable {
         TimedPageStore.Admission admission = cache.admitStoreWork(TimedPageStore.Kind.QUERY, TimedPageStore.Kind.GET);
         boolean answering = admission != TimedPageStore.Admission.NO;
         if (!cache.agreement.allAgree(RankAgreement.Site.PREFETCH_START, !slower && room && answering)) {
-            skip(r, !answering ? PrefetchSkip.STORE_UNRESPONSIVE : slower ? PrefetchSkip.SLOWER_THAN_RECOMPUTE
-                    : room ? PrefetchSkip.ANOTHER_RANK_DECLINED : PrefetchSkip.QUEUE_FULL);
+            skip(
+                    r,
+                    !answering
+                            ? PrefetchSkip.STORE_UNRESPONSIVE
+                            : slower
+                                    ? PrefetchSkip.SLOWER_THAN_RECOMPUTE
+                                    : room ? PrefetchSkip.ANOTHER_RANK_DECLINED : PrefetchSkip.QUEUE_FULL);
             return null;
         }
         int[] slots = cache.hostTier.reserve(pages);
@@ -228,7 +239,8 @@ final class Prefetcher implements AutoCloseable {
         if (!anchor.isRoot()) {
             cache.tree.protectHost(anchor);
         }
-        Op op = new Op(r, anchor, m.matchedPages() * pageSize, pages, slots, admission == TimedPageStore.Admission.TRIAL);
+        Op op = new Op(
+                r, anchor, m.matchedPages() * pageSize, pages, slots, admission == TimedPageStore.Admission.TRIAL);
         heldPages.addAndGet(pages);
         active.incrementAndGet();
         busy.incrementAndGet();
@@ -258,7 +270,9 @@ final class Prefetcher implements AutoCloseable {
                     continue;
                 }
             }
-            if (op.fromToken == from && op.pages >= pages && op.tokens.length >= to
+            if (op.fromToken == from
+                    && op.pages >= pages
+                    && op.tokens.length >= to
                     && Arrays.equals(op.tokens, from, to, tokens, from, to)) {
                 return op;
             }
@@ -292,7 +306,8 @@ final class Prefetcher implements AutoCloseable {
         int pageSize = cache.config.pageSizeTokens();
         PageHasher h = new PageHasher(pageSize);
         int to = op.fromToken + op.pages * pageSize;
-        PageHashes hashes = op.anchorHash == null ? h.hashPages(op.tokens, op.fromToken, to)
+        PageHashes hashes = op.anchorHash == null
+                ? h.hashPages(op.tokens, op.fromToken, to)
                 : h.hashPages(op.tokens, op.fromToken, to, op.anchorHash);
         if (cache.agreement.enabled()) {
             pendingQueries.add(op);
@@ -328,18 +343,22 @@ final class Prefetcher implements AutoCloseable {
             ask = CompletableFuture.failedFuture(e);
         }
         busy.incrementAndGet(); // the call, until it answers or is given up
-        ask.copy().orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS).whenComplete((n, e) -> {
-            busy.decrementAndGet();
-            if (e != null) {
-                cache.metrics.fail("prefetch: hit query " + (timedOut(e) ? "given up past its deadline"
-                        : unwrap(e).getClass().getSimpleName()));
-                answered(op, store, hashes, hits); // what was counted before the failure still stands
-            } else if (n < keys.size()) {
-                answered(op, store, hashes, hits + n);
-            } else {
-                ask(op, store, hashes, from + keys.size(), hits + n);
-            }
-        });
+        ask.copy()
+                .orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS)
+                .whenComplete((n, e) -> {
+                    busy.decrementAndGet();
+                    if (e != null) {
+                        cache.metrics.fail("prefetch: hit query "
+                                + (timedOut(e)
+                                        ? "given up past its deadline"
+                                        : unwrap(e).getClass().getSimpleName()));
+                        answered(op, store, hashes, hits); // what was counted before the failure still stands
+                    } else if (n < keys.size()) {
+                        answered(op, store, hashes, hits + n);
+                    } else {
+                        ask(op, store, hashes, from + keys.size(), hits + n);
+                    }
+                });
     }
 
     /** The query has its count: the rest is done on the query loop. */
@@ -484,8 +503,10 @@ final class Prefetcher implements AutoCloseable {
         try {
             for (int i = 0; i < f.begun; i++) {
                 Arena staging = f.staging;
-                targets.add(staging == null ? cache.host().slab().page(op.slots[f.from + i])
-                        : staging.allocate(cache.format.pageBytes(), 64));
+                targets.add(
+                        staging == null
+                                ? cache.host().slab().page(op.slots[f.from + i])
+                                : staging.allocate(cache.format.pageBytes(), 64));
             }
             if (f.begun > 0 && keys != null && store != null) {
                 get = store.get(PageBatch.of(keys.subList(0, f.begun), targets), deadline);
@@ -500,22 +521,25 @@ final class Prefetcher implements AutoCloseable {
         }
         CompletableFuture<BatchResult> answer = get;
         busy.incrementAndGet(); // the call, until it answers or is given up
-        get.copy().orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS).whenComplete((r, e) -> {
-            busy.decrementAndGet();
-            if (e != null && timedOut(e)) {
-                // Given up: the request may go on, but the store may still write into the batch's memory, which
-                // stays reserved until it answers.
-                cache.metrics.fail("prefetch: get given up past its deadline");
-                if (resume(io, () -> givenUp(f))) {
-                    answer.whenComplete((late, error) -> resume(io, () -> batchEnded(f, 0, true)));
-                }
-                return;
-            }
-            if (e != null) {
-                cache.metrics.fail("prefetch: get " + unwrap(e).getClass().getSimpleName());
-            }
-            resume(io, () -> batchEnded(f, e == null ? leadingOk(r, f.begun) : 0, false));
-        });
+        get.copy()
+                .orTimeout(givenUpAfterMillis(deadline), TimeUnit.MILLISECONDS)
+                .whenComplete((r, e) -> {
+                    busy.decrementAndGet();
+                    if (e != null && timedOut(e)) {
+                        // Given up: the request may go on, but the store may still write into the batch's memory, which
+                        // stays reserved until it answers.
+                        cache.metrics.fail("prefetch: get given up past its deadline");
+                        if (resume(io, () -> givenUp(f))) {
+                            answer.whenComplete((late, error) -> resume(io, () -> batchEnded(f, 0, true)));
+                        }
+                        return;
+                    }
+                    if (e != null) {
+                        cache.metrics.fail(
+                                "prefetch: get " + unwrap(e).getClass().getSimpleName());
+                    }
+                    resume(io, () -> batchEnded(f, e == null ? leadingOk(r, f.begun) : 0, false));
+                });
     }
 
     /** On the I/O loop: {@code f}'s get was given up; its writes are dropped and its lane goes on. */
@@ -678,9 +702,12 @@ final class Prefetcher implements AutoCloseable {
             hashes = op.hashes;
             if (agreeing) {
                 // Ranks that agree free every slot past what landed (the query kept them) at once, at a settle, once
-                // the batch in flight here (if any) is done: every rank then has the same free host slots at every call.
+                // the batch in flight here (if any) is done: every rank then has the same free host slots at every
+                // call.
                 int[] all = Arrays.copyOfRange(op.slots, landed, op.pages);
-                op.inFlightRelease = cache.agreement.add(RankAgreement.Lane.RELEASES, all.length,
+                op.inFlightRelease = cache.agreement.add(
+                        RankAgreement.Lane.RELEASES,
+                        all.length,
                         ok -> cache.host().release(all));
                 if (op.inFlight == null) {
                     op.inFlightRelease.done(true);
@@ -703,8 +730,13 @@ final class Prefetcher implements AutoCloseable {
         cache.host().release(release);
         int kept = 0;
         if (landed > 0) {
-            RadixTree.HostInsert inserted = cache.tree.insertHost(op.anchor, op.tokens, op.fromToken, landed,
-                    Arrays.copyOf(op.slots, landed), Checks.checkNotNull(hashes, "a fetch's hashes").slice(0, landed));
+            RadixTree.HostInsert inserted = cache.tree.insertHost(
+                    op.anchor,
+                    op.tokens,
+                    op.fromToken,
+                    landed,
+                    Arrays.copyOf(op.slots, landed),
+                    Checks.checkNotNull(hashes, "a fetch's hashes").slice(0, landed));
             int[] unused = inserted.unusedSlots();
             cache.host().release(unused);
             kept = landed - unused.length;
@@ -716,8 +748,12 @@ final class Prefetcher implements AutoCloseable {
         }
         // Every ending is counted once, by how it ended. A revoke is one rank's view; what landed is all ranks'.
         boolean revokedHere = revoked && !agreeing;
-        (revokedHere ? cache.metrics.prefetchesRevoked : kept > 0 ? cache.metrics.prefetchesCompleted
-                : timedOut ? cache.metrics.prefetchesTimedOut : cache.metrics.prefetchesEmpty).increment();
+        (revokedHere
+                        ? cache.metrics.prefetchesRevoked
+                        : kept > 0
+                                ? cache.metrics.prefetchesCompleted
+                                : timedOut ? cache.metrics.prefetchesTimedOut : cache.metrics.prefetchesEmpty)
+                .increment();
         for (CacheRequest r : op.requests) {
             r.prefetchEnded(kept, op.pages, revokedHere, timedOut);
         }

@@ -34,7 +34,13 @@ final class RankAgreement {
 
     /** The points of the code that call a collective: every rank must call the same ones in the same order. */
     enum Site {
-        SETTLE, BACKUP_CLAIM, PREFETCH_START, PREFETCH_END, LEFTOVERS_ANY, LEFTOVERS_ADOPTED, QUERY_HITS
+        SETTLE,
+        BACKUP_CLAIM,
+        PREFETCH_START,
+        PREFETCH_END,
+        LEFTOVERS_ANY,
+        LEFTOVERS_ADOPTED,
+        QUERY_HITS
     }
 
     /** Copies whose outcome one settle carries at most: more finished ones wait for the next. */
@@ -59,6 +65,7 @@ final class RankAgreement {
         private final Consumer<Boolean> apply;
         /** Host slots it holds until applied (a release), for the consistency check. */
         final int hostSlots;
+
         private volatile int state = RUNNING;
 
         private Entry(Consumer<Boolean> apply, int hostSlots) {
@@ -79,6 +86,7 @@ final class RankAgreement {
     private final @Nullable RankGroup group;
     /** A second group of the same ranks for the prefetch query thread (SGLang's gloo group), or null. */
     private final @Nullable RankGroup queryGroup;
+
     private final Duration timeout;
     private final List<ArrayDeque<Entry>> lanes = new ArrayList<>();
     /** Closing: settle applies what finished here, without asking the others (who may be gone). */
@@ -188,9 +196,12 @@ final class RankAgreement {
         System.arraycopy(values, 0, tagged, 2, values.length);
         int[] agreed = over.allReduceMin(tagged, Deadline.after(timeout));
         if (agreed[0] != -agreed[1]) {
-            throw new HiCacheException(ErrorCode.RANK_GROUP_FAILED, "the ranks' caches are out of step: this rank "
-                    + "reduced at " + site + ", another at " + Site.values()[agreed[0] == site.ordinal() ? -agreed[1]
-                    : agreed[0]] + " (every rank must drive its cache with the same calls in the same order)");
+            throw new HiCacheException(
+                    ErrorCode.RANK_GROUP_FAILED,
+                    "the ranks' caches are out of step: this rank "
+                            + "reduced at " + site + ", another at "
+                            + Site.values()[agreed[0] == site.ordinal() ? -agreed[1] : agreed[0]]
+                            + " (every rank must drive its cache with the same calls in the same order)");
         }
         return Arrays.copyOfRange(agreed, 2, agreed.length);
     }

@@ -14,6 +14,10 @@ import java.time.Duration;
  * @param prefetch       what its prefetch from the page store did
  * @param prefetchWait   from the request's start until {@link CacheRequest#tryEndPrefetch()} first answered true
  */
-public record RequestOutcome(int deviceTokens, int hostTokens, int storeTokens, int computedTokens,
-        PrefetchOutcome prefetch, Duration prefetchWait) {
-}
+public record RequestOutcome(
+        int deviceTokens,
+        int hostTokens,
+        int storeTokens,
+        int computedTokens,
+        PrefetchOutcome prefetch,
+        Duration prefetchWait) {}

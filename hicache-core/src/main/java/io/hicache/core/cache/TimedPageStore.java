@@ -40,12 +40,16 @@ final class TimedPageStore extends ForwardingPageStore {
 
     /** The kinds of call whose answers are watched. */
     enum Kind {
-        QUERY, GET, PUT
+        QUERY,
+        GET,
+        PUT
     }
 
     /** Whether work that needs some kinds of call may start: yes, no, or yes as a trial of a silent kind. */
     enum Admission {
-        YES, NO, TRIAL
+        YES,
+        NO,
+        TRIAL
     }
 
     private final DistributionDataPoint leadingHits;
@@ -56,8 +60,10 @@ final class TimedPageStore extends ForwardingPageStore {
     private final long timeoutNanos;
     /** Calls not completed yet. */
     private final Set<Call> outstanding = ConcurrentHashMap.newKeySet();
+
     private final Health[] health = {new Health(Kind.QUERY), new Health(Kind.GET), new Health(Kind.PUT)};
-    private final RateLimitedLog silentLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
+    private final RateLimitedLog silentLog =
+            new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
 
     /** One call: its kind (null: not watched), when its deadline expires, whether it was counted as overdue. */
     private static final class Call {
@@ -88,8 +94,10 @@ final class TimedPageStore extends ForwardingPageStore {
             if (silent) {
                 silent = false;
                 trialFactor = 1;
-                LOG.log(System.Logger.Level.INFO, "the page store '" + delegate.name() + "' answers its "
-                        + kind.name().toLowerCase(Locale.ROOT) + " calls again");
+                LOG.log(
+                        System.Logger.Level.INFO,
+                        "the page store '" + delegate.name() + "' answers its "
+                                + kind.name().toLowerCase(Locale.ROOT) + " calls again");
             }
         }
 
@@ -98,9 +106,10 @@ final class TimedPageStore extends ForwardingPageStore {
                 silent = true;
                 nextTrialNanos = System.nanoTime() + timeoutNanos;
                 metrics.fail("store: " + kind.name().toLowerCase(Locale.ROOT) + " calls not answered");
-                silentLog.log("the page store '" + delegate.name() + "' at " + delegate.location() + " does not answer its "
-                        + kind.name().toLowerCase(Locale.ROOT) + " calls (" + why + "): the work that needs "
-                        + "them pauses, with a trial now and then, until they are answered again");
+                silentLog.log(
+                        "the page store '" + delegate.name() + "' at " + delegate.location() + " does not answer its "
+                                + kind.name().toLowerCase(Locale.ROOT) + " calls (" + why + "): the work that needs "
+                                + "them pauses, with a trial now and then, until they are answered again");
             }
         }
 
@@ -126,7 +135,10 @@ final class TimedPageStore extends ForwardingPageStore {
         this.timeoutNanos = timeout.toNanos();
     }
 
-    private <T> CompletableFuture<T> timed(DistributionDataPoint latency, @Nullable Kind kind, Deadline deadline,
+    private <T> CompletableFuture<T> timed(
+            DistributionDataPoint latency,
+            @Nullable Kind kind,
+            Deadline deadline,
             Supplier<CompletableFuture<T>> call) {
         long start = System.nanoTime();
         Call c = new Call(kind, deadline);
@@ -203,8 +215,8 @@ final class TimedPageStore extends ForwardingPageStore {
         for (Call c : outstanding) {
             if (c.kind != null && !c.overdue && now - c.expiresAtNanos >= late) {
                 c.overdue = true; // each hung call silences its kind once
-                health[c.kind.ordinal()].silent("a call has not completed " + GRACE.toMillis()
-                        + " ms after its deadline");
+                health[c.kind.ordinal()].silent(
+                        "a call has not completed " + GRACE.toMillis() + " ms after its deadline");
             }
         }
     }

@@ -57,13 +57,19 @@ final class Uploader implements AutoCloseable {
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong queuedBytes = new AtomicLong();
     /** "The store is too slow", once a minute at most. */
-    private final RateLimitedLog slowStoreLog = new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
+    private final RateLimitedLog slowStoreLog =
+            new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(60));
 
     /**
      * One node's pages to write, how many times it was tried, and (when KV events are on) the run it is, captured
      * under the lock: the node may split or go while the store works.
      */
-    private record Upload(TreeNode node, PageHashes hashes, int[] slots, int tries, CacheEvents.@Nullable Run run,
+    private record Upload(
+            TreeNode node,
+            PageHashes hashes,
+            int[] slots,
+            int tries,
+            CacheEvents.@Nullable Run run,
             RankAgreement.@Nullable Entry settling) {
         long bytes(long pageBytes) {
             return slots.length * pageBytes;
@@ -78,18 +84,18 @@ final class Uploader implements AutoCloseable {
     }
 
     /** Uploads a thread writes together, and the one it took that did not fit (written next), or null. */
-    private record Batch(List<Upload> uploads, int pages, @Nullable Upload leftover) {
-    }
+    private record Batch(
+            List<Upload> uploads, int pages, @Nullable Upload leftover) {}
 
     /** Pages {@code from..to} of an upload, in one put. */
-    private record Part(Upload upload, List<StoreKey> keys, int from, int to) {
-    }
+    private record Part(Upload upload, List<StoreKey> keys, int from, int to) {}
 
     /**
      * Host pages the uploads being written may protect at once, a quarter of the host pool: however many threads
      * wait on a stalled store, the host keeps three quarters to evict from.
      */
     private final int hostPagesBudget;
+
     private final Object budgetLock = new Object();
     /** Host pages the batches being written protect now; guarded by {@link #budgetLock}. */
     private int hostPagesHeld;
@@ -97,8 +103,8 @@ final class Uploader implements AutoCloseable {
     Uploader(CacheCore cache) {
         this.cache = cache;
         this.hostPagesBudget = cache.host == null ? 1 : Math.max(1, cache.host().capacity() / 4);
-        this.loop = new Loop<>("upload", cache.config.queueCapacity(), this::run, cache.metrics, null,
-                cache.config.uploadThreads());
+        this.loop = new Loop<>(
+                "upload", cache.config.queueCapacity(), this::run, cache.metrics, null, cache.config.uploadThreads());
     }
 
     /**
@@ -117,8 +123,14 @@ final class Uploader implements AutoCloseable {
                 return;
             }
         }
-        enqueue(new Upload(node, node.hashes(), Checks.checkNotNull(node.hostSlots(), "the host slots to upload").clone(), 0,
-                cache.events.enabled() ? cache.events.capture(node) : null, settling));
+        enqueue(new Upload(
+                node,
+                node.hashes(),
+                Checks.checkNotNull(node.hostSlots(), "the host slots to upload")
+                        .clone(),
+                0,
+                cache.events.enabled() ? cache.events.capture(node) : null,
+                settling));
     }
 
     private void enqueue(Upload u) {
@@ -202,8 +214,10 @@ final class Uploader implements AutoCloseable {
                     for (Upload u : live) {
                         cache.metrics.uploadSkippedPages.add(u.slots.length);
                     }
-                    cache.metrics.fail(cache.stores.attached() ? "upload: dropped, the page store does not answer"
-                            : "upload: dropped, the page store was detached");
+                    cache.metrics.fail(
+                            cache.stores.attached()
+                                    ? "upload: dropped, the page store does not answer"
+                                    : "upload: dropped, the page store was detached");
                 } else {
                     Written w = null;
                     try {
@@ -256,8 +270,7 @@ final class Uploader implements AutoCloseable {
      * What writing a batch of uploads left: those to try again, and a put the store has not answered yet (null: none),
      * whose pages and staging memory it may still be reading.
      */
-    private record Written(List<Upload> retry, @Nullable CompletableFuture<?> lent) {
-    }
+    private record Written(List<Upload> retry, @Nullable CompletableFuture<?> lent) {}
 
     /**
      * {@code first} and the uploads queued behind it, up to about a batch of pages and within the host pages budget;
@@ -294,9 +307,10 @@ final class Uploader implements AutoCloseable {
      * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
      */
     private void tooSlow(String why) {
-        slowStoreLog.log("the page store '" + cache.stores.current().map(PageStore::name).orElse("?")
-                + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
-                + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
+        slowStoreLog.log(
+                "the page store '" + cache.stores.current().map(PageStore::name).orElse("?")
+                        + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
+                        + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
     }
 
     /** Pages waiting for upload now: the write-behind's lag. */
@@ -391,8 +405,10 @@ final class Uploader implements AutoCloseable {
             Thread.currentThread().interrupt(); // closing: the thread stops at its next wait
             return 0;
         } catch (Exception e) {
-            cache.metrics.fail("upload: leading hits " + (e instanceof TimeoutException ? "given up past its deadline"
-                    : e.getClass().getSimpleName()));
+            cache.metrics.fail("upload: leading hits "
+                    + (e instanceof TimeoutException
+                            ? "given up past its deadline"
+                            : e.getClass().getSimpleName()));
             return 0;
         }
     }
@@ -401,11 +417,12 @@ final class Uploader implements AutoCloseable {
      * One put of {@code parts}; adds each upload's OK, EXISTS and failed pages to {@code written}. Returns the put's
      * future when it was given up unanswered (the store may still read its pages), else null.
      */
-    private @Nullable CompletableFuture<BatchResult> put(PageStore store, List<Part> parts, Arena staging,
-            Map<Upload, int[]> written) {
+    private @Nullable CompletableFuture<BatchResult> put(
+            PageStore store, List<Part> parts, Arena staging, Map<Upload, int[]> written) {
         long pageBytes = cache.format.pageBytes();
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
-        PageBatch.Builder batch = PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());
+        PageBatch.Builder batch =
+                PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());
         for (Part part : parts) {
             for (int i = part.from; i < part.to; i++) {
                 MemorySegment page;

@@ -87,8 +87,8 @@ final class WarmHostPages {
         }
         boolean agreeing = cache.agreement.enabled();
         if (agreeing && anyRankHasThem == null) { // every rank's first request with a tail asks, once
-            anyRankHasThem = cache.agreement.allReduceMin(RankAgreement.Site.LEFTOVERS_ANY, slots.isEmpty() ? 1 : 0)[0]
-                    == 0;
+            anyRankHasThem =
+                    cache.agreement.allReduceMin(RankAgreement.Site.LEFTOVERS_ANY, slots.isEmpty() ? 1 : 0)[0] == 0;
         }
         if (agreeing ? !Boolean.TRUE.equals(anyRankHasThem) : slots.isEmpty()) {
             return 0;
@@ -102,7 +102,8 @@ final class WarmHostPages {
         for (int at = from; at < total && count == at - from; at += HASH_BATCH_PAGES) {
             int to = Math.min(total, at + HASH_BATCH_PAGES);
             PageHash prior = at == from ? anchor.priorHash() : hashes.last();
-            PageHashes batch = prior == null ? hasher.hashPages(tokens, at * page, to * page)
+            PageHashes batch = prior == null
+                    ? hasher.hashPages(tokens, at * page, to * page)
                     : hasher.hashPages(tokens, at * page, to * page, prior);
             hashes = hashes.concat(batch);
             for (int i = 0; i < batch.size(); i++) {
@@ -119,8 +120,8 @@ final class WarmHostPages {
         if (count == 0) {
             return 0;
         }
-        RadixTree.HostInsert inserted = cache.tree.insertHost(anchor, tokens, from * page, count,
-                Arrays.copyOf(found, count), hashes.slice(0, count));
+        RadixTree.HostInsert inserted = cache.tree.insertHost(
+                anchor, tokens, from * page, count, Arrays.copyOf(found, count), hashes.slice(0, count));
         BitSet unused = new BitSet();
         for (int slot : inserted.unusedSlots()) {
             unused.set(slot);

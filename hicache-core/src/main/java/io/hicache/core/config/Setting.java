@@ -35,14 +35,20 @@ public final class Setting<T> {
     private final Function<String, T> parser;
     private final Function<T, String> formatter;
 
-    private Setting(String key, String type, @Nullable String defaultText, String description, Function<String, T> parser) {
+    private Setting(
+            String key, String type, @Nullable String defaultText, String description, Function<String, T> parser) {
         this(key, type, defaultText, description, parser, String::valueOf);
     }
 
-    private Setting(String key, String type, @Nullable String defaultText, String description, Function<String, T> parser,
+    private Setting(
+            String key,
+            String type,
+            @Nullable String defaultText,
+            String description,
+            Function<String, T> parser,
             Function<T, String> formatter) {
-        Checks.requireArgument(KEY.matcher(key).matches(),
-                "setting key '%s' must be lowercase words joined by '-' or '.'", key);
+        Checks.requireArgument(
+                KEY.matcher(key).matches(), "setting key '%s' must be lowercase words joined by '-' or '.'", key);
         this.key = key;
         this.type = type;
         this.defaultText = defaultText;
@@ -67,8 +73,8 @@ public final class Setting<T> {
 
     /** A whole number in {@code [min, max]}. */
     public static Setting<Integer> integer(String key, int defaultValue, int min, int max, String description) {
-        return new Setting<>(key, "integer in [" + min + ", " + max + "]", Integer.toString(defaultValue), description,
-                text -> {
+        return new Setting<>(
+                key, "integer in [" + min + ", " + max + "]", Integer.toString(defaultValue), description, text -> {
                     int value;
                     try {
                         value = Integer.parseInt(text.trim());
@@ -82,8 +88,8 @@ public final class Setting<T> {
 
     /** A decimal number in {@code [min, max]}. */
     public static Setting<Double> decimal(String key, double defaultValue, double min, double max, String description) {
-        return new Setting<>(key, "number in [" + min + ", " + max + "]", Double.toString(defaultValue), description,
-                text -> {
+        return new Setting<>(
+                key, "number in [" + min + ", " + max + "]", Double.toString(defaultValue), description, text -> {
                     double value;
                     try {
                         value = Double.parseDouble(text.trim());
@@ -97,12 +103,12 @@ public final class Setting<T> {
 
     /** A switch: {@code true/false}, {@code yes/no}, {@code on/off}, {@code 1/0}. */
     public static Setting<Boolean> bool(String key, boolean defaultValue, String description) {
-        return new Setting<>(key, "boolean", Boolean.toString(defaultValue), description,
-                text -> switch (text.trim().toLowerCase(Locale.ROOT)) {
-                    case "true", "yes", "on", "1" -> true;
-                    case "false", "no", "off", "0" -> false;
-                    default -> throw new IllegalArgumentException("expected true or false");
-                });
+        return new Setting<>(key, "boolean", Boolean.toString(defaultValue), description, text -> switch (text.trim()
+                .toLowerCase(Locale.ROOT)) {
+            case "true", "yes", "on", "1" -> true;
+            case "false", "no", "off", "0" -> false;
+            default -> throw new IllegalArgumentException("expected true or false");
+        });
     }
 
     /** Free text; {@code defaultText} null means the setting has no default. */
@@ -124,18 +130,32 @@ public final class Setting<T> {
      * such as {@code kv-events-config}'s JSON. {@code type} says what values look like, for help output;
      * {@code defaultText} null means the setting has no default.
      */
-    public static <T> Setting<T> parsed(String key, String type, @Nullable String defaultText, String description,
-            Function<String, T> parser, Function<T, String> formatter) {
-        return new Setting<>(key, type, defaultText, description, Checks.checkNotNull(parser, "parser"),
+    public static <T> Setting<T> parsed(
+            String key,
+            String type,
+            @Nullable String defaultText,
+            String description,
+            Function<String, T> parser,
+            Function<T, String> formatter) {
+        return new Setting<>(
+                key,
+                type,
+                defaultText,
+                description,
+                Checks.checkNotNull(parser, "parser"),
                 Checks.checkNotNull(formatter, "formatter"));
     }
 
     /** One of an enum's values, written as {@code nameOf} spells them. */
-    public static <E extends Enum<E>> Setting<E> choice(String key, Class<E> type, Function<E, String> nameOf,
-            @Nullable E defaultValue, String description) {
+    public static <E extends Enum<E>> Setting<E> choice(
+            String key, Class<E> type, Function<E, String> nameOf, @Nullable E defaultValue, String description) {
         E[] values = type.getEnumConstants();
         String names = Arrays.stream(values).map(nameOf).collect(Collectors.joining("|"));
-        return new Setting<>(key, names, defaultValue == null ? null : nameOf.apply(defaultValue), description,
+        return new Setting<>(
+                key,
+                names,
+                defaultValue == null ? null : nameOf.apply(defaultValue),
+                description,
                 (String text) -> {
                     for (E value : values) {
                         if (nameOf.apply(value).equalsIgnoreCase(text.trim())) {
@@ -143,7 +163,8 @@ public final class Setting<T> {
                         }
                     }
                     throw new IllegalArgumentException("expected one of " + names.replace("|", ", "));
-                }, nameOf);
+                },
+                nameOf);
     }
 
     /** {@code value} as text this setting reads back as {@code value} (for settings given in code). */
@@ -158,9 +179,12 @@ public final class Setting<T> {
      *     missing and there is no default
      */
     public T from(Settings settings) {
-        return find(settings).orElseThrow(() -> new HiCacheException(ErrorCode.CONFIG_INVALID,
-                "setting '" + key + "' is required (" + description + "); set it in the configuration file, as --"
-                        + key + " or as " + Settings.environmentName(key)));
+        return find(settings)
+                .orElseThrow(() -> new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        "setting '" + key + "' is required (" + description
+                                + "); set it in the configuration file, as --" + key + " or as "
+                                + Settings.environmentName(key)));
     }
 
     /** The value in {@code settings}, else the default, else empty. */
@@ -176,8 +200,10 @@ public final class Setting<T> {
         try {
             return parser.apply(text);
         } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID,
-                    "setting '" + key + "' = '" + text + "' (from " + origin + "): " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.CONFIG_INVALID,
+                    "setting '" + key + "' = '" + text + "' (from " + origin + "): " + e.getMessage(),
+                    e);
         }
     }
 

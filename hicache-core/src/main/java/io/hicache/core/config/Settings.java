@@ -37,7 +37,11 @@ import java.util.function.Function;
  */
 public final class Settings {
     /** Where a value came from, in increasing precedence. */
-    public enum Source { FILE, ENVIRONMENT, FLAG }
+    public enum Source {
+        FILE,
+        ENVIRONMENT,
+        FLAG
+    }
 
     /**
      * One raw value.
@@ -47,8 +51,7 @@ public final class Settings {
      * @param source where it came from
      * @param origin a phrase naming the place, for error messages ({@code file /etc/hicache.properties})
      */
-    public record Value(String key, String text, Source source, String origin) {
-    }
+    public record Value(String key, String text, Source source, String origin) {}
 
     private static final Settings EMPTY = new Settings(Map.of(), Map.of(), Map.of());
 
@@ -133,9 +136,16 @@ public final class Settings {
         for (Map<String, Value> values : List.of(fileValues, flagValues)) {
             for (Value v : values.values()) {
                 if (!knownKeys.contains(v.key())) {
-                    problems.append(problems.isEmpty() ? "" : "; ").append("unknown setting '").append(v.key())
-                            .append("' (from ").append(v.origin()).append(')');
-                    closest(v.key(), knownKeys).ifPresent(c -> problems.append(", did you mean '").append(c).append("'?"));
+                    problems.append(problems.isEmpty() ? "" : "; ")
+                            .append("unknown setting '")
+                            .append(v.key())
+                            .append("' (from ")
+                            .append(v.origin())
+                            .append(')');
+                    closest(v.key(), knownKeys)
+                            .ifPresent(c -> problems.append(", did you mean '")
+                                    .append(c)
+                                    .append("'?"));
                 }
             }
         }
@@ -182,8 +192,7 @@ public final class Settings {
         private final Map<String, String> environment = new LinkedHashMap<>();
         private final Map<String, Value> flagValues = new LinkedHashMap<>();
 
-        private Builder() {
-        }
+        private Builder() {}
 
         /**
          * Reads a properties file.
@@ -195,12 +204,16 @@ public final class Settings {
             try (Reader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
                 properties.load(reader);
             } catch (IOException | IllegalArgumentException e) {
-                throw new HiCacheException(ErrorCode.CONFIG_INVALID,
-                        "cannot read configuration file " + file.toAbsolutePath() + ": " + e.getMessage(), e);
+                throw new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        "cannot read configuration file " + file.toAbsolutePath() + ": " + e.getMessage(),
+                        e);
             }
             String origin = "file " + file;
             for (String key : new TreeSet<>(properties.stringPropertyNames())) {
-                fileValues.put(key.trim(), new Value(key.trim(), properties.getProperty(key).trim(), Source.FILE, origin));
+                fileValues.put(
+                        key.trim(),
+                        new Value(key.trim(), properties.getProperty(key).trim(), Source.FILE, origin));
             }
             return this;
         }

@@ -19,8 +19,7 @@ public final class Units {
     private static final Pattern SIZE = Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*([a-zA-Z]*)");
     private static final Pattern DURATION = Pattern.compile("(\\d+(?:\\.\\d+)?)\\s*([a-zA-Z]+)");
 
-    private Units() {
-    }
+    private Units() {}
 
     /**
      * Parses a byte size.
@@ -43,8 +42,9 @@ public final class Units {
             case "mb" -> 1_000_000L;
             case "gb" -> 1_000_000_000L;
             case "tb" -> 1_000_000_000_000L;
-            default -> throw new IllegalArgumentException("'" + text + "' has an unknown size unit '" + m.group(2)
-                    + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+            default ->
+                throw new IllegalArgumentException("'" + text + "' has an unknown size unit '" + m.group(2)
+                        + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
         };
         if (number.contains(".")) {
             double value = Double.parseDouble(number) * multiplier;
@@ -86,8 +86,9 @@ public final class Units {
             case "m", "min" -> 60_000_000_000L;
             case "h" -> 3_600_000_000_000L;
             case "d" -> 86_400_000_000_000L;
-            default -> throw new IllegalArgumentException("'" + text + "' has an unknown time unit '" + m.group(2)
-                    + "' (use ns, us, ms, s, m, h, d)");
+            default ->
+                throw new IllegalArgumentException(
+                        "'" + text + "' has an unknown time unit '" + m.group(2) + "' (use ns, us, ms, s, m, h, d)");
         };
         double nanos = Double.parseDouble(m.group(1)) * nanosPerUnit;
         if (nanos >= Long.MAX_VALUE) {
@@ -108,7 +109,8 @@ public final class Units {
             value /= 1024;
             unit++;
         }
-        String number = value == Math.rint(value) ? Long.toString((long) value) : String.format(Locale.ROOT, "%.2f", value);
+        String number =
+                value == Math.rint(value) ? Long.toString((long) value) : String.format(Locale.ROOT, "%.2f", value);
         return number + " " + units[unit];
     }
 }

@@ -9,8 +9,7 @@ import io.hicache.core.key.PageHashes;
  * big-endian number and taken as a signed int64: the page hash's first 8 bytes as a Java {@code long}. Stateless.
  */
 public final class BlockIds {
-    private BlockIds() {
-    }
+    private BlockIds() {}
 
     /** The block id of one page. */
     public static long of(PageHash hash) {

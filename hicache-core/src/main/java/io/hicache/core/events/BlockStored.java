@@ -19,16 +19,26 @@ import java.util.OptionalLong;
  * @param loraId          the LoRA adapter's id, if any
  * @param medium          the tier the pages are now in
  */
-public record BlockStored(long[] blockHashes, OptionalLong parentBlockHash, int[] tokenIds, int blockSize,
-        OptionalInt loraId, Medium medium) implements KvEvent {
+public record BlockStored(
+        long[] blockHashes,
+        OptionalLong parentBlockHash,
+        int[] tokenIds,
+        int blockSize,
+        OptionalInt loraId,
+        Medium medium)
+        implements KvEvent {
     public BlockStored {
         Checks.checkNotNull(blockHashes, "blockHashes");
         Checks.requireArgument(blockHashes.length > 0, "a BlockStored names at least one block");
         Checks.checkNotNull(parentBlockHash, "parentBlockHash");
         Checks.checkNotNull(tokenIds, "tokenIds");
         Checks.checkNotNegative(blockSize, "blockSize");
-        Checks.requireArgument(tokenIds.length == 0 || tokenIds.length == (long) blockHashes.length * blockSize,
-                "%d token ids for %d blocks of %d tokens", tokenIds.length, blockHashes.length, blockSize);
+        Checks.requireArgument(
+                tokenIds.length == 0 || tokenIds.length == (long) blockHashes.length * blockSize,
+                "%d token ids for %d blocks of %d tokens",
+                tokenIds.length,
+                blockHashes.length,
+                blockSize);
         Checks.checkNotNull(loraId, "loraId");
         Checks.checkNotNull(medium, "medium");
         blockHashes = blockHashes.clone();
@@ -69,9 +79,13 @@ public record BlockStored(long[] blockHashes, OptionalLong parentBlockHash, int[
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof BlockStored s && Arrays.equals(s.blockHashes, blockHashes)
-                && s.parentBlockHash.equals(parentBlockHash) && Arrays.equals(s.tokenIds, tokenIds)
-                && s.blockSize == blockSize && s.loraId.equals(loraId) && s.medium == medium;
+        return o instanceof BlockStored s
+                && Arrays.equals(s.blockHashes, blockHashes)
+                && s.parentBlockHash.equals(parentBlockHash)
+                && Arrays.equals(s.tokenIds, tokenIds)
+                && s.blockSize == blockSize
+                && s.loraId.equals(loraId)
+                && s.medium == medium;
     }
 
     @Override

@@ -16,11 +16,11 @@ import java.util.Map;
  * takes jackson-core alone, not the object mapper); this class only says which shapes are accepted. Stateless.
  */
 final class FlatJson {
-    private static final JsonFactory JSON = JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+    private static final JsonFactory JSON = JsonFactory.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 
-    private FlatJson() {
-    }
+    private FlatJson() {}
 
     /**
      * The object's members in order; a {@code null} value is a key mapped to {@code null}; whole numbers are longs.
@@ -34,24 +34,32 @@ final class FlatJson {
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
                 JsonToken value = p.nextToken();
-                out.put(key, switch (value) {
-                    case VALUE_STRING -> p.getText();
-                    case VALUE_NUMBER_INT -> {
-                        expect(p, p.getNumberType() == JsonParser.NumberType.INT
-                                || p.getNumberType() == JsonParser.NumberType.LONG, "a number that fits 64 bits");
-                        yield p.getLongValue();
-                    }
-                    case VALUE_TRUE, VALUE_FALSE -> p.getBooleanValue();
-                    case VALUE_NULL -> null;
-                    default -> throw error(p, "a string, a whole number, true, false or null for \"" + key + "\"");
-                });
+                out.put(
+                        key,
+                        switch (value) {
+                            case VALUE_STRING -> p.getText();
+                            case VALUE_NUMBER_INT -> {
+                                expect(
+                                        p,
+                                        p.getNumberType() == JsonParser.NumberType.INT
+                                                || p.getNumberType() == JsonParser.NumberType.LONG,
+                                        "a number that fits 64 bits");
+                                yield p.getLongValue();
+                            }
+                            case VALUE_TRUE, VALUE_FALSE -> p.getBooleanValue();
+                            case VALUE_NULL -> null;
+                            default ->
+                                throw error(p, "a string, a whole number, true, false or null for \"" + key + "\"");
+                        });
             }
             expect(p, p.currentToken() == JsonToken.END_OBJECT, "the end of the object");
             expect(p, p.nextToken() == null, "nothing after the object");
             return out;
         } catch (JsonProcessingException e) {
-            throw new IllegalArgumentException("not a JSON object: " + e.getOriginalMessage() + " at character "
-                    + e.getLocation().getCharOffset(), e);
+            throw new IllegalArgumentException(
+                    "not a JSON object: " + e.getOriginalMessage() + " at character "
+                            + e.getLocation().getCharOffset(),
+                    e);
         } catch (IOException e) {
             throw new UncheckedIOException(e); // a String has no I/O to fail
         }

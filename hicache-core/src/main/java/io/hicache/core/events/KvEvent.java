@@ -5,5 +5,4 @@ package io.hicache.core.events;
  * ({@link BlockStored}), removed from one ({@link BlockRemoved}), or everything forgotten ({@link AllBlocksCleared}).
  * Implementations are immutable records, safe to share between threads.
  */
-public sealed interface KvEvent permits BlockStored, BlockRemoved, AllBlocksCleared {
-}
+public sealed interface KvEvent permits BlockStored, BlockRemoved, AllBlocksCleared {}

@@ -31,6 +31,7 @@ public final class KvEventSink implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(KvEventSink.class.getName());
     /** The most events one batch carries, so that one message stays small for the subscriber. */
     public static final int MAX_BATCH_EVENTS = 1024;
+
     private static final long CLOSE_WAIT_MILLIS = 5_000;
     private static final KvEventSink DISABLED = new KvEventSink();
 
@@ -38,9 +39,8 @@ public final class KvEventSink implements AutoCloseable {
      * What the sink has done so far: events waiting, events dropped (oldest first, the queue being full), batches and
      * events handed to the publisher, batches it failed on. Immutable.
      */
-    public record Stats(long queuedEvents, long droppedEvents, long publishedBatches, long publishedEvents,
-            long failedBatches) {
-    }
+    public record Stats(
+            long queuedEvents, long droppedEvents, long publishedBatches, long publishedEvents, long failedBatches) {}
 
     private final @Nullable KvEventPublisher publisher;
     private final int capacity;
@@ -188,8 +188,8 @@ public final class KvEventSink implements AutoCloseable {
                 publishedEvents.add(batch.size());
             } catch (Throwable t) {
                 failedBatches.increment();
-                failureLog.log("hicache-kv-events: a batch of " + batch.size() + " events was not published ("
-                        + t + "); going on with the next");
+                failureLog.log("hicache-kv-events: a batch of " + batch.size() + " events was not published (" + t
+                        + "); going on with the next");
             }
         }
     }
@@ -217,8 +217,10 @@ public final class KvEventSink implements AutoCloseable {
         if (thread.isAlive()) {
             thread.interrupt();
             Stats s = stats();
-            LOG.log(Level.WARNING, "KV events: the publisher did not finish within " + CLOSE_WAIT_MILLIS + " ms of "
-                    + "closing; " + s.queuedEvents() + " events were not published");
+            LOG.log(
+                    Level.WARNING,
+                    "KV events: the publisher did not finish within " + CLOSE_WAIT_MILLIS + " ms of " + "closing; "
+                            + s.queuedEvents() + " events were not published");
         }
         try {
             publisher.close();

@@ -6,7 +6,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Where and how KV events are published, with SGLang's names and defaults: the JSON of its
@@ -28,8 +27,15 @@ import org.jspecify.annotations.Nullable;
  *                                  SGLang takes it from the server): stamped on each batch, and added to the
  *                                  endpoints' ports as SGLang does
  */
-public record KvEventsConfig(String publisher, String endpoint, Optional<String> replayEndpoint,
-        int replayBufferBatches, int sendHighWaterMarkMessages, int maxQueueEvents, String topic, int attnDpRank) {
+public record KvEventsConfig(
+        String publisher,
+        String endpoint,
+        Optional<String> replayEndpoint,
+        int replayBufferBatches,
+        int sendHighWaterMarkMessages,
+        int maxQueueEvents,
+        String topic,
+        int attnDpRank) {
     /** The publisher name that turns events off. */
     public static final String NO_PUBLISHER = "null";
     /** SGLang's default PUB address. */
@@ -43,8 +49,15 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
     /** Events off. */
     public static final KvEventsConfig OFF = defaults(NO_PUBLISHER);
 
-    private static final Set<String> KEYS = Set.of("publisher", "endpoint", "replay_endpoint", "buffer_steps", "hwm",
-            "max_queue_size", "topic", "attn_dp_rank");
+    private static final Set<String> KEYS = Set.of(
+            "publisher",
+            "endpoint",
+            "replay_endpoint",
+            "buffer_steps",
+            "hwm",
+            "max_queue_size",
+            "topic",
+            "attn_dp_rank");
 
     public KvEventsConfig {
         Checks.checkNotNull(publisher, "publisher");
@@ -61,8 +74,15 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
 
     /** SGLang's defaults, with {@code publisher}. */
     public static KvEventsConfig defaults(String publisher) {
-        return new KvEventsConfig(publisher, DEFAULT_ENDPOINT, Optional.empty(), DEFAULT_REPLAY_BUFFER_BATCHES,
-                DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES, DEFAULT_MAX_QUEUE_EVENTS, "", 0);
+        return new KvEventsConfig(
+                publisher,
+                DEFAULT_ENDPOINT,
+                Optional.empty(),
+                DEFAULT_REPLAY_BUFFER_BATCHES,
+                DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES,
+                DEFAULT_MAX_QUEUE_EVENTS,
+                "",
+                0);
     }
 
     /** True unless the publisher is {@code "null"}. */
@@ -80,13 +100,23 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
 
     /** SGLang's JSON for this configuration, as {@link #parse} reads it. */
     public String toJson() {
-        StringBuilder b = new StringBuilder("{\"publisher\": ").append(quoted(publisher)).append(", \"endpoint\": ")
+        StringBuilder b = new StringBuilder("{\"publisher\": ")
+                .append(quoted(publisher))
+                .append(", \"endpoint\": ")
                 .append(quoted(endpoint));
         replayEndpoint.ifPresent(r -> b.append(", \"replay_endpoint\": ").append(quoted(r)));
-        return b.append(", \"buffer_steps\": ").append(replayBufferBatches).append(", \"hwm\": ")
-                .append(sendHighWaterMarkMessages).append(", \"max_queue_size\": ").append(maxQueueEvents)
-                .append(", \"topic\": ").append(quoted(topic)).append(", \"attn_dp_rank\": ").append(attnDpRank)
-                .append('}').toString();
+        return b.append(", \"buffer_steps\": ")
+                .append(replayBufferBatches)
+                .append(", \"hwm\": ")
+                .append(sendHighWaterMarkMessages)
+                .append(", \"max_queue_size\": ")
+                .append(maxQueueEvents)
+                .append(", \"topic\": ")
+                .append(quoted(topic))
+                .append(", \"attn_dp_rank\": ")
+                .append(attnDpRank)
+                .append('}')
+                .toString();
     }
 
     private static String quoted(String text) {
@@ -108,11 +138,14 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
         for (String key : m.keySet()) {
             Checks.requireArgument(KEYS.contains(key), "unknown key \"%s\"; known: %s", key, new TreeSet<>(KEYS));
         }
-        return new KvEventsConfig(text(m, "publisher", NO_PUBLISHER), text(m, "endpoint", DEFAULT_ENDPOINT),
+        return new KvEventsConfig(
+                text(m, "publisher", NO_PUBLISHER),
+                text(m, "endpoint", DEFAULT_ENDPOINT),
                 m.get("replay_endpoint") == null ? Optional.empty() : Optional.of(text(m, "replay_endpoint", "")),
                 whole(m, "buffer_steps", DEFAULT_REPLAY_BUFFER_BATCHES),
                 whole(m, "hwm", DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES),
-                whole(m, "max_queue_size", DEFAULT_MAX_QUEUE_EVENTS), text(m, "topic", ""),
+                whole(m, "max_queue_size", DEFAULT_MAX_QUEUE_EVENTS),
+                text(m, "topic", ""),
                 whole(m, "attn_dp_rank", 0));
     }
 
@@ -130,8 +163,11 @@ public record KvEventsConfig(String publisher, String endpoint, Optional<String>
         if (v == null) {
             return otherwise;
         }
-        Checks.requireArgument(v instanceof Long l && l >= Integer.MIN_VALUE && l <= Integer.MAX_VALUE,
-                "\"%s\" must be a whole number, was %s", key, v);
+        Checks.requireArgument(
+                v instanceof Long l && l >= Integer.MIN_VALUE && l <= Integer.MAX_VALUE,
+                "\"%s\" must be a whole number, was %s",
+                key,
+                v);
         return ((Long) v).intValue();
     }
 }

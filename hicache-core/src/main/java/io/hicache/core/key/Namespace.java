@@ -40,15 +40,21 @@ public final class Namespace {
     private final byte[] idBytes;
     private final String id;
 
-    private Namespace(String modelId, KvDtype kvDtype, PageByteOrder pageByteOrder, int tpRank, int tpSize,
-            String extraKey) {
+    private Namespace(
+            String modelId, KvDtype kvDtype, PageByteOrder pageByteOrder, int tpRank, int tpSize, String extraKey) {
         Checks.checkNotNull(modelId, "modelId");
         Checks.requireArgument(!modelId.isEmpty(), "modelId must not be empty");
-        Checks.requireArgument(modelId.length() <= MAX_TEXT_LENGTH, "modelId is %d characters, over %d",
-                modelId.length(), MAX_TEXT_LENGTH);
+        Checks.requireArgument(
+                modelId.length() <= MAX_TEXT_LENGTH,
+                "modelId is %d characters, over %d",
+                modelId.length(),
+                MAX_TEXT_LENGTH);
         Checks.checkNotNull(extraKey, "extraKey");
-        Checks.requireArgument(extraKey.length() <= MAX_TEXT_LENGTH, "extraKey is %d characters, over %d",
-                extraKey.length(), MAX_TEXT_LENGTH);
+        Checks.requireArgument(
+                extraKey.length() <= MAX_TEXT_LENGTH,
+                "extraKey is %d characters, over %d",
+                extraKey.length(),
+                MAX_TEXT_LENGTH);
         Checks.checkPositive(tpSize, "tpSize");
         Checks.requireArgument(tpRank >= 0 && tpRank < tpSize, "tpRank must be in [0, %d), was %d", tpSize, tpRank);
         this.modelId = modelId;
@@ -156,8 +162,15 @@ public final class Namespace {
     private byte[] digest() {
         // Length-prefixed fields under a version tag: no two field tuples encode alike.
         ByteArrayOutputStream out = new ByteArrayOutputStream(128);
-        for (String field : new String[] {"hicache-namespace-v1", modelId, kvDtype.configName(),
-                pageByteOrder.configName(), Integer.toString(tpRank), Integer.toString(tpSize), extraKey}) {
+        for (String field : new String[] {
+            "hicache-namespace-v1",
+            modelId,
+            kvDtype.configName(),
+            pageByteOrder.configName(),
+            Integer.toString(tpRank),
+            Integer.toString(tpSize),
+            extraKey
+        }) {
             byte[] utf8 = field.getBytes(StandardCharsets.UTF_8);
             out.write(utf8.length >>> 8);
             out.write(utf8.length);
@@ -173,8 +186,14 @@ public final class Namespace {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Namespace n && n.id.equals(id) && n.modelId.equals(modelId) && n.extraKey.equals(extraKey)
-                && n.kvDtype == kvDtype && n.pageByteOrder == pageByteOrder && n.tpRank == tpRank && n.tpSize == tpSize;
+        return o instanceof Namespace n
+                && n.id.equals(id)
+                && n.modelId.equals(modelId)
+                && n.extraKey.equals(extraKey)
+                && n.kvDtype == kvDtype
+                && n.pageByteOrder == pageByteOrder
+                && n.tpRank == tpRank
+                && n.tpSize == tpSize;
     }
 
     @Override

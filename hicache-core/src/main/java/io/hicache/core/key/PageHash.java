@@ -37,19 +37,22 @@ public final class PageHash implements Comparable<PageHash> {
     public static PageHash fromBytes(byte[] bytes, int offset) {
         Checks.checkNotNull(bytes, "bytes");
         if (offset < 0 || offset > bytes.length - BYTES) {
-            throw new IllegalArgumentException("a page hash needs 32 bytes at offset " + offset
-                    + " of a " + bytes.length + "-byte array");
+            throw new IllegalArgumentException(
+                    "a page hash needs 32 bytes at offset " + offset + " of a " + bytes.length + "-byte array");
         }
-        return new PageHash((long) LONG_BE.get(bytes, offset), (long) LONG_BE.get(bytes, offset + 8),
-                (long) LONG_BE.get(bytes, offset + 16), (long) LONG_BE.get(bytes, offset + 24));
+        return new PageHash(
+                (long) LONG_BE.get(bytes, offset),
+                (long) LONG_BE.get(bytes, offset + 8),
+                (long) LONG_BE.get(bytes, offset + 16),
+                (long) LONG_BE.get(bytes, offset + 24));
     }
 
     /** Parses the 64-character hex form (either case). */
     public static PageHash fromHex(CharSequence hex) {
         Checks.checkNotNull(hex, "hex");
         if (hex.length() != HEX_LENGTH) {
-            throw new IllegalArgumentException("a page hash is " + HEX_LENGTH + " hex characters, got "
-                    + hex.length() + ": '" + abbreviate(hex) + "'");
+            throw new IllegalArgumentException("a page hash is " + HEX_LENGTH + " hex characters, got " + hex.length()
+                    + ": '" + abbreviate(hex) + "'");
         }
         try {
             return fromBytes(HEX.parseHex(hex), 0);

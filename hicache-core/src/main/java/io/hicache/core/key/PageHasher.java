@@ -30,8 +30,7 @@ import org.jspecify.annotations.Nullable;
  * nothing per page but the packed output.
  */
 public final class PageHasher {
-    private static final ValueLayout.OfInt TOKEN_LE =
-            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt TOKEN_LE = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
     /** Below this many tokens a plain loop encodes a page faster than a bulk copy (measured: bench keys). */
     private static final int BULK_COPY_MIN_TOKENS = 8;
@@ -45,8 +44,10 @@ public final class PageHasher {
     /** A hasher for pages of {@code pageSizeTokens} tokens. */
     public PageHasher(int pageSizeTokens) {
         this.pageSizeTokens = Checks.checkPositive(pageSizeTokens, "pageSizeTokens");
-        Checks.requireArgument(pageSizeTokens <= (Integer.MAX_VALUE - PageHash.BYTES) / Integer.BYTES,
-                "pageSizeTokens too large: %d", pageSizeTokens);
+        Checks.requireArgument(
+                pageSizeTokens <= (Integer.MAX_VALUE - PageHash.BYTES) / Integer.BYTES,
+                "pageSizeTokens too large: %d",
+                pageSizeTokens);
         try {
             this.sha256 = MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {

@@ -100,7 +100,8 @@ public final class PageHashes {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof PageHashes p && p.size == size
+        return o instanceof PageHashes p
+                && p.size == size
                 && Arrays.equals(words, 4 * first, 4 * (first + size), p.words, 4 * p.first, 4 * (p.first + size));
     }
 

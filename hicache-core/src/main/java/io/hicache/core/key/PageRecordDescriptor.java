@@ -66,10 +66,10 @@ public final class PageRecordDescriptor {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(BYTE_ORDER);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(BYTE_ORDER);
     /** The tag-and-CRC word; aligned, so that release and acquire accesses are allowed on it. */
-    private static final VarHandle TAG_AND_CRC = ValueLayout.JAVA_LONG.withOrder(BYTE_ORDER).varHandle();
+    private static final VarHandle TAG_AND_CRC =
+            ValueLayout.JAVA_LONG.withOrder(BYTE_ORDER).varHandle();
 
-    private PageRecordDescriptor() {
-    }
+    private PageRecordDescriptor() {}
 
     /**
      * Checks that a record fits in {@code memory} at {@code recordOffset}.
@@ -97,8 +97,8 @@ public final class PageRecordDescriptor {
      * @param key the {@link #KEY_LENGTH} bytes of {@link #keyBytes}
      * @throws IllegalArgumentException when the record does not fit or the key has the wrong length
      */
-    public static void write(MemorySegment memory, long recordOffset, int tag, int pageCrc, long pageLength,
-            byte[] key) {
+    public static void write(
+            MemorySegment memory, long recordOffset, int tag, int pageCrc, long pageLength, byte[] key) {
         checkCapacity(memory, recordOffset);
         memory.set(INT, recordOffset + TAG_OFFSET, tag);
         memory.set(INT, recordOffset + PAGE_CRC_OFFSET, pageCrc);
@@ -135,8 +135,15 @@ public final class PageRecordDescriptor {
 
     /** Whether the key field is {@code key}, compared in place. */
     public static boolean hasKey(MemorySegment memory, long recordOffset, byte[] key) {
-        return key.length == KEY_LENGTH && MemorySegment.mismatch(memory, recordOffset + KEY_OFFSET,
-                recordOffset + KEY_OFFSET + KEY_LENGTH, MemorySegment.ofArray(key), 0, KEY_LENGTH) < 0;
+        return key.length == KEY_LENGTH
+                && MemorySegment.mismatch(
+                                memory,
+                                recordOffset + KEY_OFFSET,
+                                recordOffset + KEY_OFFSET + KEY_LENGTH,
+                                MemorySegment.ofArray(key),
+                                0,
+                                KEY_LENGTH)
+                        < 0;
     }
 
     /**
@@ -145,7 +152,8 @@ public final class PageRecordDescriptor {
      * or the new one, never half of each. The record must be 8-byte aligned.
      */
     public static void setTagAndCrcRelease(MemorySegment memory, long recordOffset, int tag, int pageCrc) {
-        TAG_AND_CRC.setRelease(memory, recordOffset + TAG_AND_CRC_OFFSET, ((long) pageCrc << 32) | (tag & 0xFFFF_FFFFL));
+        TAG_AND_CRC.setRelease(
+                memory, recordOffset + TAG_AND_CRC_OFFSET, ((long) pageCrc << 32) | (tag & 0xFFFF_FFFFL));
     }
 
     /** Reads the tag-and-CRC word with acquire ordering; split it with {@link #tagOf} and {@link #crcOf}. */

@@ -17,6 +17,7 @@ public abstract class AbstractKvPool implements KvPool {
     protected final PageFormat format;
     /** Pages in the pool. */
     protected final int pages;
+
     private final PageAllocator allocator;
     private final String description;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -48,12 +49,18 @@ public abstract class AbstractKvPool implements KvPool {
     public final KvCopy backup(int[] devicePages, HostSlab host, int[] hostSlots) {
         checkCopy(host);
         CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
-        return startBackup(devicePages.clone(), host, hostSlots.clone(), 0, format.geometry().layers(), false);
+        return startBackup(
+                devicePages.clone(),
+                host,
+                hostSlots.clone(),
+                0,
+                format.geometry().layers(),
+                false);
     }
 
     @Override
-    public final KvCopy backupLayers(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer,
-            int layerCount) {
+    public final KvCopy backupLayers(
+            int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount) {
         checkCopy(host);
         CopyChecks.checkLayers(format, firstLayer, layerCount);
         CopyChecks.checkPairs(devicePages, pages, "devicePages", hostSlots, host.slots(), "hostSlots");
@@ -77,15 +84,15 @@ public abstract class AbstractKvPool implements KvPool {
      * Starts copying layers {@code [firstLayer, firstLayer + layerCount)} of the device pages to the host slots, on the
      * backup stream: each layer signalled as it lands ({@code perLayer}), or all together. The arrays are the pool's.
      */
-    protected abstract KvCopy startBackup(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer,
-            int layerCount, boolean perLayer);
+    protected abstract KvCopy startBackup(
+            int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount, boolean perLayer);
 
     /**
      * Starts copying layers {@code [firstLayer, firstLayer + layerCount)} of the host slots to the device pages, on the
      * load stream, each layer signalled as it lands. The arrays are the pool's.
      */
-    protected abstract KvCopy startLoad(HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer,
-            int layerCount);
+    protected abstract KvCopy startLoad(
+            HostSlab host, int[] hostSlots, int[] devicePages, int firstLayer, int layerCount);
 
     /** Checks a copy's host side: the pool is open and the slab holds pages of this format. */
     protected void checkCopy(HostSlab host) {
@@ -96,11 +103,14 @@ public abstract class AbstractKvPool implements KvPool {
     /** Checks a single page's call: the pool is open, the page in range, {@code flat} one whole flat page. */
     protected final void checkFlat(int devicePage, MemorySegment flat) {
         checkOpen();
-        Checks.requireArgument(devicePage >= 0 && devicePage < pages, "device page %d is out of range [0, %d)",
-                devicePage, pages);
+        Checks.requireArgument(
+                devicePage >= 0 && devicePage < pages, "device page %d is out of range [0, %d)", devicePage, pages);
         Checks.checkNotNull(flat, "flat");
-        Checks.requireArgument(flat.byteSize() == format.pageBytes(), "a flat page is %d bytes, got %d",
-                format.pageBytes(), flat.byteSize());
+        Checks.requireArgument(
+                flat.byteSize() == format.pageBytes(),
+                "a flat page is %d bytes, got %d",
+                format.pageBytes(),
+                flat.byteSize());
     }
 
     /** One run of a page: where it is in the pool, where in the flat page, and its bytes. */

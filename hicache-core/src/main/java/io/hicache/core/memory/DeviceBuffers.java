@@ -28,8 +28,15 @@ import java.util.List;
  * @param pageStrideBytes bytes between a page's first row and the next page's in one buffer
  * @param layers          one entry per layer, in order
  */
-public record DeviceBuffers(String runtime, int pages, int pageSizeTokens, KvDtype dtype, AttentionKind attention,
-        long rowBytes, long pageStrideBytes, List<Layer> layers) {
+public record DeviceBuffers(
+        String runtime,
+        int pages,
+        int pageSizeTokens,
+        KvDtype dtype,
+        AttentionKind attention,
+        long rowBytes,
+        long pageStrideBytes,
+        List<Layer> layers) {
 
     /**
      * One layer's buffers.
@@ -37,8 +44,7 @@ public record DeviceBuffers(String runtime, int pages, int pageSizeTokens, KvDty
      * @param keyAddress   the device address of the layer's K buffer (MLA: its latent buffer)
      * @param valueAddress the device address of its V buffer; 0 for MLA
      */
-    public record Layer(long keyAddress, long valueAddress) {
-    }
+    public record Layer(long keyAddress, long valueAddress) {}
 
     public DeviceBuffers {
         Checks.checkNotNull(runtime, "runtime");
@@ -57,8 +63,15 @@ public record DeviceBuffers(String runtime, int pages, int pageSizeTokens, KvDty
             long v = parts > 1 ? baseAddress + DeviceLayout.chunkOffset(format, pages, 0, layer, 1) : 0;
             layers.add(new Layer(k, v));
         }
-        return new DeviceBuffers(runtime, pages, format.pageSizeTokens(), format.geometry().dtype(), attention,
-                format.rowBytes(), DeviceLayout.chunkBytes(format), layers);
+        return new DeviceBuffers(
+                runtime,
+                pages,
+                format.pageSizeTokens(),
+                format.geometry().dtype(),
+                attention,
+                format.rowBytes(),
+                DeviceLayout.chunkBytes(format),
+                layers);
     }
 
     /** Token slots per buffer: {@code pages * pageSizeTokens}. */
@@ -68,9 +81,11 @@ public record DeviceBuffers(String runtime, int pages, int pageSizeTokens, KvDty
 
     /** The device address of token {@code token} of page {@code page} in layer {@code layer}'s K (part 0) or V (1). */
     public long rowAddress(int layer, int part, int page, int token) {
-        Checks.requireArgument(part == 0 || (part == 1 && attention == AttentionKind.MHA), "no part %d for %s", part,
-                attention);
+        Checks.requireArgument(
+                part == 0 || (part == 1 && attention == AttentionKind.MHA), "no part %d for %s", part, attention);
         Layer l = layers.get(layer);
-        return (part == 0 ? l.keyAddress() : l.valueAddress()) + (long) page * pageStrideBytes + (long) token * rowBytes;
+        return (part == 0 ? l.keyAddress() : l.valueAddress())
+                + (long) page * pageStrideBytes
+                + (long) token * rowBytes;
     }
 }

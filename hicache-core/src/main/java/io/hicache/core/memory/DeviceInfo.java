@@ -9,5 +9,4 @@ package io.hicache.core.memory;
  * @param totalBytes  the device's memory
  * @param freeBytes   memory not yet used, as the device reports it
  */
-public record DeviceInfo(String runtime, String name, int ordinal, long totalBytes, long freeBytes) {
-}
+public record DeviceInfo(String runtime, String name, int ordinal, long totalBytes, long freeBytes) {}

@@ -14,8 +14,7 @@ import io.hicache.core.page.PageFormat;
  * Stateless.
  */
 public final class DeviceLayout {
-    private DeviceLayout() {
-    }
+    private DeviceLayout() {}
 
     /** Bytes of a pool of {@code pages} pages. */
     public static long poolBytes(PageFormat format, int pages) {

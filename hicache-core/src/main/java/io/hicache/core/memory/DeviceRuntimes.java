@@ -20,11 +20,12 @@ public final class DeviceRuntimes {
     private static final System.Logger LOG = System.getLogger(DeviceRuntimes.class.getName());
 
     /** Which runtime to use: a name, or {@code auto} for the best one available. */
-    public static final Setting<String> RUNTIME = Setting.string("device.runtime", "auto",
+    public static final Setting<String> RUNTIME = Setting.string(
+            "device.runtime",
+            "auto",
             "device runtime: auto (CUDA when a GPU is usable, else emulated), cuda or emulated");
 
-    private DeviceRuntimes() {
-    }
+    private DeviceRuntimes() {}
 
     /** Every provider on the class path, highest priority first. */
     public static List<DeviceRuntimeProvider> providers() {
@@ -49,13 +50,19 @@ public final class DeviceRuntimes {
         String wanted = settings.get(RUNTIME);
         List<DeviceRuntimeProvider> all = providers();
         if (!wanted.equals("auto")) {
-            DeviceRuntimeProvider p = all.stream().filter(x -> x.name().equals(wanted)).findFirst()
-                    .orElseThrow(() -> new HiCacheException(ErrorCode.CONFIG_INVALID, "no device runtime is named '"
-                            + wanted + "'; available: auto, " + all.stream().map(DeviceRuntimeProvider::name)
-                            .collect(Collectors.joining(", "))));
+            DeviceRuntimeProvider p = all.stream()
+                    .filter(x -> x.name().equals(wanted))
+                    .findFirst()
+                    .orElseThrow(() -> new HiCacheException(
+                            ErrorCode.CONFIG_INVALID,
+                            "no device runtime is named '"
+                                    + wanted + "'; available: auto, "
+                                    + all.stream()
+                                            .map(DeviceRuntimeProvider::name)
+                                            .collect(Collectors.joining(", "))));
             p.unavailableReason().ifPresent(why -> {
-                throw new HiCacheException(ErrorCode.DEVICE_UNAVAILABLE, "device runtime '" + wanted
-                        + "' cannot run here: " + why);
+                throw new HiCacheException(
+                        ErrorCode.DEVICE_UNAVAILABLE, "device runtime '" + wanted + "' cannot run here: " + why);
             });
             return p.open(settings);
         }
@@ -63,7 +70,10 @@ public final class DeviceRuntimes {
             Optional<String> why = p.unavailableReason();
             if (why.isEmpty()) {
                 DeviceRuntime runtime = p.open(settings);
-                LOG.log(Level.INFO, () -> "device runtime: " + runtime.name() + " (" + runtime.info().name() + ")");
+                LOG.log(
+                        Level.INFO,
+                        () -> "device runtime: " + runtime.name() + " ("
+                                + runtime.info().name() + ")");
                 return runtime;
             }
             LOG.log(Level.INFO, () -> "device runtime " + p.name() + " is not available: " + why.get());

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -20,8 +19,7 @@ final class Fallocate {
     private static final int O_RDWR = 2;
     private static final Optional<MethodHandle[]> CALLS = link();
 
-    private Fallocate() {
-    }
+    private Fallocate() {}
 
     // Calling libc is the point of this class; the JVM runs with --enable-native-access (see the parent POM).
     @SuppressWarnings("restricted")
@@ -29,12 +27,17 @@ final class Fallocate {
         try {
             Linker linker = Linker.nativeLinker();
             SymbolLookup libc = linker.defaultLookup();
-            MethodHandle open = linker.downcallHandle(libc.find("open").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            MethodHandle open = linker.downcallHandle(
+                    libc.find("open").orElseThrow(),
+                    FunctionDescriptor.of(
+                            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
                     Linker.Option.firstVariadicArg(2));
-            MethodHandle fallocate = linker.downcallHandle(libc.find("posix_fallocate").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-            MethodHandle close = linker.downcallHandle(libc.find("close").orElseThrow(),
+            MethodHandle fallocate = linker.downcallHandle(
+                    libc.find("posix_fallocate").orElseThrow(),
+                    FunctionDescriptor.of(
+                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+            MethodHandle close = linker.downcallHandle(
+                    libc.find("close").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
             return Optional.of(new MethodHandle[] {open, fallocate, close});
         } catch (RuntimeException | LinkageError e) {

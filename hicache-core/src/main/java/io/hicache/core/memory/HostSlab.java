@@ -40,9 +40,13 @@ public final class HostSlab {
         this.format = Checks.checkNotNull(format, "format");
         this.slots = Checks.checkPositive(slots, "slots");
         Checks.requireArgument(memory.isNative(), "a host slab must be native memory");
-        Checks.requireArgument(memory.byteSize() >= bytesFor(format, slots),
-                "a slab of %d pages of %d bytes needs %d bytes, the memory has %d", slots, format.pageBytes(),
-                bytesFor(format, slots), memory.byteSize());
+        Checks.requireArgument(
+                memory.byteSize() >= bytesFor(format, slots),
+                "a slab of %d pages of %d bytes needs %d bytes, the memory has %d",
+                slots,
+                format.pageBytes(),
+                bytesFor(format, slots),
+                memory.byteSize());
         this.rowBytes = format.rowBytes();
         this.chunkBytes = rowBytes * format.pageSizeTokens();
     }
@@ -121,7 +125,8 @@ public final class HostSlab {
             MemorySegment.copy(page(slot), 0, flat, 0, format.pageBytes());
             return;
         }
-        forEachChunk(slot, (slabOffset, flatOffset) -> MemorySegment.copy(memory, slabOffset, flat, flatOffset, chunkBytes));
+        forEachChunk(
+                slot, (slabOffset, flatOffset) -> MemorySegment.copy(memory, slabOffset, flat, flatOffset, chunkBytes));
     }
 
     /** Copies {@code flat}, in the flat order of the format, into page {@code slot} (scattering for layer_first). */
@@ -131,7 +136,8 @@ public final class HostSlab {
             MemorySegment.copy(flat, 0, page(slot), 0, format.pageBytes());
             return;
         }
-        forEachChunk(slot, (slabOffset, flatOffset) -> MemorySegment.copy(flat, flatOffset, memory, slabOffset, chunkBytes));
+        forEachChunk(
+                slot, (slabOffset, flatOffset) -> MemorySegment.copy(flat, flatOffset, memory, slabOffset, chunkBytes));
     }
 
     private interface ChunkAction {
@@ -148,8 +154,11 @@ public final class HostSlab {
     }
 
     private void checkFlat(MemorySegment flat) {
-        Checks.requireArgument(flat.byteSize() == format.pageBytes(), "a flat page is %d bytes, got %d",
-                format.pageBytes(), flat.byteSize());
+        Checks.requireArgument(
+                flat.byteSize() == format.pageBytes(),
+                "a flat page is %d bytes, got %d",
+                format.pageBytes(),
+                flat.byteSize());
     }
 
     @Override

@@ -19,8 +19,7 @@ import java.nio.file.StandardOpenOption;
  * once, naming the file system and the room it has. Stateless and thread-safe; the caller's arena owns each mapping.
  */
 public final class MappedFiles {
-    private MappedFiles() {
-    }
+    private MappedFiles() {}
 
     /**
      * Creates {@code file} ({@code createNew}: it must not exist; else it may, and is grown) at {@code bytes}, its space
@@ -32,8 +31,11 @@ public final class MappedFiles {
     public static MemorySegment create(Path file, long bytes, boolean createNew, Arena arena) throws IOException {
         Checks.checkPositive(bytes, "bytes");
         boolean existed = Files.exists(file);
-        try (FileChannel channel = FileChannel.open(file, createNew ? StandardOpenOption.CREATE_NEW
-                : StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel channel = FileChannel.open(
+                file,
+                createNew ? StandardOpenOption.CREATE_NEW : StandardOpenOption.CREATE,
+                StandardOpenOption.READ,
+                StandardOpenOption.WRITE)) {
             reserve(file, bytes, channel);
             return channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
         } catch (IOException | RuntimeException e) {
@@ -71,8 +73,11 @@ public final class MappedFiles {
             } catch (IOException e) {
                 Path folder = file.toAbsolutePath().getParent();
                 long free = folder == null ? -1 : usableBytes(folder);
-                throw new IOException("cannot reserve " + bytes + " bytes for " + file + (free < 0 ? ""
-                        : " (its file system has " + free + " bytes free)") + ": " + e.getMessage(), e);
+                throw new IOException(
+                        "cannot reserve " + bytes + " bytes for " + file
+                                + (free < 0 ? "" : " (its file system has " + free + " bytes free)") + ": "
+                                + e.getMessage(),
+                        e);
             }
         } else {
             // No posix_fallocate: at least give the file its length (it stays sparse, as before reservation).

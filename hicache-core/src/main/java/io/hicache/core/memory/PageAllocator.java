@@ -86,8 +86,9 @@ public final class PageAllocator implements DevicePageAllocator {
     public int[] allocate(int count) {
         int[] pages = tryAllocate(count);
         if (pages == null) {
-            throw new HiCacheException(ErrorCode.PAGES_EXHAUSTED, name + ": asked for " + count + " pages, "
-                    + available() + " of " + capacity + " are free");
+            throw new HiCacheException(
+                    ErrorCode.PAGES_EXHAUSTED,
+                    name + ": asked for " + count + " pages, " + available() + " of " + capacity + " are free");
         }
         return pages;
     }
@@ -102,8 +103,8 @@ public final class PageAllocator implements DevicePageAllocator {
     public synchronized void free(int... pages) {
         BitSet seen = new BitSet();
         for (int page : pages) {
-            Checks.requireArgument(page >= 0 && page < capacity, "%s: page %d is out of range [0, %d)", name, page,
-                    capacity);
+            Checks.requireArgument(
+                    page >= 0 && page < capacity, "%s: page %d is out of range [0, %d)", name, page, capacity);
             Checks.requireState(allocated.get(page), "%s: page %d is already free (double free)", name, page);
             Checks.requireState(!seen.get(page), "%s: page %d is listed twice in one free", name, page);
             seen.set(page);

@@ -16,6 +16,7 @@ import io.hicache.core.util.Checks;
 public record KvGeometry(AttentionKind attention, int layers, int kvHeads, int headDim, KvDtype dtype) {
     /** Upper bounds that no real model comes near; they keep size arithmetic far from overflow. */
     static final int MAX_LAYERS = 4096;
+
     static final int MAX_HEADS = 4096;
     static final int MAX_HEAD_DIM = 65536;
 
@@ -25,12 +26,19 @@ public record KvGeometry(AttentionKind attention, int layers, int kvHeads, int h
         Checks.checkInRange(layers, 1, MAX_LAYERS, "layers");
         Checks.checkInRange(kvHeads, 1, MAX_HEADS, "kvHeads");
         Checks.checkInRange(headDim, 1, MAX_HEAD_DIM, "headDim");
-        Checks.requireArgument(attention != AttentionKind.MLA || kvHeads == 1,
-                "MLA keeps one latent vector per token and layer, so kvHeads must be 1, was %d", kvHeads);
+        Checks.requireArgument(
+                attention != AttentionKind.MLA || kvHeads == 1,
+                "MLA keeps one latent vector per token and layer, so kvHeads must be 1, was %d",
+                kvHeads);
         long rowBits = (long) kvHeads * headDim * dtype.bits();
-        Checks.requireArgument(rowBits % Byte.SIZE == 0,
+        Checks.requireArgument(
+                rowBits % Byte.SIZE == 0,
                 "a token's row (kvHeads %d x headDim %d x %d bits of %s) is %d bits, not a whole number of bytes",
-                kvHeads, headDim, dtype.bits(), dtype, rowBits);
+                kvHeads,
+                headDim,
+                dtype.bits(),
+                dtype,
+                rowBits);
     }
 
     /** Multi-head (or grouped-query) attention geometry. */
@@ -70,9 +78,11 @@ public record KvGeometry(AttentionKind attention, int layers, int kvHeads, int h
         if (kvHeads % tpSize == 0) {
             return new KvGeometry(attention, layers, kvHeads / tpSize, headDim, dtype);
         }
-        Checks.requireArgument(tpSize % kvHeads == 0,
+        Checks.requireArgument(
+                tpSize % kvHeads == 0,
                 "%d KV heads cannot be split over tensor-parallel size %d: one must divide the other",
-                kvHeads, tpSize);
+                kvHeads,
+                tpSize);
         return new KvGeometry(attention, layers, 1, headDim, dtype);
     }
 

@@ -26,6 +26,7 @@ public record PageFormat(KvGeometry geometry, int pageSizeTokens, HostLayout lay
      * 20 MiB); a bigger one is almost certainly a unit mistake, and some stores cap object sizes.
      */
     public static final long MAX_PAGE_BYTES = 1L << 30;
+
     static final int MAX_PAGE_SIZE_TOKENS = 1 << 20;
 
     public PageFormat {
@@ -33,9 +34,13 @@ public record PageFormat(KvGeometry geometry, int pageSizeTokens, HostLayout lay
         Checks.checkNotNull(layout, "layout");
         Checks.checkInRange(pageSizeTokens, 1, MAX_PAGE_SIZE_TOKENS, "pageSizeTokens");
         long bytes = geometry.tokenBytes() * pageSizeTokens;
-        Checks.requireArgument(bytes <= MAX_PAGE_BYTES,
+        Checks.requireArgument(
+                bytes <= MAX_PAGE_BYTES,
                 "a page of %d tokens of %s is %d bytes, over the %d-byte limit; use a smaller page-size",
-                pageSizeTokens, geometry, bytes, MAX_PAGE_BYTES);
+                pageSizeTokens,
+                geometry,
+                bytes,
+                MAX_PAGE_BYTES);
     }
 
     /** Bytes of one whole page: all layers, K and V. */

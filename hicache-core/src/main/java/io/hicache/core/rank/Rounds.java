@@ -113,7 +113,8 @@ public final class Rounds {
                 checkHealthy();
                 long left = deadline.remainingNanos();
                 if (left <= 0 || deadline.isCancelled()) {
-                    failLocked("rank " + rank + " waited for " + missing() + " in round " + round + " until its deadline");
+                    failLocked(
+                            "rank " + rank + " waited for " + missing() + " in round " + round + " until its deadline");
                     checkHealthy();
                 }
                 try {

@@ -167,8 +167,8 @@ public abstract class AbstractPageStore implements PageStore {
         Checks.checkNotNull(deadline, "deadline");
         checkOpen();
         if (deadline.isOver()) {
-            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO,
-                    "clear of page store '" + name + "' not started: deadline " + deadline));
+            return CompletableFuture.failedFuture(new HiCacheException(
+                    ErrorCode.STORE_IO, "clear of page store '" + name + "' not started: deadline " + deadline));
         }
         return call(work);
     }
@@ -197,15 +197,19 @@ public abstract class AbstractPageStore implements PageStore {
      */
     protected final void checkOpen() {
         if (closed.get()) {
-            throw new HiCacheException(ErrorCode.STORE_CLOSED,
-                    "page store '" + name + "' at " + location + " is closed");
+            throw new HiCacheException(
+                    ErrorCode.STORE_CLOSED, "page store '" + name + "' at " + location + " is closed");
         }
     }
 
     private void checkPageSize(MemorySegment page, int index) {
-        Checks.requireArgument(page.byteSize() <= capabilities.maxPageBytes(),
-                "page %d is %d bytes, over the %d-byte maximum of page store '%s'", index, page.byteSize(),
-                capabilities.maxPageBytes(), name);
+        Checks.requireArgument(
+                page.byteSize() <= capabilities.maxPageBytes(),
+                "page %d is %d bytes, over the %d-byte maximum of page store '%s'",
+                index,
+                page.byteSize(),
+                capabilities.maxPageBytes(),
+                name);
     }
 
     private static void checkKeys(List<StoreKey> keys) {
@@ -215,14 +219,14 @@ public abstract class AbstractPageStore implements PageStore {
         }
     }
 
-    private CompletableFuture<BatchResult> run(int size, Deadline deadline, String what,
-            Supplier<CompletableFuture<BatchResult>> work) {
+    private CompletableFuture<BatchResult> run(
+            int size, Deadline deadline, String what, Supplier<CompletableFuture<BatchResult>> work) {
         if (size == 0) {
             return CompletableFuture.completedFuture(BatchResult.of());
         }
         if (deadline.isOver()) {
-            return CompletableFuture.completedFuture(BatchResult.all(size, PageStatus.stoppedBy(deadline),
-                    what + " not started: deadline " + deadline));
+            return CompletableFuture.completedFuture(
+                    BatchResult.all(size, PageStatus.stoppedBy(deadline), what + " not started: deadline " + deadline));
         }
         return call(work).handle((result, error) -> {
             if (error != null) {
@@ -230,8 +234,9 @@ public abstract class AbstractPageStore implements PageStore {
                 return BatchResult.all(size, PageStatus.FAILED, what + " failed: " + unwrap(error));
             }
             if (result == null || result.size() != size) {
-                String problem = "page store '" + name + "' returned " + (result == null ? "no result" :
-                        result.size() + " outcomes") + " for a " + what + " of " + size + " pages";
+                String problem = "page store '" + name + "' returned "
+                        + (result == null ? "no result" : result.size() + " outcomes") + " for a " + what + " of "
+                        + size + " pages";
                 report(what, new IllegalStateException(problem));
                 return BatchResult.all(size, PageStatus.FAILED, problem);
             }
@@ -242,7 +247,8 @@ public abstract class AbstractPageStore implements PageStore {
     private static <T> CompletableFuture<T> call(Supplier<CompletableFuture<T>> work) {
         try {
             CompletableFuture<T> future = work.get();
-            return future != null ? future
+            return future != null
+                    ? future
                     : CompletableFuture.failedFuture(new IllegalStateException("the store returned no future"));
         } catch (RuntimeException | Error e) {
             return CompletableFuture.failedFuture(e);
@@ -251,7 +257,10 @@ public abstract class AbstractPageStore implements PageStore {
 
     private void report(String what, Throwable error) {
         counters.backendErrors.increment();
-        LOG.log(Level.WARNING, () -> "page store '" + name + "' at " + location + ": " + what + " failed", unwrap(error));
+        LOG.log(
+                Level.WARNING,
+                () -> "page store '" + name + "' at " + location + ": " + what + " failed",
+                unwrap(error));
     }
 
     private static Throwable unwrap(Throwable t) {
@@ -330,10 +339,25 @@ public abstract class AbstractPageStore implements PageStore {
         }
 
         StoreStats snapshot(long storedPages, long storedBytes, long capacityBytes) {
-            return new StoreStats(leadingHitQueries.sum(), getPages.sum(), getHits.sum(), getMisses.sum(),
-                    corruptPages.sum(), putPages.sum(), putStored.sum(), putExisting.sum(), putRejected.sum(),
-                    deletedPages.sum(), failedPages.sum(), timedOutPages.sum(), backendErrors.sum(), bytesRead.sum(), bytesWritten.sum(),
-                    storedPages, storedBytes, capacityBytes);
+            return new StoreStats(
+                    leadingHitQueries.sum(),
+                    getPages.sum(),
+                    getHits.sum(),
+                    getMisses.sum(),
+                    corruptPages.sum(),
+                    putPages.sum(),
+                    putStored.sum(),
+                    putExisting.sum(),
+                    putRejected.sum(),
+                    deletedPages.sum(),
+                    failedPages.sum(),
+                    timedOutPages.sum(),
+                    backendErrors.sum(),
+                    bytesRead.sum(),
+                    bytesWritten.sum(),
+                    storedPages,
+                    storedBytes,
+                    capacityBytes);
         }
     }
 }

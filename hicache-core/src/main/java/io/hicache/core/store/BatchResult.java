@@ -97,7 +97,8 @@ public final class BatchResult {
         for (PageStatus s : statuses) {
             counts.merge(s, 1, Integer::sum);
         }
-        StringBuilder b = new StringBuilder("BatchResult[").append(statuses.length).append(" pages");
+        StringBuilder b =
+                new StringBuilder("BatchResult[").append(statuses.length).append(" pages");
         counts.forEach((s, n) -> b.append(", ").append(s).append(" x").append(n));
         for (int i = 0; i < details.length; i++) {
             if (details[i] != null) {

@@ -62,10 +62,12 @@ public final class CapacityGate<K> implements AutoCloseable {
      */
     public record Watermarks(double highWaterRatio, double lowWaterRatio) {
         public Watermarks {
-            Checks.requireArgument(lowWaterRatio > 0 && lowWaterRatio <= 1, "lowWaterRatio must be in (0, 1], was %s",
-                    lowWaterRatio);
-            Checks.requireArgument(highWaterRatio >= lowWaterRatio && highWaterRatio <= 1,
-                    "highWaterRatio must be in [lowWaterRatio, 1], was %s (lowWaterRatio %s)", highWaterRatio,
+            Checks.requireArgument(
+                    lowWaterRatio > 0 && lowWaterRatio <= 1, "lowWaterRatio must be in (0, 1], was %s", lowWaterRatio);
+            Checks.requireArgument(
+                    highWaterRatio >= lowWaterRatio && highWaterRatio <= 1,
+                    "highWaterRatio must be in [lowWaterRatio, 1], was %s (lowWaterRatio %s)",
+                    highWaterRatio,
                     lowWaterRatio);
         }
 
@@ -76,8 +78,8 @@ public final class CapacityGate<K> implements AutoCloseable {
     }
 
     /** A gate over the pages in {@code index}, evicting between {@code watermarks} of {@code capacityBytes}. */
-    public CapacityGate(String name, long capacityBytes, Watermarks watermarks, PageUsageIndex<K> index,
-            Evictor<K> evictor) {
+    public CapacityGate(
+            String name, long capacityBytes, Watermarks watermarks, PageUsageIndex<K> index, Evictor<K> evictor) {
         Checks.checkPositive(capacityBytes, "capacityBytes");
         Checks.checkNotNull(watermarks, "watermarks");
         double highWaterRatio = watermarks.highWaterRatio();
@@ -122,8 +124,12 @@ public final class CapacityGate<K> implements AutoCloseable {
     /** Gives back {@code bytes} of reservations: their pages are in the index now, or were not written. */
     public synchronized void release(long bytes) {
         Checks.checkNotNegative(bytes, "bytes");
-        Checks.requireState(bytes <= reservedBytes, "store '%s' released %d bytes, but only %d are reserved", name,
-                bytes, reservedBytes);
+        Checks.requireState(
+                bytes <= reservedBytes,
+                "store '%s' released %d bytes, but only %d are reserved",
+                name,
+                bytes,
+                reservedBytes);
         reservedBytes -= bytes;
         notifyAll();
     }

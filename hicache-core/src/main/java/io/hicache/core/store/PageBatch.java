@@ -17,7 +17,8 @@ import java.util.List;
  */
 public final class PageBatch {
     /** Stands for any thread but the caller's: never started. */
-    private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
+    private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> {});
+
     private final List<StoreKey> keys;
     private final MemorySegment[] pages;
 
@@ -34,8 +35,11 @@ public final class PageBatch {
     public static PageBatch of(List<StoreKey> keys, List<MemorySegment> pages) {
         Checks.checkNotNull(keys, "keys");
         Checks.checkNotNull(pages, "pages");
-        Checks.requireArgument(keys.size() == pages.size(), "a batch needs one page per key: %d keys, %d pages",
-                keys.size(), pages.size());
+        Checks.requireArgument(
+                keys.size() == pages.size(),
+                "a batch needs one page per key: %d keys, %d pages",
+                keys.size(),
+                pages.size());
         MemorySegment[] segments = new MemorySegment[pages.size()];
         for (int i = 0; i < segments.length; i++) {
             Checks.checkNotNull(keys.get(i), "keys[" + i + "]");
@@ -51,12 +55,15 @@ public final class PageBatch {
 
     private static MemorySegment checkPage(MemorySegment page, int index) {
         Checks.checkNotNull(page, "pages[" + index + "]");
-        Checks.requireArgument(page.isNative(),
-                "pages[%d] is a heap segment: pages must be off-heap (native) memory", index);
+        Checks.requireArgument(
+                page.isNative(), "pages[%d] is a heap segment: pages must be off-heap (native) memory", index);
         Checks.requireArgument(page.byteSize() > 0, "pages[%d] is empty: a page has at least 1 byte", index);
         // Stores do I/O on their own threads: memory only its creating thread may touch fails there, late and per page.
-        Checks.requireArgument(page.isAccessibleBy(ANOTHER_THREAD), "pages[%d] is confined to the thread that allocated "
-                + "it, so a store's threads cannot read or write it: allocate pages from a shared or automatic arena", index);
+        Checks.requireArgument(
+                page.isAccessibleBy(ANOTHER_THREAD),
+                "pages[%d] is confined to the thread that allocated "
+                        + "it, so a store's threads cannot read or write it: allocate pages from a shared or automatic arena",
+                index);
         return page;
     }
 

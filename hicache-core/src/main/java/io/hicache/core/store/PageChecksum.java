@@ -11,14 +11,14 @@ public final class PageChecksum {
     // ByteBuffer views are int-indexed: walk larger pages in slices.
     private static final long SLICE_BYTES = 1L << 30;
 
-    private PageChecksum() {
-    }
+    private PageChecksum() {}
 
     /** CRC-32C of all of {@code page}'s bytes. */
     public static int of(MemorySegment page) {
         CRC32C crc = new CRC32C();
         for (long offset = 0; offset < page.byteSize(); offset += SLICE_BYTES) {
-            crc.update(page.asSlice(offset, Math.min(SLICE_BYTES, page.byteSize() - offset)).asByteBuffer());
+            crc.update(page.asSlice(offset, Math.min(SLICE_BYTES, page.byteSize() - offset))
+                    .asByteBuffer());
         }
         return (int) crc.getValue();
     }

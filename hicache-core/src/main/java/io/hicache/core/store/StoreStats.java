@@ -24,8 +24,22 @@ package io.hicache.core.store;
  * @param storedBytes       page bytes held now, or -1
  * @param capacityBytes     the most page bytes it will hold, or -1 for no limit
  */
-public record StoreStats(long leadingHitQueries, long getPages, long getHits, long getMisses, long corruptPages,
-        long putPages, long putStored, long putExisting, long putRejected, long deletedPages, long failedPages,
-        long timedOutPages, long backendErrors, long bytesRead, long bytesWritten, long storedPages, long storedBytes,
-        long capacityBytes) {
-}
+public record StoreStats(
+        long leadingHitQueries,
+        long getPages,
+        long getHits,
+        long getMisses,
+        long corruptPages,
+        long putPages,
+        long putStored,
+        long putExisting,
+        long putRejected,
+        long deletedPages,
+        long failedPages,
+        long timedOutPages,
+        long backendErrors,
+        long bytesRead,
+        long bytesWritten,
+        long storedPages,
+        long storedBytes,
+        long capacityBytes) {}

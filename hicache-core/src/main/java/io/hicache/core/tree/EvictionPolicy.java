@@ -46,7 +46,8 @@ public interface EvictionPolicy {
         return switch (name.toLowerCase(Locale.ROOT)) {
             case "lru" -> LRU;
             case "lfu" -> LFU;
-            default -> throw new IllegalArgumentException("unknown eviction policy '" + name + "': expected lru or lfu");
+            default ->
+                throw new IllegalArgumentException("unknown eviction policy '" + name + "': expected lru or lfu");
         };
     }
 }

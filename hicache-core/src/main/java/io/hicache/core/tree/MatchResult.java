@@ -12,8 +12,8 @@ package io.hicache.core.tree;
  *                       from the page store anchors
  * @param lastNode       the deepest matched node
  */
-public record MatchResult(int devicePages, int hostPages, TreeNode lastDeviceNode, TreeNode lastHostNode,
-        TreeNode lastNode) {
+public record MatchResult(
+        int devicePages, int hostPages, TreeNode lastDeviceNode, TreeNode lastHostNode, TreeNode lastNode) {
     /** Pages matched on either tier. */
     public int matchedPages() {
         return devicePages + hostPages;

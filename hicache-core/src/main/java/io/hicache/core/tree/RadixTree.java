@@ -32,12 +32,14 @@ import org.jspecify.annotations.Nullable;
 public final class RadixTree {
     /** The child key of every extra key's root under the root (chained; matching never descends into them). */
     private static final long KEY_ROOT_CHILD_KEY = 0x6B6579526F6F7473L;
+
     private final int pageSize;
     private final EvictionPolicy policy;
     private final PageHasher hasher;
     private final TreeNode root = new TreeNode();
     /** The roots of extra keys' runs, children of the root; one per extra key seen, never removed. */
     private final Map<String, TreeNode> keyRoots = new HashMap<>();
+
     private long clock;
     private long devicePages;
     private long evictableDevicePages;
@@ -160,9 +162,12 @@ public final class RadixTree {
      * backup, how many pages the new leaf has, and every node that took device pages (evicted nodes computed again,
      * and the new leaf), top first.
      */
-    public record InsertResult(TreeNode last, int[] duplicatePages, List<TreeNode> backupCandidates, int newPages,
-            List<TreeNode> storedOnDevice) {
-    }
+    public record InsertResult(
+            TreeNode last,
+            int[] duplicatePages,
+            List<TreeNode> backupCandidates,
+            int newPages,
+            List<TreeNode> storedOnDevice) {}
 
     /**
      * Caches {@code tokens}' whole pages, whose KV is in {@code devicePages} (one per page). Matched nodes that were
@@ -179,8 +184,8 @@ public final class RadixTree {
     /** As {@link #insert(int[], int[], int)}, among the runs of {@code extraKey} ("" for none). */
     public InsertResult insert(String extraKey, int[] tokens, int[] devicePages, int hitThreshold) {
         int total = tokens.length / pageSize;
-        Checks.requireArgument(devicePages.length == total, "%d device pages for %d whole pages of tokens",
-                devicePages.length, total);
+        Checks.requireArgument(
+                devicePages.length == total, "%d device pages for %d whole pages of tokens", devicePages.length, total);
         MemorySegment query = MemorySegment.ofArray(tokens);
         long now = ++clock;
         List<TreeNode> candidates = new ArrayList<>();
@@ -236,17 +241,21 @@ public final class RadixTree {
      * What an {@link #insertHost} did: the given host slots the tree did not take, and the nodes that took host slots
      * (device-only nodes that became D+H, and the new host-only leaf), top first.
      */
-    public record HostInsert(int[] unusedSlots, List<TreeNode> storedOnHost) {
-    }
+    public record HostInsert(int[] unusedSlots, List<TreeNode> storedOnHost) {}
 
     /**
      * Inserts pages fetched into the host pool as host-only nodes under {@code anchor} (a prefetch's landing): the
      * pages of {@code tokens[from ..]} already in the tree keep their own copy, and the given slots for them come back
      * for the caller to free.
      */
-    public HostInsert insertHost(TreeNode anchor, int[] tokens, int from, int pages, int[] hostSlots, PageHashes hashes) {
-        Checks.requireArgument(hostSlots.length == pages && hashes.size() == pages, "%d pages, %d slots, %d hashes",
-                pages, hostSlots.length, hashes.size());
+    public HostInsert insertHost(
+            TreeNode anchor, int[] tokens, int from, int pages, int[] hostSlots, PageHashes hashes) {
+        Checks.requireArgument(
+                hostSlots.length == pages && hashes.size() == pages,
+                "%d pages, %d slots, %d hashes",
+                pages,
+                hostSlots.length,
+                hashes.size());
         MemorySegment query = MemorySegment.ofArray(tokens);
         long now = ++clock;
         int fromPage = from / pageSize;
@@ -325,8 +334,8 @@ public final class RadixTree {
      * device pages stay until the copy is done.
      */
     public TreeNode.PendingCopy beginBackup(TreeNode node, int[] hostSlots) {
-        Checks.requireState(node.device != null && node.host == null && node.pending == null,
-                "%s cannot be backed up now", node);
+        Checks.requireState(
+                node.device != null && node.host == null && node.pending == null, "%s cannot be backed up now", node);
         Checks.requireArgument(hostSlots.length == node.pages, "%d slots for %d pages", hostSlots.length, node.pages);
         TreeNode.PendingCopy p = new TreeNode.PendingCopy(true);
         p.nodes.add(node);
@@ -414,9 +423,8 @@ public final class RadixTree {
      * @param demoted    hashes of the runs now host-only
      * @param deleted    hashes of the runs removed from the tree
      */
-    public record DeviceEviction(int[] freedPages, List<TreeNode> needBackup, List<PageHashes> demoted,
-            List<PageHashes> deleted) {
-    }
+    public record DeviceEviction(
+            int[] freedPages, List<TreeNode> needBackup, List<PageHashes> demoted, List<PageHashes> deleted) {}
 
     /**
      * Frees at least {@code pages} device pages if it can: device leaves in policy order, skipping locked ones and
@@ -433,7 +441,8 @@ public final class RadixTree {
      * backup, so a node whose backup cannot start does not stop eviction of the others.
      */
     public DeviceEviction evictDevice(int pages, boolean backupFirst, Set<TreeNode> passOver) {
-        PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        PriorityQueue<TreeNode> heap =
+                new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
         collectDeviceLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
         int count = 0;
@@ -476,8 +485,7 @@ public final class RadixTree {
      * What {@link #dropWithSubtree} removed: the device pages and host slots to free, and the hashes of the runs that
      * left each tier.
      */
-    public record Dropped(int[] devicePages, int[] hostSlots, PageHashes deviceRun, List<PageHashes> hostRuns) {
-    }
+    public record Dropped(int[] devicePages, int[] hostSlots, PageHashes deviceRun, List<PageHashes> hostRuns) {}
 
     /**
      * Removes {@code n}, a device leaf never backed up, with its host-only descendants: what a node that must be
@@ -486,7 +494,12 @@ public final class RadixTree {
      * {@code n} or a descendant is in use (locked, copying, protected on the host).
      */
     public @Nullable Dropped dropWithSubtree(TreeNode n) {
-        if (n == root || n.device == null || n.host != null || n.lockRef > 0 || n.pending != null || n.hostRef > 0
+        if (n == root
+                || n.device == null
+                || n.host != null
+                || n.lockRef > 0
+                || n.pending != null
+                || n.hostRef > 0
                 || !allChildrenEvicted(n)) {
             return null;
         }
@@ -528,16 +541,15 @@ public final class RadixTree {
 
     /** Evicts a backed-up node's device pages (after a write-back backup); returns them for the caller to free. */
     public int[] demote(TreeNode n) {
-        Checks.requireState(n.device != null && n.backedUp() && n.lockRef == 0 && n.pending == null,
-                "%s cannot be demoted", n);
+        Checks.requireState(
+                n.device != null && n.backedUp() && n.lockRef == 0 && n.pending == null, "%s cannot be demoted", n);
         int[] pages = n.device;
         takeDevice(n);
         return pages;
     }
 
     /** What a host eviction did: the slots to release, and the hashes of the runs removed. */
-    public record HostEviction(int[] freedSlots, List<PageHashes> removed) {
-    }
+    public record HostEviction(int[] freedSlots, List<PageHashes> removed) {}
 
     /**
      * Frees at least {@code pages} host slots if it can: host-only leaves that nobody protects, in policy order; each
@@ -550,7 +562,8 @@ public final class RadixTree {
     /** As {@link #evictHost}, saying which runs went. */
     public HostEviction evictHostReporting(int pages) {
         List<PageHashes> removed = new ArrayList<>();
-        PriorityQueue<TreeNode> heap = new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        PriorityQueue<TreeNode> heap =
+                new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
         collectHostLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
         int count = 0;
@@ -689,7 +702,8 @@ public final class RadixTree {
 
     private TreeNode newNode(int[] tokens, int fromPage, int pages, TreeNode parent) {
         PageHash prior = parent.priorHash();
-        PageHashes hashes = prior == null ? hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize)
+        PageHashes hashes = prior == null
+                ? hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize)
                 : hasher.hashPages(tokens, fromPage * pageSize, (fromPage + pages) * pageSize, prior);
         return newNode(tokens, fromPage * pageSize, pages, parent, hashes);
     }
@@ -795,38 +809,46 @@ public final class RadixTree {
         long[] totals = new long[3];
         check(root, slots, totals, hashes);
         Checks.requireState(totals[0] == devicePages, "device pages %d, counted %d", devicePages, totals[0]);
-        Checks.requireState(totals[1] == evictableDevicePages, "evictable pages %d, counted %d", evictableDevicePages,
-                totals[1]);
+        Checks.requireState(
+                totals[1] == evictableDevicePages, "evictable pages %d, counted %d", evictableDevicePages, totals[1]);
         Checks.requireState(totals[2] == hostPages, "host pages %d, counted %d", hostPages, totals[2]);
         return slots;
     }
 
     /** Every device page and host slot the tree holds. */
-    public record Slots(List<Integer> device, List<Integer> host) {
-    }
+    public record Slots(List<Integer> device, List<Integer> host) {}
 
     private void check(TreeNode n, Slots slots, long[] totals, boolean hashes) {
         for (TreeNode c : n.children()) {
             Checks.requireState(c.parent == n, "%s has the wrong parent", c);
             if (c.extraKey != null) {
-                Checks.requireState(n == root && keyRoots.get(c.extraKey) == c && c.pages == 0 && c.lockRef > 0,
-                        "%s is not a proper root of extra key runs", c);
+                Checks.requireState(
+                        n == root && keyRoots.get(c.extraKey) == c && c.pages == 0 && c.lockRef > 0,
+                        "%s is not a proper root of extra key runs",
+                        c);
                 check(c, slots, totals, hashes);
                 continue;
             }
             Checks.requireState(c.device != null || c.host != null, "%s is on no tier", c);
-            Checks.requireState(n.isRoot() || n.device != null || c.device == null,
-                    "%s is on the device under an evicted parent", c);
+            Checks.requireState(
+                    n.isRoot() || n.device != null || c.device == null,
+                    "%s is on the device under an evicted parent",
+                    c);
             Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
             Checks.requireState(n.isRoot() || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
-            Checks.requireState(c.pages > 0 && c.hashes().size() == c.pages, "%s has %d hashes", c, c.hashes().size());
+            Checks.requireState(
+                    c.pages > 0 && c.hashes().size() == c.pages,
+                    "%s has %d hashes",
+                    c,
+                    c.hashes().size());
             if (hashes) {
                 PageHash prior = n.priorHash();
                 int[] first = new int[pageSize];
                 for (int i = 0; i < pageSize; i++) {
                     first[i] = c.token(i);
                 }
-                PageHashes expect = prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
+                PageHashes expect =
+                        prior == null ? hasher.hashPages(first) : hasher.hashPages(first, 0, pageSize, prior);
                 Checks.requireState(expect.get(0).equals(c.hashes().get(0)), "%s does not chain from its parent", c);
             }
             if (c.device != null) {

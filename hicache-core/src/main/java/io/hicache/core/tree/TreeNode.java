@@ -29,27 +29,42 @@ public final class TreeNode {
     private static final AtomicLong NEXT_ID = new AtomicLong();
 
     final long id;
-    @Nullable TreeNode parent;
+
+    @Nullable
+    TreeNode parent;
     /** Children by {@link RadixTree#pageKey} of their first page; a rare collision chains through {@link #sameKey}. */
-    @Nullable Map<Long, TreeNode> children;
-    @Nullable TreeNode sameKey;
-    @Nullable MemorySegment tokens;
+    @Nullable
+    Map<Long, TreeNode> children;
+
+    @Nullable
+    TreeNode sameKey;
+
+    @Nullable
+    MemorySegment tokens;
+
     int pages;
-    @Nullable PageHashes hashes;
+
+    @Nullable
+    PageHashes hashes;
+
     int @Nullable [] device;
     int @Nullable [] host;
     /** False while the host slots are being written (backup or prefetch in flight): not yet a copy to rely on. */
     boolean hostReady;
+
     int lockRef;
     int hostRef;
     int hitCount;
     long lastAccess;
     /** A device-to-host or host-to-device copy in flight over this node's pages (shared by split halves). */
-    @Nullable PendingCopy pending;
+    @Nullable
+    PendingCopy pending;
     /** For the root of an extra key's runs (a LoRA adapter, a cache salt): the key; null for every other node. */
-    @Nullable String extraKey;
+    @Nullable
+    String extraKey;
     /** For such a root: the hash its runs' chains start from ({@link PageHasher#extraKeyRoot}). */
-    @Nullable PageHash chainHash;
+    @Nullable
+    PageHash chainHash;
 
     TreeNode() {
         this.id = NEXT_ID.getAndIncrement();
@@ -231,7 +246,8 @@ public final class TreeNode {
 
     @Override
     public String toString() {
-        return "TreeNode#" + id + "[" + pages + " pages, " + (device != null ? "device" : "-") + (host != null
-                ? (hostReady ? "+host" : "+host(pending)") : "") + ", lock " + lockRef + ", hostRef " + hostRef + "]";
+        return "TreeNode#" + id + "[" + pages + " pages, " + (device != null ? "device" : "-")
+                + (host != null ? (hostReady ? "+host" : "+host(pending)") : "") + ", lock " + lockRef + ", hostRef "
+                + hostRef + "]";
     }
 }

@@ -20,9 +20,11 @@ final class NamespaceLists {
     private String[] names = new String[4];
     /** Numbers given back, reused first: a stack. */
     private int[] free = new int[4];
+
     private int freeCount;
     /** Numbers handed out so far, in use or free: the arrays' used length. */
     private int numbers;
+
     int[] head = new int[4];
     int[] tail = new int[4];
     int[] count = new int[4];

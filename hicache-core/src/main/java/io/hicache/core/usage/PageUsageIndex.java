@@ -57,6 +57,7 @@ public final class PageUsageIndex<K> {
     public static final int FLAGGED = 1 << 30;
     /** The pin count's bits in a slot's state; {@link #CLAIMED} and {@link #FLAGGED} sit above them. */
     private static final int PIN_MASK = CLAIMED - 1;
+
     private static final int NIL = NamespaceLists.NIL;
     private static final int MIN_SLOTS = 16;
     private static final int LINKS = 0;
@@ -84,8 +85,7 @@ public final class PageUsageIndex<K> {
      * @param entry the entry's number
      * @param bytes the entry's bytes
      */
-    public record Claimed<K>(K key, long entry, long bytes) {
-    }
+    public record Claimed<K>(K key, long entry, long bytes) {}
 
     /**
      * Which entries {@link #claimOldest} may take, beyond being unpinned and unclaimed. Immutable.
@@ -94,7 +94,10 @@ public final class PageUsageIndex<K> {
      * @param flagged   only {@linkplain #FLAGGED flagged} entries
      * @param filter    only keys it accepts, or null for any; it runs under the index's lock
      */
-    public record Candidates<K>(@Nullable String namespace, boolean flagged, @Nullable Predicate<? super K> filter) {
+    public record Candidates<K>(
+            @Nullable String namespace,
+            boolean flagged,
+            @Nullable Predicate<? super K> filter) {
         /** Every unpinned, unclaimed entry. */
         public static <K> Candidates<K> any() {
             return new Candidates<>(null, false, null);
@@ -173,6 +176,7 @@ public final class PageUsageIndex<K> {
     private int freeSlot = NIL;
     /** Slots below this have been handed out at least once. */
     private int slotsUsed;
+
     private int size;
     private long totalBytes;
 
@@ -182,8 +186,11 @@ public final class PageUsageIndex<K> {
         this.namespaces = namespaceOf == null ? null : new NamespaceLists();
         this.stride = namespaces == null ? 3 : 5;
         int slots = Math.max(MIN_SLOTS, b.expectedEntries);
-        Checks.requireArgument(slots <= maxSlots(), "expectedEntries %d is over the most an index can hold, %d",
-                b.expectedEntries, maxSlots());
+        Checks.requireArgument(
+                slots <= maxSlots(),
+                "expectedEntries %d is over the most an index can hold, %d",
+                b.expectedEntries,
+                maxSlots());
         this.table = new SlotTable(b.expectedEntries);
         keys = new Object[slots];
         records = new long[slots * stride];
@@ -213,8 +220,10 @@ public final class PageUsageIndex<K> {
     public long insert(K key, long bytes, int marks) {
         Checks.checkNotNull(key, "key");
         Checks.checkInRange(bytes, 0, MAX_ENTRY_BYTES, "bytes");
-        Checks.requireArgument((marks & ~(PINNED | CLAIMED | FLAGGED)) == 0, "marks must combine PINNED, CLAIMED "
-                + "and FLAGGED, was %x", marks);
+        Checks.requireArgument(
+                (marks & ~(PINNED | CLAIMED | FLAGGED)) == 0,
+                "marks must combine PINNED, CLAIMED " + "and FLAGGED, was %x",
+                marks);
         Checks.requireArgument((marks & (PINNED | CLAIMED)) != (PINNED | CLAIMED), "a claimed entry cannot be pinned");
         int hash = SlotTable.hash(key);
         String namespace = namespaceOf == null ? null : Checks.checkNotNull(namespaceOf.apply(key), "namespace of key");
@@ -735,18 +744,18 @@ public final class PageUsageIndex<K> {
             int last = NIL;
             for (int slot = head; slot != NIL; slot = next(slot, LINKS)) {
                 Checks.requireState(keys[slot] != null, "slot %d in the list is free", slot);
-                Checks.requireState(prev(slot, LINKS) == last, "slot %d: prev %d, expected %d", slot,
-                        prev(slot, LINKS), last);
+                Checks.requireState(
+                        prev(slot, LINKS) == last, "slot %d: prev %d, expected %d", slot, prev(slot, LINKS), last);
                 Checks.requireState(hash(slot) == SlotTable.hash(keys[slot]), "slot %d: hash changed", slot);
-                Checks.requireState(table.find(keys[slot], hash(slot), keys) == slot, "slot %d: its key maps elsewhere",
-                        slot);
+                Checks.requireState(
+                        table.find(keys[slot], hash(slot), keys) == slot, "slot %d: its key maps elsewhere", slot);
                 Checks.requireState(++count <= size, "the list is longer than the size %d (a cycle?)", size);
                 sum += bytes(slot);
                 last = slot;
             }
             Checks.requireState(last == tail, "tail %d, list ends at %d", tail, last);
-            Checks.requireState(count == size && table.size() == size, "size %d, list %d, table %d", size, count,
-                    table.size());
+            Checks.requireState(
+                    count == size && table.size() == size, "size %d, list %d, table %d", size, count, table.size());
             Checks.requireState(sum == totalBytes, "bytes %d, list sums to %d", totalBytes, sum);
             int free = 0;
             for (int slot = freeSlot; slot != NIL; slot = next(slot, LINKS)) {
@@ -769,16 +778,29 @@ public final class PageUsageIndex<K> {
             int last = NIL;
             for (int slot = namespaces.head[ns]; slot != NIL; slot = next(slot, NS_LINKS)) {
                 Checks.requireState(namespace(slot) == ns, "slot %d in the list of namespace %d", slot, ns);
-                Checks.requireState(prev(slot, NS_LINKS) == last, "slot %d: namespace prev %d, expected %d", slot,
-                        prev(slot, NS_LINKS), last);
+                Checks.requireState(
+                        prev(slot, NS_LINKS) == last,
+                        "slot %d: namespace prev %d, expected %d",
+                        slot,
+                        prev(slot, NS_LINKS),
+                        last);
                 Checks.requireState(++count <= size, "namespace %d's list is too long (a cycle?)", ns);
                 sum += bytes(slot);
                 last = slot;
             }
-            Checks.requireState(last == namespaces.tail[ns], "namespace %d: tail %d, list ends at %d", ns,
-                    namespaces.tail[ns], last);
-            Checks.requireState(count == namespaces.count[ns] && sum == namespaces.bytes[ns],
-                    "namespace %d: %d entries of %d bytes, totals say %d and %d", ns, count, sum, namespaces.count[ns],
+            Checks.requireState(
+                    last == namespaces.tail[ns],
+                    "namespace %d: tail %d, list ends at %d",
+                    ns,
+                    namespaces.tail[ns],
+                    last);
+            Checks.requireState(
+                    count == namespaces.count[ns] && sum == namespaces.bytes[ns],
+                    "namespace %d: %d entries of %d bytes, totals say %d and %d",
+                    ns,
+                    count,
+                    sum,
+                    namespaces.count[ns],
                     namespaces.bytes[ns]);
             total += count;
         }

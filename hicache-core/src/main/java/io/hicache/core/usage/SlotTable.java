@@ -12,6 +12,7 @@ package io.hicache.core.usage;
 final class SlotTable {
     /** The table doubles once this fraction of its cells is in use. */
     private static final double MAX_LOAD = 0.75;
+
     private static final int MIN_CELLS = 16;
     private static final int MAX_CELLS = 1 << 30;
 

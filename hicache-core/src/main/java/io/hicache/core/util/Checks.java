@@ -9,8 +9,7 @@ import org.jspecify.annotations.Nullable;
  * without a debugger. Static and stateless.
  */
 public final class Checks {
-    private Checks() {
-    }
+    private Checks() {}
 
     /** Throws {@link IllegalArgumentException} with the formatted message unless {@code condition} holds. */
     @Contract("false, _, _ -> fail")

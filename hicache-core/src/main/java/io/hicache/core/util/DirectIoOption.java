@@ -12,8 +12,7 @@ public final class DirectIoOption {
     /** The option, or null where this JDK has none. */
     public static final @Nullable OpenOption DIRECT = lookup();
 
-    private DirectIoOption() {
-    }
+    private DirectIoOption() {}
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static @Nullable OpenOption lookup() {

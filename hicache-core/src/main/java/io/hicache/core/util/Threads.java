@@ -12,12 +12,14 @@ import java.util.concurrent.ThreadFactory;
 public final class Threads {
     private static final String PREFIX = "hicache-";
 
-    private Threads() {
-    }
+    private Threads() {}
 
     /** A factory of daemon threads named {@code hicache-<role>-1}, {@code -2}, ... for a pool. */
     public static ThreadFactory factory(String role) {
-        return Thread.ofPlatform().daemon().name(PREFIX + checkRole(role) + "-", 1).factory();
+        return Thread.ofPlatform()
+                .daemon()
+                .name(PREFIX + checkRole(role) + "-", 1)
+                .factory();
     }
 
     /** Starts one daemon thread named {@code hicache-<role>} running {@code body}. */
@@ -32,8 +34,11 @@ public final class Threads {
 
     private static String checkRole(String role) {
         Checks.checkNotNull(role, "role");
-        Checks.requireArgument(!role.isEmpty() && !role.startsWith(PREFIX), "role must be non-empty and without the "
-                + "'%s' prefix, was '%s'", PREFIX, role);
+        Checks.requireArgument(
+                !role.isEmpty() && !role.startsWith(PREFIX),
+                "role must be non-empty and without the " + "'%s' prefix, was '%s'",
+                PREFIX,
+                role);
         return role;
     }
 }

@@ -18,8 +18,7 @@ import org.junit.jupiter.api.Test;
 
 /** The builder refuses a part set twice, names what is missing, opens once, and never leaks the store it was given. */
 class HiCacheBuilderTest {
-    private static final Namespace NS = Namespace.of("builder-test", KvDtype.BFLOAT16,
-            PageByteOrder.LAYER_MAJOR, 0, 1);
+    private static final Namespace NS = Namespace.of("builder-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
     @Test
     void aPartSetTwiceIsRefused() {
@@ -33,12 +32,15 @@ class HiCacheBuilderTest {
     @Test
     void aMissingPartIsNamedAndTheGivenStoreIsClosed() {
         InMemoryPageStore store = new InMemoryPageStore(1 << 20);
-        HiCacheBuilder b = HiCache.builder().config(HiCacheConfig.from(Settings.empty())).namespace(NS).devicePages(8)
+        HiCacheBuilder b = HiCache.builder()
+                .config(HiCacheConfig.from(Settings.empty()))
+                .namespace(NS)
+                .devicePages(8)
                 .store(store);
         IllegalStateException missing = assertThrows(IllegalStateException.class, b::open);
         assertTrue(missing.getMessage().contains("geometry is not set"), missing.getMessage());
-        HiCacheException closed = assertThrows(HiCacheException.class, () -> store.leadingHits(List.of(),
-                Deadline.after(Duration.ofSeconds(1))));
+        HiCacheException closed = assertThrows(
+                HiCacheException.class, () -> store.leadingHits(List.of(), Deadline.after(Duration.ofSeconds(1))));
         assertEquals(ErrorCode.STORE_CLOSED, closed.code());
     }
 

@@ -21,8 +21,8 @@ class SettingsTest {
     static final Setting<Long> SIZE = Setting.bytes("file.max-size", "1GiB", "capacity");
     static final Setting<Double> RATIO = Setting.decimal("hicache-ratio", 2.0, 1.0, 100.0, "host/device ratio");
     static final Setting<Duration> TIMEOUT = Setting.duration("s3.request-timeout", "5s", "per request");
-    static final Setting<HostLayout> LAYOUT = Setting.choice("hicache-mem-layout", HostLayout.class,
-            HostLayout::configName, HostLayout.LAYER_FIRST, "host layout");
+    static final Setting<HostLayout> LAYOUT = Setting.choice(
+            "hicache-mem-layout", HostLayout.class, HostLayout::configName, HostLayout.LAYER_FIRST, "host layout");
     static final Setting<String> BUCKET = Setting.string("s3.bucket", null, "bucket name");
 
     @TempDir
@@ -42,7 +42,8 @@ class SettingsTest {
         assertEquals(8L << 30, s.get(SIZE));
         assertEquals(Duration.ofSeconds(5), s.get(TIMEOUT));
         assertEquals(HostLayout.LAYER_FIRST, s.get(LAYOUT));
-        assertEquals(Settings.Source.ENVIRONMENT, s.lookup("s3.bucket").orElseThrow().source());
+        assertEquals(
+                Settings.Source.ENVIRONMENT, s.lookup("s3.bucket").orElseThrow().source());
     }
 
     @Test
@@ -54,23 +55,30 @@ class SettingsTest {
 
     @Test
     void badValuesNameKeyTextAndSource() {
-        Settings s = Settings.builder().environment(Map.of("HICACHE_FILE_MAX_SIZE", "lots")).build();
+        Settings s = Settings.builder()
+                .environment(Map.of("HICACHE_FILE_MAX_SIZE", "lots"))
+                .build();
         HiCacheException e = assertThrows(HiCacheException.class, () -> s.get(SIZE));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
-        assertTrue(e.getMessage().contains("'file.max-size' = 'lots' (from environment HICACHE_FILE_MAX_SIZE)"),
+        assertTrue(
+                e.getMessage().contains("'file.max-size' = 'lots' (from environment HICACHE_FILE_MAX_SIZE)"),
                 e.getMessage());
-        HiCacheException range = assertThrows(HiCacheException.class,
+        HiCacheException range = assertThrows(
+                HiCacheException.class,
                 () -> Settings.empty().with("hicache-ratio", "0.5").get(RATIO));
         assertTrue(range.getMessage().contains("must be in [1.0, 100.0]"), range.getMessage());
-        HiCacheException choice = assertThrows(HiCacheException.class,
+        HiCacheException choice = assertThrows(
+                HiCacheException.class,
                 () -> Settings.empty().with("hicache-mem-layout", "sideways").get(LAYOUT));
         assertTrue(choice.getMessage().contains("layer_first, page_first, page_first_direct"), choice.getMessage());
     }
 
     @Test
     void requiredSettingsSayHowToSetThem() {
-        HiCacheException e = assertThrows(HiCacheException.class, () -> Settings.empty().get(BUCKET));
-        assertTrue(e.getMessage().contains("--s3.bucket") && e.getMessage().contains("HICACHE_S3_BUCKET"), e.getMessage());
+        HiCacheException e =
+                assertThrows(HiCacheException.class, () -> Settings.empty().get(BUCKET));
+        assertTrue(
+                e.getMessage().contains("--s3.bucket") && e.getMessage().contains("HICACHE_S3_BUCKET"), e.getMessage());
         assertEquals(Optional.empty(), BUCKET.find(Settings.empty()));
     }
 
@@ -78,20 +86,25 @@ class SettingsTest {
     void misspeltKeysAreRejectedWithASuggestion() throws IOException {
         Path file = dir.resolve("typo.properties");
         Files.writeString(file, "file.max-sise=1GiB\n");
-        Settings s = Settings.builder().file(file).flag("totally-unrelated", "1").build();
-        HiCacheException e = assertThrows(HiCacheException.class,
-                () -> s.requireKnown(List.of(SIZE, RATIO, TIMEOUT, LAYOUT, BUCKET)));
-        assertTrue(e.getMessage().contains("unknown setting 'file.max-sise' (from file " + file
-                + "), did you mean 'file.max-size'?"), e.getMessage());
-        assertTrue(e.getMessage().contains("unknown setting 'totally-unrelated' (from flag --totally-unrelated)"),
+        Settings s =
+                Settings.builder().file(file).flag("totally-unrelated", "1").build();
+        HiCacheException e = assertThrows(
+                HiCacheException.class, () -> s.requireKnown(List.of(SIZE, RATIO, TIMEOUT, LAYOUT, BUCKET)));
+        assertTrue(
+                e.getMessage()
+                        .contains("unknown setting 'file.max-sise' (from file " + file
+                                + "), did you mean 'file.max-size'?"),
+                e.getMessage());
+        assertTrue(
+                e.getMessage().contains("unknown setting 'totally-unrelated' (from flag --totally-unrelated)"),
                 e.getMessage());
         Settings.empty().with("file.max-size", "1g").requireKnown(List.of(SIZE));
     }
 
     @Test
     void unreadableFileFailsClearly() {
-        HiCacheException e = assertThrows(HiCacheException.class,
-                () -> Settings.builder().file(dir.resolve("missing.properties")));
+        HiCacheException e =
+                assertThrows(HiCacheException.class, () -> Settings.builder().file(dir.resolve("missing.properties")));
         assertTrue(e.getMessage().contains("missing.properties"), e.getMessage());
     }
 

@@ -22,11 +22,13 @@ class UnitsTest {
     @Test
     void badSizesSayWhatIsWrong() {
         assertTrue(assertThrows(IllegalArgumentException.class, () -> Units.parseBytes("12 parsecs"))
-                .getMessage().contains("unknown size unit 'parsecs'"));
+                .getMessage()
+                .contains("unknown size unit 'parsecs'"));
         assertThrows(IllegalArgumentException.class, () -> Units.parseBytes("-1"));
         assertThrows(IllegalArgumentException.class, () -> Units.parseBytes("lots"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> Units.parseBytes("99999999999TiB"))
-                .getMessage().contains("too large"));
+                .getMessage()
+                .contains("too large"));
     }
 
     @Test

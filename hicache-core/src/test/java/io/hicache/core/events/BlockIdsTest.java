@@ -14,7 +14,8 @@ class BlockIdsTest {
     /** SGLang: {@code uint64_val = int(hash_str[:16], 16); return uint64_val if < 2**63 else uint64_val - 2**64}. */
     private static long sglang(String hex) {
         BigInteger u = new BigInteger(hex.substring(0, 16), 16);
-        return u.compareTo(BigInteger.ONE.shiftLeft(63)) < 0 ? u.longValueExact()
+        return u.compareTo(BigInteger.ONE.shiftLeft(63)) < 0
+                ? u.longValueExact()
                 : u.subtract(BigInteger.ONE.shiftLeft(64)).longValueExact();
     }
 

@@ -85,8 +85,7 @@ class KvEventSinkTest {
             }
 
             @Override
-            public void close() {
-            }
+            public void close() {}
         };
         try (KvEventSink sink = KvEventSink.over("kv-events-test", stuck, 100)) {
             sink.emit(removed(-1));
@@ -123,8 +122,7 @@ class KvEventSinkTest {
             }
 
             @Override
-            public void close() {
-            }
+            public void close() {}
         };
         try (KvEventSink sink = KvEventSink.over("kv-events-test", flaky, 100)) {
             sink.emit(removed(1));
@@ -140,8 +138,8 @@ class KvEventSinkTest {
     void closingPublishesWhatIsQueuedThenClosesThePublisherAndIgnoresLaterEvents() throws Exception {
         KvEventCollector collector = new KvEventCollector();
         KvEventSink sink = KvEventSink.over("kv-events-close-test", collector, 1000);
-        BlockStored stored = new BlockStored(new long[] {5, 6}, OptionalLong.of(4), new int[] {1, 2, 3, 4}, 2,
-                OptionalInt.empty(), Medium.CPU);
+        BlockStored stored = new BlockStored(
+                new long[] {5, 6}, OptionalLong.of(4), new int[] {1, 2, 3, 4}, 2, OptionalInt.empty(), Medium.CPU);
         sink.emit(stored);
         sink.emit(new AllBlocksCleared());
         sink.close();
@@ -162,6 +160,7 @@ class KvEventSinkTest {
     }
 
     private static boolean threadAlive(String name) {
-        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals(name) && t.isAlive());
+        return Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(t -> t.getName().equals(name) && t.isAlive());
     }
 }

@@ -39,15 +39,20 @@ class KvEventsConfigTest {
         KvEventsConfig c = KvEventsConfig.parse("""
                 {"publisher": "zmq", "endpoint": "tcp://10.0.0.1:6000", "replay_endpoint": "tcp://*:6001",
                  "buffer_steps": 5, "hwm": 7, "max_queue_size": 9, "topic": "kv-\\u00e9vents", "attn_dp_rank": 2}""");
-        assertEquals(new KvEventsConfig("zmq", "tcp://10.0.0.1:6000", Optional.of("tcp://*:6001"), 5, 7, 9, "kv-\u00e9vents",
-                2), c);
-        assertEquals(Optional.empty(), KvEventsConfig.parse("{\"publisher\": \"zmq\", \"replay_endpoint\": null}")
-                .replayEndpoint());
+        assertEquals(
+                new KvEventsConfig(
+                        "zmq", "tcp://10.0.0.1:6000", Optional.of("tcp://*:6001"), 5, 7, 9, "kv-\u00e9vents", 2),
+                c);
+        assertEquals(
+                Optional.empty(),
+                KvEventsConfig.parse("{\"publisher\": \"zmq\", \"replay_endpoint\": null}")
+                        .replayEndpoint());
     }
 
     @Test
     void mistakesAreRefusedSayingWhat() {
-        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException unknown = assertThrows(
+                IllegalArgumentException.class,
                 () -> KvEventsConfig.parse("{\"publisher\": \"zmq\", \"endpiont\": \"tcp://*:1\"}"));
         assertTrue(unknown.getMessage().contains("endpiont"), unknown.getMessage());
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"hwm\": \"many\"}"));
@@ -55,24 +60,30 @@ class KvEventsConfigTest {
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"buffer_steps\": -1}"));
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"publisher\": \"zmq\""));
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"publisher\": \"zmq\"} x"));
-        assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"topic\": \"a\", \"topic\": \"b\"}"));
+        assertThrows(
+                IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"topic\": \"a\", \"topic\": \"b\"}"));
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"hwm\": 1.5}"));
     }
 
     @Test
     void theSettingNamesItsKeyWhenTheValueIsBad() {
         var setting = KvEventsConfig.setting("kv-events-config", "test");
-        Settings good = Settings.builder().flag("kv-events-config", "{\"publisher\": \"zmq\", \"topic\": \"t\"}").build();
+        Settings good = Settings.builder()
+                .flag("kv-events-config", "{\"publisher\": \"zmq\", \"topic\": \"t\"}")
+                .build();
         assertEquals("t", good.get(setting).topic());
         assertFalse(Settings.builder().build().get(setting).enabled(), "off by default");
-        Settings bad = Settings.builder().flag("kv-events-config", "{\"publisher\": 3}").build();
+        Settings bad = Settings.builder()
+                .flag("kv-events-config", "{\"publisher\": 3}")
+                .build();
         HiCacheException e = assertThrows(HiCacheException.class, () -> bad.get(setting));
         assertTrue(e.getMessage().contains("kv-events-config") && e.getMessage().contains("publisher"), e.getMessage());
     }
 
     @Test
     void aPublisherNoModuleProvidesIsNamedWithTheOnesAvailable() {
-        HiCacheException e = assertThrows(HiCacheException.class,
+        HiCacheException e = assertThrows(
+                HiCacheException.class,
                 () -> KvEventPublishers.open(KvEventsConfig.parse("{\"publisher\": \"carrier-pigeon\"}")));
         assertTrue(e.getMessage().contains("carrier-pigeon"), e.getMessage());
         assertThrows(HiCacheException.class, () -> KvEventPublishers.open(KvEventsConfig.OFF));

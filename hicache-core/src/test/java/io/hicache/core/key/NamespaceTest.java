@@ -17,13 +17,19 @@ import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class NamespaceTest {
-    private final Namespace base = Namespace.of("meta-llama/Llama-3.1-8B", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 2);
+    private final Namespace base =
+            Namespace.of("meta-llama/Llama-3.1-8B", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 2);
 
     @Test
     void everyFieldChangesTheId() {
-        List<Namespace> variants = List.of(base, base.withModelId("meta-llama/Llama-3.1-70B"),
-                base.withKvDtype(KvDtype.FP8_E4M3), base.withPageByteOrder(PageByteOrder.TOKEN_MAJOR),
-                base.withTensorParallel(1, 2), base.withTensorParallel(0, 4), base.withExtraKey("lora-7"));
+        List<Namespace> variants = List.of(
+                base,
+                base.withModelId("meta-llama/Llama-3.1-70B"),
+                base.withKvDtype(KvDtype.FP8_E4M3),
+                base.withPageByteOrder(PageByteOrder.TOKEN_MAJOR),
+                base.withTensorParallel(1, 2),
+                base.withTensorParallel(0, 4),
+                base.withExtraKey("lora-7"));
         Set<String> ids = new HashSet<>();
         for (Namespace n : variants) {
             assertTrue(n.id().matches("[0-9a-f]{32}"), n.id());
@@ -31,7 +37,10 @@ class NamespaceTest {
         }
         assertEquals(variants.size(), ids.size(), "ids collide: " + variants);
         assertEquals(base, base.withExtraKey("x").withExtraKey(""));
-        assertEquals(base.id(), Namespace.of("meta-llama/Llama-3.1-8B", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 2).id());
+        assertEquals(
+                base.id(),
+                Namespace.of("meta-llama/Llama-3.1-8B", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 2)
+                        .id());
     }
 
     @Test

@@ -32,7 +32,7 @@ class PageHasherVectorsTest {
     static Stream<Vector> vectors() throws IOException {
         List<Vector> vectors = new ArrayList<>();
         try (InputStream in = Objects.requireNonNull(
-                PageHasherVectorsTest.class.getResourceAsStream("page-hash-vectors.tsv"), "vector fixture");
+                        PageHasherVectorsTest.class.getResourceAsStream("page-hash-vectors.tsv"), "vector fixture");
                 BufferedReader reader = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
             String line;
             while ((line = reader.readLine()) != null) {
@@ -40,12 +40,19 @@ class PageHasherVectorsTest {
                     continue;
                 }
                 String[] f = line.split("\t", -1);
-                int[] tokens = f[3].isEmpty() ? new int[0]
+                int[] tokens = f[3].isEmpty()
+                        ? new int[0]
                         // unsigned 32-bit ids travel as their int bit pattern
-                        : Arrays.stream(f[3].split(",")).mapToInt(t -> (int) Long.parseLong(t)).toArray();
+                        : Arrays.stream(f[3].split(","))
+                                .mapToInt(t -> (int) Long.parseLong(t))
+                                .toArray();
                 List<String> expected = f[4].isEmpty() ? List.of() : List.of(f[4].split(","));
-                vectors.add(new Vector(f[0], Integer.parseInt(f[1]), f[2].equals("-") ? null : PageHash.fromHex(f[2]),
-                        tokens, expected));
+                vectors.add(new Vector(
+                        f[0],
+                        Integer.parseInt(f[1]),
+                        f[2].equals("-") ? null : PageHash.fromHex(f[2]),
+                        tokens,
+                        expected));
             }
         }
         return vectors.stream();
@@ -64,7 +71,8 @@ class PageHasherVectorsTest {
     @MethodSource("vectors")
     void matchesIndependentImplementation(Vector v) {
         PageHasher hasher = new PageHasher(v.pageSize());
-        PageHashes hashes = v.prior() == null ? hasher.hashPages(v.tokens())
+        PageHashes hashes = v.prior() == null
+                ? hasher.hashPages(v.tokens())
                 : hasher.hashPages(v.tokens(), 0, v.tokens().length, v.prior());
         assertEquals(v.expected(), hashes.asList().stream().map(PageHash::toHex).toList());
     }
@@ -79,9 +87,12 @@ class PageHasherVectorsTest {
         PageHasher hasher = new PageHasher(v.pageSize());
         int split = (pages / 2) * v.pageSize();
         int end = pages * v.pageSize();
-        PageHashes head = v.prior() == null ? hasher.hashPages(v.tokens(), 0, split)
+        PageHashes head = v.prior() == null
+                ? hasher.hashPages(v.tokens(), 0, split)
                 : hasher.hashPages(v.tokens(), 0, split, v.prior());
         PageHashes tail = hasher.hashPages(v.tokens(), split, end, head.last());
-        assertEquals(v.expected(), head.concat(tail).asList().stream().map(PageHash::toHex).toList());
+        assertEquals(
+                v.expected(),
+                head.concat(tail).asList().stream().map(PageHash::toHex).toList());
     }
 }

@@ -45,15 +45,17 @@ class PageRecordDescriptorTest {
             assertEquals(16_384, PageRecordDescriptor.pageLength(m, at));
             assertArrayEquals(key, PageRecordDescriptor.key(m, at));
             assertTrue(PageRecordDescriptor.hasKey(m, at, key));
-            assertFalse(PageRecordDescriptor.hasKey(m, at, PageRecordDescriptor.keyBytes(
-                    NS.key(PageHash.fromHex("cd".repeat(32))))));
+            assertFalse(PageRecordDescriptor.hasKey(
+                    m, at, PageRecordDescriptor.keyBytes(NS.key(PageHash.fromHex("cd".repeat(32))))));
             // The bytes themselves: "HCN1" as text, the namespace id, then the hash.
             assertEquals('H', m.get(ValueLayout.JAVA_BYTE, at));
             assertEquals('1', m.get(ValueLayout.JAVA_BYTE, at + 3));
             byte[] id = new byte[Namespace.ID_BYTES];
             NS.writeIdTo(id, 0);
-            assertArrayEquals(id, m.asSlice(at + PageRecordDescriptor.NAMESPACE_ID_OFFSET, id.length)
-                    .toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(
+                    id,
+                    m.asSlice(at + PageRecordDescriptor.NAMESPACE_ID_OFFSET, id.length)
+                            .toArray(ValueLayout.JAVA_BYTE));
             assertEquals((byte) 0xab, m.get(ValueLayout.JAVA_BYTE, at + PageRecordDescriptor.PAGE_HASH_OFFSET));
             assertEquals(0, m.get(ValueLayout.JAVA_LONG, 0), "the record before is untouched");
             assertEquals(0, m.get(ValueLayout.JAVA_LONG, 2 * PageRecordDescriptor.LENGTH), "so is the one after");
@@ -76,7 +78,8 @@ class PageRecordDescriptorTest {
     @Test
     void aRecordThatDoesNotFitIsRefusedWithTheNumbers() {
         MemorySegment small = MemorySegment.ofArray(new byte[100]);
-        var e = assertThrows(IllegalArgumentException.class,
+        var e = assertThrows(
+                IllegalArgumentException.class,
                 () -> PageRecordDescriptor.write(small, 40, 1, 2, 3, new byte[PageRecordDescriptor.KEY_LENGTH]));
         assertTrue(e.getMessage().contains("offset 40 needs 64 bytes; the memory has 100"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> PageRecordDescriptor.write(small, 0, 1, 2, 3, new byte[47]));

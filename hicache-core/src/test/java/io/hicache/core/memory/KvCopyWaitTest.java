@@ -59,8 +59,8 @@ class KvCopyWaitTest {
         LayerSignals signals = new LayerSignals(2);
         signals.landed(0);
         signals.fail("load of layer 1", new IllegalStateException("kernel fault"));
-        HiCacheException e = assertThrows(HiCacheException.class,
-                () -> signals.await(Deadline.after(Duration.ofSeconds(5)), mode));
+        HiCacheException e =
+                assertThrows(HiCacheException.class, () -> signals.await(Deadline.after(Duration.ofSeconds(5)), mode));
         assertEquals(ErrorCode.COPY_FAILED, e.code());
         assertTrue(e.getMessage().contains("kernel fault"), e.getMessage());
     }

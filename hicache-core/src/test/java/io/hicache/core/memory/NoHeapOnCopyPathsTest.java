@@ -34,7 +34,8 @@ class NoHeapOnCopyPathsTest {
     @EnumSource(HostLayout.class)
     void copiesAllocateAlmostNothingOnTheHeap(HostLayout layout) throws Exception {
         ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
-        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
+        assumeTrue(
+                threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
                 "this JVM cannot count allocations per thread");
         // 32 layers, one KV head of 128, bf16, 64 tokens: 1 MiB pages.
         PageFormat format = new PageFormat(KvGeometry.mha(32, 1, 128, KvDtype.BFLOAT16), 64, layout);
@@ -42,7 +43,8 @@ class NoHeapOnCopyPathsTest {
         try (ShmDir dir = ShmDir.create("hicache-no-heap");
                 EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2);
                 KvPool pool = runtime.createPool(format, PAGES);
-                HostPagePool host = HostPagePool.open(HostPoolConfig.inDir(dir.path(), layout), format, 2 * PAGES, runtime);
+                HostPagePool host =
+                        HostPagePool.open(HostPoolConfig.inDir(dir.path(), layout), format, 2 * PAGES, runtime);
                 Arena arena = Arena.ofShared()) {
             int[] device = pool.allocator().allocate(PAGES);
             int[] slots = host.tryReserve(PAGES);
@@ -53,8 +55,10 @@ class NoHeapOnCopyPathsTest {
             long before = totalAllocated(threads);
             long moved = run(pool, host, device, slots, flat, ns);
             long allocated = totalAllocated(threads) - before;
-            assertTrue(allocated < moved / 64, "moving " + moved + " page bytes allocated " + allocated
-                    + " bytes on the heap: page bytes went through it");
+            assertTrue(
+                    allocated < moved / 64,
+                    "moving " + moved + " page bytes allocated " + allocated
+                            + " bytes on the heap: page bytes went through it");
         }
     }
 

@@ -18,7 +18,8 @@ public final class ShmDir implements AutoCloseable {
     /** A new folder on /dev/shm, or in the temp folder where there is no /dev/shm. */
     public static ShmDir create(String prefix) {
         Path shm = Path.of("/dev/shm");
-        Path base = Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir"));
+        Path base =
+                Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir"));
         try {
             return new ShmDir(Files.createTempDirectory(base, prefix));
         } catch (IOException e) {

@@ -7,8 +7,7 @@ import java.lang.foreign.ValueLayout;
 public final class TestPages {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
 
-    private TestPages() {
-    }
+    private TestPages() {}
 
     /** Fills {@code page} (a multiple of 8 bytes) with the pattern of {@code seed}. */
     public static void fill(MemorySegment page, long seed) {

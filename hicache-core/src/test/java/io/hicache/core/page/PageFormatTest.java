@@ -37,19 +37,25 @@ class PageFormatTest {
 
     @Test
     void invalidCombinationsNameTheirValues() {
-        var mla = assertThrows(IllegalArgumentException.class,
-                () -> new KvGeometry(AttentionKind.MLA, 61, 8, 576, KvDtype.BFLOAT16));
+        var mla = assertThrows(
+                IllegalArgumentException.class, () -> new KvGeometry(AttentionKind.MLA, 61, 8, 576, KvDtype.BFLOAT16));
         assertTrue(mla.getMessage().contains("kvHeads must be 1, was 8"), mla.getMessage());
         var fp4 = assertThrows(IllegalArgumentException.class, () -> KvGeometry.mha(2, 1, 3, KvDtype.FP4_E2M1));
         assertTrue(fp4.getMessage().contains("12 bits"), fp4.getMessage());
-        var tp = assertThrows(IllegalArgumentException.class, () -> KvGeometry.mha(32, 6, 128, KvDtype.BFLOAT16).perRank(4));
+        var tp = assertThrows(
+                IllegalArgumentException.class,
+                () -> KvGeometry.mha(32, 6, 128, KvDtype.BFLOAT16).perRank(4));
         assertTrue(tp.getMessage().contains("6 KV heads") && tp.getMessage().contains("size 4"), tp.getMessage());
         var layers = assertThrows(IllegalArgumentException.class, () -> KvGeometry.mha(0, 8, 128, KvDtype.BFLOAT16));
-        assertTrue(layers.getMessage().contains("layers") && layers.getMessage().contains("was 0"), layers.getMessage());
-        var big = assertThrows(IllegalArgumentException.class,
+        assertTrue(
+                layers.getMessage().contains("layers") && layers.getMessage().contains("was 0"), layers.getMessage());
+        var big = assertThrows(
+                IllegalArgumentException.class,
                 () -> new PageFormat(KvGeometry.mha(80, 64, 128, KvDtype.FLOAT32), 4096, HostLayout.LAYER_FIRST));
-        assertTrue(big.getMessage().contains("4096 tokens") && big.getMessage().contains("page-size"), big.getMessage());
-        assertThrows(IllegalArgumentException.class,
+        assertTrue(
+                big.getMessage().contains("4096 tokens") && big.getMessage().contains("page-size"), big.getMessage());
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> new PageFormat(KvGeometry.mha(1, 1, 8, KvDtype.BFLOAT16), 0, HostLayout.PAGE_FIRST));
     }
 

@@ -65,7 +65,8 @@ class LocalRankGroupTest {
                     if (jitter.nextInt(50) == 0) {
                         Thread.sleep(1); // ranks arrive in every order
                     }
-                    got[i] = i % 2 == 0 ? g.allReduceMin(values[g.rank()][i], Deadline.after(WAIT))
+                    got[i] = i % 2 == 0
+                            ? g.allReduceMin(values[g.rank()][i], Deadline.after(WAIT))
                             : g.allReduceMax(values[g.rank()][i], Deadline.after(WAIT));
                 }
                 return got;
@@ -86,8 +87,8 @@ class LocalRankGroupTest {
     void agreementNeedsEveryRank() throws Exception {
         List<RankGroup> ranks = LocalRankGroup.create("agree", 3);
         assertEquals(List.of(true, true, true), onEveryRank(ranks, g -> g.allAgree(true, Deadline.after(WAIT))));
-        assertEquals(List.of(false, false, false),
-                onEveryRank(ranks, g -> g.allAgree(g.rank() != 1, Deadline.after(WAIT))));
+        assertEquals(
+                List.of(false, false, false), onEveryRank(ranks, g -> g.allAgree(g.rank() != 1, Deadline.after(WAIT))));
         assertEquals(List.of(3, 3, 3), onEveryRank(ranks, g -> {
             g.barrier(Deadline.after(WAIT));
             return g.size();
@@ -99,7 +100,8 @@ class LocalRankGroupTest {
         List<RankGroup> ranks = LocalRankGroup.create("late", 3);
         long start = System.nanoTime();
         List<String> errors = onEveryRank(ranks.subList(0, 2), g -> {
-            HiCacheException e = assertThrows(HiCacheException.class,
+            HiCacheException e = assertThrows(
+                    HiCacheException.class,
                     () -> g.allReduceMin(new int[] {1}, Deadline.after(Duration.ofMillis(200))));
             assertEquals(ErrorCode.RANK_GROUP_FAILED, e.code());
             return e.getMessage();
@@ -134,8 +136,9 @@ class LocalRankGroupTest {
         List<RankGroup> ranks = LocalRankGroup.create("leave", 2);
         ExecutorService t = Executors.newSingleThreadExecutor();
         try {
-            Future<String> waiting = t.submit(() -> assertThrows(HiCacheException.class,
-                    () -> ranks.get(0).barrier(Deadline.after(Duration.ofSeconds(60)))).getMessage());
+            Future<String> waiting = t.submit(() -> assertThrows(
+                            HiCacheException.class, () -> ranks.get(0).barrier(Deadline.after(Duration.ofSeconds(60))))
+                    .getMessage());
             Thread.sleep(50);
             long start = System.nanoTime();
             ranks.get(1).close();

@@ -94,7 +94,8 @@ class AbstractPageStoreTest {
         try (ScriptedStore store = new ScriptedStore()) {
             assertEquals(-1, store.stats().storedPages(), "a store without an index cannot tell");
             assertEquals(-1, store.stats().storedBytes());
-            store.usage = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
+            store.usage =
+                    PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
             store.usage.insert("a", 100);
             store.usage.insert("b", 28);
             assertEquals(2, store.stats().storedPages());
@@ -108,7 +109,8 @@ class AbstractPageStoreTest {
 
     @Test
     void aThrowingBackendGivesFailedPagesNotExceptions() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
+        try (ScriptedStore store = new ScriptedStore();
+                Arena arena = Arena.ofShared()) {
             store.thrown = new IllegalStateException("disk on fire");
             PageBatch batch = PageBatch.of(List.of(K1, K2), List.of(arena.allocate(8), arena.allocate(8)));
             BatchResult put = store.put(batch, soon()).join();
@@ -122,7 +124,8 @@ class AbstractPageStoreTest {
 
     @Test
     void malformedAnswersAreFailuresToo() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
+        try (ScriptedStore store = new ScriptedStore();
+                Arena arena = Arena.ofShared()) {
             store.answer = BatchResult.of(PageStatus.OK);
             PageBatch batch = PageBatch.of(List.of(K1, K2), List.of(arena.allocate(8), arena.allocate(8)));
             BatchResult get = store.get(batch, soon()).join();
@@ -134,12 +137,16 @@ class AbstractPageStoreTest {
 
     @Test
     void anOverDeadlineNeverReachesTheBackend() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
+        try (ScriptedStore store = new ScriptedStore();
+                Arena arena = Arena.ofShared()) {
             PageBatch batch = PageBatch.of(List.of(K1), List.of(arena.allocate(8)));
-            assertEquals(PageStatus.TIMED_OUT, store.put(batch, Deadline.expired()).join().status(0));
+            assertEquals(
+                    PageStatus.TIMED_OUT,
+                    store.put(batch, Deadline.expired()).join().status(0));
             Deadline cancelled = soon();
             cancelled.cancel();
-            assertEquals(PageStatus.CANCELLED, store.get(batch, cancelled).join().status(0));
+            assertEquals(
+                    PageStatus.CANCELLED, store.get(batch, cancelled).join().status(0));
             assertEquals(0, store.leadingHits(List.of(K1), cancelled).join());
             assertTrue(store.clearAll(Deadline.expired()).isCompletedExceptionally());
             assertEquals(0, store.backendCalls.get());
@@ -149,11 +156,13 @@ class AbstractPageStoreTest {
 
     @Test
     void badArgumentsThrowBeforeAnyIo() {
-        try (ScriptedStore store = new ScriptedStore(); Arena arena = Arena.ofShared()) {
+        try (ScriptedStore store = new ScriptedStore();
+                Arena arena = Arena.ofShared()) {
             PageBatch tooBig = PageBatch.of(List.of(K1), List.of(arena.allocate(129)));
             var big = assertThrows(IllegalArgumentException.class, () -> store.put(tooBig, soon()));
             assertTrue(big.getMessage().contains("129 bytes, over the 128-byte maximum"), big.getMessage());
-            PageBatch readOnly = PageBatch.of(List.of(K1), List.of(arena.allocate(8).asReadOnly()));
+            PageBatch readOnly =
+                    PageBatch.of(List.of(K1), List.of(arena.allocate(8).asReadOnly()));
             assertThrows(IllegalArgumentException.class, () -> store.get(readOnly, soon()));
             assertThrows(NullPointerException.class, () -> store.delete(Arrays.asList(K1, null), soon()));
             assertThrows(NullPointerException.class, () -> store.leadingHits(List.of(K1), null));

@@ -25,28 +25,39 @@ class BatchTypesTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment page = arena.allocate(64);
             assertEquals(2, PageBatch.of(List.of(K1, K2), List.of(page, page)).size());
-            var heap = assertThrows(IllegalArgumentException.class,
+            var heap = assertThrows(
+                    IllegalArgumentException.class,
                     () -> PageBatch.of(List.of(K1, K2), List.of(page, MemorySegment.ofArray(new byte[64]))));
             assertTrue(heap.getMessage().contains("pages[1] is a heap segment"), heap.getMessage());
-            var count = assertThrows(IllegalArgumentException.class, () -> PageBatch.of(List.of(K1), List.of(page, page)));
+            var count =
+                    assertThrows(IllegalArgumentException.class, () -> PageBatch.of(List.of(K1), List.of(page, page)));
             assertTrue(count.getMessage().contains("1 keys, 2 pages"), count.getMessage());
             assertThrows(IllegalArgumentException.class, () -> PageBatch.of(List.of(K1), List.of(page.asSlice(0, 0))));
             assertThrows(NullPointerException.class, () -> PageBatch.of(Arrays.asList(K1, null), List.of(page, page)));
-            assertThrows(IllegalArgumentException.class, () -> PageBatch.builder(1).add(K1, MemorySegment.ofArray(new long[2])));
-            assertEquals(128, PageBatch.builder(2).add(K1, page).add(K2, page).build().totalBytes());
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> PageBatch.builder(1).add(K1, MemorySegment.ofArray(new long[2])));
+            assertEquals(
+                    128,
+                    PageBatch.builder(2).add(K1, page).add(K2, page).build().totalBytes());
         }
         try (Arena confined = Arena.ofConfined()) {
             MemorySegment mine = confined.allocate(64);
             var e = assertThrows(IllegalArgumentException.class, () -> PageBatch.of(List.of(K1), List.of(mine)));
             assertTrue(e.getMessage().contains("pages[0] is confined"), e.getMessage());
         }
-        assertEquals(1, PageBatch.of(List.of(K1), List.of(Arena.ofAuto().allocate(64))).size());
+        assertEquals(
+                1,
+                PageBatch.of(List.of(K1), List.of(Arena.ofAuto().allocate(64))).size());
     }
 
     @Test
     void resultsCountAndDefaultToFailed() {
-        BatchResult r = BatchResult.builder(4).set(0, PageStatus.OK).set(1, PageStatus.EXISTS)
-                .set(3, PageStatus.MISS, "not here").build();
+        BatchResult r = BatchResult.builder(4)
+                .set(0, PageStatus.OK)
+                .set(1, PageStatus.EXISTS)
+                .set(3, PageStatus.MISS, "not here")
+                .build();
         assertEquals(PageStatus.FAILED, r.status(2), "an unset outcome is a failure, never a success");
         assertTrue(r.detail(2).orElseThrow().contains("no outcome"));
         assertEquals(2, r.successCount());

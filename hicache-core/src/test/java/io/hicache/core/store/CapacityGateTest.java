@@ -17,7 +17,8 @@ import org.junit.jupiter.api.Test;
 
 /** The gate over a store's usage index: reservations, high and low water, and what the eviction thread does. */
 class CapacityGateTest {
-    private final PageUsageIndex<String> index = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
+    private final PageUsageIndex<String> index =
+            PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
     private final List<String> evicted = new CopyOnWriteArrayList<>();
 
     /**
@@ -51,8 +52,8 @@ class CapacityGateTest {
 
     @Test
     void pastTheHighWaterMarkTheOldestPagesGoDownToTheLowWaterMark() throws Exception {
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(0.8, 0.5), index,
-                this::removeAll)) {
+        try (CapacityGate<String> gate =
+                new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(0.8, 0.5), index, this::removeAll)) {
             gate.start();
             for (int i = 0; i < 8; i++) {
                 put(gate, "p" + i, 100);
@@ -71,12 +72,12 @@ class CapacityGateTest {
     @Test
     void aReservationWaitsForRoomAndGivesUpAtItsDeadline() throws Exception {
         AtomicBoolean evicting = new AtomicBoolean(false);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index,
-                pages -> {
-            if (evicting.get()) {
-                removeAll(pages);
-            }
-        })) {
+        try (CapacityGate<String> gate =
+                new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index, pages -> {
+                    if (evicting.get()) {
+                        removeAll(pages);
+                    }
+                })) {
             gate.start();
             for (int i = 0; i < 11; i++) {
                 put(gate, "p" + i, 100); // the last one passes the capacity: a reservation is granted at capacity
@@ -93,13 +94,13 @@ class CapacityGateTest {
     @Test
     void pinnedPagesStayAndAFailingEvictionIsRetried() throws Exception {
         AtomicBoolean fail = new AtomicBoolean(true);
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 300, new CapacityGate.Watermarks(1.0, 0.5), index,
-                pages -> {
-            if (fail.get()) {
-                throw new IOException("disk says no");
-            }
-            removeAll(pages);
-        })) {
+        try (CapacityGate<String> gate =
+                new CapacityGate<>("test", 300, new CapacityGate.Watermarks(1.0, 0.5), index, pages -> {
+                    if (fail.get()) {
+                        throw new IOException("disk says no");
+                    }
+                    removeAll(pages);
+                })) {
             put(gate, "pinned", 100);
             long pin = index.pin("pinned");
             put(gate, "a", 100);
@@ -117,8 +118,8 @@ class CapacityGateTest {
 
     @Test
     void releasingMoreThanWasReservedIsABug() throws Exception {
-        try (CapacityGate<String> gate = new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index,
-                this::removeAll)) {
+        try (CapacityGate<String> gate =
+                new CapacityGate<>("test", 1000, new CapacityGate.Watermarks(1.0, 0.5), index, this::removeAll)) {
             assertTrue(gate.reserve(100, Deadline.after(Duration.ofSeconds(1))));
             assertThrows(IllegalStateException.class, () -> gate.release(200));
         }

@@ -108,8 +108,10 @@ class RadixTreeTest {
     void deviceEvictionIsLeafFirstDemotesBackedUpNodesAndDeletesTheRest() {
         RadixTree tree = new RadixTree(PAGE, EvictionPolicy.LRU);
         TreeNode a = tree.insert(seq(0, 2), range(0, 2), 1).last();
-        TreeNode b = tree.insert(concat(seq(0, 2), seq(100, 2)), new int[] {0, 1, 2, 3}, 1).last();
-        TreeNode c = tree.insert(concat(seq(0, 2), seq(200, 2)), new int[] {0, 1, 4, 5}, 1).last();
+        TreeNode b = tree.insert(concat(seq(0, 2), seq(100, 2)), new int[] {0, 1, 2, 3}, 1)
+                .last();
+        TreeNode c = tree.insert(concat(seq(0, 2), seq(200, 2)), new int[] {0, 1, 4, 5}, 1)
+                .last();
         tree.finishBackup(tree.beginBackup(b, new int[] {10, 11}), b, true);
         tree.lock(c);
         RadixTree.DeviceEviction e = tree.evictDevice(100, false);
@@ -148,7 +150,8 @@ class RadixTreeTest {
     void hostEvictionTakesUnprotectedHostOnlyLeavesAndRemovesThem() {
         RadixTree tree = new RadixTree(PAGE, EvictionPolicy.LRU);
         TreeNode a = tree.insert(seq(0, 2), range(0, 2), 1).last();
-        TreeNode b = tree.insert(concat(seq(0, 2), seq(100, 1)), new int[] {0, 1, 2}, 1).last();
+        TreeNode b = tree.insert(concat(seq(0, 2), seq(100, 1)), new int[] {0, 1, 2}, 1)
+                .last();
         tree.finishBackup(tree.beginBackup(a, new int[] {10, 11}), a, true);
         tree.finishBackup(tree.beginBackup(b, new int[] {12}), b, true);
         assertArrayEquals(new int[0], tree.evictHost(10), "nothing is host-only yet");
@@ -205,7 +208,12 @@ class RadixTreeTest {
         tree.insert(concat(seq(0, 2), seq(300, 1)), new int[] {0, 1, 9}, 1);
         int[] all = concat(seq(0, 2), seq(300, 3));
         PageHasher h = new PageHasher(PAGE);
-        RadixTree.HostInsert first = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {70, 71, 72},
+        RadixTree.HostInsert first = tree.insertHost(
+                anchor,
+                all,
+                2 * PAGE,
+                3,
+                new int[] {70, 71, 72},
                 h.hashPages(all, 2 * PAGE, 5 * PAGE, anchor.lastHash()));
         assertArrayEquals(new int[0], first.unusedSlots(), "the device-only page took the fetched copy");
         assertEquals(2, first.storedOnHost().size(), "the device-only node, then the new host-only leaf");
@@ -215,7 +223,12 @@ class RadixTreeTest {
         MatchResult m = tree.match(all);
         assertEquals(3, m.devicePages());
         assertEquals(2, m.hostPages());
-        RadixTree.HostInsert again = tree.insertHost(anchor, all, 2 * PAGE, 3, new int[] {80, 81, 82},
+        RadixTree.HostInsert again = tree.insertHost(
+                anchor,
+                all,
+                2 * PAGE,
+                3,
+                new int[] {80, 81, 82},
                 h.hashPages(all, 2 * PAGE, 5 * PAGE, anchor.lastHash()));
         assertArrayEquals(new int[] {80, 81, 82}, again.unusedSlots());
         assertTrue(again.storedOnHost().isEmpty(), "nothing new took host slots");

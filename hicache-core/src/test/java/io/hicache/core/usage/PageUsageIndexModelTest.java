@@ -53,10 +53,17 @@ class PageUsageIndexModelTest {
     }
 
     @ParameterizedTest(name = "{0}, clashing hashes {1}, seed {2}")
-    @CsvSource({"RECENCY, false, 1", "RECENCY, true, 2", "INSERTION, false, 3", "INSERTION, true, 4", "RECENCY, false, 5"})
+    @CsvSource({
+        "RECENCY, false, 1",
+        "RECENCY, true, 2",
+        "INSERTION, false, 3",
+        "INSERTION, true, 4",
+        "RECENCY, false, 5"
+    })
     void behavesLikeTheModel(Order order, boolean clash, long seed) {
         SplittableRandom r = new SplittableRandom(seed);
-        PageUsageIndex<Key> index = PageUsageIndex.<Key>builder(order).namespaces(Key::namespace).build();
+        PageUsageIndex<Key> index =
+                PageUsageIndex.<Key>builder(order).namespaces(Key::namespace).build();
         LinkedHashMap<Key, Model> model = new LinkedHashMap<>(16, 0.75f, order == Order.RECENCY);
         List<Long> issued = new ArrayList<>(); // every entry number handed out, live or not
         Map<Long, Key> owner = new HashMap<>();
@@ -175,7 +182,10 @@ class PageUsageIndexModelTest {
                 if (sum >= wanted) {
                     break;
                 }
-                if (m.pins > 0 || m.claimed || flagged && !m.flagged || ns != null && !e.getKey().namespace().equals(ns)
+                if (m.pins > 0
+                        || m.claimed
+                        || flagged && !m.flagged
+                        || ns != null && !e.getKey().namespace().equals(ns)
                         || filter != null && !filter.test(e.getKey())) {
                     continue;
                 }

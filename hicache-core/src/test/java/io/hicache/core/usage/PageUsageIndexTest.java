@@ -21,7 +21,9 @@ import org.junit.jupiter.api.Test;
 class PageUsageIndexTest {
 
     private static PageUsageIndex<String> recency() {
-        return PageUsageIndex.<String>builder(Order.RECENCY).namespaces(k -> k.substring(0, 1)).build();
+        return PageUsageIndex.<String>builder(Order.RECENCY)
+                .namespaces(k -> k.substring(0, 1))
+                .build();
     }
 
     private static List<String> keysOf(List<Claimed<String>> claimed) {
@@ -44,7 +46,8 @@ class PageUsageIndexTest {
 
     @Test
     void insertionOrderIgnoresTouches() {
-        PageUsageIndex<String> index = PageUsageIndex.<String>builder(Order.INSERTION).build();
+        PageUsageIndex<String> index =
+                PageUsageIndex.<String>builder(Order.INSERTION).build();
         for (String k : List.of("k1", "k2", "k3")) {
             index.insert(k, 10);
         }
@@ -53,7 +56,9 @@ class PageUsageIndexTest {
         assertEquals(List.of("k1"), keysOf(index.claimOldest(1)));
         assertFalse(index.tracksNamespaces());
         assertThrows(IllegalStateException.class, () -> index.bytes("k"));
-        assertThrows(IllegalStateException.class, () -> index.claimOldest(1, Candidates.any().inNamespace("k")));
+        assertThrows(
+                IllegalStateException.class,
+                () -> index.claimOldest(1, Candidates.any().inNamespace("k")));
     }
 
     @Test
@@ -106,7 +111,8 @@ class PageUsageIndexTest {
         assertTrue(index.unclaim(a));
         assertTrue(index.pinEntry(a));
         assertFalse(index.claimEntry(a), "a pinned entry was claimed");
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> index.insert("a9", 1, PageUsageIndex.CLAIMED | PageUsageIndex.PINNED));
         assertThrows(IllegalArgumentException.class, () -> index.insert("a9", 1, 4));
     }
@@ -146,7 +152,9 @@ class PageUsageIndexTest {
         assertEquals(20, index.bytes("b"));
         assertEquals(23, index.bytes());
         index.touch("a1");
-        assertEquals(List.of("a2", "a1"), keysOf(index.claimOldest(100, Candidates.any().inNamespace("a"))));
+        assertEquals(
+                List.of("a2", "a1"),
+                keysOf(index.claimOldest(100, Candidates.any().inNamespace("a"))));
         assertEquals(List.of(), index.claimOldest(100, Candidates.any().inNamespace("c")));
         index.checkInvariants();
     }
@@ -158,7 +166,8 @@ class PageUsageIndexTest {
     @Test
     void aNamespaceThatEmptiesLeavesNothingBehind() {
         PageUsageIndex<String> index = PageUsageIndex.<String>builder(Order.RECENCY)
-                .namespaces(k -> k.substring(0, k.indexOf('/'))).build();
+                .namespaces(k -> k.substring(0, k.indexOf('/')))
+                .build();
         index.insert("kept/1", 1);
         for (int i = 0; i < 100_000; i++) {
             index.insert("ns" + i + "/a", 5);
@@ -170,7 +179,9 @@ class PageUsageIndexTest {
         assertTrue(index.namespaceNumbers() <= 2, index.namespaceNumbers() + " namespace numbers for 2 at a time");
         assertEquals(1, index.size("kept"));
         index.insert("kept/2", 1);
-        assertEquals(List.of("kept/1", "kept/2"), keysOf(index.claimOldest(100, Candidates.any().inNamespace("kept"))));
+        assertEquals(
+                List.of("kept/1", "kept/2"),
+                keysOf(index.claimOldest(100, Candidates.any().inNamespace("kept"))));
         index.checkInvariants();
     }
 
@@ -181,11 +192,15 @@ class PageUsageIndexTest {
         index.insert("a2", 10, PageUsageIndex.FLAGGED);
         index.insert("b3", 10, PageUsageIndex.FLAGGED);
         index.insert("a4", 10, PageUsageIndex.FLAGGED);
-        assertEquals(List.of("a2"), keysOf(index.claimOldest(10, Candidates.any().onlyFlagged())),
+        assertEquals(
+                List.of("a2"),
+                keysOf(index.claimOldest(10, Candidates.any().onlyFlagged())),
                 "an entry L3 does not have yet was offered");
         assertTrue(index.setFlagged(a1, true));
-        assertEquals(List.of("a1", "a4"), keysOf(index.claimOldest(100,
-                Candidates.<String>any().onlyFlagged().matching(k -> k.startsWith("a")))));
+        assertEquals(
+                List.of("a1", "a4"),
+                keysOf(index.claimOldest(
+                        100, Candidates.<String>any().onlyFlagged().matching(k -> k.startsWith("a")))));
         assertTrue(index.setFlagged(a1, false));
         assertFalse(index.setFlagged(-1, true));
     }
@@ -235,7 +250,8 @@ class PageUsageIndexTest {
 
     @Test
     void slotsAreReusedAndTheTableGrows() {
-        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.RECENCY).build();
+        PageUsageIndex<Integer> index =
+                PageUsageIndex.<Integer>builder(Order.RECENCY).build();
         for (int round = 0; round < 3; round++) {
             for (int i = 0; i < 50_000; i++) {
                 assertNotEquals(PageUsageIndex.NO_ENTRY, index.insert(i, 1));
@@ -255,7 +271,9 @@ class PageUsageIndexTest {
 
     @Test
     void anIndexSizedUpFrontDoesNotGrowAndEntryBytesAreChecked() {
-        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.INSERTION).expectedEntries(1_000).build();
+        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.INSERTION)
+                .expectedEntries(1_000)
+                .build();
         long[] before = index.capacities();
         for (int i = 0; i < 1_000; i++) {
             index.insert(i, 0xFFFF_FFFFL);
@@ -265,14 +283,18 @@ class PageUsageIndexTest {
         assertEquals(1_000 * 0xFFFF_FFFFL, index.bytes(), "bytes are kept as unsigned 32-bit values");
         assertThrows(IllegalArgumentException.class, () -> index.insert(-1, 1L << 32));
         assertThrows(IllegalArgumentException.class, () -> index.insert(-1, -1));
-        assertThrows(IllegalArgumentException.class,
-                () -> PageUsageIndex.<Integer>builder(Order.INSERTION).expectedEntries(Integer.MAX_VALUE).build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PageUsageIndex.<Integer>builder(Order.INSERTION)
+                        .expectedEntries(Integer.MAX_VALUE)
+                        .build());
         index.checkInvariants();
     }
 
     @Test
     void manyThreadsKeepTheTotalsRight() throws Exception {
-        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.RECENCY).namespaces(k -> "n" + k % 3)
+        PageUsageIndex<Integer> index = PageUsageIndex.<Integer>builder(Order.RECENCY)
+                .namespaces(k -> "n" + k % 3)
                 .build();
         int threads = 4;
         CountDownLatch start = new CountDownLatch(1);

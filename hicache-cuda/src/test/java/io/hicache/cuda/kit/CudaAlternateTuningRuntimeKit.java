@@ -3,11 +3,11 @@ package io.hicache.cuda.kit;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.hicache.core.memory.DeviceRuntime;
-import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaTuning;
+import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import java.util.Optional;
 
 /**
@@ -19,8 +19,10 @@ public class CudaAlternateTuningRuntimeKit extends DeviceRuntimeConformanceKit {
     /** The shape this kit runs. */
     public static CudaTuning alternate() {
         CudaTuning d = CudaTuning.DEFAULT;
-        return new CudaTuning(d.kernel() == CudaTuning.Kernel.WIDE ? CudaTuning.Kernel.NARROW : CudaTuning.Kernel.WIDE,
-                d.loadLanes() == 1 ? 2 : 1, !d.hostOrder());
+        return new CudaTuning(
+                d.kernel() == CudaTuning.Kernel.WIDE ? CudaTuning.Kernel.NARROW : CudaTuning.Kernel.WIDE,
+                d.loadLanes() == 1 ? 2 : 1,
+                !d.hostOrder());
     }
 
     @Override

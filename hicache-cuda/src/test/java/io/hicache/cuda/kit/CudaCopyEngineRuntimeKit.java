@@ -3,10 +3,10 @@ package io.hicache.cuda.kit;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.hicache.core.memory.DeviceRuntime;
-import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import java.util.Optional;
 
 /**

@@ -11,15 +11,17 @@ import java.util.List;
  * {@code *ConformanceTest} subclasses run the same kits, skipping every case where CUDA cannot run. Stateless.
  */
 public final class CudaKits {
-    private CudaKits() {
-    }
+    private CudaKits() {}
 
     /** Runs the four kits and returns one report each, in the order above. */
     public static List<ConformanceReport> run() {
-        return List.of(ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel"),
+        return List.of(
+                ConformanceRunner.run(CudaKernelRuntimeKit.class, "CUDA runtime, copy kernel"),
                 ConformanceRunner.run(CudaCopyEngineRuntimeKit.class, "CUDA runtime, copy engine"),
-                ConformanceRunner.run(CudaSmallSlicesRuntimeKit.class, "CUDA runtime, copy engine, 16 KiB registration slices"),
-                ConformanceRunner.run(CudaAlternateTuningRuntimeKit.class,
+                ConformanceRunner.run(
+                        CudaSmallSlicesRuntimeKit.class, "CUDA runtime, copy engine, 16 KiB registration slices"),
+                ConformanceRunner.run(
+                        CudaAlternateTuningRuntimeKit.class,
                         "CUDA runtime, copy kernel, " + CudaAlternateTuningRuntimeKit.alternate()));
     }
 }

@@ -3,10 +3,10 @@ package io.hicache.cuda.kit;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.hicache.core.memory.DeviceRuntime;
-import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaDeviceRuntimeProvider;
+import io.hicache.cuda.CudaOptions;
+import io.hicache.testkit.DeviceRuntimeConformanceKit;
 import java.util.Optional;
 
 /**
@@ -19,6 +19,8 @@ public class CudaSmallSlicesRuntimeKit extends DeviceRuntimeConformanceKit {
     protected DeviceRuntime openRuntime() {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         assumeTrue(why.isEmpty(), () -> "no CUDA here: " + why.orElse(""));
-        return new CudaDeviceRuntime(CudaOptions.defaults().withCopyPath(CudaOptions.CopyPath.COPY_ENGINE).withRegisterSliceBytes(16 * 1024));
+        return new CudaDeviceRuntime(CudaOptions.defaults()
+                .withCopyPath(CudaOptions.CopyPath.COPY_ENGINE)
+                .withRegisterSliceBytes(16 * 1024));
     }
 }

@@ -69,8 +69,10 @@ class CacheAdminTest {
         List<Throwable> failures = new CopyOnWriteArrayList<>();
         AtomicBoolean serving = new AtomicBoolean(true);
         AtomicInteger served = new AtomicInteger();
-        try (TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete",
-                "prefetch-threshold", "4"), 32, slowFirst)) {
+        try (TestEngine e = new TestEngine(
+                settings("hicache-storage-prefetch-policy", "wait_complete", "prefetch-threshold", "4"),
+                32,
+                slowFirst)) {
             Thread load = Thread.ofPlatform().name("serving").start(() -> {
                 int[][] conversations = new int[3][0];
                 try {
@@ -112,7 +114,8 @@ class CacheAdminTest {
             int[] known = prompt(9_000_000, 32);
             e.serve("known", known);
             e.quiesce();
-            assertEquals(8, second.leadingHits(e.keys(known), Deadline.after(WAIT)).get(), "uploaded to the second");
+            assertEquals(
+                    8, second.leadingHits(e.keys(known), Deadline.after(WAIT)).get(), "uploaded to the second");
             e.cache.admin().flush(WAIT);
             TestEngine.Served back = e.serve("back", known);
             assertTrue(back.outcome().storeTokens() > 0, "the attached store served a prefetch: " + back);
@@ -126,8 +129,8 @@ class CacheAdminTest {
     @Test
     void aResetEmptiesEveryTierAndTheNamespaceInTheStore() throws Exception {
         InMemoryPageStore store = new InMemoryPageStore(1L << 30);
-        try (TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                HiCacheTest.unclosable(store))) {
+        try (TestEngine e = new TestEngine(
+                settings("hicache-storage-prefetch-policy", "wait_complete"), 64, HiCacheTest.unclosable(store))) {
             int[] p = prompt(4242, 64);
             e.serve("a", p);
             e.quiesce();

@@ -44,7 +44,8 @@ class CacheMetricsExportTest {
             assertEquals(s.uploadedPages() * 4, value(registry, "hicache_cache_moved_tokens", "action", "uploaded"));
             assertTrue(s.uploadedPages() > 0, "write-through uploads to the store: " + s);
             // Histograms count what happened, one observation per copy and per store call.
-            assertEquals(s.backupsCompleted(), value(registry, "hicache_cache_copy_seconds", "direction", "device_to_host"));
+            assertEquals(
+                    s.backupsCompleted(), value(registry, "hicache_cache_copy_seconds", "direction", "device_to_host"));
             assertTrue(value(registry, "hicache_cache_store_operation_seconds", "op", "put") >= 1);
         }
         assertEquals(0, series(registry, "hicache_cache_prompt_tokens"), "a closed cache leaves the registry");
@@ -55,10 +56,14 @@ class CacheMetricsExportTest {
     void anEnginesRegistryGetsItsCachesAndCachesOfOneNamespaceAddUp(@org.junit.jupiter.api.io.TempDir Path dir)
             throws Exception {
         PrometheusRegistry registry = new PrometheusRegistry();
-        HiCacheConfig config = HiCacheConfig.from(Settings.builder().flag("page-size", "4")
-                .flag("host.dir", Files.createTempDirectory(dir, "host").toString()).build());
-        HiCacheConfig other = HiCacheConfig.from(Settings.builder().flag("page-size", "4")
-                .flag("host.dir", Files.createTempDirectory(dir, "host").toString()).build());
+        HiCacheConfig config = HiCacheConfig.from(Settings.builder()
+                .flag("page-size", "4")
+                .flag("host.dir", Files.createTempDirectory(dir, "host").toString())
+                .build());
+        HiCacheConfig other = HiCacheConfig.from(Settings.builder()
+                .flag("page-size", "4")
+                .flag("host.dir", Files.createTempDirectory(dir, "host").toString())
+                .build());
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 2);
                 HiCache one = open(config, runtime, registry);
                 HiCache two = open(other, runtime, registry)) {
@@ -66,15 +71,23 @@ class CacheMetricsExportTest {
             two.request("y", prompt(0, 8)).close();
             assertEquals(24, value(registry, "hicache_cache_prompt_tokens", "tier", null), "two caches, one series");
             assertEquals(0, value(registry, "hicache_cache_pages", "tier", "device"), "nothing committed");
-            assertEquals(0, series(PrometheusRegistry.defaultRegistry, "hicache_cache_prompt_tokens"),
+            assertEquals(
+                    0,
+                    series(PrometheusRegistry.defaultRegistry, "hicache_cache_prompt_tokens"),
                     "nothing in the default registry");
         }
         assertEquals(0, series(registry, "hicache_cache_prompt_tokens"));
     }
 
     private static HiCache open(HiCacheConfig config, EmulatedDeviceRuntime runtime, PrometheusRegistry registry) {
-        return HiCache.builder().config(config).namespace(TestEngine.NS).geometry(TestEngine.GEOMETRY).devicePages(32)
-                .runtime(runtime).metrics(registry).open();
+        return HiCache.builder()
+                .config(config)
+                .namespace(TestEngine.NS)
+                .geometry(TestEngine.GEOMETRY)
+                .devicePages(32)
+                .runtime(runtime)
+                .metrics(registry)
+                .open();
     }
 
     /** The value (a histogram's count) of the series of this cache's namespace with {@code label=labelValue}. */
@@ -98,7 +111,9 @@ class CacheMetricsExportTest {
     }
 
     private static int series(PrometheusRegistry registry, String name) {
-        return (int) points(registry, name).stream().filter(p -> NS.equals(p.getLabels().get("namespace"))).count();
+        return (int) points(registry, name).stream()
+                .filter(p -> NS.equals(p.getLabels().get("namespace")))
+                .count();
     }
 
     private static List<? extends DataPointSnapshot> points(PrometheusRegistry registry, String name) {

@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
  */
 class CommitChecksTest {
     private static final int PAGE = 16;
-    private static final Map<String, String> SETTINGS = Map.of("page-size", Integer.toString(PAGE),
-            "hicache-write-policy", "write_through");
+    private static final Map<String, String> SETTINGS =
+            Map.of("page-size", Integer.toString(PAGE), "hicache-write-policy", "write_through");
 
     @Test
     void aCommitUnderTokensOtherThanThePromptIsRefusedAndChangesNothing() throws Exception {
@@ -112,8 +112,8 @@ class CommitChecksTest {
 
     @Test
     void roomSaysWhatEachTierHoldsAndHasFree() throws Exception {
-        try (TestEngine engine = new TestEngine(Map.of("page-size", Integer.toString(PAGE), "hicache-ratio", "2"), 16,
-                null)) {
+        try (TestEngine engine =
+                new TestEngine(Map.of("page-size", Integer.toString(PAGE), "hicache-ratio", "2"), 16, null)) {
             assertEquals(new HiCache.Room(16, 16, 0, 32, 32), engine.cache.room());
             try (CacheRequest r = engine.cache.request("r", TestEngine.prompt(1000, 4 * PAGE))) {
                 r.commit(TestEngine.prompt(1000, 4 * PAGE), r.allocate(4), false);
@@ -134,7 +134,9 @@ class CommitChecksTest {
             try (CacheRequest r = engine.cache.request("big", TestEngine.prompt(1000, 20 * PAGE))) {
                 var never = assertThrows(HiCacheException.class, () -> r.allocate(20));
                 assertEquals(ErrorCode.PAGES_EXHAUSTED, never.code());
-                assertTrue(never.getMessage().contains("can never fit") && !never.getMessage().contains("retry once"),
+                assertTrue(
+                        never.getMessage().contains("can never fit")
+                                && !never.getMessage().contains("retry once"),
                         never.getMessage());
                 r.allocate(6);
                 var held = assertThrows(HiCacheException.class, () -> r.allocate(3));

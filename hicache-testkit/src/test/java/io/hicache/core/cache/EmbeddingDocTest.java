@@ -29,9 +29,11 @@ class EmbeddingDocTest {
     @Test
     void theExampleInTheDocsCompilesAndRuns() throws Exception {
         List<String> lines = compileAndRun(Path.of("..", "docs", "embedding.md"), "EmbeddingExample");
-        assertTrue(lines.contains("turn-1: 0 of 200 prompt tokens came from the cache (0 from the device)"),
+        assertTrue(
+                lines.contains("turn-1: 0 of 200 prompt tokens came from the cache (0 from the device)"),
                 lines::toString);
-        assertTrue(lines.contains("turn-2: 256 of 456 prompt tokens came from the cache (256 from the device)"),
+        assertTrue(
+                lines.contains("turn-2: 256 of 456 prompt tokens came from the cache (256 from the device)"),
                 lines::toString);
         assertTrue(lines.contains("KV pool: 4 layers, 256 pages of 16 tokens, rows of 256 bytes"), lines::toString);
         assertTrue(lines.contains("flushed: 32 device pages, 32 host pages"), lines::toString);
@@ -70,15 +72,23 @@ class EmbeddingDocTest {
         Files.writeString(file, source);
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream errors = new ByteArrayOutputStream();
-        int status = javac.run(null, null, errors, "-d", dir.toString(), "-classpath",
-                System.getProperty("java.class.path"), file.toString());
+        int status = javac.run(
+                null,
+                null,
+                errors,
+                "-d",
+                dir.toString(),
+                "-classpath",
+                System.getProperty("java.class.path"),
+                file.toString());
         assertEquals(0, status, () -> "the example does not compile:\n" + errors.toString(StandardCharsets.UTF_8));
 
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir,
-                "hicache-doc");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir, "hicache-doc");
         PrintStream out = System.out;
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
-        try (URLClassLoader loader = new URLClassLoader(new URL[] {dir.toUri().toURL()}, getClass().getClassLoader())) {
+        try (URLClassLoader loader =
+                new URLClassLoader(new URL[] {dir.toUri().toURL()}, getClass().getClassLoader())) {
             Method main = loader.loadClass(name.group(1)).getMethod("main", String[].class);
             System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
             main.invoke(null, (Object) new String[] {hostDir.toString()});

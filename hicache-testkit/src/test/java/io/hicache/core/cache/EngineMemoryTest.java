@@ -74,18 +74,26 @@ class EngineMemoryTest {
         Map<String, String> s = settings("host.dir", hostDir.toString(), "hicache-mem-layout", "page_first_direct");
         Settings.Builder b = Settings.builder();
         s.forEach(b::flag);
-        try (Arena engineMemory = Arena.ofShared(); EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 2)) {
+        try (Arena engineMemory = Arena.ofShared();
+                EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 2)) {
             MemorySegment kv = engineMemory.allocate(bytes, 4096); // the engine's KV buffers
             int[] p = prompt(81_000, 16); // 4 pages
-            try (HiCache cache = HiCache.builder().config(HiCacheConfig.from(b.build())).namespace(TestEngine.NS)
-                    .geometry(TestEngine.GEOMETRY).devicePages(PAGES).runtime(runtime)
-                    .deviceMemory(kv.address(), bytes).pageAllocator(allocator).open()) {
+            try (HiCache cache = HiCache.builder()
+                    .config(HiCacheConfig.from(b.build()))
+                    .namespace(TestEngine.NS)
+                    .geometry(TestEngine.GEOMETRY)
+                    .devicePages(PAGES)
+                    .runtime(runtime)
+                    .deviceMemory(kv.address(), bytes)
+                    .pageAllocator(allocator)
+                    .open()) {
                 DeviceBuffers buffers = cache.device().buffers();
                 assertEquals(kv.address(), buffers.layers().getFirst().keyAddress(), "layer 0's K is where it begins");
                 try (CacheRequest r = cache.request("first", p)) {
                     int[] pages = r.allocate(4);
                     assertTrue(allocator.allocations.get() > 0, "the cache asked the engine's allocator");
-                    forEachRow(buffers, pages, (i, at) -> kv.set(ValueLayout.JAVA_LONG_UNALIGNED, at - kv.address(), i));
+                    forEachRow(
+                            buffers, pages, (i, at) -> kv.set(ValueLayout.JAVA_LONG_UNALIGNED, at - kv.address(), i));
                     r.commit(p, pages, true); // write-through: backed up to the host from these addresses
                 }
                 assertTrue(cache.awaitIdle(Duration.ofSeconds(10)));
@@ -99,8 +107,10 @@ class EngineMemoryTest {
                     int[] prefix = again.prefixPages();
                     assertEquals(4, prefix.length);
                     // what the engine wrote is back, at the addresses of the pages it came back to
-                    forEachRow(buffers, prefix, (i, at) -> assertEquals(i, kv.get(ValueLayout.JAVA_LONG_UNALIGNED,
-                            at - kv.address())));
+                    forEachRow(
+                            buffers,
+                            prefix,
+                            (i, at) -> assertEquals(i, kv.get(ValueLayout.JAVA_LONG_UNALIGNED, at - kv.address())));
                 }
                 assertTrue(cache.awaitIdle(Duration.ofSeconds(10)));
                 cache.admin().flush(Duration.ofSeconds(10));
@@ -119,10 +129,18 @@ class EngineMemoryTest {
     void anAllocatorOfAnotherSizeIsRefused() {
         PageAllocator wrong = new PageAllocator("engine", PAGES + 1);
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 2)) {
-            assertThrows(IllegalArgumentException.class, () -> HiCache.builder()
-                    .config(HiCacheConfig.from(Settings.builder().flag("hicache-tiers", "device-only").build()))
-                    .namespace(TestEngine.NS).geometry(TestEngine.GEOMETRY).devicePages(PAGES).runtime(runtime)
-                    .pageAllocator(wrong).open());
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> HiCache.builder()
+                            .config(HiCacheConfig.from(Settings.builder()
+                                    .flag("hicache-tiers", "device-only")
+                                    .build()))
+                            .namespace(TestEngine.NS)
+                            .geometry(TestEngine.GEOMETRY)
+                            .devicePages(PAGES)
+                            .runtime(runtime)
+                            .pageAllocator(wrong)
+                            .open());
         }
     }
 
@@ -138,8 +156,11 @@ class EngineMemoryTest {
             for (int layer = 0; layer < buffers.layers().size(); layer++) {
                 for (int part = 0; part < 2; part++) {
                     for (int t = 0; t < buffers.pageSizeTokens(); t++) {
-                        long marker = 0x5EED_0000_0000_0000L | ((long) i << 24) | ((long) layer << 16)
-                                | ((long) part << 8) | t;
+                        long marker = 0x5EED_0000_0000_0000L
+                                | ((long) i << 24)
+                                | ((long) layer << 16)
+                                | ((long) part << 8)
+                                | t;
                         visitor.row(marker, buffers.rowAddress(layer, part, pages[i], t));
                     }
                 }

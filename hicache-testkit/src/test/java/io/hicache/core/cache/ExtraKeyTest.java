@@ -49,11 +49,13 @@ class ExtraKeyTest {
                 keys.retainAll(first.keys("adapter-b", p));
                 assertEquals(Set.of(), keys, "no key in common");
                 assertNotEquals(first.keys("", p), first.keys("adapter-a", p));
-                assertEquals(16, store.leadingHits(first.keys("adapter-a", p), Deadline.after(Duration.ofSeconds(5)))
-                        .get());
+                assertEquals(
+                        16,
+                        store.leadingHits(first.keys("adapter-a", p), Deadline.after(Duration.ofSeconds(5)))
+                                .get());
             }
-            try (TestEngine second = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                    unclosable(store))) {
+            try (TestEngine second = new TestEngine(
+                    settings("hicache-storage-prefetch-policy", "wait_complete"), 64, unclosable(store))) {
                 TestEngine.Served a = second.serve("a", "adapter-a", p); // checks adapter a's bytes
                 assertEquals(64, a.outcome().storeTokens(), "adapter a's pages from the store: " + a);
                 assertEquals(16, second.serve("c", "adapter-c", p).computedPages(), "an adapter never seen: nothing");

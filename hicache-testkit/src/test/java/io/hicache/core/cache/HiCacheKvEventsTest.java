@@ -50,13 +50,17 @@ class HiCacheKvEventsTest {
         void apply(List<KvEvent> events) {
             for (KvEvent e : events) {
                 switch (e) {
-                    case BlockStored s -> Arrays.stream(s.blockHashes()).forEach(
-                            id -> where.computeIfAbsent(id, k -> EnumSet.noneOf(Medium.class)).add(s.medium()));
-                    case BlockRemoved r -> Arrays.stream(r.blockHashes()).forEach(id -> {
-                        Set<Medium> m = where.get(id);
-                        assertTrue(m != null && m.remove(r.medium()), "removed from " + r.medium() + " but never stored"
-                                + " there: " + id);
-                    });
+                    case BlockStored s ->
+                        Arrays.stream(s.blockHashes())
+                                .forEach(id -> where.computeIfAbsent(id, k -> EnumSet.noneOf(Medium.class))
+                                        .add(s.medium()));
+                    case BlockRemoved r ->
+                        Arrays.stream(r.blockHashes()).forEach(id -> {
+                            Set<Medium> m = where.get(id);
+                            assertTrue(
+                                    m != null && m.remove(r.medium()),
+                                    "removed from " + r.medium() + " but never stored" + " there: " + id);
+                        });
                     case AllBlocksCleared c -> where.clear();
                 }
             }
@@ -93,7 +97,9 @@ class HiCacheKvEventsTest {
     }
 
     private static List<BlockStored> stored(List<KvEvent> events, Medium medium) {
-        return events.stream().filter(e -> e instanceof BlockStored s && s.medium() == medium).map(e -> (BlockStored) e)
+        return events.stream()
+                .filter(e -> e instanceof BlockStored s && s.medium() == medium)
+                .map(e -> (BlockStored) e)
                 .toList();
     }
 
@@ -107,10 +113,13 @@ class HiCacheKvEventsTest {
             List<KvEvent> first = drain(e, collector);
             router.apply(first);
             long[] aIds = sglangIds(a);
-            BlockStored expected = new BlockStored(aIds, OptionalLong.empty(), a, PAGE, OptionalInt.empty(), Medium.GPU);
+            BlockStored expected =
+                    new BlockStored(aIds, OptionalLong.empty(), a, PAGE, OptionalInt.empty(), Medium.GPU);
             assertEquals(List.of(expected), stored(first, Medium.GPU), "one run on the device, from the root");
-            assertEquals(List.of(new BlockStored(aIds, OptionalLong.empty(), a, PAGE, OptionalInt.empty(), Medium.CPU)),
-                    stored(first, Medium.CPU), "write-through backed it up");
+            assertEquals(
+                    List.of(new BlockStored(aIds, OptionalLong.empty(), a, PAGE, OptionalInt.empty(), Medium.CPU)),
+                    stored(first, Medium.CPU),
+                    "write-through backed it up");
 
             int[] b = concat(a, prompt(500, 8)); // extends a by two pages
             e.serve("b", b);
@@ -126,8 +135,11 @@ class HiCacheKvEventsTest {
             e.serve("c", c);
             List<KvEvent> third = drain(e, collector);
             router.apply(third);
-            Set<Long> removedFromGpu = third.stream().filter(ev -> ev instanceof BlockRemoved r && r.medium() == Medium.GPU)
-                    .flatMap(ev -> Arrays.stream(((BlockRemoved) ev).blockHashes()).boxed()).collect(Collectors.toSet());
+            Set<Long> removedFromGpu = third.stream()
+                    .filter(ev -> ev instanceof BlockRemoved r && r.medium() == Medium.GPU)
+                    .flatMap(ev ->
+                            Arrays.stream(((BlockRemoved) ev).blockHashes()).boxed())
+                    .collect(Collectors.toSet());
             assertEquals(Arrays.stream(bIds).boxed().collect(Collectors.toSet()), removedFromGpu);
             assertEquals(0, router.leading(bIds, Medium.GPU));
             assertEquals(10, router.leading(bIds, Medium.CPU));
@@ -135,7 +147,8 @@ class HiCacheKvEventsTest {
             e.serve("a again", a); // loaded back from the host
             router.apply(drain(e, collector));
             try (CacheRequest r = e.cache.request("look", b)) {
-                assertEquals(r.deviceTokens() / PAGE, router.leading(bIds, Medium.GPU), "the router's view is the cache's");
+                assertEquals(
+                        r.deviceTokens() / PAGE, router.leading(bIds, Medium.GPU), "the router's view is the cache's");
                 assertEquals(8, router.leading(bIds, Medium.GPU));
             }
             e.cache.core().checkConsistency();
@@ -163,15 +176,22 @@ class HiCacheKvEventsTest {
             assertEquals(Arrays.stream(ids).boxed().toList(), all, "every page, once, in order");
         }
         try (KvEventCollector secondEvents = new KvEventCollector();
-                TestEngine second = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                        unclosable(shared), secondEvents)) {
+                TestEngine second = new TestEngine(
+                        settings("hicache-storage-prefetch-policy", "wait_complete"),
+                        64,
+                        unclosable(shared),
+                        secondEvents)) {
             second.serve("b", p);
             List<KvEvent> events = drain(second, secondEvents);
             List<BlockStored> fetched = stored(events, Medium.CPU);
-            assertEquals(List.of(new BlockStored(ids, OptionalLong.empty(), p, PAGE, OptionalInt.empty(), Medium.CPU)),
-                    fetched, "the prefetch landed the whole prompt on the host");
-            assertEquals(List.of(new BlockStored(ids, OptionalLong.empty(), p, PAGE, OptionalInt.empty(), Medium.GPU)),
-                    stored(events, Medium.GPU), "then loaded it back");
+            assertEquals(
+                    List.of(new BlockStored(ids, OptionalLong.empty(), p, PAGE, OptionalInt.empty(), Medium.CPU)),
+                    fetched,
+                    "the prefetch landed the whole prompt on the host");
+            assertEquals(
+                    List.of(new BlockStored(ids, OptionalLong.empty(), p, PAGE, OptionalInt.empty(), Medium.GPU)),
+                    stored(events, Medium.GPU),
+                    "then loaded it back");
             assertTrue(stored(events, Medium.DISK).isEmpty(), "the store had every page: nothing uploaded");
         } finally {
             shared.close();
@@ -202,8 +222,7 @@ class HiCacheKvEventsTest {
             }
 
             @Override
-            public void close() {
-            }
+            public void close() {}
         };
         try (TestEngine e = new TestEngine(settings("kv-events-config", "{\"max_queue_size\": 8}"), 16, null, stuck)) {
             long start = System.nanoTime();

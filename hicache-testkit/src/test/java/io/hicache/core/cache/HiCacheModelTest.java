@@ -4,12 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
-import io.hicache.testkit.FaultyPageStore;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import io.hicache.testkit.FaultyPageStore;
 import io.hicache.testkit.PagePattern;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -57,18 +56,30 @@ class HiCacheModelTest {
         SplittableRandom random = new SplittableRandom(seed);
         InMemoryPageStore inner = new InMemoryPageStore(1L << 30);
         FaultyPageStore store = new FaultyPageStore(inner, 0.02, 0.02, seed);
-        Map<String, String> settings = Map.of("page-size", Integer.toString(PAGE), "prefetch-threshold", "8",
-                "hicache-ratio", "3", "hicache-storage-prefetch-policy", random.nextBoolean() ? "best_effort" : "timeout",
-                "prefetch-timeout-base", "20ms", "hicache-write-policy",
-                List.of("write_through", "write_through_selective", "write_back").get(random.nextInt(3)),
-                "hicache-storage-timeout", "2s");
+        Map<String, String> settings = Map.of(
+                "page-size",
+                Integer.toString(PAGE),
+                "prefetch-threshold",
+                "8",
+                "hicache-ratio",
+                "3",
+                "hicache-storage-prefetch-policy",
+                random.nextBoolean() ? "best_effort" : "timeout",
+                "prefetch-timeout-base",
+                "20ms",
+                "hicache-write-policy",
+                List.of("write_through", "write_through_selective", "write_back")
+                        .get(random.nextInt(3)),
+                "hicache-storage-timeout",
+                "2s");
         PageHasher hasher = new PageHasher(PAGE);
         Set<String> committed = new HashSet<>();
         List<int[]> library = new ArrayList<>();
         for (int i = 0; i < 12; i++) {
             library.add(randomTokens(random, 8 + random.nextInt(32)));
         }
-        try (TestEngine engine = new TestEngine(settings, 48, store); Arena arena = Arena.ofShared()) {
+        try (TestEngine engine = new TestEngine(settings, 48, store);
+                Arena arena = Arena.ofShared()) {
             HiCache cache = engine.cache;
             MemorySegment flat = arena.allocate(cache.format().pageBytes(), 64);
             List<Open> open = new ArrayList<>();
@@ -122,7 +133,8 @@ class HiCacheModelTest {
                     + ", faults injected " + store.injected() + "; " + s);
             assertTrue(s.loadsCompleted() > 0 || OPERATIONS < 1000, "no load-back ran: " + s);
             assertTrue(s.prefetchesStarted() > 0 || OPERATIONS < 1000, "no prefetch ran: " + s);
-            assertTrue(s.deviceEvictedPages() + s.deviceDeletedPages() > 0 || OPERATIONS < 1000, "no eviction ran: " + s);
+            assertTrue(
+                    s.deviceEvictedPages() + s.deviceDeletedPages() > 0 || OPERATIONS < 1000, "no eviction ran: " + s);
             assertTrue(store.injected() > 0 || OPERATIONS < 1000, "no fault was injected");
         }
     }
@@ -158,7 +170,12 @@ class HiCacheModelTest {
     }
 
     /** Computes the uncached rest of the prompt (or a chunk of it) and commits it, finished or not. */
-    private static void commit(Open o, SplittableRandom random, HiCache cache, PageHasher hasher, MemorySegment flat,
+    private static void commit(
+            Open o,
+            SplittableRandom random,
+            HiCache cache,
+            PageHasher hasher,
+            MemorySegment flat,
             Set<String> committed) {
         int[] prefix = o.r.prefixPages();
         int whole = o.prompt.length / PAGE;
@@ -248,6 +265,5 @@ class HiCacheModelTest {
         return t;
     }
 
-    private record Open(CacheRequest r, int[] prompt) {
-    }
+    private record Open(CacheRequest r, int[] prompt) {}
 }

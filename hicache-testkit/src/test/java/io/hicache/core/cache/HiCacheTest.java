@@ -31,8 +31,8 @@ import org.junit.jupiter.api.Test;
 
 class HiCacheTest {
     static Map<String, String> settings(String... kv) {
-        Map<String, String> m = new HashMap<>(Map.of("page-size", "4", "prefetch-threshold", "8",
-                "hicache-ratio", "4"));
+        Map<String, String> m =
+                new HashMap<>(Map.of("page-size", "4", "prefetch-threshold", "8", "hicache-ratio", "4"));
         for (int i = 0; i < kv.length; i += 2) {
             m.put(kv[i], kv[i + 1]);
         }
@@ -117,14 +117,22 @@ class HiCacheTest {
             first.quiesce();
             assertEquals(16, first.cache.stats().uploadedPages());
         }
-        try (TestEngine second = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                unclosable(shared))) {
+        try (TestEngine second =
+                new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64, unclosable(shared))) {
             TestEngine.Served s = second.serve("b", p);
             assertEquals(0, s.deviceTokens());
             assertEquals(64, s.loadedTokens(), "the whole prompt came from the store, through the host");
             assertEquals(0, s.computedPages());
-            assertEquals(new RequestOutcome(0, 0, 64, 0, new PrefetchOutcome(PrefetchOutcome.State.ENDED, Optional.empty(), 16, 16), s.outcome().prefetchWait()),
-                    s.outcome(), "the request's own account: every token from L3");
+            assertEquals(
+                    new RequestOutcome(
+                            0,
+                            0,
+                            64,
+                            0,
+                            new PrefetchOutcome(PrefetchOutcome.State.ENDED, Optional.empty(), 16, 16),
+                            s.outcome().prefetchWait()),
+                    s.outcome(),
+                    "the request's own account: every token from L3");
             second.quiesce();
             assertEquals(64, second.cache.stats().storageHitTokens());
             second.cache.core().checkConsistency();
@@ -191,8 +199,11 @@ class HiCacheTest {
     @Test
     void aNodeThatCannotBeBackedUpGivesWayInsteadOfPinningTheDevice() throws Exception {
         TroubledPageStore l3 = new TroubledPageStore().stall();
-        try (TestEngine e = new TestEngine(settings("hicache-write-policy", "write_back", "hicache-ratio", "1.25",
-                "hicache-storage-timeout", "5s"), 16, l3)) {
+        try (TestEngine e = new TestEngine(
+                settings(
+                        "hicache-write-policy", "write_back", "hicache-ratio", "1.25", "hicache-storage-timeout", "5s"),
+                16,
+                l3)) {
             for (int i = 0; i < 4; i++) {
                 e.serve("p" + i, prompt(i * 1000, 48)); // 12 pages each: every prompt evicts the one before
                 e.quiesceCopies();
@@ -235,12 +246,10 @@ class HiCacheTest {
                 }
 
                 @Override
-                public void flush() {
-                }
+                public void flush() {}
 
                 @Override
-                public void close() {
-                }
+                public void close() {}
             };
             Logger log = Logger.getLogger(Uploader.class.getName());
             log.addHandler(catcher);
@@ -252,7 +261,8 @@ class HiCacheTest {
             }
             CacheStats after = e.cache.stats();
             assertTrue(after.failures().keySet().stream().anyMatch(k -> k.contains("dropped")), after::toString);
-            assertTrue(warned.stream().anyMatch(m -> m.contains("slower than this cache writes")),
+            assertTrue(
+                    warned.stream().anyMatch(m -> m.contains("slower than this cache writes")),
                     "the cache says the store is too slow: " + warned);
             assertTrue(e.cache.nothingPinned());
             e.cache.core().checkConsistency();
@@ -272,8 +282,8 @@ class HiCacheTest {
             first.quiesce();
         }
         l3.slowGets(300); // the prefetches of the crowd overlap
-        try (TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64,
-                FaultyPageStore.sharing(l3))) {
+        try (TestEngine e = new TestEngine(
+                settings("hicache-storage-prefetch-policy", "wait_complete"), 64, FaultyPageStore.sharing(l3))) {
             List<CacheRequest> crowd = new ArrayList<>();
             for (int i = 0; i < 16; i++) {
                 crowd.add(e.cache.request("crowd-" + i, p));
@@ -325,9 +335,12 @@ class HiCacheTest {
             assertTrue(e.cache.nothingPinned());
             e.cache.core().checkConsistency();
         }
-        var refused = assertThrows(HiCacheException.class,
-                () -> HiCacheConfig.from(Settings.builder().flag("hicache-tiers", "device-only")
-                        .flag("hicache-storage-backend", "memory").build()));
+        var refused = assertThrows(
+                HiCacheException.class,
+                () -> HiCacheConfig.from(Settings.builder()
+                        .flag("hicache-tiers", "device-only")
+                        .flag("hicache-storage-backend", "memory")
+                        .build()));
         assertTrue(refused.getMessage().contains("device-only"), refused.getMessage());
     }
 
@@ -353,8 +366,10 @@ class HiCacheTest {
         try {
             for (int engine = 0; engine < 2; engine++) {
                 var faulty = new FaultyPageStore(unclosable(shared), 0.3, 0.1, 17 + engine);
-                TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "timeout",
-                        "hicache-close-timeout", "2s"), 16, faulty);
+                TestEngine e = new TestEngine(
+                        settings("hicache-storage-prefetch-policy", "timeout", "hicache-close-timeout", "2s"),
+                        16,
+                        faulty);
                 try {
                     for (int round = 0; round < 3; round++) {
                         for (int p = 0; p < 8; p++) {
@@ -400,8 +415,16 @@ class HiCacheTest {
             long fromStore = 0;
             for (int engine = 0; engine < 2; engine++) {
                 var slow = new SlowPageStore(unclosable(shared), 1_000, 500);
-                TestEngine e = new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete",
-                        "prefetch-threshold", "4", "hicache-close-timeout", "5s"), 16, slow);
+                TestEngine e = new TestEngine(
+                        settings(
+                                "hicache-storage-prefetch-policy",
+                                "wait_complete",
+                                "prefetch-threshold",
+                                "4",
+                                "hicache-close-timeout",
+                                "5s"),
+                        16,
+                        slow);
                 try {
                     for (int t = 0; t < turns.size(); t++) {
                         TestEngine.Served served = e.serve("e" + engine + "-t" + t, turns.get(t));
@@ -512,7 +535,9 @@ class HiCacheTest {
             TestEngine.Served other;
             lock.lock();
             try {
-                e.serve("first", p); // write-through backs it up as it is committed; the copy finishes, its completion waits
+                e.serve(
+                        "first",
+                        p); // write-through backs it up as it is committed; the copy finishes, its completion waits
                 long end = System.nanoTime() + 10_000_000_000L;
                 while (e.cache.core().completions.depth() == 0 && System.nanoTime() < end) {
                     Thread.sleep(1);

@@ -3,15 +3,11 @@ package io.hicache.core.cache;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
-import io.hicache.core.store.PageStore;
-import io.hicache.core.store.StoreCapabilities;
-import io.hicache.core.store.StoreStats;
 import io.hicache.core.store.memory.InMemoryPageStore;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -36,6 +32,7 @@ final class HungPageStore extends ForwardingPageStore {
         super(inner);
         this.inner = inner;
     }
+
     private volatile boolean queries;
     private volatile boolean gets;
     private volatile boolean puts;
@@ -61,8 +58,8 @@ final class HungPageStore extends ForwardingPageStore {
         return inner;
     }
 
-    private <T> CompletableFuture<T> maybeHang(boolean hang, Deadline deadline, Supplier<T> nothingDone,
-            Supplier<CompletableFuture<T>> call) {
+    private <T> CompletableFuture<T> maybeHang(
+            boolean hang, Deadline deadline, Supplier<T> nothingDone, Supplier<CompletableFuture<T>> call) {
         if (!hang) {
             return call.get();
         }
@@ -83,18 +80,21 @@ final class HungPageStore extends ForwardingPageStore {
 
     @Override
     public CompletableFuture<BatchResult> get(PageBatch targets, Deadline deadline) {
-        return maybeHang(gets, deadline, () -> BatchResult.all(targets.size(), PageStatus.TIMED_OUT, "hung"),
+        return maybeHang(
+                gets,
+                deadline,
+                () -> BatchResult.all(targets.size(), PageStatus.TIMED_OUT, "hung"),
                 () -> inner.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
-        return maybeHang(puts, deadline, () -> BatchResult.all(sources.size(), PageStatus.TIMED_OUT, "hung"),
+        return maybeHang(
+                puts,
+                deadline,
+                () -> BatchResult.all(sources.size(), PageStatus.TIMED_OUT, "hung"),
                 () -> inner.put(sources, deadline));
     }
-
-
-
 
     @Override
     public String name() {
@@ -106,14 +106,11 @@ final class HungPageStore extends ForwardingPageStore {
         return "memory, hanging on demand";
     }
 
-
-
     /** Answers what still hangs (as failed: nothing done), then closes the memory store. */
     @Override
     public void close() {
         for (CompletableFuture<?> f; (f = hanging.poll()) != null; ) {
-            f.completeExceptionally(new HiCacheException(ErrorCode.STORE_CLOSED,
-                    "closed while hanging"));
+            f.completeExceptionally(new HiCacheException(ErrorCode.STORE_CLOSED, "closed while hanging"));
         }
         inner.close();
     }

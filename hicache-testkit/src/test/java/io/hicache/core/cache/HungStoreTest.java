@@ -37,9 +37,19 @@ class HungStoreTest {
     }
 
     private static Map<String, String> hungSettings(String policy, String... more) {
-        Map<String, String> s = settings("hicache-storage-prefetch-policy", policy, "hicache-storage-timeout",
-                STORAGE_TIMEOUT_MILLIS + "ms", "prefetch-threshold", "8", "prefetch-timeout-base", "50ms",
-                "hicache-write-policy", "write_through", "hicache-close-timeout", "2s");
+        Map<String, String> s = settings(
+                "hicache-storage-prefetch-policy",
+                policy,
+                "hicache-storage-timeout",
+                STORAGE_TIMEOUT_MILLIS + "ms",
+                "prefetch-threshold",
+                "8",
+                "prefetch-timeout-base",
+                "50ms",
+                "hicache-write-policy",
+                "write_through",
+                "hicache-close-timeout",
+                "2s");
         for (int i = 0; i < more.length; i += 2) {
             s.put(more[i], more[i + 1]);
         }
@@ -69,7 +79,8 @@ class HungStoreTest {
                     + "wait " + longest + " ms; " + s);
             // Each request waits at most its own call's deadline and grace: a turn that waited for another's would
             // wait longer. Queued behind one thread, 200 turns took 200 waits.
-            assertTrue(longest <= STORAGE_TIMEOUT_MILLIS + TimedPageStore.GRACE.toMillis() + 500,
+            assertTrue(
+                    longest <= STORAGE_TIMEOUT_MILLIS + TimedPageStore.GRACE.toMillis() + 500,
                     "a request waited " + longest + " ms for its prefetch; " + s);
             assertTrue(seconds < 60, TURNS + " turns took " + seconds + " s; " + s);
             long skipped = s.prefetchesSkipped().getOrDefault(PrefetchSkip.STORE_UNRESPONSIVE, 0L);
@@ -77,8 +88,10 @@ class HungStoreTest {
             e.quiesce();
             assertTrue(e.cache.nothingPinned());
             e.cache.core().checkConsistency(true); // every host slot a hung call had is back
-            assertEquals(s.prefetchesStarted(), s.prefetchesCompleted() + s.prefetchesRevoked()
-                    + s.prefetchesTimedOut() + s.prefetchesEmpty(), "every prefetch's ending is counted: " + s);
+            assertEquals(
+                    s.prefetchesStarted(),
+                    s.prefetchesCompleted() + s.prefetchesRevoked() + s.prefetchesTimedOut() + s.prefetchesEmpty(),
+                    "every prefetch's ending is counted: " + s);
         } finally {
             store.close();
         }
@@ -107,8 +120,10 @@ class HungStoreTest {
             assertTrue(s.prefetchesSkipped().getOrDefault(PrefetchSkip.STORE_UNRESPONSIVE, 0L) > 0, s.toString());
             e.quiesce();
             e.cache.core().checkConsistency(true);
-            assertEquals(s.prefetchesStarted(), s.prefetchesCompleted() + s.prefetchesRevoked()
-                    + s.prefetchesTimedOut() + s.prefetchesEmpty(), "every prefetch's ending is counted: " + s);
+            assertEquals(
+                    s.prefetchesStarted(),
+                    s.prefetchesCompleted() + s.prefetchesRevoked() + s.prefetchesTimedOut() + s.prefetchesEmpty(),
+                    "every prefetch's ending is counted: " + s);
             assertTrue(s.prefetchesTimedOut() > 0, "the timeout policy ended prefetches: " + s);
         } finally {
             store.close();
@@ -123,7 +138,8 @@ class HungStoreTest {
         long closeMillis;
         try {
             long longest = replay(e, turns);
-            assertTrue(longest <= STORAGE_TIMEOUT_MILLIS + TimedPageStore.GRACE.toMillis() + 500,
+            assertTrue(
+                    longest <= STORAGE_TIMEOUT_MILLIS + TimedPageStore.GRACE.toMillis() + 500,
                     "a request waited " + longest + " ms for its prefetch");
             assertTrue(store.hangingNow() > 0, "the store never answered a call");
             e.quiesceCopies();

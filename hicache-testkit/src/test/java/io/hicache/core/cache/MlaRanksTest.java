@@ -28,8 +28,8 @@ class MlaRanksTest {
         return Namespace.of("mla-model", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank, size);
     }
 
-    private static TestEngine engine(Map<String, String> settings, InMemoryPageStore store, KvGeometry geometry,
-            int rank) {
+    private static TestEngine engine(
+            Map<String, String> settings, InMemoryPageStore store, KvGeometry geometry, int rank) {
         return new TestEngine(settings, 64, unclosable(store), null, geometry, rank(rank, 2));
     }
 
@@ -38,7 +38,8 @@ class MlaRanksTest {
         InMemoryPageStore store = new InMemoryPageStore(1L << 30);
         Map<String, String> s = settings("hicache-storage-prefetch-policy", "wait_complete");
         int[] p = prompt(31_000, 64); // 16 pages
-        try (TestEngine rank0 = engine(s, store, MLA, 0); TestEngine rank1 = engine(s, store, MLA, 1)) {
+        try (TestEngine rank0 = engine(s, store, MLA, 0);
+                TestEngine rank1 = engine(s, store, MLA, 1)) {
             assertEquals(rank0.cache.namespace(), rank1.cache.namespace(), "no rank in an MLA namespace");
             rank0.serve("r0", p);
             rank1.serve("r1", p);
@@ -64,7 +65,8 @@ class MlaRanksTest {
     void mhaRanksKeepTheirOwnPages() throws Exception {
         InMemoryPageStore store = new InMemoryPageStore(1L << 30);
         int[] p = prompt(32_000, 64);
-        try (TestEngine rank0 = engine(settings(), store, MHA, 0); TestEngine rank1 = engine(settings(), store, MHA, 1)) {
+        try (TestEngine rank0 = engine(settings(), store, MHA, 0);
+                TestEngine rank1 = engine(settings(), store, MHA, 1)) {
             assertNotEquals(rank0.cache.namespace(), rank1.cache.namespace());
             rank0.serve("r0", p);
             rank1.serve("r1", p);
@@ -80,8 +82,10 @@ class MlaRanksTest {
     void anUploadRankOutsideTheModelIsRefused() {
         InMemoryPageStore store = new InMemoryPageStore(1L << 30);
         try {
-            assertThrows(IllegalArgumentException.class,
-                    () -> engine(settings("hicache-mla-upload-rank", "2"), store, MLA, 0).close());
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> engine(settings("hicache-mla-upload-rank", "2"), store, MLA, 0)
+                            .close());
         } finally {
             store.close();
         }

@@ -3,7 +3,6 @@ package io.hicache.core.cache;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHashes;
@@ -53,8 +52,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class RankAgreementModelTest {
     private static final int STEPS = Integer.getInteger("hicache.rank-model.steps", 3000);
     private static final int PAGE = 4;
-    private static final KvGeometry MLA = KvGeometry.mla(2, 8, 4,
-            KvDtype.BFLOAT16);
+    private static final KvGeometry MLA = KvGeometry.mla(2, 8, 4, KvDtype.BFLOAT16);
     /**
      * Runs the ranks without the group, each cache deciding alone: the test should then fail, which shows it can see
      * ranks that disagree (a check of the test, not of the cache).
@@ -68,21 +66,35 @@ class RankAgreementModelTest {
         try {
             run(ranks, seed);
         } catch (Exception | AssertionError e) {
-            throw new AssertionError("rank model test failed with seed " + seed + " (-Dhicache.rank-model.seed=" + seed
-                    + ")", e);
+            throw new AssertionError(
+                    "rank model test failed with seed " + seed + " (-Dhicache.rank-model.seed=" + seed + ")", e);
         }
     }
 
     private void run(int ranks, long seed) throws Exception {
         SplittableRandom script = new SplittableRandom(seed);
-        Map<String, String> settings = new HashMap<>(Map.of("page-size", Integer.toString(PAGE),
-                "prefetch-threshold", "8", "hicache-ratio", "2", "hicache-storage-prefetch-policy",
-                List.of("best_effort", "timeout", "wait_complete").get(script.nextInt(3)), "prefetch-timeout-base",
-                "5ms", "hicache-write-policy",
-                List.of("write_through", "write_through_selective", "write_back").get(script.nextInt(3)),
-                "hicache-storage-timeout", "2s", "hicache-rank-timeout", "10s"));
+        Map<String, String> settings = new HashMap<>(Map.of(
+                "page-size",
+                Integer.toString(PAGE),
+                "prefetch-threshold",
+                "8",
+                "hicache-ratio",
+                "2",
+                "hicache-storage-prefetch-policy",
+                List.of("best_effort", "timeout", "wait_complete").get(script.nextInt(3)),
+                "prefetch-timeout-base",
+                "5ms",
+                "hicache-write-policy",
+                List.of("write_through", "write_through_selective", "write_back")
+                        .get(script.nextInt(3)),
+                "hicache-storage-timeout",
+                "2s",
+                "hicache-rank-timeout",
+                "10s"));
         // each rank measures its own store's speed and fills its own upload queue: some runs make both matter
-        settings.put("hicache-recompute-tokens-per-second", List.of("0", "1000000", "100000000").get(script.nextInt(3)));
+        settings.put(
+                "hicache-recompute-tokens-per-second",
+                List.of("0", "1000000", "100000000").get(script.nextInt(3)));
         settings.put("hicache-upload-queue-bytes", List.of("1GiB", "2KiB").get(script.nextInt(2)));
         boolean mla = script.nextBoolean(); // one copy of each page, uploaded by rank 0 alone, read by all
         List<RankGroup> groups = LocalRankGroup.create("model", ranks);
@@ -96,8 +108,9 @@ class RankAgreementModelTest {
             compared[0]++;
             for (int r = 1; r < ranks && divergence.get() == null; r++) {
                 if (!seen[r].equals(seen[0])) {
-                    divergence.set("rank " + r + " differs from rank 0 after " + seen[0].lines().findFirst().orElse("")
-                            + ":\n--- rank 0\n" + seen[0] + "\n--- rank " + r + "\n" + seen[r]);
+                    divergence.set("rank " + r + " differs from rank 0 after "
+                            + seen[0].lines().findFirst().orElse("") + ":\n--- rank 0\n" + seen[0] + "\n--- rank " + r
+                            + "\n" + seen[r]);
                 }
             }
         });
@@ -106,9 +119,15 @@ class RankAgreementModelTest {
             List<Future<String>> results = new ArrayList<>();
             for (int r = 0; r < ranks; r++) {
                 int rank = r;
-                results.add(threads.submit(() -> new Rank(rank, ranks, seed, settings, groups.get(rank),
-                        queryGroups == null ? null : queryGroups.get(rank), mla ? shared : null).run(seen, meet,
-                        divergence)));
+                results.add(threads.submit(() -> new Rank(
+                                rank,
+                                ranks,
+                                seed,
+                                settings,
+                                groups.get(rank),
+                                queryGroups == null ? null : queryGroups.get(rank),
+                                mla ? shared : null)
+                        .run(seen, meet, divergence)));
             }
             List<String> stats = new ArrayList<>();
             ExecutionException first = null;
@@ -126,7 +145,8 @@ class RankAgreementModelTest {
             }
             assertEquals(null, divergence.get());
             assertEquals(STEPS + STEPS / 100 + 1, compared[0], "the ranks met after every step");
-            System.out.println("rank model test: " + ranks + " ranks, " + STEPS + " steps, seed " + seed + ", " + settings
+            System.out.println("rank model test: " + ranks + " ranks, " + STEPS + " steps, seed " + seed + ", "
+                    + settings
                     + (mla ? ", MLA" : "") + (queryGroups != null ? ", hits reduced on the query threads" : "") + "; "
                     + String.join("; ", stats));
         } finally {
@@ -170,7 +190,13 @@ class RankAgreementModelTest {
         private final int ranks;
         private final long seed;
 
-        Rank(int rank, int ranks, long seed, Map<String, String> settings, RankGroup group, RankGroup queryGroup,
+        Rank(
+                int rank,
+                int ranks,
+                long seed,
+                Map<String, String> settings,
+                RankGroup group,
+                RankGroup queryGroup,
                 InMemoryPageStore shared) {
             this.rank = rank;
             this.ranks = ranks;
@@ -206,16 +232,26 @@ class RankAgreementModelTest {
         }
 
         private String serve(String[] seen, CyclicBarrier meet, AtomicReference<String> divergence) throws Exception {
-            FaultyPageStore faulty = new FaultyPageStore(shared != null ? HiCacheTest.unclosable(shared)
-                    : new InMemoryPageStore(1L << 30), 0.03, 0.03, seed + rank);
+            FaultyPageStore faulty = new FaultyPageStore(
+                    shared != null ? HiCacheTest.unclosable(shared) : new InMemoryPageStore(1L << 30),
+                    0.03,
+                    0.03,
+                    seed + rank);
             SlowPageStore store = new SlowPageStore(faulty, 150L * rank, 20L * rank);
             Namespace ns = Namespace.of("rank-model", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, rank, ranks);
             List<int[]> library = new ArrayList<>();
             for (int i = 0; i < 10; i++) {
                 library.add(HiCacheModelTest.randomTokens(script, 8 + script.nextInt(32)));
             }
-            try (TestEngine engine = new TestEngine(settings, 32, store, null, shared != null ? MLA : TestEngine.GEOMETRY, ns,
-                    ALONE ? null : group, ALONE ? null : queryGroup);
+            try (TestEngine engine = new TestEngine(
+                            settings,
+                            32,
+                            store,
+                            null,
+                            shared != null ? MLA : TestEngine.GEOMETRY,
+                            ns,
+                            ALONE ? null : group,
+                            ALONE ? null : queryGroup);
                     Arena arena = Arena.ofShared()) {
                 MemorySegment flat = arena.allocate(engine.cache.format().pageBytes(), 64);
                 List<Open> open = new ArrayList<>();
@@ -233,8 +269,12 @@ class RankAgreementModelTest {
                             int[] prompt = HiCacheModelTest.nextPrompt(script, library);
                             CacheRequest r = engine.cache.request("r" + opened++, prompt);
                             open.add(new Open(r, prompt));
-                            said.append("open ").append(r.id()).append(" device ").append(r.deviceTokens())
-                                    .append(" host ").append(r.hostTokens());
+                            said.append("open ")
+                                    .append(r.id())
+                                    .append(" device ")
+                                    .append(r.deviceTokens())
+                                    .append(" host ")
+                                    .append(r.hostTokens());
                         } else if (choice == 99) {
                             CacheAdmin.Flushed f = engine.cache.admin().flush(Duration.ofSeconds(20));
                             said.append("flush ").append(f);
@@ -244,14 +284,20 @@ class RankAgreementModelTest {
                             if (choice < 40) {
                                 said.append("prefetch done ").append(o.r.tryEndPrefetch());
                             } else if (choice < 55) {
-                                said.append(loadBack(o, script.nextInt(4) == 0 ? script.nextInt(64) : Integer.MAX_VALUE,
-                                        engine));
+                                said.append(loadBack(
+                                        o, script.nextInt(4) == 0 ? script.nextInt(64) : Integer.MAX_VALUE, engine));
                             } else if (choice < 80) {
                                 said.append(commit(o, script, engine, flat));
                             } else {
                                 RequestOutcome out = o.r.outcome();
-                                said.append("close ").append(out.deviceTokens()).append('/').append(out.hostTokens())
-                                        .append('/').append(out.storeTokens()).append('/').append(out.computedTokens());
+                                said.append("close ")
+                                        .append(out.deviceTokens())
+                                        .append('/')
+                                        .append(out.hostTokens())
+                                        .append('/')
+                                        .append(out.storeTokens())
+                                        .append('/')
+                                        .append(out.computedTokens());
                                 if (choice < 90) {
                                     o.r.close();
                                 } else {
@@ -262,7 +308,8 @@ class RankAgreementModelTest {
                         }
                     }
                     engine.cache.core().checkConsistency(false);
-                    seen[rank] = said.append('\n').append(snapshot(engine.cache)).toString();
+                    seen[rank] =
+                            said.append('\n').append(snapshot(engine.cache)).toString();
                     meet.await(2, TimeUnit.MINUTES);
                     if (step % 100 == 99) {
                         quietPoint(engine, open, seen, meet);
@@ -271,14 +318,20 @@ class RankAgreementModelTest {
                 if (divergence.get() != null) {
                     return "rank " + rank + " stopped where the ranks differ";
                 }
-                assertTrue(engine.cache.nothingPinned(), "rank " + rank + ": pages still pinned after every request ended");
+                assertTrue(
+                        engine.cache.nothingPinned(),
+                        "rank " + rank + ": pages still pinned after every request ended");
                 engine.cache.core().checkConsistency(true);
                 CacheStats s = engine.cache.stats();
                 // the script reaches every path that needs agreeing on (an MLA rank other than 0 writes nothing, so
                 // its store may see too few calls to fail one)
                 if (STEPS >= 1000) {
-                    assertTrue(s.loadsCompleted() > 0 && s.prefetchesStarted() > 0 && s.deviceEvictedPages() > 0
-                            && s.hostEvictedPages() > 0 && (faulty.injected() > 0 || (shared != null && rank > 0)),
+                    assertTrue(
+                            s.loadsCompleted() > 0
+                                    && s.prefetchesStarted() > 0
+                                    && s.deviceEvictedPages() > 0
+                                    && s.hostEvictedPages() > 0
+                                    && (faulty.injected() > 0 || (shared != null && rank > 0)),
                             "rank " + rank + " did not exercise every path: " + s);
                 }
                 return "rank " + rank + ": " + opened + " requests, " + s.loadsCompleted() + " loads, "
@@ -288,7 +341,8 @@ class RankAgreementModelTest {
         }
 
         /** Ends every prefetch (each check a collective), drains every rank's background work, and compares again. */
-        private void quietPoint(TestEngine engine, List<Open> open, String[] seen, CyclicBarrier meet) throws Exception {
+        private void quietPoint(TestEngine engine, List<Open> open, String[] seen, CyclicBarrier meet)
+                throws Exception {
             StringBuilder said = new StringBuilder("quiet point:");
             for (Open o : open) {
                 int checks = 1;
@@ -296,7 +350,11 @@ class RankAgreementModelTest {
                     Thread.sleep(1);
                     checks++;
                 }
-                said.append(' ').append(o.r.id()).append(" ended after ").append(checks).append(" checks;");
+                said.append(' ')
+                        .append(o.r.id())
+                        .append(" ended after ")
+                        .append(checks)
+                        .append(" checks;");
             }
             said.append(" idle ").append(engine.cache.awaitIdle(Duration.ofSeconds(30)));
             engine.cache.core().checkConsistency(true);
@@ -313,8 +371,7 @@ class RankAgreementModelTest {
         }
     }
 
-    private record Open(CacheRequest r, int[] prompt) {
-    }
+    private record Open(CacheRequest r, int[] prompt) {}
 
     private static String loadBack(Open o, int budget, TestEngine engine) throws Exception {
         CacheRequest.LoadBack lb;
@@ -357,10 +414,18 @@ class RankAgreementModelTest {
         cache.core().lock.lock();
         try {
             StringBuilder b = new StringBuilder();
-            b.append("free device pages ").append(cache.core().pageAllocator.available()).append(", free host slots ")
-                    .append(cache.core().host.freeSlots()).append(", held by prefetches ").append(cache.core().prefetcher.heldPages())
-                    .append(", queued to agree on ").append(Arrays.toString(cache.core().agreement.queued())).append(", tree: ")
-                    .append(cache.core().tree.devicePages()).append(" device, ").append(cache.core().tree.hostPages())
+            b.append("free device pages ")
+                    .append(cache.core().pageAllocator.available())
+                    .append(", free host slots ")
+                    .append(cache.core().host.freeSlots())
+                    .append(", held by prefetches ")
+                    .append(cache.core().prefetcher.heldPages())
+                    .append(", queued to agree on ")
+                    .append(Arrays.toString(cache.core().agreement.queued()))
+                    .append(", tree: ")
+                    .append(cache.core().tree.devicePages())
+                    .append(" device, ")
+                    .append(cache.core().tree.hostPages())
                     .append(" host pages\n");
             describe(cache.core().tree.root(), 0, b);
             return b.toString();
@@ -371,13 +436,23 @@ class RankAgreementModelTest {
 
     private static void describe(TreeNode n, int depth, StringBuilder b) {
         List<TreeNode> children = new ArrayList<>(n.children());
-        children.sort(Comparator.comparing((TreeNode c) -> String.valueOf(c.extraKey())).thenComparingInt(c -> c.token(0)));
+        children.sort(Comparator.comparing((TreeNode c) -> String.valueOf(c.extraKey()))
+                .thenComparingInt(c -> c.token(0)));
         for (TreeNode c : children) {
-            b.append("  ".repeat(depth)).append(c.token(0)).append("+").append(c.pages()).append("p dev ")
-                    .append(Arrays.toString(c.devicePages())).append(c.backedUp() ? " host" : "")
+            b.append("  ".repeat(depth))
+                    .append(c.token(0))
+                    .append("+")
+                    .append(c.pages())
+                    .append("p dev ")
+                    .append(Arrays.toString(c.devicePages()))
+                    .append(c.backedUp() ? " host" : "")
                     .append(c.hostSlots() != null && !c.backedUp() ? " host-pending" : "")
-                    .append(" lock ").append(c.lockRef()).append(" hostRef ").append(c.hostRef())
-                    .append(c.pending() == null ? "" : c.pending().toHost() ? " backing-up" : " loading").append('\n');
+                    .append(" lock ")
+                    .append(c.lockRef())
+                    .append(" hostRef ")
+                    .append(c.hostRef())
+                    .append(c.pending() == null ? "" : c.pending().toHost() ? " backing-up" : " loading")
+                    .append('\n');
             describe(c, depth + 1, b);
         }
     }

@@ -1,6 +1,5 @@
 package io.hicache.core.cache;
 
-import io.hicache.core.Deadline;
 import io.hicache.core.config.Settings;
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
@@ -43,6 +42,7 @@ final class TestEngine implements AutoCloseable {
     final int page;
     /** The cache's namespace: the pages' pattern and keys follow it (MLA ranks share one). */
     final Namespace ns;
+
     private final PageHasher hasher;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment flat;
@@ -58,8 +58,13 @@ final class TestEngine implements AutoCloseable {
     }
 
     /** An engine for a model of {@code geometry} whose rank {@code namespace} names. */
-    TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
-            KvGeometry geometry, Namespace namespace) {
+    TestEngine(
+            Map<String, String> settings,
+            int devicePages,
+            PageStore store,
+            KvEventPublisher events,
+            KvGeometry geometry,
+            Namespace namespace) {
         this(settings, devicePages, store, events, geometry, namespace, null, null);
     }
 
@@ -67,12 +72,19 @@ final class TestEngine implements AutoCloseable {
      * As above, the cache being the rank of {@code ranks} that {@code namespace} names (null: no group), with
      * {@code prefetchRanks} for its prefetch query thread (null: none).
      */
-    TestEngine(Map<String, String> settings, int devicePages, PageStore store, KvEventPublisher events,
-            KvGeometry geometry, Namespace namespace, RankGroup ranks, RankGroup prefetchRanks) {
+    TestEngine(
+            Map<String, String> settings,
+            int devicePages,
+            PageStore store,
+            KvEventPublisher events,
+            KvGeometry geometry,
+            Namespace namespace,
+            RankGroup ranks,
+            RankGroup prefetchRanks) {
         Path shm = Path.of("/dev/shm");
         try {
-            hostDir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                    "hicache-engine");
+            hostDir = Files.createTempDirectory(
+                    Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "hicache-engine");
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -93,11 +105,22 @@ final class TestEngine implements AutoCloseable {
         this.flat = arena.allocate(cache.format().pageBytes(), 64);
     }
 
-    private static HiCache open(HiCacheConfig config, int devicePages, EmulatedDeviceRuntime runtime, PageStore store,
-            KvEventPublisher events, KvGeometry geometry, Namespace namespace, RankGroup ranks,
+    private static HiCache open(
+            HiCacheConfig config,
+            int devicePages,
+            EmulatedDeviceRuntime runtime,
+            PageStore store,
+            KvEventPublisher events,
+            KvGeometry geometry,
+            Namespace namespace,
+            RankGroup ranks,
             RankGroup prefetchRanks) {
-        HiCacheBuilder b = HiCache.builder().config(config).namespace(namespace).geometry(geometry)
-                .devicePages(devicePages).runtime(runtime);
+        HiCacheBuilder b = HiCache.builder()
+                .config(config)
+                .namespace(namespace)
+                .geometry(geometry)
+                .devicePages(devicePages)
+                .runtime(runtime);
         if (ranks != null) {
             b.rankGroup(ranks);
         }
@@ -111,8 +134,7 @@ final class TestEngine implements AutoCloseable {
     }
 
     /** What serving one prompt found. */
-    record Served(int deviceTokens, int hostTokens, int loadedTokens, int computedPages, RequestOutcome outcome) {
-    }
+    record Served(int deviceTokens, int hostTokens, int loadedTokens, int computedPages, RequestOutcome outcome) {}
 
     /**
      * Serves {@code prompt} the way an engine would: request, wait for the prefetch, load back, check the cached
@@ -156,7 +178,8 @@ final class TestEngine implements AutoCloseable {
 
     /** The page hashes of {@code prompt} under {@code extraKey}: chained from the key's root hash when there is one. */
     PageHashes hashes(String extraKey, int[] prompt) {
-        return extraKey.isEmpty() ? hasher.hashPages(prompt)
+        return extraKey.isEmpty()
+                ? hasher.hashPages(prompt)
                 : hasher.hashPages(prompt, 0, prompt.length / page * page, PageHasher.extraKeyRoot(extraKey));
     }
 
@@ -194,7 +217,8 @@ final class TestEngine implements AutoCloseable {
     /** Waits until the copies between device and host are applied (not the uploads to the page store). */
     void quiesceCopies() throws InterruptedException {
         long end = System.nanoTime() + 30_000_000_000L;
-        while ((cache.core().outstanding.get() > 0 || cache.core().completions.depth() > 0) && System.nanoTime() < end) {
+        while ((cache.core().outstanding.get() > 0 || cache.core().completions.depth() > 0)
+                && System.nanoTime() < end) {
             Thread.sleep(1);
         }
     }

@@ -3,14 +3,10 @@ package io.hicache.core.cache;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
-import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.ForwardingPageStore;
 import io.hicache.core.store.PageBatch;
-import io.hicache.core.store.PageStore;
-import io.hicache.core.store.StoreCapabilities;
-import io.hicache.core.store.StoreStats;
 import io.hicache.core.store.memory.InMemoryPageStore;
 import java.time.Duration;
 import java.util.List;
@@ -34,6 +30,7 @@ final class TroubledPageStore extends ForwardingPageStore {
         super(inner);
         this.inner = inner;
     }
+
     private volatile CompletableFuture<Void> gate = CompletableFuture.completedFuture(null);
     private final AtomicInteger failingPuts = new AtomicInteger();
     private final AtomicInteger putCalls = new AtomicInteger();
@@ -83,7 +80,6 @@ final class TroubledPageStore extends ForwardingPageStore {
         return "memory, with trouble on demand";
     }
 
-
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
         return inner.leadingHits(keys, deadline);
@@ -95,23 +91,19 @@ final class TroubledPageStore extends ForwardingPageStore {
         if (delay == 0) {
             return inner.get(targets, deadline);
         }
-        return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(delay,
-                TimeUnit.MILLISECONDS)).thenCompose(ignored -> inner.get(targets, deadline));
+        return CompletableFuture.supplyAsync(
+                        () -> null, CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS))
+                .thenCompose(ignored -> inner.get(targets, deadline));
     }
 
     @Override
     public CompletableFuture<BatchResult> put(PageBatch sources, Deadline deadline) {
         putCalls.incrementAndGet();
         if (failingPuts.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO,
-                    "injected put failure"));
+            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO, "injected put failure"));
         }
         return gate.thenCompose(ignored -> inner.put(sources, deadline));
     }
-
-
-
-
 
     @Override
     public void close() {

@@ -22,8 +22,11 @@ import org.junit.jupiter.api.Test;
 class WarmRestartTest {
     @Test
     void aRestartedCacheServesThePagesItsHostTierKept() throws Exception {
-        Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-warm");
+        Path dir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-warm");
         try {
             Map<String, String> s = settings("host.dir", dir.toString());
             int[] p = prompt(55_000, 64); // 16 pages

@@ -29,30 +29,34 @@ final class AdminHandler {
     /** The work of an admin request. */
     Work work(Call call, AdminRequest request) {
         return switch (request) {
-            case Stats stats -> Work.quick(() -> {
-                ByteBuf answer = call.begin();
-                byte[] text = server.metrics.render().getBytes(StandardCharsets.UTF_8);
-                answer.writeInt(text.length);
-                answer.writeBytes(text);
-                call.send(answer);
-            });
-            case Health health -> Work.quick(() -> {
-                ByteBuf answer = call.begin();
-                answer.writeByte(server.shuttingDown() ? 1 : 0);
-                call.send(answer);
-            });
-            case Flush flush -> Work.slow(() -> {
-                SlabFlush.Flushed f = server.cache.flush.run(call.deadline());
-                ByteBuf answer = call.begin();
-                answer.writeLong(f.dropped());
-                answer.writeLong(f.kept());
-                call.send(answer);
-            });
-            case StoreShow show -> Work.slow(() -> {
-                ByteBuf answer = call.begin();
-                named(answer, server.stores.show());
-                call.send(answer);
-            });
+            case Stats stats ->
+                Work.quick(() -> {
+                    ByteBuf answer = call.begin();
+                    byte[] text = server.metrics.render().getBytes(StandardCharsets.UTF_8);
+                    answer.writeInt(text.length);
+                    answer.writeBytes(text);
+                    call.send(answer);
+                });
+            case Health health ->
+                Work.quick(() -> {
+                    ByteBuf answer = call.begin();
+                    answer.writeByte(server.shuttingDown() ? 1 : 0);
+                    call.send(answer);
+                });
+            case Flush flush ->
+                Work.slow(() -> {
+                    SlabFlush.Flushed f = server.cache.flush.run(call.deadline());
+                    ByteBuf answer = call.begin();
+                    answer.writeLong(f.dropped());
+                    answer.writeLong(f.kept());
+                    call.send(answer);
+                });
+            case StoreShow show ->
+                Work.slow(() -> {
+                    ByteBuf answer = call.begin();
+                    named(answer, server.stores.show());
+                    call.send(answer);
+                });
             case StoreDetach detach -> Work.slow(() -> detach(call));
             case StoreAttach attach -> Work.slow(() -> attach(call, attach));
         };

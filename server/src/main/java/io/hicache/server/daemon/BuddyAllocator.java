@@ -20,8 +20,8 @@ final class BuddyAllocator {
     BuddyAllocator(long bytes, long minBlock, int maxOrder) {
         Checks.requireArgument(Long.bitCount(minBlock) == 1, "minBlock must be a power of two, was %d", minBlock);
         long top = minBlock << maxOrder;
-        Checks.requireArgument(bytes >= top && bytes % top == 0, "%d bytes is not a multiple of the largest block %d",
-                bytes, top);
+        Checks.requireArgument(
+                bytes >= top && bytes % top == 0, "%d bytes is not a multiple of the largest block %d", bytes, top);
         this.minBlock = minBlock;
         this.maxOrder = maxOrder;
         for (int o = 0; o <= maxOrder; o++) {
@@ -72,7 +72,8 @@ final class BuddyAllocator {
      * @throws IllegalStateException for a block that is free already (a second free would hand it to two pages)
      */
     synchronized void free(long at, int order) {
-        Checks.requireState(!free.get(order).contains(at), "the slab block of order %d at %d is freed twice", order, at);
+        Checks.requireState(
+                !free.get(order).contains(at), "the slab block of order %d at %d is freed twice", order, at);
         freeBytes += minBlock << order;
         long block = at;
         int o = order;

@@ -83,7 +83,11 @@ final class Eviction {
      * {@code done} cannot be had by the deadline. {@code wantedBytes} is a first guess of what {@code done} needs, to
      * size the batches claimed.
      */
-    private boolean evictUntil(Candidates<StoreKey> which, boolean oneNamespace, long wantedBytes, BooleanSupplier done,
+    private boolean evictUntil(
+            Candidates<StoreKey> which,
+            boolean oneNamespace,
+            long wantedBytes,
+            BooleanSupplier done,
             Deadline deadline) {
         while (true) {
             boolean met;
@@ -108,8 +112,8 @@ final class Eviction {
      * free target is reached, or no candidate is left; returns whether {@code done} held. Candidates that could not be
      * evicted (a reader came) stay claimed until the end, so that the next batch moves on, then are given back.
      */
-    private boolean evictBatches(boolean oneNamespace, long wantedBytes, Candidates<StoreKey> which,
-            BooleanSupplier done) {
+    private boolean evictBatches(
+            boolean oneNamespace, long wantedBytes, Candidates<StoreKey> which, BooleanSupplier done) {
         long freeTarget = freeTarget(space.slabBytes());
         boolean met = false;
         boolean finished = false;

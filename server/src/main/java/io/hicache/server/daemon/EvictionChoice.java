@@ -18,10 +18,8 @@ sealed interface EvictionChoice {
     }
 
     /** See {@link #NONE}. */
-    record None() implements EvictionChoice {
-    }
+    record None() implements EvictionChoice {}
 
     /** See {@link #until}. */
-    record Until(Deadline deadline) implements EvictionChoice {
-    }
+    record Until(Deadline deadline) implements EvictionChoice {}
 }

@@ -69,6 +69,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
     private final Budget budget;
     /** Bytes of the frame now arriving charged to the budget. */
     private long charged;
+
     private boolean refused;
 
     FrameDecoder(int maxFrameBytes, Budget budget) {
@@ -98,7 +99,8 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
                 uncharge();
                 in.skipBytes(in.readableBytes());
                 throw new OverBudget("the daemon holds its limit of " + budget.limitBytes() + " bytes of frames still "
-                        + "arriving (server.max-partial-frame-bytes); this frame was refused at " + buffered + " bytes");
+                        + "arriving (server.max-partial-frame-bytes); this frame was refused at " + buffered
+                        + " bytes");
             }
             charged = buffered;
         }

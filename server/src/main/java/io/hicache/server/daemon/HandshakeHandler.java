@@ -28,7 +28,8 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
     /** The frame decoder's name in the pipeline. */
     static final String FRAMES = "frames";
     /** The largest frame accepted before a HELLO: a HELLO with the longest token (its declared length). */
-    static final int HELLO_FRAME_BYTES = Wire.HEADER_BYTES + 9 + Codec.MAX_STRING_BYTES; // version 2's checksum byte included
+    static final int HELLO_FRAME_BYTES =
+            Wire.HEADER_BYTES + 9 + Codec.MAX_STRING_BYTES; // version 2's checksum byte included
 
     private final HiCacheServer server;
     private final Responder out;
@@ -44,11 +45,15 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         long waitMillis = server.config.handshakeTimeout().toMillis();
-        ctx.executor().schedule(() -> {
-            if (!accepted && !out.closing() && ctx.channel().isActive()) {
-                out.failAndClose(0, Wire.E_AUTH, "no HELLO within " + waitMillis + " ms");
-            }
-        }, waitMillis, TimeUnit.MILLISECONDS);
+        ctx.executor()
+                .schedule(
+                        () -> {
+                            if (!accepted && !out.closing() && ctx.channel().isActive()) {
+                                out.failAndClose(0, Wire.E_AUTH, "no HELLO within " + waitMillis + " ms");
+                            }
+                        },
+                        waitMillis,
+                        TimeUnit.MILLISECONDS);
         ctx.fireChannelActive();
     }
 
@@ -91,14 +96,21 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         }
         byte[] given = hello.token().getBytes(StandardCharsets.UTF_8);
         String adminToken = server.config.adminToken();
-        boolean isAdmin = !adminToken.isEmpty() && MessageDigest.isEqual(given, adminToken.getBytes(StandardCharsets.UTF_8));
+        boolean isAdmin =
+                !adminToken.isEmpty() && MessageDigest.isEqual(given, adminToken.getBytes(StandardCharsets.UTF_8));
         if (!isAdmin && !MessageDigest.isEqual(given, server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
-            out.failAndClose(id, Wire.E_AUTH, server.config.authToken().isEmpty() && adminToken.isEmpty()
-                    ? "this daemon has no auth token, and the HELLO carried one" : "wrong auth token");
+            out.failAndClose(
+                    id,
+                    Wire.E_AUTH,
+                    server.config.authToken().isEmpty() && adminToken.isEmpty()
+                            ? "this daemon has no auth token, and the HELLO carried one"
+                            : "wrong auth token");
             return;
         }
         accepted = true;
-        Session session = new Session(hello.version(), hello.checksum(),
+        Session session = new Session(
+                hello.version(),
+                hello.checksum(),
                 mayAdminister(isAdmin, !adminToken.isEmpty(), ctx.channel().remoteAddress()));
         ByteBuf answer = out.begin(Wire.HELLO, id);
         answer.writeShort(session.version());
@@ -124,6 +136,8 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         if (adminTokenSet) {
             return helloCarriedAdminToken;
         }
-        return peer instanceof InetSocketAddress a && a.getAddress() != null && a.getAddress().isLoopbackAddress();
+        return peer instanceof InetSocketAddress a
+                && a.getAddress() != null
+                && a.getAddress().isLoopbackAddress();
     }
 }

@@ -58,6 +58,7 @@ public final class HiCacheServer implements AutoCloseable {
     final Leases leases;
     /** The request handlers, one per family; shared by every connection. */
     final ReadHandler readHandler;
+
     final WriteHandler writeHandler;
     final AdminHandler adminHandler;
     final ServerMetrics metrics = new ServerMetrics();
@@ -65,6 +66,7 @@ public final class HiCacheServer implements AutoCloseable {
     final AtomicInteger inFlight = new AtomicInteger();
     /** Bytes of frames still arriving, over all connections. */
     final FrameDecoder.Budget partialFrames;
+
     final RateLimitedLog partialFramesLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     private final EventLoopGroup acceptor;
     private final EventLoopGroup loops;
@@ -72,10 +74,12 @@ public final class HiCacheServer implements AutoCloseable {
     private final Channel listener;
     /** Null when off ({@code server.metrics-port} -1). */
     private final @Nullable MetricsEndpoint endpoint;
+
     private final ScheduledExecutorService sweeper;
     private final AtomicBoolean closing = new AtomicBoolean();
     /** The operator's view of the L3 store: STORE requests. */
     final StoreAdmin stores;
+
     private final NettyTransport transport;
 
     private HiCacheServer(ServerConfig config, SlabCache cache) throws Exception {
@@ -94,7 +98,9 @@ public final class HiCacheServer implements AutoCloseable {
         this.loops = new MultiThreadIoEventLoopGroup(config.eventLoops(), transport.ioHandlerFactory());
         this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Threads.unstarted("server-lease-sweeper", r));
         sweeper.scheduleAtFixedRate(leases::expire, 1, 1, TimeUnit.SECONDS);
-        ServerBootstrap b = new ServerBootstrap().group(acceptor, loops).channel(transport.serverChannel())
+        ServerBootstrap b = new ServerBootstrap()
+                .group(acceptor, loops)
+                .channel(transport.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
@@ -103,12 +109,15 @@ public final class HiCacheServer implements AutoCloseable {
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
                         // Answers to a pipelined batch of requests leave in one write, not one syscall each.
-                        ch.pipeline().addLast(new FlushConsolidationHandler(
-                                FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
+                        ch.pipeline()
+                                .addLast(new FlushConsolidationHandler(
+                                        FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
                         // The declared length is checked against the limit before a byte of the frame is buffered;
                         // until a HELLO is accepted the limit is a HELLO's size (HandshakeHandler widens it then).
-                        ch.pipeline().addLast(HandshakeHandler.FRAMES,
-                                new FrameDecoder(HandshakeHandler.HELLO_FRAME_BYTES, partialFrames));
+                        ch.pipeline()
+                                .addLast(
+                                        HandshakeHandler.FRAMES,
+                                        new FrameDecoder(HandshakeHandler.HELLO_FRAME_BYTES, partialFrames));
                         Responder out = new Responder(ch, metrics);
                         ServerHandler requests = new ServerHandler(HiCacheServer.this, out);
                         ch.pipeline().addLast(new HandshakeHandler(HiCacheServer.this, out, requests));
@@ -119,13 +128,21 @@ public final class HiCacheServer implements AutoCloseable {
         MetricsEndpoint http = null;
         if (config.metricsPort() >= 0) {
             try {
-                http = new MetricsEndpoint(config.bind(), config.metricsPort(), metrics.registry,
-                        () -> !closing.get(), cache.writeBehind::degraded);
+                http = new MetricsEndpoint(
+                        config.bind(),
+                        config.metricsPort(),
+                        metrics.registry,
+                        () -> !closing.get(),
+                        cache.writeBehind::degraded);
             } catch (IOException e) {
                 listener.close().sync();
-                throw new HiCacheException(ErrorCode.CONFIG_INVALID, "cannot serve metrics on " + config.bind() + ":"
-                        + config.metricsPort() + " (" + e.getMessage() + "); set server.metrics-port to a free port, 0 "
-                        + "for any free one, or -1 for none", e);
+                throw new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        "cannot serve metrics on " + config.bind() + ":"
+                                + config.metricsPort() + " (" + e.getMessage()
+                                + "); set server.metrics-port to a free port, 0 "
+                                + "for any free one, or -1 for none",
+                        e);
             }
         }
         this.endpoint = http;
@@ -151,7 +168,9 @@ public final class HiCacheServer implements AutoCloseable {
         SlabCache cache = null;
         KvEventSink sink = null;
         try {
-            sink = kvEvents != null ? KvEventSink.over("server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
+            sink = kvEvents != null
+                    ? KvEventSink.over(
+                            "server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
                     : KvEventSink.open("server-kv-events", config.kvEvents());
             if (!config.store().isEmpty()) {
                 store = Optional.of(StoreAdmin.open(config, config.store(), Map.of()));
@@ -183,12 +202,15 @@ public final class HiCacheServer implements AutoCloseable {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
                 + Wire.VERSION + " and " + Wire.VERSION_2
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
-                + (config.adminToken().isEmpty() ? ", admin operations from loopback only" : ", admin token required for "
-                        + "admin operations") + "); host slab "
+                + (config.adminToken().isEmpty()
+                        ? ", admin operations from loopback only"
+                        : ", admin token required for " + "admin operations")
+                + "); host slab "
                 + Units.formatBytes(cache.space.slabBytes()) + " at " + cache.space.file() + "; L3 store: "
                 + stores.show().map(s -> s.name() + " at " + s.location()).orElse("none")
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
-                + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers() + " workers; transport "
+                + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers()
+                + " workers; transport "
                 + transport.describe(config.transport()) + "; metrics: "
                 + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics");
     }

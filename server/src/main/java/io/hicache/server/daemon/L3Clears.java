@@ -41,9 +41,11 @@ final class L3Clears {
     static final class Job {
         /** Null: every namespace. */
         final @Nullable Namespace ns;
+
         final PageStore store;
         /** Completes when the clear has ended: normally if L3 is clear, else with its failure. */
         final CompletableFuture<Void> done = new CompletableFuture<>();
+
         private final long queuedNanos = System.nanoTime();
         private volatile long startedNanos;
         private final AtomicBoolean over = new AtomicBoolean();
@@ -76,6 +78,7 @@ final class L3Clears {
     private final CopyOnWriteArrayList<Job> active = new CopyOnWriteArrayList<>();
     /** Counts clears ended (and the end of holding, at close): a change tells the write-behind to look again. */
     private final AtomicLong ended = new AtomicLong();
+
     private volatile boolean released;
 
     L3Clears(SlabCache cache) {
@@ -162,8 +165,11 @@ final class L3Clears {
         cache.events.cleared(); // after L3's clear (also a failed one, which may have dropped pages)
         cache.writeBehind.wake();
         if (failure != null) {
-            LOG.log(Level.WARNING, "the L3 clear of " + (j.ns == null ? "every namespace" : "namespace " + j.ns)
-                    + " failed; L3 may still hold pages of it", failure);
+            LOG.log(
+                    Level.WARNING,
+                    "the L3 clear of " + (j.ns == null ? "every namespace" : "namespace " + j.ns)
+                            + " failed; L3 may still hold pages of it",
+                    failure);
             j.done.completeExceptionally(failure);
         } else {
             j.done.complete(null);
@@ -188,9 +194,12 @@ final class L3Clears {
             }
         }
         if (!active.isEmpty()) {
-            LOG.log(Level.ERROR, active.size() + " L3 clears had not ended when the daemon stopped (the first "
-                    + active.get(0).describe() + "); pages of their namespaces put meanwhile are written to L3 now, "
-                    + "where a clear still running may remove them");
+            LOG.log(
+                    Level.ERROR,
+                    active.size() + " L3 clears had not ended when the daemon stopped (the first "
+                            + active.get(0).describe()
+                            + "); pages of their namespaces put meanwhile are written to L3 now, "
+                            + "where a clear still running may remove them");
         }
         released = true;
         ended.incrementAndGet();

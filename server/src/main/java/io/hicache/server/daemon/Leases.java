@@ -22,12 +22,10 @@ import org.jspecify.annotations.Nullable;
  * ends. Thread-safe.
  */
 final class Leases {
-    private record Lease(Channel owner, List<SlabPage> entries, long expiresNanos) {
-    }
+    private record Lease(Channel owner, List<SlabPage> entries, long expiresNanos) {}
 
     /** Room for each page of a RESERVE (null where none was taken: {@code statuses} says why). */
-    record Reservation(Channel owner, Room[] rooms, PageStatus[] statuses, long expiresNanos) {
-    }
+    record Reservation(Channel owner, Room[] rooms, PageStatus[] statuses, long expiresNanos) {}
 
     /** Leases and reservations a connection holds, and slots taken for ones being made. */
     private static final AttributeKey<AtomicInteger> HELD = AttributeKey.valueOf(Leases.class, "held");
@@ -94,7 +92,8 @@ final class Leases {
     }
 
     /** Ends reservation {@code id} of {@code owner} and hands it over (to be committed); null if unknown or foreign. */
-    @Nullable Reservation take(Channel owner, long id) {
+    @Nullable
+    Reservation take(Channel owner, long id) {
         Reservation r = reservations.get(id);
         if (r == null || r.owner != owner || !reservations.remove(id, r)) {
             return null;
@@ -159,8 +158,8 @@ final class Leases {
         try {
             ending.run();
         } catch (RuntimeException e) {
-            System.getLogger(Leases.class.getName()).log(System.Logger.Level.ERROR, "ending expired " + what
-                    + " failed; expiry goes on", e);
+            System.getLogger(Leases.class.getName())
+                    .log(System.Logger.Level.ERROR, "ending expired " + what + " failed; expiry goes on", e);
         }
     }
 

@@ -3,13 +3,13 @@ package io.hicache.server.daemon;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.hicache.core.util.Threads;
+import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
-import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
-import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
@@ -22,7 +22,8 @@ import java.util.function.Supplier;
 final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer http;
 
-    MetricsEndpoint(String bind, int port, PrometheusRegistry metrics, BooleanSupplier healthy, Supplier<String> degraded)
+    MetricsEndpoint(
+            String bind, int port, PrometheusRegistry metrics, BooleanSupplier healthy, Supplier<String> degraded)
             throws IOException {
         http = HttpServer.create(new InetSocketAddress(bind, port), 16);
         http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
@@ -30,7 +31,11 @@ final class MetricsEndpoint implements AutoCloseable {
         http.createContext("/health", ex -> {
             boolean ok = healthy.getAsBoolean();
             String trouble = ok ? degraded.get() : null;
-            reply(ex, ok ? 200 : 503, "text/plain", !ok ? "shutting down\n" : trouble == null ? "ok\n" : trouble + "\n");
+            reply(
+                    ex,
+                    ok ? 200 : 503,
+                    "text/plain",
+                    !ok ? "shutting down\n" : trouble == null ? "ok\n" : trouble + "\n");
         });
         http.start();
     }

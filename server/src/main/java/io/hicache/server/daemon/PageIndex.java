@@ -29,7 +29,8 @@ final class PageIndex {
     private final SlabSpace space;
     private final ConcurrentHashMap<StoreKey, SlabPage> pages = new ConcurrentHashMap<>();
     private final PageUsageIndex<StoreKey> usage = PageUsageIndex.<StoreKey>builder(PageUsageIndex.Order.RECENCY)
-            .namespaces(key -> key.namespace().id()).build();
+            .namespaces(key -> key.namespace().id())
+            .build();
 
     PageIndex(SlabSpace space) {
         this.space = space;
@@ -68,7 +69,8 @@ final class PageIndex {
     /* ---------------------------------------------------------------- users */
 
     /** The page of {@code key}, pinned and used (the caller {@link #unpin}s it), or null; a page being evicted is gone. */
-    @Nullable SlabPage pin(StoreKey key) {
+    @Nullable
+    SlabPage pin(StoreKey key) {
         SlabPage p = pages.get(key);
         if (p == null) {
             return null;

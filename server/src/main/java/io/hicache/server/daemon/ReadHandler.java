@@ -45,28 +45,31 @@ final class ReadHandler {
             case LeadingHits h -> leadingHits(call, h.keys());
             case Get g -> pages(call, g.keys(), g.lengths(), null);
             case Lease l -> pages(call, l.keys(), l.lengths(), l);
-            case Release r -> Work.quick(() -> {
-                ByteBuf answer = call.begin();
-                answer.writeByte(leases.release(call.channel(), r.id()) ? 1 : 0);
-                call.send(answer);
-            });
+            case Release r ->
+                Work.quick(() -> {
+                    ByteBuf answer = call.begin();
+                    answer.writeByte(leases.release(call.channel(), r.id()) ? 1 : 0);
+                    call.send(answer);
+                });
         };
     }
 
     private Work leadingHits(Call call, List<StoreKey> keys) {
-        return new Work(() -> {
-            OptionalInt here = cache.reads.leadingHitsHere(keys);
-            if (here.isPresent()) {
-                count(call, here.getAsInt());
-            }
-            return here.isPresent();
-        }, () -> {
-            try {
-                count(call, cache.reads.leadingHits(keys, call.deadline()));
-            } catch (NotDoneInTime e) {
-                call.fail(Wire.E_TIMED_OUT, e.getMessage());
-            }
-        });
+        return new Work(
+                () -> {
+                    OptionalInt here = cache.reads.leadingHitsHere(keys);
+                    if (here.isPresent()) {
+                        count(call, here.getAsInt());
+                    }
+                    return here.isPresent();
+                },
+                () -> {
+                    try {
+                        count(call, cache.reads.leadingHits(keys, call.deadline()));
+                    } catch (NotDoneInTime e) {
+                        call.fail(Wire.E_TIMED_OUT, e.getMessage());
+                    }
+                });
     }
 
     private static void count(Call call, int hits) {
@@ -77,14 +80,18 @@ final class ReadHandler {
 
     /** A GET ({@code lease} null) or a LEASE: pages pinned on the event loop if all are here, else on a worker. */
     private Work pages(Call call, List<StoreKey> keys, int[] lengths, @Nullable Lease lease) {
-        long leaseMillis = lease == null ? 0 : Math.min(lease.holdMillis(), config.maxLease().toMillis());
-        return new Work(() -> {
-            Optional<ReadThrough.Pinned> here = cache.reads.pinAllHere(keys);
-            if (here.isPresent()) {
-                answer(call, here.get(), lengths, lease, leaseMillis);
-            }
-            return here.isPresent();
-        }, () -> answer(call, cache.reads.pinAll(keys, lengths, call.deadline()), lengths, lease, leaseMillis));
+        long leaseMillis = lease == null
+                ? 0
+                : Math.min(lease.holdMillis(), config.maxLease().toMillis());
+        return new Work(
+                () -> {
+                    Optional<ReadThrough.Pinned> here = cache.reads.pinAllHere(keys);
+                    if (here.isPresent()) {
+                        answer(call, here.get(), lengths, lease, leaseMillis);
+                    }
+                    return here.isPresent();
+                },
+                () -> answer(call, cache.reads.pinAll(keys, lengths, call.deadline()), lengths, lease, leaseMillis));
     }
 
     /**
@@ -106,10 +113,12 @@ final class ReadHandler {
         boolean noChecksums = lease != null && lease.noChecksums();
         for (int i = 0; i < pages.length; i++) {
             SlabPage p = pages[i];
-            PageStatus status = p == null ? pinned.why(i)
-                    : p.length != lengths[i] ? PageStatus.SIZE_MISMATCH
-                    // A page the slab had no room for cannot be leased: the client should get it instead.
-                    : lease != null && (!p.inSlab() || overLimit) ? PageStatus.REJECTED : PageStatus.OK;
+            PageStatus status = p == null
+                    ? pinned.why(i)
+                    : p.length != lengths[i]
+                            ? PageStatus.SIZE_MISMATCH
+                            // A page the slab had no room for cannot be leased: the client should get it instead.
+                            : lease != null && (!p.inSlab() || overLimit) ? PageStatus.REJECTED : PageStatus.OK;
             int crc = 0;
             if (p != null && !noChecksums) {
                 crc = p.crc;

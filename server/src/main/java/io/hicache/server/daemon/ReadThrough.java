@@ -52,8 +52,13 @@ final class ReadThrough {
     }
 
     /** Where a page fetched from L3 lands: a block of the slab, or a spill buffer. */
-    private record Landing(int index, StoreKey key, long offset, int order, int length, @Nullable ByteBuf spill) {
-    }
+    private record Landing(
+            int index,
+            StoreKey key,
+            long offset,
+            int order,
+            int length,
+            @Nullable ByteBuf spill) {}
 
     private final ServerConfig config;
     private final SlabSpace space;
@@ -64,8 +69,15 @@ final class ReadThrough {
     private final ServerEvents events;
     private final TierCounters counters;
 
-    ReadThrough(ServerConfig config, SlabSpace space, PageIndex pages, Eviction eviction, StoreSlot l3, L3Clears clears,
-            ServerEvents events, TierCounters counters) {
+    ReadThrough(
+            ServerConfig config,
+            SlabSpace space,
+            PageIndex pages,
+            Eviction eviction,
+            StoreSlot l3,
+            L3Clears clears,
+            ServerEvents events,
+            TierCounters counters) {
         this.config = config;
         this.space = space;
         this.pages = pages;
@@ -141,8 +153,14 @@ final class ReadThrough {
      * has room without waiting (those found become clean pages of the index), into spill buffers where it has not
      * (pages outside the index, freed when unpinned). {@code why} gets the status of each page not found.
      */
-    private void promote(PageStore store, List<StoreKey> keys, int[] lengths, List<Integer> absent, SlabPage[] out,
-            Deadline deadline, PageStatus[] why) {
+    private void promote(
+            PageStore store,
+            List<StoreKey> keys,
+            int[] lengths,
+            List<Integer> absent,
+            SlabPage[] out,
+            Deadline deadline,
+            PageStatus[] why) {
         List<StoreKey> ask = new ArrayList<>();
         List<MemorySegment> targets = new ArrayList<>();
         List<Landing> landings = new ArrayList<>();
@@ -184,7 +202,8 @@ final class ReadThrough {
             if (found) {
                 counters.storeHits.increment();
             } else {
-                why[at.index()] = r != null ? r.status(j)
+                why[at.index()] = r != null
+                        ? r.status(j)
                         : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
             }
             if (at.spill() == null) {
@@ -209,8 +228,8 @@ final class ReadThrough {
     /** A page fetched from L3 into a block becomes a clean page of the index, pinned for the caller; or null. */
     private @Nullable SlabPage admit(Landing at) {
         StoreKey key = at.key();
-        SlabPage p = new SlabPage(key, at.offset(), at.order(), at.length(),
-                PageChecksum.of(space.bytes(at.offset(), at.length())));
+        SlabPage p = new SlabPage(
+                key, at.offset(), at.order(), at.length(), PageChecksum.of(space.bytes(at.offset(), at.length())));
         p.pins.incrementAndGet();
         space.charge(key.namespace(), space.blockBytes(at.order())); // before it enters the usage index
         if (pages.add(p, PageUsageIndex.PINNED | PageUsageIndex.FLAGGED) != p) {
@@ -268,7 +287,8 @@ final class ReadThrough {
         }
         int here = absent.get(0);
         if (deadline.isOver()) {
-            throw new NotDoneInTime("leading hits: " + here + " pages here, and the deadline passed before L3 was asked");
+            throw new NotDoneInTime(
+                    "leading hits: " + here + " pages here, and the deadline passed before L3 was asked");
         }
         List<StoreKey> ask = new ArrayList<>(absent.size());
         for (int i : absent) {
@@ -282,7 +302,8 @@ final class ReadThrough {
             throw new IllegalStateException("interrupted", e);
         } catch (ExecutionException | TimeoutException e) {
             if (deadline.isOver()) {
-                throw new NotDoneInTime("leading hits: " + here + " pages here, and L3 did not answer before the deadline");
+                throw new NotDoneInTime(
+                        "leading hits: " + here + " pages here, and L3 did not answer before the deadline");
             }
             throw new IllegalStateException("the L3 leading-hit query failed: " + e.getMessage(), e);
         }

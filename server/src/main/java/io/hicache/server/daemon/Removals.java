@@ -82,7 +82,8 @@ final class Removals {
         }
         List<StoreKey> removedFromL3 = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
-            PageStatus inL3 = r != null ? r.status(i) : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
+            PageStatus inL3 =
+                    r != null ? r.status(i) : deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED;
             if (inL3 == PageStatus.OK) {
                 out[i] = PageStatus.OK;
                 removedFromL3.add(keys.get(i));

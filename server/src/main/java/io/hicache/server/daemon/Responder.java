@@ -64,7 +64,8 @@ final class Responder {
         metrics.error(Wire.errorName(code));
         ByteBuf out = Codec.beginFrame(channel.alloc().directBuffer(64), Wire.ERROR, requestId, 0);
         out.writeShort(code);
-        Codec.writeString(out, message.length() > MAX_MESSAGE_CHARS ? message.substring(0, MAX_MESSAGE_CHARS) : message);
+        Codec.writeString(
+                out, message.length() > MAX_MESSAGE_CHARS ? message.substring(0, MAX_MESSAGE_CHARS) : message);
         ChannelFuture written = send(out);
         if (close) {
             written.addListener(ChannelFutureListener.CLOSE);

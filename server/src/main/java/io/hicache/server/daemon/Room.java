@@ -13,5 +13,4 @@ import io.hicache.core.key.StoreKey;
  * @param order  the block's buddy order
  * @param length the page's length, at most the block's
  */
-record Room(StoreKey key, long offset, int order, int length) implements SlabWrites.RoomOutcome {
-}
+record Room(StoreKey key, long offset, int order, int length) implements SlabWrites.RoomOutcome {}

@@ -51,72 +51,131 @@ import java.util.List;
  * @param transport         Netty's socket transport ({@code auto}: epoll where its native library loads, NIO otherwise)
  * @param settings          all the raw settings, for the L3 store
  */
-public record ServerConfig(String bind, int port, String authToken, String adminToken, Path storeRoot,
-        int maxLeasesPerConnection, int maxConnections, int maxFrameBytes, int maxPageBytes, long maxInFlightBytes,
-        Path hostDir, long hostBytes, long minBlockBytes, String store, long namespaceQuota, int metricsPort,
-        int ioThreads, int workers, Duration shutdownTimeout, Duration maxLease, Duration handshakeTimeout,
-        long maxPartialFrameBytes, int writeBehindMaxTries, KvEventsConfig kvEvents, NettyTransport transport,
+public record ServerConfig(
+        String bind,
+        int port,
+        String authToken,
+        String adminToken,
+        Path storeRoot,
+        int maxLeasesPerConnection,
+        int maxConnections,
+        int maxFrameBytes,
+        int maxPageBytes,
+        long maxInFlightBytes,
+        Path hostDir,
+        long hostBytes,
+        long minBlockBytes,
+        String store,
+        long namespaceQuota,
+        int metricsPort,
+        int ioThreads,
+        int workers,
+        Duration shutdownTimeout,
+        Duration maxLease,
+        Duration handshakeTimeout,
+        long maxPartialFrameBytes,
+        int writeBehindMaxTries,
+        KvEventsConfig kvEvents,
+        NettyTransport transport,
         Settings settings) {
-    public static final Setting<String> BIND = Setting.string("server.bind", "127.0.0.1",
-            "the address to listen on; anything but loopback requires server.auth-token");
-    public static final Setting<Integer> PORT = Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
-    public static final Setting<String> AUTH_TOKEN = Setting.string("server.auth-token", "",
-            "the token clients must present; required when listening beyond loopback");
-    public static final Setting<String> ADMIN_TOKEN = Setting.string("server.admin-token", "",
+    public static final Setting<String> BIND = Setting.string(
+            "server.bind", "127.0.0.1", "the address to listen on; anything but loopback requires server.auth-token");
+    public static final Setting<Integer> PORT =
+            Setting.integer("server.port", 7370, 0, 65535, "the port (0: any free one)");
+    public static final Setting<String> AUTH_TOKEN = Setting.string(
+            "server.auth-token", "", "the token clients must present; required when listening beyond loopback");
+    public static final Setting<String> ADMIN_TOKEN = Setting.string(
+            "server.admin-token",
+            "",
             "the token a client's HELLO must carry for admin operations (FLUSH, STORE DETACH and ATTACH, CLEAR_ALL; "
                     + "such a connection may do everything else too); unset: admin operations are accepted only from "
                     + "loopback peers, and refused (ERROR AUTH) from any other address");
-    public static final Setting<Path> STORE_ROOT = Setting.path("server.store-root", null,
+    public static final Setting<Path> STORE_ROOT = Setting.path(
+            "server.store-root",
+            null,
             "the folder under which STORE ATTACH (hicache admin store attach) may place the folders it names "
                     + "(file.root, rocksdb.root, nixl.dirs); one outside it is refused. Unset: the folder that holds "
                     + "the daemon's own store folder (the parent of file.root, or of rocksdb.root with server.store "
                     + "rocksdb)");
-    public static final Setting<Integer> MAX_LEASES_PER_CONNECTION = Setting.integer("server.max-leases-per-connection",
-            65_536, 1, 1 << 24, "leases and reservations (LEASE, RESERVE) one connection may hold at once; past it a "
+    public static final Setting<Integer> MAX_LEASES_PER_CONNECTION = Setting.integer(
+            "server.max-leases-per-connection",
+            65_536,
+            1,
+            1 << 24,
+            "leases and reservations (LEASE, RESERVE) one connection may hold at once; past it a "
                     + "LEASE or RESERVE takes nothing and answers its pages REJECTED (GET or PUT them instead)");
-    public static final Setting<Integer> MAX_CONNECTIONS = Setting.integer("server.max-connections", 1024, 1, 1 << 20,
-            "open connections at most");
-    public static final Setting<Long> MAX_FRAME = Setting.bytes("server.max-frame-bytes", "68MiB",
+    public static final Setting<Integer> MAX_CONNECTIONS =
+            Setting.integer("server.max-connections", 1024, 1, 1 << 20, "open connections at most");
+    public static final Setting<Long> MAX_FRAME = Setting.bytes(
+            "server.max-frame-bytes",
+            "68MiB",
             "the largest frame accepted; a larger declared length closes the connection before anything is read");
-    public static final Setting<Long> MAX_PAGE = Setting.bytes("server.max-page-bytes", "16MiB", "the largest page stored");
-    public static final Setting<Long> MAX_IN_FLIGHT = Setting.bytes("server.max-in-flight-bytes", "128MiB",
+    public static final Setting<Long> MAX_PAGE =
+            Setting.bytes("server.max-page-bytes", "16MiB", "the largest page stored");
+    public static final Setting<Long> MAX_IN_FLIGHT = Setting.bytes(
+            "server.max-in-flight-bytes",
+            "128MiB",
             "bytes one connection may have in progress (requests being worked on, answers not yet sent) before the daemon "
                     + "stops reading from it");
-    public static final Setting<Path> HOST_DIR = Setting.path("server.host-dir", "/dev/shm",
-            "folder of the host slab (a tmpfs)");
+    public static final Setting<Path> HOST_DIR =
+            Setting.path("server.host-dir", "/dev/shm", "folder of the host slab (a tmpfs)");
     public static final Setting<Long> HOST_SIZE = Setting.bytes("server.host-size", "1GiB", "the host slab's size");
-    public static final Setting<Long> MIN_BLOCK = Setting.bytes("server.min-block-bytes", "4KiB",
-            "the smallest block of the host slab's allocator");
-    public static final Setting<String> STORE = Setting.string("server.store", "file",
+    public static final Setting<Long> MIN_BLOCK =
+            Setting.bytes("server.min-block-bytes", "4KiB", "the smallest block of the host slab's allocator");
+    public static final Setting<String> STORE = Setting.string(
+            "server.store",
+            "file",
             "the L3 page store behind the host slab (file, rocksdb, s3, remote, ...); none for no L3");
-    public static final Setting<Long> NAMESPACE_QUOTA = Setting.bytes("server.namespace-quota", "0",
-            "the most host bytes one namespace may hold; 0 for no quota");
-    public static final Setting<Integer> METRICS_PORT = Setting.integer("server.metrics-port", 9464, -1, 65535,
+    public static final Setting<Long> NAMESPACE_QUOTA =
+            Setting.bytes("server.namespace-quota", "0", "the most host bytes one namespace may hold; 0 for no quota");
+    public static final Setting<Integer> METRICS_PORT = Setting.integer(
+            "server.metrics-port",
+            9464,
+            -1,
+            65535,
             "the port of the Prometheus and health endpoint on server.bind (0: any free one, -1: off)");
-    public static final Setting<Integer> IO_THREADS = Setting.integer("server.io-threads", 0, 0, 1024,
+    public static final Setting<Integer> IO_THREADS = Setting.integer(
+            "server.io-threads",
+            0,
+            0,
+            1024,
             "event loop threads that read, parse and answer requests; 0 for one per two cores (the kernel's TCP work "
                     + "needs the others)");
-    public static final Setting<Integer> WORKERS = Setting.integer("server.workers", 4, 1, 1024,
-            "threads that run requests needing the L3 store or eviction");
-    public static final Setting<Duration> SHUTDOWN_TIMEOUT = Setting.duration("server.shutdown-timeout", "30s",
+    public static final Setting<Integer> WORKERS =
+            Setting.integer("server.workers", 4, 1, 1024, "threads that run requests needing the L3 store or eviction");
+    public static final Setting<Duration> SHUTDOWN_TIMEOUT = Setting.duration(
+            "server.shutdown-timeout",
+            "30s",
             "how long a graceful shutdown waits for requests in flight and the write-behind");
-    public static final Setting<Duration> MAX_LEASE = Setting.duration("server.max-lease", "60s",
-            "the longest lease a same-host client may hold on pages");
-    public static final Setting<Duration> HANDSHAKE_TIMEOUT = Setting.duration("server.handshake-timeout", "5s",
+    public static final Setting<Duration> MAX_LEASE =
+            Setting.duration("server.max-lease", "60s", "the longest lease a same-host client may hold on pages");
+    public static final Setting<Duration> HANDSHAKE_TIMEOUT = Setting.duration(
+            "server.handshake-timeout",
+            "5s",
             "how long a new connection may go without a HELLO before the daemon closes it and frees its slot");
-    public static final Setting<Long> MAX_PARTIAL_FRAMES = Setting.bytes("server.max-partial-frame-bytes", "512MiB",
+    public static final Setting<Long> MAX_PARTIAL_FRAMES = Setting.bytes(
+            "server.max-partial-frame-bytes",
+            "512MiB",
             "bytes of frames still arriving that all connections together may hold; a frame that would go over is "
                     + "refused (ERROR BUSY) and its connection closed");
-    public static final Setting<Integer> WRITE_BEHIND_MAX_TRIES = Setting.integer("server.write-behind-max-tries", 10, 1,
-            1_000, "tries to write a page behind to L3 (with backoff) before it is given up, logged and reported");
+    public static final Setting<Integer> WRITE_BEHIND_MAX_TRIES = Setting.integer(
+            "server.write-behind-max-tries",
+            10,
+            1,
+            1_000,
+            "tries to write a page behind to L3 (with backoff) before it is given up, logged and reported");
 
-    public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting("server.kv-events-config",
+    public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting(
+            "server.kv-events-config",
             "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the "
                     + "daemon publishes the pages it stores, writes behind, evicts and clears (docs/kv-events.md); "
                     + "empty: off");
 
-    public static final Setting<NettyTransport> TRANSPORT = Setting.choice("server.transport", NettyTransport.class,
-            NettyTransport::configName, NettyTransport.AUTO,
+    public static final Setting<NettyTransport> TRANSPORT = Setting.choice(
+            "server.transport",
+            NettyTransport.class,
+            NettyTransport::configName,
+            NettyTransport.AUTO,
             "Netty's socket transport: auto (epoll where its native library loads, nio otherwise; the start line says "
                     + "which), nio or epoll (fails to start where epoll does not load)");
 
@@ -129,33 +188,68 @@ public record ServerConfig(String bind, int port, String authToken, String admin
     }
 
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(BIND, PORT, AUTH_TOKEN, ADMIN_TOKEN, STORE_ROOT,
-            MAX_LEASES_PER_CONNECTION, MAX_CONNECTIONS, MAX_FRAME, MAX_PAGE,
-            MAX_IN_FLIGHT, HOST_DIR, HOST_SIZE, MIN_BLOCK, STORE, NAMESPACE_QUOTA, METRICS_PORT, IO_THREADS, WORKERS,
-            SHUTDOWN_TIMEOUT, MAX_LEASE, HANDSHAKE_TIMEOUT, MAX_PARTIAL_FRAMES, WRITE_BEHIND_MAX_TRIES, KV_EVENTS,
+    public static final List<Setting<?>> SETTINGS = List.of(
+            BIND,
+            PORT,
+            AUTH_TOKEN,
+            ADMIN_TOKEN,
+            STORE_ROOT,
+            MAX_LEASES_PER_CONNECTION,
+            MAX_CONNECTIONS,
+            MAX_FRAME,
+            MAX_PAGE,
+            MAX_IN_FLIGHT,
+            HOST_DIR,
+            HOST_SIZE,
+            MIN_BLOCK,
+            STORE,
+            NAMESPACE_QUOTA,
+            METRICS_PORT,
+            IO_THREADS,
+            WORKERS,
+            SHUTDOWN_TIMEOUT,
+            MAX_LEASE,
+            HANDSHAKE_TIMEOUT,
+            MAX_PARTIAL_FRAMES,
+            WRITE_BEHIND_MAX_TRIES,
+            KV_EVENTS,
             TRANSPORT);
 
     public ServerConfig {
-        Checks.requireArgument(handshakeTimeout.toMillis() > 0, "server.handshake-timeout must be positive, was %s",
-                handshakeTimeout);
-        Checks.requireArgument(maxPartialFrameBytes > 0, "server.max-partial-frame-bytes must be positive, was %d",
+        Checks.requireArgument(
+                handshakeTimeout.toMillis() > 0, "server.handshake-timeout must be positive, was %s", handshakeTimeout);
+        Checks.requireArgument(
+                maxPartialFrameBytes > 0,
+                "server.max-partial-frame-bytes must be positive, was %d",
                 maxPartialFrameBytes);
-        Checks.requireArgument(maxFrameBytes >= maxPageBytes + FRAME_SLACK_BYTES, "server.max-frame-bytes (%d) must exceed "
-                + "server.max-page-bytes (%d) by at least %d bytes, for a page's request", maxFrameBytes, maxPageBytes,
+        Checks.requireArgument(
+                maxFrameBytes >= maxPageBytes + FRAME_SLACK_BYTES,
+                "server.max-frame-bytes (%d) must exceed "
+                        + "server.max-page-bytes (%d) by at least %d bytes, for a page's request",
+                maxFrameBytes,
+                maxPageBytes,
                 FRAME_SLACK_BYTES);
-        Checks.requireArgument(Long.bitCount(minBlockBytes) == 1 && minBlockBytes >= 512,
-                "server.min-block-bytes must be a power of two of at least 512, was %d", minBlockBytes);
-        Checks.requireArgument(hostBytes >= maxBlockBytes(maxPageBytes, minBlockBytes),
-                "server.host-size (%d) must hold at least one block of the largest page (%d)", hostBytes,
+        Checks.requireArgument(
+                Long.bitCount(minBlockBytes) == 1 && minBlockBytes >= 512,
+                "server.min-block-bytes must be a power of two of at least 512, was %d",
+                minBlockBytes);
+        Checks.requireArgument(
+                hostBytes >= maxBlockBytes(maxPageBytes, minBlockBytes),
+                "server.host-size (%d) must hold at least one block of the largest page (%d)",
+                hostBytes,
                 maxBlockBytes(maxPageBytes, minBlockBytes));
         if (!isLoopback(bind)) {
-            Checks.requireArgument(!authToken.isBlank(),
-                    "server.bind %s is not a loopback address: set server.auth-token, which clients must then present", bind);
+            Checks.requireArgument(
+                    !authToken.isBlank(),
+                    "server.bind %s is not a loopback address: set server.auth-token, which clients must then present",
+                    bind);
         }
-        Checks.requireArgument(adminToken.isEmpty() || !adminToken.equals(authToken),
+        Checks.requireArgument(
+                adminToken.isEmpty() || !adminToken.equals(authToken),
                 "server.admin-token must differ from server.auth-token (else every client could run admin operations)");
-        Checks.requireArgument(adminToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES
-                && authToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES,
+        Checks.requireArgument(
+                adminToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES
+                        && authToken.getBytes(StandardCharsets.UTF_8).length <= MAX_TOKEN_BYTES,
                 "server.auth-token and server.admin-token may have at most %d bytes (a HELLO carries them)",
                 MAX_TOKEN_BYTES);
         Checks.requireArgument(storeRoot.isAbsolute(), "server.store-root must be absolute here, was %s", storeRoot);
@@ -174,19 +268,42 @@ public record ServerConfig(String bind, int port, String authToken, String admin
             long frame = s.get(MAX_FRAME);
             long page = s.get(MAX_PAGE);
             // A frame of max-frame-bytes plus its 4-byte length field must fit an int.
-            Checks.requireArgument(frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
+            Checks.requireArgument(
+                    frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
                     "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
             String store = s.get(STORE).trim();
-            Path storeRoot = STORE_ROOT.find(s).orElseGet(() -> defaultStoreRoot(s, store))
-                    .toAbsolutePath().normalize();
-            return new ServerConfig(s.get(BIND).trim(), s.get(PORT), s.get(AUTH_TOKEN),
-                    s.get(ADMIN_TOKEN), storeRoot, s.get(MAX_LEASES_PER_CONNECTION),
-                    s.get(MAX_CONNECTIONS), (int) frame, (int) page, s.get(MAX_IN_FLIGHT),
-                    s.get(HOST_DIR), s.get(HOST_SIZE), s.get(MIN_BLOCK),
-                    store.equals("none") ? "" : store, s.get(NAMESPACE_QUOTA), s.get(METRICS_PORT),
-                    s.get(IO_THREADS), s.get(WORKERS), s.get(SHUTDOWN_TIMEOUT),
-                    s.get(MAX_LEASE), s.get(HANDSHAKE_TIMEOUT), s.get(MAX_PARTIAL_FRAMES),
-                    s.get(WRITE_BEHIND_MAX_TRIES), s.get(KV_EVENTS), s.get(TRANSPORT), s);
+            Path storeRoot = STORE_ROOT
+                    .find(s)
+                    .orElseGet(() -> defaultStoreRoot(s, store))
+                    .toAbsolutePath()
+                    .normalize();
+            return new ServerConfig(
+                    s.get(BIND).trim(),
+                    s.get(PORT),
+                    s.get(AUTH_TOKEN),
+                    s.get(ADMIN_TOKEN),
+                    storeRoot,
+                    s.get(MAX_LEASES_PER_CONNECTION),
+                    s.get(MAX_CONNECTIONS),
+                    (int) frame,
+                    (int) page,
+                    s.get(MAX_IN_FLIGHT),
+                    s.get(HOST_DIR),
+                    s.get(HOST_SIZE),
+                    s.get(MIN_BLOCK),
+                    store.equals("none") ? "" : store,
+                    s.get(NAMESPACE_QUOTA),
+                    s.get(METRICS_PORT),
+                    s.get(IO_THREADS),
+                    s.get(WORKERS),
+                    s.get(SHUTDOWN_TIMEOUT),
+                    s.get(MAX_LEASE),
+                    s.get(HANDSHAKE_TIMEOUT),
+                    s.get(MAX_PARTIAL_FRAMES),
+                    s.get(WRITE_BEHIND_MAX_TRIES),
+                    s.get(KV_EVENTS),
+                    s.get(TRANSPORT),
+                    s);
         });
     }
 
@@ -200,11 +317,17 @@ public record ServerConfig(String bind, int port, String authToken, String admin
      */
     static Path defaultStoreRoot(Settings settings, String store) {
         Setting<?> folder = PageStores.find(store).stream()
-                .flatMap(p -> p.settings().stream()).filter(s -> s.type().equals("path")).findFirst().orElse(null);
+                .flatMap(p -> p.settings().stream())
+                .filter(s -> s.type().equals("path"))
+                .findFirst()
+                .orElse(null);
         String key = folder != null ? folder.key() : "file.root";
-        String fallback = folder == null || key.equals("file.root") ? HiCacheServer.DEFAULT_FILE_ROOT
+        String fallback = folder == null || key.equals("file.root")
+                ? HiCacheServer.DEFAULT_FILE_ROOT
                 : folder.defaultText().orElse(HiCacheServer.DEFAULT_FILE_ROOT);
-        Path own = Path.of(settings.lookup(key).map(v -> v.text().trim()).orElse(fallback)).toAbsolutePath().normalize();
+        Path own = Path.of(settings.lookup(key).map(v -> v.text().trim()).orElse(fallback))
+                .toAbsolutePath()
+                .normalize();
         return own.getParent() != null ? own.getParent() : own;
     }
 

@@ -63,8 +63,13 @@ final class ServerEvents implements AutoCloseable {
 
     private void stored(StoreKey key, Medium medium) {
         if (sink.enabled()) {
-            sink.emit(new BlockStored(new long[] {BlockIds.of(key.hash())}, OptionalLong.empty(), NO_TOKENS, 0,
-                    OptionalInt.empty(), medium));
+            sink.emit(new BlockStored(
+                    new long[] {BlockIds.of(key.hash())},
+                    OptionalLong.empty(),
+                    NO_TOKENS,
+                    0,
+                    OptionalInt.empty(),
+                    medium));
         }
     }
 

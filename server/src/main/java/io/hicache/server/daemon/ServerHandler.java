@@ -48,20 +48,21 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     private static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(30);
 
     /** A request held back behind an earlier one it must not overtake (see {@link #mayStart}). */
-    private record Held(Call call, Work work, ByteBuf frame, boolean write) {
-    }
+    private record Held(Call call, Work work, ByteBuf frame, boolean write) {}
 
     private final HiCacheServer server;
     private final Responder out;
     private final NamespaceCache namespaces = new NamespaceCache();
     /** The connection's HELLO's outcome, and the decoder it implies; null until the handshake is accepted. */
     private @Nullable Session session;
+
     private @Nullable RequestDecoder decoder;
     private boolean counted;
     private long inFlightBytes;
     private boolean paused;
     /** Requests of this connection on the workers, reads and writes. */
     private int runningReads;
+
     private int runningWrites;
     private final ArrayDeque<Held> held = new ArrayDeque<>();
 
@@ -81,8 +82,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         counted = true;
         if (server.metrics.connections.incrementAndGet() > server.config.maxConnections()) {
             server.metrics.connectionsRefused.inc();
-            out.failAndClose(0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections()
-                    + ")");
+            out.failAndClose(
+                    0, Wire.E_BUSY, "the daemon is at its connection limit (" + server.config.maxConnections() + ")");
             return;
         }
         ctx.fireChannelActive();
@@ -121,8 +122,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         // The handshake handler, before this one, passes no frame on before it has accepted a HELLO.
         Session session = Checks.checkNotNull(this.session, "the session (a request comes after the handshake)");
         RequestDecoder decoder = Checks.checkNotNull(this.decoder, "the decoder (set with the session)");
-        Call call = new Call(out, op, header.requestId(), Deadline.after(header.timeoutMillis() > 0
-                ? Duration.ofMillis(header.timeoutMillis()) : DEFAULT_TIMEOUT), session.checksum());
+        Call call = new Call(
+                out,
+                op,
+                header.requestId(),
+                Deadline.after(
+                        header.timeoutMillis() > 0 ? Duration.ofMillis(header.timeoutMillis()) : DEFAULT_TIMEOUT),
+                session.checksum());
         Refusal refusal = refusal(op, frame, session, decoder);
         if (refusal != null) {
             frame.release();
@@ -152,8 +158,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** Why a request is refused before its payload is read: the ERROR code and message it is answered with. */
-    private record Refusal(short code, String message) {
-    }
+    private record Refusal(short code, String message) {}
 
     /**
      * Why a request is refused before its payload is read, or null if it is not: a second HELLO (MALFORMED); any
@@ -170,15 +175,20 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         if (!session.admin() && RequestDecoder.isAdminOperation(op, payload)) {
             // FLUSH, STORE DETACH and ATTACH, and CLEAR_ALL are the operator's. (STORE SHOW only names the store;
             // CLEAR clears one namespace, a client's own.)
-            return new Refusal(Wire.E_AUTH, Wire.opName(op) + " is an admin operation: "
-                    + (server.config.adminToken().isEmpty()
-                            ? "without server.admin-token the daemon accepts admin operations only from loopback "
-                                    + "peers, and this connection comes from " + out.channel().remoteAddress()
-                            : "this connection's HELLO did not carry server.admin-token"));
+            return new Refusal(
+                    Wire.E_AUTH,
+                    Wire.opName(op) + " is an admin operation: "
+                            + (server.config.adminToken().isEmpty()
+                                    ? "without server.admin-token the daemon accepts admin operations only from loopback "
+                                            + "peers, and this connection comes from "
+                                            + out.channel().remoteAddress()
+                                    : "this connection's HELLO did not carry server.admin-token"));
         }
         if (!decoder.defines(op)) {
-            return new Refusal(Wire.E_UNKNOWN_OP, "unknown operation 0x" + Integer.toHexString(op)
-                    + ((op & Wire.RESPONSE) != 0 ? " (an answer's op, not a request's)" : ""));
+            return new Refusal(
+                    Wire.E_UNKNOWN_OP,
+                    "unknown operation 0x" + Integer.toHexString(op)
+                            + ((op & Wire.RESPONSE) != 0 ? " (an answer's op, not a request's)" : ""));
         }
         return null;
     }
@@ -227,7 +237,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                 try {
                     Supplier<CompletableFuture<?>> later = work.later();
                     if (later == null) {
-                        Checks.checkNotNull(work.onWorker(), "the work's worker part (it has no later part)").run();
+                        Checks.checkNotNull(work.onWorker(), "the work's worker part (it has no later part)")
+                                .run();
                     } else {
                         // Answered when the work's future completes (a clear waiting for L3 up to its deadline): no
                         // worker waits meanwhile, and the connection's later requests are held back until then (§1).
@@ -255,7 +266,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** A request finished off the event loop: its frame is released, and the event loop learns it is done. */
-    private void ranOnWorker(ChannelHandlerContext ctx, Call call, ByteBuf frame, long start, long bytes, boolean write) {
+    private void ranOnWorker(
+            ChannelHandlerContext ctx, Call call, ByteBuf frame, long start, long bytes, boolean write) {
         frame.release();
         server.metrics.request(call.op(), System.nanoTime() - start);
         try {
@@ -324,14 +336,18 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof FrameDecoder.OverBudget over) {
             server.metrics.partialFramesRefused.inc();
-            server.partialFramesLog.log("refused a frame from " + ctx.channel().remoteAddress() + ": " + over.getMessage());
+            server.partialFramesLog.log(
+                    "refused a frame from " + ctx.channel().remoteAddress() + ": " + over.getMessage());
             out.failAndClose(0, Wire.E_BUSY, over.getMessage());
             return;
         }
         if (cause instanceof TooLongFrameException) {
-            out.failAndClose(0, Wire.E_TOO_LARGE, session != null
-                    ? "frame over the limit of " + server.config.maxFrameBytes() + " bytes"
-                    : "a frame before HELLO may have at most " + HandshakeHandler.HELLO_FRAME_BYTES + " bytes");
+            out.failAndClose(
+                    0,
+                    Wire.E_TOO_LARGE,
+                    session != null
+                            ? "frame over the limit of " + server.config.maxFrameBytes() + " bytes"
+                            : "a frame before HELLO may have at most " + HandshakeHandler.HELLO_FRAME_BYTES + " bytes");
             return;
         }
         server.metrics.error("connection");

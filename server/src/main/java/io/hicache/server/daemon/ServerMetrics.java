@@ -27,31 +27,50 @@ import java.util.function.LongSupplier;
  */
 final class ServerMetrics {
     /** Latency buckets, seconds: 100 µs to 10 s. */
-    private static final double[] BUCKETS = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-            0.25, 0.5, 1, 2.5, 5, 10};
+    private static final double[] BUCKETS = {
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+    };
 
     final PrometheusRegistry registry = new PrometheusRegistry();
     final AtomicInteger connections = new AtomicInteger();
-    final Counter connectionsRefused = counter("hicache_server_connections_refused", "connections refused at the limit");
-    final Counter partialFramesRefused = counter("hicache_server_partial_frames_refused",
+    final Counter connectionsRefused =
+            counter("hicache_server_connections_refused", "connections refused at the limit");
+    final Counter partialFramesRefused = counter(
+            "hicache_server_partial_frames_refused",
             "frames refused over server.max-partial-frame-bytes (their connections closed)");
-    final Counter pausedReads = counter("hicache_server_paused_reads",
-            "times a connection's reading paused at its in-flight limit");
-    final Counter bytesIn = Counter.builder().name("hicache_server_received_bytes").unit(Unit.BYTES)
-            .help("frame bytes received").register(registry);
-    final Counter bytesOut = Counter.builder().name("hicache_server_sent_bytes").unit(Unit.BYTES)
-            .help("frame bytes sent").register(registry);
-    private final Counter errors = Counter.builder().name("hicache_server_errors")
-            .help("requests answered with an error, by code").labelNames("code").register(registry);
-    private final Histogram latency = Histogram.builder().name("hicache_server_request_seconds")
-            .help("request latency by operation").labelNames("op").classicOnly().classicUpperBounds(BUCKETS)
+    final Counter pausedReads =
+            counter("hicache_server_paused_reads", "times a connection's reading paused at its in-flight limit");
+    final Counter bytesIn = Counter.builder()
+            .name("hicache_server_received_bytes")
+            .unit(Unit.BYTES)
+            .help("frame bytes received")
+            .register(registry);
+    final Counter bytesOut = Counter.builder()
+            .name("hicache_server_sent_bytes")
+            .unit(Unit.BYTES)
+            .help("frame bytes sent")
+            .register(registry);
+    private final Counter errors = Counter.builder()
+            .name("hicache_server_errors")
+            .help("requests answered with an error, by code")
+            .labelNames("code")
+            .register(registry);
+    private final Histogram latency = Histogram.builder()
+            .name("hicache_server_request_seconds")
+            .help("request latency by operation")
+            .labelNames("op")
+            .classicOnly()
+            .classicUpperBounds(BUCKETS)
             .register(registry);
     /** The latency data point of each operation code, looked up once. */
     private final AtomicReferenceArray<DistributionDataPoint> latencyByOp = new AtomicReferenceArray<>(256);
 
     ServerMetrics() {
-        GaugeWithCallback.builder().name("hicache_server_connections").help("open client connections")
-                .callback(cb -> cb.call(connections.get())).register(registry);
+        GaugeWithCallback.builder()
+                .name("hicache_server_connections")
+                .help("open client connections")
+                .callback(cb -> cb.call(connections.get()))
+                .register(registry);
         // Every error code at 0 from the start, so that a rate over them is 0 rather than no data.
         for (int code = 1; code <= Wire.E_REFUSED; code++) {
             errors.initLabelValues(Wire.errorName(code));
@@ -85,27 +104,42 @@ final class ServerMetrics {
         counted("hicache_server_evicted_pages", "pages evicted from the host slab", counters.evictedPages);
         counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", counters.rejectedPuts);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
-        counted("hicache_server_write_behind_failures", "failed tries to write a page behind to L3",
+        counted(
+                "hicache_server_write_behind_failures",
+                "failed tries to write a page behind to L3",
                 cache.writeBehind.failures);
-        counted("hicache_server_write_behind_abandoned_pages",
+        counted(
+                "hicache_server_write_behind_abandoned_pages",
                 "acknowledged pages the write-behind gave up on after server.write-behind-max-tries (not in L3)",
                 cache.writeBehind.abandoned);
-        counted("hicache_server_write_behind_dropped_pages",
+        counted(
+                "hicache_server_write_behind_dropped_pages",
                 "acknowledged pages not written behind because the L3 store was detached first (not in L3)",
                 cache.writeBehind.dropped);
         gauge("hicache_server_slab_bytes", "bytes of the host slab", cache.space::slabBytes);
         gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache.space::freeBytes);
         gauge("hicache_server_pages", "pages in the host slab", cache::pageCount);
-        gauge("hicache_server_write_behind_pending_pages", "pages in the slab not yet written to L3",
+        gauge(
+                "hicache_server_write_behind_pending_pages",
+                "pages in the slab not yet written to L3",
                 cache.writeBehind::pendingPages);
         if (cache.events.enabled()) {
-            counter("hicache_server_kv_events_published", "KV events handed to the publisher",
+            counter(
+                    "hicache_server_kv_events_published",
+                    "KV events handed to the publisher",
                     () -> cache.events.sink().stats().publishedEvents());
-            counter("hicache_server_kv_events_dropped", "KV events dropped, oldest first, because the publisher fell "
-                    + "behind (server.kv-events-config max_queue_size)", () -> cache.events.sink().stats().droppedEvents());
-            counter("hicache_server_kv_event_batches_failed", "KV event batches the publisher failed on",
+            counter(
+                    "hicache_server_kv_events_dropped",
+                    "KV events dropped, oldest first, because the publisher fell "
+                            + "behind (server.kv-events-config max_queue_size)",
+                    () -> cache.events.sink().stats().droppedEvents());
+            counter(
+                    "hicache_server_kv_event_batches_failed",
+                    "KV event batches the publisher failed on",
                     () -> cache.events.sink().stats().failedBatches());
-            gauge("hicache_server_kv_events_queued", "KV events waiting for the publisher",
+            gauge(
+                    "hicache_server_kv_events_queued",
+                    "KV events waiting for the publisher",
                     () -> cache.events.sink().stats().queuedEvents());
         }
     }
@@ -115,11 +149,19 @@ final class ServerMetrics {
     }
 
     private void counter(String name, String help, LongSupplier value) {
-        CounterWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.getAsLong())).register(registry);
+        CounterWithCallback.builder()
+                .name(name)
+                .help(help)
+                .callback(cb -> cb.call(value.getAsLong()))
+                .register(registry);
     }
 
     private void gauge(String name, String help, LongSupplier value) {
-        GaugeWithCallback.builder().name(name).help(help).callback(cb -> cb.call(value.getAsLong())).register(registry);
+        GaugeWithCallback.builder()
+                .name(name)
+                .help(help)
+                .callback(cb -> cb.call(value.getAsLong()))
+                .register(registry);
     }
 
     /** Everything, in Prometheus' text format (what /metrics serves to a scraper that asks for text). */

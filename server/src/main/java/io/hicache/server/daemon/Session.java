@@ -10,5 +10,4 @@ import io.hicache.storage.remote.protocol.WireChecksum;
  * @param checksum the page checksum on the wire (version 2 may choose CRC-32)
  * @param admin    whether the connection may run admin operations ({@link HandshakeHandler#mayAdminister})
  */
-record Session(int version, WireChecksum checksum, boolean admin) {
-}
+record Session(int version, WireChecksum checksum, boolean admin) {}

@@ -23,12 +23,14 @@ final class SlabCache implements AutoCloseable {
     final ServerConfig config;
     /** The L3 store, which STORE may detach and attach while requests run. */
     final StoreSlot l3;
+
     final ServerEvents events;
     final TierCounters counters = new TierCounters();
     final SlabSpace space;
     final PageIndex pages;
     /** The L3 part of clears, in the background; made before the write-behind, whose thread asks it at once. */
     final L3Clears clears;
+
     final WriteBehind writeBehind;
     final Eviction eviction;
     final SlabWrites writes;
@@ -56,8 +58,8 @@ final class SlabCache implements AutoCloseable {
             throw e;
         }
         this.eviction = new Eviction(space, pages, writeBehind, this.events, counters.evictedPages);
-        this.writes = new SlabWrites(config, space, pages, eviction, this.l3, writeBehind, this.events,
-                counters.rejectedPuts);
+        this.writes = new SlabWrites(
+                config, space, pages, eviction, this.l3, writeBehind, this.events, counters.rejectedPuts);
         this.reads = new ReadThrough(config, space, pages, eviction, this.l3, clears, this.events, counters);
         this.removals = new Removals(pages, this.l3, writeBehind, clears, this.events);
         this.flush = new SlabFlush(pages, writeBehind, this.events);

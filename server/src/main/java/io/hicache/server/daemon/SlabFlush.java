@@ -13,8 +13,7 @@ import java.util.List;
  */
 final class SlabFlush {
     /** What a flush did: pages it dropped from the slab, and pages it found there and had to leave. */
-    record Flushed(long dropped, long kept) {
-    }
+    record Flushed(long dropped, long kept) {}
 
     private final PageIndex pages;
     private final WriteBehind writeBehind;

@@ -23,11 +23,13 @@ final class SlabPage {
     final long offset;
     /** The block's buddy order; -1 for a spilled page. */
     final int order;
+
     final int length;
     /** The page's CRC-32C, what the daemon keeps whatever a connection's checksum. */
     final int crc;
     /** Users of the page's memory (readers, lease holders, the write-behind): it is freed when the last goes. */
     final AtomicInteger pins = new AtomicInteger();
+
     final AtomicBoolean freed = new AtomicBoolean();
     /** Its number in the usage index; {@link PageUsageIndex#NO_ENTRY} for a page outside the index. */
     volatile long usage = PageUsageIndex.NO_ENTRY;

@@ -64,7 +64,8 @@ final class SlabSpace implements AutoCloseable {
         try {
             Files.createDirectories(dir);
         } catch (IOException e) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot make server.host-dir " + dir + ": " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE, "cannot make server.host-dir " + dir + ": " + e, e);
         }
         long free = MappedFiles.usableBytes(dir);
         if (free >= 0 && bytes > free) {
@@ -76,19 +77,21 @@ final class SlabSpace implements AutoCloseable {
             // A temporary file is its owner's only (mode 0600), and MappedFiles grows it and reserves its space.
             file = Files.createTempFile(dir, "hicache-server-", ".slab");
             MemorySegment slab = MappedFiles.create(file, bytes, false, arena);
-            BuddyAllocator allocator = new BuddyAllocator(bytes, config.minBlockBytes(),
-                    Long.numberOfTrailingZeros(top / config.minBlockBytes()));
+            BuddyAllocator allocator = new BuddyAllocator(
+                    bytes, config.minBlockBytes(), Long.numberOfTrailingZeros(top / config.minBlockBytes()));
             return new SlabSpace(file, arena, slab, allocator, config.namespaceQuota());
         } catch (IOException | RuntimeException e) {
             arena.close();
             deleteQuietly(file);
             long now = MappedFiles.usableBytes(dir);
             if (e instanceof IOException && now >= 0 && bytes > now) {
-                throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, tooLarge(bytes, dir, now) + " (" + e.getMessage()
-                        + ")", e);
+                throw new HiCacheException(
+                        ErrorCode.HOST_POOL_TOO_LARGE, tooLarge(bytes, dir, now) + " (" + e.getMessage() + ")", e);
             }
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot make the host slab of "
-                    + Units.formatBytes(bytes) + " in " + dir + ": " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE,
+                    "cannot make the host slab of " + Units.formatBytes(bytes) + " in " + dir + ": " + e.getMessage(),
+                    e);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.hicache.server.daemon;
 
+import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.PageStatus;
@@ -19,12 +20,10 @@ import org.jspecify.annotations.Nullable;
  */
 final class SlabWrites {
     /** What storing a page came to. */
-    sealed interface PutOutcome permits Stored, Refused, Deferred {
-    }
+    sealed interface PutOutcome permits Stored, Refused, Deferred {}
 
     /** What asking for room came to: the {@link Room}, or why there is none. */
-    sealed interface RoomOutcome permits Room, Refused, Deferred {
-    }
+    sealed interface RoomOutcome permits Room, Refused, Deferred {}
 
     /**
      * A page made a stored page ({@code OK}), or found stored already ({@code EXISTS}, its room freed).
@@ -33,12 +32,10 @@ final class SlabWrites {
      *     request's later pages cannot evict it: the caller {@link PageIndex#unpin}s it); else null. With L3 a page is
      *     evictable only once L3 has it, so it needs no pin.
      */
-    record Stored(PageStatus status, @Nullable SlabPage pinned) implements PutOutcome {
-    }
+    record Stored(PageStatus status, @Nullable SlabPage pinned) implements PutOutcome {}
 
     /** No room: {@code EXISTS} (stored already), {@code REJECTED} (too large, or none could be made), or the deadline's. */
-    record Refused(PageStatus why) implements PutOutcome, RoomOutcome {
-    }
+    record Refused(PageStatus why) implements PutOutcome, RoomOutcome {}
 
     /** Room needs eviction or waiting, which {@link EvictionChoice#NONE} does not allow: nothing was taken. */
     enum Deferred implements PutOutcome, RoomOutcome {
@@ -54,8 +51,15 @@ final class SlabWrites {
     private final ServerEvents events;
     private final LongAdder rejectedPuts;
 
-    SlabWrites(ServerConfig config, SlabSpace space, PageIndex pages, Eviction eviction, StoreSlot l3,
-            WriteBehind writeBehind, ServerEvents events, LongAdder rejectedPuts) {
+    SlabWrites(
+            ServerConfig config,
+            SlabSpace space,
+            PageIndex pages,
+            Eviction eviction,
+            StoreSlot l3,
+            WriteBehind writeBehind,
+            ServerEvents events,
+            LongAdder rejectedPuts) {
         this.config = config;
         this.space = space;
         this.pages = pages;
@@ -99,12 +103,15 @@ final class SlabWrites {
         long quota = space.quota();
         // Charge the block against the quota first, so that concurrent puts cannot all slip under it.
         long used = space.charge(ns, block);
-        if (used > quota && quota > 0 && !(choice instanceof EvictionChoice.Until(var deadline)
-                && eviction.fitQuota(ns, used - quota, deadline))) {
+        if (used > quota
+                && quota > 0
+                && !(choice instanceof EvictionChoice.Until until
+                        && eviction.fitQuota(ns, used - quota, until.deadline()))) {
             space.discharge(ns, block);
             return noRoom(choice);
         }
-        long offset = choice instanceof EvictionChoice.Until(var deadline) ? eviction.allocate(order, deadline)
+        long offset = choice instanceof EvictionChoice.Until until
+                ? eviction.allocate(order, until.deadline())
                 : space.allocate(order);
         if (offset < 0) {
             space.discharge(ns, block);
@@ -117,8 +124,9 @@ final class SlabWrites {
     private RoomOutcome noRoom(EvictionChoice choice) {
         return switch (choice) {
             case EvictionChoice.None none -> Deferred.NEEDS_EVICTION;
-            case EvictionChoice.Until(var deadline) -> {
+            case EvictionChoice.Until until -> {
                 rejectedPuts.increment();
+                Deadline deadline = until.deadline();
                 yield new Refused(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.REJECTED);
             }
         };

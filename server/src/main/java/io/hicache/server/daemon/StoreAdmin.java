@@ -42,8 +42,7 @@ final class StoreAdmin {
     }
 
     /** What a detach did: the store it detached (null: none was attached), and the writes it dropped. */
-    record Detached(@Nullable Named store, long droppedWrites) {
-    }
+    record Detached(@Nullable Named store, long droppedWrites) {}
 
     /** The daemon will not do what was asked; the message says why. */
     static final class Refused extends Exception {
@@ -94,8 +93,10 @@ final class StoreAdmin {
         cache.l3.detach(true); // closed by the slot once no request uses it
         cache.l3.awaitUnused(store, System.nanoTime() + Math.max(0, deadline.remainingNanos()));
         Named was = Named.of(store);
-        LOG.log(Level.INFO, "detached the L3 store '" + was.name() + "' at " + was.location()
-                + (dropped > 0 ? "; " + dropped + " pages put before were not written to it" : ""));
+        LOG.log(
+                Level.INFO,
+                "detached the L3 store '" + was.name() + "' at " + was.location()
+                        + (dropped > 0 ? "; " + dropped + " pages put before were not written to it" : ""));
         return new Detached(was, dropped);
     }
 
@@ -110,8 +111,10 @@ final class StoreAdmin {
     synchronized Named attach(String name, Map<String, String> settings) throws Refused {
         Optional<PageStore> attached = cache.l3.current();
         if (attached.isPresent()) {
-            throw new Refused("a store is attached already ('" + attached.get().name() + "' at "
-                    + attached.get().location() + "): detach it first", null);
+            throw new Refused(
+                    "a store is attached already ('" + attached.get().name() + "' at "
+                            + attached.get().location() + "): detach it first",
+                    null);
         }
         PageStoreProvider provider;
         try {
@@ -154,30 +157,35 @@ final class StoreAdmin {
                 why = Checks.checkNotNull(e.getMessage(), "the unknown setting's message")
                         .replaceAll(" \\(from flag --[^)]*\\)", "");
             }
-            throw new Refused("store '" + name + "': " + why + " (its settings: " + String.join(", ", known.keySet())
-                    + ")", null);
+            throw new Refused(
+                    "store '" + name + "': " + why + " (its settings: " + String.join(", ", known.keySet()) + ")",
+                    null);
         }
         Path root;
         try {
             root = real(config.storeRoot());
         } catch (IOException e) {
-            throw new Refused("server.store-root (" + config.storeRoot() + ") cannot be resolved: " + e.getMessage(), e);
+            throw new Refused(
+                    "server.store-root (" + config.storeRoot() + ") cannot be resolved: " + e.getMessage(), e);
         }
         for (Map.Entry<String, String> e : settings.entrySet()) {
             Setting<?> st = Checks.checkNotNull(known.get(e.getKey()), "the setting (all are known: checked above)");
-            List<String> folders = st.type().equals("path") ? List.of(e.getValue())
+            List<String> folders = st.type().equals("path")
+                    ? List.of(e.getValue())
                     : e.getKey().endsWith(".dirs") ? List.of(e.getValue().split(",")) : List.of();
             for (String folder : folders) {
                 Path asked;
                 try {
                     asked = real(Path.of(folder.trim()));
                 } catch (InvalidPathException | IOException ex) {
-                    throw new Refused(e.getKey() + " = '" + folder.trim() + "' is not a usable folder: " + ex.getMessage(),
-                            ex);
+                    throw new Refused(
+                            e.getKey() + " = '" + folder.trim() + "' is not a usable folder: " + ex.getMessage(), ex);
                 }
                 if (!asked.startsWith(root)) {
-                    throw new Refused(e.getKey() + " = '" + folder.trim() + "' (" + asked + ") is outside "
-                            + "server.store-root (" + root + "): a store may be attached only under it", null);
+                    throw new Refused(
+                            e.getKey() + " = '" + folder.trim() + "' (" + asked + ") is outside "
+                                    + "server.store-root (" + root + "): a store may be attached only under it",
+                            null);
                 }
             }
         }
@@ -195,8 +203,10 @@ final class StoreAdmin {
                 throw new Refused("cannot open store 'remote': " + ex.getMessage(), ex);
             }
             if (remotePort == port.getAsInt() && isThisHost(host)) {
-                throw new Refused("the remote store at " + host + ":" + remotePort + " is this daemon: every page it "
-                        + "lacks would be asked of itself", null);
+                throw new Refused(
+                        "the remote store at " + host + ":" + remotePort + " is this daemon: every page it "
+                                + "lacks would be asked of itself",
+                        null);
             }
         }
     }

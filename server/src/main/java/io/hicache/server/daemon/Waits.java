@@ -8,8 +8,7 @@ final class Waits {
     /** The longest one wait for the write-behind's progress lasts, so that the deadline is looked at again soon. */
     private static final long POLL_MILLIS = 50;
 
-    private Waits() {
-    }
+    private Waits() {}
 
     /**
      * How long to wait for a future of L3 whose work {@code deadline} bounds: the time left and a second more, so that

@@ -10,7 +10,10 @@ import org.jspecify.annotations.Nullable;
  * done and answered); otherwise {@code onWorker} runs it on a worker, or, where {@code later} is given, {@code later}
  * starts it on a worker and the request is done (answered) when the future it returns completes. Immutable.
  */
-record Work(BooleanSupplier inline, @Nullable Runnable onWorker, @Nullable Supplier<CompletableFuture<?>> later) {
+record Work(
+        BooleanSupplier inline,
+        @Nullable Runnable onWorker,
+        @Nullable Supplier<CompletableFuture<?>> later) {
     /** Work tried on the event loop first, finished on a worker when it cannot be done there. */
     Work(BooleanSupplier inline, Runnable onWorker) {
         this(inline, onWorker, null);
@@ -18,10 +21,12 @@ record Work(BooleanSupplier inline, @Nullable Runnable onWorker, @Nullable Suppl
 
     /** Work that is always quick: it runs on the event loop. */
     static Work quick(Runnable r) {
-        return new Work(() -> {
-            r.run();
-            return true;
-        }, r);
+        return new Work(
+                () -> {
+                    r.run();
+                    return true;
+                },
+                r);
     }
 
     /** Work that may block: it always goes to a worker. */

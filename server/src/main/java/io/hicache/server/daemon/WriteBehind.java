@@ -4,7 +4,6 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
-import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
@@ -50,6 +49,7 @@ final class WriteBehind {
     /** Put in the queue to wake the thread (a clear ended); not a page. */
     @SuppressWarnings("NullAway") // no key, which every page has: a sentinel, only compared by identity
     private static final SlabPage WAKE = new SlabPage(null, -1, -1, 0, 0);
+
     private static final long FIRST_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(10);
     private static final long STOPPING_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
@@ -57,15 +57,14 @@ final class WriteBehind {
     static final int NAMED_PAGES = 100;
 
     /** A page waiting for its next try. */
-    private record Retry(SlabPage entry, long dueNanos) {
-    }
+    private record Retry(SlabPage entry, long dueNanos) {}
 
     private final SlabCache cache;
     private final int maxTries;
     private final LinkedBlockingQueue<SlabPage> queue = new LinkedBlockingQueue<>();
     /** Pages whose last try failed, soonest due first; taken by the write-behind thread only, read by close. */
-    private final PriorityBlockingQueue<Retry> retries = new PriorityBlockingQueue<>(16,
-            Comparator.comparingLong(Retry::dueNanos));
+    private final PriorityBlockingQueue<Retry> retries =
+            new PriorityBlockingQueue<>(16, Comparator.comparingLong(Retry::dueNanos));
     /** Pages held back while a clear covers them, in the order they came; see {@link #write}. */
     private final ConcurrentLinkedQueue<SlabPage> heldBack = new ConcurrentLinkedQueue<>();
     /** {@link L3Clears#ended} when the held-back pages were last looked at; write-behind thread only. */
@@ -74,20 +73,25 @@ final class WriteBehind {
     private int recheck;
     /** The batch being written, for close to name. */
     private volatile List<SlabPage> inFlight = List.of();
+
     private final AtomicInteger pending = new AtomicInteger();
     private final Object progress = new Object();
     /** Held while a batch is written; see {@link #awaitBatchInFlight}. */
     private final ReentrantLock writing = new ReentrantLock();
+
     private final RateLimitedLog failureLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
     /** The last pages given up, newest last, for /health. */
     private final ArrayDeque<String> abandonedNames = new ArrayDeque<>();
+
     private final Thread thread;
     final LongAdder written = new LongAdder();
     /** Failed tries, counted per page. */
     final LongAdder failures = new LongAdder();
+
     final LongAdder abandoned = new LongAdder();
     /** Pages not written because the store was detached before their turn. */
     final LongAdder dropped = new LongAdder();
+
     private volatile boolean stopping;
     private volatile boolean stopped;
 
@@ -113,7 +117,8 @@ final class WriteBehind {
     }
 
     /** A line for /health when pages were given up, else null. */
-    @Nullable String degraded() {
+    @Nullable
+    String degraded() {
         long n = abandoned.sum();
         if (n == 0) {
             return null;
@@ -195,12 +200,17 @@ final class WriteBehind {
         }
         long now = System.nanoTime();
         boolean noStore = !cache.l3.attached(); // retries are dropped at once, not when due
-        while (batch.size() < BATCH && !retries.isEmpty() && (noStore || retries.peek().dueNanos() - now <= 0)) {
+        while (batch.size() < BATCH
+                && !retries.isEmpty()
+                && (noStore || retries.peek().dueNanos() - now <= 0)) {
             batch.add(retries.poll().entry());
         }
         if (batch.isEmpty()) {
-            long waitNanos = retries.isEmpty() ? TimeUnit.MILLISECONDS.toNanos(100)
-                    : Math.min(TimeUnit.MILLISECONDS.toNanos(100), Math.max(0, retries.peek().dueNanos() - now));
+            long waitNanos = retries.isEmpty()
+                    ? TimeUnit.MILLISECONDS.toNanos(100)
+                    : Math.min(
+                            TimeUnit.MILLISECONDS.toNanos(100),
+                            Math.max(0, retries.peek().dueNanos() - now));
             SlabPage first = queue.poll(waitNanos, TimeUnit.NANOSECONDS);
             if (first == null || first == WAKE) {
                 return batch;
@@ -264,7 +274,8 @@ final class WriteBehind {
         BatchResult r = null;
         String batchFailure = null;
         try {
-            r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofSeconds(30))).get(60, TimeUnit.SECONDS);
+            r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofSeconds(30)))
+                    .get(60, TimeUnit.SECONDS);
         } catch (Throwable t) {
             batchFailure = t.toString();
         }
@@ -280,7 +291,8 @@ final class WriteBehind {
                 pending.decrementAndGet();
                 written.increment();
             } else {
-                String cause = r == null ? Checks.checkNotNull(batchFailure, "the failure of a put with no result")
+                String cause = r == null
+                        ? Checks.checkNotNull(batchFailure, "the failure of a put with no result")
                         : r.status(i) + r.detail(i).map(d -> ": " + d).orElse("");
                 failed(e, cause);
             }
@@ -288,10 +300,13 @@ final class WriteBehind {
         }
         if (!deletedMeanwhile.isEmpty()) {
             try {
-                store.delete(deletedMeanwhile, Deadline.after(Duration.ofSeconds(30))).get(60, TimeUnit.SECONDS);
+                store.delete(deletedMeanwhile, Deadline.after(Duration.ofSeconds(30)))
+                        .get(60, TimeUnit.SECONDS);
             } catch (Exception e) {
-                LOG.log(Level.WARNING, "could not delete " + deletedMeanwhile.size() + " pages deleted while being written "
-                        + "behind: " + e);
+                LOG.log(
+                        Level.WARNING,
+                        "could not delete " + deletedMeanwhile.size() + " pages deleted while being written "
+                                + "behind: " + e);
             }
         }
         synchronized (progress) {
@@ -317,9 +332,12 @@ final class WriteBehind {
                     + maxTries + ", next in " + TimeUnit.NANOSECONDS.toMillis(backoff) + " ms): " + cause);
             return;
         }
-        LOG.log(Level.ERROR, "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
-                + "after " + maxTries + " tries: " + cause + "; it was acknowledged and is only in the host slab until "
-                + "evicted");
+        LOG.log(
+                Level.ERROR,
+                "gave up writing page " + e.key + " (namespace " + e.key.namespace() + ") to the L3 store "
+                        + "after " + maxTries + " tries: " + cause
+                        + "; it was acknowledged and is only in the host slab until "
+                        + "evicted");
         cache.pages.givenUp(e);
         synchronized (abandonedNames) {
             if (abandonedNames.size() == NAMED_PAGES) {
@@ -365,14 +383,18 @@ final class WriteBehind {
             }
         }
         if (!unwritten.isEmpty()) {
-            LOG.log(Level.ERROR, unwritten.size() + " acknowledged pages were not written to the L3 store before the "
-                    + "shutdown timeout (" + timeout.toMillis() + " ms) and are lost with the slab: "
-                    + String.join(", ", unwritten.subList(0, Math.min(NAMED_PAGES, unwritten.size())))
-                    + (unwritten.size() > NAMED_PAGES ? ", ..." : ""));
+            LOG.log(
+                    Level.ERROR,
+                    unwritten.size() + " acknowledged pages were not written to the L3 store before the "
+                            + "shutdown timeout (" + timeout.toMillis() + " ms) and are lost with the slab: "
+                            + String.join(", ", unwritten.subList(0, Math.min(NAMED_PAGES, unwritten.size())))
+                            + (unwritten.size() > NAMED_PAGES ? ", ..." : ""));
         }
         if (abandoned.sum() > 0) {
-            LOG.log(Level.ERROR, abandoned.sum() + " acknowledged pages were given up by the write-behind while the "
-                    + "daemon ran (logged when each was given up) and did not reach the L3 store");
+            LOG.log(
+                    Level.ERROR,
+                    abandoned.sum() + " acknowledged pages were given up by the write-behind while the "
+                            + "daemon ran (logged when each was given up) and did not reach the L3 store");
         }
     }
 }

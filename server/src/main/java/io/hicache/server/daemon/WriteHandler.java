@@ -60,8 +60,9 @@ final class WriteHandler {
             // loop's other connections.
             case Commit commit -> Work.slow(() -> commit(call, commit));
             case Delete delete -> Work.slow(() -> call.statuses(cache.removals.delete(delete.keys(), call.deadline())));
-            case Clear clear -> Work.deferred(() -> clear(call, "namespace " + clear.namespace(),
-                    () -> cache.removals.clear(clear.namespace())));
+            case Clear clear ->
+                Work.deferred(() ->
+                        clear(call, "namespace " + clear.namespace(), () -> cache.removals.clear(clear.namespace())));
             case ClearAll all -> Work.deferred(() -> clear(call, "every namespace", cache.removals::clearAll));
         };
     }
@@ -73,7 +74,9 @@ final class WriteHandler {
      */
     private static CompletableFuture<?> clear(Call call, String what, Supplier<Removals.Clearing> start) {
         if (call.deadline().isOver()) {
-            call.fail(Wire.E_TIMED_OUT, "clear of " + what + " not started: its deadline had passed; nothing was removed");
+            call.fail(
+                    Wire.E_TIMED_OUT,
+                    "clear of " + what + " not started: its deadline had passed; nothing was removed");
             return CompletableFuture.completedFuture(null);
         }
         Removals.Clearing clearing = start.get();
@@ -81,19 +84,28 @@ final class WriteHandler {
             call.send(call.begin());
             return CompletableFuture.completedFuture(null);
         }
-        return clearing.inL3().copy().orTimeout(Math.max(0, call.deadline().remainingNanos()), TimeUnit.NANOSECONDS)
+        return clearing.inL3()
+                .copy()
+                .orTimeout(Math.max(0, call.deadline().remainingNanos()), TimeUnit.NANOSECONDS)
                 .handle((ignored, t) -> {
                     Throwable cause = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
                     if (cause == null) {
                         call.send(call.begin());
                     } else if (cause instanceof TimeoutException) {
-                        call.fail(Wire.E_TIMED_OUT, "clear of " + what + " is partial: the host slab's pages are "
-                                + "removed (" + clearing.removedHere() + "); the L3 clear did not finish before the "
-                                + "deadline and goes on in the background (" + clearing.describeL3() + "), so L3 may "
-                                + "still hold pages; repeat the clear to wait for it");
+                        call.fail(
+                                Wire.E_TIMED_OUT,
+                                "clear of " + what + " is partial: the host slab's pages are "
+                                        + "removed (" + clearing.removedHere()
+                                        + "); the L3 clear did not finish before the "
+                                        + "deadline and goes on in the background (" + clearing.describeL3()
+                                        + "), so L3 may "
+                                        + "still hold pages; repeat the clear to wait for it");
                     } else {
-                        call.fail(Wire.E_INTERNAL, "clear of " + what + " failed: the host slab's pages are removed ("
-                                + clearing.removedHere() + "), the L3 clear failed and L3 may still hold pages: " + cause);
+                        call.fail(
+                                Wire.E_INTERNAL,
+                                "clear of " + what + " failed: the host slab's pages are removed ("
+                                        + clearing.removedHere()
+                                        + "), the L3 clear failed and L3 may still hold pages: " + cause);
                     }
                     return null;
                 });
@@ -105,18 +117,23 @@ final class WriteHandler {
         private final Put put;
         /** The pages' CRC-32C, what the slab keeps: the request's own, or converted from CRC-32 page by page. */
         private final int[] crcs;
+
         private final PageStatus[] statuses;
         /** The pages stored so far, pinned until the last is stored: a later page of the request must not evict them. */
         private final List<SlabPage> stored = new ArrayList<>();
+
         private int next;
         /** Where page {@link #next}'s body starts in the bodies. */
         private int at;
+
         private int checkedUpTo;
 
         PutInProgress(Call call, Put put) {
             this.call = call;
             this.put = put;
-            this.crcs = call.checksum() == WireChecksum.CRC32C ? put.crcs() : put.crcs().clone();
+            this.crcs = call.checksum() == WireChecksum.CRC32C
+                    ? put.crcs()
+                    : put.crcs().clone();
             this.statuses = new PageStatus[put.keys().size()];
             this.at = put.bodies().readerIndex();
         }
@@ -247,9 +264,11 @@ final class WriteHandler {
             }
             for (; next < rooms.length; next++) {
                 // Over server.max-leases-per-connection nothing is reserved (PUT the pages instead).
-                SlabWrites.RoomOutcome outcome = !held ? new SlabWrites.Refused(PageStatus.REJECTED)
-                        : deadline.isOver() ? new SlabWrites.Refused(PageStatus.stoppedBy(deadline))
-                        : cache.writes.room(reserve.keys().get(next), reserve.lengths()[next], choice);
+                SlabWrites.RoomOutcome outcome = !held
+                        ? new SlabWrites.Refused(PageStatus.REJECTED)
+                        : deadline.isOver()
+                                ? new SlabWrites.Refused(PageStatus.stoppedBy(deadline))
+                                : cache.writes.room(reserve.keys().get(next), reserve.lengths()[next], choice);
                 switch (outcome) {
                     case Room room -> {
                         statuses[next] = PageStatus.OK;
@@ -283,8 +302,10 @@ final class WriteHandler {
     private void commit(Call call, Commit commit) {
         Leases.Reservation res = leases.take(call.channel(), commit.reservationId());
         if (res == null) {
-            call.fail(Wire.E_MALFORMED, "no such reservation " + commit.reservationId()
-                    + " (unknown, committed or abandoned already, or another connection's)");
+            call.fail(
+                    Wire.E_MALFORMED,
+                    "no such reservation " + commit.reservationId()
+                            + " (unknown, committed or abandoned already, or another connection's)");
             return;
         }
         Room[] rooms = res.rooms();
@@ -295,8 +316,10 @@ final class WriteHandler {
                     cache.space.free(room);
                 }
             }
-            call.fail(Wire.E_MALFORMED, "the reservation has " + rooms.length + " pages, the COMMIT names "
-                    + crcs.length + "; it is abandoned");
+            call.fail(
+                    Wire.E_MALFORMED,
+                    "the reservation has " + rooms.length + " pages, the COMMIT names " + crcs.length
+                            + "; it is abandoned");
             return;
         }
         PageStatus[] statuses = new PageStatus[rooms.length];

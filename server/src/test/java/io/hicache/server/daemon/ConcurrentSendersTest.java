@@ -30,12 +30,14 @@ class ConcurrentSendersTest {
     @Test
     void requestsFromManyThreadsOnOneConnectionArriveWhole() throws Exception {
         try (TestDaemon daemon = TestDaemon.start(Map.of());
-                RemotePageStore store = RemotePageStore.open(new RemoteStoreConfig("127.0.0.1", daemon.port(),
-                        "", 1, Duration.ofSeconds(5)));
+                RemotePageStore store = RemotePageStore.open(
+                        new RemoteStoreConfig("127.0.0.1", daemon.port(), "", 1, Duration.ofSeconds(5)));
                 Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("senders");
             List<StoreKey> keys = pages.keys(ns, 64);
-            assertEquals(PageStatus.OK, Pages.put(store, pages.filled(keys.subList(0, 32), PAGE)).status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    Pages.put(store, pages.filled(keys.subList(0, 32), PAGE)).status(0));
             ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
             CountDownLatch start = new CountDownLatch(1);
             List<Thread> threads = new ArrayList<>();
@@ -45,7 +47,8 @@ class ConcurrentSendersTest {
                     try (Pages mine = new Pages()) {
                         start.await();
                         for (int round = 0; round < ROUNDS; round++) {
-                            List<StoreKey> two = List.of(keys.get((first + round) % 64), keys.get((first * 7 + round) % 64));
+                            List<StoreKey> two =
+                                    List.of(keys.get((first + round) % 64), keys.get((first * 7 + round) % 64));
                             BatchResult got = Pages.get(store, mine.empty(two, PAGE));
                             for (int i = 0; i < two.size(); i++) {
                                 boolean stored = keys.indexOf(two.get(i)) < 32;

@@ -68,7 +68,9 @@ class ConformanceDeadlinesTest {
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, inSlab));
             List<PageAnswer> got = c.get(ns, SHORT, List.of(forGet.get(0), inSlab, forGet.get(1)));
-            assertEquals(List.of(TIMED_OUT, OK, TIMED_OUT), got.stream().map(PageAnswer::status).toList());
+            assertEquals(
+                    List.of(TIMED_OUT, OK, TIMED_OUT),
+                    got.stream().map(PageAnswer::status).toList());
             assertArrayEquals(inSlab.body(), got.get(1).body());
         }
     }
@@ -135,7 +137,10 @@ class ConformanceDeadlinesTest {
             expectOp(f, CLEAR);
             assertEquals(0, f.payload().length);
             List<PageAnswer> after = c.get(clearNs, LONG, List.of(forClear.get(0), forClear.get(1), inSlab));
-            assertEquals(List.of(MISS, MISS, MISS), after.stream().map(PageAnswer::status).toList(), "both tiers clear");
+            assertEquals(
+                    List.of(MISS, MISS, MISS),
+                    after.stream().map(PageAnswer::status).toList(),
+                    "both tiers clear");
         }
     }
 
@@ -166,7 +171,11 @@ class ConformanceDeadlinesTest {
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(other, kept));
             long clear = nextId();
-            Frame f = behindASlowDelete(c, nextId(), frame(CLEAR, clear, SHORT, new Buf().ns(other).done())).get(clear);
+            Frame f = behindASlowDelete(
+                            c,
+                            nextId(),
+                            frame(CLEAR, clear, SHORT, new Buf().ns(other).done()))
+                    .get(clear);
             assertTrue(f.isError() && f.errorCode() == E_TIMED_OUT, "expected ERROR TIMED_OUT, got " + f);
             assertEquals(OK, c.get(other, SHORT, List.of(kept)).get(0).status(), "the clear removed nothing");
         }
@@ -177,7 +186,8 @@ class ConformanceDeadlinesTest {
     @Test
     void aClearAllHeldPastItsDeadlineIsTimedOutAndRemovesNothing() throws IOException {
         String own = uniqueName();
-        try (TestDaemon d2 = TestDaemon.start(delaying(own, "1000ms")); DocWireClient c = open(d2.port())) {
+        try (TestDaemon d2 = TestDaemon.start(delaying(own, "1000ms"));
+                DocWireClient c = open(d2.port())) {
             Page kept = Page.random(400);
             Ns other = Ns.fresh();
             assertArrayEquals(new int[] {OK}, c.put(other, kept));
@@ -185,7 +195,8 @@ class ConformanceDeadlinesTest {
             Page slow = Page.random(100);
             assertArrayEquals(new int[] {OK}, c.put(other, slow));
             long del = nextId();
-            c.write(frame(DELETE, del, LONG, hashesPayload(other, List.of(slow.hash()))),
+            c.write(
+                    frame(DELETE, del, LONG, hashesPayload(other, List.of(slow.hash()))),
                     frame(CLEAR_ALL, clearAll, SHORT, new byte[0]));
             Map<Long, Frame> answers = new HashMap<>();
             for (int i = 0; i < 2; i++) {
@@ -208,7 +219,8 @@ class ConformanceDeadlinesTest {
         Page p = Page.random(400);
         try (DocWireClient c = open(d.port())) {
             long put = nextId();
-            Frame f = behindASlowDelete(c, nextId(), frame(PUT, put, SHORT, putPayload(other, List.of(p)))).get(put);
+            Frame f = behindASlowDelete(c, nextId(), frame(PUT, put, SHORT, putPayload(other, List.of(p))))
+                    .get(put);
             int[] st = statuses(f, PUT);
             PageAnswer now = c.get(other, LONG, List.of(p)).get(0);
             assertEquals(st[0] == OK ? OK : MISS, now.status(), "a PUT answered " + st[0] + " left the page " + now);
@@ -227,7 +239,8 @@ class ConformanceDeadlinesTest {
             long del = nextId();
             long put2 = nextId();
             long get = nextId();
-            c.write(frame(PUT, put1, LONG, putPayload(other, List.of(p))),
+            c.write(
+                    frame(PUT, put1, LONG, putPayload(other, List.of(p))),
                     frame(DELETE, del, LONG, hashesPayload(other, List.of(p.hash()))),
                     frame(PUT, put2, LONG, putPayload(other, List.of(p))),
                     frame(GET, get, LONG, getPayload(other, List.of(p))));

@@ -41,7 +41,8 @@ import org.junit.jupiter.api.Timeout;
 class ConformanceFindingsTest {
     static final int FLUSH = 0x1C, STORE = 0x1D, E_REFUSED = 10;
 
-    // §3 LEADING_HITS "How many of the pages, from the first, are stored (host slab or L3) without a gap", counted as GET
+    // §3 LEADING_HITS "How many of the pages, from the first, are stored (host slab or L3) without a gap", counted as
+    // GET
     // serves them: a chain's first pages only in L3 (evicted, flushed, or put before a restart) and its later ones only
     // in the slab (not yet written behind) is counted whole.
     @Test
@@ -52,12 +53,16 @@ class ConformanceFindingsTest {
         TestDaemon first = TestDaemon.start(delaying(name, "0ms"));
         try (DocWireClient c = open(first.port())) {
             // pages 0, 1, 4, 5 reach L3 (the first daemon's graceful close writes them behind)
-            assertArrayEquals(fill(4, OK), c.put(ns, 0, List.of(chain.get(0), chain.get(1), chain.get(4), chain.get(5))));
+            assertArrayEquals(
+                    fill(4, OK), c.put(ns, 0, List.of(chain.get(0), chain.get(1), chain.get(4), chain.get(5))));
         }
         // pages 2, 3, 6, 7 stay in the second daemon's slab: every write-behind to L3 fails
-        try (TestDaemon d = restart(first, delaying(name, "0ms", "delaying.failed-puts", "1000000",
-                "server.shutdown-timeout", "1s")); DocWireClient c = open(d.port())) {
-            assertArrayEquals(fill(4, OK), c.put(ns, 0, List.of(chain.get(2), chain.get(3), chain.get(6), chain.get(7))));
+        try (TestDaemon d = restart(
+                        first,
+                        delaying(name, "0ms", "delaying.failed-puts", "1000000", "server.shutdown-timeout", "1s"));
+                DocWireClient c = open(d.port())) {
+            assertArrayEquals(
+                    fill(4, OK), c.put(ns, 0, List.of(chain.get(2), chain.get(3), chain.get(6), chain.get(7))));
             assertEquals(4, d.server.pendingWriteBehindPages(), "pages 2, 3, 6 and 7 are not in L3");
             // (counted before any GET, which would promote pages 0, 1, 4 and 5 into the slab)
             assertEquals(8, c.leadingHits(ns, 10_000, hashes(chain)));
@@ -67,7 +72,9 @@ class ConformanceFindingsTest {
             assertEquals(5, c.leadingHits(ns, 10_000, hashes(gap)), "the count ends at the first page no tier has");
             assertEquals(2, c.leadingHits(ns, 10_000, hashes(List.of(chain.get(2), chain.get(4), nowhere))));
             List<PageAnswer> got = c.get(ns, 10_000, chain);
-            assertEquals(List.of(OK, OK, OK, OK, OK, OK, OK, OK), got.stream().map(PageAnswer::status).toList(),
+            assertEquals(
+                    List.of(OK, OK, OK, OK, OK, OK, OK, OK),
+                    got.stream().map(PageAnswer::status).toList(),
                     "GET serves all eight, as LEADING_HITS counted");
             assertEquals(8, c.leadingHits(ns, 10_000, hashes(chain)));
         } finally {
@@ -87,8 +94,9 @@ class ConformanceFindingsTest {
         Ns other = Ns.fresh();
         Page before = Page.random(500);
         Page after = Page.random(500);
-        try (TestDaemon d = TestDaemon.start(delaying(own, "0ms", "delaying.clear-delay", "3s",
-                "delaying.blocking-clears", "true")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = TestDaemon.start(
+                        delaying(own, "0ms", "delaying.clear-delay", "3s", "delaying.blocking-clears", "true"));
+                DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, before));
             await(() -> d.server.pendingWriteBehindPages() == 0, "the page written behind");
 
@@ -111,7 +119,8 @@ class ConformanceFindingsTest {
 
             await(() -> d.server.pendingWriteBehindPages() == 0, "the page put meanwhile written behind");
             assertEquals(List.of(1L, 0L), flush(c), "FLUSH drops it from the slab: L3 has it");
-            assertEquals(OK, c.get(ns, 10_000, List.of(after)).get(0).status(), "the page put after the clear is in L3");
+            assertEquals(
+                    OK, c.get(ns, 10_000, List.of(after)).get(0).status(), "the page put after the clear is in L3");
             assertEquals(MISS, c.get(ns, 10_000, List.of(before)).get(0).status(), "the page put before is gone");
 
         } finally {
@@ -126,8 +135,9 @@ class ConformanceFindingsTest {
     void aClearAllWhileOneRunsJoinsIt() throws Exception {
         String own = uniqueName();
         Ns ns = Ns.fresh();
-        try (TestDaemon d = TestDaemon.start(delaying(own, "0ms", "delaying.clear-delay", "2s",
-                "delaying.blocking-clears", "true")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = TestDaemon.start(
+                        delaying(own, "0ms", "delaying.clear-delay", "2s", "delaying.blocking-clears", "true"));
+                DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, Page.random(100)));
             c.callError(CLEAR_ALL, 200, new byte[0], E_TIMED_OUT);
             c.callError(CLEAR_ALL, 200, new byte[0], E_TIMED_OUT);
@@ -147,16 +157,20 @@ class ConformanceFindingsTest {
     // has one: with the ordinary token they are ERROR AUTH, naming the setting, and the connection stays.
     @Test
     void adminOperationsNeedTheAdminToken() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.auth-token", "client-token", "server.admin-token",
-                "operator-token"))) {
+        try (TestDaemon d =
+                TestDaemon.start(Map.of("server.auth-token", "client-token", "server.admin-token", "operator-token"))) {
             Ns ns = Ns.fresh();
             Page p = Page.random(200);
             try (DocWireClient c = connect(d.port())) {
                 c.hello("client-token");
                 assertArrayEquals(new int[] {OK}, c.put(ns, p));
-                for (byte[][] request : List.of(new byte[][] {{(byte) FLUSH}, {}}, new byte[][] {{(byte) CLEAR_ALL}, {}},
+                for (byte[][] request : List.of(
+                        new byte[][] {{(byte) FLUSH}, {}},
+                        new byte[][] {{(byte) CLEAR_ALL}, {}},
                         new byte[][] {{(byte) STORE}, {1}},
-                        new byte[][] {{(byte) STORE}, new Buf().u8(2).str("file").u32(0).done()})) {
+                        new byte[][] {
+                            {(byte) STORE}, new Buf().u8(2).str("file").u32(0).done()
+                        })) {
                     String m = c.callError(request[0][0] & 0xFF, 0, request[1], E_AUTH);
                     assertTrue(m.contains("server.admin-token"), m);
                     assertEquals(0, c.health(), "the connection stays");
@@ -181,8 +195,11 @@ class ConformanceFindingsTest {
                 c.expectClosed();
             }
         }
-        assertThrows(RuntimeException.class, () -> TestDaemon.start(Map.of("server.auth-token", "same",
-                "server.admin-token", "same")).close(), "an admin token equal to the auth token is refused");
+        assertThrows(
+                RuntimeException.class,
+                () -> TestDaemon.start(Map.of("server.auth-token", "same", "server.admin-token", "same"))
+                        .close(),
+                "an admin token equal to the auth token is refused");
     }
 
     // §2: without server.admin-token, admin operations are accepted from loopback peers only (the daemon's tests all
@@ -193,7 +210,8 @@ class ConformanceFindingsTest {
         assertTrue(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("::1", 4000)));
         assertFalse(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("10.1.2.3", 4000)));
         assertFalse(HandshakeHandler.mayAdminister(false, false, new InetSocketAddress("192.168.7.9", 4000)));
-        assertFalse(HandshakeHandler.mayAdminister(false, true, new InetSocketAddress("127.0.0.1", 4000)),
+        assertFalse(
+                HandshakeHandler.mayAdminister(false, true, new InetSocketAddress("127.0.0.1", 4000)),
                 "with an admin token, loopback is no exception");
         assertTrue(HandshakeHandler.mayAdminister(true, true, new InetSocketAddress("10.1.2.3", 4000)));
     }
@@ -204,22 +222,30 @@ class ConformanceFindingsTest {
     @Test
     void attachRefusesUnknownKeysFoldersOutsideTheRootAndItself() throws Exception {
         Path outside = Files.createTempDirectory("hicache-test-outside-");
-        try (TestDaemon d = TestDaemon.start(Map.of()); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = TestDaemon.start(Map.of());
+                DocWireClient c = open(d.port())) {
             Path root = d.fileRoot; // the default root: the folder holding file.root (fileRoot/store)
             c.call(STORE, 10_000, new byte[] {1}); // detach
 
-            String m = attachRefused(c, "file", Map.of("file.rooot", root.resolve("x").toString()));
+            String m = attachRefused(
+                    c, "file", Map.of("file.rooot", root.resolve("x").toString()));
             assertTrue(m.contains("file.rooot") && m.contains("did you mean 'file.root'"), m);
             assertFalse(Files.exists(root.resolve("x")));
 
             Path there = outside.resolve("made-by-attach");
             m = attachRefused(c, "file", Map.of("file.root", there.toString()));
-            assertTrue(m.contains("outside server.store-root") && m.contains(root.toRealPath().toString()), m);
+            assertTrue(
+                    m.contains("outside server.store-root")
+                            && m.contains(root.toRealPath().toString()),
+                    m);
             assertFalse(Files.exists(there), "nothing was made");
             m = attachRefused(c, "file", Map.of("file.root", root + "/a/../../" + outside.getFileName() + "/x"));
             assertTrue(m.contains("outside server.store-root"), m);
             Files.createSymbolicLink(root.resolve("link"), outside);
-            m = attachRefused(c, "file", Map.of("file.root", root.resolve("link").resolve("x").toString()));
+            m = attachRefused(
+                    c,
+                    "file",
+                    Map.of("file.root", root.resolve("link").resolve("x").toString()));
             assertTrue(m.contains("outside server.store-root"), m);
             assertFalse(Files.exists(outside.resolve("x")), "nothing was made through the link");
 
@@ -228,7 +254,11 @@ class ConformanceFindingsTest {
                 assertTrue(m.contains("is this daemon"), m);
             }
 
-            Frame f = c.call(STORE, 30_000, attachPayload("file", Map.of("file.root", root.resolve("second").toString())));
+            Frame f = c.call(
+                    STORE,
+                    30_000,
+                    attachPayload(
+                            "file", Map.of("file.root", root.resolve("second").toString())));
             expectOp(f, STORE);
             assertEquals(1, f.reader().u8(), "a folder under the root is attached");
             assertTrue(Files.isDirectory(root.resolve("second")));
@@ -241,9 +271,11 @@ class ConformanceFindingsTest {
     @Test
     void aRemoteStoreOnAnotherDaemonIsAttached() throws Exception {
         try (TestDaemon l3 = TestDaemon.start(Map.of("server.store", "none"));
-                TestDaemon d = TestDaemon.start(Map.of()); DocWireClient c = open(d.port())) {
+                TestDaemon d = TestDaemon.start(Map.of());
+                DocWireClient c = open(d.port())) {
             c.call(STORE, 10_000, new byte[] {1});
-            Frame f = c.call(STORE, 30_000, attachPayload("remote", Map.of("remote.port", Integer.toString(l3.port()))));
+            Frame f =
+                    c.call(STORE, 30_000, attachPayload("remote", Map.of("remote.port", Integer.toString(l3.port()))));
             expectOp(f, STORE);
             assertEquals(1, f.reader().u8(), f.toString());
         }
@@ -265,7 +297,8 @@ class ConformanceFindingsTest {
     @Test
     void leasesPerConnectionAreBounded() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.max-leases-per-connection", "2"));
-                DocWireClient c = open2(d.port(), CRC_32); DocWireClient other = open(d.port())) {
+                DocWireClient c = open2(d.port(), CRC_32);
+                DocWireClient other = open(d.port())) {
             Ns ns = Ns.fresh();
             Page p = Page.random(3000);
             assertArrayEquals(new int[] {OK}, other.put(ns, p));
@@ -285,7 +318,8 @@ class ConformanceFindingsTest {
             assertEquals(0, r.id());
             assertArrayEquals(new int[] {REJECTED}, r.statuses());
             assertEquals(OK, c.get(ns, p).get(0).status(), "GET serves what LEASE did not");
-            assertEquals(OK, other.lease(ns, 0, List.of(p), 30_000).pages().get(0).status(), "another connection's own");
+            assertEquals(
+                    OK, other.lease(ns, 0, List.of(p), 30_000).pages().get(0).status(), "another connection's own");
 
             assertEquals(1, c.release(first.leaseId()));
             LeaseAnswer again = c.lease(ns, 0, List.of(p), 30_000);
@@ -297,7 +331,8 @@ class ConformanceFindingsTest {
     /** A version 2 connection with {@code checksum}. */
     static DocWireClient open2(int port, int checksum) throws IOException {
         DocWireClient c = connect(port);
-        Frame f = c.call(HELLO, 0, new Buf().u32(MAGIC).u16(2).str("").u8(checksum).done());
+        Frame f = c.call(
+                HELLO, 0, new Buf().u32(MAGIC).u16(2).str("").u8(checksum).done());
         expectOp(f, HELLO);
         return c;
     }
@@ -306,7 +341,8 @@ class ConformanceFindingsTest {
     // TOO_LARGE)": also a version 1 HELLO, which without version 2's checksum byte still fits the pre-HELLO limit
     @Test
     void aVersion1HelloWithATokenOver2048BytesIsTooLarge() throws IOException {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none")); DocWireClient c = connect(d.port())) {
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
+                DocWireClient c = connect(d.port())) {
             byte[] token = new byte[2049];
             Arrays.fill(token, (byte) 't');
             long id = nextId();
@@ -321,7 +357,8 @@ class ConformanceFindingsTest {
     // §2 "a daemon without a token refuses a HELLO that carries one": ERROR AUTH, and the connection closes
     @Test
     void aTokenSentToADaemonWithoutOneIsAuth() throws IOException {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none")); DocWireClient c = connect(d.port())) {
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
+                DocWireClient c = connect(d.port())) {
             long id = nextId();
             c.write(frame(HELLO, id, 0, helloPayload("a token")));
             Frame f = c.expectError(E_AUTH, id);
@@ -334,7 +371,8 @@ class ConformanceFindingsTest {
     // in the connection's checksum; a version 2 LEASE with flag 0x01 carries 0 for every crc32c
     @Test
     void aSizeMismatchCarriesTheStoredPagesLengthAndChecksum() throws IOException {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none")); DocWireClient v1 = open(d.port());
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
+                DocWireClient v1 = open(d.port());
                 DocWireClient v2 = open2(d.port(), CRC_32)) {
             Ns ns = Ns.fresh();
             Page p = Page.random(1000);
@@ -344,17 +382,21 @@ class ConformanceFindingsTest {
             PageAnswer got = v1.get(ns, asked).get(0);
             assertEquals(List.of(SIZE_MISMATCH, 1000L, p.crc()), List.of(got.status(), got.length(), got.crc()));
             PageAnswer leased = v1.lease(ns, 0, List.of(asked), 1000).pages().get(0);
-            assertEquals(List.of(SIZE_MISMATCH, 1000L, p.crc(), NO_OFFSET),
+            assertEquals(
+                    List.of(SIZE_MISMATCH, 1000L, p.crc(), NO_OFFSET),
                     List.of(leased.status(), leased.length(), leased.crc(), leased.offset()));
             PageAnswer leased32 = v2.lease(ns, 0, List.of(asked), 1000).pages().get(0);
-            assertEquals(List.of(SIZE_MISMATCH, 1000L, crc32(p.body())),
+            assertEquals(
+                    List.of(SIZE_MISMATCH, 1000L, crc32(p.body())),
                     List.of(leased32.status(), leased32.length(), leased32.crc()));
             long id = nextId();
             v2.write(frame(LEASE, 0x01, 0, id, 0, leasePayload(ns, List.of(asked), 1000)));
             Frame f = v2.read();
             assertEquals(id, f.id());
             PageAnswer noSums = leaseAnswer(f).pages().get(0);
-            assertEquals(List.of(SIZE_MISMATCH, 1000L, 0), List.of(noSums.status(), noSums.length(), noSums.crc()),
+            assertEquals(
+                    List.of(SIZE_MISMATCH, 1000L, 0),
+                    List.of(noSums.status(), noSums.length(), noSums.crc()),
                     "flag 0x01: no checksums");
         }
     }
@@ -363,7 +405,8 @@ class ConformanceFindingsTest {
     // stored); RESERVE likewise gives each its own room, and COMMIT answers the second EXISTS
     @Test
     void theSameHashTwiceInOnePutIsOkThenExists() throws IOException {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
+                DocWireClient c = open(d.port())) {
             Ns ns = Ns.fresh();
             Page p = Page.random(400);
             Page twin = new Page(p.hash(), Page.random(400).body());
@@ -372,15 +415,16 @@ class ConformanceFindingsTest {
 
             Page q = Page.random(300);
             try (DocWireClient v2 = open2(d.port(), CRC_32);
-                    FileChannel file = FileChannel.open(d.server.cache.space.file(), StandardOpenOption.READ,
-                            StandardOpenOption.WRITE)) {
+                    FileChannel file = FileChannel.open(
+                            d.server.cache.space.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 MappedByteBuffer slab = file.map(FileChannel.MapMode.READ_WRITE, 0, file.size());
                 ConformanceVersion2Test.Reservation r = reserve(v2, ns, List.of(q, q), 10_000);
                 assertArrayEquals(new int[] {OK, OK}, r.statuses(), "each gets its own room");
                 assertNotEquals(r.offsets()[0], r.offsets()[1]);
                 slab.put((int) r.offsets()[0], q.body());
                 slab.put((int) r.offsets()[1], q.body());
-                assertArrayEquals(new int[] {OK, EXISTS}, commit(v2, r.id(), new int[] {crc32(q.body()), crc32(q.body())}));
+                assertArrayEquals(new int[] {OK, EXISTS}, commit(v2, r.id(), new int[] {crc32(q.body()), crc32(q.body())
+                }));
             }
             assertArrayEquals(q.body(), c.get(ns, q).get(0).body());
         }
@@ -391,7 +435,8 @@ class ConformanceFindingsTest {
     // 0 checksums ends
     @Test
     void requestsOfZeroPagesAreAnsweredWithZeroEntries() throws IOException {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none")); DocWireClient c = open2(d.port(), CRC_32)) {
+        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
+                DocWireClient c = open2(d.port(), CRC_32)) {
             Ns ns = Ns.fresh();
             assertEquals(0, c.get(ns, 0, List.of()).size());
             assertArrayEquals(new int[0], c.put(ns, 0, List.of()));

@@ -35,8 +35,15 @@ class ConformanceFramingTest {
 
     @BeforeAll
     void start() throws IOException {
-        d = TestDaemon.start(Map.of("server.max-page-bytes", "64KiB", "server.max-frame-bytes", "192KiB",
-                "server.max-in-flight-bytes", "1MiB", "server.io-threads", "1"));
+        d = TestDaemon.start(Map.of(
+                "server.max-page-bytes",
+                "64KiB",
+                "server.max-frame-bytes",
+                "192KiB",
+                "server.max-in-flight-bytes",
+                "1MiB",
+                "server.io-threads",
+                "1"));
         try (DocWireClient c = connect(d.port())) {
             hello = c.hello("");
         }
@@ -93,7 +100,8 @@ class ConformanceFramingTest {
             Ns ns = Ns.fresh();
             Page p = Page.random(100);
             try (DocWireClient c = open(d.port())) {
-                c.write(new Buf().u32(length).bytes(new byte[length]).done(),
+                c.write(
+                        new Buf().u32(length).bytes(new byte[length]).done(),
                         frame(PUT, nextId(), 0, putPayload(ns, List.of(p))));
                 c.expectError(E_MALFORMED, 0);
                 c.expectClosed();
@@ -174,7 +182,8 @@ class ConformanceFramingTest {
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, p));
             byte[] get = getPayload(ns, List.of(p));
-            List<byte[]> bad = List.of(new byte[] {0}, // HEALTH with a byte left over
+            List<byte[]> bad = List.of(
+                    new byte[] {0}, // HEALTH with a byte left over
                     new Buf().bytes(get).u8(7).done(), // GET with a byte left over
                     Arrays.copyOf(get, get.length - 1), // GET that ends early
                     new Buf().ns(ns).done(), // LEADING_HITS without n
@@ -212,7 +221,8 @@ class ConformanceFramingTest {
             for (int op : new int[] {0x00, 0x02, 0x1A, 0x42, 0x7F, 0x81, 0x91, 0x97, 0xFE, 0xFF}) {
                 String m = c.callError(op, 0, new byte[] {1, 2}, E_UNKNOWN_OP).toLowerCase();
                 String hex = Integer.toHexString(op);
-                assertTrue(Pattern.compile("0x0*" + hex + "\\b").matcher(m).find(),
+                assertTrue(
+                        Pattern.compile("0x0*" + hex + "\\b").matcher(m).find(),
                         "the message names 0x" + hex + ": " + m);
                 assertEquals(0, c.health());
             }
@@ -264,7 +274,8 @@ class ConformanceFramingTest {
     void aClientNotReadingItsAnswersStallsOnlyItself() throws Exception {
         Ns ns = Ns.fresh();
         Page p = Page.random(60_000);
-        try (DocWireClient greedy = open(d.port()); DocWireClient other = open(d.port())) {
+        try (DocWireClient greedy = open(d.port());
+                DocWireClient other = open(d.port())) {
             assertArrayEquals(new int[] {OK}, greedy.put(ns, p));
             int n = 300; // 18 MB of answers against 1 MiB of in-flight bytes
             CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
@@ -288,27 +299,44 @@ class ConformanceFramingTest {
         }
     }
 
-    // §6 Example: a GET of one 4-byte page, request id 7, namespace m / bfloat16 / layer-major / rank 0 of 1, byte for byte
+    // §6 Example: a GET of one 4-byte page, request id 7, namespace m / bfloat16 / layer-major / rank 0 of 1, byte for
+    // byte
     @Test
     void theExampleOfSection6ByteForByte() throws IOException {
         Ns ns = Ns.of("m");
         Page p = new Page(randomHash(), new byte[] {1, 2, 3, 4});
         HexFormat hex = HexFormat.of();
-        byte[] request = new Buf().bytes(hex.parseHex("0000004c"))
+        byte[] request = new Buf()
+                .bytes(hex.parseHex("0000004c"))
                 .bytes(hex.parseHex("1100" + "0000" + "0000000000000007" + "00000000"))
-                .bytes(hex.parseHex("00016d")).bytes(hex.parseHex("0008")).bytes(utf8("bfloat16"))
+                .bytes(hex.parseHex("00016d"))
+                .bytes(hex.parseHex("0008"))
+                .bytes(utf8("bfloat16"))
                 .bytes(hex.parseHex("00" + "0000" + "0001" + "0000"))
-                .bytes(hex.parseHex("00000001")).bytes(p.hash()).bytes(hex.parseHex("00000004")).done();
+                .bytes(hex.parseHex("00000001"))
+                .bytes(p.hash())
+                .bytes(hex.parseHex("00000004"))
+                .done();
         assertEquals(4 + 76, request.length);
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, p));
             c.write(request);
             Frame f = c.read();
-            byte[] expected = new Buf().bytes(hex.parseHex("9100" + "0000" + "0000000000000007" + "00000000"))
-                    .bytes(hex.parseHex("00000001" + "00" + "00000004")).u32(p.crc()).bytes(p.body()).done();
+            byte[] expected = new Buf()
+                    .bytes(hex.parseHex("9100" + "0000" + "0000000000000007" + "00000000"))
+                    .bytes(hex.parseHex("00000001" + "00" + "00000004"))
+                    .u32(p.crc())
+                    .bytes(p.body())
+                    .done();
             assertEquals(33, HEADER_BYTES + f.payload().length, "length 33");
-            byte[] got = new Buf().u8(f.op()).u8(f.flags()).u16(f.reserved()).u64(f.id()).u32(f.timeoutMs())
-                    .bytes(f.payload()).done();
+            byte[] got = new Buf()
+                    .u8(f.op())
+                    .u8(f.flags())
+                    .u16(f.reserved())
+                    .u64(f.id())
+                    .u32(f.timeoutMs())
+                    .bytes(f.payload())
+                    .done();
             assertArrayEquals(expected, got);
         }
     }

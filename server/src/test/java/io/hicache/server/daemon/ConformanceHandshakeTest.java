@@ -41,7 +41,8 @@ class ConformanceHandshakeTest {
         }
 
         // §2 "HELLO answer version:u16 max_frame_bytes:u32 max_page_bytes:u32 slab_path:string";
-        // §1 "server.max-frame-bytes (default 68 MiB, sent in the HELLO answer)"; §2 "slab_path is the host slab's file"
+        // §1 "server.max-frame-bytes (default 68 MiB, sent in the HELLO answer)"; §2 "slab_path is the host slab's
+        // file"
         @Test
         void helloAnswerCarriesVersionLimitsAndSlabFile() throws IOException {
             try (DocWireClient c = connect(d.port())) {
@@ -59,7 +60,8 @@ class ConformanceHandshakeTest {
             }
         }
 
-        // §2 "The first frame on a connection must be HELLO. Anything else is answered ERROR AUTH and the connection closes."
+        // §2 "The first frame on a connection must be HELLO. Anything else is answered ERROR AUTH and the connection
+        // closes."
         @Test
         void requestBeforeHelloIsAuthAndCloses() throws IOException {
             try (DocWireClient c = connect(d.port())) {
@@ -90,7 +92,8 @@ class ConformanceHandshakeTest {
                     long id = nextId();
                     c.write(frame(HELLO, id, 0, helloPayload(MAGIC, v, new byte[0])));
                     Frame f = c.expectError(E_VERSION, id);
-                    assertTrue(f.errorMessage().contains("1") && f.errorMessage().contains("2"),
+                    assertTrue(
+                            f.errorMessage().contains("1") && f.errorMessage().contains("2"),
                             "the message names versions 1 and 2: " + f.errorMessage());
                     c.expectClosed();
                 }
@@ -143,7 +146,9 @@ class ConformanceHandshakeTest {
             Page p = Page.random(64);
             try (DocWireClient c = connect(d.port())) {
                 long id = nextId();
-                c.write(frame(HELLO, id, 0, helloPayload("wrong")), frame(HELLO, nextId(), 0, helloPayload("")),
+                c.write(
+                        frame(HELLO, id, 0, helloPayload("wrong")),
+                        frame(HELLO, nextId(), 0, helloPayload("")),
                         frame(PUT, nextId(), 0, putPayload(ns, List.of(p))));
                 c.expectError(E_AUTH, id);
                 c.expectClosed();
@@ -162,7 +167,9 @@ class ConformanceHandshakeTest {
                 long hello = nextId();
                 long put = nextId();
                 long get = nextId();
-                c.write(frame(HELLO, hello, 0, helloPayload("")), frame(PUT, put, 0, putPayload(ns, List.of(p))),
+                c.write(
+                        frame(HELLO, hello, 0, helloPayload("")),
+                        frame(PUT, put, 0, putPayload(ns, List.of(p))),
                         frame(GET, get, 0, getPayload(ns, List.of(p))));
                 Frame first = c.read();
                 assertEquals(hello, first.id(), "HELLO is answered first: " + first);
@@ -179,7 +186,8 @@ class ConformanceHandshakeTest {
         }
 
         // §2 "Until its HELLO is accepted ... a frame longer than the longest HELLO (2,077 bytes with its length field)
-        // is answered ERROR TOO_LARGE on its declared length, without waiting for its bytes, and the connection closes";
+        // is answered ERROR TOO_LARGE on its declared length, without waiting for its bytes, and the connection
+        // closes";
         // §4 TOO_LARGE carries request id 0
         @Test
         void preHelloFrameOverTheLongestHelloIsTooLargeWithoutItsBytes() throws IOException {
@@ -190,7 +198,8 @@ class ConformanceHandshakeTest {
             }
         }
 
-        // §2 the longest version 1 HELLO (a 2,048-byte token: 2,076 bytes with its length field) is not TOO_LARGE: it is
+        // §2 the longest version 1 HELLO (a 2,048-byte token: 2,076 bytes with its length field) is not TOO_LARGE: it
+        // is
         // read and judged on its token (ERROR AUTH here, the daemon has none)
         @Test
         void theLongestHelloIsReadWhole() throws IOException {
@@ -209,7 +218,9 @@ class ConformanceHandshakeTest {
         // §2 "A daemon bound to anything but loopback refuses to start without one [a token]."
         @Test
         void daemonBeyondLoopbackRefusesToStartWithoutToken() {
-            assertThrows(RuntimeException.class, () -> TestDaemon.start(Map.of("server.bind", "0.0.0.0")).close());
+            assertThrows(
+                    RuntimeException.class,
+                    () -> TestDaemon.start(Map.of("server.bind", "0.0.0.0")).close());
         }
     }
 

@@ -39,20 +39,24 @@ class ConformanceShutdownTest {
         TestDaemon d = restart(first, delaying(name, "2000ms"));
         int port = d.port();
         CompletableFuture<Void> closing = null;
-        try (DocWireClient slow = open(port); DocWireClient other = open(port)) {
+        try (DocWireClient slow = open(port);
+                DocWireClient other = open(port)) {
             long get = nextId();
             slow.write(frame(GET, get, 10_000, getPayload(ns, List.of(inL3))));
             Thread.sleep(100);
             CompletableFuture<Void> closed = new CompletableFuture<>();
             closing = closed;
-            Thread.ofPlatform().name("conformance-close").start(() -> { // not the common pool: the daemon may use it
-                try {
-                    d.close();
-                    closed.complete(null);
-                } catch (IOException | RuntimeException e) {
-                    closed.completeExceptionally(e);
-                }
-            });
+            Thread.ofPlatform()
+                    .name("conformance-close")
+                    .start(
+                            () -> { // not the common pool: the daemon may use it
+                                try {
+                                    d.close();
+                                    closed.complete(null);
+                                } catch (IOException | RuntimeException e) {
+                                    closed.completeExceptionally(e);
+                                }
+                            });
             int state = 0;
             long end = System.nanoTime() + 1_500_000_000L;
             while (state == 0 && System.nanoTime() < end) {
@@ -100,7 +104,8 @@ class ConformanceShutdownTest {
                 assertArrayEquals(fill(10, OK), c.put(ns, 0, pages.subList(i, i + 10)));
             }
         }
-        try (TestDaemon d = restart(first, delaying(name, "0ms")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = restart(first, delaying(name, "0ms"));
+                DocWireClient c = open(d.port())) {
             assertEquals(pages.size(), c.leadingHits(ns, 0, hashes(pages)));
         } finally {
             DelayingPageStore.drop(name);

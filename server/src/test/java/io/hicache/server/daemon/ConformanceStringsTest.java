@@ -35,9 +35,15 @@ class ConformanceStringsTest {
         d.close();
     }
 
-    static final byte[][] INVALID = {{(byte) 0xFF}, {(byte) 0xC3, 0x28}, {(byte) 0xC0, (byte) 0x80},
-            {(byte) 0xED, (byte) 0xA0, (byte) 0x80}, {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80},
-            {(byte) 0xE2, (byte) 0x82}, {(byte) 0x80}};
+    static final byte[][] INVALID = {
+        {(byte) 0xFF},
+        {(byte) 0xC3, 0x28},
+        {(byte) 0xC0, (byte) 0x80},
+        {(byte) 0xED, (byte) 0xA0, (byte) 0x80},
+        {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80},
+        {(byte) 0xE2, (byte) 0x82},
+        {(byte) 0x80}
+    };
 
     // §1 "Strings must be valid UTF-8: invalid bytes are refused (ERROR MALFORMED, "not valid UTF-8"), never repaired"
     @Test
@@ -64,7 +70,8 @@ class ConformanceStringsTest {
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(replaced, p));
             for (byte[] bad : INVALID) {
-                Ns invalid = replaced.modelBytes(new Buf().bytes(utf8(model)).bytes(bad).done());
+                Ns invalid = replaced.modelBytes(
+                        new Buf().bytes(utf8(model)).bytes(bad).done());
                 c.callError(LEADING_HITS, 0, hashesPayload(invalid, List.of(p.hash())), E_MALFORMED);
                 c.callError(PUT, 0, putPayload(invalid, List.of(new Page(p.hash(), new byte[50]))), E_MALFORMED);
             }
@@ -92,16 +99,24 @@ class ConformanceStringsTest {
     void modelAndExtraLengthsAreCountedInJavaChars() throws IOException {
         try (DocWireClient c = open(d.port())) {
             String tag = Long.toHexString(System.nanoTime());
-            List<Ns> fine = List.of(Ns.of("€".repeat(512 - tag.length()) + tag), // 512 chars, 1,500+ bytes
+            List<Ns> fine = List.of(
+                    Ns.of("€".repeat(512 - tag.length()) + tag), // 512 chars, 1,500+ bytes
                     Ns.of("😀".repeat(255) + tag.substring(0, 2)), // 512 UTF-16 units
-                    Ns.of("x"), Ns.fresh().extra("e".repeat(512)), Ns.fresh().extra(""));
+                    Ns.of("x"),
+                    Ns.fresh().extra("e".repeat(512)),
+                    Ns.fresh().extra(""));
             for (Ns ns : fine) {
                 Page p = Page.random(20);
                 assertArrayEquals(new int[] {OK}, c.put(ns, p), "accepted: " + new String(ns.model()).length());
                 assertEquals(1, c.leadingHits(ns, List.of(p)));
             }
-            List<Ns> refused = List.of(Ns.of(""), Ns.of("a".repeat(513)), Ns.of("😀".repeat(257)),
-                    Ns.of("€".repeat(513)), Ns.fresh().extra("e".repeat(513)), Ns.fresh().extra("😀".repeat(257)));
+            List<Ns> refused = List.of(
+                    Ns.of(""),
+                    Ns.of("a".repeat(513)),
+                    Ns.of("😀".repeat(257)),
+                    Ns.of("€".repeat(513)),
+                    Ns.fresh().extra("e".repeat(513)),
+                    Ns.fresh().extra("😀".repeat(257)));
             for (Ns ns : refused) {
                 String m = c.callError(PUT, 0, putPayload(ns, List.of(Page.random(20))), E_MALFORMED);
                 assertTrue(m.contains("bad namespace"), "message: " + m);
@@ -112,8 +127,14 @@ class ConformanceStringsTest {
     // §1 "dtype aliases name one dtype: bf16 and bfloat16 are the same namespace"; the alias list of dtype
     @Test
     void dtypeAliasesShareANamespace() throws IOException {
-        String[][] groups = {{"bfloat16", "bf16"}, {"float16", "fp16", "half"}, {"float32", "fp32"},
-                {"fp8_e4m3", "float8_e4m3fn"}, {"fp8_e5m2", "float8_e5m2"}, {"fp4_e2m1"}};
+        String[][] groups = {
+            {"bfloat16", "bf16"},
+            {"float16", "fp16", "half"},
+            {"float32", "fp32"},
+            {"fp8_e4m3", "float8_e4m3fn"},
+            {"fp8_e5m2", "float8_e5m2"},
+            {"fp4_e2m1"}
+        };
         try (DocWireClient c = open(d.port())) {
             for (String[] group : groups) {
                 for (String putAs : group) {
@@ -125,7 +146,9 @@ class ConformanceStringsTest {
                     }
                     for (String[] otherGroup : groups) {
                         if (otherGroup != group) {
-                            assertEquals(0, c.leadingHits(ns.dtype(otherGroup[0]), List.of(p)),
+                            assertEquals(
+                                    0,
+                                    c.leadingHits(ns.dtype(otherGroup[0]), List.of(p)),
                                     putAs + " seen as " + otherGroup[0]);
                         }
                     }
@@ -183,8 +206,14 @@ class ConformanceStringsTest {
         try (DocWireClient c = open(d.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, p));
             String model = new String(ns.model(), StandardCharsets.UTF_8);
-            List<Ns> others = List.of(ns.model(model.toUpperCase()), ns.model(model.replace("\u00e9", "e\u0301")),
-                    ns.dtype("float16"), ns.order(1), ns.tp(1, 2), ns.tp(0, 4), ns.extra("lora-a"));
+            List<Ns> others = List.of(
+                    ns.model(model.toUpperCase()),
+                    ns.model(model.replace("\u00e9", "e\u0301")),
+                    ns.dtype("float16"),
+                    ns.order(1),
+                    ns.tp(1, 2),
+                    ns.tp(0, 4),
+                    ns.extra("lora-a"));
             for (Ns other : others) {
                 assertEquals(0, c.leadingHits(other, List.of(p)));
                 assertEquals(MISS, c.get(other, p).get(0).status());

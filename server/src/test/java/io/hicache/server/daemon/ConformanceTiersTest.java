@@ -38,8 +38,8 @@ import org.junit.jupiter.api.Timeout;
 class ConformanceTiersTest {
     /** Settings of a daemon over the shared {@code delaying} store {@code name}, late by {@code delay}. */
     static Map<String, String> delaying(String name, String delay, String... more) {
-        Map<String, String> s = new HashMap<>(Map.of("server.store", "delaying", "delaying.shared", name,
-                "delaying.delay", delay));
+        Map<String, String> s =
+                new HashMap<>(Map.of("server.store", "delaying", "delaying.shared", name, "delaying.delay", delay));
         for (int i = 0; i < more.length; i += 2) {
             s.put(more[i], more[i + 1]);
         }
@@ -50,8 +50,11 @@ class ConformanceTiersTest {
     static TestDaemon restart(TestDaemon first, Map<String, String> settings) throws IOException {
         first.server.close();
         TestDaemon.delete(first.hostDir);
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-test-slab-");
         return TestDaemon.start(settings, hostDir, first.fileRoot);
     }
 
@@ -105,7 +108,10 @@ class ConformanceTiersTest {
                 }
                 Thread.sleep(100);
                 List<PageAnswer> again = c.get(ns, 200, forGet); // L3 would answer after 700 ms: from the slab
-                assertEquals(List.of(OK, OK, OK), again.stream().map(PageAnswer::status).toList(), "promoted");
+                assertEquals(
+                        List.of(OK, OK, OK),
+                        again.stream().map(PageAnswer::status).toList(),
+                        "promoted");
             }
         }
 
@@ -117,7 +123,8 @@ class ConformanceTiersTest {
                 for (int i = 0; i < forLease.size(); i++) {
                     PageAnswer pa = l.pages().get(i);
                     assertEquals(OK, pa.status());
-                    assertArrayEquals(forLease.get(i).body(), readSlab(hello.slabPath(), pa.offset(), (int) pa.length()));
+                    assertArrayEquals(
+                            forLease.get(i).body(), readSlab(hello.slabPath(), pa.offset(), (int) pa.length()));
                 }
                 assertEquals(1, c.release(l.leaseId()));
             }
@@ -157,9 +164,10 @@ class ConformanceTiersTest {
         try (DocWireClient c = open(first.port())) {
             assertArrayEquals(new int[] {OK, OK, OK}, c.put(ns, p, q, fine));
         }
-        try (TestDaemon d = restart(first, Map.of()); DocWireClient c = open(d.port())) {
-            Namespace core = Namespace.of(new String(ns.model(), StandardCharsets.UTF_8),
-                    KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+        try (TestDaemon d = restart(first, Map.of());
+                DocWireClient c = open(d.port())) {
+            Namespace core = Namespace.of(
+                    new String(ns.model(), StandardCharsets.UTF_8), KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
             d.corrupter().corrupt(null, core.key(PageHash.fromBytes(p.hash(), 0)));
             d.corrupter().corrupt(null, core.key(PageHash.fromBytes(q.hash(), 0)));
             List<PageAnswer> got = c.get(ns, 0, List.of(p, fine));
@@ -186,8 +194,18 @@ class ConformanceTiersTest {
         try (DocWireClient c = open(first.port())) {
             assertArrayEquals(new int[] {OK}, c.put(ns, inL3));
         }
-        try (TestDaemon d = restart(first, delaying(name, "0ms", "server.host-size", "64KiB", "server.max-page-bytes",
-                "16KiB", "server.max-frame-bytes", "128KiB")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = restart(
+                        first,
+                        delaying(
+                                name,
+                                "0ms",
+                                "server.host-size",
+                                "64KiB",
+                                "server.max-page-bytes",
+                                "16KiB",
+                                "server.max-frame-bytes",
+                                "128KiB"));
+                DocWireClient c = open(d.port())) {
             int leased = fillWithLeasedPages(c, ns, 16_000, 10);
             assertTrue(leased >= 1 && leased <= 4, leased + " leased pages of 16,000 bytes in a 64 KiB slab");
             LeaseAnswer l = c.lease(ns, 5000, List.of(inL3), 30_000);
@@ -210,7 +228,8 @@ class ConformanceTiersTest {
                 assertTrue(s == REJECTED || s == TIMED_OUT, "a put that finds no room is REJECTED or TIMED_OUT: " + s);
                 return i;
             }
-            assertEquals(OK, c.lease(ns, 1000, List.of(p), 30_000).pages().get(0).status());
+            assertEquals(
+                    OK, c.lease(ns, 1000, List.of(p), 30_000).pages().get(0).status());
         }
         throw new AssertionError(atMost + " leased pages and the slab is still not full");
     }
@@ -221,8 +240,15 @@ class ConformanceTiersTest {
         static final int PAGE = 16_000; // one 16 KiB block: four fill the slab
 
         TestDaemon start(String store) throws IOException {
-            return TestDaemon.start(Map.of("server.store", store, "server.host-size", "64KiB", "server.max-page-bytes",
-                    "16KiB", "server.max-frame-bytes", "128KiB"));
+            return TestDaemon.start(Map.of(
+                    "server.store",
+                    store,
+                    "server.host-size",
+                    "64KiB",
+                    "server.max-page-bytes",
+                    "16KiB",
+                    "server.max-frame-bytes",
+                    "128KiB"));
         }
 
         // §3 PUT "When the slab is full, the least recently used pages ... (and, with no L3, dropped)"; §7 "with no L3
@@ -230,14 +256,16 @@ class ConformanceTiersTest {
         @Test
         void aFullSlabDropsItsLeastRecentlyUsedPages() throws IOException {
             for (String none : List.of("none", "")) {
-                try (TestDaemon d = start(none); DocWireClient c = open(d.port())) {
+                try (TestDaemon d = start(none);
+                        DocWireClient c = open(d.port())) {
                     Ns ns = Ns.fresh();
                     List<Page> pages = randomPages(10, PAGE);
                     for (Page p : pages) {
                         assertArrayEquals(new int[] {OK}, c.put(ns, p), "server.store=" + none);
                         assertEquals(OK, c.get(ns, p).get(0).status(), "an OK page is in the slab");
                     }
-                    List<Integer> st = c.get(ns, 0, pages).stream().map(PageAnswer::status).toList();
+                    List<Integer> st =
+                            c.get(ns, 0, pages).stream().map(PageAnswer::status).toList();
                     assertEquals(MISS, st.get(0), "the oldest page was dropped: " + st);
                     assertTrue(st.stream().filter(s -> s == OK).count() <= 4, "a 64 KiB slab: " + st);
                     assertEquals(0, c.health());
@@ -250,7 +278,8 @@ class ConformanceTiersTest {
         // the deadline), and every OK page is in the slab when the answer is sent."
         @Test
         void pagesOfOnePutNeverEvictEachOther() throws IOException {
-            try (TestDaemon d = start("none"); DocWireClient c = open(d.port())) {
+            try (TestDaemon d = start("none");
+                    DocWireClient c = open(d.port())) {
                 Ns ns = Ns.fresh();
                 List<Page> pages = randomPages(6, PAGE);
                 int[] st = c.put(ns, 2000, pages);
@@ -262,7 +291,8 @@ class ConformanceTiersTest {
         // REJECTED."; §3 LEASE "The daemon neither evicts nor overwrites a leased page until the lease is released"
         @Test
         void aSlabFullOfLeasedPagesRefusesPutsAndKeepsTheLeasedBytes() throws IOException {
-            try (TestDaemon d = start("none"); DocWireClient c = connect(d.port())) {
+            try (TestDaemon d = start("none");
+                    DocWireClient c = connect(d.port())) {
                 HelloAnswer hello = c.hello("");
                 Ns ns = Ns.fresh();
                 List<Page> leased = randomPages(2, PAGE);
@@ -276,7 +306,9 @@ class ConformanceTiersTest {
                 }
                 for (int i = 0; i < leased.size(); i++) {
                     PageAnswer pa = l.pages().get(i);
-                    assertArrayEquals(leased.get(i).body(), readSlab(hello.slabPath(), pa.offset(), PAGE),
+                    assertArrayEquals(
+                            leased.get(i).body(),
+                            readSlab(hello.slabPath(), pa.offset(), PAGE),
                             "a leased page's bytes were overwritten");
                     assertEquals(OK, c.get(ns, leased.get(i)).get(0).status(), "a leased page was evicted");
                 }
@@ -299,8 +331,17 @@ class ConformanceTiersTest {
 
         @BeforeAll
         void start() throws IOException {
-            d = TestDaemon.start(delaying(name, "1000ms", "server.namespace-quota", "64KiB", "server.host-size", "1MiB",
-                    "server.max-page-bytes", "16KiB", "server.max-frame-bytes", "128KiB"));
+            d = TestDaemon.start(delaying(
+                    name,
+                    "1000ms",
+                    "server.namespace-quota",
+                    "64KiB",
+                    "server.host-size",
+                    "1MiB",
+                    "server.max-page-bytes",
+                    "16KiB",
+                    "server.max-frame-bytes",
+                    "128KiB"));
         }
 
         @AfterAll
@@ -309,7 +350,8 @@ class ConformanceTiersTest {
             DelayingPageStore.drop(name);
         }
 
-        // §1 "A namespace's quota (server.namespace-quota ...) bounds its bytes in the host slab ..., not in L3"; §7 "A PUT
+        // §1 "A namespace's quota (server.namespace-quota ...) bounds its bytes in the host slab ..., not in L3"; §7 "A
+        // PUT
         // over the quota evicts that namespace's own least recently used pages that L3 already has (they stay in L3 and
         // come back on a GET ...), never another namespace's"
         @Test
@@ -323,9 +365,11 @@ class ConformanceTiersTest {
                 for (Page p : as) {
                     assertArrayEquals(new int[] {OK}, c.put(a, 5000, List.of(p)), "room is made from A's own pages");
                 }
-                List<Integer> bNow = c.get(b, 300, bs).stream().map(PageAnswer::status).toList();
+                List<Integer> bNow =
+                        c.get(b, 300, bs).stream().map(PageAnswer::status).toList();
                 assertEquals(List.of(OK, OK), bNow, "another namespace's pages stay in the slab");
-                List<Integer> aNow = c.get(a, 300, as).stream().map(PageAnswer::status).toList();
+                List<Integer> aNow =
+                        c.get(a, 300, as).stream().map(PageAnswer::status).toList();
                 assertTrue(aNow.stream().allMatch(s -> s == OK || s == TIMED_OUT), "statuses " + aNow);
                 long inSlab = aNow.stream().filter(s -> s == OK).count();
                 assertTrue(inSlab <= 4 && inSlab >= 1, "the quota holds four pages; in the slab: " + aNow);
@@ -368,8 +412,10 @@ class ConformanceTiersTest {
                         }
                     }
                 }
-                assertEquals(List.of(), notThere, "pages answered OK (" + Arrays.toString(st)
-                        + ") but in no tier after the PUT");
+                assertEquals(
+                        List.of(),
+                        notThere,
+                        "pages answered OK (" + Arrays.toString(st) + ") but in no tier after the PUT");
                 assertTrue(ok >= 4, "a quota of four pages, and L3 to make room in: " + Arrays.toString(st));
             }
         }
@@ -379,8 +425,15 @@ class ConformanceTiersTest {
     // closes, or hold_ms passes" (once the holder's connection closes, the slab full of its leased pages makes room)
     @Test
     void closingTheHoldersConnectionEndsItsLeases() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "64KiB",
-                "server.max-page-bytes", "16KiB", "server.max-frame-bytes", "128KiB"))) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                "server.store",
+                "none",
+                "server.host-size",
+                "64KiB",
+                "server.max-page-bytes",
+                "16KiB",
+                "server.max-frame-bytes",
+                "128KiB"))) {
             Ns ns = Ns.fresh();
             try (DocWireClient holder = open(d.port())) {
                 fillWithLeasedPages(holder, ns, 16_000, 10);
@@ -413,8 +466,10 @@ class ConformanceTiersTest {
                 }
             }
         }
-        assertEquals(List.of(), notThere, "pages answered OK (" + Arrays.toString(st)
-                + ") but not in the slab when the answer came");
+        assertEquals(
+                List.of(),
+                notThere,
+                "pages answered OK (" + Arrays.toString(st) + ") but not in the slab when the answer came");
         assertTrue(ok <= room, ok + " pages OK, room for " + room + ": " + Arrays.toString(st));
         assertTrue(ok < pages.size(), "room for " + room + " pages, all " + pages.size() + " answered OK");
     }

@@ -42,7 +42,8 @@ class ConformanceVersion2Test {
     /** A connection that said a version 2 HELLO with {@code checksum}; the answer's fields are checked. */
     DocWireClient open2(int checksum) throws IOException {
         DocWireClient c = DocWireClient.connect(d.port());
-        Frame f = c.call(HELLO, 0, new Buf().u32(MAGIC).u16(2).str("").u8(checksum).done());
+        Frame f = c.call(
+                HELLO, 0, new Buf().u32(MAGIC).u16(2).str("").u8(checksum).done());
         expectOp(f, HELLO);
         Reader r = f.reader();
         assertEquals(2, r.u16(), "the answer speaks the client's version");
@@ -73,19 +74,28 @@ class ConformanceVersion2Test {
         Ns ns = Ns.fresh();
         Page p = Page.random(10_000);
         Page damaged = new Page(randomHash(), p.body());
-        try (DocWireClient zlib = open2(CRC_32); DocWireClient v1 = DocWireClient.open(d.port())) {
+        try (DocWireClient zlib = open2(CRC_32);
+                DocWireClient v1 = DocWireClient.open(d.port())) {
             assertArrayEquals(new int[] {OK}, statuses(zlib.call(PUT, 0, putPayload(ns, List.of(p), true)), PUT));
-            Buf bad = new Buf().ns(ns).u32(1).bytes(damaged.hash()).u32(damaged.length()).u32(damaged.crc());
-            assertArrayEquals(new int[] {FAILED}, statuses(zlib.call(PUT, 0, bad.bytes(damaged.body()).done()), PUT),
+            Buf bad = new Buf()
+                    .ns(ns)
+                    .u32(1)
+                    .bytes(damaged.hash())
+                    .u32(damaged.length())
+                    .u32(damaged.crc());
+            assertArrayEquals(
+                    new int[] {FAILED},
+                    statuses(zlib.call(PUT, 0, bad.bytes(damaged.body()).done()), PUT),
                     "a CRC-32C sent on a CRC-32 connection does not match");
-            PageAnswer viaZlib = getAnswer(zlib.call(GET, 0, getPayload(ns, List.of(p)))).getFirst();
+            PageAnswer viaZlib =
+                    getAnswer(zlib.call(GET, 0, getPayload(ns, List.of(p)))).getFirst();
             assertEquals(OK, viaZlib.status());
             assertEquals(crc32(p.body()), viaZlib.crc());
             assertArrayEquals(p.body(), viaZlib.body());
             PageAnswer viaV1 = v1.get(ns, p).getFirst();
             assertEquals(p.crc(), viaV1.crc(), "version 1 gets CRC-32C of the same page");
             assertArrayEquals(p.body(), viaV1.body());
-            LeaseAnswer lease = zlib.lease(ns, 0, List.of(p), 5_000) ;
+            LeaseAnswer lease = zlib.lease(ns, 0, List.of(p), 5_000);
             assertEquals(crc32(p.body()), lease.pages().getFirst().crc());
             assertEquals(1, zlib.release(lease.leaseId()));
         }
@@ -96,8 +106,15 @@ class ConformanceVersion2Test {
     void aLeaseMayAskForNoChecksumsOnVersion2Only() throws IOException {
         Ns ns = Ns.fresh();
         Page p = Page.random(4_000);
-        byte[] lease = new Buf().ns(ns).u32(1).bytes(p.hash()).u32(p.length()).u32(5_000).done();
-        try (DocWireClient zlib = open2(CRC_32); DocWireClient v1 = DocWireClient.open(d.port())) {
+        byte[] lease = new Buf()
+                .ns(ns)
+                .u32(1)
+                .bytes(p.hash())
+                .u32(p.length())
+                .u32(5_000)
+                .done();
+        try (DocWireClient zlib = open2(CRC_32);
+                DocWireClient v1 = DocWireClient.open(d.port())) {
             assertArrayEquals(new int[] {OK}, statuses(zlib.call(PUT, 0, putPayload(ns, List.of(p), true)), PUT));
             long id = DocWireClient.nextId();
             zlib.write(frame(LEASE, 0x01, 0, id, 0, lease));
@@ -121,7 +138,8 @@ class ConformanceVersion2Test {
         Ns ns = Ns.fresh();
         Page p = Page.random(64 * 1024);
         MappedByteBuffer slab = mapSlab(slabPath());
-        try (DocWireClient reader = DocWireClient.open(d.port()); DocWireClient other = DocWireClient.open(d.port())) {
+        try (DocWireClient reader = DocWireClient.open(d.port());
+                DocWireClient other = DocWireClient.open(d.port())) {
             assertArrayEquals(new int[] {OK}, reader.put(ns, p));
             LeaseAnswer lease = reader.lease(ns, 0, List.of(p), 30_000);
             long offset = lease.pages().getFirst().offset();
@@ -162,8 +180,7 @@ class ConformanceVersion2Test {
         return b.u32(holdMs).done();
     }
 
-    record Reservation(long id, int[] statuses, long[] offsets) {
-    }
+    record Reservation(long id, int[] statuses, long[] offsets) {}
 
     static Reservation reserve(DocWireClient c, Ns ns, List<Page> pages, long holdMs) throws IOException {
         Frame f = c.call(RESERVE, 0, reservePayload(ns, pages, holdMs));
@@ -215,7 +232,11 @@ class ConformanceVersion2Test {
             assertArrayEquals(new int[] {OK}, statuses(c.call(PUT, 0, putPayload(ns, List.of(stored), true)), PUT));
             Reservation res = reserve(c, ns, List.of(good, stored, bad), 10_000);
             assertArrayEquals(new int[] {OK, EXISTS, OK}, res.statuses());
-            assertEquals(MISS, getAnswer(c.call(GET, 0, getPayload(ns, List.of(good)))).getFirst().status(),
+            assertEquals(
+                    MISS,
+                    getAnswer(c.call(GET, 0, getPayload(ns, List.of(good))))
+                            .getFirst()
+                            .status(),
                     "reserved room is not a page");
             assertEquals(0, c.leadingHits(ns, List.of(good)));
             slab.put((int) res.offsets()[0], good.body());
@@ -226,7 +247,11 @@ class ConformanceVersion2Test {
             assertArrayEquals(good.body(), got.get(0).body());
             assertEquals(crc32(good.body()), got.get(0).crc());
             assertEquals(MISS, got.get(1).status(), "a page that failed its checksum is not stored");
-            c.callError(COMMIT, 0, new Buf().u64(res.id()).u32(3).u32(0).u32(0).u32(0).done(), E_MALFORMED);
+            c.callError(
+                    COMMIT,
+                    0,
+                    new Buf().u64(res.id()).u32(3).u32(0).u32(0).u32(0).done(),
+                    E_MALFORMED);
         }
         try (DocWireClient v1 = DocWireClient.open(d.port())) {
             assertArrayEquals(good.body(), v1.get(ns, good).getFirst().body(), "a version 1 client reads it too");
@@ -245,10 +270,15 @@ class ConformanceVersion2Test {
         }
         long free = d.server.cache.space.freeBytes();
         long id;
-        try (DocWireClient c = open2(CRC_32C); DocWireClient other = open2(CRC_32C)) {
+        try (DocWireClient c = open2(CRC_32C);
+                DocWireClient other = open2(CRC_32C)) {
             Reservation res = reserve(c, ns, pages, 60_000);
             assertTrue(d.server.cache.space.freeBytes() <= free - 8L * (1 << 20), "the room is taken");
-            other.callError(COMMIT, 0, new Buf().u64(res.id()).u32(8).bytes(new byte[32]).done(), E_MALFORMED);
+            other.callError(
+                    COMMIT,
+                    0,
+                    new Buf().u64(res.id()).u32(8).bytes(new byte[32]).done(),
+                    E_MALFORMED);
             assertEquals(1, c.release(res.id()), "RELEASE abandons a reservation");
             assertEquals(free, d.server.cache.space.freeBytes());
             id = reserve(c, ns, pages, 60_000).id();
@@ -257,7 +287,8 @@ class ConformanceVersion2Test {
         while (d.server.cache.space.freeBytes() != free && System.nanoTime() < end) {
             Thread.sleep(10); // the daemon sees the connection close
         }
-        assertEquals(free, d.server.cache.space.freeBytes(), "a closed connection's reservation " + id + " is abandoned");
+        assertEquals(
+                free, d.server.cache.space.freeBytes(), "a closed connection's reservation " + id + " is abandoned");
         try (DocWireClient c = open2(CRC_32C)) {
             Reservation res = reserve(c, ns, pages.subList(0, 1), 0);
             end = System.nanoTime() + 5_000_000_000L;

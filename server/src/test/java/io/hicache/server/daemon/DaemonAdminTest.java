@@ -51,6 +51,7 @@ class DaemonAdminTest {
         final ConcurrentLinkedQueue<String> failures = new ConcurrentLinkedQueue<>();
         /** Each batch's keys, in the order the batches were acknowledged. */
         final ConcurrentLinkedQueue<List<StoreKey>> batches = new ConcurrentLinkedQueue<>();
+
         final AtomicInteger rounds = new AtomicInteger();
         private final AtomicBoolean stop = new AtomicBoolean();
         private final Thread thread;
@@ -68,7 +69,8 @@ class DaemonAdminTest {
                         PageBatch back = pages.empty(keys, PAGE);
                         BatchResult got = get(client, back);
                         for (int i = 0; i < keys.size(); i++) {
-                            if (got.status(i) != PageStatus.OK || PagePattern.firstMismatch(back.page(i), keys.get(i), 0) != -1) {
+                            if (got.status(i) != PageStatus.OK
+                                    || PagePattern.firstMismatch(back.page(i), keys.get(i), 0) != -1) {
                                 failures.add("get of page " + i + ": " + got);
                             }
                         }
@@ -100,14 +102,17 @@ class DaemonAdminTest {
 
     @Test
     void aFlushUnderLoadEmptiesTheSlabWhileL3KeepsEveryPage() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of()); RemotePageStore client = d.client(); Pages pages = new Pages()) {
+        try (TestDaemon d = TestDaemon.start(Map.of());
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             DaemonAdmin admin = new DaemonAdmin(client);
             Namespace ns = Pages.namespace("flush");
             List<StoreKey> keys = pages.keys(ns, 64);
             assertEquals(64, put(client, pages.filled(keys, PAGE)).count(PageStatus.OK));
             List<StoreKey> leased = pages.keys(ns, 2);
             assertEquals(2, put(client, pages.filled(leased, PAGE)).count(PageStatus.OK));
-            PageLease lease = client.lease(leased, PAGE, Duration.ofSeconds(30), deadline()).get(30, TimeUnit.SECONDS);
+            PageLease lease = client.lease(leased, PAGE, Duration.ofSeconds(30), deadline())
+                    .get(30, TimeUnit.SECONDS);
             assertEquals(PageStatus.OK, lease.status(1));
 
             DaemonAdmin.Flushed flushed;
@@ -139,20 +144,23 @@ class DaemonAdminTest {
 
             lease.close();
             // Quiet now: once the last sends and the lease have let go, a flush leaves nothing in the slab.
-            await(() -> {
-                try {
-                    DaemonAdmin.Flushed f = admin.flush(TIMEOUT).get(60, TimeUnit.SECONDS);
-                    return f.keptPages() == 0 && d.server.cache.pageCount() == 0;
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
-            }, "a flush to empty the quiet slab");
+            await(
+                    () -> {
+                        try {
+                            DaemonAdmin.Flushed f = admin.flush(TIMEOUT).get(60, TimeUnit.SECONDS);
+                            return f.keptPages() == 0 && d.server.cache.pageCount() == 0;
+                        } catch (Exception e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    "a flush to empty the quiet slab");
         }
     }
 
     @Test
     void aStoreIsDetachedAndAnotherAttachedWhilePutsRun() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of()); RemotePageStore client = d.client()) {
+        try (TestDaemon d = TestDaemon.start(Map.of());
+                RemotePageStore client = d.client()) {
             // Beside the first store's folder: under server.store-root, which is by default the folder holding it.
             Path newRoot = d.fileRoot.resolve("attached");
             DaemonAdmin admin = new DaemonAdmin(client);
@@ -180,7 +188,10 @@ class DaemonAdminTest {
                 DaemonAdmin.Store attached = admin.attach("file", Map.of("file.root", newRoot.toString()), TIMEOUT)
                         .get(60, TimeUnit.SECONDS);
                 assertTrue(attached.location().contains(newRoot.toString()), attached::toString);
-                String twice = refusal(admin, "file", Map.of("file.root", newRoot.resolve("other").toString()));
+                String twice = refusal(
+                        admin,
+                        "file",
+                        Map.of("file.root", newRoot.resolve("other").toString()));
                 assertTrue(twice.contains("attached already") && twice.contains(newRoot.toString()), twice);
                 assertEquals(Optional.of(attached), admin.store(TIMEOUT).get(30, TimeUnit.SECONDS));
                 seen = load.batches.size();
@@ -196,7 +207,8 @@ class DaemonAdminTest {
             assertEquals(0, Pages.stored(now, detached), "pages put while detached are in no store");
             // The old store was closed (its root is free to open) and holds what was put before, nothing after.
             try (FilePageStore old = FilePageStore.open(FileStoreConfig.at(oldRoot))) {
-                assertEquals(beforeDetach.size(), Pages.stored(old, beforeDetach), "the detach drained the write-behind");
+                assertEquals(
+                        beforeDetach.size(), Pages.stored(old, beforeDetach), "the detach drained the write-behind");
                 for (StoreKey k : detached) {
                     assertFalse(Files.exists(old.fileOf(k)), "page put after the detach in the old store: " + k);
                 }
@@ -208,33 +220,46 @@ class DaemonAdminTest {
     @Test
     void pagesL3DoesNotHaveByTheDeadlineAreKeptByAFlushAndDroppedByADetach() throws Exception {
         // Every write-behind fails and is retried: no page reaches L3.
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "delaying", "delaying.failed-puts", "1000000",
-                "delaying.shared", "admin-" + System.nanoTime()));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "delaying",
+                        "delaying.failed-puts",
+                        "1000000",
+                        "delaying.shared",
+                        "admin-" + System.nanoTime()));
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             DaemonAdmin admin = new DaemonAdmin(client);
             List<StoreKey> keys = pages.keys(Pages.namespace("unwritten"), 8);
             assertEquals(8, put(client, pages.filled(keys, PAGE)).count(PageStatus.OK));
             Duration shortTimeout = Duration.ofMillis(200);
 
-            assertEquals(new DaemonAdmin.Flushed(0, 8), admin.flush(shortTimeout).get(30, TimeUnit.SECONDS));
+            assertEquals(
+                    new DaemonAdmin.Flushed(0, 8), admin.flush(shortTimeout).get(30, TimeUnit.SECONDS));
             DaemonAdmin.Detached detached = admin.detach(shortTimeout).get(30, TimeUnit.SECONDS);
             assertEquals("delaying", detached.store().orElseThrow().name());
             assertEquals(8, detached.droppedWrites(), detached::toString);
-            await(() -> d.server.cache.writeBehind.dropped.sum() == 8 && d.server.pendingWriteBehindPages() == 0,
+            await(
+                    () -> d.server.cache.writeBehind.dropped.sum() == 8 && d.server.pendingWriteBehindPages() == 0,
                     "the write-behind to drop the pages");
             PageBatch back = pages.empty(keys, PAGE);
             assertEquals(8, get(client, back).count(PageStatus.OK), "the dropped writes' pages are still in the slab");
             for (int i = 0; i < keys.size(); i++) {
                 assertEquals(-1, PagePattern.firstMismatch(back.page(i), keys.get(i), 0), "page " + i);
             }
-            await(() -> {
-                try {
-                    return admin.flush(TIMEOUT).get(30, TimeUnit.SECONDS).droppedPages() > 0
-                            && d.server.cache.pageCount() == 0;
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
-            }, "a flush of the slab, now without L3");
+            await(
+                    () -> {
+                        try {
+                            return admin.flush(TIMEOUT)
+                                                    .get(30, TimeUnit.SECONDS)
+                                                    .droppedPages()
+                                            > 0
+                                    && d.server.cache.pageCount() == 0;
+                        } catch (Exception e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    "a flush of the slab, now without L3");
             assertEquals(8, get(client, pages.empty(keys, PAGE)).count(PageStatus.MISS), "no tier has them any more");
         }
     }

@@ -37,7 +37,8 @@ class DaemonKvEventsTest {
 
     /** SGLang's block id of a key: the first 16 hex digits of its page hash, as a signed int64. */
     private static long id(StoreKey key) {
-        return Long.parseUnsignedLong(HexFormat.of().formatHex(key.hash().toBytes()).substring(0, 16), 16);
+        return Long.parseUnsignedLong(
+                HexFormat.of().formatHex(key.hash().toBytes()).substring(0, 16), 16);
     }
 
     private static BlockStored storedPage(StoreKey key, Medium medium) {
@@ -68,11 +69,23 @@ class DaemonKvEventsTest {
     @Test
     void storesWritesBehindDeletesEvictionsAndClearsAreAnnounced() throws Exception {
         KvEventCollector collector = new KvEventCollector();
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-test-slab-");
         Path fileRoot = Files.createTempDirectory("hicache-test-l3-");
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.max-page-bytes", "64KiB", "server.max-frame-bytes", "4MiB",
-                "server.host-size", "1MiB"), hostDir, fileRoot, collector);
+        try (TestDaemon daemon = TestDaemon.start(
+                        Map.of(
+                                "server.max-page-bytes",
+                                "64KiB",
+                                "server.max-frame-bytes",
+                                "4MiB",
+                                "server.host-size",
+                                "1MiB"),
+                        hostDir,
+                        fileRoot,
+                        collector);
                 RemotePageStore client = daemon.client();
                 Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("events");
@@ -81,7 +94,8 @@ class DaemonKvEventsTest {
             List<KvEvent> seen = await(collector, new ArrayList<>(), 6); // each page in the slab, then in L3
             for (StoreKey k : first) {
                 assertTrue(seen.contains(storedPage(k, Medium.CPU)), "in the slab: " + seen);
-                assertTrue(seen.indexOf(storedPage(k, Medium.DISK)) > seen.indexOf(storedPage(k, Medium.CPU)),
+                assertTrue(
+                        seen.indexOf(storedPage(k, Medium.DISK)) > seen.indexOf(storedPage(k, Medium.CPU)),
                         "then written behind to the file store: " + seen);
             }
 
@@ -103,7 +117,8 @@ class DaemonKvEventsTest {
             }
             Set<Long> evicted = removed(churn, Medium.CPU);
             assertTrue(evicted.size() >= 40 + 2 - 16, "at least what did not fit was evicted: " + evicted.size());
-            assertEquals(evicted.size(), daemon.server.cache.counters.evictedPages.sum(), "one removal per page evicted");
+            assertEquals(
+                    evicted.size(), daemon.server.cache.counters.evictedPages.sum(), "one removal per page evicted");
             assertTrue(removed(churn, Medium.DISK).isEmpty(), "eviction leaves L3 alone");
 
             client.clearAll(deadline()).get(30, TimeUnit.SECONDS);

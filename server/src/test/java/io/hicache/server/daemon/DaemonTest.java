@@ -18,13 +18,13 @@ import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
+import io.hicache.storage.file.FilePageStore;
+import io.hicache.storage.file.FileStoreConfig;
 import io.hicache.storage.remote.PageLease;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
-import io.hicache.storage.file.FilePageStore;
-import io.hicache.storage.file.FileStoreConfig;
 import io.hicache.testkit.PagePattern;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -49,11 +49,13 @@ class DaemonTest {
     @Test
     void putsAreWrittenBehindEvictedUnderPressureAndPromotedOnGet() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.host-size", "8MiB", "server.max-page-bytes", "1MiB"));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("tiers"), 64);
             PageBatch sources = pages.filled(keys, 256 * KIB); // 16 MiB: twice the slab
             assertEquals(64, put(client, sources).count(PageStatus.OK));
-            assertTrue(d.server.cache.counters.evictedPages.sum() > 0, "16 MiB of puts in an 8 MiB slab evicted nothing");
+            assertTrue(
+                    d.server.cache.counters.evictedPages.sum() > 0, "16 MiB of puts in an 8 MiB slab evicted nothing");
             awaitWriteBehind(d.server);
             PageStore l3 = d.server.cache.l3.current().orElseThrow();
             assertEquals(64, hits(l3, keys), "every page put reached the L3 store");
@@ -71,9 +73,17 @@ class DaemonTest {
 
     @Test
     void aNamespaceQuotaKeepsOneTenantFromCrowdingOutAnother() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "16MiB",
-                "server.max-page-bytes", "1MiB", "server.namespace-quota", "2MiB"));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.host-size",
+                        "16MiB",
+                        "server.max-page-bytes",
+                        "1MiB",
+                        "server.namespace-quota",
+                        "2MiB"));
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             Namespace quiet = Pages.namespace("quiet");
             Namespace noisy = Pages.namespace("noisy");
             List<StoreKey> quietKeys = pages.keys(quiet, 4);
@@ -82,8 +92,10 @@ class DaemonTest {
                 List<StoreKey> flood = pages.keys(noisy, 8);
                 BatchResult r = put(client, pages.filled(flood, 256 * KIB));
                 assertEquals(8, r.count(PageStatus.OK), "a tenant at its quota makes room among its own pages: " + r);
-                assertTrue(d.server.cache.space.namespaceBytes(noisy) <= 2L << 20,
-                        "the noisy tenant holds " + d.server.cache.space.namespaceBytes(noisy) + " bytes, over its 2 MiB quota");
+                assertTrue(
+                        d.server.cache.space.namespaceBytes(noisy) <= 2L << 20,
+                        "the noisy tenant holds " + d.server.cache.space.namespaceBytes(noisy)
+                                + " bytes, over its 2 MiB quota");
             }
             assertEquals(4, hits(client, quietKeys), "the quiet tenant's pages survived the flood");
         }
@@ -91,16 +103,19 @@ class DaemonTest {
 
     @Test
     void aLeaseReadsPagesInPlaceAndKeepsThemThroughEvictionUntilClosed() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "8MiB",
-                "server.max-page-bytes", "1MiB"));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+        try (TestDaemon d = TestDaemon.start(
+                        Map.of("server.store", "none", "server.host-size", "8MiB", "server.max-page-bytes", "1MiB"));
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("lease");
             List<StoreKey> keys = pages.keys(ns, 3);
             assertEquals(3, put(client, pages.filled(keys, 512 * KIB)).count(PageStatus.OK));
             StoreKey absent = pages.keys(ns, 1).getFirst();
             List<StoreKey> asked = List.of(keys.get(0), absent, keys.get(1), keys.get(2));
-            PageLease lease = client.lease(asked, 512 * KIB, Duration.ofSeconds(30), deadline()).get(30, TimeUnit.SECONDS);
-            assertEquals(List.of(PageStatus.OK, PageStatus.MISS, PageStatus.OK, PageStatus.OK),
+            PageLease lease = client.lease(asked, 512 * KIB, Duration.ofSeconds(30), deadline())
+                    .get(30, TimeUnit.SECONDS);
+            assertEquals(
+                    List.of(PageStatus.OK, PageStatus.MISS, PageStatus.OK, PageStatus.OK),
                     List.of(lease.status(0), lease.status(1), lease.status(2), lease.status(3)));
             assertThrows(IllegalStateException.class, () -> lease.page(1));
             // Flood the slab four times over: the leased pages must stay where they are, unchanged.
@@ -126,8 +141,8 @@ class DaemonTest {
     void theAuthTokenIsCheckedAndRequiredBeyondLoopback() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.auth-token", "s3cret"));
                 Pages pages = new Pages()) {
-            HiCacheException refused = assertThrows(HiCacheException.class,
-                    () -> RemotePageStore.open(RemoteStoreConfig.local(d.port(), "wrong")));
+            HiCacheException refused = assertThrows(
+                    HiCacheException.class, () -> RemotePageStore.open(RemoteStoreConfig.local(d.port(), "wrong")));
             assertEquals(ErrorCode.STORE_UNAVAILABLE, refused.code());
             assertTrue(refused.getMessage().contains("wrong auth token"), refused.getMessage());
             try (RawClient raw = new RawClient(d.port())) {
@@ -149,10 +164,20 @@ class DaemonTest {
 
     @Test
     void connectionFrameAndInFlightLimitsHold() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.max-connections", "2",
-                "server.max-page-bytes", "64KiB", "server.max-frame-bytes", "1MiB", "server.max-in-flight-bytes", "1"));
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.max-connections",
+                        "2",
+                        "server.max-page-bytes",
+                        "64KiB",
+                        "server.max-frame-bytes",
+                        "1MiB",
+                        "server.max-in-flight-bytes",
+                        "1"));
                 Pages pages = new Pages()) {
-            try (RawClient a = new RawClient(d.port()).hello(""); RawClient b = new RawClient(d.port()).hello("");
+            try (RawClient a = new RawClient(d.port()).hello("");
+                    RawClient b = new RawClient(d.port()).hello("");
                     RawClient c = new RawClient(d.port())) {
                 RawClient.Frame busy = c.read();
                 assertTrue(busy.isError() && busy.errorCode() == Wire.E_BUSY, "a third connection: " + busy);
@@ -160,17 +185,22 @@ class DaemonTest {
                 // A declared length over the limit closes that connection before its bytes are read.
                 a.send(ByteBuffer.allocate(4).putInt(0, (1 << 20) + 1).array());
                 RawClient.Frame tooLarge = a.read();
-                assertTrue(tooLarge.isError() && tooLarge.errorCode() == Wire.E_TOO_LARGE, "an oversized frame: " + tooLarge);
+                assertTrue(
+                        tooLarge.isError() && tooLarge.errorCode() == Wire.E_TOO_LARGE,
+                        "an oversized frame: " + tooLarge);
                 assertEquals(null, a.read());
                 b.send(RawClient.frame(Wire.HEALTH, 9, new byte[0]));
                 assertEquals(9, b.read().requestId(), "the other connection is unaffected");
             }
             awaitConnections(d.server, 0);
-            // 400 requests pipelined on one connection that may have 1 byte in progress: reading pauses, nothing is lost.
-            try (RemotePageStore client = RemotePageStore.open(new RemoteStoreConfig("127.0.0.1", d.port(), "", 1,
-                    Duration.ofSeconds(5)))) {
+            // 400 requests pipelined on one connection that may have 1 byte in progress: reading pauses, nothing is
+            // lost.
+            try (RemotePageStore client =
+                    RemotePageStore.open(new RemoteStoreConfig("127.0.0.1", d.port(), "", 1, Duration.ofSeconds(5)))) {
                 List<StoreKey> keys = pages.keys(Pages.namespace("pipeline"), 400);
-                var puts = keys.stream().map(k -> client.put(pages.filled(List.of(k), 16 * KIB), deadline())).toList();
+                var puts = keys.stream()
+                        .map(k -> client.put(pages.filled(List.of(k), 16 * KIB), deadline()))
+                        .toList();
                 for (var p : puts) {
                     assertEquals(PageStatus.OK, p.get(30, TimeUnit.SECONDS).status(0));
                 }
@@ -182,7 +212,8 @@ class DaemonTest {
     @Test
     void aClientThatDoesNotReadItsAnswersPausesOnlyItsOwnConnection() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.max-in-flight-bytes", "256KiB"));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("slow-reader");
             List<StoreKey> keys = pages.keys(ns, 4);
             assertEquals(4, put(client, pages.filled(keys, 64 * KIB)).count(PageStatus.OK));
@@ -218,7 +249,8 @@ class DaemonTest {
     @Test
     void aClearOrDeleteIsNotUndoneByAWriteBehindInFlight() throws Exception {
         // fsync per page keeps the write-behind busy with the pages just put when the clear or delete arrives.
-        try (TestDaemon d = TestDaemon.start(Map.of("file.fsync", "true")); RemotePageStore client = d.client();
+        try (TestDaemon d = TestDaemon.start(Map.of("file.fsync", "true"));
+                RemotePageStore client = d.client();
                 Pages pages = new Pages()) {
             for (int round = 0; round < 20; round++) {
                 Namespace ns = Pages.namespace("race-" + round);
@@ -229,8 +261,10 @@ class DaemonTest {
                 } else {
                     client.delete(keys, deadline()).get(30, TimeUnit.SECONDS);
                 }
-                assertEquals(0, stored(client, keys), "round " + round + ": pages came back after the "
-                        + (round % 2 == 0 ? "clear" : "delete"));
+                assertEquals(
+                        0,
+                        stored(client, keys),
+                        "round " + round + ": pages came back after the " + (round % 2 == 0 ? "clear" : "delete"));
             }
         }
     }
@@ -238,36 +272,45 @@ class DaemonTest {
     @Test
     void metricsAndHealthAreServedOverHttp() throws Exception {
         try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none"));
-                RemotePageStore client = d.client(); Pages pages = new Pages()) {
+                RemotePageStore client = d.client();
+                Pages pages = new Pages()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("metrics"), 4);
             put(client, pages.filled(keys, 4 * KIB));
             get(client, pages.empty(keys, 4 * KIB));
             HttpClient http = HttpClient.newHttpClient();
             String base = "http://127.0.0.1:" + d.server.metricsPort();
-            HttpResponse<String> metrics = http.send(HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
+            HttpResponse<String> metrics = http.send(
+                    HttpRequest.newBuilder(URI.create(base + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString());
             assertEquals(200, metrics.statusCode());
             // Read as a scraper would: by name, whatever the number's notation.
-            assertEquals(4, ProtocolConformanceTest.metric(metrics.body(), "hicache_server_hits_host_total"), metrics.body());
-            assertEquals(1, ProtocolConformanceTest.metric(metrics.body(),
-                    "hicache_server_request_seconds_count{op=\"put\"}"), metrics.body());
+            assertEquals(
+                    4,
+                    ProtocolConformanceTest.metric(metrics.body(), "hicache_server_hits_host_total"),
+                    metrics.body());
+            assertEquals(
+                    1,
+                    ProtocolConformanceTest.metric(metrics.body(), "hicache_server_request_seconds_count{op=\"put\"}"),
+                    metrics.body());
             for (String name : List.of("hicache_server_connections", "hicache_server_slab_bytes")) {
                 assertTrue(ProtocolConformanceTest.metric(metrics.body(), name) > 0, name + " in:\n" + metrics.body());
             }
-            HttpResponse<String> health = http.send(HttpRequest.newBuilder(URI.create(base + "/health")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> health = http.send(
+                    HttpRequest.newBuilder(URI.create(base + "/health")).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode());
             assertEquals("ok\n", health.body());
             assertTrue(client.daemonHealthy(deadline()).get(10, TimeUnit.SECONDS));
-            assertEquals(4, ProtocolConformanceTest.metric(client.daemonMetrics(deadline()).get(10, TimeUnit.SECONDS),
-                    "hicache_server_pages"));
+            assertEquals(
+                    4,
+                    ProtocolConformanceTest.metric(
+                            client.daemonMetrics(deadline()).get(10, TimeUnit.SECONDS), "hicache_server_pages"));
         }
     }
 
     @Test
     void aGracefulShutdownWritesEveryAcknowledgedPageToL3(@TempDir Path dir) throws Exception {
-        Path hostDir = Files.createTempDirectory(Path.of("/dev/shm").toFile().isDirectory() ? Path.of("/dev/shm") : dir,
-                "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Path.of("/dev/shm").toFile().isDirectory() ? Path.of("/dev/shm") : dir, "hicache-test-slab-");
         try (Pages pages = new Pages()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("shutdown"), 2000);
             int pending;
@@ -294,8 +337,8 @@ class DaemonTest {
 
     @Test
     void theClientReconnectsToARestartedDaemonWhichStillHasThePages(@TempDir Path dir) throws Exception {
-        Path hostDir = Files.createTempDirectory(Path.of("/dev/shm").toFile().isDirectory() ? Path.of("/dev/shm") : dir,
-                "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Path.of("/dev/shm").toFile().isDirectory() ? Path.of("/dev/shm") : dir, "hicache-test-slab-");
         try (Pages pages = new Pages()) {
             TestDaemon first = TestDaemon.start(Map.of(), hostDir, dir);
             int port = first.port();

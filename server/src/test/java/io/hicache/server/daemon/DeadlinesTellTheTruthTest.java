@@ -47,7 +47,8 @@ class DeadlinesTellTheTruthTest {
             PageBatch batch = pages.filled(keys, PAGE_BYTES);
             assertTrue(Pages.put(client, batch).allSucceeded());
         } // closing drains the write-behind: every page is in L3 now
-        daemon = TestDaemon.start(Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.delay", "400ms"));
+        daemon = TestDaemon.start(
+                Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.delay", "400ms"));
     }
 
     @AfterEach
@@ -137,8 +138,15 @@ class DeadlinesTellTheTruthTest {
         ByteBuf b = Unpooled.buffer();
         payload.write(b);
         byte[] body = ByteBufUtil.getBytes(b);
-        return ByteBuffer.allocate(4 + Wire.HEADER_BYTES + body.length).putInt(Wire.HEADER_BYTES + body.length).put(op)
-                .put((byte) 0).putShort((short) 0).putLong(id).putInt(timeoutMillis).put(body).array();
+        return ByteBuffer.allocate(4 + Wire.HEADER_BYTES + body.length)
+                .putInt(Wire.HEADER_BYTES + body.length)
+                .put(op)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putLong(id)
+                .putInt(timeoutMillis)
+                .put(body)
+                .array();
     }
 
     private static String message(RawClient.Frame f) {

@@ -10,9 +10,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
-import io.hicache.core.store.StoreCapabilities;
 import io.hicache.core.store.StoreConfig;
-import io.hicache.core.store.StoreStats;
 import io.hicache.core.store.memory.InMemoryPageStore;
 import java.time.Duration;
 import java.util.List;
@@ -46,8 +44,13 @@ final class DelayingPageStore extends ForwardingPageStore {
     private final int failedPuts;
     private final Map<StoreKey, AtomicInteger> putTries = new ConcurrentHashMap<>();
 
-    private DelayingPageStore(InMemoryPageStore inner, AtomicInteger clears, Duration delay, Duration clearDelay,
-            boolean blockingClears, int failedPuts) {
+    private DelayingPageStore(
+            InMemoryPageStore inner,
+            AtomicInteger clears,
+            Duration delay,
+            Duration clearDelay,
+            boolean blockingClears,
+            int failedPuts) {
         super(inner);
         this.inner = inner;
         this.clears = clears;
@@ -102,7 +105,6 @@ final class DelayingPageStore extends ForwardingPageStore {
         return "memory, late";
     }
 
-
     @Override
     public CompletableFuture<Integer> leadingHits(List<StoreKey> keys, Deadline deadline) {
         return late(() -> inner.leadingHits(keys, deadline));
@@ -120,11 +122,16 @@ final class DelayingPageStore extends ForwardingPageStore {
         }
         BatchResult.Builder out = BatchResult.builder(sources.size());
         for (int i = 0; i < sources.size(); i++) {
-            if (putTries.computeIfAbsent(sources.key(i), k -> new AtomicInteger()).incrementAndGet() <= failedPuts) {
+            if (putTries.computeIfAbsent(sources.key(i), k -> new AtomicInteger())
+                            .incrementAndGet()
+                    <= failedPuts) {
                 out.set(i, PageStatus.FAILED, "injected failure");
             } else {
-                out.set(i, inner.put(PageBatch.of(List.of(sources.key(i)), List.of(sources.page(i))), deadline).join()
-                        .status(0));
+                out.set(
+                        i,
+                        inner.put(PageBatch.of(List.of(sources.key(i)), List.of(sources.page(i))), deadline)
+                                .join()
+                                .status(0));
             }
         }
         return CompletableFuture.completedFuture(out.build());
@@ -145,7 +152,6 @@ final class DelayingPageStore extends ForwardingPageStore {
         return lateClear(() -> inner.clearAll(blockingClears ? Deadline.after(Duration.ofHours(1)) : deadline));
     }
 
-
     @Override
     public void close() {
         // the shared store outlives this daemon: drop() closes it
@@ -153,13 +159,17 @@ final class DelayingPageStore extends ForwardingPageStore {
 
     /** Opens the store under the name {@code delaying}. Stateless. */
     public static final class Provider implements PageStoreProvider {
-        static final Setting<Duration> DELAY = Setting.duration("delaying.delay", "0ms", "how late reads, deletes and clears answer");
-        static final Setting<String> SHARED_NAME = Setting.string("delaying.shared", "default", "the shared store's name");
-        static final Setting<Integer> FAILED_PUTS = Setting.integer("delaying.failed-puts", 0, 0, Integer.MAX_VALUE,
-                "how many puts of each page fail before one succeeds");
-        static final Setting<Duration> CLEAR_DELAY = Setting.duration("delaying.clear-delay", null,
-                "how late clears answer (default: delaying.delay)");
-        static final Setting<Boolean> BLOCKING_CLEARS = Setting.bool("delaying.blocking-clears", false,
+        static final Setting<Duration> DELAY =
+                Setting.duration("delaying.delay", "0ms", "how late reads, deletes and clears answer");
+        static final Setting<String> SHARED_NAME =
+                Setting.string("delaying.shared", "default", "the shared store's name");
+        static final Setting<Integer> FAILED_PUTS = Setting.integer(
+                "delaying.failed-puts", 0, 0, Integer.MAX_VALUE, "how many puts of each page fail before one succeeds");
+        static final Setting<Duration> CLEAR_DELAY =
+                Setting.duration("delaying.clear-delay", null, "how late clears answer (default: delaying.delay)");
+        static final Setting<Boolean> BLOCKING_CLEARS = Setting.bool(
+                "delaying.blocking-clears",
+                false,
                 "clears block their caller for their delay and ignore their deadline, as the file store's do");
 
         @Override
@@ -179,12 +189,17 @@ final class DelayingPageStore extends ForwardingPageStore {
 
         @Override
         public PageStore open(StoreConfig config) {
-            InMemoryPageStore backing = SHARED.computeIfAbsent(config.settings().get(SHARED_NAME),
-                    n -> new InMemoryPageStore(256L << 20));
+            InMemoryPageStore backing =
+                    SHARED.computeIfAbsent(config.settings().get(SHARED_NAME), n -> new InMemoryPageStore(256L << 20));
             Duration delay = config.settings().get(DELAY);
             AtomicInteger clears = CLEARS.computeIfAbsent(config.settings().get(SHARED_NAME), n -> new AtomicInteger());
-            return new DelayingPageStore(backing, clears, delay, CLEAR_DELAY.find(config.settings()).orElse(delay),
-                    config.settings().get(BLOCKING_CLEARS), config.settings().get(FAILED_PUTS));
+            return new DelayingPageStore(
+                    backing,
+                    clears,
+                    delay,
+                    CLEAR_DELAY.find(config.settings()).orElse(delay),
+                    config.settings().get(BLOCKING_CLEARS),
+                    config.settings().get(FAILED_PUTS));
         }
     }
 }

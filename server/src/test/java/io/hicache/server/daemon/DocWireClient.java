@@ -136,7 +136,8 @@ final class DocWireClient implements AutoCloseable {
         try {
             byte[] more = new byte[Math.min(in.available(), 64)];
             int n = in.read(more);
-            return HexFormat.of().formatHex(new byte[] {(byte) first}) + HexFormat.of().formatHex(more, 0, Math.max(n, 0));
+            return HexFormat.of().formatHex(new byte[] {(byte) first})
+                    + HexFormat.of().formatHex(more, 0, Math.max(n, 0));
         } catch (IOException e) {
             return Integer.toHexString(first);
         }

@@ -19,21 +19,44 @@ import java.util.zip.CRC32C;
  * checks the document's layout of it. {@link DocWireClient} sends and receives them.
  */
 final class DocWireCodec {
-    private DocWireCodec() {
-    }
+    private DocWireCodec() {}
 
     // §1-§3: ops
-    static final int HELLO = 0x01, LEADING_HITS = 0x10, GET = 0x11, PUT = 0x12, DELETE = 0x13, CLEAR = 0x14,
-            CLEAR_ALL = 0x15, STATS = 0x16, HEALTH = 0x17, LEASE = 0x18, RELEASE = 0x19, ERROR = 0xFF;
+    static final int HELLO = 0x01,
+            LEADING_HITS = 0x10,
+            GET = 0x11,
+            PUT = 0x12,
+            DELETE = 0x13,
+            CLEAR = 0x14,
+            CLEAR_ALL = 0x15,
+            STATS = 0x16,
+            HEALTH = 0x17,
+            LEASE = 0x18,
+            RELEASE = 0x19,
+            ERROR = 0xFF;
     static final int MAGIC = 0x48435750;
     static final int VERSION = 1;
     static final int HEADER_BYTES = 16;
     // §1 page statuses
-    static final int OK = 0, EXISTS = 1, MISS = 2, CORRUPT = 3, SIZE_MISMATCH = 4, REJECTED = 5, TIMED_OUT = 6,
-            CANCELLED = 7, FAILED = 8;
+    static final int OK = 0,
+            EXISTS = 1,
+            MISS = 2,
+            CORRUPT = 3,
+            SIZE_MISMATCH = 4,
+            REJECTED = 5,
+            TIMED_OUT = 6,
+            CANCELLED = 7,
+            FAILED = 8;
     // §4 error codes
-    static final int E_MALFORMED = 1, E_VERSION = 2, E_AUTH = 3, E_UNKNOWN_OP = 4, E_TOO_LARGE = 5, E_BUSY = 6,
-            E_SHUTTING_DOWN = 7, E_INTERNAL = 8, E_TIMED_OUT = 9;
+    static final int E_MALFORMED = 1,
+            E_VERSION = 2,
+            E_AUTH = 3,
+            E_UNKNOWN_OP = 4,
+            E_TOO_LARGE = 5,
+            E_BUSY = 6,
+            E_SHUTTING_DOWN = 7,
+            E_INTERNAL = 8,
+            E_TIMED_OUT = 9;
     /** §3 LEASE: the offset of a page that is not OK. */
     static final long NO_OFFSET = 0xFFFFFFFFFFFFFFFFL;
 
@@ -66,7 +89,8 @@ final class DocWireCodec {
 
         @Override
         public String toString() {
-            String body = op == ERROR && payload.length >= 4 ? " ERROR " + errorCode() + " " + errorMessage()
+            String body = op == ERROR && payload.length >= 4
+                    ? " ERROR " + errorCode() + " " + errorMessage()
                     : " payload " + payload.length + " bytes";
             return "Frame[op=0x" + Integer.toHexString(op) + " flags=" + flags + " reserved=" + reserved + " id=" + id
                     + " timeout=" + timeoutMs + body + "]";
@@ -140,16 +164,13 @@ final class DocWireCodec {
     }
 
     /** HELLO's answer. */
-    record HelloAnswer(int version, long maxFrameBytes, long maxPageBytes, String slabPath) {
-    }
+    record HelloAnswer(int version, long maxFrameBytes, long maxPageBytes, String slabPath) {}
 
     /** One page of a GET or LEASE answer; {@code offset} is LEASE's only, {@code body} GET's OK pages' only. */
-    record PageAnswer(int status, long length, int crc, long offset, byte[] body) {
-    }
+    record PageAnswer(int status, long length, int crc, long offset, byte[] body) {}
 
     /** A LEASE answer. */
-    record LeaseAnswer(long leaseId, List<PageAnswer> pages) {
-    }
+    record LeaseAnswer(long leaseId, List<PageAnswer> pages) {}
 
     // ---- building payloads ----
 
@@ -262,8 +283,15 @@ final class DocWireCodec {
 
     /** {@code frame = length:u32 op:u8 flags:u8 reserved:u16 request_id:u64 timeout_ms:u32 payload}. */
     static byte[] frame(int op, int flags, int reserved, long id, long timeoutMs, byte[] payload) {
-        return new Buf().u32(HEADER_BYTES + payload.length).u8(op).u8(flags).u16(reserved).u64(id).u32(timeoutMs)
-                .bytes(payload).done();
+        return new Buf()
+                .u32(HEADER_BYTES + payload.length)
+                .u8(op)
+                .u8(flags)
+                .u16(reserved)
+                .u64(id)
+                .u32(timeoutMs)
+                .bytes(payload)
+                .done();
     }
 
     static byte[] helloPayload(int magic, int version, byte[] token) {

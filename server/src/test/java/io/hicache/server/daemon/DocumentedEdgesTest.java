@@ -31,8 +31,8 @@ class DocumentedEdgesTest {
 
     @Test
     void aFrameOfExactlyTheLimitIsReadAndOneByteMoreIsRefusedUnread() throws Exception {
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "none", "server.max-frame-bytes", "1MiB",
-                "server.max-page-bytes", "64KiB"));
+        try (TestDaemon daemon = TestDaemon.start(Map.of(
+                        "server.store", "none", "server.max-frame-bytes", "1MiB", "server.max-page-bytes", "64KiB"));
                 RawClient raw = new RawClient(daemon.port()).hello("")) {
             // A STATS padded to the limit: read whole, then refused for its leftover bytes, and the connection stays.
             raw.send(RawClient.frame(Wire.STATS, 3, new byte[MAX_FRAME - Wire.HEADER_BYTES]));
@@ -40,7 +40,10 @@ class DocumentedEdgesTest {
             assertNotNull(f, "a frame of exactly max_frame_bytes must be read, not refused");
             assertEquals(Wire.E_MALFORMED, f.errorCode(), "answered " + f);
             assertEquals(3, f.requestId());
-            raw.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(MAX_FRAME + 1).put(Wire.STATS).array());
+            raw.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES)
+                    .putInt(MAX_FRAME + 1)
+                    .put(Wire.STATS)
+                    .array());
             f = raw.read();
             assertEquals(Wire.E_TOO_LARGE, f.errorCode(), "answered " + f);
             assertNull(raw.read(), "the connection closes");
@@ -52,7 +55,10 @@ class DocumentedEdgesTest {
         try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "none"))) {
             try (RawClient raw = new RawClient(daemon.port())) {
                 byte[] hello = RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, "");
-                raw.send(RawClient.frame(Wire.HELLO, 1, ByteBuffer.allocate(hello.length + 3).put(hello).array()));
+                raw.send(RawClient.frame(
+                        Wire.HELLO,
+                        1,
+                        ByteBuffer.allocate(hello.length + 3).put(hello).array()));
                 RawClient.Frame f = raw.read();
                 assertEquals(Wire.E_MALFORMED, f.errorCode(), "answered " + f);
                 assertNull(raw.read(), "a refused handshake closes the connection");
@@ -72,8 +78,17 @@ class DocumentedEdgesTest {
     /** Without L3 a page evicted is gone: a later page of the same PUT must be refused, not acknowledged over it. */
     @Test
     void pagesOfOnePutNeverEvictOneAnother() throws Exception {
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "none", "server.max-page-bytes", "64KiB",
-                "server.min-block-bytes", "64KiB", "server.host-size", "256KiB", "server.max-frame-bytes", "1MiB"));
+        try (TestDaemon daemon = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.max-page-bytes",
+                        "64KiB",
+                        "server.min-block-bytes",
+                        "64KiB",
+                        "server.host-size",
+                        "256KiB",
+                        "server.max-frame-bytes",
+                        "1MiB"));
                 RemotePageStore client = daemon.client();
                 Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("one-put");
@@ -90,13 +105,15 @@ class DocumentedEdgesTest {
     /** A damaged page in L3 is CORRUPT, for GET and LEASE alike, not MISS: the client must not think it gone. */
     @Test
     void aDamagedL3PageIsCorruptNotMiss(@TempDir Path dir) throws Exception {
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir,
-                "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir, "hicache-test-slab-");
         try (Pages pages = new Pages()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("damaged"), 1);
             TestDaemon first = TestDaemon.start(Map.of(), hostDir, dir);
             try (RemotePageStore client = first.client()) {
-                assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 8192)).status(0));
+                assertEquals(
+                        PageStatus.OK,
+                        Pages.put(client, pages.filled(keys, 8192)).status(0));
             } finally {
                 first.server.close(); // writes the page behind: it is only in L3 for the next daemon
             }
@@ -115,8 +132,15 @@ class DocumentedEdgesTest {
 
     @Test
     void framesStillArrivingShareOneBudgetAndTheOneOverItIsRefusedWithBusy() throws Exception {
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "none", "server.max-frame-bytes", "1MiB",
-                "server.max-page-bytes", "64KiB", "server.max-partial-frame-bytes", "256KiB"));
+        try (TestDaemon daemon = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.max-frame-bytes",
+                        "1MiB",
+                        "server.max-page-bytes",
+                        "64KiB",
+                        "server.max-partial-frame-bytes",
+                        "256KiB"));
                 RawClient first = new RawClient(daemon.port()).hello("");
                 RawClient second = new RawClient(daemon.port()).hello("");
                 RawClient healthy = new RawClient(daemon.port()).hello("")) {
@@ -138,8 +162,14 @@ class DocumentedEdgesTest {
     /** The first {@code bytes} of a PUT frame that declares 1 MiB - 16 bytes. */
     private static byte[] partOfALargeFrame(int bytes) {
         ByteArrayOutputStream b = new ByteArrayOutputStream();
-        byte[] start = ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(MAX_FRAME - 16).put(Wire.PUT)
-                .put((byte) 0).putShort((short) 0).putLong(5).putInt(0).array();
+        byte[] start = ByteBuffer.allocate(4 + Wire.HEADER_BYTES)
+                .putInt(MAX_FRAME - 16)
+                .put(Wire.PUT)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putLong(5)
+                .putInt(0)
+                .array();
         b.writeBytes(start);
         b.writeBytes(new byte[bytes - start.length]);
         return b.toByteArray();

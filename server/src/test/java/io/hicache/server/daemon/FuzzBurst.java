@@ -57,7 +57,8 @@ final class FuzzBurst {
                 checks.get(id).accept(f);
             } catch (AssertionError e) {
                 String m = String.valueOf(e.getMessage());
-                violations.add(m.substring(0, Math.min(m.length(), m.indexOf(" (") > 0 ? m.indexOf(" (") : 80)),
+                violations.add(
+                        m.substring(0, Math.min(m.length(), m.indexOf(" (") > 0 ? m.indexOf(" (") : 80)),
                         name + ": " + m);
             }
         });
@@ -141,14 +142,16 @@ final class FuzzBurst {
         /** The outcomes counted, "label status: n" each. */
         String tally() {
             StringBuilder b = new StringBuilder();
-            tally.forEach((k, n) -> b.append(b.isEmpty() ? "" : ", ").append(k).append(": ").append(n.sum()));
+            tally.forEach((k, n) ->
+                    b.append(b.isEmpty() ? "" : ", ").append(k).append(": ").append(n.sum()));
             return b.toString();
         }
 
         /** Adds a violation if an OK page's bytes are not its key's. */
         void expectBytes(StoreKey key, FuzzWire.Page page, String context) {
             if (page.status() == PageStatus.OK) {
-                String wrong = page.length() != page.body().length ? "its length is not its body's"
+                String wrong = page.length() != page.body().length
+                        ? "its length is not its body's"
                         : FuzzWire.wrongBytes(key, page);
                 if (wrong != null) {
                     add("an OK page whose " + wrong, context + ": an OK page whose " + wrong);
@@ -165,7 +168,11 @@ final class FuzzBurst {
             if (count.get() == 0) {
                 return null;
             }
-            StringBuilder b = new StringBuilder().append(count.get()).append(' ').append(what).append(':');
+            StringBuilder b = new StringBuilder()
+                    .append(count.get())
+                    .append(' ')
+                    .append(what)
+                    .append(':');
             kinds.forEach((kind, n) -> {
                 b.append("\n  ").append(n.sum()).append(" x ").append(kind).append(", e.g.");
                 first.get(kind).forEach(e -> b.append("\n    ").append(e));

@@ -33,15 +33,27 @@ import java.util.concurrent.atomic.AtomicLong;
  * @param slabBytes its size
  * @param past      the pages left stored by earlier rounds of the connection, oldest first
  */
-record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileChannel slab, long slabBytes,
-        Deque<List<StoreKey>> past, FuzzBurst.Violations violations, String name) {
+record FuzzDeadlineRound(
+        RawClient c,
+        AtomicLong ids,
+        SplittableRandom r,
+        FileChannel slab,
+        long slabBytes,
+        Deque<List<StoreKey>> past,
+        FuzzBurst.Violations violations,
+        String name) {
     private static final int PAGE = FuzzWire.PAGE;
     /** Rounds after which a round's pages are read again: by then the small slab has evicted most of them to L3. */
     private static final int ROUNDS_LATER = 3;
 
     /** Pages of one namespace: stored, never stored, and what the round's writes did to them. */
-    private record Group(String label, List<StoreKey> stored, List<StoreKey> absent, Set<StoreKey> there,
-            Set<StoreKey> gone, Set<StoreKey> maybe) {
+    private record Group(
+            String label,
+            List<StoreKey> stored,
+            List<StoreKey> absent,
+            Set<StoreKey> there,
+            Set<StoreKey> gone,
+            Set<StoreKey> maybe) {
         Group(String label, List<StoreKey> stored, List<StoreKey> absent) {
             this(label, stored, absent, new HashSet<>(stored), new HashSet<>(absent), new HashSet<>());
         }
@@ -62,8 +74,11 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
         put.add(id -> FuzzWire.put(id, 0, candidates, PAGE), f -> {
             PageStatus[] s = FuzzWire.statuses(Wire.PUT, f, candidates.size());
             for (int i = 0; i < s.length; i++) {
-                violations.expect("PUT (30 s) new", Set.of(PageStatus.OK, PageStatus.REJECTED), s[i], name
-                        + ": PUT of a new page, 30 s");
+                violations.expect(
+                        "PUT (30 s) new",
+                        Set.of(PageStatus.OK, PageStatus.REJECTED),
+                        s[i],
+                        name + ": PUT of a new page, 30 s");
                 if (s[i] == PageStatus.OK) {
                     stored.add(candidates.get(i));
                 }
@@ -106,31 +121,39 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
             both.addAll(absent);
             List<StoreKey> some = pick(both, 1 + r.nextInt(6), r);
             switch (r.nextInt(5)) {
-                case 0, 1 -> b.add(id -> FuzzWire.get(id, t, some, PAGE), f -> {
-                    List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, some.size());
-                    for (int j = 0; j < some.size(); j++) {
-                        boolean isStored = stored.contains(some.get(j));
-                        violations.expect("GET " + (isStored ? "stored " : "never stored ") + g.label(),
-                                allowed(true, isStored ? PageStatus.OK : PageStatus.MISS), pages.get(j).status(),
-                                what + "GET of a page " + (isStored ? "stored" : "never stored"));
-                        violations.expectBytes(some.get(j), pages.get(j), what + "GET");
-                    }
-                });
+                case 0, 1 ->
+                    b.add(id -> FuzzWire.get(id, t, some, PAGE), f -> {
+                        List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, some.size());
+                        for (int j = 0; j < some.size(); j++) {
+                            boolean isStored = stored.contains(some.get(j));
+                            violations.expect(
+                                    "GET " + (isStored ? "stored " : "never stored ") + g.label(),
+                                    allowed(true, isStored ? PageStatus.OK : PageStatus.MISS),
+                                    pages.get(j).status(),
+                                    what + "GET of a page " + (isStored ? "stored" : "never stored"));
+                            violations.expectBytes(some.get(j), pages.get(j), what + "GET");
+                        }
+                    });
                 // Held 10 s, released at the end of the round: a lease ends at its hold, after which its pages may
                 // move, and on a loaded machine (CI with other builds) this client has read an answer more than the
                 // 100 ms it once asked for after the daemon sent it, and found the pages' rooms reused.
-                case 2 -> b.add(id -> FuzzWire.lease(id, t, some, PAGE, 10_000), f -> {
-                    FuzzWire.Lease lease = FuzzWire.lease(f, some.size());
-                    leases.add(lease.id());
-                    for (int j = 0; j < some.size(); j++) {
-                        boolean isStored = stored.contains(some.get(j));
-                        FuzzWire.Page page = lease.pages().get(j);
-                        violations.expect("LEASE " + (isStored ? "stored " : "never stored ") + g.label(), isStored
-                                ? allowed(true, PageStatus.OK, PageStatus.REJECTED) : allowed(true, PageStatus.MISS),
-                                page.status(), what + "LEASE of a page " + (isStored ? "stored" : "never stored"));
-                        leased(some.get(j), page, what + "LEASE");
-                    }
-                });
+                case 2 ->
+                    b.add(id -> FuzzWire.lease(id, t, some, PAGE, 10_000), f -> {
+                        FuzzWire.Lease lease = FuzzWire.lease(f, some.size());
+                        leases.add(lease.id());
+                        for (int j = 0; j < some.size(); j++) {
+                            boolean isStored = stored.contains(some.get(j));
+                            FuzzWire.Page page = lease.pages().get(j);
+                            violations.expect(
+                                    "LEASE " + (isStored ? "stored " : "never stored ") + g.label(),
+                                    isStored
+                                            ? allowed(true, PageStatus.OK, PageStatus.REJECTED)
+                                            : allowed(true, PageStatus.MISS),
+                                    page.status(),
+                                    what + "LEASE of a page " + (isStored ? "stored" : "never stored"));
+                            leased(some.get(j), page, what + "LEASE");
+                        }
+                    });
                 default -> {
                     // stored pages, then one never stored (and maybe more stored): the count is the first ones
                     List<StoreKey> run = pick(stored, r.nextInt(stored.size() + 1), r);
@@ -145,9 +168,10 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
                         int hits = FuzzWire.hits(f);
                         violations.seen("LEADING_HITS " + g.label() + " " + (hits == expected ? "right" : "wrong"));
                         if (hits != expected) {
-                            violations.add("LEADING_HITS of stored pages, then one never stored: a wrong count",
+                            violations.add(
+                                    "LEADING_HITS of stored pages, then one never stored: a wrong count",
                                     what + "LEADING_HITS of " + expected + " stored pages and then one never stored "
-                                    + "answered " + hits);
+                                            + "answered " + hits);
                         }
                     });
                 }
@@ -159,8 +183,9 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
             release.add(id -> FuzzWire.release(id, lease), f -> {
                 ByteBuffer p = FuzzWire.answerTo(Wire.RELEASE, f);
                 if (p.remaining() != 1 || (p.get(0) & 0xFE) != 0) {
-                    violations.add("a RELEASE answer not one byte, 0 or 1", name + ": a RELEASE answer of "
-                            + p.remaining() + " bytes");
+                    violations.add(
+                            "a RELEASE answer not one byte, 0 or 1",
+                            name + ": a RELEASE answer of " + p.remaining() + " bytes");
                 }
             });
         }
@@ -173,14 +198,15 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
     private void leased(StoreKey key, FuzzWire.Page page, String what) {
         if (page.status() != PageStatus.OK) {
             if (page.offset() != -1) {
-                violations.add("a LEASE page not OK with an offset", what + ": a page " + page.status()
-                        + " with an offset");
+                violations.add(
+                        "a LEASE page not OK with an offset", what + ": a page " + page.status() + " with an offset");
             }
             return;
         }
         if (page.length() != PAGE || page.offset() < 0 || page.offset() + PAGE > slabBytes) {
-            violations.add("a LEASE page OK outside the slab", what + ": an OK page of " + page.length() + " bytes at "
-                    + page.offset());
+            violations.add(
+                    "a LEASE page OK outside the slab",
+                    what + ": an OK page of " + page.length() + " bytes at " + page.offset());
             return;
         }
         ByteBuffer bytes = ByteBuffer.allocate(PAGE);
@@ -192,7 +218,9 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
             violations.add("cannot read the slab", what + ": cannot read the slab: " + e);
             return;
         }
-        violations.expectBytes(key, new FuzzWire.Page(PageStatus.OK, PAGE, page.crc(), page.offset(), bytes.array()),
+        violations.expectBytes(
+                key,
+                new FuzzWire.Page(PageStatus.OK, PAGE, page.crc(), page.offset(), bytes.array()),
                 what + " (its bytes in the slab)");
     }
 
@@ -211,24 +239,34 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
                 b.add(id -> FuzzWire.put(id, tPut, fresh, PAGE), f -> {
                     PageStatus[] s = FuzzWire.statuses(Wire.PUT, f, fresh.size());
                     for (int i = 0; i < s.length; i++) {
-                        violations.expect("PUT new", allowed(true, PageStatus.OK, PageStatus.REJECTED), s[i], name
-                                + ", deadline " + tPut + " ms, PUT of a new page");
+                        violations.expect(
+                                "PUT new",
+                                allowed(true, PageStatus.OK, PageStatus.REJECTED),
+                                s[i],
+                                name + ", deadline " + tPut + " ms, PUT of a new page");
                         (s[i] == PageStatus.OK ? g.there() : g.gone()).add(fresh.get(i)); // else not stored
                     }
                 });
                 int tAbsent = shortDeadline(r);
                 b.add(id -> FuzzWire.delete(id, tAbsent, g.absent()), f -> {
-                    for (PageStatus s : FuzzWire.statuses(Wire.DELETE, f, g.absent().size())) {
-                        violations.expect("DELETE never stored", allowed(true, PageStatus.MISS), s, name + ", deadline "
-                                + tAbsent + " ms, DELETE of a page never stored");
+                    for (PageStatus s :
+                            FuzzWire.statuses(Wire.DELETE, f, g.absent().size())) {
+                        violations.expect(
+                                "DELETE never stored",
+                                allowed(true, PageStatus.MISS),
+                                s,
+                                name + ", deadline " + tAbsent + " ms, DELETE of a page never stored");
                     }
                 });
             }
             b.add(id -> FuzzWire.delete(id, tDelete, toDelete), f -> {
                 PageStatus[] s = FuzzWire.statuses(Wire.DELETE, f, toDelete.size());
                 for (int i = 0; i < s.length; i++) {
-                    violations.expect("DELETE stored " + g.label(), allowed(true, PageStatus.OK), s[i], name
-                            + ", deadline " + tDelete + " ms, DELETE of a stored page (" + g.label() + ")");
+                    violations.expect(
+                            "DELETE stored " + g.label(),
+                            allowed(true, PageStatus.OK),
+                            s[i],
+                            name + ", deadline " + tDelete + " ms, DELETE of a stored page (" + g.label() + ")");
                     g.there().remove(toDelete.get(i));
                     (s[i] == PageStatus.OK ? g.gone() : g.maybe()).add(toDelete.get(i));
                 }
@@ -248,14 +286,23 @@ record FuzzDeadlineRound(RawClient c, AtomicLong ids, SplittableRandom r, FileCh
                     StoreKey k = all.get(i);
                     String what = name + ", " + when + ", GET (30 s) of a page (" + g.label() + ") ";
                     if (g.there().contains(k)) {
-                        violations.expect("check: stored", Set.of(PageStatus.OK), pages.get(i).status(),
+                        violations.expect(
+                                "check: stored",
+                                Set.of(PageStatus.OK),
+                                pages.get(i).status(),
                                 what + "acknowledged as stored");
                     } else if (g.gone().contains(k)) {
-                        violations.expect("check: gone", Set.of(PageStatus.MISS), pages.get(i).status(),
+                        violations.expect(
+                                "check: gone",
+                                Set.of(PageStatus.MISS),
+                                pages.get(i).status(),
                                 what + "acknowledged as deleted or not stored");
                     } else {
-                        violations.expect("check: delete timed out", Set.of(PageStatus.OK, PageStatus.MISS),
-                                pages.get(i).status(), what + "whose DELETE timed out");
+                        violations.expect(
+                                "check: delete timed out",
+                                Set.of(PageStatus.OK, PageStatus.MISS),
+                                pages.get(i).status(),
+                                what + "whose DELETE timed out");
                     }
                     violations.expectBytes(k, pages.get(i), what.trim());
                 }

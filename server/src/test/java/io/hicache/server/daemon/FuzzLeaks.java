@@ -31,17 +31,14 @@ final class FuzzLeaks {
         }
 
         @Override
-        public void flush() {
-        }
+        public void flush() {}
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     };
     private static ResourceLeakDetector.Level levelBefore;
 
-    private FuzzLeaks() {
-    }
+    private FuzzLeaks() {}
 
     /** Turns paranoid leak detection on and starts catching its reports. */
     static synchronized void watch() {
@@ -84,23 +81,28 @@ final class FuzzLeaks {
 
     /** Direct memory Netty's default allocator holds (the daemon's buffers and the Java client's). */
     static long usedDirectMemory() {
-        return ByteBufAllocator.DEFAULT instanceof ByteBufAllocatorMetricProvider m ? m.metric().usedDirectMemory() : 0;
+        return ByteBufAllocator.DEFAULT instanceof ByteBufAllocatorMetricProvider m
+                ? m.metric().usedDirectMemory()
+                : 0;
     }
 
     /** Samples {@link #usedDirectMemory} every 2 ms until stopped (or closed); {@link #peak} is the most seen. */
     static final class MemoryWatch implements AutoCloseable {
         private final AtomicBoolean stop = new AtomicBoolean();
         private final AtomicLong peak = new AtomicLong(usedDirectMemory());
-        private final Thread thread = Thread.ofPlatform().daemon().name("fuzz-memory-watch").start(() -> {
-            while (!stop.get()) {
-                peak.accumulateAndGet(usedDirectMemory(), Math::max);
-                try {
-                    Thread.sleep(2);
-                } catch (InterruptedException e) {
-                    return;
-                }
-            }
-        });
+        private final Thread thread = Thread.ofPlatform()
+                .daemon()
+                .name("fuzz-memory-watch")
+                .start(() -> {
+                    while (!stop.get()) {
+                        peak.accumulateAndGet(usedDirectMemory(), Math::max);
+                        try {
+                            Thread.sleep(2);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                    }
+                });
 
         long peak() {
             return peak.get();
@@ -140,7 +142,9 @@ final class FuzzLeaks {
         while (server.metrics.connections.get() != n && System.nanoTime() < end) {
             Thread.sleep(5);
         }
-        assertEquals(n, server.metrics.connections.get(), "connections open " + millis
-                + " ms after they should have closed");
+        assertEquals(
+                n,
+                server.metrics.connections.get(),
+                "connections open " + millis + " ms after they should have closed");
     }
 }

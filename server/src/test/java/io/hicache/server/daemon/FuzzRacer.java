@@ -39,8 +39,13 @@ final class FuzzRacer {
     /** Pages of its own namespace put then deleted, both answered: they must be gone. */
     private final List<StoreKey> mustBeGone = new ArrayList<>();
 
-    FuzzRacer(RawClient c, SplittableRandom r, List<StoreKey> raced, FuzzBurst.Violations violations,
-            FuzzBurst.Violations ordering, String name) {
+    FuzzRacer(
+            RawClient c,
+            SplittableRandom r,
+            List<StoreKey> raced,
+            FuzzBurst.Violations violations,
+            FuzzBurst.Violations ordering,
+            String name) {
         this.c = c;
         this.r = r;
         this.raced = raced;
@@ -60,50 +65,66 @@ final class FuzzRacer {
             List<StoreKey> some = pick(raced, 1 + r.nextInt(raced.size()), r);
             String what = at + ", deadline " + (isShort ? t + " ms" : "30 s") + ", ";
             switch (r.nextInt(12)) {
-                case 0, 1, 2, 3 -> b.add(id -> FuzzWire.put(id, t, some, PAGE), f -> {
-                    for (PageStatus s : FuzzWire.statuses(Wire.PUT, f, some.size())) {
-                        violations.expect("PUT " + deadline, allowed(isShort, PageStatus.OK, PageStatus.EXISTS,
-                                PageStatus.REJECTED), s, what + "PUT of raced pages");
-                    }
-                });
-                case 4, 5, 6 -> b.add(id -> FuzzWire.delete(id, t, some), f -> {
-                    for (PageStatus s : FuzzWire.statuses(Wire.DELETE, f, some.size())) {
-                        violations.expect("DELETE " + deadline, allowed(isShort, PageStatus.OK, PageStatus.MISS), s,
-                                what + "DELETE of raced pages");
-                    }
-                });
-                case 7, 8 -> b.add(id -> FuzzWire.get(id, t, some, PAGE), f -> {
-                    List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, some.size());
-                    for (int j = 0; j < pages.size(); j++) {
-                        violations.expect("GET " + deadline, allowed(isShort, PageStatus.OK, PageStatus.MISS),
-                                pages.get(j).status(), what + "GET of raced pages");
-                        violations.expectBytes(some.get(j), pages.get(j), what + "GET of raced pages");
-                    }
-                });
-                case 9 -> b.add(id -> FuzzWire.leadingHits(id, t, raced), f -> {
-                    if (isShort && FuzzWire.errorCode(f) == Wire.E_TIMED_OUT) {
-                        violations.seen("LEADING_HITS short ERROR TIMED_OUT");
-                        return;
-                    }
-                    int hits = FuzzWire.hits(f);
-                    violations.seen("LEADING_HITS " + deadline + " answered");
-                    if (hits < 0 || hits > raced.size()) {
-                        violations.add("LEADING_HITS over the count asked", what + "LEADING_HITS of " + raced.size()
-                                + " pages answered " + hits);
-                    }
-                });
-                case 10 -> b.add(id -> FuzzWire.clear(id, t, raced.getFirst().namespace()), f -> {
-                    if (isShort && FuzzWire.errorCode(f) == Wire.E_TIMED_OUT) {
-                        violations.seen("CLEAR short ERROR TIMED_OUT");
-                        return;
-                    }
-                    ByteBuffer p = FuzzWire.answerTo(Wire.CLEAR, f);
-                    violations.seen("CLEAR " + deadline + " done");
-                    if (p.hasRemaining()) {
-                        violations.add("a CLEAR answer with a payload", what + "a CLEAR answer of " + p.remaining()
-                                + " bytes");
-                    }
-                });
+                case 0, 1, 2, 3 ->
+                    b.add(id -> FuzzWire.put(id, t, some, PAGE), f -> {
+                        for (PageStatus s : FuzzWire.statuses(Wire.PUT, f, some.size())) {
+                            violations.expect(
+                                    "PUT " + deadline,
+                                    allowed(isShort, PageStatus.OK, PageStatus.EXISTS, PageStatus.REJECTED),
+                                    s,
+                                    what + "PUT of raced pages");
+                        }
+                    });
+                case 4, 5, 6 ->
+                    b.add(id -> FuzzWire.delete(id, t, some), f -> {
+                        for (PageStatus s : FuzzWire.statuses(Wire.DELETE, f, some.size())) {
+                            violations.expect(
+                                    "DELETE " + deadline,
+                                    allowed(isShort, PageStatus.OK, PageStatus.MISS),
+                                    s,
+                                    what + "DELETE of raced pages");
+                        }
+                    });
+                case 7, 8 ->
+                    b.add(id -> FuzzWire.get(id, t, some, PAGE), f -> {
+                        List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, some.size());
+                        for (int j = 0; j < pages.size(); j++) {
+                            violations.expect(
+                                    "GET " + deadline,
+                                    allowed(isShort, PageStatus.OK, PageStatus.MISS),
+                                    pages.get(j).status(),
+                                    what + "GET of raced pages");
+                            violations.expectBytes(some.get(j), pages.get(j), what + "GET of raced pages");
+                        }
+                    });
+                case 9 ->
+                    b.add(id -> FuzzWire.leadingHits(id, t, raced), f -> {
+                        if (isShort && FuzzWire.errorCode(f) == Wire.E_TIMED_OUT) {
+                            violations.seen("LEADING_HITS short ERROR TIMED_OUT");
+                            return;
+                        }
+                        int hits = FuzzWire.hits(f);
+                        violations.seen("LEADING_HITS " + deadline + " answered");
+                        if (hits < 0 || hits > raced.size()) {
+                            violations.add(
+                                    "LEADING_HITS over the count asked",
+                                    what + "LEADING_HITS of " + raced.size() + " pages answered " + hits);
+                        }
+                    });
+                case 10 ->
+                    b.add(id -> FuzzWire.clear(id, t, raced.getFirst().namespace()), f -> {
+                        if (isShort && FuzzWire.errorCode(f) == Wire.E_TIMED_OUT) {
+                            violations.seen("CLEAR short ERROR TIMED_OUT");
+                            return;
+                        }
+                        ByteBuffer p = FuzzWire.answerTo(Wire.CLEAR, f);
+                        violations.seen("CLEAR " + deadline + " done");
+                        if (p.hasRemaining()) {
+                            violations.add(
+                                    "a CLEAR answer with a payload",
+                                    what + "a CLEAR answer of " + p.remaining() + " bytes");
+                        }
+                    });
                 default -> ownPipeline(b, at + ", "); // its own deadlines
             }
         }
@@ -122,8 +143,8 @@ final class FuzzRacer {
         PageStatus[] seen = new PageStatus[3];
         b.add(id -> FuzzWire.put(id, tPut, one, PAGE), f -> {
             seen[0] = FuzzWire.statuses(Wire.PUT, f, 1)[0];
-            violations.expect("own PUT", allowed(tPut > 0, PageStatus.OK, PageStatus.REJECTED), seen[0], where
-                    + ": the PUT");
+            violations.expect(
+                    "own PUT", allowed(tPut > 0, PageStatus.OK, PageStatus.REJECTED), seen[0], where + ": the PUT");
             settle(k, seen, get, where);
         });
         if (get) {
@@ -136,8 +157,11 @@ final class FuzzRacer {
         }
         b.add(id -> FuzzWire.delete(id, tDelete, one), f -> {
             seen[2] = FuzzWire.statuses(Wire.DELETE, f, 1)[0];
-            violations.expect("own DELETE", allowed(tDelete > 0, PageStatus.OK, PageStatus.MISS), seen[2], where
-                    + ": the DELETE");
+            violations.expect(
+                    "own DELETE",
+                    allowed(tDelete > 0, PageStatus.OK, PageStatus.MISS),
+                    seen[2],
+                    where + ": the DELETE");
             settle(k, seen, get, where);
         });
     }
@@ -177,10 +201,12 @@ final class FuzzRacer {
             for (int i = 0; i < ask.size(); i++) {
                 ordering.seen("own pages checked gone");
                 if (pages.get(i).status() != PageStatus.MISS) {
-                    ordering.add("a page put then deleted (pipelined) is there after both answers: the DELETE took "
-                            + "effect first", at + ": a page of its own, put then deleted (pipelined, both answered), "
-                            + "is "
-                            + pages.get(i).status() + " afterwards");
+                    ordering.add(
+                            "a page put then deleted (pipelined) is there after both answers: the DELETE took "
+                                    + "effect first",
+                            at + ": a page of its own, put then deleted (pipelined, both answered), "
+                                    + "is "
+                                    + pages.get(i).status() + " afterwards");
                 }
             }
         });
@@ -204,7 +230,11 @@ final class FuzzRacer {
             List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, raced.size());
             for (int i = 0; i < raced.size(); i++) {
                 String where = "after the race, GET (30 s) of raced page " + i;
-                violations.expect("settled GET", Set.of(PageStatus.OK, PageStatus.MISS), pages.get(i).status(), where);
+                violations.expect(
+                        "settled GET",
+                        Set.of(PageStatus.OK, PageStatus.MISS),
+                        pages.get(i).status(),
+                        where);
                 violations.expectBytes(raced.get(i), pages.get(i), where);
             }
         });
@@ -213,7 +243,10 @@ final class FuzzRacer {
         delete.add(id -> FuzzWire.delete(id, 0, raced), f -> {
             PageStatus[] s = FuzzWire.statuses(Wire.DELETE, f, raced.size());
             for (int i = 0; i < s.length; i++) {
-                violations.expect("final DELETE", Set.of(PageStatus.OK, PageStatus.MISS), s[i],
+                violations.expect(
+                        "final DELETE",
+                        Set.of(PageStatus.OK, PageStatus.MISS),
+                        s[i],
                         "the final DELETE (30 s), raced page " + i);
             }
         });
@@ -226,15 +259,19 @@ final class FuzzRacer {
             gone.add(id -> FuzzWire.get(id, 0, raced, PAGE), f -> {
                 List<FuzzWire.Page> pages = FuzzWire.pagesOfGet(f, raced.size());
                 for (int i = 0; i < raced.size(); i++) {
-                    violations.expect("deleted GET", Set.of(PageStatus.MISS), pages.get(i).status(), when
-                            + ", GET of raced page " + i);
+                    violations.expect(
+                            "deleted GET",
+                            Set.of(PageStatus.MISS),
+                            pages.get(i).status(),
+                            when + ", GET of raced page " + i);
                 }
             });
             gone.add(id -> FuzzWire.leadingHits(id, 0, raced), f -> {
                 int hits = FuzzWire.hits(f);
                 if (hits != 0) {
-                    violations.add("LEADING_HITS of deleted pages not 0", when + ": LEADING_HITS of the raced pages "
-                            + "answered " + hits);
+                    violations.add(
+                            "LEADING_HITS of deleted pages not 0",
+                            when + ": LEADING_HITS of the raced pages " + "answered " + hits);
                 }
             });
             gone.run(c);

@@ -31,15 +31,12 @@ final class FuzzWire {
     static final int PAGE = 4096;
 
     /** A page as a GET or LEASE answers it; {@code body} for an OK page of a GET, {@code offset} for a LEASE. */
-    record Page(PageStatus status, int length, int crc, long offset, byte[] body) {
-    }
+    record Page(PageStatus status, int length, int crc, long offset, byte[] body) {}
 
     /** A LEASE's answer. */
-    record Lease(long id, List<Page> pages) {
-    }
+    record Lease(long id, List<Page> pages) {}
 
-    private FuzzWire() {
-    }
+    private FuzzWire() {}
 
     static byte[] frame(int op, long id, int timeoutMillis, Consumer<ByteBuf> payload) {
         ByteBuf b = Unpooled.buffer();
@@ -167,7 +164,9 @@ final class FuzzWire {
 
     static PageStatus[] statuses(int op, RawClient.Frame f, int n) {
         ByteBuffer p = answerTo(op, f);
-        expect(p.remaining() == 4 + n && p.getInt() == n, "a " + Wire.opName(op) + " answer not of " + n + " statuses",
+        expect(
+                p.remaining() == 4 + n && p.getInt() == n,
+                "a " + Wire.opName(op) + " answer not of " + n + " statuses",
                 f);
         PageStatus[] out = new PageStatus[n];
         for (int i = 0; i < n; i++) {
@@ -235,8 +234,8 @@ final class FuzzWire {
                         + " of " + requests.size() + " pipelined requests unanswered");
             }
             if (!requests.containsKey(f.requestId()) || answers.put(f.requestId(), f) != null) {
-                throw new AssertionError("an answer to request " + f.requestId() + ", which is not pending: "
-                        + describe(f));
+                throw new AssertionError(
+                        "an answer to request " + f.requestId() + ", which is not pending: " + describe(f));
             }
         }
         return answers;

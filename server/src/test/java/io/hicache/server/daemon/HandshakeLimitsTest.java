@@ -22,8 +22,8 @@ class HandshakeLimitsTest {
 
     @BeforeAll
     static void start() throws Exception {
-        daemon = TestDaemon.start(Map.of("server.store", "none", "server.handshake-timeout", "300ms",
-                "server.max-connections", "2"));
+        daemon = TestDaemon.start(
+                Map.of("server.store", "none", "server.handshake-timeout", "300ms", "server.max-connections", "2"));
     }
 
     @AfterAll
@@ -33,7 +33,8 @@ class HandshakeLimitsTest {
 
     @Test
     void aSilentConnectionIsClosedAndItsSlotFreed() throws Exception {
-        try (RawClient a = new RawClient(daemon.port()); RawClient b = new RawClient(daemon.port())) {
+        try (RawClient a = new RawClient(daemon.port());
+                RawClient b = new RawClient(daemon.port())) {
             long start = System.nanoTime();
             RawClient.Frame f = a.read();
             assertTrue(f != null && f.isError(), "answered " + f);
@@ -54,8 +55,13 @@ class HandshakeLimitsTest {
     void aLargeFrameBeforeHelloIsRefusedWithoutWaitingForItsBytes() throws Exception {
         try (RawClient raw = new RawClient(daemon.port())) {
             // declares 60 MiB and sends only the header: the daemon must not wait for (or buffer) the rest
-            raw.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(60 << 20).put(Wire.HELLO).put(new byte[3])
-                    .putLong(1).putInt(0).array());
+            raw.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES)
+                    .putInt(60 << 20)
+                    .put(Wire.HELLO)
+                    .put(new byte[3])
+                    .putLong(1)
+                    .putInt(0)
+                    .array());
             RawClient.Frame f = raw.read();
             assertTrue(f != null && f.isError(), "answered " + f);
             assertEquals(Wire.E_TOO_LARGE, f.errorCode());
@@ -66,8 +72,8 @@ class HandshakeLimitsTest {
     void requestsPipelinedBehindAHelloAreServed() throws Exception {
         try (RawClient raw = new RawClient(daemon.port())) {
             ByteArrayOutputStream all = new ByteArrayOutputStream();
-            all.write(RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION,
-                    daemon.server.config.authToken())));
+            all.write(RawClient.frame(
+                    Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, daemon.server.config.authToken())));
             all.write(RawClient.frame(Wire.HEALTH, 2, new byte[0]));
             all.write(RawClient.frame(Wire.STATS, 3, new byte[0]));
             raw.send(all.toByteArray());

@@ -41,6 +41,7 @@ final class HealthyClient implements AutoCloseable {
     private final MemorySegment[] targets = new MemorySegment[VERIFY_BATCH];
     /** Pages the daemon answered OK to a put for: the thread appends, others read after {@link #stop}. */
     private final List<StoreKey> acknowledged = new ArrayList<>();
+
     private volatile boolean stopping;
     private volatile Throwable failure;
     private volatile int rounds;
@@ -154,7 +155,8 @@ final class HealthyClient implements AutoCloseable {
     /** Gets every acknowledged page back (after {@link #stop}) and fails unless each is OK with its bytes. */
     void verifyAll() throws Exception {
         for (int from = 0; from < acknowledged.size(); from += VERIFY_BATCH) {
-            getAndCheck(acknowledged.subList(from, Math.min(acknowledged.size(), from + VERIFY_BATCH)),
+            getAndCheck(
+                    acknowledged.subList(from, Math.min(acknowledged.size(), from + VERIFY_BATCH)),
                     "acknowledged pages after the phase (" + from + " of " + acknowledged.size() + " checked before)");
         }
     }

@@ -31,8 +31,9 @@ class NamespaceStateMemoryTest {
 
     @Test
     void stateOfNamespacesThatHoldNothingIsFreed() throws Exception {
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.min-block-bytes", "512",
-                "server.namespace-quota", "128MiB")); DocWireClient c = open(d.port())) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store", "none", "server.min-block-bytes", "512", "server.namespace-quota", "128MiB"));
+                DocWireClient c = open(d.port())) {
             String salt = Long.toHexString(System.nanoTime());
             // One PUT of one page per namespace, pipelined by the thousand: every namespace is new.
             putPipelined(c, i -> Ns.of("model").extra("first-" + salt + "-" + i));
@@ -47,9 +48,11 @@ class NamespaceStateMemoryTest {
             long after = usedHeapAfterFullCollections();
             System.out.println("heap after " + NAMESPACES + " more namespaces put and cleared: " + (after - before)
                     + " bytes more than before");
-            assertTrue(after - before < SLACK_BYTES, "the heap grew by " + (after - before) + " bytes for "
-                    + NAMESPACES + " namespaces that hold nothing any more (" + (after - before) / NAMESPACES
-                    + " bytes each)");
+            assertTrue(
+                    after - before < SLACK_BYTES,
+                    "the heap grew by " + (after - before) + " bytes for "
+                            + NAMESPACES + " namespaces that hold nothing any more (" + (after - before) / NAMESPACES
+                            + " bytes each)");
         }
     }
 
@@ -81,7 +84,9 @@ class NamespaceStateMemoryTest {
         for (int i = 0; i < 4; i++) {
             System.gc();
             Thread.sleep(100);
-            least = Math.min(least, ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed());
+            least = Math.min(
+                    least,
+                    ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed());
         }
         return least;
     }

@@ -45,8 +45,8 @@ class OrderAndShutdownTest {
             keys = pages.keys(ns, 8);
             assertTrue(Pages.put(client, pages.filled(keys, PAGE_BYTES)).allSucceeded());
         } // written behind: the pages are only in L3 for the next daemon
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "delaying", "delaying.shared", shared,
-                "delaying.delay", "200ms"));
+        try (TestDaemon daemon = TestDaemon.start(
+                        Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.delay", "200ms"));
                 RawClient raw = new RawClient(daemon.port()).hello("")) {
             ByteArrayOutputStream both = new ByteArrayOutputStream();
             both.writeBytes(request(Wire.GET, 1, b -> {
@@ -81,8 +81,8 @@ class OrderAndShutdownTest {
 
     @Test
     void aDaemonShuttingDownAnswersHealthAndStatsAndRefusesTheRest() throws Exception {
-        try (TestDaemon daemon = TestDaemon.start(Map.of("server.store", "delaying", "delaying.shared", shared,
-                "delaying.delay", "1500ms"));
+        try (TestDaemon daemon = TestDaemon.start(
+                        Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.delay", "1500ms"));
                 RawClient busy = new RawClient(daemon.port()).hello("");
                 RawClient probe = new RawClient(daemon.port()).hello("")) {
             Namespace ns = Pages.namespace("shutdown");

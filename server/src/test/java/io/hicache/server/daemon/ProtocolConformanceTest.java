@@ -82,7 +82,9 @@ class ProtocolConformanceTest {
                 Page shorter = new Page(other.hash(), new byte[499]);
                 List<PageAnswer> got = c.get(ns, 0, List.of(b, absent, shorter, a));
                 assertEquals(4, got.size());
-                assertEquals(new PageAnswer(OK, 3000, b.crc(), 0, null).status(), got.get(0).status());
+                assertEquals(
+                        new PageAnswer(OK, 3000, b.crc(), 0, null).status(),
+                        got.get(0).status());
                 assertEquals(3000, got.get(0).length());
                 assertEquals(b.crc(), got.get(0).crc());
                 assertArrayEquals(b.body(), got.get(0).body());
@@ -130,7 +132,9 @@ class ProtocolConformanceTest {
                 assertEquals(MAX_PAGE, hello.maxPageBytes());
                 assertArrayEquals(new int[] {OK, FAILED, REJECTED, OK}, statuses(c.call(PUT, 0, b.done()), PUT));
                 List<PageAnswer> got = c.get(ns, 0, List.of(good, badCrc, tooBig, maxSize));
-                assertEquals(List.of(OK, MISS, MISS, OK), got.stream().map(PageAnswer::status).toList());
+                assertEquals(
+                        List.of(OK, MISS, MISS, OK),
+                        got.stream().map(PageAnswer::status).toList());
                 assertArrayEquals(maxSize.body(), got.get(3).body());
             }
         }
@@ -157,8 +161,16 @@ class ProtocolConformanceTest {
             Ns ns = Ns.fresh();
             Page p = Page.random(100);
             try (DocWireClient c = open(d.port())) {
-                Buf zero = new Buf().ns(ns).u32(2).bytes(p.hash()).u32(100).u32(p.crc())
-                        .bytes(randomHash()).u32(0).u32(crc32c(new byte[0])).bytes(p.body());
+                Buf zero = new Buf()
+                        .ns(ns)
+                        .u32(2)
+                        .bytes(p.hash())
+                        .u32(100)
+                        .u32(p.crc())
+                        .bytes(randomHash())
+                        .u32(0)
+                        .u32(crc32c(new byte[0]))
+                        .bytes(p.body());
                 c.callError(PUT, 0, zero.done(), E_MALFORMED);
                 byte[] whole = putPayload(ns, List.of(p));
                 c.callError(PUT, 0, Arrays.copyOf(whole, whole.length - 1), E_MALFORMED);
@@ -208,7 +220,8 @@ class ProtocolConformanceTest {
         // §3 CLEAR_ALL "Remove every page ... (of all namespaces) from both tiers"; "answer (empty)"
         @Test
         void clearAllRemovesEveryNamespace() throws Exception {
-            try (TestDaemon own = TestDaemon.start(Map.of()); DocWireClient c = open(own.port())) {
+            try (TestDaemon own = TestDaemon.start(Map.of());
+                    DocWireClient c = open(own.port())) {
                 Ns a = Ns.fresh();
                 Ns b = Ns.fresh().dtype("fp8_e4m3");
                 Page p = Page.random(100);
@@ -232,11 +245,16 @@ class ProtocolConformanceTest {
                 String text = c.stats();
                 assertTrue(text.contains("# TYPE "), "Prometheus text format: " + text);
                 for (String line : text.split("\n")) {
-                    assertTrue(line.isEmpty() || line.startsWith("#")
-                            || line.matches("[a-zA-Z_:][a-zA-Z0-9_:]*(\\{.*\\})? \\S+( \\d+)?"), "not a sample: " + line);
+                    assertTrue(
+                            line.isEmpty()
+                                    || line.startsWith("#")
+                                    || line.matches("[a-zA-Z_:][a-zA-Z0-9_:]*(\\{.*\\})? \\S+( \\d+)?"),
+                            "not a sample: " + line);
                 }
-                for (String name : List.of("hicache_server_write_behind_abandoned_pages_total",
-                        "hicache_server_write_behind_failures_total", "hicache_server_write_behind_pending_pages")) {
+                for (String name : List.of(
+                        "hicache_server_write_behind_abandoned_pages_total",
+                        "hicache_server_write_behind_failures_total",
+                        "hicache_server_write_behind_pending_pages")) {
                     assertTrue(!Double.isNaN(metric(text, name)), "STATS has " + name);
                 }
             }
@@ -264,7 +282,9 @@ class ProtocolConformanceTest {
             try (DocWireClient c = open(d.port())) {
                 assertArrayEquals(new int[] {OK, OK}, c.put(ns, a, b));
                 LeaseAnswer l = c.lease(ns, 0, List.of(a, absent, new Page(b.hash(), new byte[701]), b), 30_000);
-                assertEquals(List.of(OK, MISS, SIZE_MISMATCH, OK), l.pages().stream().map(PageAnswer::status).toList());
+                assertEquals(
+                        List.of(OK, MISS, SIZE_MISMATCH, OK),
+                        l.pages().stream().map(PageAnswer::status).toList());
                 assertEquals(NO_OFFSET, l.pages().get(1).offset());
                 assertEquals(NO_OFFSET, l.pages().get(2).offset());
                 for (int i : new int[] {0, 3}) {
@@ -284,7 +304,8 @@ class ProtocolConformanceTest {
         // so a hold_ms of 0 ends at the next check)"
         @Test
         void leasesEndAtTheirHoldCappedByMaxLease() throws Exception {
-            try (TestDaemon own = TestDaemon.start(Map.of("server.max-lease", "1s")); DocWireClient c = open(own.port())) {
+            try (TestDaemon own = TestDaemon.start(Map.of("server.max-lease", "1s"));
+                    DocWireClient c = open(own.port())) {
                 Ns ns = Ns.fresh();
                 Page p = Page.random(100);
                 assertArrayEquals(new int[] {OK}, c.put(ns, p));
@@ -325,7 +346,9 @@ class ProtocolConformanceTest {
                 for (int i = 0; i < frames.size(); i++) {
                     Frame f = c.read();
                     String op = what.remove(f.id());
-                    assertArrayEquals(new int[] {OK}, statuses(f, op.equals("PUT") ? PUT : DELETE),
+                    assertArrayEquals(
+                            new int[] {OK},
+                            statuses(f, op.equals("PUT") ? PUT : DELETE),
                             op + " found the page: the DELETE ran after its PUT");
                 }
                 awaitWrittenBehind(c);
@@ -358,7 +381,8 @@ class ProtocolConformanceTest {
                 for (int i = 0; i < frames.size(); i++) {
                     Frame f = c.read();
                     if (gets.containsKey(f.id())) {
-                        assertArrayEquals(gets.remove(f.id()).body(), getAnswer(f).get(0).body());
+                        assertArrayEquals(
+                                gets.remove(f.id()).body(), getAnswer(f).get(0).body());
                     } else if (hits.containsKey(f.id())) {
                         expectOp(f, LEADING_HITS);
                         assertEquals(1, f.reader().u32(), "LEADING_HITS behind the PUT counts its page");
@@ -370,7 +394,8 @@ class ProtocolConformanceTest {
             }
         }
 
-        // §1 "a write ... starts only when every earlier request of the connection has finished" (PUT, DELETE, PUT, GET)
+        // §1 "a write ... starts only when every earlier request of the connection has finished" (PUT, DELETE, PUT,
+        // GET)
         @Test
         void putDeletePutGetTakeEffectInOrder() throws IOException {
             Ns ns = Ns.fresh();
@@ -380,9 +405,11 @@ class ProtocolConformanceTest {
                 long del = nextId();
                 long put2 = nextId();
                 long get = nextId();
-                c.write(frame(PUT, put1, 0, putPayload(ns, List.of(p))),
+                c.write(
+                        frame(PUT, put1, 0, putPayload(ns, List.of(p))),
                         frame(DELETE, del, 0, hashesPayload(ns, List.of(p.hash()))),
-                        frame(PUT, put2, 0, putPayload(ns, List.of(p))), frame(GET, get, 0, getPayload(ns, List.of(p))));
+                        frame(PUT, put2, 0, putPayload(ns, List.of(p))),
+                        frame(GET, get, 0, getPayload(ns, List.of(p))));
                 Map<Long, Frame> answers = new HashMap<>();
                 for (int i = 0; i < 4; i++) {
                     Frame f = c.read();
@@ -416,9 +443,12 @@ class ProtocolConformanceTest {
         double sum = Double.NaN;
         for (String line : text.split("\n")) {
             if (line.startsWith(name + " ") || line.startsWith(name + "{")) {
-                String[] parts = line.substring(line.lastIndexOf('}') + 1).trim().split(" ");
-                double v = Double.parseDouble(line.startsWith(name + " ") ? line.substring(name.length()).trim()
-                        .split(" ")[0] : parts[0]);
+                String[] parts =
+                        line.substring(line.lastIndexOf('}') + 1).trim().split(" ");
+                double v = Double.parseDouble(
+                        line.startsWith(name + " ")
+                                ? line.substring(name.length()).trim().split(" ")[0]
+                                : parts[0]);
                 sum = Double.isNaN(sum) ? v : sum + v;
             }
         }

@@ -5,13 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.key.Namespace;
-import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
-import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.RemotePageStore;
-import io.hicache.storage.remote.protocol.Wire;
-import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
@@ -19,10 +14,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Deque;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -52,8 +45,8 @@ import org.junit.jupiter.api.Test;
 class ProtocolDeadlineRaceFuzzTest {
     private static final long SEED = Long.getLong("fuzz.seed", System.nanoTime());
     private static final int PAGE = FuzzWire.PAGE;
-    private static final Map<String, String> TINY_SLAB = Map.of("server.host-size", "512KiB",
-            "server.max-page-bytes", "16KiB");
+    private static final Map<String, String> TINY_SLAB =
+            Map.of("server.host-size", "512KiB", "server.max-page-bytes", "16KiB");
 
     @BeforeAll
     static void paranoid() {
@@ -76,8 +69,9 @@ class ProtocolDeadlineRaceFuzzTest {
      * Runs {@code fuzzers} fuzz loops against a daemon with {@code store} for {@code millis}, beside a healthy client,
      * then checks the healthy client, {@code after} (with the daemon still up) and that nothing leaked.
      */
-    private static void phase(String name, Map<String, String> store, int fuzzers, long millis, Fuzzer fuzzer,
-            After after) throws Exception {
+    private static void phase(
+            String name, Map<String, String> store, int fuzzers, long millis, Fuzzer fuzzer, After after)
+            throws Exception {
         SplittableRandom random = new SplittableRandom(SEED ^ name.hashCode());
         try (TestDaemon d = TestDaemon.start(settings(store))) {
             long[] done = new long[fuzzers];
@@ -103,8 +97,9 @@ class ProtocolDeadlineRaceFuzzTest {
                 }
                 rounds = healthy.stop();
                 healthy.verifyAll();
-                System.out.printf("%s: fuzz rounds %s; healthy client: %d rounds, %d pages verified after%n", name,
-                        Arrays.toString(done), rounds, healthy.pagesAcknowledged());
+                System.out.printf(
+                        "%s: fuzz rounds %s; healthy client: %d rounds, %d pages verified after%n",
+                        name, Arrays.toString(done), rounds, healthy.pagesAcknowledged());
             }
             assertTrue(rounds > 10, "the healthy client got only " + rounds + " rounds through");
             after.check(d);
@@ -130,8 +125,9 @@ class ProtocolDeadlineRaceFuzzTest {
     void shortDeadlinesTellTheTruthWithASlowL3() throws Exception {
         String shared = "fuzz-deadlines-" + UUID.randomUUID();
         try {
-            deadlines("phase 3 (short deadlines, delaying L3)", Map.of("server.store", "delaying", "delaying.shared",
-                    shared, "delaying.delay", "3ms"));
+            deadlines(
+                    "phase 3 (short deadlines, delaying L3)",
+                    Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.delay", "3ms"));
         } finally {
             DelayingPageStore.drop(shared);
         }
@@ -164,19 +160,33 @@ class ProtocolDeadlineRaceFuzzTest {
 
     private static void deadlinePhase(String name, Map<String, String> store, FuzzBurst.Violations violations)
             throws Exception {
-        phase(name, store, 2, DEADLINE_PHASE_MILLIS, (d, c, index, r, end) -> {
-            AtomicLong ids = new AtomicLong();
-            Deque<List<StoreKey>> past = new ArrayDeque<>();
-            long rounds = 0;
-            try (FileChannel slab = FileChannel.open(d.server.cache.space.file(), StandardOpenOption.READ)) {
-                while (System.nanoTime() < end) {
-                    new FuzzDeadlineRound(c, ids, r, slab, d.server.cache.space.slabBytes(), past, violations, name
-                            + ", connection " + index + ", round " + rounds).run();
-                    rounds++;
-                }
-            }
-            return rounds;
-        }, d -> { });
+        phase(
+                name,
+                store,
+                2,
+                DEADLINE_PHASE_MILLIS,
+                (d, c, index, r, end) -> {
+                    AtomicLong ids = new AtomicLong();
+                    Deque<List<StoreKey>> past = new ArrayDeque<>();
+                    long rounds = 0;
+                    try (FileChannel slab = FileChannel.open(d.server.cache.space.file(), StandardOpenOption.READ)) {
+                        while (System.nanoTime() < end) {
+                            new FuzzDeadlineRound(
+                                            c,
+                                            ids,
+                                            r,
+                                            slab,
+                                            d.server.cache.space.slabBytes(),
+                                            past,
+                                            violations,
+                                            name + ", connection " + index + ", round " + rounds)
+                                    .run();
+                            rounds++;
+                        }
+                    }
+                    return rounds;
+                },
+                d -> {});
     }
 
     /* ---------------------------------------------------------------- phase 4: races */
@@ -188,8 +198,8 @@ class ProtocolDeadlineRaceFuzzTest {
     @Test
     void racingWritesOfTheSamePagesLeaveThemIntactOrGone() throws Exception {
         FuzzBurst.Violations violations = new FuzzBurst.Violations("answers that do not tell the truth");
-        FuzzBurst.Violations ordering = new FuzzBurst.Violations("pipelined writes of one connection that did not take "
-                + "effect in the order sent");
+        FuzzBurst.Violations ordering = new FuzzBurst.Violations(
+                "pipelined writes of one connection that did not take " + "effect in the order sent");
         Namespace ns = Pages.namespace("fuzz-race");
         List<StoreKey> raced = FuzzBurst.keys(ns, RACED_PAGES, new SplittableRandom(SEED));
         String name = "phase 4 (races)";
@@ -201,20 +211,27 @@ class ProtocolDeadlineRaceFuzzTest {
         assertAll(name, () -> assertNull(ordering.report()), () -> assertNull(violations.report()));
     }
 
-    private static void race(String name, List<StoreKey> raced, FuzzBurst.Violations violations,
-            FuzzBurst.Violations ordering) throws Exception {
-        phase(name, Map.of("server.store", "file"), RACERS, RACE_PHASE_MILLIS, (d, c, index, r, end) -> {
-            FuzzRacer racer = new FuzzRacer(c, r, raced, violations, ordering, name + ", racer " + index);
-            long rounds = 0;
-            while (System.nanoTime() < end) {
-                racer.burst(rounds++);
-            }
-            racer.finish(rounds);
-            return rounds;
-        }, d -> {
-            try (RawClient c = new RawClient(d.port()).hello(d.server.config.authToken())) {
-                FuzzRacer.settled(c, raced, violations);
-            }
-        });
+    private static void race(
+            String name, List<StoreKey> raced, FuzzBurst.Violations violations, FuzzBurst.Violations ordering)
+            throws Exception {
+        phase(
+                name,
+                Map.of("server.store", "file"),
+                RACERS,
+                RACE_PHASE_MILLIS,
+                (d, c, index, r, end) -> {
+                    FuzzRacer racer = new FuzzRacer(c, r, raced, violations, ordering, name + ", racer " + index);
+                    long rounds = 0;
+                    while (System.nanoTime() < end) {
+                        racer.burst(rounds++);
+                    }
+                    racer.finish(rounds);
+                    return rounds;
+                },
+                d -> {
+                    try (RawClient c = new RawClient(d.port()).hello(d.server.config.authToken())) {
+                        FuzzRacer.settled(c, raced, violations);
+                    }
+                });
     }
 }

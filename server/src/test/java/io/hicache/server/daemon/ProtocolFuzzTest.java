@@ -50,8 +50,17 @@ class ProtocolFuzzTest {
      * Requests the fuzz may send with any payload; CLEAR_ALL, FLUSH and STORE are left out (and never sent as "unknown"
      * operations either), as they would wipe the healthy client's pages or take the daemon's L3 away.
      */
-    private static final int[] OPS = {Wire.LEADING_HITS, Wire.GET, Wire.PUT, Wire.DELETE, Wire.CLEAR, Wire.STATS,
-            Wire.HEALTH, Wire.LEASE, Wire.RELEASE};
+    private static final int[] OPS = {
+        Wire.LEADING_HITS,
+        Wire.GET,
+        Wire.PUT,
+        Wire.DELETE,
+        Wire.CLEAR,
+        Wire.STATS,
+        Wire.HEALTH,
+        Wire.LEASE,
+        Wire.RELEASE
+    };
 
     @BeforeAll
     static void paranoid() {
@@ -68,14 +77,23 @@ class ProtocolFuzzTest {
         long seed = Long.getLong("fuzz.seed", System.nanoTime());
         System.out.println("ProtocolFuzzTest seed " + seed + " (replay with -Dfuzz.seed=" + seed + ")");
         SplittableRandom random = new SplittableRandom(seed);
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "64MiB",
-                "server.max-page-bytes", "64KiB", "server.max-frame-bytes", Integer.toString(MAX_FRAME),
-                "server.max-connections", "64"));
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.host-size",
+                        "64MiB",
+                        "server.max-page-bytes",
+                        "64KiB",
+                        "server.max-frame-bytes",
+                        Integer.toString(MAX_FRAME),
+                        "server.max-connections",
+                        "64"));
                 Pages pages = new Pages()) {
             AtomicBoolean stop = new AtomicBoolean();
-            try (FuzzLeaks.MemoryWatch memory = new FuzzLeaks.MemoryWatch(); RemotePageStore healthy = d.client()) {
-                Future<Integer> rounds = Executors.newSingleThreadExecutor()
-                        .submit(() -> healthyClient(healthy, pages, stop));
+            try (FuzzLeaks.MemoryWatch memory = new FuzzLeaks.MemoryWatch();
+                    RemotePageStore healthy = d.client()) {
+                Future<Integer> rounds =
+                        Executors.newSingleThreadExecutor().submit(() -> healthyClient(healthy, pages, stop));
                 long pipelined = 0;
                 long closing = 0;
                 try {
@@ -83,7 +101,8 @@ class ProtocolFuzzTest {
                     var pool = Executors.newFixedThreadPool(2);
                     for (int t = 0; t < 2; t++) {
                         long s = random.nextLong();
-                        fuzzers.add(pool.submit(() -> pipelinedFuzz(d.port(), new SplittableRandom(s), PIPELINED_FRAMES / 2)));
+                        fuzzers.add(pool.submit(
+                                () -> pipelinedFuzz(d.port(), new SplittableRandom(s), PIPELINED_FRAMES / 2)));
                     }
                     closing = closingFuzz(d.port(), random.split(), CONNECTIONS);
                     for (Future<Long> f : fuzzers) {
@@ -95,9 +114,10 @@ class ProtocolFuzzTest {
                 }
                 int healthyRounds = rounds.get();
                 long frames = pipelined + closing;
-                System.out.printf("fuzz: %d frames (%d pipelined on authenticated connections, %d on %d fresh ones); "
-                        + "healthy client: %d verified rounds; peak direct memory %d KiB%n", frames, pipelined, closing,
-                        CONNECTIONS, healthyRounds, memory.peak() / 1024);
+                System.out.printf(
+                        "fuzz: %d frames (%d pipelined on authenticated connections, %d on %d fresh ones); "
+                                + "healthy client: %d verified rounds; peak direct memory %d KiB%n",
+                        frames, pipelined, closing, CONNECTIONS, healthyRounds, memory.peak() / 1024);
                 assertTrue(frames >= 100_000, "only " + frames + " malformed frames were sent");
                 assertTrue(healthyRounds > 10, "the healthy client got only " + healthyRounds + " rounds through");
                 memory.stop();
@@ -149,7 +169,8 @@ class ProtocolFuzzTest {
                 for (int i = 0; i < BURST; i++) {
                     RawClient.Frame f = c.read();
                     assertNotNull(f, "the daemon closed an authenticated connection over a malformed request");
-                    assertTrue(waiting.remove(f.requestId()), "an answer to request " + f.requestId() + ", not pending");
+                    assertTrue(
+                            waiting.remove(f.requestId()), "an answer to request " + f.requestId() + ", not pending");
                     if (f.isError()) {
                         int code = f.errorCode();
                         assertTrue(code == Wire.E_MALFORMED || code == Wire.E_UNKNOWN_OP, "error code " + code);
@@ -260,7 +281,9 @@ class ProtocolFuzzTest {
                         } while (version == Wire.VERSION);
                         c.send(RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, version, "")));
                     }
-                    case 2 -> c.send(RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(random.nextInt(), Wire.VERSION, "")));
+                    case 2 ->
+                        c.send(RawClient.frame(
+                                Wire.HELLO, 1, RawClient.helloPayload(random.nextInt(), Wire.VERSION, "")));
                     case 3 -> c.send(RawClient.frame(OPS[random.nextInt(OPS.length)], 5, randomBytes(random, 40)));
                     case 4 -> { // a declared length over the limit, up to 4 GiB, and a little of its body
                         long length = MAX_FRAME + 1 + (random.nextLong() & 0x7FFF_FFFFL) % (0xFFFF_FFFFL - MAX_FRAME);
@@ -269,7 +292,8 @@ class ProtocolFuzzTest {
                         c.send(start);
                     }
                     case 5 -> { // a HELLO cut short
-                        byte[] hello = RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, "x"));
+                        byte[] hello =
+                                RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, "x"));
                         c.send(Arrays.copyOf(hello, 1 + random.nextInt(hello.length - 1)));
                     }
                     default -> { // a HELLO whose token claims more bytes than the frame has

@@ -86,25 +86,41 @@ class ProtocolStressFuzzTest {
         SplittableRandom random = new SplittableRandom(SEED ^ 0x1111);
         HoldStats stats = new HoldStats();
         List<Long> getInMillis = new ArrayList<>();
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "64MiB",
-                "server.handshake-timeout", HANDSHAKE_MILLIS + "ms", "server.max-connections",
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                "server.store",
+                "none",
+                "server.host-size",
+                "64MiB",
+                "server.handshake-timeout",
+                HANDSHAKE_MILLIS + "ms",
+                "server.max-connections",
                 Integer.toString(MAX_CONNECTIONS)))) {
             Healthy healthy = beside(d, random.nextLong(), client -> {
                 hold(d, random, stats, getInMillis, client);
                 // Every slot a holder took is free again: only the healthy client's connections are left, and a new
                 // client gets in at once.
                 FuzzLeaks.awaitConnections(d.server, HEALTHY_CONNECTIONS, HANDSHAKE_MILLIS + 2_000);
-                assertEquals(1, getIn(d.port(), d.server.config.authToken()).attempts(),
+                assertEquals(
+                        1,
+                        getIn(d.port(), d.server.config.authToken()).attempts(),
                         "a client after the phase was refused");
             });
-            System.out.printf("phase 1 (pre-handshake holds): %d connections refused BUSY, %d closed by the "
-                    + "handshake timeout, %d closed without an answer, %d left early; %d new clients got in (slowest "
-                    + "%d ms); %s%n",
-                    stats.busy.sum(), stats.timedOut.sum(), stats.closedSilently.sum(), stats.leftEarly.sum(),
-                    getInMillis.size(), getInMillis.stream().mapToLong(Long::longValue).max().orElse(-1), healthy);
+            System.out.printf(
+                    "phase 1 (pre-handshake holds): %d connections refused BUSY, %d closed by the "
+                            + "handshake timeout, %d closed without an answer, %d left early; %d new clients got in (slowest "
+                            + "%d ms); %s%n",
+                    stats.busy.sum(),
+                    stats.timedOut.sum(),
+                    stats.closedSilently.sum(),
+                    stats.leftEarly.sum(),
+                    getInMillis.size(),
+                    getInMillis.stream().mapToLong(Long::longValue).max().orElse(-1),
+                    healthy);
             healthy.assertOk();
-            assertTrue(stats.violations.isEmpty(), () -> stats.violations.size() + " holders saw what they should not; "
-                    + "the first: " + stats.violations.peek());
+            assertTrue(
+                    stats.violations.isEmpty(),
+                    () -> stats.violations.size() + " holders saw what they should not; " + "the first: "
+                            + stats.violations.peek());
             assertTrue(stats.busy.sum() > 0, "the holders never filled the daemon's slots: the phase tested nothing");
             assertTrue(stats.timedOut.sum() > 0, "no connection was closed by the handshake timeout");
             assertTrue(getInMillis.size() >= 3, "only " + getInMillis.size() + " new clients got in during the phase");
@@ -117,8 +133,9 @@ class ProtocolStressFuzzTest {
      * {@link #HOLDERS} threads take slots with connections that never shake hands, for {@link #HOLD_PHASE_MILLIS},
      * while new clients get in one after another (each within {@link #GET_IN_MILLIS}).
      */
-    private static void hold(TestDaemon d, SplittableRandom random, HoldStats stats, List<Long> getInMillis,
-            HealthyClient healthy) throws Exception {
+    private static void hold(
+            TestDaemon d, SplittableRandom random, HoldStats stats, List<Long> getInMillis, HealthyClient healthy)
+            throws Exception {
         AtomicBoolean stop = new AtomicBoolean();
         List<Future<?>> holders = new ArrayList<>();
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -165,8 +182,13 @@ class ProtocolStressFuzzTest {
                 }
                 case 2 -> slowLoris(c, hello, random);
                 case 3 -> { // the header of the largest frame allowed before a HELLO, and no body
-                    c.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES).putInt(HandshakeHandler.HELLO_FRAME_BYTES - 4)
-                            .put(Wire.HELLO).put(new byte[3]).putLong(1).putInt(0).array());
+                    c.send(ByteBuffer.allocate(4 + Wire.HEADER_BYTES)
+                            .putInt(HandshakeHandler.HELLO_FRAME_BYTES - 4)
+                            .put(Wire.HELLO)
+                            .put(new byte[3])
+                            .putLong(1)
+                            .putInt(0)
+                            .array());
                     yield c.read();
                 }
                 default -> { // leaves on its own: the slot must be freed as well
@@ -195,8 +217,8 @@ class ProtocolStressFuzzTest {
                 }
                 RawClient.Frame after = c.read();
                 if (after != null) {
-                    stats.violations.add("kind " + kind + ": after ERROR AUTH the connection got "
-                            + FuzzWire.describe(after));
+                    stats.violations.add(
+                            "kind " + kind + ": after ERROR AUTH the connection got " + FuzzWire.describe(after));
                 }
             } else {
                 stats.violations.add("kind " + kind + ": a connection without HELLO was answered "
@@ -226,23 +248,22 @@ class ProtocolStressFuzzTest {
         return c.read();
     }
 
-    private record GotIn(long millis, int attempts) {
-    }
+    private record GotIn(long millis, int attempts) {}
 
     /** Connects and shakes hands, retrying BUSY; fails if that takes over {@link #GET_IN_MILLIS}. */
     private static GotIn getIn(int port, String token) throws Exception {
         long start = System.nanoTime();
         byte[] hello = RawClient.frame(Wire.HELLO, 1, RawClient.helloPayload(Wire.MAGIC, Wire.VERSION, token));
-        for (int attempts = 1;; attempts++) {
+        for (int attempts = 1; ; attempts++) {
             try (RawClient c = new RawClient(port)) {
                 c.send(hello);
                 RawClient.Frame f = c.read();
                 if (f != null && f.op() == (Wire.HELLO | Wire.RESPONSE)) {
                     c.send(RawClient.frame(Wire.HEALTH, 2, new byte[0]));
                     RawClient.Frame health = c.read();
-                    assertTrue(health != null && health.op() == (Wire.HEALTH | Wire.RESPONSE)
-                            && health.requestId() == 2, () -> "a new client's HEALTH was answered "
-                            + FuzzWire.describe(health));
+                    assertTrue(
+                            health != null && health.op() == (Wire.HEALTH | Wire.RESPONSE) && health.requestId() == 2,
+                            () -> "a new client's HEALTH was answered " + FuzzWire.describe(health));
                     return new GotIn((System.nanoTime() - start) / 1_000_000, attempts);
                 }
                 if (f != null && !(f.isError() && f.errorCode() == Wire.E_BUSY && f.requestId() == 0)) {
@@ -301,7 +322,8 @@ class ProtocolStressFuzzTest {
     /** Makes the client open every connection it keeps, so that none has to be opened while the slots are taken. */
     private static void openAllConnections(TestDaemon d, RemotePageStore store) throws Exception {
         for (int i = 0; i < 2 * HEALTHY_CONNECTIONS; i++) {
-            assertTrue(store.daemonHealthy(Deadline.after(Duration.ofSeconds(10))).get(30, TimeUnit.SECONDS));
+            assertTrue(
+                    store.daemonHealthy(Deadline.after(Duration.ofSeconds(10))).get(30, TimeUnit.SECONDS));
         }
         FuzzLeaks.awaitConnections(d.server, HEALTHY_CONNECTIONS, 5_000);
     }
@@ -312,17 +334,23 @@ class ProtocolStressFuzzTest {
     private static final int MAX_FRAME = 4 << 20;
     /** Room for two stalled frames and the healthy client's (which would be refused BUSY without it). */
     private static final long PARTIAL_BUDGET = 2L * MAX_FRAME + (1 << 20);
+
     private static final int STALLERS = 24;
     /** Bytes of its frame each staller sends before it stalls. */
     private static final int SENT = 3 << 20;
+
     private static final long MEMORY_SLACK = 16L << 20;
 
     /** How a stalled frame's connection stands. */
-    private enum Stall { HELD, REFUSED_BUSY, CLOSED_SILENTLY, REFUSED_OTHERWISE }
+    private enum Stall {
+        HELD,
+        REFUSED_BUSY,
+        CLOSED_SILENTLY,
+        REFUSED_OTHERWISE
+    }
 
     /** A connection with a frame stalled on it; {@code answered} if the daemon answered (or closed) at once. */
-    private record Staller(RawClient client, boolean answered, RawClient.Frame answer) {
-    }
+    private record Staller(RawClient client, boolean answered, RawClient.Frame answer) {}
 
     /** What phase 2 saw. */
     private static final class PartialFrames {
@@ -338,31 +366,60 @@ class ProtocolStressFuzzTest {
     void partlyReceivedFramesHoldAtMostTheDaemonWideBudget() throws Exception {
         SplittableRandom random = new SplittableRandom(SEED ^ 0x2222);
         PartialFrames seen = new PartialFrames();
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.host-size", "64MiB",
-                "server.max-page-bytes", "1MiB", "server.max-frame-bytes", Integer.toString(MAX_FRAME),
-                PARTIAL_BUDGET_SETTING, Long.toString(PARTIAL_BUDGET)))) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                "server.store",
+                "none",
+                "server.host-size",
+                "64MiB",
+                "server.max-page-bytes",
+                "1MiB",
+                "server.max-frame-bytes",
+                Integer.toString(MAX_FRAME),
+                PARTIAL_BUDGET_SETTING,
+                Long.toString(PARTIAL_BUDGET)))) {
             Healthy healthy = beside(d, random.nextLong(), client -> stallFrames(d, random, seen));
-            System.out.printf("phase 2 (partial frames): %d frames declaring %d MiB in all, %d MiB of them sent; first "
-                    + "wave %s; second wave %s; direct memory %d MiB before, peak %d MiB (budget %d MiB); %s%n",
-                    STALLERS, seen.declared >> 20, ((long) STALLERS * SENT) >> 20, count(seen.first),
-                    count(seen.second), seen.before >> 20, seen.peak >> 20, PARTIAL_BUDGET >> 20, healthy);
+            System.out.printf(
+                    "phase 2 (partial frames): %d frames declaring %d MiB in all, %d MiB of them sent; first "
+                            + "wave %s; second wave %s; direct memory %d MiB before, peak %d MiB (budget %d MiB); %s%n",
+                    STALLERS,
+                    seen.declared >> 20,
+                    ((long) STALLERS * SENT) >> 20,
+                    count(seen.first),
+                    count(seen.second),
+                    seen.before >> 20,
+                    seen.peak >> 20,
+                    PARTIAL_BUDGET >> 20,
+                    healthy);
             int held = count(seen.first, Stall.HELD);
-            assertAll("partial frames over the daemon-wide budget",
-                    () -> assertTrue(ServerConfig.SETTINGS.stream()
-                            .anyMatch(s -> s.key().equals(PARTIAL_BUDGET_SETTING)), "the daemon does not know " + PARTIAL_BUDGET_SETTING + " (docs/protocol.md, section 1): "
-                            + "the embedded daemon ran without a budget for partly received frames"),
+            assertAll(
+                    "partial frames over the daemon-wide budget",
+                    () -> assertTrue(
+                            ServerConfig.SETTINGS.stream().anyMatch(s -> s.key().equals(PARTIAL_BUDGET_SETTING)),
+                            "the daemon does not know " + PARTIAL_BUDGET_SETTING + " (docs/protocol.md, section 1): "
+                                    + "the embedded daemon ran without a budget for partly received frames"),
                     healthy::assertOk,
-                    () -> assertTrue(seen.violations.isEmpty(), () -> "stalled frames got what they should not: "
-                            + seen.violations),
-                    () -> assertTrue(seen.peak - seen.before <= PARTIAL_BUDGET + MEMORY_SLACK, "direct memory grew by "
-                            + ((seen.peak - seen.before) >> 20) + " MiB while " + STALLERS + " frames declaring "
-                            + (seen.declared >> 20) + " MiB stalled; the budget is " + (PARTIAL_BUDGET >> 20) + " MiB"),
-                    () -> assertTrue(held >= 1 && held <= 2, held + " of " + STALLERS + " stalled frames of about "
-                            + (MAX_FRAME >> 20) + " MiB were held at once; a budget of " + (PARTIAL_BUDGET >> 20)
-                            + " MiB holds 1 or 2"),
-                    () -> assertTrue(count(seen.first, Stall.REFUSED_BUSY) >= 1,
+                    () -> assertTrue(
+                            seen.violations.isEmpty(),
+                            () -> "stalled frames got what they should not: " + seen.violations),
+                    () -> assertTrue(
+                            seen.peak - seen.before <= PARTIAL_BUDGET + MEMORY_SLACK,
+                            "direct memory grew by "
+                                    + ((seen.peak - seen.before) >> 20) + " MiB while " + STALLERS
+                                    + " frames declaring "
+                                    + (seen.declared >> 20) + " MiB stalled; the budget is " + (PARTIAL_BUDGET >> 20)
+                                    + " MiB"),
+                    () -> assertTrue(
+                            held >= 1 && held <= 2,
+                            held + " of " + STALLERS + " stalled frames of about "
+                                    + (MAX_FRAME >> 20) + " MiB were held at once; a budget of "
+                                    + (PARTIAL_BUDGET >> 20)
+                                    + " MiB holds 1 or 2"),
+                    () -> assertTrue(
+                            count(seen.first, Stall.REFUSED_BUSY) >= 1,
                             "no connection over the budget was answered ERROR BUSY"),
-                    () -> assertEquals(List.of(Stall.HELD, Stall.HELD), seen.second,
+                    () -> assertEquals(
+                            List.of(Stall.HELD, Stall.HELD),
+                            seen.second,
                             "after the first wave closed, two frames of the largest size must fit the budget again"));
             FuzzLeaks.awaitQuiet(d.server);
         }
@@ -415,7 +472,12 @@ class ProtocolStressFuzzTest {
         RawClient c = new RawClient(port).hello("");
         byte[] start = new byte[4 + 4096];
         random.nextBytes(start);
-        ByteBuffer.wrap(start).putInt(length).put(Wire.PUT).put(new byte[3]).putLong(7).putInt(0);
+        ByteBuffer.wrap(start)
+                .putInt(length)
+                .put(Wire.PUT)
+                .put(new byte[3])
+                .putLong(7)
+                .putInt(0);
         c.send(start);
         c.readTimeout(50);
         try {
@@ -463,7 +525,10 @@ class ProtocolStressFuzzTest {
     private static String count(List<Stall> stalls) {
         StringBuilder b = new StringBuilder();
         for (Stall s : Stall.values()) {
-            b.append(b.isEmpty() ? "" : ", ").append(count(stalls, s)).append(' ').append(s.name().toLowerCase());
+            b.append(b.isEmpty() ? "" : ", ")
+                    .append(count(stalls, s))
+                    .append(' ')
+                    .append(s.name().toLowerCase());
         }
         return b.toString();
     }

@@ -44,13 +44,24 @@ final class RawClient implements AutoCloseable {
 
     /** A frame with the given header fields and payload. */
     static byte[] frame(int op, long requestId, byte[] payload) {
-        return ByteBuffer.allocate(4 + Wire.HEADER_BYTES + payload.length).putInt(Wire.HEADER_BYTES + payload.length)
-                .put((byte) op).put((byte) 0).putShort((short) 0).putLong(requestId).putInt(0).put(payload).array();
+        return ByteBuffer.allocate(4 + Wire.HEADER_BYTES + payload.length)
+                .putInt(Wire.HEADER_BYTES + payload.length)
+                .put((byte) op)
+                .put((byte) 0)
+                .putShort((short) 0)
+                .putLong(requestId)
+                .putInt(0)
+                .put(payload)
+                .array();
     }
 
     static byte[] helloPayload(int magic, int version, String token) {
         byte[] t = token.getBytes(StandardCharsets.UTF_8);
-        return ByteBuffer.allocate(8 + t.length).putInt(magic).putShort((short) version).putShort((short) t.length).put(t)
+        return ByteBuffer.allocate(8 + t.length)
+                .putInt(magic)
+                .putShort((short) version)
+                .putShort((short) t.length)
+                .put(t)
                 .array();
     }
 

@@ -55,8 +55,8 @@ class RemotePageStoreConformanceTest {
 
         @BeforeAll
         static void start() throws Exception {
-            daemon = TestDaemon.start(Map.of("server.host-size", "12MiB", "server.max-page-bytes", "2MiB",
-                    "server.max-frame-bytes", "3MiB"));
+            daemon = TestDaemon.start(Map.of(
+                    "server.host-size", "12MiB", "server.max-page-bytes", "2MiB", "server.max-frame-bytes", "3MiB"));
         }
 
         @AfterAll

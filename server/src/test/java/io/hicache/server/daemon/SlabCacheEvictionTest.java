@@ -28,11 +28,18 @@ class SlabCacheEvictionTest {
 
     @Test
     void evictionOfAFullSlabFreesNoMoreThanTheCappedTarget() throws Exception {
-        Path dir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-test-evict-");
-        Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                .flag("server.store", "none").flag("server.host-dir", dir.toString())
-                .flag("server.host-size", SLAB_BYTES + "B").build();
+        Path dir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-test-evict-");
+        Settings settings = Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.host-dir", dir.toString())
+                .flag("server.host-size", SLAB_BYTES + "B")
+                .build();
         ByteBuf page = Unpooled.directBuffer(PAGE_BYTES).writeZero(PAGE_BYTES);
         int crc = PageChecksum.of(MemorySegment.ofBuffer(page.nioBuffer()));
         Namespace ns = Pages.namespace("evict");
@@ -42,8 +49,8 @@ class SlabCacheEvictionTest {
         }
         try (SlabCache cache = new SlabCache(ServerConfig.from(settings), Optional.empty(), KvEventSink.disabled())) {
             for (StoreKey key : keys) {
-                SlabWrites.PutOutcome put = cache.writes.put(key, page, PAGE_BYTES, crc,
-                        EvictionChoice.until(Deadline.after(Duration.ofSeconds(10))));
+                SlabWrites.PutOutcome put = cache.writes.put(
+                        key, page, PAGE_BYTES, crc, EvictionChoice.until(Deadline.after(Duration.ofSeconds(10))));
                 SlabWrites.Stored stored = assertInstanceOf(SlabWrites.Stored.class, put);
                 assertEquals(PageStatus.OK, stored.status());
                 if (stored.pinned() != null) {
@@ -51,9 +58,11 @@ class SlabCacheEvictionTest {
                 }
             }
             assertTrue(cache.counters.evictedPages.sum() > 0, "the last put evicted");
-            assertTrue(cache.space.freeBytes() <= Eviction.FREE_TARGET_MAX_BYTES, "eviction freed "
-                    + cache.space.freeBytes() + " bytes beyond the put's page; the cap is "
-                    + Eviction.FREE_TARGET_MAX_BYTES);
+            assertTrue(
+                    cache.space.freeBytes() <= Eviction.FREE_TARGET_MAX_BYTES,
+                    "eviction freed "
+                            + cache.space.freeBytes() + " bytes beyond the put's page; the cap is "
+                            + Eviction.FREE_TARGET_MAX_BYTES);
             assertEquals(Eviction.FREE_TARGET_MAX_BYTES, Eviction.freeTarget(SLAB_BYTES));
             assertEquals(2L << 20, Eviction.freeTarget(128L << 20), "a small slab keeps 1/64");
         } finally {

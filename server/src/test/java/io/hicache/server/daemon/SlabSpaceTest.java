@@ -21,8 +21,11 @@ import org.junit.jupiter.api.Test;
  */
 class SlabSpaceTest {
     private static Path folder() throws Exception {
-        return Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-test-slab-fit-");
+        return Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-test-slab-fit-");
     }
 
     @Test
@@ -32,10 +35,15 @@ class SlabSpaceTest {
             long free = MappedFiles.usableBytes(dir);
             assumeTrue(free > 0, "the free space of " + dir + " cannot be told");
             long asked = free + (1L << 30); // rounded down to whole 16 MiB blocks, still over what is free
-            Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                    .flag("server.store", "none").flag("server.host-dir", dir.toString())
-                    .flag("server.host-size", asked + "B").build();
-            HiCacheException e = assertThrows(HiCacheException.class,
+            Settings settings = Settings.builder()
+                    .flag("server.port", "0")
+                    .flag("server.metrics-port", "-1")
+                    .flag("server.store", "none")
+                    .flag("server.host-dir", dir.toString())
+                    .flag("server.host-size", asked + "B")
+                    .build();
+            HiCacheException e = assertThrows(
+                    HiCacheException.class,
                     () -> HiCacheServer.start(ServerConfig.from(settings)).close());
             assertEquals(ErrorCode.HOST_POOL_TOO_LARGE, e.code(), e.getMessage());
             assertTrue(e.getMessage().contains(" in " + dir + ", which has "), e.getMessage());
@@ -53,9 +61,13 @@ class SlabSpaceTest {
     void aSlabThatFitsIsReservedAndItsFileGoesWithIt() throws Exception {
         Path dir = folder();
         try {
-            Settings settings = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "-1")
-                    .flag("server.store", "none").flag("server.host-dir", dir.toString())
-                    .flag("server.host-size", "64MiB").build();
+            Settings settings = Settings.builder()
+                    .flag("server.port", "0")
+                    .flag("server.metrics-port", "-1")
+                    .flag("server.store", "none")
+                    .flag("server.host-dir", dir.toString())
+                    .flag("server.host-size", "64MiB")
+                    .build();
             Path file;
             try (SlabSpace space = SlabSpace.create(ServerConfig.from(settings))) {
                 file = space.file();

@@ -3,9 +3,9 @@ package io.hicache.server.daemon;
 import io.hicache.core.config.Settings;
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.StoreKey;
+import io.hicache.storage.file.FilePageStore;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.storage.remote.RemoteStoreConfig;
-import io.hicache.storage.file.FilePageStore;
 import io.hicache.testkit.PageCorrupter;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -37,8 +37,11 @@ final class TestDaemon implements AutoCloseable {
 
     /** A daemon with {@code settings} over the test defaults (a 256 MiB slab, the file store). */
     static TestDaemon start(Map<String, String> settings) throws IOException {
-        Path hostDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-test-slab-");
+        Path hostDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-test-slab-");
         Path fileRoot = Files.createTempDirectory("hicache-test-l3-");
         return start(settings, hostDir, fileRoot);
     }
@@ -53,9 +56,13 @@ final class TestDaemon implements AutoCloseable {
 
     /** As above, publishing KV events to {@code kvEvents} (null: as {@code server.kv-events-config} says). */
     static TestDaemon start(Map<String, String> settings, Path hostDir, Path fileRoot, KvEventPublisher kvEvents) {
-        Settings.Builder b = Settings.builder().flag("server.port", "0").flag("server.metrics-port", "0")
-                .flag("server.host-dir", hostDir.toString()).flag("server.host-size", "256MiB")
-                .flag("server.shutdown-timeout", "20s").flag("file.root", fileRoot.resolve("store").toString());
+        Settings.Builder b = Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "0")
+                .flag("server.host-dir", hostDir.toString())
+                .flag("server.host-size", "256MiB")
+                .flag("server.shutdown-timeout", "20s")
+                .flag("file.root", fileRoot.resolve("store").toString());
         settings.forEach(b::flag);
         try {
             return new TestDaemon(HiCacheServer.start(ServerConfig.from(b.build()), kvEvents), hostDir, fileRoot);

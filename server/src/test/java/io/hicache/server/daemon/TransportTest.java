@@ -26,11 +26,19 @@ import org.junit.jupiter.params.provider.EnumSource;
  */
 class TransportTest {
     @ParameterizedTest(name = "daemon {0}, client {1}")
-    @EnumSource(value = NettyTransport.class, names = {"NIO", "EPOLL"})
+    @EnumSource(
+            value = NettyTransport.class,
+            names = {"NIO", "EPOLL"})
     void aDaemonOnEachTransportServesAPutAndAGet(NettyTransport daemonSide) throws Exception {
         assumeTrue(daemonSide == NettyTransport.NIO || Epoll.isAvailable(), "epoll does not load here");
-        try (TestDaemon d = TestDaemon.start(Map.of("server.store", "none", "server.metrics-port", "-1",
-                "server.transport", daemonSide.configName())); Pages pages = new Pages()) {
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.metrics-port",
+                        "-1",
+                        "server.transport",
+                        daemonSide.configName()));
+                Pages pages = new Pages()) {
             assertEquals(daemonSide, d.server.transport());
             assertTrue(d.server.describe().contains("transport " + daemonSide.configName()), d.server.describe());
             for (NettyTransport clientSide : List.of(NettyTransport.NIO, NettyTransport.AUTO)) {
@@ -42,7 +50,8 @@ class TransportTest {
                     PageBatch targets = pages.empty(keys, 64 * 1024);
                     assertEquals(4, get(client, targets).count(PageStatus.OK));
                     for (int i = 0; i < keys.size(); i++) {
-                        assertTrue(PagePattern.matches(targets.page(i), keys.get(i)), "page " + i + " came back intact");
+                        assertTrue(
+                                PagePattern.matches(targets.page(i), keys.get(i)), "page " + i + " came back intact");
                     }
                 }
             }

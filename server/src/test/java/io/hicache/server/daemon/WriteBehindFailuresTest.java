@@ -41,12 +41,10 @@ class WriteBehindFailuresTest {
         }
 
         @Override
-        public void flush() {
-        }
+        public void flush() {}
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     };
 
     @BeforeEach
@@ -66,7 +64,8 @@ class WriteBehindFailuresTest {
                 RemotePageStore client = daemon.client();
                 Pages pages = new Pages()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("retried"), 1);
-            assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
+            assertEquals(
+                    PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
             WriteBehind wb = daemon.server.cache.writeBehind;
             await(() -> wb.pendingPages() == 0, "the page reaches L3");
             assertEquals(1, wb.written.sum());
@@ -84,16 +83,23 @@ class WriteBehindFailuresTest {
                 Pages pages = new Pages()) {
             Namespace ns = Pages.namespace("given-up");
             List<StoreKey> keys = pages.keys(ns, 1);
-            assertEquals(PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
+            assertEquals(
+                    PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
             WriteBehind wb = daemon.server.cache.writeBehind;
-            await(() -> ProtocolConformanceTest.metric(daemon.server.metrics.render(),
-                    "hicache_server_write_behind_abandoned_pages_total") == 1, "the page is given up after 3 tries");
+            await(
+                    () -> ProtocolConformanceTest.metric(
+                                    daemon.server.metrics.render(), "hicache_server_write_behind_abandoned_pages_total")
+                            == 1,
+                    "the page is given up after 3 tries");
             assertEquals(0, wb.pendingPages(), "a given-up page is not pending forever");
             assertEquals(3, wb.failures.sum());
             assertTrue(logs().contains("gave up writing page " + keys.get(0)), logs());
-            HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-                    URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health")).build(),
-                    HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> health = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(
+                                            URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode());
             assertTrue(health.body().startsWith("degraded: 1 acknowledged pages"), health.body());
             assertTrue(health.body().contains(keys.get(0).toString()), health.body());
@@ -118,8 +124,17 @@ class WriteBehindFailuresTest {
     }
 
     private TestDaemon start(String failedPuts, String maxTries, String shutdownTimeout) throws Exception {
-        return TestDaemon.start(Map.of("server.store", "delaying", "delaying.shared", shared, "delaying.failed-puts",
-                failedPuts, "server.write-behind-max-tries", maxTries, "server.shutdown-timeout", shutdownTimeout));
+        return TestDaemon.start(Map.of(
+                "server.store",
+                "delaying",
+                "delaying.shared",
+                shared,
+                "delaying.failed-puts",
+                failedPuts,
+                "server.write-behind-max-tries",
+                maxTries,
+                "server.shutdown-timeout",
+                shutdownTimeout));
     }
 
     private String logs() {

@@ -22,20 +22,25 @@ final class DirectIoProbe {
     /** The JDK's {@code O_DIRECT} open option, or null without one ({@link DirectIoOption}). */
     static final @Nullable OpenOption DIRECT = DirectIoOption.DIRECT;
 
-    private DirectIoProbe() {
-    }
+    private DirectIoProbe() {}
 
     static void check(Path root, int blockSize) {
         if (DIRECT == null) {
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE,
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
                     "file.direct-io is on, but this JDK has no O_DIRECT open option; turn file.direct-io off");
         }
         Path probe = root.resolve(".direct-io-probe");
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment block = arena.allocate(blockSize, blockSize);
             block.fill((byte) 0x5A);
-            try (FileChannel ch = FileChannel.open(probe, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                    StandardOpenOption.READ, StandardOpenOption.TRUNCATE_EXISTING, DIRECT)) {
+            try (FileChannel ch = FileChannel.open(
+                    probe,
+                    StandardOpenOption.CREATE,
+                    StandardOpenOption.WRITE,
+                    StandardOpenOption.READ,
+                    StandardOpenOption.TRUNCATE_EXISTING,
+                    DIRECT)) {
                 ch.write(block.asByteBuffer(), 0);
                 block.fill((byte) 0);
                 ch.read(block.asByteBuffer(), 0);
@@ -44,8 +49,11 @@ final class DirectIoProbe {
                 throw new IOException("a block written with direct I/O read back differently");
             }
         } catch (IOException | UnsupportedOperationException e) {
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "file.direct-io is on, but the file system of " + root
-                    + " does not take direct I/O (" + e + "); turn file.direct-io off or use a disk file system", e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "file.direct-io is on, but the file system of " + root + " does not take direct I/O (" + e
+                            + "); turn file.direct-io off or use a disk file system",
+                    e);
         } finally {
             try {
                 Files.deleteIfExists(probe);

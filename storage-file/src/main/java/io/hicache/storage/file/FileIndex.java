@@ -18,7 +18,8 @@ import org.jspecify.annotations.Nullable;
  * entry cannot be pinned, so eviction never removes a page that a get is reading. Thread-safe.
  */
 final class FileIndex {
-    private final PageUsageIndex<PageId> stored = PageUsageIndex.<PageId>builder(Order.RECENCY).build();
+    private final PageUsageIndex<PageId> stored =
+            PageUsageIndex.<PageId>builder(Order.RECENCY).build();
     /** Writes under way: each completes true when its file is in place, false when the write failed. */
     private final ConcurrentHashMap<PageId, CompletableFuture<Boolean>> writing = new ConcurrentHashMap<>();
 
@@ -36,7 +37,8 @@ final class FileIndex {
      * Starts writing {@code id}: null when the caller is to write it (and then calls {@link #written} or
      * {@link #writeFailed}); otherwise the outcome of the write under way, or a true one if the page is stored.
      */
-    @Nullable CompletableFuture<Boolean> beginWrite(PageId id) {
+    @Nullable
+    CompletableFuture<Boolean> beginWrite(PageId id) {
         CompletableFuture<Boolean> mine = new CompletableFuture<>();
         CompletableFuture<Boolean> other = writing.putIfAbsent(id, mine);
         if (other != null) {
@@ -54,12 +56,14 @@ final class FileIndex {
     /** The caller's write of {@code id} succeeded: the page is stored, as the most recently used. */
     void written(PageId id, long fileBytes) {
         stored.insert(id, fileBytes);
-        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)").complete(true);
+        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)")
+                .complete(true);
     }
 
     /** The caller's write of {@code id} failed: forget it. */
     void writeFailed(PageId id) {
-        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)").complete(false);
+        Checks.checkNotNull(writing.remove(id), "the caller's write (begun by beginWrite)")
+                .complete(false);
     }
 
     /** True when a page of {@code namespaceId} is being written. */

@@ -76,8 +76,13 @@ public final class FilePageStore extends AbstractPageStore {
     private final RootScan.Report openReport;
 
     private FilePageStore(FileStoreConfig config, StoreRoot root, int blockSize) throws IOException {
-        super("file", root.path().toString(), new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.EVICTING),
-                PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
+        super(
+                "file",
+                root.path().toString(),
+                new StoreCapabilities(
+                        Set.of(Capability.PERSISTENT, Capability.EVICTING),
+                        PageFormat.MAX_PAGE_BYTES,
+                        PREFERRED_BATCH));
         this.config = config;
         this.root = root;
         this.paths = new PagePaths(root.path());
@@ -86,16 +91,23 @@ public final class FilePageStore extends AbstractPageStore {
             index.addFound(f.id(), f.bytes());
         }
         this.openReport = scan.report();
-        long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
+        long capacity = config.capacityBytes() > 0
+                ? config.capacityBytes()
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + openReport.bytes()));
         this.io = new PageFileIo(paths, config.directIo(), config.fsync(), blockSize, config.ioThreads());
         this.ioThreads = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("file-io"));
-        this.gate = new CapacityGate<>("file", Math.max(1, capacity),
-                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()), index.stored(), this::evict);
+        this.gate = new CapacityGate<>(
+                "file",
+                Math.max(1, capacity),
+                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()),
+                index.stored(),
+                this::evict);
         gate.start();
-        LOG.log(Level.INFO, () -> "file store at " + root.path() + ": " + openReport + "; capacity "
-                + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")
-                + (config.fsync() ? ", fsync" : ""));
+        LOG.log(
+                Level.INFO,
+                () -> "file store at " + root.path() + ": " + openReport + "; capacity "
+                        + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")
+                        + (config.fsync() ? ", fsync" : ""));
     }
 
     /**
@@ -117,8 +129,8 @@ public final class FilePageStore extends AbstractPageStore {
             if (e instanceof HiCacheException h) {
                 throw h;
             }
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot open the file store at " + root.path() + ": "
-                    + e, e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE, "cannot open the file store at " + root.path() + ": " + e, e);
         }
     }
 
@@ -153,7 +165,7 @@ public final class FilePageStore extends AbstractPageStore {
 
     @Override
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
-        return inParallel(targets.size(), deadline, i -> read(targets.key(i), targets.page(i)), i -> { });
+        return inParallel(targets.size(), deadline, i -> read(targets.key(i), targets.page(i)), i -> {});
     }
 
     private PageOutcome read(StoreKey key, MemorySegment target) throws IOException, InterruptedException {
@@ -169,7 +181,9 @@ public final class FilePageStore extends AbstractPageStore {
                 case OK -> stored.touchEntry(entry);
                 case MISS -> discard(id, entry); // the file went away behind our back
                 case CORRUPT -> {
-                    LOG.log(Level.WARNING, () -> "file store: page " + id + " is damaged (" + r.detail() + "); removed");
+                    LOG.log(
+                            Level.WARNING,
+                            () -> "file store: page " + id + " is damaged (" + r.detail() + "); removed");
                     discard(id, entry);
                 }
                 default -> {
@@ -196,7 +210,9 @@ public final class FilePageStore extends AbstractPageStore {
         }
         try {
             if (!gate.reserve(reserve, deadline)) {
-                return CompletableFuture.completedFuture(BatchResult.all(sources.size(), PageStatus.stoppedBy(deadline),
+                return CompletableFuture.completedFuture(BatchResult.all(
+                        sources.size(),
+                        PageStatus.stoppedBy(deadline),
                         "no room: the store is over its capacity and eviction did not catch up before the deadline"));
             }
         } catch (InterruptedException e) {
@@ -204,15 +220,23 @@ public final class FilePageStore extends AbstractPageStore {
             return CompletableFuture.completedFuture(BatchResult.all(sources.size(), PageStatus.FAILED, "interrupted"));
         }
         // A page the deadline stops before it starts gives its reservation back.
-        return inParallel(sources.size(), deadline, i -> write(sources.key(i), sources.page(i), deadline),
+        return inParallel(
+                sources.size(),
+                deadline,
+                i -> write(sources.key(i), sources.page(i), deadline),
                 i -> gate.release(io.fileBytes(sources.page(i).byteSize())));
     }
 
     private BatchResult tooBig(PageBatch sources, int index) {
         BatchResult.Builder b = BatchResult.builder(sources.size());
         for (int i = 0; i < sources.size(); i++) {
-            b.set(i, PageStatus.REJECTED, i == index ? "page of " + sources.page(i).byteSize()
-                    + " bytes does not fit a store of " + gate.capacityBytes() + " bytes" : "another page of the batch is too big");
+            b.set(
+                    i,
+                    PageStatus.REJECTED,
+                    i == index
+                            ? "page of " + sources.page(i).byteSize() + " bytes does not fit a store of "
+                                    + gate.capacityBytes() + " bytes"
+                            : "another page of the batch is too big");
         }
         return b.build();
     }
@@ -258,7 +282,9 @@ public final class FilePageStore extends AbstractPageStore {
     private static PageOutcome waitForOtherWriter(CompletableFuture<Boolean> written, Deadline deadline) {
         try {
             boolean stored = written.get(Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
-            return stored ? PageOutcome.EXISTS : PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed");
+            return stored
+                    ? PageOutcome.EXISTS
+                    : PageOutcome.of(PageStatus.FAILED, "a concurrent put of this page failed");
         } catch (TimeoutException t) {
             return PageOutcome.of(PageStatus.stoppedBy(deadline), "a concurrent put of this page was still writing");
         } catch (InterruptedException i) {
@@ -340,9 +366,12 @@ public final class FilePageStore extends AbstractPageStore {
     protected CompletableFuture<Void> doClearAll(Deadline deadline) {
         List<String> namespaces = new ArrayList<>();
         try (Stream<Path> dirs = Files.list(paths.root())) {
-            dirs.map(p -> p.getFileName().toString()).filter(PageId::isNamespaceId).forEach(namespaces::add);
+            dirs.map(p -> p.getFileName().toString())
+                    .filter(PageId::isNamespaceId)
+                    .forEach(namespaces::add);
         } catch (IOException e) {
-            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_IO, "cannot list " + paths.root(), e));
+            return CompletableFuture.failedFuture(
+                    new HiCacheException(ErrorCode.STORE_IO, "cannot list " + paths.root(), e));
         }
         return clearWhere(id -> true, namespaces);
     }
@@ -407,8 +436,7 @@ public final class FilePageStore extends AbstractPageStore {
      * TIMED_OUT or CANCELLED, and so is told to {@code skipped}. Completes when every page has finished, so no
      * memory of the batch is touched after.
      */
-    private CompletableFuture<BatchResult> inParallel(int size, Deadline deadline, PageTask task,
-            IntConsumer skipped) {
+    private CompletableFuture<BatchResult> inParallel(int size, Deadline deadline, PageTask task, IntConsumer skipped) {
         PageOutcome[] outcomes = new PageOutcome[size];
         CompletableFuture<?>[] pages = new CompletableFuture<?>[size];
         for (int i = 0; i < size; i++) {
@@ -425,8 +453,9 @@ public final class FilePageStore extends AbstractPageStore {
         return CompletableFuture.allOf(pages).handle((ignored, error) -> {
             BatchResult.Builder result = BatchResult.builder(size);
             for (int i = 0; i < size; i++) {
-                result.set(i, outcomes[i] != null ? outcomes[i]
-                        : PageOutcome.of(PageStatus.FAILED, "the store is closing"));
+                result.set(
+                        i,
+                        outcomes[i] != null ? outcomes[i] : PageOutcome.of(PageStatus.FAILED, "the store is closing"));
             }
             return result.build();
         });
@@ -463,7 +492,9 @@ public final class FilePageStore extends AbstractPageStore {
         ioThreads.shutdown();
         try {
             if (!ioThreads.awaitTermination(2, TimeUnit.MINUTES)) {
-                LOG.log(Level.WARNING, "file store at " + paths.root() + ": I/O still running after 2 minutes; closing anyway");
+                LOG.log(
+                        Level.WARNING,
+                        "file store at " + paths.root() + ": I/O still running after 2 minutes; closing anyway");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -475,7 +506,8 @@ public final class FilePageStore extends AbstractPageStore {
 
     @Override
     public String toString() {
-        return "FilePageStore[" + paths.root() + ", " + Units.formatBytes(index.stored().bytes()) + " of "
+        return "FilePageStore[" + paths.root() + ", "
+                + Units.formatBytes(index.stored().bytes()) + " of "
                 + Units.formatBytes(gate.capacityBytes()) + (config.directIo() ? ", direct I/O" : "")
                 + (config.fsync() ? ", fsync" : "") + "]";
     }

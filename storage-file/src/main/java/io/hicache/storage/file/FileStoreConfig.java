@@ -19,21 +19,33 @@ import java.util.List;
  * @param directIo      whether pages bypass the page cache ({@code O_DIRECT})
  * @param ioThreads     threads that read and write page files
  */
-public record FileStoreConfig(Path root, long capacityBytes, double lowWater, boolean fsync, boolean directIo,
-        int ioThreads) {
-    public static final Setting<Path> ROOT = Setting.path("file.root", "/tmp/hicache-file",
+public record FileStoreConfig(
+        Path root, long capacityBytes, double lowWater, boolean fsync, boolean directIo, int ioThreads) {
+    public static final Setting<Path> ROOT = Setting.path(
+            "file.root",
+            "/tmp/hicache-file",
             "folder of the file store (one file per page, in sub-folders); must be empty or a file store's root");
-    public static final Setting<Long> CAPACITY = Setting.bytes("file.capacity", "0",
+    public static final Setting<Long> CAPACITY = Setting.bytes(
+            "file.capacity",
+            "0",
             "most bytes of page files kept (evicting least recently used pages); 0 means 90% of the space the file "
                     + "system has for the store when it opens");
-    public static final Setting<Double> LOW_WATER = Setting.decimal("file.low-water", 0.9, 0.05, 1.0,
-            "once over capacity, evict down to this fraction of it");
-    public static final Setting<Boolean> FSYNC = Setting.bool("file.fsync", false,
+    public static final Setting<Double> LOW_WATER =
+            Setting.decimal("file.low-water", 0.9, 0.05, 1.0, "once over capacity, evict down to this fraction of it");
+    public static final Setting<Boolean> FSYNC = Setting.bool(
+            "file.fsync",
+            false,
             "fsync each page file and its folder before a put returns: pages survive power loss, puts are slower");
-    public static final Setting<Boolean> DIRECT_IO = Setting.bool("file.direct-io", false,
+    public static final Setting<Boolean> DIRECT_IO = Setting.bool(
+            "file.direct-io",
+            false,
             "read and write page files with O_DIRECT, bypassing the page cache: steady disk speed and no memory "
                     + "pressure from the cache, but no reads served from memory; needs a file system that supports it");
-    public static final Setting<Integer> IO_THREADS = Setting.integer("file.io-threads", 8, 1, 256,
+    public static final Setting<Integer> IO_THREADS = Setting.integer(
+            "file.io-threads",
+            8,
+            1,
+            256,
             "threads that read and write page files; a batch's pages run on them in parallel");
 
     /** Every setting read here. */
@@ -53,8 +65,8 @@ public record FileStoreConfig(Path root, long capacityBytes, double lowWater, bo
      */
     public static FileStoreConfig from(Settings settings) {
         return settings.read(s -> {
-            return new FileStoreConfig(s.get(ROOT), s.get(CAPACITY), s.get(LOW_WATER),
-                    s.get(FSYNC), s.get(DIRECT_IO), s.get(IO_THREADS));
+            return new FileStoreConfig(
+                    s.get(ROOT), s.get(CAPACITY), s.get(LOW_WATER), s.get(FSYNC), s.get(DIRECT_IO), s.get(IO_THREADS));
         });
     }
 

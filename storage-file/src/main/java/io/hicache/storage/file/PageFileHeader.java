@@ -29,14 +29,15 @@ record PageFileHeader(int dataOffset, long pageBytes, int pageCrc, PageId id) {
     static final int MAGIC = 0x47504348; // "HCPG" read as a little-endian int
     /** 2: the first 64 bytes became a {@link PageRecordDescriptor page record}. */
     static final short VERSION = 2;
+
     static final int VERSION_OFFSET = PageRecordDescriptor.LENGTH;
     static final int FLAGS_OFFSET = VERSION_OFFSET + Short.BYTES;
     static final int DATA_OFFSET_OFFSET = FLAGS_OFFSET + Short.BYTES;
     static final int HEADER_CRC_OFFSET = DATA_OFFSET_OFFSET + Integer.BYTES;
-    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED
-            .withOrder(PageRecordDescriptor.BYTE_ORDER);
-    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED
-            .withOrder(PageRecordDescriptor.BYTE_ORDER);
+    private static final ValueLayout.OfShort SHORT =
+            ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(PageRecordDescriptor.BYTE_ORDER);
+    private static final ValueLayout.OfInt INT =
+            ValueLayout.JAVA_INT_UNALIGNED.withOrder(PageRecordDescriptor.BYTE_ORDER);
 
     /** Writes the header into {@code out}'s first {@link #BYTES} bytes, zeros included. */
     void writeTo(MemorySegment out) {
@@ -67,7 +68,10 @@ record PageFileHeader(int dataOffset, long pageBytes, int pageCrc, PageId id) {
         if (dataOffset < BYTES || pageBytes < 1) {
             throw new BadHeaderException("data offset " + dataOffset + ", page length " + pageBytes);
         }
-        return new PageFileHeader(dataOffset, pageBytes, PageRecordDescriptor.pageCrc(h, 0),
+        return new PageFileHeader(
+                dataOffset,
+                pageBytes,
+                PageRecordDescriptor.pageCrc(h, 0),
                 PageId.fromBytes(PageRecordDescriptor.key(h, 0)));
     }
 

@@ -184,11 +184,13 @@ final class PageFileIo implements AutoCloseable {
                 return corrupt("the file holds page " + header.id());
             }
             if (header.pageBytes() != target.byteSize()) {
-                return PageOutcome.of(PageStatus.SIZE_MISMATCH, "stored page is " + header.pageBytes()
-                        + " bytes, target is " + target.byteSize());
+                return PageOutcome.of(
+                        PageStatus.SIZE_MISMATCH,
+                        "stored page is " + header.pageBytes() + " bytes, target is " + target.byteSize());
             }
             if (ch.size() < header.dataOffset() + header.pageBytes()) {
-                return corrupt("the file is cut short: " + ch.size() + " bytes for a " + header.pageBytes() + "-byte page");
+                return corrupt(
+                        "the file is cut short: " + ch.size() + " bytes for a " + header.pageBytes() + "-byte page");
             }
             if (directIo && header.dataOffset() % blockSize == 0) {
                 readDirect(ch, header.dataOffset(), target, bounce);

@@ -16,6 +16,7 @@ import java.util.HexFormat;
 public record PageId(String namespaceId, PageHash hash) {
     /** Length of {@link #toBytes()}: the namespace id's 16 bytes, then the hash's 32. */
     public static final int BYTES = Namespace.ID_BYTES + PageHash.BYTES;
+
     private static final HexFormat HEX = HexFormat.of();
 
     public PageId {

@@ -22,6 +22,7 @@ final class PagePaths {
     static final String TEMP_SUFFIX = ".tmp";
     /** Written into a namespace's folder when it is made: which model, dtype, ranks the hex name stands for. */
     static final String NAMESPACE_NOTE = "namespace.txt";
+
     private static final int SHARD_CHARS = 3;
 
     private final Path root;
@@ -50,8 +51,9 @@ final class PagePaths {
 
     /** A fresh temporary name next to the page's file. */
     Path tempFile(PageId id) {
-        return inside(shardDir(id).resolve(id.hash().toHex() + "." + ProcessHandle.current().pid() + "-"
-                + writers.incrementAndGet() + TEMP_SUFFIX));
+        return inside(shardDir(id)
+                .resolve(id.hash().toHex() + "." + ProcessHandle.current().pid() + "-" + writers.incrementAndGet()
+                        + TEMP_SUFFIX));
     }
 
     /**
@@ -70,7 +72,9 @@ final class PagePaths {
             return Optional.empty();
         }
         String hex = name.substring(0, name.length() - PAGE_SUFFIX.length());
-        if (hex.length() != PageHash.HEX_LENGTH || !PageId.isLowerHex(hex) || !hex.startsWith(shard)
+        if (hex.length() != PageHash.HEX_LENGTH
+                || !PageId.isLowerHex(hex)
+                || !hex.startsWith(shard)
                 || shard.length() != SHARD_CHARS) {
             return Optional.empty();
         }
@@ -84,8 +88,8 @@ final class PagePaths {
     /** Defence in depth: the names above cannot leave the root, and this proves it for each one. */
     private Path inside(Path path) {
         Path normal = path.normalize();
-        Checks.requireState(normal.startsWith(root) && !normal.equals(root), "%s is not inside the store root %s", path,
-                root);
+        Checks.requireState(
+                normal.startsWith(root) && !normal.equals(root), "%s is not inside the store root %s", path, root);
         return normal;
     }
 }

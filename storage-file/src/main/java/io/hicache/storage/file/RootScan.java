@@ -21,8 +21,7 @@ import java.util.Set;
  */
 final class RootScan {
     /** A page file found. */
-    record Found(PageId id, long bytes, long modifiedMillis) {
-    }
+    record Found(PageId id, long bytes, long modifiedMillis) {}
 
     /** What the scan found and did. */
     record Report(int pages, long bytes, int tempFilesRemoved, int otherFiles, long millis) {
@@ -48,8 +47,10 @@ final class RootScan {
                 }
                 Optional<PageId> id = paths.parse(file);
                 if (id.isPresent()) {
-                    found.add(new Found(id.get(), attrs.size(), attrs.lastModifiedTime().toMillis()));
-                } else if (PagePaths.isTemp(file) && paths.root().relativize(file).getNameCount() == 3) {
+                    found.add(new Found(
+                            id.get(), attrs.size(), attrs.lastModifiedTime().toMillis()));
+                } else if (PagePaths.isTemp(file)
+                        && paths.root().relativize(file).getNameCount() == 3) {
                     Files.deleteIfExists(file);
                     temp[0]++;
                 } else if (!paths.root().equals(file.getParent())

@@ -42,39 +42,49 @@ public final class StoreRoot implements AutoCloseable {
             if (!Files.exists(marker)) {
                 try (Stream<Path> entries = Files.list(this.root)) {
                     if (entries.anyMatch(p -> !p.getFileName().toString().equals(LOCK_FILE))) {
-                        throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, this.root + " holds files and is not a "
-                                + kind + " store's root; a store deletes what is in its root when cleared, so give it an "
-                                + "empty or new folder");
+                        throw new HiCacheException(
+                                ErrorCode.STORE_UNAVAILABLE,
+                                this.root + " holds files and is not a "
+                                        + kind
+                                        + " store's root; a store deletes what is in its root when cleared, so give it an "
+                                        + "empty or new folder");
                     }
                 }
                 Files.writeString(marker, "HiCache " + kind + " store, format 1\n", StandardCharsets.UTF_8);
             }
-            this.lockChannel = FileChannel.open(this.root.resolve(LOCK_FILE), StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE);
+            this.lockChannel =
+                    FileChannel.open(this.root.resolve(LOCK_FILE), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         } catch (IOException e) {
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot use " + this.root + " as a " + kind
-                    + " store's root: " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "cannot use " + this.root + " as a " + kind + " store's root: " + e,
+                    e);
         }
         FileLock taken;
         try {
             taken = lockChannel.tryLock();
         } catch (OverlappingFileLockException e) {
             closeQuietly();
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, this.root + " is already open as a " + kind
-                    + " store in this process; share that store instead of opening the folder twice");
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    this.root + " is already open as a " + kind
+                            + " store in this process; share that store instead of opening the folder twice");
         } catch (IOException e) {
             closeQuietly();
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot lock " + this.root + ": " + e, e);
         }
         if (taken == null) {
             closeQuietly();
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, this.root + " is in use by another process's " + kind
-                    + " store; use another folder, or the HiCache daemon to share one store between processes");
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    this.root + " is in use by another process's " + kind
+                            + " store; use another folder, or the HiCache daemon to share one store between processes");
         }
         this.lock = taken;
         try {
-            lockChannel.truncate(0).write(ByteBuffer.wrap((ProcessHandle.current().pid() + "\n")
-                    .getBytes(StandardCharsets.UTF_8)));
+            lockChannel
+                    .truncate(0)
+                    .write(ByteBuffer.wrap((ProcessHandle.current().pid() + "\n").getBytes(StandardCharsets.UTF_8)));
         } catch (IOException e) {
             // The pid is a courtesy for whoever looks; the lock is what counts.
         }

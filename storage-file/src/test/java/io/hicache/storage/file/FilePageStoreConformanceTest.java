@@ -14,8 +14,8 @@ class FilePageStoreConformanceTest {
     static final long CAPACITY = 48L << 20;
 
     /** Flips a byte in the middle of the page's file, behind the store's back. */
-    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> PageCorrupter.flipMiddleByte(
-            ((FilePageStore) store).fileOf(key));
+    static final PageCorrupter FLIP_A_BYTE_ON_DISK =
+            (store, key) -> PageCorrupter.flipMiddleByte(((FilePageStore) store).fileOf(key));
 
     abstract static class Kit extends PageStoreConformanceKit {
         abstract FileStoreConfig config();
@@ -49,7 +49,9 @@ class FilePageStoreConformanceTest {
 
         @Override
         FileStoreConfig config() {
-            return FileStoreConfig.at(root.resolve("store")).withCapacityBytes(CAPACITY).withDirectIo(true);
+            return FileStoreConfig.at(root.resolve("store"))
+                    .withCapacityBytes(CAPACITY)
+                    .withDirectIo(true);
         }
     }
 
@@ -60,7 +62,9 @@ class FilePageStoreConformanceTest {
 
         @Override
         FileStoreConfig config() {
-            return FileStoreConfig.at(root.resolve("store")).withCapacityBytes(CAPACITY).withFsync(true);
+            return FileStoreConfig.at(root.resolve("store"))
+                    .withCapacityBytes(CAPACITY)
+                    .withFsync(true);
         }
     }
 }

@@ -45,10 +45,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class FilePageStoreTest {
-    private static final Namespace NS = Namespace.of("file-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+    private static final Namespace NS =
+            Namespace.of("file-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
     @TempDir
     Path dir;
+
     private final Arena arena = Arena.ofShared();
 
     @AfterEach
@@ -113,7 +115,8 @@ class FilePageStoreTest {
 
     @Test
     void directIoHandlesOddSizesAndUnalignedMemory() {
-        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")).withDirectIo(true))) {
+        try (FilePageStore store =
+                FilePageStore.open(FileStoreConfig.at(dir.resolve("store")).withDirectIo(true))) {
             int[] sizes = {1, 4095, 4096, 4097, 5000, 3 * 1024 * 1024 + 17};
             for (int s = 0; s < sizes.length; s++) {
                 StoreKey key = key(1, s);
@@ -122,8 +125,12 @@ class FilePageStoreTest {
                 assertEquals(PageStatus.OK, put(store, List.of(key), unaligned).status(0));
                 MemorySegment aligned = arena.allocate(sizes[s], 4096);
                 MemorySegment other = arena.allocate(sizes[s] + 3, 4096).asSlice(3, sizes[s]);
-                assertEquals(PageStatus.OK, get(store, List.of(key), new MemorySegment[] {aligned}).status(0));
-                assertEquals(PageStatus.OK, get(store, List.of(key), new MemorySegment[] {other}).status(0));
+                assertEquals(
+                        PageStatus.OK,
+                        get(store, List.of(key), new MemorySegment[] {aligned}).status(0));
+                assertEquals(
+                        PageStatus.OK,
+                        get(store, List.of(key), new MemorySegment[] {other}).status(0));
                 assertTrue(PagePattern.matches(aligned, key), "size " + sizes[s]);
                 assertTrue(PagePattern.matches(other, key), "size " + sizes[s]);
             }
@@ -179,7 +186,8 @@ class FilePageStoreTest {
 
     @Test
     void aPageLargerThanTheCapacityIsRejectedAndTheBatchStoresNothing() {
-        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")).withCapacityBytes(1 << 20))) {
+        try (FilePageStore store =
+                FilePageStore.open(FileStoreConfig.at(dir.resolve("store")).withCapacityBytes(1 << 20))) {
             List<StoreKey> keys = keys(5, 2);
             MemorySegment small = arena.allocate(4096);
             MemorySegment big = arena.allocate(2 << 20);
@@ -201,14 +209,20 @@ class FilePageStoreTest {
 
     @Test
     void theStoreIsFoundByNameAndConfiguredLikeEveryStore() {
-        Settings settings = Settings.builder().flag("file.root", dir.resolve("named").toString())
-                .flag("file.capacity", "64MiB").flag("file.io-threads", "2").build();
+        Settings settings = Settings.builder()
+                .flag("file.root", dir.resolve("named").toString())
+                .flag("file.capacity", "64MiB")
+                .flag("file.io-threads", "2")
+                .build();
         try (var store = PageStores.open(new StoreConfig("file", settings))) {
             assertEquals("file", store.name());
             assertEquals(64L << 20, store.stats().capacityBytes());
             assertTrue(store.location().endsWith("named"), store.location());
         }
-        Settings bad = Settings.builder().flag("file.root", dir.toString()).flag("file.low-water", "2").build();
+        Settings bad = Settings.builder()
+                .flag("file.root", dir.toString())
+                .flag("file.low-water", "2")
+                .build();
         var e = assertThrows(HiCacheException.class, () -> PageStores.open(new StoreConfig("file", bad)));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertTrue(e.getMessage().contains("file.low-water"), e.getMessage());
@@ -224,7 +238,11 @@ class FilePageStoreTest {
         assertTrue(entry != PageUsageIndex.NO_ENTRY);
         assertEquals(List.of(), stored.claimOldest(100), "a page being read was claimed for eviction");
         stored.unpin(entry);
-        assertEquals(List.of(id), stored.claimOldest(100).stream().map(PageUsageIndex.Claimed::key).toList());
+        assertEquals(
+                List.of(id),
+                stored.claimOldest(100).stream()
+                        .map(PageUsageIndex.Claimed::key)
+                        .toList());
         assertEquals(PageUsageIndex.NO_ENTRY, stored.pin(id), "a read started on a page being evicted");
         assertEquals(100, stored.removeEntry(entry));
         assertEquals(-1, stored.removeEntry(entry), "two removers both won");

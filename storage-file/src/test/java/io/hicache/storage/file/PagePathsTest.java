@@ -21,8 +21,18 @@ class PagePathsTest {
     @Test
     void hostileModelIdsAndExtraKeysNeverReachAPath() {
         PagePaths paths = new PagePaths(ROOT);
-        List<String> hostile = List.of("../../etc/passwd", "/etc/passwd", "a/b/c", "..", ".", "nul\0byte", "x".repeat(512),
-                "C:\\Windows", "%2e%2e%2f", "\n", "model/../../../../tmp");
+        List<String> hostile = List.of(
+                "../../etc/passwd",
+                "/etc/passwd",
+                "a/b/c",
+                "..",
+                ".",
+                "nul\0byte",
+                "x".repeat(512),
+                "C:\\Windows",
+                "%2e%2e%2f",
+                "\n",
+                "model/../../../../tmp");
         for (String text : hostile) {
             for (Namespace ns : List.of(namespace(text, ""), namespace("m", text))) {
                 Path file = paths.pageFile(PageId.of(new StoreKey(ns, HASH)));
@@ -43,7 +53,8 @@ class PagePathsTest {
         assertTrue(tooLong.getMessage().contains("513") && tooLong.getMessage().contains("512"), tooLong.getMessage());
         var empty = assertThrows(IllegalArgumentException.class, () -> namespace("", ""));
         assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
-        var badId = assertThrows(IllegalArgumentException.class, () -> new PageId("../../etc/passwd0000000000000000", HASH));
+        var badId = assertThrows(
+                IllegalArgumentException.class, () -> new PageId("../../etc/passwd0000000000000000", HASH));
         assertTrue(badId.getMessage().contains("not a namespace id"), badId.getMessage());
         assertThrows(IllegalArgumentException.class, () -> new PagePaths(ROOT).namespaceDir(".."));
     }
@@ -54,13 +65,20 @@ class PagePathsTest {
         PageId id = PageId.of(new StoreKey(namespace("m", ""), HASH));
         assertEquals(id, paths.parse(paths.pageFile(id)).orElseThrow());
         String ns = id.namespaceId();
-        for (String other : List.of(ns + "/ab0/" + HASH.toHex() + ".tmp", ns + "/ab1/" + HASH.toHex() + ".page",
-                ns + "/ab0/" + HASH.toHex().toUpperCase() + ".page", ns + "/ab0/" + HASH.toHex() + ".page.bak",
-                ns + "/ab0/deadbeef.page", "namespace.txt", ns + "/namespace.txt", "x/ab0/" + HASH.toHex() + ".page",
+        for (String other : List.of(
+                ns + "/ab0/" + HASH.toHex() + ".tmp",
+                ns + "/ab1/" + HASH.toHex() + ".page",
+                ns + "/ab0/" + HASH.toHex().toUpperCase() + ".page",
+                ns + "/ab0/" + HASH.toHex() + ".page.bak",
+                ns + "/ab0/deadbeef.page",
+                "namespace.txt",
+                ns + "/namespace.txt",
+                "x/ab0/" + HASH.toHex() + ".page",
                 ns + "/ab0/x/" + HASH.toHex() + ".page")) {
             assertFalse(paths.parse(ROOT.resolve(other)).isPresent(), other);
         }
-        assertFalse(paths.parse(ROOT.resolve("../elsewhere/" + ns + "/ab0/" + HASH.toHex() + ".page")).isPresent());
+        assertFalse(paths.parse(ROOT.resolve("../elsewhere/" + ns + "/ab0/" + HASH.toHex() + ".page"))
+                .isPresent());
     }
 
     @Test
@@ -88,6 +106,7 @@ class PagePathsTest {
     }
 
     private static Namespace namespace(String modelId, String extra) {
-        return Namespace.of(modelId, KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1).withExtraKey(extra);
+        return Namespace.of(modelId, KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1)
+                .withExtraKey(extra);
     }
 }

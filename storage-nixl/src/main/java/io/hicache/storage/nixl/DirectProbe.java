@@ -25,8 +25,7 @@ import java.util.List;
 final class DirectProbe {
     private static final int BLOCK = 4096;
 
-    private DirectProbe() {
-    }
+    private DirectProbe() {}
 
     static void check(NixlAgent agent, Path dir) {
         Path probe = dir.resolve(".direct-io-probe");
@@ -37,8 +36,10 @@ final class DirectProbe {
             block.fill((byte) 0);
             move(agent, XferOp.READ, block, probe, EnumSet.of(FileMode.READ, FileMode.DIRECT));
             if (block.get(ValueLayout.JAVA_BYTE, BLOCK - 1) != 0x5A) {
-                throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "a block written with direct I/O under " + dir
-                        + " read back differently; turn nixl.direct-io off");
+                throw new HiCacheException(
+                        ErrorCode.STORE_UNAVAILABLE,
+                        "a block written with direct I/O under " + dir
+                                + " read back differently; turn nixl.direct-io off");
             }
         } finally {
             try {
@@ -55,13 +56,19 @@ final class DirectProbe {
         XferRequest req = null;
         try {
             remote = agent.register(new MemoryRegion.File(file, modes, BLOCK));
-            req = agent.createXfer(op, List.of(local.region(0).whole()), List.of(remote.region(0).whole()), null);
+            req = agent.createXfer(
+                    op,
+                    List.of(local.region(0).whole()),
+                    List.of(remote.region(0).whole()),
+                    null);
             agent.post(req);
             NixlStatus status = agent.await(req, Deadline.after(Duration.ofSeconds(10)));
             if (status != NixlStatus.SUCCESS) {
-                throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "nixl.direct-io is on, but the file system of "
-                        + file.getParent() + " does not take direct I/O (" + status + ": " + req.errorDetail()
-                        + "); turn nixl.direct-io off or use a disk file system");
+                throw new HiCacheException(
+                        ErrorCode.STORE_UNAVAILABLE,
+                        "nixl.direct-io is on, but the file system of "
+                                + file.getParent() + " does not take direct I/O (" + status + ": " + req.errorDetail()
+                                + "); turn nixl.direct-io off or use a disk file system");
             }
         } catch (NixlException e) {
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "nixl.direct-io is on, but " + e.getMessage(), e);

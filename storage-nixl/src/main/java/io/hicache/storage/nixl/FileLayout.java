@@ -49,7 +49,8 @@ final class FileLayout implements StorageLayout {
             Files.createDirectories(b);
         }
         this.readModes = directIo ? EnumSet.of(FileMode.READ, FileMode.DIRECT) : EnumSet.of(FileMode.READ);
-        this.writeModes = directIo ? EnumSet.of(FileMode.CREATE, FileMode.WRITE, FileMode.ATOMIC, FileMode.DIRECT)
+        this.writeModes = directIo
+                ? EnumSet.of(FileMode.CREATE, FileMode.WRITE, FileMode.ATOMIC, FileMode.DIRECT)
                 : EnumSet.of(FileMode.CREATE, FileMode.WRITE, FileMode.ATOMIC);
     }
 
@@ -75,7 +76,10 @@ final class FileLayout implements StorageLayout {
         String hash = name.substring(slash + 1);
         // The page hash is uniform: its first 8 hex digits pick the base folder.
         int base = Math.floorMod(Long.parseLong(hash.substring(0, 8), 16), bases.size());
-        return bases.get(base).resolve(name.substring(0, slash)).resolve(hash.substring(0, 3)).resolve(hash + SUFFIX);
+        return bases.get(base)
+                .resolve(name.substring(0, slash))
+                .resolve(hash.substring(0, 3))
+                .resolve(hash + SUFFIX);
     }
 
     @Override
@@ -151,8 +155,7 @@ final class FileLayout implements StorageLayout {
                     // <base>/<namespace id>/<3 hex digits>/<hash>.page: the namespace is the file's folder's folder
                     Path folder = Checks.checkNotNull(p.getParent(), "a page file's folder");
                     Path namespace = Checks.checkNotNull(folder.getParent(), "a page folder's namespace folder");
-                    String name = namespace.getFileName() + "/"
-                            + file.substring(0, file.length() - SUFFIX.length());
+                    String name = namespace.getFileName() + "/" + file.substring(0, file.length() - SUFFIX.length());
                     try {
                         BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class);
                         found.add(new Found(name, a.size(), a.lastModifiedTime().toMillis()));
@@ -171,7 +174,8 @@ final class FileLayout implements StorageLayout {
      */
     private static void removeIfAbandoned(Path temp) throws IOException {
         try {
-            long age = System.currentTimeMillis() - Files.getLastModifiedTime(temp).toMillis();
+            long age =
+                    System.currentTimeMillis() - Files.getLastModifiedTime(temp).toMillis();
             if (age > ABANDONED_TEMP_MILLIS) {
                 Files.deleteIfExists(temp);
             }

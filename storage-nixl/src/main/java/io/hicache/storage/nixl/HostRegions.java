@@ -23,7 +23,8 @@ final class HostRegions {
     }
 
     /** A descriptor of {@code page} inside a registered region, or null when it is in none. */
-    @Nullable XferDesc descOf(MemorySegment page) {
+    @Nullable
+    XferDesc descOf(MemorySegment page) {
         for (Region r : regions) {
             MemorySegment host = ((MemoryRegion.Dram) r.memory()).segment();
             long offset = page.address() - host.address();

@@ -18,8 +18,8 @@ final class LocalPages implements AutoCloseable {
     private final MemorySegment trailerBlock;
     private final Registration own;
 
-    private LocalPages(NixlAgent agent, XferDesc[] pages, XferDesc[] trailers, MemorySegment trailerBlock,
-            Registration own) {
+    private LocalPages(
+            NixlAgent agent, XferDesc[] pages, XferDesc[] trailers, MemorySegment trailerBlock, Registration own) {
         this.agent = agent;
         this.pages = pages;
         this.trailers = trailers;

@@ -137,8 +137,10 @@ final class NixlAgent implements AutoCloseable {
                     }
                 }
                 if (pending.isEmpty()) {
-                    throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "no backend of agent " + name + " serves "
-                            + m.type() + " memory (backends: " + backendNames() + ")");
+                    throw new NixlException(
+                            NixlStatus.ERR_NOT_SUPPORTED,
+                            "no backend of agent " + name + " serves " + m.type() + " memory (backends: "
+                                    + backendNames() + ")");
                 }
                 made.add(new Region(registration, m, Collections.unmodifiableMap(pending)));
                 pending = Map.of();
@@ -209,11 +211,14 @@ final class NixlAgent implements AutoCloseable {
         MemoryType type = memory.get(0).type();
         for (MemoryRegion m : memory) {
             if (m.type() != type) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "one query holds one memory type; got " + type
-                        + " and " + m.type());
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "one query holds one memory type; got " + type + " and " + m.type());
             }
         }
-        NixlBackend backend = backends.stream().filter(b -> b.memoryTypes().contains(type)).findFirst()
+        NixlBackend backend = backends.stream()
+                .filter(b -> b.memoryTypes().contains(type))
+                .findFirst()
                 .orElseThrow(() -> new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "no backend serves " + type));
         return backend.query(List.copyOf(memory));
     }
@@ -233,8 +238,9 @@ final class NixlAgent implements AutoCloseable {
         for (XferDesc d : descs) {
             Objects.requireNonNull(d, "a descriptor");
             if (d.type() != type) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "one list holds one memory type; got " + type
-                        + " and " + d.type());
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "one list holds one memory type; got " + type + " and " + d.type());
             }
             checkRegistered(d.region());
         }
@@ -247,36 +253,56 @@ final class NixlAgent implements AutoCloseable {
     }
 
     /** A transfer between the descriptors at the given indices of prepared lists ({@code makeXferReq}). */
-    public XferRequest makeXfer(XferOp op, XferDescList local, int[] localIndices, XferDescList remote,
-            int[] remoteIndices, @Nullable String notification) {
-        return makeXfer(op, local.type(), local.select(localIndices), remote.type(), remote.select(remoteIndices),
+    public XferRequest makeXfer(
+            XferOp op,
+            XferDescList local,
+            int[] localIndices,
+            XferDescList remote,
+            int[] remoteIndices,
+            @Nullable String notification) {
+        return makeXfer(
+                op,
+                local.type(),
+                local.select(localIndices),
+                remote.type(),
+                remote.select(remoteIndices),
                 notification);
     }
 
     /** A one-shot transfer from unprepared lists ({@code createXferReq}). */
-    public XferRequest createXfer(XferOp op, List<XferDesc> local, List<XferDesc> remote,
-            @Nullable String notification) {
+    public XferRequest createXfer(
+            XferOp op, List<XferDesc> local, List<XferDesc> remote, @Nullable String notification) {
         XferDescList l = prepDescList(local);
         XferDescList r = prepDescList(remote);
         return makeXfer(op, l.type(), l.descs(), r.type(), r.descs(), notification);
     }
 
-    private XferRequest makeXfer(XferOp op, MemoryType localType, List<XferDesc> local, MemoryType remoteType,
-            List<XferDesc> remote, @Nullable String notification) {
+    private XferRequest makeXfer(
+            XferOp op,
+            MemoryType localType,
+            List<XferDesc> local,
+            MemoryType remoteType,
+            List<XferDesc> remote,
+            @Nullable String notification) {
         checkOpen();
         Objects.requireNonNull(op, "op");
         if (!localType.isLocal()) {
-            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "the local list must be DRAM or VRAM, not " + localType);
+            throw new NixlException(
+                    NixlStatus.ERR_INVALID_PARAM, "the local list must be DRAM or VRAM, not " + localType);
         }
         if (local.size() != remote.size()) {
-            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "the lists have " + local.size() + " and "
-                    + remote.size() + " descriptors");
+            throw new NixlException(
+                    NixlStatus.ERR_INVALID_PARAM,
+                    "the lists have " + local.size() + " and " + remote.size() + " descriptors");
         }
         NixlBackend backend = backends.stream()
-                .filter(b -> b.memoryTypes().contains(localType) && b.memoryTypes().contains(remoteType))
+                .filter(b ->
+                        b.memoryTypes().contains(localType) && b.memoryTypes().contains(remoteType))
                 .findFirst()
-                .orElseThrow(() -> new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "no backend of agent " + name
-                        + " moves " + localType + " to and from " + remoteType + " (backends: " + backendNames() + ")"));
+                .orElseThrow(() -> new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED,
+                        "no backend of agent " + name + " moves " + localType + " to and from " + remoteType
+                                + " (backends: " + backendNames() + ")"));
         List<Piece> l = new ArrayList<>(local.size());
         List<Piece> r = new ArrayList<>(remote.size());
         long bytes = 0;
@@ -284,8 +310,9 @@ final class NixlAgent implements AutoCloseable {
             XferDesc a = local.get(i);
             XferDesc b = remote.get(i);
             if (a.length() != b.length()) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "descriptor " + i + " is " + a.length()
-                        + " bytes locally and " + b.length() + " remotely");
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "descriptor " + i + " is " + a.length() + " bytes locally and " + b.length() + " remotely");
             }
             checkRegistered(a.region());
             checkRegistered(b.region());
@@ -320,8 +347,8 @@ final class NixlAgent implements AutoCloseable {
         CompletableFuture<NixlStatus> done = request.begin();
         int post = request.post();
         try {
-            Runnable notify = notification == null ? null
-                    : () -> notifications.add(new Notification(name, notification));
+            Runnable notify =
+                    notification == null ? null : () -> notifications.add(new Notification(name, notification));
             request.prepared().post((status, detail) -> request.finish(post, status, detail, notify));
         } catch (RuntimeException e) {
             request.finish(post, NixlStatus.ERR_BACKEND, "the backend refused the post: " + e, null);
@@ -419,15 +446,16 @@ final class NixlAgent implements AutoCloseable {
     private NixlPlugin plugin(String plugin) {
         NixlPlugin p = plugins.get(plugin);
         if (p == null) {
-            throw new NixlException(NixlStatus.ERR_NOT_FOUND, "no plugin named '" + plugin + "'; this agent has "
-                    + plugins.keySet());
+            throw new NixlException(
+                    NixlStatus.ERR_NOT_FOUND, "no plugin named '" + plugin + "'; this agent has " + plugins.keySet());
         }
         return p;
     }
 
     private void checkRegistered(Region region) {
         if (region.owner().agent() != this) {
-            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "region " + region + " was registered by another agent");
+            throw new NixlException(
+                    NixlStatus.ERR_INVALID_PARAM, "region " + region + " was registered by another agent");
         }
         if (!region.isRegistered()) {
             throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "region " + region + " was deregistered");

@@ -9,8 +9,8 @@ import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.AbstractPageStore;
 import io.hicache.core.store.BatchResult;
-import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.Capability;
+import io.hicache.core.store.CapacityGate;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
@@ -62,17 +62,30 @@ public final class NixlPageStore extends AbstractPageStore {
      * opens, kept up to date by its puts, gets and deletes. Pages other stores on the same folders or bucket write are
      * not in it until the next open.
      */
-    private final PageUsageIndex<String> index = PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
+    private final PageUsageIndex<String> index =
+            PageUsageIndex.<String>builder(PageUsageIndex.Order.RECENCY).build();
+
     private final RegistrationCache registrations;
     private final HostRegions hostRegions;
     /** Null without a capacity limit. */
     private final @Nullable CapacityGate<String> gate;
 
-    private NixlPageStore(NixlStoreConfig config, NixlAgent agent, String pluginName, StorageLayout layout,
-            List<StorageLayout.Found> stored, long capacityBytes) {
-        super("nixl", pluginName + " " + layout.location(), new StoreCapabilities(capacityBytes > 0
-                ? Set.of(Capability.PERSISTENT, Capability.SHARED, Capability.EVICTING)
-                : Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
+    private NixlPageStore(
+            NixlStoreConfig config,
+            NixlAgent agent,
+            String pluginName,
+            StorageLayout layout,
+            List<StorageLayout.Found> stored,
+            long capacityBytes) {
+        super(
+                "nixl",
+                pluginName + " " + layout.location(),
+                new StoreCapabilities(
+                        capacityBytes > 0
+                                ? Set.of(Capability.PERSISTENT, Capability.SHARED, Capability.EVICTING)
+                                : Set.of(Capability.PERSISTENT, Capability.SHARED),
+                        PageFormat.MAX_PAGE_BYTES,
+                        PREFERRED_BATCH));
         this.config = config;
         this.agent = agent;
         this.pluginName = pluginName;
@@ -85,8 +98,14 @@ public final class NixlPageStore extends AbstractPageStore {
         for (StorageLayout.Found f : oldestFirst) {
             index.insert(f.name(), f.bytes());
         }
-        this.gate = capacityBytes > 0 ? new CapacityGate<>("nixl", capacityBytes,
-                new CapacityGate.Watermarks(config.highWater(), config.lowWater()), index, this::evict) : null;
+        this.gate = capacityBytes > 0
+                ? new CapacityGate<>(
+                        "nixl",
+                        capacityBytes,
+                        new CapacityGate.Watermarks(config.highWater(), config.lowWater()),
+                        index,
+                        this::evict)
+                : null;
         if (gate != null) {
             gate.start();
         }
@@ -109,12 +128,18 @@ public final class NixlPageStore extends AbstractPageStore {
             agent.createBackend(plugin.name(), NixlPlugins.paramsFor(plugin, offered));
             layout = StorageLayout.open(plugin, config, agent);
             List<StorageLayout.Found> found = layout.scan();
-            long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
-                    : layout.defaultCapacityBytes(found.stream().mapToLong(StorageLayout.Found::bytes).sum());
+            long capacity = config.capacityBytes() > 0
+                    ? config.capacityBytes()
+                    : layout.defaultCapacityBytes(
+                            found.stream().mapToLong(StorageLayout.Found::bytes).sum());
             NixlPageStore store = new NixlPageStore(config, agent, plugin.name(), layout, found, capacity);
-            LOG.log(Level.INFO, () -> "nixl store: plugin " + store.pluginName + " at " + store.location() + ", "
-                    + store.index.size() + " pages found" + (store.gate == null ? ", no capacity limit"
-                    : ", capacity " + Units.formatBytes(store.gate.capacityBytes())));
+            LOG.log(
+                    Level.INFO,
+                    () -> "nixl store: plugin " + store.pluginName + " at " + store.location() + ", "
+                            + store.index.size() + " pages found"
+                            + (store.gate == null
+                                    ? ", no capacity limit"
+                                    : ", capacity " + Units.formatBytes(store.gate.capacityBytes())));
             return store;
         } catch (IOException | RuntimeException e) {
             if (layout != null) {
@@ -124,8 +149,10 @@ public final class NixlPageStore extends AbstractPageStore {
             if (e instanceof HiCacheException h) {
                 throw h;
             }
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot open the nixl store (" + config.plugin()
-                    + "): " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "cannot open the nixl store (" + config.plugin() + "): " + e.getMessage(),
+                    e);
         }
     }
 
@@ -185,15 +212,24 @@ public final class NixlPageStore extends AbstractPageStore {
             long pageBytes = targets.page(i).byteSize();
             long stored = pageBytes + PageTrailer.BYTES;
             int page = i;
-            transfers.start(i, () -> registrations.lease(name, stored, () -> layout.readRegion(name, stored)),
+            transfers.start(
+                    i,
+                    () -> registrations.lease(name, stored, () -> layout.readRegion(name, stored)),
                     lease -> transfer(XferOp.READ, local, page, lease.registration(), pageBytes));
         }
         return transfers.awaitAll(deadline, DRAIN_NANOS).thenApply(statuses -> {
             try {
                 BatchResult.Builder result = BatchResult.builder(n);
                 for (int i = 0; i < n; i++) {
-                    readOutcome(result, i, targets.key(i), targets.page(i), local.trailer(i), statuses[i],
-                            transfers.detail(i), deadline);
+                    readOutcome(
+                            result,
+                            i,
+                            targets.key(i),
+                            targets.page(i),
+                            local.trailer(i),
+                            statuses[i],
+                            transfers.detail(i),
+                            deadline);
                 }
                 return result.build();
             } finally {
@@ -203,8 +239,15 @@ public final class NixlPageStore extends AbstractPageStore {
         });
     }
 
-    private void readOutcome(BatchResult.Builder result, int i, StoreKey key, MemorySegment page, MemorySegment trailer,
-            NixlStatus status, @Nullable String detail, Deadline deadline) {
+    private void readOutcome(
+            BatchResult.Builder result,
+            int i,
+            StoreKey key,
+            MemorySegment page,
+            MemorySegment trailer,
+            NixlStatus status,
+            @Nullable String detail,
+            Deadline deadline) {
         String name = key.toString();
         switch (status) {
             case SUCCESS -> {
@@ -224,8 +267,8 @@ public final class NixlPageStore extends AbstractPageStore {
                 result.set(i, PageStatus.MISS);
             }
             case ERR_MISMATCH -> result.set(i, PageStatus.SIZE_MISMATCH, detail);
-            case ERR_CANCELED, ERR_TIMED_OUT, IN_PROG -> result.set(i, PageStatus.stoppedBy(deadline),
-                    "stopped by the deadline");
+            case ERR_CANCELED, ERR_TIMED_OUT, IN_PROG ->
+                result.set(i, PageStatus.stoppedBy(deadline), "stopped by the deadline");
             default -> {
                 registrations.invalidate(name);
                 result.set(i, PageStatus.FAILED, status + ": " + detail);
@@ -250,8 +293,12 @@ public final class NixlPageStore extends AbstractPageStore {
         if (gate != null && reserve > 0) {
             try {
                 if (!gate.reserve(reserve, deadline)) {
-                    return CompletableFuture.completedFuture(BatchResult.all(n, PageStatus.stoppedBy(deadline), "no room:"
-                            + " the store is over its capacity and the cleaner did not catch up before the deadline"));
+                    return CompletableFuture.completedFuture(
+                            BatchResult.all(
+                                    n,
+                                    PageStatus.stoppedBy(deadline),
+                                    "no room:"
+                                            + " the store is over its capacity and the cleaner did not catch up before the deadline"));
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -261,8 +308,11 @@ public final class NixlPageStore extends AbstractPageStore {
         MemorySegment trailers = Arena.ofAuto().allocate((long) PageTrailer.BYTES * n, 8);
         for (int i = 0; i < n; i++) {
             MemorySegment page = sources.page(i);
-            PageTrailer.write(trailers.asSlice((long) i * PageTrailer.BYTES, PageTrailer.BYTES), sources.key(i),
-                    page.byteSize(), PageChecksum.of(page));
+            PageTrailer.write(
+                    trailers.asSlice((long) i * PageTrailer.BYTES, PageTrailer.BYTES),
+                    sources.key(i),
+                    page.byteSize(),
+                    PageChecksum.of(page));
         }
         LocalPages local = LocalPages.register(agent, hostRegions, sources, trailers);
         Transfers transfers = new Transfers(agent, n);
@@ -273,7 +323,9 @@ public final class NixlPageStore extends AbstractPageStore {
             String name = sources.key(i).toString();
             long pageBytes = sources.page(i).byteSize();
             int page = i;
-            transfers.start(i, () -> Transfers.registered(agent, layout.writeRegion(name, pageBytes + PageTrailer.BYTES)),
+            transfers.start(
+                    i,
+                    () -> Transfers.registered(agent, layout.writeRegion(name, pageBytes + PageTrailer.BYTES)),
                     target -> transfer(XferOp.WRITE, local, page, target.registration(), pageBytes));
         }
         return transfers.awaitAll(deadline, DRAIN_NANOS).thenApply(statuses -> {
@@ -290,9 +342,12 @@ public final class NixlPageStore extends AbstractPageStore {
                         index.insert(name, stored);
                         early.set(i, PageStatus.OK);
                     } else {
-                        boolean stopped = statuses[i] == NixlStatus.ERR_CANCELED || statuses[i] == NixlStatus.IN_PROG
+                        boolean stopped = statuses[i] == NixlStatus.ERR_CANCELED
+                                || statuses[i] == NixlStatus.IN_PROG
                                 || statuses[i] == NixlStatus.ERR_TIMED_OUT;
-                        early.set(i, stopped ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
+                        early.set(
+                                i,
+                                stopped ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
                                 stopped ? "stopped by the deadline" : statuses[i] + ": " + transfers.detail(i));
                     }
                     release(stored); // a page written is in the index now, which counts it
@@ -308,8 +363,11 @@ public final class NixlPageStore extends AbstractPageStore {
     /** One page's transfer: the page and its trailer, against the first region of {@code storage}. */
     private XferRequest transfer(XferOp op, LocalPages local, int page, Registration storage, long pageBytes) {
         var remote = storage.region(0);
-        return agent.createXfer(op, List.of(local.pageDesc(page), local.trailerDesc(page)),
-                List.of(remote.slice(0, pageBytes), remote.slice(pageBytes, PageTrailer.BYTES)), null);
+        return agent.createXfer(
+                op,
+                List.of(local.pageDesc(page), local.trailerDesc(page)),
+                List.of(remote.slice(0, pageBytes), remote.slice(pageBytes, PageTrailer.BYTES)),
+                null);
     }
 
     /* ---------------------------------------------------------------- deletes, clears, cleaning */

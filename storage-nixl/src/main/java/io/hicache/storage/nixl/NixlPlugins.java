@@ -14,8 +14,7 @@ final class NixlPlugins {
     /** The name that asks for automatic selection. */
     public static final String AUTO = "auto";
 
-    private NixlPlugins() {
-    }
+    private NixlPlugins() {}
 
     /** Every plugin on the class path, in priority order. */
     public static List<NixlPlugin> all() {
@@ -49,11 +48,16 @@ final class NixlPlugins {
      */
     public static NixlPlugin choose(List<NixlPlugin> plugins, String configured, Map<String, String> params) {
         if (!AUTO.equalsIgnoreCase(configured)) {
-            NixlPlugin p = plugins.stream().filter(x -> x.name().equalsIgnoreCase(configured)).findFirst()
-                    .orElseThrow(() -> new NixlException(NixlStatus.ERR_NOT_FOUND, "no NIXL plugin named '" + configured
-                            + "'; there are " + plugins.stream().map(NixlPlugin::name).toList() + " and " + AUTO));
+            NixlPlugin p = plugins.stream()
+                    .filter(x -> x.name().equalsIgnoreCase(configured))
+                    .findFirst()
+                    .orElseThrow(() -> new NixlException(
+                            NixlStatus.ERR_NOT_FOUND,
+                            "no NIXL plugin named '" + configured + "'; there are "
+                                    + plugins.stream().map(NixlPlugin::name).toList() + " and " + AUTO));
             p.unavailableReason(params).ifPresent(why -> {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "NIXL plugin " + p.name() + " cannot run: " + why);
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED, "NIXL plugin " + p.name() + " cannot run: " + why);
             });
             return p;
         }

@@ -27,32 +27,60 @@ import java.util.Map;
  * @param registrationCache  storage registrations kept between transfers; 0 registers per transfer, as SGLang does
  * @param objParams          the OBJ plugin's parameters: the {@code s3.*} settings given
  */
-public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, int ioThreads, long capacityBytes,
-        double highWater, double lowWater, int registrationCache, Map<String, String> objParams) {
-    public static final Setting<String> PLUGIN = Setting.string("nixl.plugin", "auto",
+public record NixlStoreConfig(
+        String plugin,
+        List<Path> dirs,
+        boolean directIo,
+        int ioThreads,
+        long capacityBytes,
+        double highWater,
+        double lowWater,
+        int registrationCache,
+        Map<String, String> objParams) {
+    public static final Setting<String> PLUGIN = Setting.string(
+            "nixl.plugin",
+            "auto",
             "the NIXL plugin: POSIX (files), OBJ (S3 objects), or auto (the first that can run: POSIX, then OBJ)");
-    public static final Setting<String> DIRS = Setting.string("nixl.dirs", "/tmp/hicache-nixl",
+    public static final Setting<String> DIRS = Setting.string(
+            "nixl.dirs",
+            "/tmp/hicache-nixl",
             "base folders of the POSIX plugin's page files, comma-separated; pages spread over them by key");
-    public static final Setting<Boolean> DIRECT_IO = Setting.bool("nixl.direct-io", false,
+    public static final Setting<Boolean> DIRECT_IO = Setting.bool(
+            "nixl.direct-io",
+            false,
             "POSIX plugin: read and write page files with O_DIRECT (bounce buffers for unaligned parts)");
-    public static final Setting<Integer> IO_THREADS = Setting.integer("nixl.io-threads", 8, 1, 1024,
+    public static final Setting<Integer> IO_THREADS = Setting.integer(
+            "nixl.io-threads",
+            8,
+            1,
+            1024,
             "POSIX plugin: I/O threads; a batch's files are read and written on them in parallel");
-    public static final Setting<Long> CAPACITY = Setting.bytes("nixl.capacity", "0",
+    public static final Setting<Long> CAPACITY = Setting.bytes(
+            "nixl.capacity",
+            "0",
             "most page bytes kept; 0 means 90% of the first folder's file system (POSIX) or no limit (OBJ)");
-    public static final Setting<Double> HIGH_WATER = Setting.decimal("nixl.high-water", 0.8, 0.05, 1.0,
+    public static final Setting<Double> HIGH_WATER = Setting.decimal(
+            "nixl.high-water",
+            0.8,
+            0.05,
+            1.0,
             "the cleaner starts deleting the least recently used pages past this fraction of the capacity");
-    public static final Setting<Double> LOW_WATER = Setting.decimal("nixl.low-water", 0.7, 0.05, 1.0,
-            "the cleaner stops at this fraction of the capacity");
-    public static final Setting<Integer> REGISTRATION_CACHE = Setting.integer("nixl.registration-cache", 4096, 0,
-            1 << 20, "storage-side registrations kept between transfers (open files, for POSIX); 0 registers each "
+    public static final Setting<Double> LOW_WATER =
+            Setting.decimal("nixl.low-water", 0.7, 0.05, 1.0, "the cleaner stops at this fraction of the capacity");
+    public static final Setting<Integer> REGISTRATION_CACHE = Setting.integer(
+            "nixl.registration-cache",
+            4096,
+            0,
+            1 << 20,
+            "storage-side registrations kept between transfers (open files, for POSIX); 0 registers each "
                     + "page per transfer, as SGLang does");
 
     /** The plugin parameter {@code nixl.io-threads} is offered as: the POSIX plugin's name for it. */
     static final String IO_THREADS_PARAM = "io_threads";
 
     /** The store's own settings; the provider adds the {@code s3.*} ones for the OBJ plugin. */
-    public static final List<Setting<?>> SETTINGS = List.of(PLUGIN, DIRS, DIRECT_IO, IO_THREADS, CAPACITY, HIGH_WATER,
-            LOW_WATER, REGISTRATION_CACHE);
+    public static final List<Setting<?>> SETTINGS =
+            List.of(PLUGIN, DIRS, DIRECT_IO, IO_THREADS, CAPACITY, HIGH_WATER, LOW_WATER, REGISTRATION_CACHE);
 
     public NixlStoreConfig {
         Checks.checkNotNull(plugin, "plugin");
@@ -60,8 +88,11 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
         Checks.requireArgument(!dirs.isEmpty(), "nixl.dirs names no folder");
         Checks.checkPositive(ioThreads, "ioThreads");
         Checks.checkNotNegative(capacityBytes, "capacityBytes");
-        Checks.requireArgument(lowWater > 0 && lowWater <= highWater && highWater <= 1,
-                "need 0 < nixl.low-water <= nixl.high-water <= 1; got %s and %s", lowWater, highWater);
+        Checks.requireArgument(
+                lowWater > 0 && lowWater <= highWater && highWater <= 1,
+                "need 0 < nixl.low-water <= nixl.high-water <= 1; got %s and %s",
+                lowWater,
+                highWater);
         Checks.checkNotNegative(registrationCache, "registrationCache");
         objParams = Map.copyOf(objParams);
     }
@@ -83,9 +114,16 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
             for (Setting<?> setting : S3Config.SETTINGS) {
                 s.lookup(setting.key()).ifPresent(v -> obj.put(setting.key(), v.text()));
             }
-            return new NixlStoreConfig(s.get(PLUGIN).trim(), dirs, s.get(DIRECT_IO),
-                    s.get(IO_THREADS), s.get(CAPACITY), s.get(HIGH_WATER), s.get(LOW_WATER),
-                    s.get(REGISTRATION_CACHE), obj);
+            return new NixlStoreConfig(
+                    s.get(PLUGIN).trim(),
+                    dirs,
+                    s.get(DIRECT_IO),
+                    s.get(IO_THREADS),
+                    s.get(CAPACITY),
+                    s.get(HIGH_WATER),
+                    s.get(LOW_WATER),
+                    s.get(REGISTRATION_CACHE),
+                    obj);
         });
     }
 
@@ -100,18 +138,18 @@ public record NixlStoreConfig(String plugin, List<Path> dirs, boolean directIo, 
     }
 
     public NixlStoreConfig withCapacityBytes(long bytes) {
-        return new NixlStoreConfig(plugin, dirs, directIo, ioThreads, bytes, highWater, lowWater, registrationCache,
-                objParams);
+        return new NixlStoreConfig(
+                plugin, dirs, directIo, ioThreads, bytes, highWater, lowWater, registrationCache, objParams);
     }
 
     public NixlStoreConfig withDirectIo(boolean on) {
-        return new NixlStoreConfig(plugin, dirs, on, ioThreads, capacityBytes, highWater, lowWater, registrationCache,
-                objParams);
+        return new NixlStoreConfig(
+                plugin, dirs, on, ioThreads, capacityBytes, highWater, lowWater, registrationCache, objParams);
     }
 
     public NixlStoreConfig withRegistrationCache(int entries) {
-        return new NixlStoreConfig(plugin, dirs, directIo, ioThreads, capacityBytes, highWater, lowWater, entries,
-                objParams);
+        return new NixlStoreConfig(
+                plugin, dirs, directIo, ioThreads, capacityBytes, highWater, lowWater, entries, objParams);
     }
 
     /**

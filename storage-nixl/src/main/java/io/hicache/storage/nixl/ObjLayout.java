@@ -39,7 +39,10 @@ final class ObjLayout implements StorageLayout {
     /** The layout over {@code config}'s {@code s3.*} bucket and prefix, with a client of its own. */
     static ObjLayout open(NixlStoreConfig config) {
         S3Config s3 = S3Config.fromParams(config.objParams());
-        return new ObjLayout(S3Clients.build(s3), s3.bucket(), s3.prefix(),
+        return new ObjLayout(
+                S3Clients.build(s3),
+                s3.bucket(),
+                s3.prefix(),
                 s3.requestTimeout().multipliedBy(s3.maxAttempts()));
     }
 
@@ -86,8 +89,8 @@ final class ObjLayout implements StorageLayout {
         try {
             await(s3.headObject(b -> b.bucket(bucket).key(key(name))));
         } catch (IOException e) {
-            if (e.getCause() instanceof NoSuchKeyException || (e.getCause() instanceof S3Exception s
-                    && s.statusCode() == 404)) {
+            if (e.getCause() instanceof NoSuchKeyException
+                    || (e.getCause() instanceof S3Exception s && s.statusCode() == 404)) {
                 return false;
             }
             throw e;
@@ -100,9 +103,12 @@ final class ObjLayout implements StorageLayout {
     public void clear(@Nullable String namespaceId) throws IOException {
         String under = namespaceId == null ? prefix : prefix + namespaceId + "/";
         for (List<S3Object> page : list(under)) {
-            List<ObjectIdentifier> ids = page.stream().map(o -> ObjectIdentifier.builder().key(o.key()).build()).toList();
+            List<ObjectIdentifier> ids = page.stream()
+                    .map(o -> ObjectIdentifier.builder().key(o.key()).build())
+                    .toList();
             if (!ids.isEmpty()) {
-                await(s3.deleteObjects(b -> b.bucket(bucket).delete(Delete.builder().objects(ids).quiet(true).build())));
+                await(s3.deleteObjects(b -> b.bucket(bucket)
+                        .delete(Delete.builder().objects(ids).quiet(true).build())));
             }
         }
     }
@@ -114,7 +120,10 @@ final class ObjLayout implements StorageLayout {
             for (S3Object o : page) {
                 String name = o.key().substring(prefix.length());
                 if (name.indexOf('/') > 0) {
-                    found.add(new Found(name, o.size(), o.lastModified() == null ? 0 : o.lastModified().toEpochMilli()));
+                    found.add(new Found(
+                            name,
+                            o.size(),
+                            o.lastModified() == null ? 0 : o.lastModified().toEpochMilli()));
                 }
             }
         }
@@ -125,8 +134,8 @@ final class ObjLayout implements StorageLayout {
         List<List<S3Object>> pages = new ArrayList<>();
         String token = null;
         do {
-            ListObjectsV2Request.Builder req = ListObjectsV2Request.builder().bucket(bucket).prefix(under)
-                    .maxKeys(LIST_BATCH);
+            ListObjectsV2Request.Builder req =
+                    ListObjectsV2Request.builder().bucket(bucket).prefix(under).maxKeys(LIST_BATCH);
             if (token != null) {
                 req.continuationToken(token);
             }

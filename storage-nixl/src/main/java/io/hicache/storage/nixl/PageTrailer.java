@@ -14,8 +14,7 @@ final class PageTrailer {
     static final int BYTES = PageRecordDescriptor.LENGTH;
     private static final int MAGIC = 0x314E4348; // "HCN1" read little-endian
 
-    private PageTrailer() {
-    }
+    private PageTrailer() {}
 
     /** Writes the trailer of {@code key}'s page of {@code length} bytes with checksum {@code crc} into {@code dst}. */
     static void write(MemorySegment dst, StoreKey key, long length, int crc) {

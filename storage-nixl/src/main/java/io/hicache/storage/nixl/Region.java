@@ -50,8 +50,10 @@ final class Region {
      */
     public XferDesc slice(long offset, long length) {
         if (offset < 0 || length <= 0 || offset > memory.length() - length) {
-            throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "descriptor [" + offset + ", +" + length + ") is not "
-                    + "inside the " + memory.length() + "-byte " + memory.type() + " region");
+            throw new NixlException(
+                    NixlStatus.ERR_INVALID_PARAM,
+                    "descriptor [" + offset + ", +" + length + ") is not " + "inside the " + memory.length() + "-byte "
+                            + memory.type() + " region");
         }
         return new XferDesc(this, offset, length);
     }
@@ -66,7 +68,8 @@ final class Region {
     }
 
     /** The backend's state, or null when the backend does not serve this region. */
-    @Nullable Object stateFor(NixlBackend backend) {
+    @Nullable
+    Object stateFor(NixlBackend backend) {
         return states.get(backend);
     }
 

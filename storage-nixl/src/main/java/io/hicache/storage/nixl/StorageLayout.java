@@ -30,8 +30,10 @@ interface StorageLayout extends AutoCloseable {
         if (plugin.memoryTypes().contains(MemoryType.OBJ)) {
             return ObjLayout.open(config);
         }
-        throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "the nixl store keeps pages in FILE or OBJ storage; "
-                + "plugin " + plugin.name() + " serves " + plugin.memoryTypes());
+        throw new NixlException(
+                NixlStatus.ERR_NOT_SUPPORTED,
+                "the nixl store keeps pages in FILE or OBJ storage; " + "plugin " + plugin.name() + " serves "
+                        + plugin.memoryTypes());
     }
 
     /** For logs: the folders, or the bucket and prefix. */
@@ -62,8 +64,7 @@ interface StorageLayout extends AutoCloseable {
     List<Found> scan() throws IOException;
 
     /** A stored page: its name, stored bytes and last modification (ms since the epoch). */
-    record Found(String name, long bytes, long modifiedMillis) {
-    }
+    record Found(String name, long bytes, long modifiedMillis) {}
 
     @Override
     void close();

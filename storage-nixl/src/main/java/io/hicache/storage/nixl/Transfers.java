@@ -88,7 +88,8 @@ final class Transfers implements AutoCloseable {
      */
     CompletableFuture<NixlStatus[]> awaitAll(Deadline deadline, long drainNanos) {
         CompletableFuture<Void> all = CompletableFuture.allOf(done);
-        return all.copy().completeOnTimeout(null, Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS)
+        return all.copy()
+                .completeOnTimeout(null, Math.max(0, deadline.remainingNanos()), TimeUnit.NANOSECONDS)
                 .thenCompose(v -> {
                     if (all.isDone()) {
                         return all;
@@ -110,7 +111,8 @@ final class Transfers implements AutoCloseable {
     }
 
     /** Why page {@code i}'s transfer failed, or null. */
-    @Nullable String detail(int i) {
+    @Nullable
+    String detail(int i) {
         if (details[i] != null) {
             return details[i];
         }

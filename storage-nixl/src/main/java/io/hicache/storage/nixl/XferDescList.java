@@ -39,8 +39,8 @@ final class XferDescList {
         XferDesc[] picked = new XferDesc[indices.length];
         for (int i = 0; i < indices.length; i++) {
             if (indices[i] < 0 || indices[i] >= descs.size()) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "index " + indices[i] + " is outside a list of "
-                        + descs.size());
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM, "index " + indices[i] + " is outside a list of " + descs.size());
             }
             picked[i] = descs.get(indices[i]);
         }

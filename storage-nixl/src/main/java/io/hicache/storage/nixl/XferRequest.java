@@ -23,12 +23,18 @@ final class XferRequest {
     private NixlStatus status = NixlStatus.NOT_POSTED;
     /** Why the last post failed; null while none has. */
     private @Nullable String detail;
+
     private boolean released;
     private boolean timedOut;
     private int post;
     private CompletableFuture<NixlStatus> done = CompletableFuture.completedFuture(NixlStatus.NOT_POSTED);
 
-    XferRequest(XferOp op, NixlBackend backend, NixlBackend.Request prepared, @Nullable String notification, long bytes,
+    XferRequest(
+            XferOp op,
+            NixlBackend backend,
+            NixlBackend.Request prepared,
+            @Nullable String notification,
+            long bytes,
             int descriptors) {
         this.op = op;
         this.backend = backend;
@@ -160,7 +166,8 @@ final class XferRequest {
         return prepared;
     }
 
-    @Nullable String notification() {
+    @Nullable
+    String notification() {
         return notification;
     }
 }

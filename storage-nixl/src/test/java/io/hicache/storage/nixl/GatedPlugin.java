@@ -78,12 +78,12 @@ final class GatedPlugin implements NixlPlugin {
             }
 
             @Override
-            public void deregister(MemoryRegion region, Object state) {
-            }
+            public void deregister(MemoryRegion region, Object state) {}
 
             @Override
             public CompletableFuture<List<Boolean>> query(List<MemoryRegion> regions) {
-                return CompletableFuture.completedFuture(regions.stream().map(r -> false).toList());
+                return CompletableFuture.completedFuture(
+                        regions.stream().map(r -> false).toList());
             }
 
             @Override
@@ -120,8 +120,7 @@ final class GatedPlugin implements NixlPlugin {
                     }
 
                     @Override
-                    public void release() {
-                    }
+                    public void release() {}
                 };
             }
 

@@ -76,19 +76,25 @@ class NixlAgentTest {
             bare.close();
         }
         assertStatus(NixlStatus.ERR_NOT_FOUND, () -> posix.createBackend("GDS", Map.of()));
-        assertStatus(NixlStatus.ERR_NOT_FOUND, () -> posix.register(
-                new MemoryRegion.File(dir.resolve("no-such-folder/page"), NEW_FILE, 64)));
-        assertStatus(NixlStatus.ERR_NOT_FOUND, () -> posix.register(
-                new MemoryRegion.File(dir.resolve("missing"), EnumSet.of(FileMode.WRITE), 64)));
+        assertStatus(
+                NixlStatus.ERR_NOT_FOUND,
+                () -> posix.register(new MemoryRegion.File(dir.resolve("no-such-folder/page"), NEW_FILE, 64)));
+        assertStatus(
+                NixlStatus.ERR_NOT_FOUND,
+                () -> posix.register(new MemoryRegion.File(dir.resolve("missing"), EnumSet.of(FileMode.WRITE), 64)));
         assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> new MemoryRegion.Dram(MemorySegment.ofArray(new byte[64])));
         try (Arena confined = Arena.ofConfined()) {
             assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> new MemoryRegion.Dram(confined.allocate(64)));
         }
-        assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> new MemoryRegion.File(dir.resolve("f"), EnumSet.noneOf(
-                FileMode.class), 64));
+        assertStatus(
+                NixlStatus.ERR_INVALID_PARAM,
+                () -> new MemoryRegion.File(dir.resolve("f"), EnumSet.noneOf(FileMode.class), 64));
         // All or nothing: a bad region after a good one leaves no registration behind.
-        assertStatus(NixlStatus.ERR_NOT_FOUND, () -> posix.register(List.of(new MemoryRegion.Dram(pattern(64, 2)),
-                new MemoryRegion.File(dir.resolve("nope/f"), NEW_FILE, 64))));
+        assertStatus(
+                NixlStatus.ERR_NOT_FOUND,
+                () -> posix.register(List.of(
+                        new MemoryRegion.Dram(pattern(64, 2)),
+                        new MemoryRegion.File(dir.resolve("nope/f"), NEW_FILE, 64))));
         assertEquals(0, posix.registrationCount());
 
         Registration r = posix.register(new MemoryRegion.Dram(pattern(64, 3)));
@@ -98,8 +104,11 @@ class NixlAgentTest {
         posix.deregister(r);
         assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> posix.deregister(r));
         assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> posix.prepDescList(List.of(d)));
-        assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> held.prepDescList(List.of(
-                posix.register(new MemoryRegion.Dram(pattern(8, 4))).region(0).whole())));
+        assertStatus(
+                NixlStatus.ERR_INVALID_PARAM,
+                () -> held.prepDescList(List.of(posix.register(new MemoryRegion.Dram(pattern(8, 4)))
+                        .region(0)
+                        .whole())));
     }
 
     @Test
@@ -107,13 +116,17 @@ class NixlAgentTest {
         MemorySegment a = pattern(4096, 1);
         MemorySegment b = pattern(1000, 2);
         MemorySegment c = pattern(300, 3);
-        Registration local = posix.register(List.of(new MemoryRegion.Dram(a), new MemoryRegion.Dram(b),
-                new MemoryRegion.Dram(c)));
+        Registration local =
+                posix.register(List.of(new MemoryRegion.Dram(a), new MemoryRegion.Dram(b), new MemoryRegion.Dram(c)));
         Path file = dir.resolve("three");
         Registration storage = posix.register(new MemoryRegion.File(file, NEW_FILE, 5396));
-        XferDescList l = posix.prepDescList(List.of(local.region(0).whole(), local.region(1).whole(),
+        XferDescList l = posix.prepDescList(List.of(
+                local.region(0).whole(),
+                local.region(1).whole(),
                 local.region(2).whole()));
-        XferDescList s = posix.prepDescList(List.of(storage.region(0).slice(1300, 4096), storage.region(0).slice(0, 1000),
+        XferDescList s = posix.prepDescList(List.of(
+                storage.region(0).slice(1300, 4096),
+                storage.region(0).slice(0, 1000),
                 storage.region(0).slice(1000, 300)));
         XferRequest write = posix.makeXfer(XferOp.WRITE, l, s, "written");
         assertEquals(NixlStatus.NOT_POSTED, posix.status(write));
@@ -127,9 +140,12 @@ class NixlAgentTest {
         MemorySegment a2 = arena.allocate(4096);
         Registration back = posix.register(List.of(new MemoryRegion.Dram(b2), new MemoryRegion.Dram(a2)));
         Registration reader = posix.register(new MemoryRegion.File(file, EnumSet.of(FileMode.READ), 5396));
-        XferDescList into = posix.prepDescList(List.of(back.region(0).whole(), back.region(1).whole()));
-        XferDescList from = posix.prepDescList(List.of(reader.region(0).slice(0, 1000), reader.region(0).slice(1300,
-                4096), reader.region(0).slice(1000, 300)));
+        XferDescList into = posix.prepDescList(
+                List.of(back.region(0).whole(), back.region(1).whole()));
+        XferDescList from = posix.prepDescList(List.of(
+                reader.region(0).slice(0, 1000),
+                reader.region(0).slice(1300, 4096),
+                reader.region(0).slice(1000, 300)));
         XferRequest read = posix.makeXfer(XferOp.READ, into, new int[] {0, 1}, from, new int[] {0, 1}, null);
         posix.post(read);
         assertEquals(NixlStatus.SUCCESS, posix.await(read, Deadline.after(Duration.ofSeconds(10))));
@@ -137,16 +153,29 @@ class NixlAgentTest {
         assertArrayEquals(a.toArray(ValueLayout.JAVA_BYTE), a2.toArray(ValueLayout.JAVA_BYTE));
         assertTrue(posix.notifications().isEmpty(), "no notification was asked for");
         // A read-only registration refuses writes when the transfer is made.
-        assertStatus(NixlStatus.ERR_NOT_ALLOWED, () -> posix.createXfer(XferOp.WRITE, List.of(back.region(0).whole()),
-                List.of(reader.region(0).slice(0, 1000)), null));
-        assertStatus(NixlStatus.ERR_INVALID_PARAM, () -> posix.createXfer(XferOp.READ, List.of(back.region(0).whole()),
-                List.of(reader.region(0).slice(0, 999)), null));
+        assertStatus(
+                NixlStatus.ERR_NOT_ALLOWED,
+                () -> posix.createXfer(
+                        XferOp.WRITE,
+                        List.of(back.region(0).whole()),
+                        List.of(reader.region(0).slice(0, 1000)),
+                        null));
+        assertStatus(
+                NixlStatus.ERR_INVALID_PARAM,
+                () -> posix.createXfer(
+                        XferOp.READ,
+                        List.of(back.region(0).whole()),
+                        List.of(reader.region(0).slice(0, 999)),
+                        null));
     }
 
     private XferRequest heldTransfer() {
         Registration local = held.register(new MemoryRegion.Dram(pattern(64, 9)));
         Registration storage = held.register(new MemoryRegion.File(dir.resolve("held"), NEW_FILE, 64));
-        return held.createXfer(XferOp.WRITE, List.of(local.region(0).whole()), List.of(storage.region(0).whole()),
+        return held.createXfer(
+                XferOp.WRITE,
+                List.of(local.region(0).whole()),
+                List.of(storage.region(0).whole()),
                 null);
     }
 
@@ -186,8 +215,9 @@ class NixlAgentTest {
         held.post(req, null, Duration.ofMillis(100));
         assertEquals(NixlStatus.ERR_TIMED_OUT, held.await(req, Deadline.after(Duration.ofSeconds(10))));
         long tookMillis = (System.nanoTime() - start) / 1_000_000;
-        assertTrue(tookMillis >= 100 && tookMillis < 5_000, "stall timeout of 100 ms ended the post after " + tookMillis
-                + " ms");
+        assertTrue(
+                tookMillis >= 100 && tookMillis < 5_000,
+                "stall timeout of 100 ms ended the post after " + tookMillis + " ms");
         assertTrue(req.errorDetail() != null);
     }
 
@@ -201,8 +231,11 @@ class NixlAgentTest {
         MemorySegment second = doomed.allocate(8192);
         Registration local = posix.register(List.of(new MemoryRegion.Dram(good), new MemoryRegion.Dram(second)));
         Registration storage = posix.register(new MemoryRegion.File(file, NEW_FILE, 16384));
-        XferRequest req = posix.createXfer(XferOp.WRITE, List.of(local.region(0).whole(), local.region(1).whole()),
-                List.of(storage.region(0).slice(0, 8192), storage.region(0).slice(8192, 8192)), null);
+        XferRequest req = posix.createXfer(
+                XferOp.WRITE,
+                List.of(local.region(0).whole(), local.region(1).whole()),
+                List.of(storage.region(0).slice(0, 8192), storage.region(0).slice(8192, 8192)),
+                null);
         doomed.close(); // the second descriptor's memory is gone: the write fails after the first landed
         posix.post(req);
         NixlStatus status = posix.await(req, Deadline.after(Duration.ofSeconds(10)));
@@ -229,8 +262,11 @@ class NixlAgentTest {
         Registration local = posix.register(new MemoryRegion.Dram(target));
         for (Path p : List.of(shortFile, dir.resolve("missing"))) {
             Registration storage = posix.register(new MemoryRegion.File(p, EnumSet.of(FileMode.READ), 200));
-            XferRequest req = posix.createXfer(XferOp.READ, List.of(local.region(0).whole()),
-                    List.of(storage.region(0).whole()), null);
+            XferRequest req = posix.createXfer(
+                    XferOp.READ,
+                    List.of(local.region(0).whole()),
+                    List.of(storage.region(0).whole()),
+                    null);
             posix.post(req);
             NixlStatus expected = p == shortFile ? NixlStatus.ERR_MISMATCH : NixlStatus.ERR_NOT_FOUND;
             assertEquals(expected, posix.await(req, Deadline.after(Duration.ofSeconds(10))));
@@ -262,7 +298,9 @@ class NixlAgentTest {
         if (System.getenv("AWS_DEFAULT_BUCKET") == null) {
             NixlException e = assertThrows(NixlException.class, () -> NixlPlugins.choose(all, "OBJ", Map.of()));
             assertTrue(e.getMessage().contains("no bucket"), e.getMessage());
-            assertFalse(NixlPlugins.choose(List.of(all.get(1)), "OBJ", Map.of("s3.bucket", "b")).name().isEmpty());
+            assertFalse(NixlPlugins.choose(List.of(all.get(1)), "OBJ", Map.of("s3.bucket", "b"))
+                    .name()
+                    .isEmpty());
         }
     }
 }

@@ -26,8 +26,8 @@ class NixlPageStoreConformanceTest {
     static final long CAPACITY = 48L << 20;
 
     /** Flips a byte in the middle of the page's file, behind the store's back. */
-    static final PageCorrupter FLIP_A_BYTE_ON_DISK = (store, key) -> PageCorrupter.flipMiddleByte(
-            Path.of(((NixlPageStore) store).whereIs(key)));
+    static final PageCorrupter FLIP_A_BYTE_ON_DISK =
+            (store, key) -> PageCorrupter.flipMiddleByte(Path.of(((NixlPageStore) store).whereIs(key)));
 
     abstract static class PosixKit extends PageStoreConformanceKit {
         abstract Path root();
@@ -100,6 +100,7 @@ class NixlPageStoreConformanceTest {
 
         @TempDir
         static Path dir;
+
         static LocalS3 server;
 
         @BeforeAll
@@ -133,8 +134,16 @@ class NixlPageStoreConformanceTest {
 
     /** The OBJ plugin's parameters for {@code bucket} on {@code server}. */
     static Map<String, String> objParams(LocalS3 server, String bucket) {
-        return Map.of(S3Config.BUCKET.key(), bucket, S3Config.ENDPOINT.key(), server.endpoint().toString(),
-                S3Config.PATH_STYLE.key(), "true", S3Config.ACCESS_KEY.key(), LocalS3.ACCESS_KEY,
-                S3Config.SECRET_KEY.key(), LocalS3.SECRET_KEY);
+        return Map.of(
+                S3Config.BUCKET.key(),
+                bucket,
+                S3Config.ENDPOINT.key(),
+                server.endpoint().toString(),
+                S3Config.PATH_STYLE.key(),
+                "true",
+                S3Config.ACCESS_KEY.key(),
+                LocalS3.ACCESS_KEY,
+                S3Config.SECRET_KEY.key(),
+                LocalS3.SECRET_KEY);
     }
 }

@@ -33,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** What the NIXL store does beyond the kit: its registration cache, host memory, cleaner and configuration. */
 class NixlPageStoreTest {
-    private static final Namespace NS = Namespace.of("nixl-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0,
-            1);
+    private static final Namespace NS =
+            Namespace.of("nixl-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
     private static final int PAGE = 64 * 1024;
 
     @TempDir
@@ -97,7 +97,8 @@ class NixlPageStoreTest {
             store.delete(batch.keys(), soon()).join();
             assertEquals(baseline, store.agent().registrationCount(), "a deleted page's registration goes with it");
         }
-        try (NixlPageStore store = NixlPageStore.open(NixlStoreConfig.posix(List.of(root)).withRegistrationCache(0))) {
+        try (NixlPageStore store =
+                NixlPageStore.open(NixlStoreConfig.posix(List.of(root)).withRegistrationCache(0))) {
             PageBatch batch = pages(2, 4, null);
             store.put(batch, soon()).join();
             store.get(emptyTargets(batch), soon()).join();
@@ -109,7 +110,8 @@ class NixlPageStoreTest {
     @Test
     void pagesInRegisteredHostMemoryNeedNoRegistrationOfTheirOwn() {
         MemorySegment slab = arena.allocate(16L * PAGE, 4096);
-        try (NixlPageStore store = NixlPageStore.open(NixlStoreConfig.posix(List.of(root)).withRegistrationCache(0))) {
+        try (NixlPageStore store =
+                NixlPageStore.open(NixlStoreConfig.posix(List.of(root)).withRegistrationCache(0))) {
             store.registerHostMemory(slab);
             PageBatch batch = pages(3, 16, slab);
             assertTrue(store.put(batch, soon()).join().allSucceeded());
@@ -126,8 +128,8 @@ class NixlPageStoreTest {
     @Test
     void theCleanerDeletesTheOldestPagesPastTheHighWaterMark() throws Exception {
         long capacity = 40L * (PAGE + PageTrailer.BYTES);
-        NixlStoreConfig config = new NixlStoreConfig("POSIX", List.of(root.resolve("x"), root.resolve("y")), false, 4,
-                capacity, 0.8, 0.5, 64, Map.of());
+        NixlStoreConfig config = new NixlStoreConfig(
+                "POSIX", List.of(root.resolve("x"), root.resolve("y")), false, 4, capacity, 0.8, 0.5, 64, Map.of());
         try (NixlPageStore store = NixlPageStore.open(config)) {
             for (int group = 0; group < 5; group++) {
                 assertTrue(store.put(pages(10 + group, 8, null), soon()).join().allSucceeded());
@@ -138,7 +140,9 @@ class NixlPageStoreTest {
             while (store.stats().storedBytes() > 0.8 * capacity && System.nanoTime() < until) {
                 Thread.sleep(10);
             }
-            assertTrue(store.stats().storedBytes() <= 0.8 * capacity, "still " + store.stats().storedBytes());
+            assertTrue(
+                    store.stats().storedBytes() <= 0.8 * capacity,
+                    "still " + store.stats().storedBytes());
             assertEquals(0, store.leadingHits(pages(10, 8, null).keys(), soon()).join(), "the oldest group is gone");
             assertEquals(8, store.leadingHits(pages(14, 8, null).keys(), soon()).join(), "the newest group stays");
         }
@@ -149,8 +153,10 @@ class NixlPageStoreTest {
         Path dir = root.resolve("ns/abc");
         Files.createDirectories(dir);
         Path dead = Files.writeString(dir.resolve(".abc.page.1234.tmp"), "half a page");
-        Files.setLastModifiedTime(dead, FileTime.fromMillis(System.currentTimeMillis()
-                - Duration.ofHours(1).toMillis()));
+        Files.setLastModifiedTime(
+                dead,
+                FileTime.fromMillis(
+                        System.currentTimeMillis() - Duration.ofHours(1).toMillis()));
         Path live = Files.writeString(dir.resolve(".abd.page.5678.tmp"), "being written by another store");
         try (NixlPageStore store = NixlPageStore.open(NixlStoreConfig.posix(List.of(root)))) {
             assertEquals(0, store.stats().storedPages());
@@ -161,21 +167,30 @@ class NixlPageStoreTest {
 
     @Test
     void itIsFoundByNameAndItsConfigurationIsChecked() {
-        Settings settings = Settings.builder().flag("nixl.dirs", root.resolve("p") + "," + root.resolve("q"))
-                .flag("nixl.plugin", "POSIX").build();
+        Settings settings = Settings.builder()
+                .flag("nixl.dirs", root.resolve("p") + "," + root.resolve("q"))
+                .flag("nixl.plugin", "POSIX")
+                .build();
         try (var store = PageStores.open(new StoreConfig("nixl", settings))) {
             assertEquals("nixl", store.name());
             assertTrue(store.location().startsWith("POSIX"), store.location());
         }
         assertTrue(Files.isDirectory(root.resolve("q")));
-        HiCacheException unknown = assertThrows(HiCacheException.class, () -> NixlPageStore.open(
-                new NixlStoreConfig("GDS", List.of(root), false, 1, 0, 0.8, 0.7, 0, Map.of())));
+        HiCacheException unknown = assertThrows(
+                HiCacheException.class,
+                () -> NixlPageStore.open(
+                        new NixlStoreConfig("GDS", List.of(root), false, 1, 0, 0.8, 0.7, 0, Map.of())));
         assertTrue(unknown.getMessage().contains("no NIXL plugin named 'GDS'"), unknown.getMessage());
-        assertThrows(HiCacheException.class, () -> NixlStoreConfig.from(Settings.builder()
-                .flag("nixl.low-water", "0.9").flag("nixl.high-water", "0.5").build()));
-        HiCacheException noBucket = assertThrows(HiCacheException.class, () -> NixlPageStore.open(
-                NixlStoreConfig.obj(Map.of())));
-        assertTrue(noBucket.getMessage().contains("no bucket") || System.getenv("AWS_DEFAULT_BUCKET") != null,
+        assertThrows(
+                HiCacheException.class,
+                () -> NixlStoreConfig.from(Settings.builder()
+                        .flag("nixl.low-water", "0.9")
+                        .flag("nixl.high-water", "0.5")
+                        .build()));
+        HiCacheException noBucket =
+                assertThrows(HiCacheException.class, () -> NixlPageStore.open(NixlStoreConfig.obj(Map.of())));
+        assertTrue(
+                noBucket.getMessage().contains("no bucket") || System.getenv("AWS_DEFAULT_BUCKET") != null,
                 noBucket.getMessage());
     }
 }

@@ -29,6 +29,7 @@ class ObjPluginTest {
 
     @TempDir
     static Path dir;
+
     static LocalS3 server;
 
     private final Arena arena = Arena.ofShared();
@@ -78,21 +79,36 @@ class ObjPluginTest {
         MemorySegment tail = pattern(3000, 2);
         Registration local = a.register(List.of(new MemoryRegion.Dram(head), new MemoryRegion.Dram(tail)));
         Registration obj = a.register(new MemoryRegion.Obj("t/gathered", 4000));
-        assertEquals(NixlStatus.SUCCESS, run(a, a.createXfer(XferOp.WRITE, List.of(local.region(0).whole(),
-                local.region(1).whole()), List.of(obj.region(0).slice(0, 1000), obj.region(0).slice(1000, 3000)), null)));
-        assertEquals(List.of(true), a.queryMemory(List.of(obj.region(0).memory())).join());
+        assertEquals(
+                NixlStatus.SUCCESS,
+                run(
+                        a,
+                        a.createXfer(
+                                XferOp.WRITE,
+                                List.of(local.region(0).whole(), local.region(1).whole()),
+                                List.of(
+                                        obj.region(0).slice(0, 1000),
+                                        obj.region(0).slice(1000, 3000)),
+                                null)));
+        assertEquals(
+                List.of(true), a.queryMemory(List.of(obj.region(0).memory())).join());
 
         // Two pieces with a gap between them: one ranged GET scattered into both.
         MemorySegment x = arena.allocate(200);
         MemorySegment y = arena.allocate(500);
         Registration back = a.register(List.of(new MemoryRegion.Dram(x), new MemoryRegion.Dram(y)));
-        XferRequest ranged = a.createXfer(XferOp.READ, List.of(back.region(1).whole(), back.region(0).whole()),
-                List.of(obj.region(0).slice(2000, 500), obj.region(0).slice(900, 200)), null);
+        XferRequest ranged = a.createXfer(
+                XferOp.READ,
+                List.of(back.region(1).whole(), back.region(0).whole()),
+                List.of(obj.region(0).slice(2000, 500), obj.region(0).slice(900, 200)),
+                null);
         assertEquals(NixlStatus.SUCCESS, run(a, ranged), ranged.errorDetail());
-        assertArrayEquals(head.asSlice(900, 100).toArray(ValueLayout.JAVA_BYTE), x.asSlice(0, 100).toArray(
-                ValueLayout.JAVA_BYTE));
-        assertArrayEquals(tail.asSlice(0, 100).toArray(ValueLayout.JAVA_BYTE), x.asSlice(100, 100).toArray(
-                ValueLayout.JAVA_BYTE));
+        assertArrayEquals(
+                head.asSlice(900, 100).toArray(ValueLayout.JAVA_BYTE),
+                x.asSlice(0, 100).toArray(ValueLayout.JAVA_BYTE));
+        assertArrayEquals(
+                tail.asSlice(0, 100).toArray(ValueLayout.JAVA_BYTE),
+                x.asSlice(100, 100).toArray(ValueLayout.JAVA_BYTE));
         assertArrayEquals(tail.asSlice(1000, 500).toArray(ValueLayout.JAVA_BYTE), y.toArray(ValueLayout.JAVA_BYTE));
     }
 
@@ -102,22 +118,48 @@ class ObjPluginTest {
         MemorySegment page = pattern(512, 3);
         Registration local = a.register(new MemoryRegion.Dram(page));
         Registration big = a.register(new MemoryRegion.Obj("t/partial", 1024));
-        NixlException e = assertThrows(NixlException.class, () -> a.createXfer(XferOp.WRITE,
-                List.of(local.region(0).whole()), List.of(big.region(0).slice(0, 512)), null));
+        NixlException e = assertThrows(
+                NixlException.class,
+                () -> a.createXfer(
+                        XferOp.WRITE,
+                        List.of(local.region(0).whole()),
+                        List.of(big.region(0).slice(0, 512)),
+                        null));
         assertEquals(NixlStatus.ERR_INVALID_PARAM, e.status());
 
         Registration small = a.register(new MemoryRegion.Obj("t/small", 512));
-        assertEquals(NixlStatus.SUCCESS, run(a, a.createXfer(XferOp.WRITE, List.of(local.region(0).whole()),
-                List.of(small.region(0).whole()), null)));
+        assertEquals(
+                NixlStatus.SUCCESS,
+                run(
+                        a,
+                        a.createXfer(
+                                XferOp.WRITE,
+                                List.of(local.region(0).whole()),
+                                List.of(small.region(0).whole()),
+                                null)));
         MemorySegment target = pattern(512, 9);
         byte[] before = target.toArray(ValueLayout.JAVA_BYTE);
         Registration into = a.register(new MemoryRegion.Dram(target));
         Registration wrongSize = a.register(new MemoryRegion.Obj("t/small", 600));
-        assertEquals(NixlStatus.ERR_MISMATCH, run(a, a.createXfer(XferOp.READ, List.of(into.region(0).whole()),
-                List.of(wrongSize.region(0).slice(0, 512)), null)));
+        assertEquals(
+                NixlStatus.ERR_MISMATCH,
+                run(
+                        a,
+                        a.createXfer(
+                                XferOp.READ,
+                                List.of(into.region(0).whole()),
+                                List.of(wrongSize.region(0).slice(0, 512)),
+                                null)));
         Registration missing = a.register(new MemoryRegion.Obj("t/missing", 512));
-        assertEquals(NixlStatus.ERR_NOT_FOUND, run(a, a.createXfer(XferOp.READ, List.of(into.region(0).whole()),
-                List.of(missing.region(0).whole()), null)));
+        assertEquals(
+                NixlStatus.ERR_NOT_FOUND,
+                run(
+                        a,
+                        a.createXfer(
+                                XferOp.READ,
+                                List.of(into.region(0).whole()),
+                                List.of(missing.region(0).whole()),
+                                null)));
         assertArrayEquals(before, target.toArray(ValueLayout.JAVA_BYTE));
     }
 
@@ -125,14 +167,18 @@ class ObjPluginTest {
     void aPutThatFailsHalfwayLeavesNoObject() {
         NixlAgent a = agent();
         Arena doomed = Arena.ofShared();
-        Registration local = a.register(List.of(new MemoryRegion.Dram(pattern(4096, 1)),
-                new MemoryRegion.Dram(doomed.allocate(4096))));
+        Registration local = a.register(
+                List.of(new MemoryRegion.Dram(pattern(4096, 1)), new MemoryRegion.Dram(doomed.allocate(4096))));
         Registration obj = a.register(new MemoryRegion.Obj("t/half", 8192));
-        XferRequest req = a.createXfer(XferOp.WRITE, List.of(local.region(0).whole(), local.region(1).whole()),
-                List.of(obj.region(0).slice(0, 4096), obj.region(0).slice(4096, 4096)), null);
+        XferRequest req = a.createXfer(
+                XferOp.WRITE,
+                List.of(local.region(0).whole(), local.region(1).whole()),
+                List.of(obj.region(0).slice(0, 4096), obj.region(0).slice(4096, 4096)),
+                null);
         doomed.close();
         NixlStatus status = run(a, req);
         assertEquals(NixlStatus.ERR_BACKEND, status, req.errorDetail());
-        assertEquals(List.of(false), a.queryMemory(List.of(obj.region(0).memory())).join());
+        assertEquals(
+                List.of(false), a.queryMemory(List.of(obj.region(0).memory())).join());
     }
 }

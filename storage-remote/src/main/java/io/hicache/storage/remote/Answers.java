@@ -26,8 +26,7 @@ final class Answers {
     /** Answer bytes per page of a lease (status, length, checksum, offset). */
     static final int LEASE_ANSWER_BYTES = 17;
 
-    private Answers() {
-    }
+    private Answers() {}
 
     /** The answer to one frame's pages of a batch: without an answer, each of its pages gets the failure. */
     interface ChunkReply extends Reply<Void> {
@@ -82,22 +81,28 @@ final class Answers {
                 switch (statuses[j]) {
                     case OK -> {
                         if (lengths[j] != target.byteSize()) {
-                            throw new ProtocolException("page " + i + " came with " + lengths[j] + " bytes for a target of "
-                                    + target.byteSize());
+                            throw new ProtocolException("page " + i + " came with " + lengths[j]
+                                    + " bytes for a target of " + target.byteSize());
                         }
                         Codec.need(in, (int) lengths[j], "page");
                         in.getBytes(in.readerIndex(), target.asByteBuffer());
                         in.skipBytes((int) lengths[j]);
                         int crc = PageChecksum.of(target);
                         if (crc != crcs[j]) {
-                            out.set(i, PageStatus.CORRUPT, "checksum " + Integer.toHexString(crc) + ", the daemon sent "
-                                    + Integer.toHexString(crcs[j]));
+                            out.set(
+                                    i,
+                                    PageStatus.CORRUPT,
+                                    "checksum " + Integer.toHexString(crc) + ", the daemon sent "
+                                            + Integer.toHexString(crcs[j]));
                         } else {
                             out.set(i, PageStatus.OK);
                         }
                     }
-                    case SIZE_MISMATCH -> out.set(i, PageStatus.SIZE_MISMATCH, "the stored page is " + lengths[j]
-                            + " bytes, the target " + target.byteSize());
+                    case SIZE_MISMATCH ->
+                        out.set(
+                                i,
+                                PageStatus.SIZE_MISMATCH,
+                                "the stored page is " + lengths[j] + " bytes, the target " + target.byteSize());
                     case MISS -> out.set(i, PageStatus.MISS);
                     default -> out.set(i, statuses[j], "the daemon answered " + statuses[j]);
                 }

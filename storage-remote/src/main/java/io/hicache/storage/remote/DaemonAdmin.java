@@ -19,16 +19,13 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class DaemonAdmin {
     /** What a FLUSH did: host-slab pages dropped, and pages it left there (pinned, or not in L3 by the deadline). */
-    public record Flushed(long droppedPages, long keptPages) {
-    }
+    public record Flushed(long droppedPages, long keptPages) {}
 
     /** An L3 store by its name and location. */
-    public record Store(String name, String location) {
-    }
+    public record Store(String name, String location) {}
 
     /** What a STORE DETACH did: the store it detached (empty: none was attached), and the writes it dropped. */
-    public record Detached(Optional<Store> store, long droppedWrites) {
-    }
+    public record Detached(Optional<Store> store, long droppedWrites) {}
 
     /** How much longer than the daemon's deadline the answer is waited for. */
     public static final Duration GRACE = Duration.ofSeconds(10);
@@ -66,7 +63,9 @@ public final class DaemonAdmin {
      * attaches it; refused when a store is attached already, the name is unknown or the store fails to open.
      */
     public CompletableFuture<Store> attach(String name, Map<String, String> settings, Duration timeout) {
-        return call(new AdminRequest.StoreAttach(name, settings), timeout,
+        return call(
+                new AdminRequest.StoreAttach(name, settings),
+                timeout,
                 Answers.read("store attach", in -> store(in).orElseThrow()));
     }
 

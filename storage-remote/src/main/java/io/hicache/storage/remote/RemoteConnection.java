@@ -52,8 +52,7 @@ final class RemoteConnection {
     private static final int MAX_INBOUND_FRAME = Integer.MAX_VALUE - 8;
 
     /** What the daemon said in its answer to HELLO. */
-    record HelloAnswer(int version, int maxFrameBytes, int maxPageBytes, String slabPath) {
-    }
+    record HelloAnswer(int version, int maxFrameBytes, int maxPageBytes, String slabPath) {}
 
     /** How a request ends: with its answer's payload, or with a status when it gets none. */
     interface Reply<T> {
@@ -106,19 +105,21 @@ final class RemoteConnection {
      * Connects and shakes hands; the future completes once the daemon accepted the token and version, or fails
      * with a {@link HiCacheException} ({@link ErrorCode#STORE_UNAVAILABLE}) saying why.
      */
-    static CompletableFuture<RemoteConnection> open(EventLoopGroup group, NettyTransport transport,
-            RemoteStoreConfig config) {
+    static CompletableFuture<RemoteConnection> open(
+            EventLoopGroup group, NettyTransport transport, RemoteStoreConfig config) {
         RemoteConnection c = new RemoteConnection(config.host() + ":" + config.port());
         CompletableFuture<RemoteConnection> ready = new CompletableFuture<>();
-        Bootstrap b = new Bootstrap().group(group).channel(transport.socketChannel())
+        Bootstrap b = new Bootstrap()
+                .group(group)
+                .channel(transport.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
-                        config.connectTimeout().toMillis()))
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
+                        Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
-                        LengthFieldBasedFrameDecoder frames = new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0,
-                                4, true);
+                        LengthFieldBasedFrameDecoder frames =
+                                new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0, 4, true);
                         // A GET answer of many pages is tens of MiB: merging reads into one buffer would grow it
                         // 4 MiB at a time, copying it whole each time; a composite keeps the reads as they came.
                         frames.setCumulator(ByteToMessageDecoder.COMPOSITE_CUMULATOR);
@@ -128,42 +129,49 @@ final class RemoteConnection {
                 });
         b.connect(config.host(), config.port()).addListener((ChannelFuture f) -> {
             if (!f.isSuccess()) {
-                ready.completeExceptionally(unavailable(c.address, "cannot connect: " + f.cause().getMessage()));
+                ready.completeExceptionally(
+                        unavailable(c.address, "cannot connect: " + f.cause().getMessage()));
                 return;
             }
             c.channel = f.channel();
-            c.sweep = f.channel().eventLoop().scheduleAtFixedRate(c::sweep, SWEEP_MILLIS, SWEEP_MILLIS,
-                    TimeUnit.MILLISECONDS);
+            c.sweep = f.channel()
+                    .eventLoop()
+                    .scheduleAtFixedRate(c::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);
             c.handshake(config, ready);
         });
-        return ready.orTimeout(config.connectTimeout().toMillis() + 100, TimeUnit.MILLISECONDS).whenComplete((conn, e) -> {
-            if (e != null) {
-                c.close();
-            }
-        });
+        return ready.orTimeout(config.connectTimeout().toMillis() + 100, TimeUnit.MILLISECONDS)
+                .whenComplete((conn, e) -> {
+                    if (e != null) {
+                        c.close();
+                    }
+                });
     }
 
     private void handshake(RemoteStoreConfig config, CompletableFuture<RemoteConnection> ready) {
         Hello hello = new Hello(Wire.VERSION, config.authToken(), WireChecksum.CRC32C);
         send(hello, Deadline.after(config.connectTimeout()), new Reply<HelloAnswer>() {
-            @Override
-            public HelloAnswer answer(ByteBuf in) {
-                return new HelloAnswer(Codec.readUnsignedShort(in), (int) Codec.readUnsignedInt(in),
-                        (int) Codec.readUnsignedInt(in), Codec.readString(in));
-            }
+                    @Override
+                    public HelloAnswer answer(ByteBuf in) {
+                        return new HelloAnswer(
+                                Codec.readUnsignedShort(in),
+                                (int) Codec.readUnsignedInt(in),
+                                (int) Codec.readUnsignedInt(in),
+                                Codec.readString(in));
+                    }
 
-            @Override
-            public HelloAnswer noAnswer(PageStatus status, @Nullable String detail) {
-                throw unavailable(address, "the handshake failed: " + detail);
-            }
-        }).whenComplete((h, e) -> {
-            if (e != null) {
-                ready.completeExceptionally(e);
-            } else {
-                helloAnswer = h;
-                ready.complete(this);
-            }
-        });
+                    @Override
+                    public HelloAnswer noAnswer(PageStatus status, @Nullable String detail) {
+                        throw unavailable(address, "the handshake failed: " + detail);
+                    }
+                })
+                .whenComplete((h, e) -> {
+                    if (e != null) {
+                        ready.completeExceptionally(e);
+                    } else {
+                        helloAnswer = h;
+                        ready.complete(this);
+                    }
+                });
     }
 
     private static HiCacheException unavailable(String address, String why) {
@@ -182,13 +190,14 @@ final class RemoteConnection {
 
     /** The allocator of the connection's buffers (pooled, direct): for a PUT's bodies. */
     ByteBufAllocator alloc() {
-        return Checks.checkNotNull(channel, "the channel (a connection is handed out once connected)").alloc();
+        return Checks.checkNotNull(channel, "the channel (a connection is handed out once connected)")
+                .alloc();
     }
 
     /** Sends {@code request} and returns the future its reply completes. */
     <T> CompletableFuture<T> send(Request request, Deadline deadline, Reply<T> reply) {
-        return send(request, deadline, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1),
-                reply);
+        return send(
+                request, deadline, Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline.remainingNanos()) + 1), reply);
     }
 
     /**
@@ -229,7 +238,9 @@ final class RemoteConnection {
     private void sweep() {
         pending.forEach((id, p) -> {
             if (p.deadline.isOver() && pending.remove(id, p)) {
-                p.noAnswer(PageStatus.stoppedBy(p.deadline), "no answer from the daemon at " + address + " by the deadline");
+                p.noAnswer(
+                        PageStatus.stoppedBy(p.deadline),
+                        "no answer from the daemon at " + address + " by the deadline");
             }
         });
     }
@@ -277,7 +288,8 @@ final class RemoteConnection {
                     return; // the request timed out and was completed without its answer
                 }
                 if (op != (p.op | Wire.RESPONSE)) {
-                    p.noAnswer(PageStatus.FAILED, "the daemon answered " + Wire.opName(op) + " to " + Wire.opName(p.op));
+                    p.noAnswer(
+                            PageStatus.FAILED, "the daemon answered " + Wire.opName(op) + " to " + Wire.opName(p.op));
                     ctx.close();
                     return;
                 }

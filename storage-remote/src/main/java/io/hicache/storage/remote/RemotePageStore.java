@@ -65,10 +65,15 @@ public final class RemotePageStore extends AbstractPageStore {
     private final SlabMapping slab;
     private final NettyTransport transport;
 
-    private RemotePageStore(RemoteStoreConfig config, NettyTransport transport, EventLoopGroup group,
-            RemoteConnection first) {
-        super("remote", config.host() + ":" + config.port(), new StoreCapabilities(
-                EnumSet.of(Capability.PERSISTENT, Capability.SHARED), first.hello().maxPageBytes(), 256));
+    private RemotePageStore(
+            RemoteStoreConfig config, NettyTransport transport, EventLoopGroup group, RemoteConnection first) {
+        super(
+                "remote",
+                config.host() + ":" + config.port(),
+                new StoreCapabilities(
+                        EnumSet.of(Capability.PERSISTENT, Capability.SHARED),
+                        first.hello().maxPageBytes(),
+                        256));
         this.config = config;
         this.transport = transport;
         this.group = group;
@@ -87,22 +92,30 @@ public final class RemotePageStore extends AbstractPageStore {
     public static RemotePageStore open(RemoteStoreConfig config) {
         Checks.checkNotNull(config, "config");
         NettyTransport transport = config.transport().resolve();
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(Math.min(config.connections(),
-                Runtime.getRuntime().availableProcessors()), new DefaultThreadFactory("hicache-remote-io", true),
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(
+                Math.min(config.connections(), Runtime.getRuntime().availableProcessors()),
+                new DefaultThreadFactory("hicache-remote-io", true),
                 transport.ioHandlerFactory());
         try {
-            return new RemotePageStore(config, transport, group, RemoteConnection.open(group, transport, config).get());
+            return new RemotePageStore(
+                    config,
+                    transport,
+                    group,
+                    RemoteConnection.open(group, transport, config).get());
         } catch (InterruptedException e) {
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             Thread.currentThread().interrupt();
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "interrupted while connecting to " + config.host(), e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE, "interrupted while connecting to " + config.host(), e);
         } catch (ExecutionException e) {
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             if (e.getCause() instanceof HiCacheException h) {
                 throw h;
             }
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "HiCache daemon at " + config.host() + ":"
-                    + config.port() + ": cannot connect: " + e.getCause(), e.getCause());
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "HiCache daemon at " + config.host() + ":" + config.port() + ": cannot connect: " + e.getCause(),
+                    e.getCause());
         }
     }
 
@@ -153,14 +166,19 @@ public final class RemotePageStore extends AbstractPageStore {
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
         BatchResult.Builder out = BatchResult.builder(targets.size());
         List<CompletableFuture<Void>> parts = new ArrayList<>();
-        for (int[] chunk : Requests.byNamespace(targets.keys(), hello.maxFrameBytes(),
-                Wire.HASH_BYTES + 4 + Answers.GET_ANSWER_BYTES, i -> targets.page(i).byteSize())) {
+        for (int[] chunk : Requests.byNamespace(
+                targets.keys(),
+                hello.maxFrameBytes(),
+                Wire.HASH_BYTES + 4 + Answers.GET_ANSWER_BYTES,
+                i -> targets.page(i).byteSize())) {
             List<StoreKey> keys = subList(targets.keys(), chunk);
             int[] lengths = new int[chunk.length];
             for (int j = 0; j < chunk.length; j++) {
                 lengths[j] = (int) targets.page(chunk[j]).byteSize();
             }
-            parts.add(call(new ReadRequest.Get(keys.getFirst().namespace(), keys, lengths), deadline,
+            parts.add(call(
+                    new ReadRequest.Get(keys.getFirst().namespace(), keys, lengths),
+                    deadline,
                     new Answers.Pages(targets, chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
@@ -170,7 +188,10 @@ public final class RemotePageStore extends AbstractPageStore {
     protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
         BatchResult.Builder out = BatchResult.builder(sources.size());
         List<CompletableFuture<Void>> parts = new ArrayList<>();
-        for (int[] chunk : Requests.byNamespace(sources.keys(), hello.maxFrameBytes(), Wire.HASH_BYTES + 8,
+        for (int[] chunk : Requests.byNamespace(
+                sources.keys(),
+                hello.maxFrameBytes(),
+                Wire.HASH_BYTES + 8,
                 i -> sources.page(i).byteSize())) {
             parts.add(callWith(deadline, -1, c -> put(c.alloc(), sources, chunk), new Answers.Statuses(chunk, out)));
         }
@@ -203,7 +224,9 @@ public final class RemotePageStore extends AbstractPageStore {
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int[] chunk : Requests.byNamespace(keys, hello.maxFrameBytes(), Wire.HASH_BYTES + 1, i -> 0)) {
             List<StoreKey> some = subList(keys, chunk);
-            parts.add(call(new WriteRequest.Delete(some.getFirst().namespace(), some), deadline,
+            parts.add(call(
+                    new WriteRequest.Delete(some.getFirst().namespace(), some),
+                    deadline,
                     new Answers.Statuses(chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
@@ -247,32 +270,39 @@ public final class RemotePageStore extends AbstractPageStore {
         Checks.checkNotNull(hold, "hold");
         Checks.checkNotNull(deadline, "deadline");
         Checks.requireArgument(!keys.isEmpty(), "a lease needs at least one key");
-        Checks.requireArgument(pageBytes > 0 && pageBytes <= capabilities().maxPageBytes(),
-                "pageBytes %d is not within 1..%d", pageBytes, capabilities().maxPageBytes());
+        Checks.requireArgument(
+                pageBytes > 0 && pageBytes <= capabilities().maxPageBytes(),
+                "pageBytes %d is not within 1..%d",
+                pageBytes,
+                capabilities().maxPageBytes());
         Checks.requireArgument(!hold.isNegative() && !hold.isZero(), "hold must be positive, was %s", hold);
         Namespace ns = keys.getFirst().namespace();
         for (StoreKey k : keys) {
             Checks.requireArgument(k.namespace().equals(ns), "a lease covers one namespace; %s is in another", k);
         }
-        Checks.requireArgument((long) keys.size() * (Wire.HASH_BYTES + 4 + Answers.LEASE_ANSWER_BYTES)
-                + Requests.OVERHEAD_BYTES <= hello.maxFrameBytes(), "%d keys do not fit one frame", keys.size());
+        Checks.requireArgument(
+                (long) keys.size() * (Wire.HASH_BYTES + 4 + Answers.LEASE_ANSWER_BYTES) + Requests.OVERHEAD_BYTES
+                        <= hello.maxFrameBytes(),
+                "%d keys do not fit one frame",
+                keys.size());
         checkOpen();
         long millis = Math.min(0xFFFF_FFFFL, Math.max(1, hold.toMillis()));
         int[] lengths = new int[keys.size()];
         Arrays.fill(lengths, (int) pageBytes);
         ReadRequest.Lease lease = new ReadRequest.Lease(ns, List.copyOf(keys), lengths, millis, false);
-        return connection(deadline).thenCompose(c -> c.send(lease, deadline, new Reply<PageLease>() {
-            @Override
-            public PageLease answer(ByteBuf in) {
-                return PageLease.read(in, keys.size(), pageBytes, c, slab);
-            }
+        return connection(deadline)
+                .thenCompose(c -> c.send(lease, deadline, new Reply<PageLease>() {
+                    @Override
+                    public PageLease answer(ByteBuf in) {
+                        return PageLease.read(in, keys.size(), pageBytes, c, slab);
+                    }
 
-            @Override
-            public PageLease noAnswer(PageStatus status, @Nullable String detail) {
-                throw new HiCacheException(ErrorCode.STORE_IO, "lease of " + keys.size() + " pages: " + status + ": "
-                        + detail);
-            }
-        }));
+                    @Override
+                    public PageLease noAnswer(PageStatus status, @Nullable String detail) {
+                        throw new HiCacheException(
+                                ErrorCode.STORE_IO, "lease of " + keys.size() + " pages: " + status + ": " + detail);
+                    }
+                }));
     }
 
     /** The daemon's metrics, in Prometheus' text format. */
@@ -322,17 +352,22 @@ public final class RemotePageStore extends AbstractPageStore {
      * Sends the request {@code request} makes for the connection it goes on (made only once there is one), telling
      * the daemon a deadline of {@code timeoutMillis} (-1: {@code deadline}'s).
      */
-    private <T> CompletableFuture<T> callWith(Deadline deadline, long timeoutMillis,
-            Function<RemoteConnection, Request> request, Reply<T> reply) {
-        return connection(deadline).handle((c, error) -> {
-            if (error != null) {
-                Throwable cause = error.getCause() != null ? error.getCause() : error;
-                return RemoteConnection.unsent(reply, deadline.isOver() ? PageStatus.stoppedBy(deadline)
-                        : PageStatus.FAILED, cause.getMessage());
-            }
-            return timeoutMillis < 0 ? c.send(request.apply(c), deadline, reply)
-                    : c.send(request.apply(c), deadline, timeoutMillis, reply);
-        }).thenCompose(f -> f);
+    private <T> CompletableFuture<T> callWith(
+            Deadline deadline, long timeoutMillis, Function<RemoteConnection, Request> request, Reply<T> reply) {
+        return connection(deadline)
+                .handle((c, error) -> {
+                    if (error != null) {
+                        Throwable cause = error.getCause() != null ? error.getCause() : error;
+                        return RemoteConnection.unsent(
+                                reply,
+                                deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
+                                cause.getMessage());
+                    }
+                    return timeoutMillis < 0
+                            ? c.send(request.apply(c), deadline, reply)
+                            : c.send(request.apply(c), deadline, timeoutMillis, reply);
+                })
+                .thenCompose(f -> f);
     }
 
     /** The next connection in turn, replacing it first if it broke. */
@@ -340,8 +375,12 @@ public final class RemotePageStore extends AbstractPageStore {
         int slot = Math.floorMod(turn.getAndIncrement(), connections.length());
         while (true) {
             CompletableFuture<RemoteConnection> current = connections.get(slot);
-            if (current != null && (!current.isDone() || (!current.isCompletedExceptionally() && current.join().isActive()))) {
-                return current.isDone() ? current
+            if (current != null
+                    && (!current.isDone()
+                            || (!current.isCompletedExceptionally()
+                                    && current.join().isActive()))) {
+                return current.isDone()
+                        ? current
                         : current.copy().orTimeout(Math.max(1, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
             }
             CompletableFuture<RemoteConnection> fresh = new CompletableFuture<>();

@@ -19,24 +19,31 @@ import java.util.List;
  * @param connectTimeout the most connecting and the handshake may take
  * @param transport      Netty's socket transport ({@code auto}: epoll where it loads, NIO otherwise)
  */
-public record RemoteStoreConfig(String host, int port, String authToken, int connections, Duration connectTimeout,
-        NettyTransport transport) {
+public record RemoteStoreConfig(
+        String host, int port, String authToken, int connections, Duration connectTimeout, NettyTransport transport) {
     public static final Setting<String> HOST = Setting.string("remote.host", "127.0.0.1", "the daemon's address");
     public static final Setting<Integer> PORT = Setting.integer("remote.port", 7370, 1, 65535, "the daemon's port");
-    public static final Setting<String> AUTH_TOKEN = Setting.string("remote.auth-token", "",
-            "the token the daemon requires (its server.auth-token)");
-    public static final Setting<Integer> CONNECTIONS = Setting.integer("remote.connections", 4, 1, 256,
+    public static final Setting<String> AUTH_TOKEN =
+            Setting.string("remote.auth-token", "", "the token the daemon requires (its server.auth-token)");
+    public static final Setting<Integer> CONNECTIONS = Setting.integer(
+            "remote.connections",
+            4,
+            1,
+            256,
             "connections kept open and used in turn; each carries many requests at once");
-    public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("remote.connect-timeout", "5s",
-            "the most connecting and the handshake may take");
+    public static final Setting<Duration> CONNECT_TIMEOUT =
+            Setting.duration("remote.connect-timeout", "5s", "the most connecting and the handshake may take");
 
-    public static final Setting<NettyTransport> TRANSPORT = Setting.choice("remote.transport", NettyTransport.class,
-            NettyTransport::configName, NettyTransport.AUTO,
+    public static final Setting<NettyTransport> TRANSPORT = Setting.choice(
+            "remote.transport",
+            NettyTransport.class,
+            NettyTransport::configName,
+            NettyTransport.AUTO,
             "Netty's socket transport: auto (epoll where its native library loads, nio otherwise), nio or epoll");
 
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT,
-            TRANSPORT);
+    public static final List<Setting<?>> SETTINGS =
+            List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT, TRANSPORT);
 
     public RemoteStoreConfig {
         Checks.requireArgument(host != null && !host.isBlank(), "remote.host must be set");
@@ -56,8 +63,13 @@ public record RemoteStoreConfig(String host, int port, String authToken, int con
      */
     public static RemoteStoreConfig from(Settings settings) {
         return settings.read(s -> {
-            return new RemoteStoreConfig(s.get(HOST).trim(), s.get(PORT), s.get(AUTH_TOKEN),
-                    s.get(CONNECTIONS), s.get(CONNECT_TIMEOUT), s.get(TRANSPORT));
+            return new RemoteStoreConfig(
+                    s.get(HOST).trim(),
+                    s.get(PORT),
+                    s.get(AUTH_TOKEN),
+                    s.get(CONNECTIONS),
+                    s.get(CONNECT_TIMEOUT),
+                    s.get(TRANSPORT));
         });
     }
 

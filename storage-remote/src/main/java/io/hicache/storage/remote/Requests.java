@@ -18,17 +18,18 @@ final class Requests {
     /** Frame bytes besides the per-page fields and bodies, at most: length, header, namespace, count. */
     static final int OVERHEAD_BYTES = 4 + Wire.HEADER_BYTES + 3 * (2 + Codec.MAX_STRING_BYTES) + 5 + 4 + 16;
 
-    private Requests() {
-    }
+    private Requests() {}
 
     /**
      * The indices of {@code keys} in requests: grouped by namespace (in order of first appearance), and cut so that
      * {@code perPageBytes} plus each page's {@code bodyBytes} fits {@code maxFrameBytes} per request.
      */
-    static List<int[]> byNamespace(List<StoreKey> keys, int maxFrameBytes, int perPageBytes, IntToLongFunction bodyBytes) {
+    static List<int[]> byNamespace(
+            List<StoreKey> keys, int maxFrameBytes, int perPageBytes, IntToLongFunction bodyBytes) {
         Map<Namespace, List<Integer>> groups = new LinkedHashMap<>();
         for (int i = 0; i < keys.size(); i++) {
-            groups.computeIfAbsent(keys.get(i).namespace(), ns -> new ArrayList<>()).add(i);
+            groups.computeIfAbsent(keys.get(i).namespace(), ns -> new ArrayList<>())
+                    .add(i);
         }
         List<int[]> out = new ArrayList<>();
         for (List<Integer> group : groups.values()) {
@@ -45,7 +46,8 @@ final class Requests {
         List<int[]> out = new ArrayList<>();
         int start = 0;
         for (int i = 1; i <= keys.size(); i++) {
-            if (i == keys.size() || !keys.get(i).namespace().equals(keys.get(start).namespace())) {
+            if (i == keys.size()
+                    || !keys.get(i).namespace().equals(keys.get(start).namespace())) {
                 List<Integer> run = new ArrayList<>(i - start);
                 for (int j = start; j < i; j++) {
                     run.add(j);
@@ -57,8 +59,8 @@ final class Requests {
         return out;
     }
 
-    private static void cut(List<Integer> indices, int maxFrameBytes, int perPageBytes, IntToLongFunction bodyBytes,
-            List<int[]> out) {
+    private static void cut(
+            List<Integer> indices, int maxFrameBytes, int perPageBytes, IntToLongFunction bodyBytes, List<int[]> out) {
         long budget = maxFrameBytes - OVERHEAD_BYTES;
         List<Integer> current = new ArrayList<>();
         long used = 0;

@@ -19,6 +19,7 @@ final class SlabMapping implements AutoCloseable {
     private final Path file;
     /** Opened at the first lease; null until then. */
     private @Nullable FileChannel channel;
+
     private boolean closed;
 
     SlabMapping(String file) {
@@ -43,8 +44,11 @@ final class SlabMapping implements AutoCloseable {
             }
             return ch.map(FileChannel.MapMode.READ_ONLY, offset, length, arena);
         } catch (IOException | UnsupportedOperationException e) {
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot map the daemon's slab " + file
-                    + " (leases work only on the daemon's host, for a user who may read its files): " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "cannot map the daemon's slab " + file
+                            + " (leases work only on the daemon's host, for a user who may read its files): " + e,
+                    e);
         }
     }
 

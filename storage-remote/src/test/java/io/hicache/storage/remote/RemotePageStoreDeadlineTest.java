@@ -89,7 +89,8 @@ class RemotePageStoreDeadlineTest {
             while (true) {
                 ByteBuffer length = ByteBuffer.allocate(4);
                 readFully(ch, length);
-                ByteBuf frame = Unpooled.wrappedBuffer(readFully(ch, ByteBuffer.allocate(length.getInt(0))).flip());
+                ByteBuf frame = Unpooled.wrappedBuffer(
+                        readFully(ch, ByteBuffer.allocate(length.getInt(0))).flip());
                 int op = frame.readUnsignedByte();
                 frame.skipBytes(3);
                 long id = frame.readLong();
@@ -172,7 +173,8 @@ class RemotePageStoreDeadlineTest {
         try (RemotePageStore store = client()) {
             PageBatch targets = sentinels(3);
             long start = System.nanoTime();
-            BatchResult got = store.get(targets, Deadline.after(Duration.ofMillis(100))).get(5, TimeUnit.SECONDS);
+            BatchResult got =
+                    store.get(targets, Deadline.after(Duration.ofMillis(100))).get(5, TimeUnit.SECONDS);
             long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertEquals(3, got.count(PageStatus.TIMED_OUT), got::toString);
             assertTrue(millis < ANSWER_DELAY_MILLIS, "the get took " + millis + " ms: it waited for the late answer");
@@ -181,7 +183,8 @@ class RemotePageStoreDeadlineTest {
                 assertTrue(PagePattern.isSentinel(targets.page(i)), "a late answer wrote target " + i);
             }
             // With time enough, the same answer is delivered and verified.
-            BatchResult late = store.get(targets, Deadline.after(Duration.ofSeconds(5))).get(10, TimeUnit.SECONDS);
+            BatchResult late =
+                    store.get(targets, Deadline.after(Duration.ofSeconds(5))).get(10, TimeUnit.SECONDS);
             assertEquals(3, late.count(PageStatus.OK), late::toString);
             assertEquals(-1, PagePattern.firstMismatch(targets.page(2), targets.key(2), 0));
         }
@@ -202,7 +205,9 @@ class RemotePageStoreDeadlineTest {
             assertEquals(2, put.get(5, TimeUnit.SECONDS).count(PageStatus.CANCELLED));
             assertEquals(0, hits.get(5, TimeUnit.SECONDS));
             ExecutionException failed = assertThrows(ExecutionException.class, () -> clear.get(5, TimeUnit.SECONDS));
-            assertTrue(failed.getCause().getMessage().contains("CANCELLED"), failed.getCause().getMessage());
+            assertTrue(
+                    failed.getCause().getMessage().contains("CANCELLED"),
+                    failed.getCause().getMessage());
             long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(millis < 300, "calls ended " + millis + " ms after the cancel");
         }
@@ -212,9 +217,10 @@ class RemotePageStoreDeadlineTest {
     void aDaemonThatCannotBeReachedFailsTheOpenClearly() throws Exception {
         int port = ((InetSocketAddress) listenerAddress()).getPort();
         listener.close();
-        var e = assertThrows(HiCacheException.class,
-                () -> RemotePageStore.open(RemoteStoreConfig.local(port, "")));
+        var e = assertThrows(HiCacheException.class, () -> RemotePageStore.open(RemoteStoreConfig.local(port, "")));
         assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
-        assertTrue(e.getMessage().contains("127.0.0.1:" + port) && e.getMessage().contains("cannot connect"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("127.0.0.1:" + port) && e.getMessage().contains("cannot connect"),
+                e.getMessage());
     }
 }

@@ -12,7 +12,11 @@ record PageMeta(long sequence, long length, int crc) {
     static final int BYTES = 20;
 
     byte[] toBytes() {
-        return ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN).putLong(sequence).putLong(length).putInt(crc)
+        return ByteBuffer.allocate(BYTES)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .putLong(sequence)
+                .putLong(length)
+                .putInt(crc)
                 .array();
     }
 

@@ -62,9 +62,11 @@ final class RocksDbHandles implements AutoCloseable {
     final WriteOptions writeOptions;
     /** For puts flushed before they return: no write-ahead log. */
     final WriteOptions unloggedWrites;
+
     final FlushOptions flushAndWait;
     /** The families a write-once put flushes, together. */
     final List<ColumnFamilyHandle> pageFamilies;
+
     final ReadOptions readOptions;
 
     RocksDbHandles(RocksDbStoreConfig config, Path dbDir) throws RocksDBException {
@@ -72,7 +74,9 @@ final class RocksDbHandles implements AutoCloseable {
         try {
             LRUCache cache = track(new LRUCache(config.blockCacheBytes()));
             BloomFilter bloom = track(new BloomFilter(10));
-            BlockBasedTableConfig table = new BlockBasedTableConfig().setBlockCache(cache).setFilterPolicy(bloom)
+            BlockBasedTableConfig table = new BlockBasedTableConfig()
+                    .setBlockCache(cache)
+                    .setFilterPolicy(bloom)
                     .setCacheIndexAndFilterBlocks(true);
             ColumnFamilyOptions pageOptions = track(new ColumnFamilyOptions())
                     .setTableFormatConfig(table)
@@ -86,7 +90,9 @@ final class RocksDbHandles implements AutoCloseable {
                     .setWriteBufferSize(config.writeBufferBytes())
                     .setMaxWriteBufferNumber(4);
             ColumnFamilyOptions metaOptions = track(new ColumnFamilyOptions())
-                    .setTableFormatConfig(new BlockBasedTableConfig().setBlockCache(cache).setFilterPolicy(bloom)
+                    .setTableFormatConfig(new BlockBasedTableConfig()
+                            .setBlockCache(cache)
+                            .setFilterPolicy(bloom)
                             .setCacheIndexAndFilterBlocks(true))
                     .setCompressionType(CompressionType.NO_COMPRESSION)
                     .setWriteBufferSize(8L << 20);
@@ -137,8 +143,11 @@ final class RocksDbHandles implements AutoCloseable {
                     h.close();
                 }
             } catch (Exception e) {
-                System.getLogger(RocksDbHandles.class.getName()).log(System.Logger.Level.WARNING,
-                        "closing " + h.getClass().getSimpleName() + " failed", e);
+                System.getLogger(RocksDbHandles.class.getName())
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "closing " + h.getClass().getSimpleName() + " failed",
+                                e);
             }
         }
     }

@@ -48,7 +48,6 @@ import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.rocksdb.ByteBufferGetStatus;
-import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Status;
@@ -85,31 +84,44 @@ public final class RocksDbPageStore extends AbstractPageStore {
     private final RocksDbHandles rocks;
     private final ConcurrentHashMap<PageId, PageMeta> metas = new ConcurrentHashMap<>();
     /** The stored pages in the order they were written (by their meta records' sequence numbers): eviction's order. */
-    private final PageUsageIndex<PageId> writeOrder = PageUsageIndex.<PageId>builder(PageUsageIndex.Order.INSERTION)
-            .build();
+    private final PageUsageIndex<PageId> writeOrder =
+            PageUsageIndex.<PageId>builder(PageUsageIndex.Order.INSERTION).build();
+
     private final AtomicLong sequence = new AtomicLong();
     private final ReentrantLock writeLock = new ReentrantLock();
     private final ExecutorService calls;
     private final CapacityGate<PageId> gate;
 
     private RocksDbPageStore(RocksDbStoreConfig config, StoreRoot root) throws IOException, RocksDBException {
-        super("rocksdb", root.path().toString(), new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.EVICTING),
-                PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
+        super(
+                "rocksdb",
+                root.path().toString(),
+                new StoreCapabilities(
+                        Set.of(Capability.PERSISTENT, Capability.EVICTING),
+                        PageFormat.MAX_PAGE_BYTES,
+                        PREFERRED_BATCH));
         this.config = config;
         this.root = root;
         this.rocks = new RocksDbHandles(config, root.path().resolve("db"));
         long start = System.nanoTime();
         loadMeta();
-        long capacity = config.capacityBytes() > 0 ? config.capacityBytes()
+        long capacity = config.capacityBytes() > 0
+                ? config.capacityBytes()
                 : (long) (0.9 * (Files.getFileStore(root.path()).getUsableSpace() + writeOrder.bytes()));
         this.calls = Executors.newFixedThreadPool(config.ioThreads(), Threads.factory("rocksdb-io"));
-        this.gate = new CapacityGate<>("rocksdb", Math.max(1, capacity),
-                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()), writeOrder, this::evict);
+        this.gate = new CapacityGate<>(
+                "rocksdb",
+                Math.max(1, capacity),
+                CapacityGate.Watermarks.evictPastCapacityDownTo(config.lowWater()),
+                writeOrder,
+                this::evict);
         gate.start();
         long millis = (System.nanoTime() - start) / 1_000_000;
-        LOG.log(Level.INFO, () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
-                + Units.formatBytes(writeOrder.bytes()) + ") loaded in " + millis + " ms; capacity "
-                + Units.formatBytes(gate.capacityBytes()));
+        LOG.log(
+                Level.INFO,
+                () -> "rocksdb store at " + root.path() + ": " + metas.size() + " pages ("
+                        + Units.formatBytes(writeOrder.bytes()) + ") loaded in " + millis + " ms; capacity "
+                        + Units.formatBytes(gate.capacityBytes()));
     }
 
     /**
@@ -123,8 +135,10 @@ public final class RocksDbPageStore extends AbstractPageStore {
             return new RocksDbPageStore(config, root);
         } catch (IOException | RocksDBException | RuntimeException e) {
             root.close();
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "cannot open the rocksdb store at " + root.path() + ": "
-                    + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "cannot open the rocksdb store at " + root.path() + ": " + e.getMessage(),
+                    e);
         }
     }
 
@@ -192,8 +206,11 @@ public final class RocksDbPageStore extends AbstractPageStore {
             if (m == null) {
                 result.set(i, PageStatus.MISS);
             } else if (m.length() != targets.page(i).byteSize()) {
-                result.set(i, PageStatus.SIZE_MISMATCH, "stored page is " + m.length() + " bytes, target is "
-                        + targets.page(i).byteSize());
+                result.set(
+                        i,
+                        PageStatus.SIZE_MISMATCH,
+                        "stored page is " + m.length() + " bytes, target is "
+                                + targets.page(i).byteSize());
             } else {
                 expected[i] = m;
                 asked.add(i);
@@ -209,8 +226,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 keys.add(keyBuffer(arena, PageId.of(targets.key(i))));
                 values.add(targets.page(i).asByteBuffer());
             }
-            List<ByteBufferGetStatus> got = rocks.db.multiGetByteBuffers(rocks.readOptions,
-                    Collections.nCopies(asked.size(), rocks.pages), keys, values);
+            List<ByteBufferGetStatus> got = rocks.db.multiGetByteBuffers(
+                    rocks.readOptions, Collections.nCopies(asked.size(), rocks.pages), keys, values);
             for (int j = 0; j < asked.size(); j++) {
                 int i = asked.get(j);
                 ByteBufferGetStatus s = got.get(j);
@@ -222,8 +239,10 @@ public final class RocksDbPageStore extends AbstractPageStore {
                 } else if (code != Status.Code.Ok) {
                     result.set(i, PageStatus.FAILED, "RocksDB: " + s.status.getCodeString());
                 } else if (s.requiredSize != expected[i].length()) {
-                    result.set(i, PageStatus.CORRUPT, "stored value is " + s.requiredSize + " bytes, its record says "
-                            + expected[i].length());
+                    result.set(
+                            i,
+                            PageStatus.CORRUPT,
+                            "stored value is " + s.requiredSize + " bytes, its record says " + expected[i].length());
                 } else if (PageChecksum.of(targets.page(i)) != expected[i].crc()) {
                     result.set(i, PageStatus.CORRUPT, "page checksum mismatch");
                 } else {
@@ -245,7 +264,9 @@ public final class RocksDbPageStore extends AbstractPageStore {
     protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
         for (int i = 0; i < sources.size(); i++) {
             if (sources.page(i).byteSize() > gate.capacityBytes()) {
-                return CompletableFuture.completedFuture(BatchResult.all(sources.size(), PageStatus.REJECTED,
+                return CompletableFuture.completedFuture(BatchResult.all(
+                        sources.size(),
+                        PageStatus.REJECTED,
                         "page " + i + " of " + sources.page(i).byteSize() + " bytes does not fit a store of "
                                 + gate.capacityBytes() + " bytes"));
             }
@@ -257,7 +278,9 @@ public final class RocksDbPageStore extends AbstractPageStore {
         int n = sources.size();
         long reserve = sources.totalBytes();
         if (!gate.reserve(reserve, deadline)) {
-            return BatchResult.all(n, PageStatus.stoppedBy(deadline),
+            return BatchResult.all(
+                    n,
+                    PageStatus.stoppedBy(deadline),
                     "no room: the store is over its capacity and deletion did not catch up before the deadline");
         }
         PageStatus[] statuses = new PageStatus[n];
@@ -269,7 +292,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
         long chunkBytes = writeOnce ? Math.max(1L << 20, config.writeBufferBytes() / 8) : Long.MAX_VALUE;
         WriteOptions options = writeOnce ? rocks.unloggedWrites : rocks.writeOptions;
         writeLock.lock();
-        try (Arena arena = Arena.ofConfined(); WriteBatch batch = new WriteBatch()) {
+        try (Arena arena = Arena.ofConfined();
+                WriteBatch batch = new WriteBatch()) {
             long inBatch = 0;
             for (int i = 0; i < n; i++) {
                 PageId id = PageId.of(sources.key(i));
@@ -416,7 +440,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
     @FunctionalInterface
     private interface Call<T> {
         /** Its result: null for work that has none ({@code Call<Void>}). */
-        @Nullable T run() throws Exception;
+        @Nullable
+        T run() throws Exception;
     }
 
     /** Runs a batch call on the store's threads; past its deadline when it starts, it does nothing. */
@@ -442,7 +467,8 @@ public final class RocksDbPageStore extends AbstractPageStore {
         try {
             return CompletableFuture.supplyAsync(wrapped, calls);
         } catch (RejectedExecutionException e) {
-            return CompletableFuture.failedFuture(new HiCacheException(ErrorCode.STORE_CLOSED, "the rocksdb store is closing"));
+            return CompletableFuture.failedFuture(
+                    new HiCacheException(ErrorCode.STORE_CLOSED, "the rocksdb store is closing"));
         }
     }
 

@@ -13,7 +13,7 @@ class RocksDbCrashTest extends PageStoreCrashKit {
 
     @Override
     protected Map<String, String> settings(Path dir) {
-        return Map.of("rocksdb.root", dir.resolve("store").toString(), "rocksdb.fsync", "true", "rocksdb.capacity",
-                "4GiB");
+        return Map.of(
+                "rocksdb.root", dir.resolve("store").toString(), "rocksdb.fsync", "true", "rocksdb.capacity", "4GiB");
     }
 }

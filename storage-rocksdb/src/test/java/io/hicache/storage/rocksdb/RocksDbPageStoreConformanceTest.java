@@ -47,7 +47,8 @@ class RocksDbPageStoreConformanceTest {
 
         @Override
         RocksDbStoreConfig config() {
-            return RocksDbStoreConfig.at(root.resolve("store")).withCapacityBytes(CAPACITY)
+            return RocksDbStoreConfig.at(root.resolve("store"))
+                    .withCapacityBytes(CAPACITY)
                     .withFsync(true);
         }
     }

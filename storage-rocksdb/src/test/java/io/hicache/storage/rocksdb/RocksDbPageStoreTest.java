@@ -34,7 +34,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class RocksDbPageStoreTest {
-    private static final Namespace NS = Namespace.of("rocksdb-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
+    private static final Namespace NS =
+            Namespace.of("rocksdb-store-test", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
     /** A key of page {@code n} in group {@code group}. */
     private static StoreKey key(int group, int n) {
@@ -61,8 +62,8 @@ class RocksDbPageStoreTest {
         Path root = dir.resolve("store");
         try (RocksDbPageStore first = RocksDbPageStore.open(RocksDbStoreConfig.at(root))) {
             assertEquals(0, first.stats().storedPages());
-            var e = Assertions.assertThrows(HiCacheException.class,
-                    () -> RocksDbPageStore.open(RocksDbStoreConfig.at(root)));
+            var e = Assertions.assertThrows(
+                    HiCacheException.class, () -> RocksDbPageStore.open(RocksDbStoreConfig.at(root)));
             assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
             assertTrue(e.getMessage().contains("already open"), e.getMessage());
         }
@@ -77,7 +78,8 @@ class RocksDbPageStoreTest {
             keys.add(key(9, i));
         }
         try (Arena arena = Arena.ofShared()) {
-            try (RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
+            try (RocksDbPageStore store =
+                    RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
                 for (int i = 0; i < keys.size(); i += 8) {
                     List<StoreKey> batch = keys.subList(i, i + 8);
                     BatchResult r = put(store, batch, arena, pageBytes);
@@ -88,7 +90,8 @@ class RocksDbPageStoreTest {
                 assertEquals(0, hits(store, keys.subList(0, 1)), "the oldest page is still there");
                 assertEquals(8, hits(store, keys.subList(56, 64)), "the newest pages are gone");
             }
-            try (RocksDbPageStore store = RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
+            try (RocksDbPageStore store =
+                    RocksDbPageStore.open(RocksDbStoreConfig.at(root).withCapacityBytes(32L * pageBytes))) {
                 assertEquals(8, hits(store, keys.subList(56, 64)));
                 MemorySegment target = arena.allocate(pageBytes);
                 BatchResult got = await(store.get(PageBatch.of(keys.subList(63, 64), List.of(target)), deadline()));
@@ -100,8 +103,10 @@ class RocksDbPageStoreTest {
 
     @Test
     void theStoreIsFoundByNameAndConfiguredLikeEveryStore() {
-        Settings settings = Settings.builder().flag("rocksdb.root", dir.resolve("named").toString())
-                .flag("rocksdb.capacity", "64MiB").build();
+        Settings settings = Settings.builder()
+                .flag("rocksdb.root", dir.resolve("named").toString())
+                .flag("rocksdb.capacity", "64MiB")
+                .build();
         try (var store = PageStores.open(new StoreConfig("rocksdb", settings))) {
             assertEquals("rocksdb", store.name());
             assertEquals(64L << 20, store.stats().capacityBytes());
@@ -143,7 +148,8 @@ class RocksDbPageStoreTest {
     void aLargeBatchIsWrittenOnceToABlobFileAndASmallOneThroughTheLog() throws Exception {
         Path root = dir.resolve("store");
         RocksDbStoreConfig config = new RocksDbStoreConfig(root, 0, 0.9, false, false, 64L << 20, 4096, 1L << 20, 2);
-        try (RocksDbPageStore store = RocksDbPageStore.open(config); Arena arena = Arena.ofShared()) {
+        try (RocksDbPageStore store = RocksDbPageStore.open(config);
+                Arena arena = Arena.ofShared()) {
             Path db = root.resolve("db");
             // 64 KiB: under a quarter of the 1 MiB memtable, through the log, no blob file yet.
             put(store, arena, 0, 1, 64 << 10);
@@ -162,7 +168,8 @@ class RocksDbPageStoreTest {
                     keys.add(key(g[0], i));
                     targets.add(arena.allocate(g[2]));
                 }
-                BatchResult r = store.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofSeconds(30))).join();
+                BatchResult r = store.get(PageBatch.of(keys, targets), Deadline.after(Duration.ofSeconds(30)))
+                        .join();
                 assertEquals(g[1], r.count(PageStatus.OK), r::toString);
                 for (int i = 0; i < g[1]; i++) {
                     assertEquals(-1, PagePattern.firstMismatch(targets.get(i), keys.get(i), 0));
@@ -180,7 +187,8 @@ class RocksDbPageStoreTest {
             keys.add(key(group, i));
             sources.add(page);
         }
-        BatchResult r = store.put(PageBatch.of(keys, sources), Deadline.after(Duration.ofSeconds(30))).join();
+        BatchResult r = store.put(PageBatch.of(keys, sources), Deadline.after(Duration.ofSeconds(30)))
+                .join();
         assertEquals(pages, r.count(PageStatus.OK), r::toString);
     }
 
@@ -188,7 +196,8 @@ class RocksDbPageStoreTest {
     private static long bytes(Path db, String suffix) throws IOException {
         try (var files = Files.list(db)) {
             long sum = 0;
-            for (Path f : files.filter(f -> f.getFileName().toString().endsWith(suffix)).toList()) {
+            for (Path f : files.filter(f -> f.getFileName().toString().endsWith(suffix))
+                    .toList()) {
                 sum += Files.size(f);
             }
             return sum;

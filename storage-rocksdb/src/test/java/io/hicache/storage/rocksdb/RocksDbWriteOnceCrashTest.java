@@ -17,8 +17,13 @@ class RocksDbWriteOnceCrashTest extends PageStoreCrashKit {
 
     @Override
     protected Map<String, String> settings(Path dir) {
-        return Map.of("rocksdb.root", dir.resolve("store").toString(), "rocksdb.write-buffer", "1MiB",
-                "rocksdb.capacity", "4GiB");
+        return Map.of(
+                "rocksdb.root",
+                dir.resolve("store").toString(),
+                "rocksdb.write-buffer",
+                "1MiB",
+                "rocksdb.capacity",
+                "4GiB");
     }
 
     @Override

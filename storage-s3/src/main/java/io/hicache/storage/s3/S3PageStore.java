@@ -81,6 +81,7 @@ public final class S3PageStore extends AbstractPageStore {
     static final String CRC_METADATA = "hicache-crc32c";
     /** Metadata key of the page's length in bytes, in decimal: what the object's own length must be. */
     static final String LENGTH_METADATA = "hicache-length";
+
     private static final int PREFERRED_BATCH = 128;
     /** DeleteObjects takes at most this many keys. */
     private static final int DELETE_BATCH = 1000;
@@ -92,9 +93,12 @@ public final class S3PageStore extends AbstractPageStore {
     private final RateLimitedLog tornLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
 
     private S3PageStore(S3Config config, S3AsyncClient s3) {
-        super("s3", "s3://" + config.bucket() + "/" + config.prefix() + config.endpoint().map(e -> " at " + e).orElse(""),
-                new StoreCapabilities(Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES,
-                        PREFERRED_BATCH));
+        super(
+                "s3",
+                "s3://" + config.bucket() + "/" + config.prefix()
+                        + config.endpoint().map(e -> " at " + e).orElse(""),
+                new StoreCapabilities(
+                        Set.of(Capability.PERSISTENT, Capability.SHARED), PageFormat.MAX_PAGE_BYTES, PREFERRED_BATCH));
         this.config = config;
         this.s3 = s3;
         this.limiter = new RequestLimiter(config.concurrency());
@@ -146,7 +150,8 @@ public final class S3PageStore extends AbstractPageStore {
                         .handle((response, error) -> {
                             if (error != null || torn(key, response) != null) {
                                 firstMiss.accumulateAndGet(index, Math::min);
-                                if (error != null && !(unwrap(error) instanceof NoSuchKeyException)
+                                if (error != null
+                                        && !(unwrap(error) instanceof NoSuchKeyException)
                                         && !isNotFound(error)) {
                                     LOG.log(Level.DEBUG, () -> "s3 store: HEAD " + key + " failed: " + unwrap(error));
                                 }
@@ -170,7 +175,8 @@ public final class S3PageStore extends AbstractPageStore {
         return perPage(targets.size(), deadline, i -> {
             MemorySegment target = targets.page(i);
             String key = objectKey(targets.key(i));
-            IntoSegments into = IntoSegments.whole(target,
+            IntoSegments into = IntoSegments.whole(
+                    target,
                     (response, objectLength) -> torn(key, response.metadata(), objectLength),
                     response -> checksumProblem(response, target));
             CompletableFuture<PageOutcome> get = s3.getObject(
@@ -237,13 +243,18 @@ public final class S3PageStore extends AbstractPageStore {
         return perPage(sources.size(), deadline, i -> {
             MemorySegment page = sources.page(i);
             String key = objectKey(sources.key(i));
-            Map<String, String> metadata = Map.of(CRC_METADATA, hex(PageChecksum.of(page)), LENGTH_METADATA,
-                    Long.toString(page.byteSize()));
+            Map<String, String> metadata =
+                    Map.of(CRC_METADATA, hex(PageChecksum.of(page)), LENGTH_METADATA, Long.toString(page.byteSize()));
             // No copy: the SDK reads the caller's memory as it sends (and again if it retries).
             AsyncRequestBody body = AsyncRequestBody.fromByteBufferUnsafe(page.asByteBuffer());
-            CompletableFuture<PageOutcome> put = s3.putObject(b -> b.bucket(config.bucket()).key(key)
-                    .contentLength(page.byteSize()).contentType("application/octet-stream").metadata(metadata)
-                    .overrideConfiguration(timeouts(deadline)), body)
+            CompletableFuture<PageOutcome> put = s3.putObject(
+                            b -> b.bucket(config.bucket())
+                                    .key(key)
+                                    .contentLength(page.byteSize())
+                                    .contentType("application/octet-stream")
+                                    .metadata(metadata)
+                                    .overrideConfiguration(timeouts(deadline)),
+                            body)
                     .thenApply(response -> PageOutcome.OK);
             return guard(put, null, deadline).exceptionally(error -> failure("PUT " + key, error, deadline));
         });
@@ -257,8 +268,8 @@ public final class S3PageStore extends AbstractPageStore {
         return perPage(keys.size(), deadline, i -> {
             String key = objectKey(keys.get(i));
             return s3.headObject(b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline)))
-                    .thenCompose(head -> s3.deleteObject(b -> b.bucket(config.bucket()).key(key)
-                            .overrideConfiguration(timeouts(deadline))))
+                    .thenCompose(head -> s3.deleteObject(
+                            b -> b.bucket(config.bucket()).key(key).overrideConfiguration(timeouts(deadline))))
                     .thenApply(deleted -> PageOutcome.OK)
                     .exceptionally(error -> failure("DELETE " + key, error, deadline));
         });
@@ -276,18 +287,26 @@ public final class S3PageStore extends AbstractPageStore {
 
     /** Lists the objects under {@code prefix} a page at a time and deletes each page of them in one request. */
     private CompletableFuture<Void> deleteAll(String prefix, @Nullable String continuation, Deadline deadline) {
-        ListObjectsV2Request.Builder list = ListObjectsV2Request.builder().bucket(config.bucket()).prefix(prefix)
-                .maxKeys(DELETE_BATCH).overrideConfiguration(timeouts(deadline));
+        ListObjectsV2Request.Builder list = ListObjectsV2Request.builder()
+                .bucket(config.bucket())
+                .prefix(prefix)
+                .maxKeys(DELETE_BATCH)
+                .overrideConfiguration(timeouts(deadline));
         if (continuation != null) {
             list.continuationToken(continuation);
         }
         return s3.listObjectsV2(list.build()).thenCompose((ListObjectsV2Response page) -> {
-            List<ObjectIdentifier> ids = page.contents().stream().map(S3Object::key)
-                    .map(k -> ObjectIdentifier.builder().key(k).build()).toList();
-            CompletableFuture<?> deleted = ids.isEmpty() ? CompletableFuture.completedFuture(null)
-                    : s3.deleteObjects(DeleteObjectsRequest.builder().bucket(config.bucket())
+            List<ObjectIdentifier> ids = page.contents().stream()
+                    .map(S3Object::key)
+                    .map(k -> ObjectIdentifier.builder().key(k).build())
+                    .toList();
+            CompletableFuture<?> deleted = ids.isEmpty()
+                    ? CompletableFuture.completedFuture(null)
+                    : s3.deleteObjects(DeleteObjectsRequest.builder()
+                            .bucket(config.bucket())
                             .delete(Delete.builder().objects(ids).quiet(true).build())
-                            .overrideConfiguration(timeouts(deadline)).build());
+                            .overrideConfiguration(timeouts(deadline))
+                            .build());
             return deleted.thenCompose(ignored -> Boolean.TRUE.equals(page.isTruncated())
                     ? deleteAll(prefix, page.nextContinuationToken(), deadline)
                     : CompletableFuture.completedFuture(null));
@@ -302,17 +321,20 @@ public final class S3PageStore extends AbstractPageStore {
      */
     private AwsRequestOverrideConfiguration timeouts(Deadline deadline) {
         Duration left = Duration.ofNanos(Math.max(1_000_000, deadline.remainingNanos()));
-        return AwsRequestOverrideConfiguration.builder().apiCallAttemptTimeout(config.requestTimeout())
-                .apiCallTimeout(left).build();
+        return AwsRequestOverrideConfiguration.builder()
+                .apiCallAttemptTimeout(config.requestTimeout())
+                .apiCallTimeout(left)
+                .build();
     }
 
     /**
      * Bounds a request's future by the deadline plus one request timeout, however the client behaves; a GET given up
      * on is abandoned, so it writes no more into its target.
      */
-    private CompletableFuture<PageOutcome> guard(CompletableFuture<PageOutcome> request, @Nullable IntoSegments into,
-            Deadline deadline) {
-        long limit = Math.max(0, deadline.remainingNanos()) + config.requestTimeout().toNanos();
+    private CompletableFuture<PageOutcome> guard(
+            CompletableFuture<PageOutcome> request, @Nullable IntoSegments into, Deadline deadline) {
+        long limit =
+                Math.max(0, deadline.remainingNanos()) + config.requestTimeout().toNanos();
         return request.orTimeout(limit, TimeUnit.NANOSECONDS).whenComplete((outcome, error) -> {
             if (error != null && into != null) {
                 into.abandon();
@@ -321,8 +343,8 @@ public final class S3PageStore extends AbstractPageStore {
     }
 
     /** Runs one request per page through the limiter; a page still waiting when the deadline passes is not sent. */
-    private CompletableFuture<BatchResult> perPage(int size, Deadline deadline,
-            Function<Integer, CompletableFuture<PageOutcome>> request) {
+    private CompletableFuture<BatchResult> perPage(
+            int size, Deadline deadline, Function<Integer, CompletableFuture<PageOutcome>> request) {
         List<CompletableFuture<PageOutcome>> pages = new ArrayList<>(size);
         for (int i = 0; i < size; i++) {
             int index = i;
@@ -333,8 +355,14 @@ public final class S3PageStore extends AbstractPageStore {
         return CompletableFuture.allOf(pages.toArray(CompletableFuture[]::new)).handle((done, error) -> {
             BatchResult.Builder result = BatchResult.builder(size);
             for (int i = 0; i < size; i++) {
-                result.set(i, pages.get(i).isCompletedExceptionally()
-                        ? failure("request", pages.get(i).handle((v, e) -> e).join(), deadline) : pages.get(i).join());
+                result.set(
+                        i,
+                        pages.get(i).isCompletedExceptionally()
+                                ? failure(
+                                        "request",
+                                        pages.get(i).handle((v, e) -> e).join(),
+                                        deadline)
+                                : pages.get(i).join());
             }
             return result.build();
         });
@@ -346,12 +374,15 @@ public final class S3PageStore extends AbstractPageStore {
         if (cause instanceof NoSuchKeyException || isNotFound(cause)) {
             return PageOutcome.MISS;
         }
-        if (cause instanceof ApiCallTimeoutException || cause instanceof ApiCallAttemptTimeoutException
+        if (cause instanceof ApiCallTimeoutException
+                || cause instanceof ApiCallAttemptTimeoutException
                 || cause instanceof TimeoutException) {
-            return PageOutcome.of(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
+            return PageOutcome.of(
+                    deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.FAILED,
                     what + " timed out: " + cause.getMessage());
         }
-        String message = cause instanceof S3Exception s ? "HTTP " + s.statusCode() + " " + s.awsErrorDetails().errorCode()
+        String message = cause instanceof S3Exception s
+                ? "HTTP " + s.statusCode() + " " + s.awsErrorDetails().errorCode()
                 : cause instanceof SdkException ? cause.getMessage() : cause.toString();
         return PageOutcome.of(PageStatus.FAILED, what + " failed: " + message);
     }
@@ -361,8 +392,7 @@ public final class S3PageStore extends AbstractPageStore {
     }
 
     private static Throwable unwrap(Throwable t) {
-        while ((t instanceof CompletionException || t instanceof ExecutionException)
-                && t.getCause() != null) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
             t = t.getCause();
         }
         return t;

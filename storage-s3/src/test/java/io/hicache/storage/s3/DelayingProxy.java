@@ -21,7 +21,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class DelayingProxy implements AutoCloseable {
     /** What the proxy does with the bytes it gets. */
-    enum Mode { PASS, DELAY, HANG }
+    enum Mode {
+        PASS,
+        DELAY,
+        HANG
+    }
 
     private final ServerSocket listener;
     private final int targetPort;
@@ -85,7 +89,8 @@ final class DelayingProxy implements AutoCloseable {
     private void pump(Socket from, Socket to, boolean answers) {
         byte[] chunk = new byte[64 * 1024];
         long lastForward = 0;
-        try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
+        try (InputStream in = from.getInputStream();
+                OutputStream out = to.getOutputStream()) {
             int n;
             while ((n = in.read(chunk)) >= 0) {
                 while (mode == Mode.HANG && !from.isClosed()) {

@@ -43,9 +43,13 @@ public final class LocalS3 implements AutoCloseable {
         p.setProperty("jclouds.identity", ACCESS_KEY);
         p.setProperty("jclouds.credential", SECRET_KEY);
         BlobStore blobs = BlobStores.create("filesystem", p);
-        proxy = S3Proxy.builder().blobStore(blobs).endpoint(URI.create("http://127.0.0.1:" + wanted))
+        proxy = S3Proxy.builder()
+                .blobStore(blobs)
+                .endpoint(URI.create("http://127.0.0.1:" + wanted))
                 .awsAuthentication(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-                .ignoreUnknownHeaders(true).stopTimeout(0).build();
+                .ignoreUnknownHeaders(true)
+                .stopTimeout(0)
+                .build();
         proxy.start();
         while (!"STARTED".equals(proxy.getState())) {
             Thread.sleep(5);
@@ -76,8 +80,12 @@ public final class LocalS3 implements AutoCloseable {
 
     /** A plain synchronous client on this server, for setting up and damaging things. */
     public S3Client client() {
-        return S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint()).forcePathStyle(true)
-                .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+        return S3Client.builder()
+                .region(Region.US_EAST_1)
+                .endpointOverride(endpoint())
+                .forcePathStyle(true)
+                .credentialsProvider(
+                        StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
                 .build();
     }
 

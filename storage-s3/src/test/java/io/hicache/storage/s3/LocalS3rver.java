@@ -30,9 +30,11 @@ import software.amazon.awssdk.services.s3.S3Client;
 final class LocalS3rver implements AutoCloseable {
     /** s3rver's one built-in key pair. */
     static final String ACCESS_KEY = "S3RVER";
+
     static final String SECRET_KEY = "S3RVER";
     /** The folder of the npm project that installs s3rver (its package.json): set by the module's POM. */
     static final String INSTALL_PROPERTY = "hicache.test.s3rver";
+
     private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     private static final Pattern LISTENING = Pattern.compile("S3rver listening on [^\\s:]+:(\\d+)");
 
@@ -42,15 +44,29 @@ final class LocalS3rver implements AutoCloseable {
 
     /** Starts s3rver on a free port with its objects under {@code dir}, with {@code bucket} created. */
     LocalS3rver(Path dir, String bucket) throws IOException, InterruptedException {
-        Path node = node().orElseThrow(() -> new IllegalStateException(unavailable().orElseThrow()));
+        Path node =
+                node().orElseThrow(() -> new IllegalStateException(unavailable().orElseThrow()));
         Path install = install();
         Path data = Files.createDirectories(dir.resolve("data"));
         log = dir.resolve("s3rver.log");
         // Port 0: the server picks a free one and prints it once it listens (--silent keeps only that line).
-        process = new ProcessBuilder(node.toString(), "--require", install.resolve("exit-with-parent.js").toString(),
-                cli(install).toString(), "--directory", data.toString(), "--address", "127.0.0.1", "--port", "0",
-                "--silent", "--configure-bucket", bucket)
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        process = new ProcessBuilder(
+                        node.toString(),
+                        "--require",
+                        install.resolve("exit-with-parent.js").toString(),
+                        cli(install).toString(),
+                        "--directory",
+                        data.toString(),
+                        "--address",
+                        "127.0.0.1",
+                        "--port",
+                        "0",
+                        "--silent",
+                        "--configure-bucket",
+                        bucket)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .start();
         try {
             port = awaitListening();
         } catch (IOException | InterruptedException | RuntimeException e) {
@@ -105,8 +121,8 @@ final class LocalS3rver implements AutoCloseable {
                 return Integer.parseInt(m.group(1));
             }
             if (!process.isAlive()) {
-                throw new IllegalStateException("s3rver exited with " + process.exitValue() + " before listening: "
-                        + out);
+                throw new IllegalStateException(
+                        "s3rver exited with " + process.exitValue() + " before listening: " + out);
             }
             if (System.nanoTime() - end > 0) {
                 throw new IllegalStateException("s3rver did not listen within " + START_TIMEOUT + ": " + out);
@@ -130,10 +146,13 @@ final class LocalS3rver implements AutoCloseable {
      * would store the chunk framing as part of the object.
      */
     S3Client client() {
-        return S3Client.builder().region(Region.US_EAST_1).endpointOverride(endpoint()).forcePathStyle(true)
+        return S3Client.builder()
+                .region(Region.US_EAST_1)
+                .endpointOverride(endpoint())
+                .forcePathStyle(true)
                 .requestChecksumCalculation(RequestChecksumCalculation.WHEN_REQUIRED)
-                .credentialsProvider(StaticCredentialsProvider.create(
-                        AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+                .credentialsProvider(
+                        StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
                 .build();
     }
 

@@ -34,15 +34,19 @@ class MinioConformanceTest extends PageStoreConformanceKit {
     }
 
     private static S3Client client() {
-        return S3Client.builder().region(Region.US_EAST_1).endpointOverride(URI.create(MINIO.getS3URL()))
-                .forcePathStyle(true).credentialsProvider(StaticCredentialsProvider.create(
-                        AwsBasicCredentials.create(MINIO.getUserName(), MINIO.getPassword()))).build();
+        return S3Client.builder()
+                .region(Region.US_EAST_1)
+                .endpointOverride(URI.create(MINIO.getS3URL()))
+                .forcePathStyle(true)
+                .credentialsProvider(StaticCredentialsProvider.create(
+                        AwsBasicCredentials.create(MINIO.getUserName(), MINIO.getPassword())))
+                .build();
     }
 
     @Override
     protected PageStore openStore() {
-        return S3PageStore.open(S3Config.local(URI.create(MINIO.getS3URL()), BUCKET, MINIO.getUserName(),
-                MINIO.getPassword()));
+        return S3PageStore.open(
+                S3Config.local(URI.create(MINIO.getS3URL()), BUCKET, MINIO.getUserName(), MINIO.getPassword()));
     }
 
     @Override

@@ -41,8 +41,8 @@ class S3FaultTest {
     @Test
     void aServerStoppedMidBatchFailsPagesWithinTheDeadlineAndTheStoreRecovers() throws Exception {
         try (LocalS3 server = new LocalS3(dir, BUCKET);
-                S3PageStore store = S3PageStore.open(server.config(BUCKET).withTimeouts(REQUEST_TIMEOUT, 2)
-                        .withConcurrency(4));
+                S3PageStore store = S3PageStore.open(
+                        server.config(BUCKET).withTimeouts(REQUEST_TIMEOUT, 2).withConcurrency(4));
                 Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = keys(0, 64);
             Deadline deadline = Deadline.after(Duration.ofSeconds(3));
@@ -66,25 +66,32 @@ class S3FaultTest {
             BatchResult after = store.put(batch(arena, again, 64 * 1024), Deadline.after(Duration.ofSeconds(20)))
                     .get(30, TimeUnit.SECONDS);
             assertEquals(8, after.count(PageStatus.OK), "the store did not recover: " + after);
-            assertEquals(8, (int) store.leadingHits(again, Deadline.after(Duration.ofSeconds(20))).get());
+            assertEquals(8, (int) store.leadingHits(again, Deadline.after(Duration.ofSeconds(20)))
+                    .get());
         }
     }
 
     @Test
     void aHangingServerCannotHoldABatchPastItsDeadline() throws Exception {
-        try (LocalS3 server = new LocalS3(dir, BUCKET); DelayingProxy proxy = new DelayingProxy(server.port());
-                S3PageStore store = S3PageStore.open(S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY,
-                        LocalS3.SECRET_KEY).withTimeouts(REQUEST_TIMEOUT, 3));
+        try (LocalS3 server = new LocalS3(dir, BUCKET);
+                DelayingProxy proxy = new DelayingProxy(server.port());
+                S3PageStore store = S3PageStore.open(
+                        S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY, LocalS3.SECRET_KEY)
+                                .withTimeouts(REQUEST_TIMEOUT, 3));
                 Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = keys(2, 16);
-            assertEquals(16, store.put(batch(arena, keys, 256 * 1024), Deadline.after(Duration.ofSeconds(20)))
-                    .get(30, TimeUnit.SECONDS).count(PageStatus.OK));
+            assertEquals(
+                    16,
+                    store.put(batch(arena, keys, 256 * 1024), Deadline.after(Duration.ofSeconds(20)))
+                            .get(30, TimeUnit.SECONDS)
+                            .count(PageStatus.OK));
 
             proxy.hang();
             Duration budget = Duration.ofSeconds(2);
             List<MemorySegment> targets = targets(arena, 16, 256 * 1024);
             long start = System.nanoTime();
-            BatchResult got = store.get(PageBatch.of(keys, targets), Deadline.after(budget)).get(30, TimeUnit.SECONDS);
+            BatchResult got = store.get(PageBatch.of(keys, targets), Deadline.after(budget))
+                    .get(30, TimeUnit.SECONDS);
             assertWithin(start, budget.plus(REQUEST_TIMEOUT), "a hanging server held the get past its deadline");
             assertEquals(0, got.count(PageStatus.OK), got::toString);
             assertEquals(16, got.count(PageStatus.TIMED_OUT) + got.count(PageStatus.FAILED), got::toString);
@@ -94,8 +101,10 @@ class S3FaultTest {
             assertEquals(0, hits);
 
             proxy.delay(100);
-            BatchResult slow = store.get(PageBatch.of(keys.subList(0, 4), targets.subList(0, 4)),
-                    Deadline.after(Duration.ofSeconds(20))).get(30, TimeUnit.SECONDS);
+            BatchResult slow = store.get(
+                            PageBatch.of(keys.subList(0, 4), targets.subList(0, 4)),
+                            Deadline.after(Duration.ofSeconds(20)))
+                    .get(30, TimeUnit.SECONDS);
             assertEquals(4, slow.count(PageStatus.OK), "a slow server still serves within the deadline: " + slow);
 
             proxy.pass();
@@ -116,15 +125,20 @@ class S3FaultTest {
      */
     @Test
     void anAnswerThatIsNotHttpIsRetried() throws Exception {
-        try (LocalS3 server = new LocalS3(dir, BUCKET); DelayingProxy proxy = new DelayingProxy(server.port());
-                S3PageStore store = S3PageStore.open(S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY,
-                        LocalS3.SECRET_KEY).withConcurrency(1));
+        try (LocalS3 server = new LocalS3(dir, BUCKET);
+                DelayingProxy proxy = new DelayingProxy(server.port());
+                S3PageStore store = S3PageStore.open(
+                        S3Config.local(proxy.endpoint(), BUCKET, LocalS3.ACCESS_KEY, LocalS3.SECRET_KEY)
+                                .withConcurrency(1));
                 Arena arena = Arena.ofShared()) {
             List<StoreKey> keys = keys(3, 1);
             Deadline deadline = Deadline.after(Duration.ofSeconds(20));
             proxy.garbleNextAnswer();
-            assertEquals(PageStatus.OK, store.put(batch(arena, keys, 64 * 1024), deadline).get(30, TimeUnit.SECONDS)
-                    .status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.put(batch(arena, keys, 64 * 1024), deadline)
+                            .get(30, TimeUnit.SECONDS)
+                            .status(0));
             proxy.garbleNextAnswer();
             List<MemorySegment> targets = targets(arena, 1, 64 * 1024);
             BatchResult got = store.get(PageBatch.of(keys, targets), deadline).get(30, TimeUnit.SECONDS);
@@ -137,8 +151,9 @@ class S3FaultTest {
     private static void assertWithin(long startNanos, Duration limit, String message) {
         Duration took = Duration.ofNanos(System.nanoTime() - startNanos);
         // 300 ms of slack for scheduling on a busy 2-core machine.
-        assertTrue(took.compareTo(limit.plusMillis(300)) <= 0, message + ": took " + took.toMillis() + " ms, limit "
-                + limit.toMillis() + " ms");
+        assertTrue(
+                took.compareTo(limit.plusMillis(300)) <= 0,
+                message + ": took " + took.toMillis() + " ms, limit " + limit.toMillis() + " ms");
     }
 
     private static List<StoreKey> keys(int group, int count) {

@@ -19,6 +19,7 @@ class S3PageStoreConformanceTest extends PageStoreConformanceKit {
 
     @TempDir
     static Path dir;
+
     static LocalS3 server;
 
     @BeforeAll

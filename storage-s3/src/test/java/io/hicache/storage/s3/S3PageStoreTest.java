@@ -28,6 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 class S3PageStoreTest {
     @TempDir
     static Path dir;
+
     static LocalS3 server;
 
     @BeforeAll
@@ -44,7 +45,9 @@ class S3PageStoreTest {
     void aMissingBucketFailsAtOpenNamingIt() {
         var e = assertThrows(HiCacheException.class, () -> S3PageStore.open(server.config("no-such-bucket")));
         assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
-        assertTrue(e.getMessage().contains("'no-such-bucket'") && e.getMessage().contains("does not exist"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("'no-such-bucket'") && e.getMessage().contains("does not exist"),
+                e.getMessage());
     }
 
     @Test
@@ -61,8 +64,12 @@ class S3PageStoreTest {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             closedPort = s.getLocalPort();
         }
-        S3Config nowhere = S3Config.local(URI.create("http://127.0.0.1:" + closedPort), "hicache-open",
-                LocalS3.ACCESS_KEY, LocalS3.SECRET_KEY).withTimeouts(Duration.ofMillis(500), 2);
+        S3Config nowhere = S3Config.local(
+                        URI.create("http://127.0.0.1:" + closedPort),
+                        "hicache-open",
+                        LocalS3.ACCESS_KEY,
+                        LocalS3.SECRET_KEY)
+                .withTimeouts(Duration.ofMillis(500), 2);
         long start = System.nanoTime();
         var e = assertThrows(HiCacheException.class, () -> S3PageStore.open(nowhere));
         assertTrue(Duration.ofNanos(System.nanoTime() - start).toSeconds() < 10, "took too long");
@@ -74,25 +81,43 @@ class S3PageStoreTest {
         var missing = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.empty()));
         assertEquals(ErrorCode.CONFIG_INVALID, missing.code());
         assertTrue(missing.getMessage().contains("s3.bucket"), missing.getMessage());
-        var prefix = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
-                .flag("s3.bucket", "b-1").flag("s3.prefix", "no-slash").build()));
+        var prefix = assertThrows(
+                HiCacheException.class,
+                () -> S3Config.from(Settings.builder()
+                        .flag("s3.bucket", "b-1")
+                        .flag("s3.prefix", "no-slash")
+                        .build()));
         assertTrue(prefix.getMessage().contains("s3.prefix"), prefix.getMessage());
-        var bucket = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
-                .flag("s3.bucket", "Bad_Bucket").build()));
+        var bucket = assertThrows(
+                HiCacheException.class,
+                () -> S3Config.from(
+                        Settings.builder().flag("s3.bucket", "Bad_Bucket").build()));
         assertTrue(bucket.getMessage().contains("not a valid bucket name"), bucket.getMessage());
-        var keys = assertThrows(HiCacheException.class, () -> S3Config.from(Settings.builder()
-                .flag("s3.bucket", "b-1").flag("s3.access-key", "only-half").build()));
+        var keys = assertThrows(
+                HiCacheException.class,
+                () -> S3Config.from(Settings.builder()
+                        .flag("s3.bucket", "b-1")
+                        .flag("s3.access-key", "only-half")
+                        .build()));
         assertTrue(keys.getMessage().contains("go together"), keys.getMessage());
-        S3Config ok = S3Config.from(Settings.builder().flag("s3.bucket", "b-1")
-                .flag("s3.access-key", "AK").flag("s3.secret-key", "very-secret").build());
+        S3Config ok = S3Config.from(Settings.builder()
+                .flag("s3.bucket", "b-1")
+                .flag("s3.access-key", "AK")
+                .flag("s3.secret-key", "very-secret")
+                .build());
         assertTrue(!ok.toString().contains("very-secret"), "the secret is printed: " + ok);
     }
 
     @Test
     void theStoreIsFoundByNameAndNamesObjectsWithinItsPrefix() {
-        Settings settings = Settings.builder().flag("s3.bucket", "hicache-open").flag("s3.endpoint",
-                server.endpoint().toString()).flag("s3.path-style", "true").flag("s3.access-key", LocalS3.ACCESS_KEY)
-                .flag("s3.secret-key", LocalS3.SECRET_KEY).flag("s3.prefix", "team-a/kv/").build();
+        Settings settings = Settings.builder()
+                .flag("s3.bucket", "hicache-open")
+                .flag("s3.endpoint", server.endpoint().toString())
+                .flag("s3.path-style", "true")
+                .flag("s3.access-key", LocalS3.ACCESS_KEY)
+                .flag("s3.secret-key", LocalS3.SECRET_KEY)
+                .flag("s3.prefix", "team-a/kv/")
+                .build();
         try (var store = (S3PageStore) PageStores.open(new StoreConfig("s3", settings))) {
             Namespace ns = Namespace.of("../../../etc", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
             String key = store.objectKey(ns.key(PageHash.fromHex("ab".repeat(32))));

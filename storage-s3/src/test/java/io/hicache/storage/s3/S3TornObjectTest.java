@@ -50,35 +50,52 @@ class S3TornObjectTest {
             StoreKey key = NS.key(PageHash.fromHex("7e".repeat(32)));
             MemorySegment page = arena.allocate(PAGE_BYTES);
             PagePattern.fill(page, key);
-            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
-                    .get(1, TimeUnit.MINUTES).status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                            .get(1, TimeUnit.MINUTES)
+                            .status(0));
             String name = store.objectKey(key);
-            Map<String, String> metadata = client.headObject(b -> b.bucket(BUCKET).key(name)).metadata();
+            Map<String, String> metadata =
+                    client.headObject(b -> b.bucket(BUCKET).key(name)).metadata();
 
             // What a torn put leaves: the first 300 KiB of the body under the whole page's metadata.
             byte[] prefix = page.asSlice(0, 300 * 1024).toArray(ValueLayout.JAVA_BYTE);
             client.putObject(b -> b.bucket(BUCKET).key(name).metadata(metadata), RequestBody.fromBytes(prefix));
-            assertEquals(prefix.length, client.getObject(b -> b.bucket(BUCKET).key(name),
-                    ResponseTransformer.toBytes()).asByteArray().length, "the server did not keep the torn object");
+            assertEquals(
+                    prefix.length,
+                    client.getObject(b -> b.bucket(BUCKET).key(name), ResponseTransformer.toBytes())
+                            .asByteArray()
+                            .length,
+                    "the server did not keep the torn object");
 
             MemorySegment target = arena.allocate(PAGE_BYTES);
             PagePattern.fillSentinel(target);
-            BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline()).get(1, TimeUnit.MINUTES);
+            BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                    .get(1, TimeUnit.MINUTES);
             assertEquals(PageStatus.MISS, got.status(0), got::toString);
             assertTrue(PagePattern.isSentinel(target), "a torn object was written into the target");
             assertEquals(1, store.tornObjects());
             assertEquals(1, store.stats().getMisses());
             assertEquals(0, store.stats().failedPages(), "a torn object counted as a failure");
 
-            assertEquals(0, store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
+            assertEquals(
+                    0,
+                    store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
                     "a lookup counted a torn object as a hit");
             assertEquals(2, store.tornObjects());
 
             // The next put of the page replaces it.
-            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
-                    .get(1, TimeUnit.MINUTES).status(0));
-            assertEquals(PageStatus.OK, store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
-                    .get(1, TimeUnit.MINUTES).status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                            .get(1, TimeUnit.MINUTES)
+                            .status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
+                            .get(1, TimeUnit.MINUTES)
+                            .status(0));
             assertTrue(PagePattern.matches(target, key));
             assertEquals(2, store.tornObjects());
         }
@@ -106,7 +123,9 @@ class S3TornObjectTest {
                 assertEquals(PageStatus.MISS, got.status(0), got::toString);
                 assertTrue(got.detail(0).orElse("").contains("no hicache-crc32c metadata"), got::toString);
                 assertTrue(PagePattern.isSentinel(target), "an object without metadata was written into the target");
-                assertEquals(0, store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
+                assertEquals(
+                        0,
+                        store.leadingHits(List.of(key), deadline()).get(1, TimeUnit.MINUTES),
                         "a lookup counted an object without metadata as a hit");
             }
             assertEquals(4, store.tornObjects());
@@ -114,8 +133,11 @@ class S3TornObjectTest {
             assertEquals(0, store.stats().corruptPages(), "an object without metadata counted as corrupt");
 
             // The page put whole, then one byte flipped under its metadata: that is corrupt, and not torn.
-            assertEquals(PageStatus.OK, store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
-                    .get(1, TimeUnit.MINUTES).status(0));
+            assertEquals(
+                    PageStatus.OK,
+                    store.put(PageBatch.of(List.of(key), List.of(page)), deadline())
+                            .get(1, TimeUnit.MINUTES)
+                            .status(0));
             S3PageStoreConformanceTest.flipAByte(client, BUCKET, name);
             BatchResult got = store.get(PageBatch.of(List.of(key), List.of(target)), deadline())
                     .get(1, TimeUnit.MINUTES);

@@ -28,6 +28,7 @@ class S3rverConformanceTest extends PageStoreConformanceKit {
 
     @TempDir
     static Path dir;
+
     static LocalS3rver server;
 
     @BeforeAll
@@ -62,7 +63,8 @@ class S3rverConformanceTest extends PageStoreConformanceKit {
      * overridden from outside its package).
      */
     static final class NotOnS3rver implements ExecutionCondition {
-        private static final Map<String, String> CASES = Map.of("clearAllRemovesEverything",
+        private static final Map<String, String> CASES = Map.of(
+                "clearAllRemovesEverything",
                 "s3rver 3.7.1 is wrong here: its DeleteObjects deletes the keys concurrently, each delete removing "
                         + "the folder it emptied, so two race on one folder and the request answers 500 (ENOENT on "
                         + "scandir) while its deletes go on, and the SDK's retries race with those in turn; clearing the "
@@ -70,7 +72,9 @@ class S3rverConformanceTest extends PageStoreConformanceKit {
 
         @Override
         public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-            return context.getTestMethod().map(m -> CASES.get(m.getName())).map(ConditionEvaluationResult::disabled)
+            return context.getTestMethod()
+                    .map(m -> CASES.get(m.getName()))
+                    .map(ConditionEvaluationResult::disabled)
                     .orElse(ConditionEvaluationResult.enabled("s3rver conforms in this case"));
         }
     }

@@ -69,11 +69,15 @@ final class CudaContexts implements AutoCloseable {
     int deviceOf(long address) {
         int[] ordinal = {-1};
         try {
-            JCudaDriver.cuPointerGetAttribute(Pointer.to(ordinal), CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            JCudaDriver.cuPointerGetAttribute(
+                    Pointer.to(ordinal),
+                    CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                     DevicePointer.at(address));
         } catch (CudaException e) {
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "0x" + Long.toHexString(address)
-                    + " is not CUDA device memory: " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    "0x" + Long.toHexString(address) + " is not CUDA device memory: " + e.getMessage(),
+                    e);
         }
         return ordinal[0];
     }
@@ -139,7 +143,8 @@ final class CudaContexts implements AutoCloseable {
         try {
             byte[] inside = (byte[]) HANDLE_BYTES.get(handle);
             if (inside.length != bytes.length) {
-                throw new IllegalArgumentException("an IPC handle has " + inside.length + " bytes, got " + bytes.length);
+                throw new IllegalArgumentException(
+                        "an IPC handle has " + inside.length + " bytes, got " + bytes.length);
             }
             System.arraycopy(bytes, 0, inside, 0, bytes.length);
         } catch (IllegalAccessException e) {

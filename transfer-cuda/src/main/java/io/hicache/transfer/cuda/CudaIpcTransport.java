@@ -67,21 +67,25 @@ final class CudaIpcTransport implements Transport {
     private final Map<Integer, Set<Importer>> holders = new LinkedHashMap<>();
     /** Exported regions being unregistered: no new mappings (guarded by lock). */
     private final Set<Integer> withdrawn = new HashSet<>();
+
     private final Set<Importer> importers = ConcurrentHashMap.newKeySet();
     private final Set<IpcLink> links = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     CudaIpcTransport(TransportContext context) {
         this.context = context;
-        this.socketPath = context.shmDir().resolve("hicache-ipc-" + context.engineName().replaceAll("[^A-Za-z0-9_.-]",
-                "_") + "-" + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime()) + ".sock");
+        this.socketPath = context.shmDir()
+                .resolve("hicache-ipc-" + context.engineName().replaceAll("[^A-Za-z0-9_.-]", "_") + "-"
+                        + ProcessHandle.current().pid() + "-" + Long.toHexString(System.nanoTime()) + ".sock");
         try {
             server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
             server.bind(UnixDomainSocketAddress.of(socketPath));
         } catch (IOException e) {
             cuda.close();
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot listen at " + socketPath
-                    + ": " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    "cuda-ipc cannot listen at " + socketPath + ": " + e.getMessage(),
+                    e);
         }
         acceptor = Threads.start("cuda-ipc-accept-" + context.engineName(), this::acceptLoop);
     }
@@ -125,11 +129,16 @@ final class CudaIpcTransport implements Transport {
             } finally {
                 lock.unlock();
             }
-            return Map.of("handle", CudaContexts.encode(handle), "offset", Long.toString(address - base),
-                    "bus", cuda.busId(ordinal));
+            return Map.of(
+                    "handle",
+                    CudaContexts.encode(handle),
+                    "offset",
+                    Long.toString(address - base),
+                    "bus",
+                    cuda.busId(ordinal));
         } catch (CudaException e) {
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot export " + region + ": "
-                    + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot export " + region + ": " + e.getMessage(), e);
         }
     }
 
@@ -141,8 +150,10 @@ final class CudaIpcTransport implements Transport {
         }
         Set<Importer> left = revoke(Set.of(region.id()), context.sliceTimeoutMillis());
         if (!left.isEmpty()) {
-            LOG.log(Level.WARNING, () -> "cuda-ipc: " + left + " did not unmap " + region + " within "
-                    + context.sliceTimeoutMillis() + " ms; closing their connections (their process may still map it)");
+            LOG.log(
+                    Level.WARNING,
+                    () -> "cuda-ipc: " + left + " did not unmap " + region + " within " + context.sliceTimeoutMillis()
+                            + " ms; closing their connections (their process may still map it)");
             left.forEach(Importer::close);
         }
         lock.lock();
@@ -176,7 +187,8 @@ final class CudaIpcTransport implements Transport {
             for (int id : regions) {
                 Set<Importer> h = holders.get(id);
                 if (h != null) {
-                    h.forEach(i -> asked.computeIfAbsent(i, k -> new HashSet<>()).add(id));
+                    h.forEach(
+                            i -> asked.computeIfAbsent(i, k -> new HashSet<>()).add(id));
                 }
             }
             // withdrawn: an OPEN that arrives from now on is answered GONE
@@ -225,8 +237,11 @@ final class CudaIpcTransport implements Transport {
         try {
             for (RegionDescriptor mine : local.regions()) {
                 for (RegionDescriptor theirs : remote.regions()) {
-                    if (mine.kind() == MemoryKind.DEVICE && theirs.kind() == MemoryKind.DEVICE
-                            && !reachable(mine.keysOf(NAME).get("bus"), theirs.keysOf(NAME).get("bus"))) {
+                    if (mine.kind() == MemoryKind.DEVICE
+                            && theirs.kind() == MemoryKind.DEVICE
+                            && !reachable(
+                                    mine.keysOf(NAME).get("bus"),
+                                    theirs.keysOf(NAME).get("bus"))) {
                         return false;
                     }
                 }

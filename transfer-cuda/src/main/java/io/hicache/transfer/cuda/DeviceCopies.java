@@ -49,8 +49,7 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     }
 
     /** A device's stream and the queue that reports its copies; its lock orders enqueueing. */
-    private record Lane<T>(CUstream stream, CompletionQueue<List<T>> completions) {
-    }
+    private record Lane<T>(CUstream stream, CompletionQueue<List<T>> completions) {}
 
     private final CudaContexts cuda;
     private final String role;
@@ -98,8 +97,8 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
                 kernel.enqueue(sources, destinations, lengths, n, stream);
             } else {
                 for (T c : copies) {
-                    JCudaDriver.cuMemcpyAsync(DevicePointer.at(c.destination()), DevicePointer.at(c.source()),
-                            c.length(), stream);
+                    JCudaDriver.cuMemcpyAsync(
+                            DevicePointer.at(c.destination()), DevicePointer.at(c.source()), c.length(), stream);
                 }
             }
             lane.completions().record(stream, copies);
@@ -121,8 +120,10 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
                 kernels.put(device, k);
             } catch (IOException | CudaException e) {
                 kernelProblem = e.getMessage();
-                LOG.log(Level.WARNING, "cuda-ipc: the address-copy kernel cannot be loaded (" + e.getMessage()
-                        + "); small requests are copied one by one");
+                LOG.log(
+                        Level.WARNING,
+                        "cuda-ipc: the address-copy kernel cannot be loaded (" + e.getMessage()
+                                + "); small requests are copied one by one");
                 return null;
             }
         }

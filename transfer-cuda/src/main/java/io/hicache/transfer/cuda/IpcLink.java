@@ -47,28 +47,37 @@ final class IpcLink implements TransportLink {
     private final Thread reader;
     /** Why the link is closed, or null while it is open. */
     private volatile @Nullable String gone;
+
     private volatile boolean closing;
     /** {base, limit, device} of the local allocation last looked up. */
     private volatile long @Nullable [] lastAllocation;
 
-    private IpcLink(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose,
+    private IpcLink(
+            TransportContext context,
+            CudaContexts cuda,
+            PeerContext peer,
+            Consumer<IpcLink> onClose,
             SocketChannel channel) {
         this.context = context;
         this.cuda = cuda;
         this.peer = peer;
         this.onClose = onClose;
         this.channel = channel;
-        this.reader = Threads.unstarted("cuda-ipc-link-" + context.engineName() + "-" + peer.remote().name(),
-                this::readLoop);
+        this.reader = Threads.unstarted(
+                "cuda-ipc-link-" + context.engineName() + "-" + peer.remote().name(), this::readLoop);
         this.mappings = new IpcMappings(context, cuda, peer.remote().name(), this::say);
-        this.copies = new DeviceCopies<>(cuda, "cuda-ipc-done-" + context.engineName() + "-" + peer.remote().name(),
+        this.copies = new DeviceCopies<>(
+                cuda,
+                "cuda-ipc-done-" + context.engineName() + "-" + peer.remote().name(),
                 this::completed);
     }
 
     /** Connects to the peer's socket and says who this engine is. */
     static IpcLink open(TransportContext context, CudaContexts cuda, PeerContext peer, Consumer<IpcLink> onClose) {
-        String socket = peer.remote().endpoint(CudaIpcTransport.NAME).orElseThrow(() -> new HiCacheException(
-                ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no cuda-ipc endpoint"));
+        String socket = peer.remote()
+                .endpoint(CudaIpcTransport.NAME)
+                .orElseThrow(() -> new HiCacheException(
+                        ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no cuda-ipc endpoint"));
         SocketChannel channel = null;
         try {
             channel = SocketChannel.open(StandardProtocolFamily.UNIX);
@@ -82,8 +91,10 @@ final class IpcLink implements TransportLink {
                     e.addSuppressed(suppressed);
                 }
             }
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc cannot connect to "
-                    + peer.remote().name() + " at " + socket + ": " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    "cuda-ipc cannot connect to " + peer.remote().name() + " at " + socket + ": " + e.getMessage(),
+                    e);
         }
         IpcLink link = new IpcLink(context, cuda, peer, onClose, channel);
         link.reader.start();
@@ -125,9 +136,9 @@ final class IpcLink implements TransportLink {
     }
 
     /** A slice checked and mapped: its device, both addresses and its length; the mapping counts it as a copy. */
-    private record Target(Slice slice, IpcMappings.Mapping mapping, int device, long source, long destination,
-            long length) implements DeviceCopies.Copy {
-    }
+    private record Target(
+            Slice slice, IpcMappings.Mapping mapping, int device, long source, long destination, long length)
+            implements DeviceCopies.Copy {}
 
     /** Checks {@code slice} and maps its region; null when the slice was answered already (refused or failed). */
     private @Nullable Target target(Slice slice) {
@@ -141,12 +152,18 @@ final class IpcLink implements TransportLink {
             int device = deviceOf(local);
             IpcMappings.Mapping mapping = mappings.mapped(slice.region(), device);
             if (!mapping.begin()) {
-                slice.done("region " + slice.region().name() + " of " + peer.remote().name() + " was unregistered");
+                slice.done("region " + slice.region().name() + " of "
+                        + peer.remote().name() + " was unregistered");
                 return null;
             }
             long remote = mapping.address(slice.remoteOffset());
             boolean write = slice.op() == TransferOp.WRITE;
-            return new Target(slice, mapping, device, write ? local : remote, write ? remote : local,
+            return new Target(
+                    slice,
+                    mapping,
+                    device,
+                    write ? local : remote,
+                    write ? remote : local,
                     slice.local().byteSize());
         } catch (CudaException | HiCacheException e) {
             slice.done("cuda-ipc copy failed: " + e.getMessage());
@@ -202,7 +219,10 @@ final class IpcLink implements TransportLink {
             LOG.log(Level.ERROR, "cuda-ipc completion error", failure);
         } else if (failure != null) {
             reason = "cuda-ipc copy failed on the device: " + failure.getMessage();
-            LOG.log(Level.WARNING, "cuda-ipc: copies to or from " + peer.remote().name() + " failed", failure);
+            LOG.log(
+                    Level.WARNING,
+                    "cuda-ipc: copies to or from " + peer.remote().name() + " failed",
+                    failure);
         }
         for (Target t : targets) {
             t.mapping().ended();
@@ -241,7 +261,9 @@ final class IpcLink implements TransportLink {
             try {
                 IpcWire.write(channel, kind, region, "");
             } catch (IOException e) {
-                LOG.log(Level.DEBUG, () -> "cuda-ipc: cannot tell " + peer.remote().name() + ": " + e);
+                LOG.log(
+                        Level.DEBUG,
+                        () -> "cuda-ipc: cannot tell " + peer.remote().name() + ": " + e);
             }
         }
     }

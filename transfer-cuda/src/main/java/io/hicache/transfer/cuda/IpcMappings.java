@@ -96,8 +96,10 @@ final class IpcMappings {
         Mapping m = mappings.get(region.id());
         if (m != null) {
             if (m.device != device) {
-                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " is mapped "
-                        + "for device " + m.device + ", the local memory is on device " + device);
+                throw new HiCacheException(
+                        ErrorCode.TRANSFER_UNAVAILABLE,
+                        "region " + region.name() + " is mapped " + "for device " + m.device
+                                + ", the local memory is on device " + device);
             }
             return m;
         }
@@ -108,17 +110,21 @@ final class IpcMappings {
             }
             Map<String, String> keys = region.keysOf(CudaIpcTransport.NAME);
             if (!keys.containsKey("handle")) {
-                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " of " + peer
-                        + " is not exported over cuda-ipc");
+                throw new HiCacheException(
+                        ErrorCode.TRANSFER_UNAVAILABLE,
+                        "region " + region.name() + " of " + peer + " is not exported over cuda-ipc");
             }
             if (!askToOpen(region.id())) {
-                throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "region " + region.name() + " of " + peer
-                        + " was unregistered");
+                throw new HiCacheException(
+                        ErrorCode.TRANSFER_UNAVAILABLE,
+                        "region " + region.name() + " of " + peer + " was unregistered");
             }
             DevicePointer base = new DevicePointer();
             try {
                 cuda.makeCurrent(device);
-                JCudaDriver.cuIpcOpenMemHandle(base, CudaContexts.decode(keys.get("handle")),
+                JCudaDriver.cuIpcOpenMemHandle(
+                        base,
+                        CudaContexts.decode(keys.get("handle")),
                         CUipcMem_flags.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
             } catch (CudaException e) {
                 say.say(IpcWire.CLOSED, region.id());
@@ -137,12 +143,17 @@ final class IpcMappings {
             say.say(IpcWire.OPEN, region);
             return answer.get(context.connectTimeoutMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, peer + " did not answer a cuda-ipc OPEN within "
-                    + context.connectTimeoutMillis() + " ms");
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    peer + " did not answer a cuda-ipc OPEN within " + context.connectTimeoutMillis() + " ms");
         } catch (ExecutionException e) {
             // a future that failed has its cause
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "cuda-ipc OPEN failed: "
-                    + Checks.checkNotNull(e.getCause(), "a failed future's cause").getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    "cuda-ipc OPEN failed: "
+                            + Checks.checkNotNull(e.getCause(), "a failed future's cause")
+                                    .getMessage(),
+                    e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, "interrupted while mapping a region");
@@ -189,8 +200,10 @@ final class IpcMappings {
                 Thread.currentThread().interrupt();
             }
             if (m.copies > 0) {
-                LOG.log(Level.WARNING, "cuda-ipc: " + m.copies + " copies into region " + region + " of " + peer
-                        + " still running after " + context.sliceTimeoutMillis() + " ms; unmapping anyway");
+                LOG.log(
+                        Level.WARNING,
+                        "cuda-ipc: " + m.copies + " copies into region " + region + " of " + peer
+                                + " still running after " + context.sliceTimeoutMillis() + " ms; unmapping anyway");
             }
         }
         if (!mappings.remove(region, m)) {

@@ -32,12 +32,10 @@ final class IpcWire {
     /** Importer: it no longer maps region {@code id} and has no copy in flight into it. */
     static final byte CLOSED = 6;
 
-    private IpcWire() {
-    }
+    private IpcWire() {}
 
     /** One message. */
-    record Message(byte kind, int region, String name) {
-    }
+    record Message(byte kind, int region, String name) {}
 
     /** Writes one message; the caller serializes writes on {@code channel}. */
     static void write(SocketChannel channel, byte kind, int region, String name) throws IOException {

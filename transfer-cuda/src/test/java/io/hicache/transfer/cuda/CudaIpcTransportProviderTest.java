@@ -23,8 +23,10 @@ class CudaIpcTransportProviderTest {
     @Test
     void withoutCudaTheEngineRefusesToStartAndSaysWhy() {
         Assumptions.assumeTrue(CudaProbe.unavailableReason().isPresent(), "CUDA is here: the kit covers this machine");
-        TransferException e = assertThrows(TransferException.class, () -> TransferEngine.open(
-                TransferConfig.defaults("no-gpu").withTransports(List.of("cuda-ipc", "shm"))).close());
+        TransferException e = assertThrows(
+                TransferException.class,
+                () -> TransferEngine.open(TransferConfig.defaults("no-gpu").withTransports(List.of("cuda-ipc", "shm")))
+                        .close());
         assertEquals(ErrorCode.TRANSFER_UNAVAILABLE, e.code());
         assertTrue(e.getMessage().contains("cuda-ipc needs CUDA"), e.getMessage());
     }
@@ -33,14 +35,19 @@ class CudaIpcTransportProviderTest {
     void theAutoBackendListsCudaIpcExactlyWhereCudaRuns() {
         Optional<String> cuda = CudaProbe.unavailableReason();
         assertEquals(cuda.map(why -> "cuda-ipc needs CUDA: " + why), TransferEngine.unavailable("cuda-ipc"));
-        List<String> auto = PdSettings.from(Settings.builder().build(),
-                "auto").transfer().transports();
+        List<String> auto =
+                PdSettings.from(Settings.builder().build(), "auto").transfer().transports();
         assertEquals(cuda.isEmpty() ? List.of("cuda-ipc", "shm", "tcp") : List.of("shm", "tcp"), auto);
     }
 
     @Test
     void theProviderIsFoundUnderItsName() {
-        assertEquals("cuda-ipc", ServiceLoader.load(TransportProvider.class).stream()
-                .map(p -> p.get().name()).filter("cuda-ipc"::equals).findFirst().orElse("missing"));
+        assertEquals(
+                "cuda-ipc",
+                ServiceLoader.load(TransportProvider.class).stream()
+                        .map(p -> p.get().name())
+                        .filter("cuda-ipc"::equals)
+                        .findFirst()
+                        .orElse("missing"));
     }
 }

@@ -33,6 +33,7 @@ public final class ControlClient extends FrameClient {
     private final AtomicBoolean deathReported = new AtomicBoolean();
     /** Set by {@link #watch}; null before. */
     private volatile @Nullable Consumer<String> onDeath;
+
     private volatile @Nullable ScheduledFuture<?> heartbeat;
     private volatile long lastAnswerNanos;
 
@@ -41,8 +42,8 @@ public final class ControlClient extends FrameClient {
     }
 
     /** Starts connecting; the future completes with the connection once it said hello as {@code selfName}. */
-    static CompletableFuture<ControlClient> connect(EventLoopGroup group, String host, int port,
-            long connectTimeoutMillis, String selfName, String label) {
+    static CompletableFuture<ControlClient> connect(
+            EventLoopGroup group, String host, int port, long connectTimeoutMillis, String selfName, String label) {
         // control traffic is small: the system's socket buffers do
         return connect(new ControlClient(label), group, host, port, connectTimeoutMillis, 0, selfName);
     }
@@ -56,8 +57,8 @@ public final class ControlClient extends FrameClient {
     public void message(byte[] payload) {
         Channel c = channel();
         // one write, so messages from several threads never interleave their header and payload
-        c.writeAndFlush(Unpooled.wrappedBuffer(header(c.alloc(), ControlFrames.MESSAGE, 0, 0, 0, payload.length),
-                Unpooled.wrappedBuffer(payload)));
+        c.writeAndFlush(Unpooled.wrappedBuffer(
+                header(c.alloc(), ControlFrames.MESSAGE, 0, 0, 0, payload.length), Unpooled.wrappedBuffer(payload)));
     }
 
     /**
@@ -68,8 +69,8 @@ public final class ControlClient extends FrameClient {
     public void watch(ScheduledExecutorService timer, long everyMillis, Consumer<String> onDeath) {
         this.onDeath = onDeath;
         this.lastAnswerNanos = System.nanoTime();
-        this.heartbeat = timer.scheduleWithFixedDelay(() -> beat(everyMillis), everyMillis, everyMillis,
-                TimeUnit.MILLISECONDS);
+        this.heartbeat =
+                timer.scheduleWithFixedDelay(() -> beat(everyMillis), everyMillis, everyMillis, TimeUnit.MILLISECONDS);
         if (!isOpen()) {
             reportDeath("control connection closed (" + closeReasonOr(PEER_CLOSED) + ")");
         }
@@ -122,8 +123,8 @@ public final class ControlClient extends FrameClient {
         Channel c = channel();
         c.eventLoop().execute(() -> {
             if (!c.isActive()) {
-                answer.completeExceptionally(new IllegalStateException(label() + ": "
-                        + closeReasonOr("the connection closed")));
+                answer.completeExceptionally(
+                        new IllegalStateException(label() + ": " + closeReasonOr("the connection closed")));
                 return;
             }
             outstanding.add(answer);
@@ -144,8 +145,8 @@ public final class ControlClient extends FrameClient {
             throw new IllegalStateException("control answer of type " + h.type() + " with nothing outstanding");
         }
         if (h.type() == Frames.ERROR) {
-            answer.completeExceptionally(new IllegalStateException(payload == null ? ""
-                    : new String(payload, StandardCharsets.UTF_8)));
+            answer.completeExceptionally(
+                    new IllegalStateException(payload == null ? "" : new String(payload, StandardCharsets.UTF_8)));
         } else {
             answer.complete(payload == null ? new byte[0] : payload);
         }

@@ -15,6 +15,5 @@ final class ControlFrames {
     static final byte PING = 10;
     static final byte PONG = 11;
 
-    private ControlFrames() {
-    }
+    private ControlFrames() {}
 }

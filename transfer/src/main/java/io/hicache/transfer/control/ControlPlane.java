@@ -37,8 +37,14 @@ public final class ControlPlane implements AutoCloseable {
         FrameServer server;
         try {
             // the system's socket buffers: control traffic is small
-            server = FrameServer.bind(loop, bindHost, port, 0, "transfer-control-accepted",
-                    "cannot listen on " + bindHost + ":" + port, () -> new ControlServerHandler(host));
+            server = FrameServer.bind(
+                    loop,
+                    bindHost,
+                    port,
+                    0,
+                    "transfer-control-accepted",
+                    "cannot listen on " + bindHost + ":" + port,
+                    () -> new ControlServerHandler(host));
         } catch (RuntimeException e) {
             shutdown(loop);
             throw e;

@@ -29,6 +29,7 @@ public abstract class FrameClient extends FrameHandler {
     private final String label;
     /** Set once connected; null before. */
     private volatile @Nullable Channel channel;
+
     private volatile @Nullable String closeReason;
 
     /** A client of the protocol whose headers carry {@code magic}; {@code label} names it in reasons and logs. */
@@ -42,10 +43,18 @@ public abstract class FrameClient extends FrameHandler {
      * sent its hello as {@code selfName}, or fails with the connect's cause. {@code socketBufferBytes} sizes the
      * socket's send and receive buffers; 0 leaves the system's (small control traffic needs no more).
      */
-    protected static <C extends FrameClient> CompletableFuture<C> connect(C client, EventLoopGroup group, String host,
-            int port, long connectTimeoutMillis, int socketBufferBytes, String selfName) {
+    protected static <C extends FrameClient> CompletableFuture<C> connect(
+            C client,
+            EventLoopGroup group,
+            String host,
+            int port,
+            long connectTimeoutMillis,
+            int socketBufferBytes,
+            String selfName) {
         CompletableFuture<C> result = new CompletableFuture<>();
-        Bootstrap b = new Bootstrap().group(group).channel(NettyLoops.socketChannel())
+        Bootstrap b = new Bootstrap()
+                .group(group)
+                .channel(NettyLoops.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeoutMillis))
                 .handler(new ChannelInitializer<SocketChannel>() {
@@ -69,8 +78,8 @@ public abstract class FrameClient extends FrameHandler {
             ((FrameClient) client).channel = ch;
             byte[] hello = selfName.getBytes(StandardCharsets.UTF_8);
             // written before the future completes, so the hello is the first frame the peer reads
-            ch.writeAndFlush(Unpooled.wrappedBuffer(client.header(ch.alloc(), Frames.HELLO, 0, 0, 0, hello.length),
-                    Unpooled.wrappedBuffer(hello)));
+            ch.writeAndFlush(Unpooled.wrappedBuffer(
+                    client.header(ch.alloc(), Frames.HELLO, 0, 0, 0, hello.length), Unpooled.wrappedBuffer(hello)));
             result.complete(client);
         });
         return result;
@@ -119,8 +128,7 @@ public abstract class FrameClient extends FrameHandler {
     }
 
     /** Runs in {@link #close}, after the reason is recorded and before the channel closes; does nothing here. */
-    protected void closing() {
-    }
+    protected void closing() {}
 
     /**
      * The channel is down, by {@link #close} or by the peer; runs once, on the event loop, with the reason recorded

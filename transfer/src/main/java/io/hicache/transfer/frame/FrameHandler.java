@@ -33,6 +33,7 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
     private Frames.@Nullable Header asked;
     /** Where the current payload goes: memory, or null for a control payload (collected) or discarded bytes. */
     private @Nullable MemorySegment target;
+
     private byte @Nullable [] control;
     private int payloadFilled;
     /** The last buffer that wraps a payload target: bytes read into it are already in place. */
@@ -83,7 +84,9 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
         }
         int remaining = current.length() - payloadFilled;
         if (target != null && target != DISCARD) {
-            handedOut = Unpooled.wrappedBuffer(target.asSlice(payloadFilled, remaining).asByteBuffer()).clear();
+            handedOut = Unpooled.wrappedBuffer(
+                            target.asSlice(payloadFilled, remaining).asByteBuffer())
+                    .clear();
             return handedOut;
         }
         return alloc.directBuffer(Math.min(remaining, CONTROL_READ_BYTES));
@@ -107,8 +110,8 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
                         in.readBytes(control, payloadFilled, n);
                     } else if (target != DISCARD && in != handedOut) {
                         // bytes that arrived in a buffer we did not hand out (another handler's), copied once
-                        MemorySegment.copy(MemorySegment.ofBuffer(in.nioBuffer(in.readerIndex(), n)), 0, target,
-                                payloadFilled, n);
+                        MemorySegment.copy(
+                                MemorySegment.ofBuffer(in.nioBuffer(in.readerIndex(), n)), 0, target, payloadFilled, n);
                         in.skipBytes(n);
                     } else {
                         in.skipBytes(n);
@@ -144,8 +147,8 @@ public abstract class FrameHandler extends ChannelInboundHandlerAdapter {
             }
             control = new byte[h.length()];
         } else if (target != DISCARD && target.byteSize() != h.length()) {
-            throw new IllegalStateException("payload target of " + target.byteSize() + " bytes for a frame of "
-                    + h.length());
+            throw new IllegalStateException(
+                    "payload target of " + target.byteSize() + " bytes for a frame of " + h.length());
         }
     }
 

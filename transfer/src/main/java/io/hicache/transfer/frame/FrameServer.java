@@ -40,10 +40,18 @@ public final class FrameServer implements AutoCloseable {
      * @param failure how the exception's message starts, before the cause (say, what cannot listen where)
      * @throws HiCacheException ({@link ErrorCode#TRANSFER_UNAVAILABLE}) when it cannot bind within 10 s
      */
-    public static FrameServer bind(EventLoopGroup group, String bindHost, int port, int socketBufferBytes,
-            String acceptedName, String failure, Supplier<? extends FrameHandler> handlers) {
+    public static FrameServer bind(
+            EventLoopGroup group,
+            String bindHost,
+            int port,
+            int socketBufferBytes,
+            String acceptedName,
+            String failure,
+            Supplier<? extends FrameHandler> handlers) {
         ChannelGroup accepted = new DefaultChannelGroup(acceptedName, GlobalEventExecutor.INSTANCE);
-        ServerBootstrap b = new ServerBootstrap().group(group).channel(NettyLoops.serverChannel())
+        ServerBootstrap b = new ServerBootstrap()
+                .group(group)
+                .channel(NettyLoops.serverChannel())
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
@@ -61,8 +69,12 @@ public final class FrameServer implements AutoCloseable {
         ChannelFuture bound = b.bind(bindHost, port);
         if (!bound.awaitUninterruptibly(10, TimeUnit.SECONDS) || !bound.isSuccess()) {
             bound.channel().close();
-            throw new HiCacheException(ErrorCode.TRANSFER_UNAVAILABLE, failure + ": "
-                    + (bound.cause() == null ? "bind did not finish within 10 s" : bound.cause().getMessage()));
+            throw new HiCacheException(
+                    ErrorCode.TRANSFER_UNAVAILABLE,
+                    failure + ": "
+                            + (bound.cause() == null
+                                    ? "bind did not finish within 10 s"
+                                    : bound.cause().getMessage()));
         }
         return new FrameServer(bound.channel(), accepted);
     }

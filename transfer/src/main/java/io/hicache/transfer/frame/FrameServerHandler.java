@@ -18,6 +18,7 @@ import org.jspecify.annotations.Nullable;
 public abstract class FrameServerHandler extends FrameHandler {
     /** Named after the subclass, so log levels set for a protocol's handler still apply. */
     private final System.Logger log = System.getLogger(getClass().getName());
+
     private final String kind;
     private String peer = "?";
     private boolean counted;
@@ -39,8 +40,7 @@ public abstract class FrameServerHandler extends FrameHandler {
     protected abstract boolean onRequest(ChannelHandlerContext ctx, Frames.Header h, byte @Nullable [] payload);
 
     /** Runs when the channel goes down, after the peer is reported disconnected; does nothing here. */
-    protected void closed() {
-    }
+    protected void closed() {}
 
     /** The name the peer said hello with, or "?" before that. */
     protected final String peer() {
@@ -54,8 +54,9 @@ public abstract class FrameServerHandler extends FrameHandler {
             connected(peer, +1);
             counted = true;
         } else if (!onRequest(ctx, h, payload)) {
-            log.log(Level.WARNING, () -> "peer " + peer + " sent " + kind + " frame type " + h.type()
-                    + "; closing the connection");
+            log.log(
+                    Level.WARNING,
+                    () -> "peer " + peer + " sent " + kind + " frame type " + h.type() + "; closing the connection");
             ctx.close();
         }
     }
@@ -96,8 +97,10 @@ public abstract class FrameServerHandler extends FrameHandler {
     @Override
     public final void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         // a peer that dies resets its connections, which is normal; a frame we cannot parse is not
-        log.log(cause instanceof IOException ? Level.DEBUG : Level.WARNING,
-                kind + " connection from " + peer + " failed; closing it", cause);
+        log.log(
+                cause instanceof IOException ? Level.DEBUG : Level.WARNING,
+                kind + " connection from " + peer + " failed; closing it",
+                cause);
         ctx.close();
     }
 }

@@ -28,15 +28,20 @@ public final class Frames {
     /** Payloads that are not page bytes (descriptors, messages, reasons) are at most this long. */
     public static final int MAX_CONTROL_PAYLOAD = 16 << 20;
 
-    private Frames() {
-    }
+    private Frames() {}
 
     /** A header in a fresh buffer that the caller writes (and Netty releases). */
-    public static ByteBuf header(ByteBufAllocator alloc, int magic, byte type, int region, long id, long offset,
-            int length) {
+    public static ByteBuf header(
+            ByteBufAllocator alloc, int magic, byte type, int region, long id, long offset, int length) {
         ByteBuf b = alloc.directBuffer(HEADER_BYTES);
-        b.writeByte(type).writeByte(0).writeShort(0).writeInt(region).writeLong(id).writeLong(offset)
-                .writeInt(length).writeInt(magic);
+        b.writeByte(type)
+                .writeByte(0)
+                .writeShort(0)
+                .writeInt(region)
+                .writeLong(id)
+                .writeLong(offset)
+                .writeInt(length)
+                .writeInt(magic);
         return b;
     }
 

@@ -23,8 +23,7 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * locals need for their fast per-thread caches on event loops.
  */
 public final class NettyLoops {
-    private NettyLoops() {
-    }
+    private NettyLoops() {}
 
     /** Whether epoll is used. */
     public static boolean epoll() {

@@ -12,8 +12,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class AuxSlots {
     /** A slot holding a room's aux data, zero-padded to the slot's size. */
-    record Slot(int index, MemorySegment memory) {
-    }
+    record Slot(int index, MemorySegment memory) {}
 
     private final LocalRegion region;
     private final int slotBytes;
@@ -28,7 +27,8 @@ final class AuxSlots {
     }
 
     /** A free slot holding {@code data} (cut to the slot's size), or null when every slot is in use. */
-    @Nullable Slot stage(byte[] data) {
+    @Nullable
+    Slot stage(byte[] data) {
         Integer index = free.poll();
         if (index == null) {
             return null;

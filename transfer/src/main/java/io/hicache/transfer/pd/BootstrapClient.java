@@ -18,7 +18,10 @@ final class BootstrapClient {
 
     BootstrapClient(Duration timeout) {
         this.timeout = timeout;
-        this.http = HttpClient.newBuilder().connectTimeout(timeout).version(HttpClient.Version.HTTP_1_1).build();
+        this.http = HttpClient.newBuilder()
+                .connectTimeout(timeout)
+                .version(HttpClient.Version.HTTP_1_1)
+                .build();
     }
 
     /** Registers a prefill rank, retrying 5 times with backoff (0.2 s doubling) as SGLang does. */
@@ -27,8 +30,11 @@ final class BootstrapClient {
         long backoff = 200;
         for (int attempt = 0; attempt < 5; attempt++) {
             try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + "/route")).timeout(timeout)
-                        .PUT(HttpRequest.BodyPublishers.ofString(spec.encode())).build(),
+                HttpResponse<String> r = http.send(
+                        HttpRequest.newBuilder(URI.create(url + "/route"))
+                                .timeout(timeout)
+                                .PUT(HttpRequest.BodyPublishers.ofString(spec.encode()))
+                                .build(),
                         HttpResponse.BodyHandlers.ofString());
                 if (r.statusCode() == 200) {
                     return;
@@ -48,8 +54,12 @@ final class BootstrapClient {
 
     /** Every prefill rank's spec, by rank; empty while not all have registered. */
     List<RankSpec> ranks(String url) throws IOException, InterruptedException {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(url + "/route")).timeout(timeout).GET()
-                .build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = http.send(
+                HttpRequest.newBuilder(URI.create(url + "/route"))
+                        .timeout(timeout)
+                        .GET()
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         if (r.statusCode() == 503) {
             return List.of();
         }
@@ -85,8 +95,14 @@ final class BootstrapClient {
     /** Whether the bootstrap server answers its health check within the timeout. */
     boolean healthy(String url) throws InterruptedException {
         try {
-            return http.send(HttpRequest.newBuilder(URI.create(url + "/health")).timeout(timeout).GET().build(),
-                    HttpResponse.BodyHandlers.discarding()).statusCode() == 200;
+            return http.send(
+                                    HttpRequest.newBuilder(URI.create(url + "/health"))
+                                            .timeout(timeout)
+                                            .GET()
+                                            .build(),
+                                    HttpResponse.BodyHandlers.discarding())
+                            .statusCode()
+                    == 200;
         } catch (IOException e) {
             return false;
         }

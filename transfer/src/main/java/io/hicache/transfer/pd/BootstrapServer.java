@@ -29,7 +29,8 @@ public final class BootstrapServer implements AutoCloseable {
     private BootstrapServer(HttpServer server, int tpSize) {
         this.server = server;
         this.tpSize = tpSize;
-        this.threads = Executors.newFixedThreadPool(2, Threads.factory("pd-bootstrap-" + server.getAddress().getPort()));
+        this.threads = Executors.newFixedThreadPool(
+                2, Threads.factory("pd-bootstrap-" + server.getAddress().getPort()));
         server.setExecutor(threads);
         server.createContext("/route", this::route);
         server.createContext("/health", ex -> answer(ex, 200, "ok"));
@@ -46,7 +47,8 @@ public final class BootstrapServer implements AutoCloseable {
 
     /** {@code http://host:port}. */
     public String url() {
-        return "http://" + server.getAddress().getHostString() + ":" + server.getAddress().getPort();
+        return "http://" + server.getAddress().getHostString() + ":"
+                + server.getAddress().getPort();
     }
 
     private void route(HttpExchange ex) throws IOException {

@@ -27,9 +27,13 @@ public final class CachedDecode implements AutoCloseable {
      * A received prompt: the open request (null when the handoff failed: it was closed), the device pages of every
      * prompt position, the tokens the decode already held and those that arrived, and the handoff's final state.
      */
-    public record Received(@Nullable CacheRequest request, int @Nullable [] pages, int cachedTokens, int receivedTokens,
-            KvPoll state, @Nullable String failure) {
-    }
+    public record Received(
+            @Nullable CacheRequest request,
+            int @Nullable [] pages,
+            int cachedTokens,
+            int receivedTokens,
+            KvPoll state,
+            @Nullable String failure) {}
 
     private final HiCache cache;
     private final DecodeRank rank;
@@ -81,8 +85,9 @@ public final class CachedDecode implements AutoCloseable {
      * Receives {@code prompt}'s KV for {@code room} from the prefill that {@code bootstrapUrl} leads to, its aux data
      * into {@code auxSlot}; waits until the handoff is final or {@code deadline} (then aborts it).
      */
-    public Received receive(long room, String requestId, int[] prompt, String bootstrapUrl, int auxSlot,
-            Deadline deadline) throws InterruptedException {
+    public Received receive(
+            long room, String requestId, int[] prompt, String bootstrapUrl, int auxSlot, Deadline deadline)
+            throws InterruptedException {
         int pageSize = cache.config().pageSizeTokens();
         int positions = (prompt.length + pageSize - 1) / pageSize;
         CacheRequest request = cache.request(requestId, prompt);
@@ -109,8 +114,11 @@ public final class CachedDecode implements AutoCloseable {
             }
             if (receiver.poll() != KvPoll.SUCCESS) {
                 // final and not SUCCESS: FAILED, whose reason is set first
-                return failed(request, receiver, pages, Checks.checkNotNull(receiver.failureReason(),
-                        "a failed handoff's reason"));
+                return failed(
+                        request,
+                        receiver,
+                        pages,
+                        Checks.checkNotNull(receiver.failureReason(), "a failed handoff's reason"));
             }
             int whole = prompt.length / pageSize;
             request.commit(Arrays.copyOf(prompt, whole * pageSize), Arrays.copyOf(pages, whole), false);

@@ -27,8 +27,11 @@ public final class CachedPrefill implements AutoCloseable {
     }
 
     /** How one prefill went: prompt tokens served from the cache, tokens computed, and the handoff's final state. */
-    public record Outcome(int cachedTokens, int computedTokens, KvPoll state, @Nullable String failure) {
-    }
+    public record Outcome(
+            int cachedTokens,
+            int computedTokens,
+            KvPoll state,
+            @Nullable String failure) {}
 
     private final HiCache cache;
     private final PrefillRank rank;
@@ -93,7 +96,10 @@ public final class CachedPrefill implements AutoCloseable {
                     return failed("the handoff of room " + room + " did not end in time");
                 }
             }
-            return new Outcome(cached.length * pageSize, prompt.length - cached.length * pageSize, sender.poll(),
+            return new Outcome(
+                    cached.length * pageSize,
+                    prompt.length - cached.length * pageSize,
+                    sender.poll(),
                     sender.failureReason());
         } finally {
             if (handedOff && !sender.poll().isFinal()) {
@@ -121,12 +127,18 @@ public final class CachedPrefill implements AutoCloseable {
 
     /** Refuses a rank whose pool is not the cache's device pool. */
     static void checkSamePool(HiCache cache, RankSpec spec, String role) {
-        Checks.requireArgument(spec.pageSizeTokens() == cache.config().pageSizeTokens()
-                && spec.kvPages() == cache.device().buffers().pages()
-                && spec.format().geometry().equals(cache.format().geometry()),
-                "the %s rank's pool (%s pages of %s tokens, %s) is not the cache's (%s pages of %s tokens, %s)", role,
-                spec.kvPages(), spec.pageSizeTokens(), spec.format().geometry(), cache.device().buffers().pages(),
-                cache.config().pageSizeTokens(), cache.format().geometry());
+        Checks.requireArgument(
+                spec.pageSizeTokens() == cache.config().pageSizeTokens()
+                        && spec.kvPages() == cache.device().buffers().pages()
+                        && spec.format().geometry().equals(cache.format().geometry()),
+                "the %s rank's pool (%s pages of %s tokens, %s) is not the cache's (%s pages of %s tokens, %s)",
+                role,
+                spec.kvPages(),
+                spec.pageSizeTokens(),
+                spec.format().geometry(),
+                cache.device().buffers().pages(),
+                cache.config().pageSizeTokens(),
+                cache.format().geometry());
     }
 
     private static Outcome failed(String why) {

@@ -41,6 +41,7 @@ public final class DecodeRank implements AutoCloseable {
     private final List<DeliveryPath> paths;
     /** A staged rank's pool registered as device memory by this rank, or null: closed with the rank. */
     private final @Nullable LocalRegion deviceKv;
+
     private final PdConfig config;
     private final PdThread worker;
     private final PrefillInstances prefills;
@@ -48,18 +49,29 @@ public final class DecodeRank implements AutoCloseable {
     /** Rooms whose abort was not acknowledged in time while their path held memory: it waits for a late ack. */
     private final Map<Long, DecodeRoom> quarantined = new HashMap<>();
 
-    private DecodeRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> paths, @Nullable LocalRegion deviceKv,
+    private DecodeRank(
+            TransferEngine engine,
+            RankSpec spec,
+            List<DeliveryPath> paths,
+            @Nullable LocalRegion deviceKv,
             PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         this.paths = paths;
         this.deviceKv = deviceKv;
         this.config = config;
-        this.worker = new PdThread("pd-decode-" + spec.tpRank() + "-" + engine.config().name());
-        this.prefills = new PrefillInstances(engine, config, worker, "pd-decode-heartbeat-" + spec.tpRank() + "-"
-                + engine.config().name());
-        worker.every(Math.max(10, Math.min(1_000, Math.min(config.waitingTimeoutMillis(),
-                config.abortAckTimeoutMillis()) / 4)), this::sweepSafely);
+        this.worker = new PdThread(
+                "pd-decode-" + spec.tpRank() + "-" + engine.config().name());
+        this.prefills = new PrefillInstances(
+                engine,
+                config,
+                worker,
+                "pd-decode-heartbeat-" + spec.tpRank() + "-" + engine.config().name());
+        worker.every(
+                Math.max(
+                        10,
+                        Math.min(1_000, Math.min(config.waitingTimeoutMillis(), config.abortAckTimeoutMillis()) / 4)),
+                this::sweepSafely);
         engine.onMessage((from, payload) -> worker.post(() -> handleSafely(payload)));
     }
 
@@ -67,8 +79,8 @@ public final class DecodeRank implements AutoCloseable {
      * Starts the rank. {@code kv} is its KV pool memory registered as {@link RankSpec#KV_REGION}, {@code aux} its aux
      * slots registered as {@link RankSpec#AUX_REGION}; prefill ranks write into both.
      */
-    public static DecodeRank start(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
-            PdConfig config) {
+    public static DecodeRank start(
+            TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux, PdConfig config) {
         RankSpec.checkRegion(kv, RankSpec.KV_REGION, spec.kvBytes());
         RankSpec.checkRegion(aux, RankSpec.AUX_REGION, spec.auxBytes());
         if (spec.staged()) {
@@ -94,13 +106,13 @@ public final class DecodeRank implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
-    public static DecodeRank startStaged(TransferEngine engine, RankSpec spec, KvPool pool, StagingArea staging,
-            LocalRegion aux, PdConfig config) {
+    public static DecodeRank startStaged(
+            TransferEngine engine, RankSpec spec, KvPool pool, StagingArea staging, LocalRegion aux, PdConfig config) {
         StagedPool staged = StagedPool.of(pool, staging, spec);
         RankSpec.checkRegion(aux, RankSpec.AUX_REGION, spec.auxBytes());
         LocalRegion deviceKv = staged.exportDevice(engine, spec);
-        return new DecodeRank(engine, spec.withDeviceKv(deviceKv != null), staged.paths(engine, deviceKv), deviceKv,
-                config);
+        return new DecodeRank(
+                engine, spec.withDeviceKv(deviceKv != null), staged.paths(engine, deviceKv), deviceKv, config);
     }
 
     /**
@@ -197,8 +209,10 @@ public final class DecodeRank implements AutoCloseable {
         int[] targets = room.resolvedTargets();
         for (int i = 0; i < targets.length; i++) {
             boolean dummy = mla && i > 0; // MLA latents are whole on every rank: one prefill rank sends
-            room.segment(targets[i]).send(new PdMessage.Info(room.id, spec, room.destination, dummy,
-                    room.path.kind(), room.path.reserved(room)).encode());
+            room.segment(targets[i])
+                    .send(new PdMessage.Info(
+                                    room.id, spec, room.destination, dummy, room.path.kind(), room.path.reserved(room))
+                            .encode());
         }
         room.infoSent = true;
         room.infoSentNanos = System.nanoTime();
@@ -208,7 +222,8 @@ public final class DecodeRank implements AutoCloseable {
     /** SUCCESS once every prefill rank said so and the path settled (every staged layer that arrived is in place). */
     void maybeSucceed(DecodeRoom room) {
         // prefill ranks report SUCCESS, and staged layers land, only after INFO
-        if (room.succeeded.size() == room.resolvedTargets().length && room.chosenPath().settled(room)
+        if (room.succeeded.size() == room.resolvedTargets().length
+                && room.chosenPath().settled(room)
                 && room.state != KvPoll.FAILED) {
             giveBack(room); // before SUCCESS: whoever sees SUCCESS sees the path's memory back
             room.advance(KvPoll.SUCCESS);
@@ -221,7 +236,9 @@ public final class DecodeRank implements AutoCloseable {
      */
     void maybeRelease(DecodeRoom room) {
         // an abort starts only after INFO
-        if (room.released.isDone() || room.abortStartedNanos == 0 || !room.chosenPath().settled(room)) {
+        if (room.released.isDone()
+                || room.abortStartedNanos == 0
+                || !room.chosenPath().settled(room)) {
             return;
         }
         if (nothingCanLand(room)) {
@@ -230,10 +247,12 @@ public final class DecodeRank implements AutoCloseable {
             if (room.forgetWhenReleased) {
                 rooms.remove(room.id, room);
             }
-        } else if (System.nanoTime() - room.abortStartedNanos > TimeUnit.MILLISECONDS.toNanos(
-                config.abortAckTimeoutMillis())) {
-            LOG.log(Level.WARNING, () -> "room " + room.id + ": no abort acknowledgement within "
-                    + config.abortAckTimeoutMillis() + " ms; its pages stay quarantined");
+        } else if (System.nanoTime() - room.abortStartedNanos
+                > TimeUnit.MILLISECONDS.toNanos(config.abortAckTimeoutMillis())) {
+            LOG.log(
+                    Level.WARNING,
+                    () -> "room " + room.id + ": no abort acknowledgement within " + config.abortAckTimeoutMillis()
+                            + " ms; its pages stay quarantined");
             room.released.complete(false);
             if (room.chosenPath().holds(room)) {
                 quarantined.put(room.id, room); // given back on a late acknowledgement or the prefill's death
@@ -264,9 +283,12 @@ public final class DecodeRank implements AutoCloseable {
                 targetSpecs.add(p.specs().get(r));
             }
             // the last path a rank offers (direct, or staged) reaches any prefill rank the handshake accepts
-            DeliveryPath path = paths.stream().filter(d -> d.reaches(targetSpecs, segments)).findFirst()
+            DeliveryPath path = paths.stream()
+                    .filter(d -> d.reaches(targetSpecs, segments))
+                    .findFirst()
                     .orElse(paths.getLast());
-            String refusal = spec.incompatibility(p.specs().getFirst(), path.kind().splitsHeads());
+            String refusal =
+                    spec.incompatibility(p.specs().getFirst(), path.kind().splitsHeads());
             if (refusal != null) {
                 fail(room, "refused at handshake: " + refusal);
                 return;
@@ -353,15 +375,19 @@ public final class DecodeRank implements AutoCloseable {
         try {
             long now = System.nanoTime();
             for (DecodeRoom r : rooms.values()) {
-                if (r.infoSent && !r.state.isFinal() && now - r.infoSentNanos > TimeUnit.MILLISECONDS.toNanos(
-                        config.waitingTimeoutMillis())) {
+                if (r.infoSent
+                        && !r.state.isFinal()
+                        && now - r.infoSentNanos > TimeUnit.MILLISECONDS.toNanos(config.waitingTimeoutMillis())) {
                     fail(r, "prefill did not finish within " + config.waitingTimeoutMillis() + " ms");
                 }
-                if (!r.infoSent && !r.state.isFinal() && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(
-                        config.bootstrapTimeoutMillis())) {
+                if (!r.infoSent
+                        && !r.state.isFinal()
+                        && now - r.createdNanos > TimeUnit.MILLISECONDS.toNanos(config.bootstrapTimeoutMillis())) {
                     String awaited = r.path == null ? null : r.path.awaited(r);
-                    fail(r, (awaited != null ? awaited : "not initialised") + " within "
-                            + config.bootstrapTimeoutMillis() + " ms");
+                    fail(
+                            r,
+                            (awaited != null ? awaited : "not initialised") + " within "
+                                    + config.bootstrapTimeoutMillis() + " ms");
                 }
                 PrefillInstances.Instance prefill = r.prefill;
                 if (prefill != null && !r.state.isFinal() && prefill.dead) {

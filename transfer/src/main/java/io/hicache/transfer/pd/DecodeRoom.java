@@ -27,7 +27,9 @@ final class DecodeRoom extends RoomState {
     /** Where the pages go, once the engine said ({@link KvReceiver#init}). */
     PdMessage.@Nullable Destination destination;
     /** How the pages come, chosen once the prefill is known; null before. */
-    @Nullable DeliveryPath path;
+    @Nullable
+    DeliveryPath path;
+
     boolean infoSent;
     long infoSentNanos;
     long abortStartedNanos;

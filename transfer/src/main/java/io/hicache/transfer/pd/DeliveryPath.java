@@ -102,8 +102,7 @@ sealed interface DeliveryPath permits DirectPath, DevicePath, StagedPath {
     }
 
     /** A prefill rank reports a layer in this rank's memory; paths whose writes land in place have nothing to do. */
-    default void layerLanded(DecodeRank rank, DecodeRoom room, PdMessage.Layer layer) {
-    }
+    default void layerLanded(DecodeRank rank, DecodeRoom room, PdMessage.Layer layer) {}
 
     /** Whether nothing of the room still lands after the wire (the staged path's scatters). */
     default boolean settled(DecodeRoom room) {
@@ -111,8 +110,7 @@ sealed interface DeliveryPath permits DirectPath, DevicePath, StagedPath {
     }
 
     /** Gives back what {@link #reserve} took, once nothing can be written into it any more. */
-    default void giveBack(DecodeRank rank, DecodeRoom room) {
-    }
+    default void giveBack(DecodeRank rank, DecodeRoom room) {}
 
     /** Whether the room still holds what {@link #reserve} took. */
     default boolean holds(DecodeRoom room) {
@@ -133,6 +131,5 @@ sealed interface DeliveryPath permits DirectPath, DevicePath, StagedPath {
     void send(PrefillRank rank, PrefillRoom room, Recipient recipient, int[] src, int position);
 
     /** The room failed: what this path has not started for it never starts, what runs stops as soon as it can. */
-    default void stop(PrefillRank rank, PrefillRoom room) {
-    }
+    default void stop(PrefillRank rank, PrefillRoom room) {}
 }

@@ -21,7 +21,8 @@ record DevicePath(LocalRegion pool) implements DeliveryPath {
 
     @Override
     public boolean reaches(List<RankSpec> prefills, List<RemoteSegment> segments) {
-        return prefills.stream().allMatch(RankSpec::deviceKv) && segments.stream().allMatch(DevicePath::linked);
+        return prefills.stream().allMatch(RankSpec::deviceKv)
+                && segments.stream().allMatch(DevicePath::linked);
     }
 
     @Override

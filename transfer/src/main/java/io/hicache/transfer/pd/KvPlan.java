@@ -21,11 +21,10 @@ import java.util.List;
  * Stateless.
  */
 final class KvPlan {
-    private KvPlan() {
-    }
+    private KvPlan() {}
 
-    static List<TransferRequest> writes(RankSpec prefill, MemorySegment prefillKv, RankSpec decode, int[] src,
-            int[] dst) {
+    static List<TransferRequest> writes(
+            RankSpec prefill, MemorySegment prefillKv, RankSpec decode, int[] src, int[] dst) {
         PageFormat pf = prefill.format();
         PageFormat df = decode.format();
         int layers = pf.geometry().layers();
@@ -38,8 +37,11 @@ final class KvPlan {
         if (!mla && hi <= lo) {
             return out;
         }
-        boolean wholeRows = mla || lo == prefill.firstHead() && hi - lo == prefill.heads()
-                && lo == decode.firstHead() && hi - lo == decode.heads();
+        boolean wholeRows = mla
+                || lo == prefill.firstHead()
+                        && hi - lo == prefill.heads()
+                        && lo == decode.firstHead()
+                        && hi - lo == decode.heads();
         for (int layer = 0; layer < layers; layer++) {
             for (int part = 0; part < parts; part++) {
                 if (wholeRows) {
@@ -62,8 +64,10 @@ final class KvPlan {
                         long from = DeviceLayout.chunkOffset(pf, prefill.kvPages(), src[i], layer, part);
                         long to = DeviceLayout.chunkOffset(df, decode.kvPages(), dst[i], layer, part);
                         for (int t = 0; t < pf.pageSizeTokens(); t++) {
-                            out.add(TransferRequest.write(prefillKv.asSlice(from + t * pf.rowBytes() + srcSkip, length),
-                                    RankSpec.KV_REGION, to + t * df.rowBytes() + dstSkip));
+                            out.add(TransferRequest.write(
+                                    prefillKv.asSlice(from + t * pf.rowBytes() + srcSkip, length),
+                                    RankSpec.KV_REGION,
+                                    to + t * df.rowBytes() + dstSkip));
                         }
                     }
                 }

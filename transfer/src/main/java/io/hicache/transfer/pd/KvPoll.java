@@ -5,7 +5,11 @@ package io.hicache.transfer.pd;
  * the minimum. Moves only forward, except that {@link #FAILED} overrides everything and is final.
  */
 public enum KvPoll {
-    FAILED, BOOTSTRAPPING, WAITING_FOR_INPUT, TRANSFERRING, SUCCESS;
+    FAILED,
+    BOOTSTRAPPING,
+    WAITING_FOR_INPUT,
+    TRANSFERRING,
+    SUCCESS;
 
     /** Whether nothing will change any more. */
     public boolean isFinal() {

@@ -25,7 +25,8 @@ public final class KvReceiver extends KvHandoff {
      */
     public void init(int[] pages, int auxSlot, int prefixPages) {
         if (auxSlot < 0 || auxSlot >= rank.spec().auxSlots()) {
-            throw new IllegalArgumentException("aux slot " + auxSlot + " is not in [0, " + rank.spec().auxSlots() + ")");
+            throw new IllegalArgumentException(
+                    "aux slot " + auxSlot + " is not in [0, " + rank.spec().auxSlots() + ")");
         }
         PdMessage.Destination destination = new PdMessage.Destination(pages, auxSlot, prefixPages);
         for (int p : pages) {

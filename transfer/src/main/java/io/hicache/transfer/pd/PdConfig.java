@@ -12,8 +12,14 @@ package io.hicache.transfer.pd;
  *                                 pages are quarantined rather than released
  * @param lookupTimeoutMillis      one bootstrap request or segment open
  */
-public record PdConfig(long bootstrapTimeoutMillis, long waitingTimeoutMillis, long chunkDeadlineMillis,
-        long heartbeatMillis, int heartbeatMaxFailures, long abortAckTimeoutMillis, long lookupTimeoutMillis) {
+public record PdConfig(
+        long bootstrapTimeoutMillis,
+        long waitingTimeoutMillis,
+        long chunkDeadlineMillis,
+        long heartbeatMillis,
+        int heartbeatMaxFailures,
+        long abortAckTimeoutMillis,
+        long lookupTimeoutMillis) {
     public PdConfig {
         positive(bootstrapTimeoutMillis, "bootstrapTimeoutMillis");
         positive(waitingTimeoutMillis, "waitingTimeoutMillis");

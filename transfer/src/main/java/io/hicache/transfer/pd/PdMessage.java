@@ -42,8 +42,8 @@ sealed interface PdMessage {
                 throw new IllegalArgumentException("aux slot " + auxSlot + " is negative");
             }
             if (prefixPages < 0 || prefixPages > pages.length) {
-                throw new IllegalArgumentException("prefix of " + prefixPages + " pages for " + pages.length
-                        + " pages");
+                throw new IllegalArgumentException(
+                        "prefix of " + prefixPages + " pages for " + pages.length + " pages");
             }
             pages = pages.clone();
         }
@@ -71,7 +71,9 @@ sealed interface PdMessage {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Destination d && Arrays.equals(pages, d.pages) && auxSlot == d.auxSlot
+            return o instanceof Destination d
+                    && Arrays.equals(pages, d.pages)
+                    && auxSlot == d.auxSlot
                     && prefixPages == d.prefixPages;
         }
 
@@ -92,8 +94,14 @@ sealed interface PdMessage {
      * when this prefill rank sends nothing for it (MLA: another rank sends the whole latent); {@code stagingSlots}, for
      * the staged path, the decode's staging slots of positions {@code [prefixPages, pages)} (else empty).
      */
-    record Info(long room, RankSpec decode, Destination destination, boolean dummy, DeliveryPath.Kind path,
-            int[] stagingSlots) implements PdMessage {
+    record Info(
+            long room,
+            RankSpec decode,
+            Destination destination,
+            boolean dummy,
+            DeliveryPath.Kind path,
+            int[] stagingSlots)
+            implements PdMessage {
         public Info {
             stagingSlots = stagingSlots.clone();
         }
@@ -105,9 +113,16 @@ sealed interface PdMessage {
 
         @Override
         public byte[] encode() {
-            return new Text("INFO").put("room", room).put("spec", decode.encode()).put("pages", destination.pages())
-                    .put("aux", destination.auxSlot()).put("prefix", destination.prefixPages()).put("dummy", dummy)
-                    .put("path", path.wireName()).put("staging", stagingSlots).bytes();
+            return new Text("INFO")
+                    .put("room", room)
+                    .put("spec", decode.encode())
+                    .put("pages", destination.pages())
+                    .put("aux", destination.auxSlot())
+                    .put("prefix", destination.prefixPages())
+                    .put("dummy", dummy)
+                    .put("path", path.wireName())
+                    .put("staging", stagingSlots)
+                    .bytes();
         }
     }
 
@@ -115,8 +130,13 @@ sealed interface PdMessage {
     record Layer(long room, int rank, int from, int count, int layer) implements PdMessage {
         @Override
         public byte[] encode() {
-            return new Text("LAYER").put("room", room).put("rank", rank).put("from", from).put("count", count)
-                    .put("layer", layer).bytes();
+            return new Text("LAYER")
+                    .put("room", room)
+                    .put("rank", rank)
+                    .put("from", from)
+                    .put("count", count)
+                    .put("layer", layer)
+                    .bytes();
         }
     }
 
@@ -124,8 +144,12 @@ sealed interface PdMessage {
     record Status(long room, int rank, KvPoll state, String reason) implements PdMessage {
         @Override
         public byte[] encode() {
-            return new Text("STATUS").put("room", room).put("rank", rank).put("state", state.name())
-                    .put("reason", reason).bytes();
+            return new Text("STATUS")
+                    .put("room", room)
+                    .put("rank", rank)
+                    .put("state", state.name())
+                    .put("reason", reason)
+                    .bytes();
         }
     }
 
@@ -154,13 +178,18 @@ sealed interface PdMessage {
         Text t = Text.parse(bytes);
         try {
             return switch (t.kind) {
-                case "INFO" -> new Info(t.room(), RankSpec.decode(t.get("spec")), new Destination(t.ints("pages"),
-                        t.integer("aux"), t.integer("prefix")), Boolean.parseBoolean(t.get("dummy")),
-                        DeliveryPath.Kind.named(t.get("path")), t.ints("staging"));
-                case "LAYER" -> new Layer(t.room(), t.integer("rank"), t.integer("from"), t.integer("count"),
-                        t.integer("layer"));
-                case "STATUS" -> new Status(t.room(), t.integer("rank"), KvPoll.valueOf(t.get("state")),
-                        t.get("reason"));
+                case "INFO" ->
+                    new Info(
+                            t.room(),
+                            RankSpec.decode(t.get("spec")),
+                            new Destination(t.ints("pages"), t.integer("aux"), t.integer("prefix")),
+                            Boolean.parseBoolean(t.get("dummy")),
+                            DeliveryPath.Kind.named(t.get("path")),
+                            t.ints("staging"));
+                case "LAYER" ->
+                    new Layer(t.room(), t.integer("rank"), t.integer("from"), t.integer("count"), t.integer("layer"));
+                case "STATUS" ->
+                    new Status(t.room(), t.integer("rank"), KvPoll.valueOf(t.get("state")), t.get("reason"));
                 case "ABORT" -> new Abort(t.room(), t.get("from"));
                 case "ABORT_ACK" -> new AbortAck(t.room(), t.integer("rank"));
                 default -> throw new IllegalArgumentException("unknown PD message kind '" + t.kind + "'");
@@ -224,7 +253,9 @@ sealed interface PdMessage {
 
         private int[] ints(String key) {
             String text = get(key);
-            return text.isEmpty() ? new int[0] : Arrays.stream(text.split(",")).mapToInt(Integer::parseInt).toArray();
+            return text.isEmpty()
+                    ? new int[0]
+                    : Arrays.stream(text.split(",")).mapToInt(Integer::parseInt).toArray();
         }
     }
 }

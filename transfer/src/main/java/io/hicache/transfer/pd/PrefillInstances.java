@@ -49,12 +49,15 @@ final class PrefillInstances implements AutoCloseable {
 
         /** This engine's segment to {@code rank}, opened on first use. */
         RemoteSegment segment(int rank) {
-            return segments.computeIfAbsent(rank, r -> engine.openSegment(specs.get(r).engineAddress(),
-                    Duration.ofMillis(config.lookupTimeoutMillis())));
+            return segments.computeIfAbsent(
+                    rank,
+                    r -> engine.openSegment(
+                            specs.get(r).engineAddress(), Duration.ofMillis(config.lookupTimeoutMillis())));
         }
 
         /** The segment to {@code rank} if one was opened, else null. */
-        @Nullable RemoteSegment opened(int rank) {
+        @Nullable
+        RemoteSegment opened(int rank) {
             return segments.get(rank);
         }
     }
@@ -83,8 +86,8 @@ final class PrefillInstances implements AutoCloseable {
         List<RankSpec> specs = bootstrap.ranks(url);
         while (specs.isEmpty()) {
             if (System.nanoTime() - until > 0) {
-                throw new IOException("not all prefill ranks registered within " + config.bootstrapTimeoutMillis()
-                        + " ms");
+                throw new IOException(
+                        "not all prefill ranks registered within " + config.bootstrapTimeoutMillis() + " ms");
             }
             Thread.sleep(50);
             specs = bootstrap.ranks(url);
@@ -98,8 +101,9 @@ final class PrefillInstances implements AutoCloseable {
     private void heartbeat() {
         List<Instance> known;
         try {
-            known = worker.executor().submit(() -> List.copyOf(byUrl.values())).get(config.lookupTimeoutMillis(),
-                    TimeUnit.MILLISECONDS);
+            known = worker.executor()
+                    .submit(() -> List.copyOf(byUrl.values()))
+                    .get(config.lookupTimeoutMillis(), TimeUnit.MILLISECONDS);
         } catch (Exception e) {
             return;
         }

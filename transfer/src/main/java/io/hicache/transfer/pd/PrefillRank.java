@@ -40,24 +40,34 @@ public final class PrefillRank implements AutoCloseable {
     private final Map<DeliveryPath.Kind, DeliveryPath> paths = new EnumMap<>(DeliveryPath.Kind.class);
     /** A staged rank's pool registered as device memory by this rank, or null: closed with the rank. */
     private final @Nullable LocalRegion deviceKv;
+
     private final AuxSlots aux;
     private final PdConfig config;
     private final PdThread worker;
     private final Map<Long, PrefillRoom> rooms = new ConcurrentHashMap<>();
     private final DecodeLinks decodes;
 
-    private PrefillRank(TransferEngine engine, RankSpec spec, List<DeliveryPath> offered,
-            @Nullable LocalRegion deviceKv, LocalRegion aux, PdConfig config) {
+    private PrefillRank(
+            TransferEngine engine,
+            RankSpec spec,
+            List<DeliveryPath> offered,
+            @Nullable LocalRegion deviceKv,
+            LocalRegion aux,
+            PdConfig config) {
         this.engine = engine;
         this.spec = spec;
         offered.forEach(p -> paths.put(p.kind(), p));
         this.deviceKv = deviceKv;
         this.aux = new AuxSlots(aux, spec);
         this.config = config;
-        this.worker = new PdThread("pd-prefill-" + spec.tpRank() + "-" + engine.config().name());
-        this.decodes = new DecodeLinks(engine, Duration.ofMillis(config.lookupTimeoutMillis()), (address, segment) ->
-                worker.post(() -> rooms.values().stream().filter(r -> r.sendsTo(segment)).forEach(r -> fail(r,
-                        "decode " + address + " died: " + segment.deathReason()))));
+        this.worker = new PdThread(
+                "pd-prefill-" + spec.tpRank() + "-" + engine.config().name());
+        this.decodes = new DecodeLinks(
+                engine,
+                Duration.ofMillis(config.lookupTimeoutMillis()),
+                (address, segment) -> worker.post(() -> rooms.values().stream()
+                        .filter(r -> r.sendsTo(segment))
+                        .forEach(r -> fail(r, "decode " + address + " died: " + segment.deathReason()))));
         worker.every(Math.max(10, Math.min(1_000, config.bootstrapTimeoutMillis() / 4)), this::sweepSafely);
         engine.onMessage((from, payload) -> worker.post(() -> handleSafely(payload)));
     }
@@ -69,15 +79,16 @@ public final class PrefillRank implements AutoCloseable {
      *
      * @throws IOException when the bootstrap server does not take the registration after 5 tries
      */
-    public static PrefillRank start(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
-            String bootstrapUrl, PdConfig config) throws IOException, InterruptedException {
+    public static PrefillRank start(
+            TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux, String bootstrapUrl, PdConfig config)
+            throws IOException, InterruptedException {
         RankSpec.checkRegion(kv, RankSpec.KV_REGION, spec.kvBytes());
         RankSpec.checkRegion(aux, RankSpec.AUX_REGION, spec.auxBytes());
         if (spec.staged()) {
             throw new IllegalArgumentException("a staged spec goes with startStaged");
         }
-        return register(new PrefillRank(engine, spec, List.of(new DirectPath(kv)), null, aux, config), bootstrapUrl,
-                config);
+        return register(
+                new PrefillRank(engine, spec, List.of(new DirectPath(kv)), null, aux, config), bootstrapUrl, config);
     }
 
     /**
@@ -96,14 +107,23 @@ public final class PrefillRank implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the pool or staging area is not what {@code spec} says
      */
-    public static PrefillRank startStaged(TransferEngine engine, RankSpec spec, KvPool pool, StagingArea staging,
-            LocalRegion aux, String bootstrapUrl, PdConfig config) throws IOException, InterruptedException {
+    public static PrefillRank startStaged(
+            TransferEngine engine,
+            RankSpec spec,
+            KvPool pool,
+            StagingArea staging,
+            LocalRegion aux,
+            String bootstrapUrl,
+            PdConfig config)
+            throws IOException, InterruptedException {
         StagedPool staged = StagedPool.of(pool, staging, spec);
         RankSpec.checkRegion(aux, RankSpec.AUX_REGION, spec.auxBytes());
         LocalRegion deviceKv = staged.exportDevice(engine, spec);
         List<DeliveryPath> offered = staged.paths(engine, deviceKv);
-        return register(new PrefillRank(engine, spec.withDeviceKv(deviceKv != null), offered, deviceKv, aux, config),
-                bootstrapUrl, config);
+        return register(
+                new PrefillRank(engine, spec.withDeviceKv(deviceKv != null), offered, deviceKv, aux, config),
+                bootstrapUrl,
+                config);
     }
 
     private static PrefillRank register(PrefillRank rank, String bootstrapUrl, PdConfig config)
@@ -139,8 +159,11 @@ public final class PrefillRank implements AutoCloseable {
      * engine that learns of its requests through the decode (the synthetic engine of {@code hicache pd prefill}).
      */
     public List<Long> unclaimedRooms() {
-        return rooms.values().stream().filter(r -> !r.claimed && r.state != KvPoll.FAILED && !r.recipients.isEmpty())
-                .sorted(Comparator.comparingLong(r -> r.createdNanos)).map(r -> r.id).toList();
+        return rooms.values().stream()
+                .filter(r -> !r.claimed && r.state != KvPoll.FAILED && !r.recipients.isEmpty())
+                .sorted(Comparator.comparingLong(r -> r.createdNanos))
+                .map(r -> r.id)
+                .toList();
     }
 
     /** Rooms the rank still tracks (not yet released by their senders). */
@@ -179,8 +202,11 @@ public final class PrefillRank implements AutoCloseable {
 
     /** Writes pages {@code src} of {@code pool} into {@code to}'s positions {@code [position, ..)}, one batch. */
     void writePages(PrefillRoom room, Recipient to, LocalRegion pool, int[] src, int position) {
-        submit(room, to, KvPlan.writes(spec, pool.memory(), to.spec(), src, to.destination().pages(position,
-                src.length)));
+        submit(
+                room,
+                to,
+                KvPlan.writes(
+                        spec, pool.memory(), to.spec(), src, to.destination().pages(position, src.length)));
     }
 
     /**
@@ -265,14 +291,17 @@ public final class PrefillRank implements AutoCloseable {
                 continue;
             }
             if (room.cursor > r.destination().positions()) {
-                fail(room, "prefill sent " + room.cursor + " pages, decode allocated " + r.destination().positions());
+                fail(
+                        room,
+                        "prefill sent " + room.cursor + " pages, decode allocated "
+                                + r.destination().positions());
                 return;
             }
             int skip = Math.max(0, Math.min(srcPages.length, r.destination().prefixPages() - from));
             if (skip < srcPages.length) {
                 // a recipient without a path failed the room, which then sends nothing
-                Checks.checkNotNull(r.path(), "the path of a live room's recipient").send(this, room, r,
-                        Arrays.copyOfRange(srcPages, skip, srcPages.length), from + skip);
+                Checks.checkNotNull(r.path(), "the path of a live room's recipient")
+                        .send(this, room, r, Arrays.copyOfRange(srcPages, skip, srcPages.length), from + skip);
             }
         }
         if (last) {
@@ -284,8 +313,12 @@ public final class PrefillRank implements AutoCloseable {
     private void submit(PrefillRoom room, Recipient to, List<TransferRequest> writes) {
         room.inFlight++;
         TransferBatch batch = engine.submit(to.segment(), writes, chunkDeadline());
-        batch.whenDone().whenComplete((b, e) -> worker.post(() -> writeOver(room, b.allDone() ? null
-                : "transfer to decode " + to.spec().engineAddress() + " failed: " + b.firstFailure())));
+        batch.whenDone()
+                .whenComplete((b, e) -> worker.post(() -> writeOver(
+                        room,
+                        b.allDone()
+                                ? null
+                                : "transfer to decode " + to.spec().engineAddress() + " failed: " + b.firstFailure())));
     }
 
     private void forgetIfIdle(PrefillRoom room) {
@@ -312,8 +345,13 @@ public final class PrefillRank implements AutoCloseable {
             for (Recipient r : room.recipients) {
                 if (!r.dummy()) {
                     any = true;
-                    submit(room, r, List.of(TransferRequest.write(slot.memory(), RankSpec.AUX_REGION,
-                            (long) r.destination().auxSlot() * r.spec().auxSlotBytes())));
+                    submit(
+                            room,
+                            r,
+                            List.of(TransferRequest.write(
+                                    slot.memory(),
+                                    RankSpec.AUX_REGION,
+                                    (long) r.destination().auxSlot() * r.spec().auxSlotBytes())));
                 }
             }
             if (any) {

@@ -27,6 +27,7 @@ final class PrefillRoom extends RoomState {
     int inFlight;
     /** The last chunk's aux data, once it came; null before. */
     byte @Nullable [] lastAux;
+
     boolean auxSent;
     /** This rank's aux slot holding the aux data while it is written, or -1. */
     int auxSlot = -1;

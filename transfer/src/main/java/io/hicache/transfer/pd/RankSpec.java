@@ -24,15 +24,31 @@ import org.jspecify.annotations.Nullable;
  * ({@code deviceKv}): a peer with a linked device transport writes straight into it, device to device, and only peers
  * without one stage.
  */
-public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
-        int auxSlotBytes, String engineAddress, int stagingSlots, boolean deviceKv) {
+public record RankSpec(
+        KvGeometry model,
+        int pageSizeTokens,
+        int tpSize,
+        int tpRank,
+        int kvPages,
+        int auxSlots,
+        int auxSlotBytes,
+        String engineAddress,
+        int stagingSlots,
+        boolean deviceKv) {
     public static final String KV_REGION = "kv";
     public static final String AUX_REGION = "aux";
     public static final String STAGING_REGION = "staging";
 
     /** A rank whose pool is registered itself (no staging). */
-    public RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpRank, int kvPages, int auxSlots,
-            int auxSlotBytes, String engineAddress) {
+    public RankSpec(
+            KvGeometry model,
+            int pageSizeTokens,
+            int tpSize,
+            int tpRank,
+            int kvPages,
+            int auxSlots,
+            int auxSlotBytes,
+            String engineAddress) {
         this(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress, 0, false);
     }
 
@@ -47,7 +63,8 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
             throw new IllegalArgumentException("stagingSlots must be >= 0, got " + stagingSlots);
         }
         if (deviceKv && stagingSlots == 0) {
-            throw new IllegalArgumentException("only a staged rank (a device pool) registers its pool as device memory");
+            throw new IllegalArgumentException(
+                    "only a staged rank (a device pool) registers its pool as device memory");
         }
         model.perRank(tpSize); // refuses head counts that do not split
     }
@@ -59,8 +76,8 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
      */
     static void checkRegion(LocalRegion region, String name, long bytes) {
         if (!region.name().equals(name) || region.memory().byteSize() < bytes) {
-            throw new IllegalArgumentException("expected region '" + name + "' of at least " + bytes + " bytes, got "
-                    + region);
+            throw new IllegalArgumentException(
+                    "expected region '" + name + "' of at least " + bytes + " bytes, got " + region);
         }
     }
 
@@ -71,14 +88,32 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
 
     /** This spec for a rank that stages through {@code slots} staging pages. */
     public RankSpec withStaging(int slots) {
-        return new RankSpec(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress,
-                slots, deviceKv && slots > 0);
+        return new RankSpec(
+                model,
+                pageSizeTokens,
+                tpSize,
+                tpRank,
+                kvPages,
+                auxSlots,
+                auxSlotBytes,
+                engineAddress,
+                slots,
+                deviceKv && slots > 0);
     }
 
     /** This spec for a staged rank whose pool is ({@code true}) or is not registered as the device region kv. */
     public RankSpec withDeviceKv(boolean registered) {
-        return new RankSpec(model, pageSizeTokens, tpSize, tpRank, kvPages, auxSlots, auxSlotBytes, engineAddress,
-                stagingSlots, registered);
+        return new RankSpec(
+                model,
+                pageSizeTokens,
+                tpSize,
+                tpRank,
+                kvPages,
+                auxSlots,
+                auxSlotBytes,
+                engineAddress,
+                stagingSlots,
+                registered);
     }
 
     /** Whether the rank's pages pass through a staging area. */
@@ -128,7 +163,8 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         m.put("staging", Integer.toString(stagingSlots));
         m.put("device", Boolean.toString(deviceKv));
         StringBuilder b = new StringBuilder();
-        m.forEach((k, v) -> b.append(b.isEmpty() ? "" : ";").append(k).append('=').append(v));
+        m.forEach(
+                (k, v) -> b.append(b.isEmpty() ? "" : ";").append(k).append('=').append(v));
         return b.toString();
     }
 
@@ -148,11 +184,22 @@ public record RankSpec(KvGeometry model, int pageSizeTokens, int tpSize, int tpR
         try {
             // a missing name fails as a missing address does (valueOf would throw a bare NullPointerException)
             KvGeometry g = new KvGeometry(
-                    AttentionKind.valueOf(Objects.requireNonNull(m.get("attention"), "attention")), i(m, "layers"),
-                    i(m, "heads"), i(m, "dim"), KvDtype.valueOf(Objects.requireNonNull(m.get("dtype"), "dtype")));
-            return new RankSpec(g, i(m, "page"), i(m, "tp"), i(m, "rank"), i(m, "pages"), i(m, "auxSlots"),
-                    i(m, "auxBytes"), Objects.requireNonNull(m.get("address"), "address"),
-                    m.containsKey("staging") ? i(m, "staging") : 0, Boolean.parseBoolean(m.get("device")));
+                    AttentionKind.valueOf(Objects.requireNonNull(m.get("attention"), "attention")),
+                    i(m, "layers"),
+                    i(m, "heads"),
+                    i(m, "dim"),
+                    KvDtype.valueOf(Objects.requireNonNull(m.get("dtype"), "dtype")));
+            return new RankSpec(
+                    g,
+                    i(m, "page"),
+                    i(m, "tp"),
+                    i(m, "rank"),
+                    i(m, "pages"),
+                    i(m, "auxSlots"),
+                    i(m, "auxBytes"),
+                    Objects.requireNonNull(m.get("address"), "address"),
+                    m.containsKey("staging") ? i(m, "staging") : 0,
+                    Boolean.parseBoolean(m.get("device")));
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("not a rank spec: '" + text + "': " + e.getMessage(), e);
         }

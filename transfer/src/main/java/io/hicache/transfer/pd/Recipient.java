@@ -8,7 +8,10 @@ import org.jspecify.annotations.Nullable;
  * path its pages take (null when the prefill rank does not offer the path the INFO named: the room then fails at once).
  * Immutable.
  */
-record Recipient(PdMessage.Info info, RemoteSegment segment, @Nullable DeliveryPath path) {
+record Recipient(
+        PdMessage.Info info,
+        RemoteSegment segment,
+        @Nullable DeliveryPath path) {
     /** The decode rank. */
     RankSpec spec() {
         return info.decode();
@@ -28,7 +31,8 @@ record Recipient(PdMessage.Info info, RemoteSegment segment, @Nullable DeliveryP
      * Why prefill rank {@code prefill} cannot serve it, or null: the two ranks' specs do not fit the path (the
      * handshake's refusal), the rank does not offer the path, or the path cannot reach it.
      */
-    @Nullable String refusal(RankSpec prefill) {
+    @Nullable
+    String refusal(RankSpec prefill) {
         String mismatch = spec().incompatibility(prefill, info.path().splitsHeads());
         if (mismatch != null) {
             return "refused at handshake: " + mismatch;

@@ -38,8 +38,7 @@ final class StagedPath implements DeliveryPath {
     private final ArrayDeque<Piece> waiting = new ArrayDeque<>();
 
     /** One piece of a chunk: pages {@code src} of the pool for positions {@code [position, position + src.length)}. */
-    private record Piece(PrefillRoom room, Recipient recipient, int[] src, int position) {
-    }
+    private record Piece(PrefillRoom room, Recipient recipient, int[] src, int position) {}
 
     StagedPath(StagedPool staged, TransferEngine engine) {
         this.staged = staged;
@@ -56,14 +55,16 @@ final class StagedPath implements DeliveryPath {
     @Override
     public boolean reserve(DecodeRank rank, DecodeRoom room) {
         // asked once the destination came
-        int wanted = Checks.checkNotNull(room.destination, "a room's destination").wanted();
+        int wanted =
+                Checks.checkNotNull(room.destination, "a room's destination").wanted();
         int capacity = staged.staging().slab().slots();
         if (wanted > capacity) {
             rank.fail(room, "the room needs " + wanted + " staging slots, the staging area has " + capacity);
             return false;
         }
-        boolean olderWaits = rank.rooms().stream().anyMatch(r -> r != room && r.waitingForStaging
-                && !r.state.isFinal() && r.createdNanos < room.createdNanos);
+        boolean olderWaits = rank.rooms().stream()
+                .anyMatch(r ->
+                        r != room && r.waitingForStaging && !r.state.isFinal() && r.createdNanos < room.createdNanos);
         room.stagingSlots = olderWaits ? null : staged.takeSlots(wanted); // first come, first served
         room.waitingForStaging = room.stagingSlots == null; // giveBack tries again; the bootstrap timeout bounds it
         return !room.waitingForStaging;
@@ -77,8 +78,11 @@ final class StagedPath implements DeliveryPath {
     @Override
     public @Nullable String awaited(DecodeRoom room) {
         // a room waits for staging only once its destination came
-        return room.waitingForStaging ? "no " + Checks.checkNotNull(room.destination, "a waiting room's destination")
-                .wanted() + " staging slots came free" : null;
+        return room.waitingForStaging
+                ? "no "
+                        + Checks.checkNotNull(room.destination, "a waiting room's destination")
+                                .wanted() + " staging slots came free"
+                : null;
     }
 
     /** Scatters layer {@code m.layer()} of pages {@code [m.from(), m.from() + m.count())} from the room's slots. */
@@ -92,18 +96,25 @@ final class StagedPath implements DeliveryPath {
         int prefix = destination.prefixPages();
         int positions = destination.positions();
         int layer = m.layer();
-        if (m.from() < prefix || m.count() < 1 || m.from() > positions - m.count() || layer < 0
+        if (m.from() < prefix
+                || m.count() < 1
+                || m.from() > positions - m.count()
+                || layer < 0
                 || layer >= rank.spec().model().layers()) {
-            rank.fail(room, "a prefill rank reported layer " + layer + " of pages [" + m.from() + ", "
-                    + (m.from() + m.count()) + "), outside the " + (positions - prefix) + " pages it was asked for");
+            rank.fail(
+                    room,
+                    "a prefill rank reported layer " + layer + " of pages [" + m.from() + ", " + (m.from() + m.count())
+                            + "), outside the " + (positions - prefix) + " pages it was asked for");
             return;
         }
         int[] slots = Arrays.copyOfRange(room.stagingSlots, m.from() - prefix, m.from() - prefix + m.count());
         int[] targets = destination.pages(m.from(), m.count());
         room.scatters++;
         try {
-            staged.pool().loadLayers(staged.staging().slab(), slots, targets, layer, 1).done().whenComplete(
-                    (ok, e) -> rank.post(() -> scattered(rank, room, layer, e)));
+            staged.pool()
+                    .loadLayers(staged.staging().slab(), slots, targets, layer, 1)
+                    .done()
+                    .whenComplete((ok, e) -> rank.post(() -> scattered(rank, room, layer, e)));
         } catch (RuntimeException e) {
             scattered(rank, room, layer, e);
         }
@@ -131,8 +142,10 @@ final class StagedPath implements DeliveryPath {
         }
         staged.staging().slots().free(room.stagingSlots);
         room.stagingSlots = null;
-        List<DecodeRoom> waitingRooms = rank.rooms().stream().filter(r -> r.waitingForStaging && !r.state.isFinal())
-                .sorted(Comparator.comparingLong(r -> r.createdNanos)).toList();
+        List<DecodeRoom> waitingRooms = rank.rooms().stream()
+                .filter(r -> r.waitingForStaging && !r.state.isFinal())
+                .sorted(Comparator.comparingLong(r -> r.createdNanos))
+                .toList();
         for (DecodeRoom r : waitingRooms) {
             rank.maybeSendInfo(r);
             if (r.waitingForStaging) {
@@ -199,23 +212,38 @@ final class StagedPath implements DeliveryPath {
         int tpRank = rank.spec().tpRank();
         StagedSend send;
         try {
-            send = StagedSend.start(staged.pool(), piece.src(), staged.staging(), local, engine, to.segment(),
-                    RankSpec.STAGING_REGION, to.spec().stagingSlots(), peer, rank.chunkDeadline(),
-                    layer -> to.segment().send(new PdMessage.Layer(room.id, tpRank, piece.position(),
-                            piece.src().length, layer).encode()));
+            send = StagedSend.start(
+                    staged.pool(),
+                    piece.src(),
+                    staged.staging(),
+                    local,
+                    engine,
+                    to.segment(),
+                    RankSpec.STAGING_REGION,
+                    to.spec().stagingSlots(),
+                    peer,
+                    rank.chunkDeadline(),
+                    layer -> to.segment()
+                            .send(new PdMessage.Layer(room.id, tpRank, piece.position(), piece.src().length, layer)
+                                    .encode()));
         } catch (RuntimeException e) {
             staged.staging().slots().free(local);
             rank.writeOver(room, "staging a chunk failed: " + e);
             return;
         }
         room.stagedSends.add(send);
-        send.done().whenComplete((ok, e) -> rank.post(() -> {
-            room.stagedSends.remove(send);
-            staged.staging().slots().free(local);
-            rank.writeOver(room, e == null ? null : "staged transfer to decode " + to.spec().engineAddress()
-                    + " failed: " + e.getMessage());
-            startWaiting(rank);
-        }));
+        send.done()
+                .whenComplete((ok, e) -> rank.post(() -> {
+                    room.stagedSends.remove(send);
+                    staged.staging().slots().free(local);
+                    rank.writeOver(
+                            room,
+                            e == null
+                                    ? null
+                                    : "staged transfer to decode " + to.spec().engineAddress() + " failed: "
+                                            + e.getMessage());
+                    startWaiting(rank);
+                }));
     }
 
     /** Waiting pieces of the room are dropped; its running sends put no more layers on the wire (an ack comes sooner). */

@@ -24,18 +24,32 @@ record StagedPool(KvPool pool, StagingArea staging) {
     /** The pool and staging area of a rank with {@code spec}, checked against it. */
     static StagedPool of(KvPool pool, StagingArea staging, RankSpec spec) {
         StagedPool p = new StagedPool(pool, staging);
-        Checks.requireArgument(spec.staged() && staging.slab().slots() == spec.stagingSlots(),
-                "the spec says %d staging slots, the staging area has %d", spec.stagingSlots(), staging.slab().slots());
-        Checks.requireArgument(staging.region().name().equals(RankSpec.STAGING_REGION),
-                "the staging area must be the engine's region '%s', got '%s'", RankSpec.STAGING_REGION,
+        Checks.requireArgument(
+                spec.staged() && staging.slab().slots() == spec.stagingSlots(),
+                "the spec says %d staging slots, the staging area has %d",
+                spec.stagingSlots(),
+                staging.slab().slots());
+        Checks.requireArgument(
+                staging.region().name().equals(RankSpec.STAGING_REGION),
+                "the staging area must be the engine's region '%s', got '%s'",
+                RankSpec.STAGING_REGION,
                 staging.region().name());
-        Checks.requireArgument(pool.pages() == spec.kvPages() && pool.format().geometry().equals(spec.format().geometry())
-                && pool.format().pageSizeTokens() == spec.pageSizeTokens(),
-                "the pool (%d pages of %s) is not the spec's (%d pages of %s)", pool.pages(), pool.format(),
-                spec.kvPages(), spec.format());
-        Checks.requireArgument(staging.slab().format().geometry().equals(pool.format().geometry())
-                && staging.slab().format().pageSizeTokens() == pool.format().pageSizeTokens(),
-                "the staging area holds %s, the pool %s", staging.slab().format(), pool.format());
+        Checks.requireArgument(
+                pool.pages() == spec.kvPages()
+                        && pool.format().geometry().equals(spec.format().geometry())
+                        && pool.format().pageSizeTokens() == spec.pageSizeTokens(),
+                "the pool (%d pages of %s) is not the spec's (%d pages of %s)",
+                pool.pages(),
+                pool.format(),
+                spec.kvPages(),
+                spec.format());
+        Checks.requireArgument(
+                staging.slab().format().geometry().equals(pool.format().geometry())
+                        && staging.slab().format().pageSizeTokens()
+                                == pool.format().pageSizeTokens(),
+                "the staging area holds %s, the pool %s",
+                staging.slab().format(),
+                pool.format());
         return p;
     }
 
@@ -45,7 +59,8 @@ record StagedPool(KvPool pool, StagingArea staging) {
      * transports moves device memory, or when one cannot export this memory (logged: the rank then only stages). The
      * caller closes the region before the pool.
      */
-    @Nullable LocalRegion exportDevice(TransferEngine engine, RankSpec spec) {
+    @Nullable
+    LocalRegion exportDevice(TransferEngine engine, RankSpec spec) {
         if (!engine.movesDeviceMemory()) {
             return null;
         }
@@ -53,8 +68,10 @@ record StagedPool(KvPool pool, StagingArea staging) {
         try {
             return engine.registerDevice(RankSpec.KV_REGION, base, spec.kvBytes());
         } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, () -> "the KV pool's device memory could not be registered with "
-                    + engine.config().name() + "; every handoff stages: " + e.getMessage());
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    () -> "the KV pool's device memory could not be registered with "
+                            + engine.config().name() + "; every handoff stages: " + e.getMessage());
             return null;
         }
     }

@@ -19,12 +19,12 @@ import java.util.SplittableRandom;
 public final class SyntheticChat {
     /** Turns a conversation may have: rooms are {@code conversation * TURNS + turn}. */
     public static final int TURNS = 1000;
+
     static final int SYSTEM_TOKENS = 64;
     static final int USER_TOKENS = 32;
     static final int ANSWER_TOKENS = 16;
 
-    private SyntheticChat() {
-    }
+    private SyntheticChat() {}
 
     /** The room of {@code conversation}'s turn {@code turn}. */
     public static long room(int conversation, int turn) {
@@ -65,8 +65,8 @@ public final class SyntheticChat {
      * it allocates from the request, then ends the request through {@code decode} ({@link CachedDecode#finish}).
      * Returns the sequence, prompt and answer.
      */
-    public static int[] decode(CachedDecode decode, HiCache cache, CachedDecode.Received got, int[] prompt,
-            int[] answer) {
+    public static int[] decode(
+            CachedDecode decode, HiCache cache, CachedDecode.Received got, int[] prompt, int[] answer) {
         int pageSize = cache.config().pageSizeTokens();
         int[] sequence = concat(prompt, answer);
         int positions = (sequence.length + pageSize - 1) / pageSize;

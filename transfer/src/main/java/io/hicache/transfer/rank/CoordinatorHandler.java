@@ -95,15 +95,16 @@ final class CoordinatorHandler extends FrameServerHandler {
     /** Sends one frame on {@code channel}, from any thread. */
     static void send(Channel channel, byte type, long id, int region, byte[] payload) {
         channel.writeAndFlush(Unpooled.wrappedBuffer(
-                Frames.header(channel.alloc(), RankFrames.MAGIC, type, region, id, 0,
-                        payload.length), Unpooled.wrappedBuffer(payload)));
+                Frames.header(channel.alloc(), RankFrames.MAGIC, type, region, id, 0, payload.length),
+                Unpooled.wrappedBuffer(payload)));
     }
 
     /** Tells the member why, then closes its connection. */
     static void fail(Channel channel, String why) {
         byte[] reason = why.getBytes(StandardCharsets.UTF_8);
-        channel.writeAndFlush(Unpooled.wrappedBuffer(Frames.header(channel.alloc(),
-                RankFrames.MAGIC, Frames.ERROR, 0, 0, 0, reason.length), Unpooled.wrappedBuffer(reason)))
+        channel.writeAndFlush(Unpooled.wrappedBuffer(
+                        Frames.header(channel.alloc(), RankFrames.MAGIC, Frames.ERROR, 0, 0, 0, reason.length),
+                        Unpooled.wrappedBuffer(reason)))
                 .addListener(ChannelFutureListener.CLOSE);
     }
 }

@@ -26,10 +26,12 @@ final class MemberConnection extends FrameClient {
         this.results = results;
     }
 
-    static MemberConnection open(EventLoopGroup loops, String host, int port, Duration timeout, String hello,
-            Rounds results) {
+    static MemberConnection open(
+            EventLoopGroup loops, String host, int port, Duration timeout, String hello, Rounds results) {
         MemberConnection c = new MemberConnection(hello + " to rank 0 at " + host + ":" + port, results);
-        return TcpRankGroup.await(connect(c, loops, host, port, timeout.toMillis(), 0, hello), timeout,
+        return TcpRankGroup.await(
+                connect(c, loops, host, port, timeout.toMillis(), 0, hello),
+                timeout,
                 "rank group: cannot reach rank 0 at " + host + ":" + port);
     }
 
@@ -39,8 +41,8 @@ final class MemberConnection extends FrameClient {
             results.fail("the connection to rank 0 is closed: " + closeReasonOr("?"));
             return;
         }
-        CoordinatorHandler.send(channel(), RankFrames.CONTRIBUTE, round, RankFrames.code(reduction),
-                RankFrames.encode(values));
+        CoordinatorHandler.send(
+                channel(), RankFrames.CONTRIBUTE, round, RankFrames.code(reduction), RankFrames.encode(values));
     }
 
     @Override

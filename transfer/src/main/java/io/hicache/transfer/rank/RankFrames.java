@@ -13,11 +13,11 @@ import org.jspecify.annotations.Nullable;
 final class RankFrames {
     /** "HCRG". */
     static final int MAGIC = 0x48435247;
+
     static final byte CONTRIBUTE = 20;
     static final byte RESULT = 21;
 
-    private RankFrames() {
-    }
+    private RankFrames() {}
 
     /** The hello name of rank {@code rank} of group {@code group} of {@code size} ranks. */
     static String hello(String group, int rank, int size) {

@@ -42,10 +42,17 @@ public final class TcpRankGroup implements RankGroup {
     private final Map<Integer, Channel> members = new ConcurrentHashMap<>();
     /** Elsewhere: the connection to rank 0. */
     private final @Nullable MemberConnection toCoordinator;
+
     private long nextRound;
 
-    private TcpRankGroup(String name, int rank, int size, EventLoopGroup loops, @Nullable FrameServer server,
-            Rounds rounds, @Nullable MemberConnection toCoordinator) {
+    private TcpRankGroup(
+            String name,
+            int rank,
+            int size,
+            EventLoopGroup loops,
+            @Nullable FrameServer server,
+            Rounds rounds,
+            @Nullable MemberConnection toCoordinator) {
         this.name = name;
         this.rank = rank;
         this.size = size;
@@ -68,7 +75,12 @@ public final class TcpRankGroup implements RankGroup {
         Rounds rounds = new Rounds(name, size, forwarder);
         try {
             TcpRankGroup[] self = new TcpRankGroup[1];
-            FrameServer server = FrameServer.bind(loops, bindHost, port, 0, "hicache-rank-" + name,
+            FrameServer server = FrameServer.bind(
+                    loops,
+                    bindHost,
+                    port,
+                    0,
+                    "hicache-rank-" + name,
                     "rank group '" + name + "' cannot listen on " + bindHost + ":" + port,
                     () -> new CoordinatorHandler(name, size, rounds, self[0].members));
             self[0] = new TcpRankGroup(name, 0, size, loops, server, rounds, null);
@@ -95,8 +107,7 @@ public final class TcpRankGroup implements RankGroup {
         // which fails the group at rank 0 and so on every rank
         Rounds results = new Rounds(name, 1, new Rounds.Listener() {
             @Override
-            public void completed(long round, int[] result) {
-            }
+            public void completed(long round, int[] result) {}
 
             @Override
             public void failed(String why) {
@@ -107,8 +118,8 @@ public final class TcpRankGroup implements RankGroup {
             }
         });
         try {
-            connection[0] = MemberConnection.open(loops, host, port, connectTimeout, RankFrames.hello(name, rank,
-                    size), results);
+            connection[0] = MemberConnection.open(
+                    loops, host, port, connectTimeout, RankFrames.hello(name, rank, size), results);
             return new TcpRankGroup(name, rank, size, loops, null, results, connection[0]);
         } catch (RuntimeException e) {
             loops.shutdownGracefully(0, 1, TimeUnit.SECONDS);

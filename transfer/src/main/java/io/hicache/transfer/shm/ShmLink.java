@@ -62,9 +62,11 @@ final class ShmLink implements TransportLink {
             } else if (!Files.exists(Path.of(slice.region().shmPath()))) {
                 // the owner unregistered the region (its file is deleted on close): an old mapping would still
                 // accept the copy, into memory nobody reads
-                failure = "region " + slice.region().name() + " of " + peer.remote().name() + " was unregistered";
+                failure = "region " + slice.region().name() + " of "
+                        + peer.remote().name() + " was unregistered";
             } else {
-                MemorySegment remote = map(slice.region()).asSlice(slice.remoteOffset(), slice.local().byteSize());
+                MemorySegment remote = map(slice.region())
+                        .asSlice(slice.remoteOffset(), slice.local().byteSize());
                 if (slice.op() == TransferOp.READ) {
                     MemorySegment.copy(remote, 0, slice.local(), 0, remote.byteSize());
                 } else {
@@ -87,8 +89,8 @@ final class ShmLink implements TransportLink {
         synchronized (this) {
             m = mapped.get(region.id());
             if (m == null) {
-                try (FileChannel ch = FileChannel.open(Path.of(region.shmPath()), StandardOpenOption.READ,
-                        StandardOpenOption.WRITE)) {
+                try (FileChannel ch = FileChannel.open(
+                        Path.of(region.shmPath()), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                     if (ch.size() < region.bytes()) {
                         throw new IOException(region.shmPath() + " has " + ch.size() + " bytes, the peer published "
                                 + region.bytes());

@@ -33,7 +33,12 @@ final class ShmTransport implements Transport {
     ShmTransport(TransportContext context) {
         this.context = context;
         int threads = context.ioThreads();
-        this.copiers = new ThreadPoolExecutor(threads, threads, 30, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        this.copiers = new ThreadPoolExecutor(
+                threads,
+                threads,
+                30,
+                TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(),
                 Threads.factory("transfer-shm-" + context.engineName()));
     }
 
@@ -44,7 +49,9 @@ final class ShmTransport implements Transport {
 
     @Override
     public boolean canReach(SegmentDescriptor local, SegmentDescriptor remote) {
-        List<RegionDescriptor> host = remote.regions().stream().filter(r -> r.kind() == MemoryKind.HOST).toList();
+        List<RegionDescriptor> host = remote.regions().stream()
+                .filter(r -> r.kind() == MemoryKind.HOST)
+                .toList();
         if (!local.hostId().equals(remote.hostId()) || host.isEmpty()) {
             return false;
         }

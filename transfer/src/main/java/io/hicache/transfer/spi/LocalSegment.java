@@ -12,7 +12,8 @@ public interface LocalSegment {
      * never served this way (the CPU cannot touch them): a transport that moves device memory gets them from
      * {@link Transport#register}.
      */
-    @Nullable RegisteredRegion region(int id);
+    @Nullable
+    RegisteredRegion region(int id);
 
     /**
      * A connection from the engine named {@code peer} that can carry its writes into this segment opened

@@ -11,5 +11,6 @@ public interface PeerContext {
     boolean alive();
 
     /** Why the peer is considered dead, or null while it is alive. */
-    @Nullable String deathReason();
+    @Nullable
+    String deathReason();
 }

@@ -16,8 +16,8 @@ import java.util.Objects;
  *                 empty
  * @param kind     where its bytes live: a device region is reached only by a transport that moves device memory
  */
-public record RegionDescriptor(String name, int id, long bytes, String shmPath, Map<String, String> keys,
-        MemoryKind kind) {
+public record RegionDescriptor(
+        String name, int id, long bytes, String shmPath, Map<String, String> keys, MemoryKind kind) {
     public RegionDescriptor {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(shmPath, "shmPath");

@@ -25,8 +25,14 @@ import java.util.Optional;
  *                   e.g. {@code tcp -> host:port}), by transport name
  * @param regions    its registered regions at the time of the fetch
  */
-public record SegmentDescriptor(String name, String address, String hostId, long pid, List<String> transports,
-        Map<String, String> endpoints, List<RegionDescriptor> regions) {
+public record SegmentDescriptor(
+        String name,
+        String address,
+        String hostId,
+        long pid,
+        List<String> transports,
+        Map<String, String> endpoints,
+        List<RegionDescriptor> regions) {
     public SegmentDescriptor {
         transports = List.copyOf(transports);
         endpoints = Map.copyOf(endpoints);

@@ -42,8 +42,7 @@ public interface Transport extends AutoCloseable {
      * requests ({@link RegisteredRegion#acquire()} fails) and none holds it any more, or {@link #closeInbound} was
      * called; its memory is freed after this returns.
      */
-    default void deregister(RegisteredRegion region) {
-    }
+    default void deregister(RegisteredRegion region) {}
 
     /**
      * Ends peers' requests in flight into this engine, even by closing the inbound connections that carry them; waits
@@ -51,8 +50,7 @@ public interface Transport extends AutoCloseable {
      * for them, and when the engine closes (before it unregisters its regions). A transport whose peers never move
      * bytes through this process (shared memory) has nothing to do.
      */
-    default void closeInbound(long waitMillis) {
-    }
+    default void closeInbound(long waitMillis) {}
 
     /**
      * Whether this transport moves bytes between local memory of kind {@code local} and a remote region of kind

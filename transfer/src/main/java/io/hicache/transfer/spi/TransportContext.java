@@ -20,9 +20,17 @@ import java.util.concurrent.ScheduledExecutorService;
  * @param timer                    the engine's timer thread, for sweeps and retries; tasks must be short
  * @param local                    this engine's regions, for serving peers' requests
  */
-public record TransportContext(String engineName, String bindHost, int ioThreads, int connectionsPerPeer,
-        long windowBytesPerConnection, long sliceTimeoutMillis, long connectTimeoutMillis,
-        Path shmDir, ScheduledExecutorService timer, LocalSegment local) {
+public record TransportContext(
+        String engineName,
+        String bindHost,
+        int ioThreads,
+        int connectionsPerPeer,
+        long windowBytesPerConnection,
+        long sliceTimeoutMillis,
+        long connectTimeoutMillis,
+        Path shmDir,
+        ScheduledExecutorService timer,
+        LocalSegment local) {
     public TransportContext {
         Objects.requireNonNull(engineName, "engineName");
         Objects.requireNonNull(bindHost, "bindHost");

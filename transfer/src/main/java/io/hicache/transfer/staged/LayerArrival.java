@@ -15,7 +15,11 @@ public record LayerArrival(long handoff, int layer) {
 
     /** The 16 bytes on the wire. */
     public byte[] encode() {
-        return ByteBuffer.allocate(16).putInt(MAGIC).putLong(handoff).putInt(layer).array();
+        return ByteBuffer.allocate(16)
+                .putInt(MAGIC)
+                .putLong(handoff)
+                .putInt(layer)
+                .array();
     }
 
     /** The arrival {@code payload} encodes, or empty when it is some other message. */

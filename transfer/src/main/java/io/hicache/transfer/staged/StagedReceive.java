@@ -31,8 +31,11 @@ public final class StagedReceive {
      * @throws IllegalArgumentException for lists of different lengths
      */
     public StagedReceive(KvPool pool, StagingArea staging, int[] stagingSlots, int[] devicePages) {
-        Checks.requireArgument(stagingSlots.length == devicePages.length,
-                "staging slots and device pages differ in number: %d, %d", stagingSlots.length, devicePages.length);
+        Checks.requireArgument(
+                stagingSlots.length == devicePages.length,
+                "staging slots and device pages differ in number: %d, %d",
+                stagingSlots.length,
+                devicePages.length);
         this.pool = pool;
         this.staging = staging;
         this.stagingSlots = stagingSlots.clone();
@@ -53,14 +56,16 @@ public final class StagedReceive {
         }
         inFlight.incrementAndGet();
         try {
-            pool.loadLayers(staging.slab(), stagingSlots, devicePages, layer, 1).done().whenComplete((ok, error) -> {
-                inFlight.decrementAndGet();
-                if (error != null) {
-                    usable.fail("scattering layer " + layer, error);
-                } else {
-                    usable.landed(layer);
-                }
-            });
+            pool.loadLayers(staging.slab(), stagingSlots, devicePages, layer, 1)
+                    .done()
+                    .whenComplete((ok, error) -> {
+                        inFlight.decrementAndGet();
+                        if (error != null) {
+                            usable.fail("scattering layer " + layer, error);
+                        } else {
+                            usable.landed(layer);
+                        }
+                    });
         } catch (RuntimeException e) {
             inFlight.decrementAndGet();
             usable.fail("scattering layer " + layer, e);

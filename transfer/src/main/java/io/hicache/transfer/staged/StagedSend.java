@@ -45,6 +45,7 @@ public final class StagedSend {
     private final Wire wire;
     /** Layers gathered, layers handed to the wire (or skipped after a failure), layers on the wire: under the lock. */
     private int gathered;
+
     private int sent;
     private int onWire;
     private int mostOnWire;
@@ -63,32 +64,76 @@ public final class StagedSend {
      *
      * @throws IllegalArgumentException for lists of different lengths or slots out of range
      */
-    public static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
-            TransferEngine engine, RemoteSegment peer, String peerRegion, int peerSlotCount, int[] peerSlots,
-            Deadline deadline, IntConsumer layerWritten) {
-        return start(pool, devicePages, staging, stagingSlots, engine, peer, peerRegion, peerSlotCount, peerSlots,
-                deadline, layerWritten, WIRE_AHEAD_BYTES);
+    public static StagedSend start(
+            KvPool pool,
+            int[] devicePages,
+            StagingArea staging,
+            int[] stagingSlots,
+            TransferEngine engine,
+            RemoteSegment peer,
+            String peerRegion,
+            int peerSlotCount,
+            int[] peerSlots,
+            Deadline deadline,
+            IntConsumer layerWritten) {
+        return start(
+                pool,
+                devicePages,
+                staging,
+                stagingSlots,
+                engine,
+                peer,
+                peerRegion,
+                peerSlotCount,
+                peerSlots,
+                deadline,
+                layerWritten,
+                WIRE_AHEAD_BYTES);
     }
 
     /**
      * {@link #start} with another bound on the bytes of gathered layers on the wire at once (at least two layers go
      * whatever the bound): for benchmarks and tests of the bound.
      */
-    public static StagedSend start(KvPool pool, int[] devicePages, StagingArea staging, int[] stagingSlots,
-            TransferEngine engine, RemoteSegment peer, String peerRegion, int peerSlotCount, int[] peerSlots,
-            Deadline deadline, IntConsumer layerWritten, long wireAheadBytes) {
-        Checks.requireArgument(devicePages.length == stagingSlots.length && devicePages.length == peerSlots.length,
-                "device pages, staging slots and peer slots differ in number: %d, %d, %d", devicePages.length,
-                stagingSlots.length, peerSlots.length);
+    public static StagedSend start(
+            KvPool pool,
+            int[] devicePages,
+            StagingArea staging,
+            int[] stagingSlots,
+            TransferEngine engine,
+            RemoteSegment peer,
+            String peerRegion,
+            int peerSlotCount,
+            int[] peerSlots,
+            Deadline deadline,
+            IntConsumer layerWritten,
+            long wireAheadBytes) {
+        Checks.requireArgument(
+                devicePages.length == stagingSlots.length && devicePages.length == peerSlots.length,
+                "device pages, staging slots and peer slots differ in number: %d, %d, %d",
+                devicePages.length,
+                stagingSlots.length,
+                peerSlots.length);
         for (int slot : peerSlots) {
-            Checks.requireArgument(slot >= 0 && slot < peerSlotCount, "peer slot %d is out of range [0, %d)", slot,
-                    peerSlotCount);
+            Checks.requireArgument(
+                    slot >= 0 && slot < peerSlotCount, "peer slot %d is out of range [0, %d)", slot, peerSlotCount);
         }
         int layers = pool.format().geometry().layers();
-        long layerBytes = Math.max(1, staging.slab().chunkBytes() * pool.format().geometry().attention().parts()
-                * devicePages.length);
-        Wire wire = new Wire(staging, stagingSlots.clone(), engine, peer, peerRegion, peerSlotCount, peerSlots.clone(),
-                deadline, layerWritten);
+        long layerBytes = Math.max(
+                1,
+                staging.slab().chunkBytes()
+                        * pool.format().geometry().attention().parts()
+                        * devicePages.length);
+        Wire wire = new Wire(
+                staging,
+                stagingSlots.clone(),
+                engine,
+                peer,
+                peerRegion,
+                peerSlotCount,
+                peerSlots.clone(),
+                deadline,
+                layerWritten);
         StagedSend send = new StagedSend(layers, layerBytes, wireAheadBytes, wire);
         KvCopy gather = pool.backupLayers(devicePages, staging.slab(), stagingSlots, 0, layers);
         for (int layer = 0; layer < layers; layer++) {
@@ -104,9 +149,16 @@ public final class StagedSend {
     }
 
     /** Where the gathered layers go. */
-    private record Wire(StagingArea staging, int[] stagingSlots, TransferEngine engine, RemoteSegment peer,
-            String peerRegion, int peerSlotCount, int[] peerSlots, Deadline deadline, IntConsumer layerWritten) {
-    }
+    private record Wire(
+            StagingArea staging,
+            int[] stagingSlots,
+            TransferEngine engine,
+            RemoteSegment peer,
+            String peerRegion,
+            int peerSlotCount,
+            int[] peerSlots,
+            Deadline deadline,
+            IntConsumer layerWritten) {}
 
     private void gathered(int layer) {
         synchronized (this) {
@@ -144,20 +196,29 @@ public final class StagedSend {
 
     private void write(int layer) {
         try {
-            List<TransferRequest> writes = writesFor(layer, wire.staging(), wire.stagingSlots(), wire.peerRegion(),
-                    wire.peerSlotCount(), wire.peerSlots());
-            wire.engine().submit(wire.peer(), writes, wire.deadline()).whenDone().whenComplete((batch, error) -> {
-                if (error != null || !batch.allDone()) {
-                    fail("writing layer " + layer + " failed: " + (error != null ? error : batch.firstFailure()));
-                } else {
-                    try {
-                        wire.layerWritten().accept(layer);
-                    } catch (RuntimeException e) {
-                        fail("reporting layer " + layer + " failed: " + e);
-                    }
-                }
-                offWire();
-            });
+            List<TransferRequest> writes = writesFor(
+                    layer,
+                    wire.staging(),
+                    wire.stagingSlots(),
+                    wire.peerRegion(),
+                    wire.peerSlotCount(),
+                    wire.peerSlots());
+            wire.engine()
+                    .submit(wire.peer(), writes, wire.deadline())
+                    .whenDone()
+                    .whenComplete((batch, error) -> {
+                        if (error != null || !batch.allDone()) {
+                            fail("writing layer " + layer + " failed: "
+                                    + (error != null ? error : batch.firstFailure()));
+                        } else {
+                            try {
+                                wire.layerWritten().accept(layer);
+                            } catch (RuntimeException e) {
+                                fail("reporting layer " + layer + " failed: " + e);
+                            }
+                        }
+                        offWire();
+                    });
         } catch (RuntimeException e) {
             fail("writing layer " + layer + " failed: " + e.getMessage());
             offWire();
@@ -174,8 +235,8 @@ public final class StagedSend {
     }
 
     /** One write per part and run of slots consecutive on both sides: two per layer for fresh allocations. */
-    public static List<TransferRequest> writesFor(int layer, StagingArea staging, int[] stagingSlots, String peerRegion,
-            int peerSlotCount, int[] peerSlots) {
+    public static List<TransferRequest> writesFor(
+            int layer, StagingArea staging, int[] stagingSlots, String peerRegion, int peerSlotCount, int[] peerSlots) {
         PageFormat format = staging.slab().format();
         long chunk = staging.slab().chunkBytes();
         int parts = format.geometry().attention().parts();
@@ -183,7 +244,8 @@ public final class StagedSend {
         for (int part = 0; part < parts; part++) {
             for (int i = 0; i < stagingSlots.length; ) {
                 int run = 1;
-                while (i + run < stagingSlots.length && stagingSlots[i + run] == stagingSlots[i] + run
+                while (i + run < stagingSlots.length
+                        && stagingSlots[i + run] == stagingSlots[i] + run
                         && peerSlots[i + run] == peerSlots[i] + run) {
                     run++;
                 }

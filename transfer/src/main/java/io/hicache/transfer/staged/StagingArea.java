@@ -39,8 +39,8 @@ public final class StagingArea implements AutoCloseable {
      *
      * @throws IllegalArgumentException for a bad name or slot count
      */
-    public static StagingArea open(TransferEngine engine, String name, DeviceRuntime runtime, PageFormat poolFormat,
-            int slots) {
+    public static StagingArea open(
+            TransferEngine engine, String name, DeviceRuntime runtime, PageFormat poolFormat, int slots) {
         Checks.checkPositive(slots, "slots");
         PageFormat format = layerFirst(poolFormat);
         LocalRegion region = engine.registerShared(name, HostSlab.bytesFor(format, slots));
@@ -93,7 +93,7 @@ public final class StagingArea implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "StagingArea[" + region.name() + ", " + slab.slots() + " slots of " + slab.format().pageBytes()
-                + " bytes]";
+        return "StagingArea[" + region.name() + ", " + slab.slots() + " slots of "
+                + slab.format().pageBytes() + " bytes]";
     }
 }

@@ -38,6 +38,7 @@ final class DataConnection extends FrameClient {
     private final ArrayDeque<SliceOut> outstanding = new ArrayDeque<>();
     /** Outstanding slices that are reads, whose answers carry payloads; event loop only. */
     private int readsOutstanding;
+
     private final AtomicLong bytesInFlight = new AtomicLong();
     private final Queue<Slice> toSend = new ConcurrentLinkedQueue<>();
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
@@ -49,8 +50,7 @@ final class DataConnection extends FrameClient {
         void orphaned(List<Slice> slices, String reason);
     }
 
-    private record SliceOut(Slice slice, long sentNanos) {
-    }
+    private record SliceOut(Slice slice, long sentNanos) {}
 
     private DataConnection(String label, BiConsumer<DataConnection, Slice> onAnswer, OrphanSink orphans) {
         super(TcpFrames.MAGIC, label);
@@ -63,11 +63,23 @@ final class DataConnection extends FrameClient {
      * fails. {@code onAnswer} runs on the event loop after each answered slice, and with a null slice when the
      * connection closed.
      */
-    static CompletableFuture<DataConnection> connect(EventLoopGroup group, String host, int port,
-            long connectTimeoutMillis, String selfName, String label, BiConsumer<DataConnection, Slice> onAnswer,
+    static CompletableFuture<DataConnection> connect(
+            EventLoopGroup group,
+            String host,
+            int port,
+            long connectTimeoutMillis,
+            String selfName,
+            String label,
+            BiConsumer<DataConnection, Slice> onAnswer,
             OrphanSink orphans) {
-        return connect(new DataConnection(label, onAnswer, orphans), group, host, port, connectTimeoutMillis,
-                TcpTransport.SOCKET_BUFFER_BYTES, selfName);
+        return connect(
+                new DataConnection(label, onAnswer, orphans),
+                group,
+                host,
+                port,
+                connectTimeoutMillis,
+                TcpTransport.SOCKET_BUFFER_BYTES,
+                selfName);
     }
 
     /** Bytes of slices sent and not yet answered. */
@@ -144,14 +156,17 @@ final class DataConnection extends FrameClient {
     /** While only writes are outstanding, every answer ahead is a bare acknowledgement: read them all at once. */
     @Override
     protected int headerReadAheadBytes() {
-        return readsOutstanding == 0 ? (int) Math.min(ACK_READ_AHEAD_MAX_BYTES, (long) outstanding.size()
-                * Frames.HEADER_BYTES) : 0;
+        return readsOutstanding == 0
+                ? (int) Math.min(ACK_READ_AHEAD_MAX_BYTES, (long) outstanding.size() * Frames.HEADER_BYTES)
+                : 0;
     }
 
     @Override
     protected @Nullable MemorySegment payloadTarget(Frames.Header h) {
         SliceOut head = outstanding.peek();
-        if (h.type() == TcpFrames.READ_DATA && head != null && head.slice().local().byteSize() == h.length()) {
+        if (h.type() == TcpFrames.READ_DATA
+                && head != null
+                && head.slice().local().byteSize() == h.length()) {
             return head.slice().local();
         }
         return null;
@@ -165,8 +180,8 @@ final class DataConnection extends FrameClient {
         }
         Slice slice = head.slice();
         bytesInFlight.addAndGet(-slice.local().byteSize());
-        boolean expected = slice.op() == TransferOp.WRITE ? h.type() == TcpFrames.WRITE_ACK
-                : h.type() == TcpFrames.READ_DATA;
+        boolean expected =
+                slice.op() == TransferOp.WRITE ? h.type() == TcpFrames.WRITE_ACK : h.type() == TcpFrames.READ_DATA;
         if (h.type() == Frames.ERROR) {
             slice.done("peer refused: " + text(payload));
         } else if (!expected || payload != null) {

@@ -23,6 +23,7 @@ final class ServerHandler extends FrameServerHandler {
     private final LocalSegment host;
     /** The region a write payload is landing in, held acquired until the payload is complete. */
     private @Nullable RegisteredRegion writing;
+
     private @Nullable String writeError;
 
     ServerHandler(LocalSegment host) {
@@ -80,8 +81,11 @@ final class ServerHandler extends FrameServerHandler {
                     ctx.write(header(ctx.alloc(), TcpFrames.WRITE_ACK, 0, h.id(), h.offset(), 0));
                     flushSoon();
                 } else {
-                    reply(ctx, Frames.ERROR, h.id(), (writeError == null ? "write failed" : writeError)
-                            .getBytes(StandardCharsets.UTF_8));
+                    reply(
+                            ctx,
+                            Frames.ERROR,
+                            h.id(),
+                            (writeError == null ? "write failed" : writeError).getBytes(StandardCharsets.UTF_8));
                 }
                 writeError = null;
             }
@@ -96,7 +100,8 @@ final class ServerHandler extends FrameServerHandler {
     private void read(ChannelHandlerContext ctx, Frames.Header h) {
         RegisteredRegion region = host.region(h.region());
         String error = check(region, h);
-        if (error == null && !Checks.checkNotNull(region, "a region check() accepted").acquire()) {
+        if (error == null
+                && !Checks.checkNotNull(region, "a region check() accepted").acquire()) {
             error = "region " + region.name() + " was unregistered";
         }
         if (error != null) {
@@ -105,7 +110,8 @@ final class ServerHandler extends FrameServerHandler {
         }
         RegisteredRegion acquired = Checks.checkNotNull(region, "a region check() accepted");
         ctx.write(header(ctx.alloc(), TcpFrames.READ_DATA, h.region(), h.id(), h.offset(), h.length()));
-        ByteBuf data = Unpooled.wrappedBuffer(acquired.memory().asSlice(h.offset(), h.length()).asByteBuffer());
+        ByteBuf data = Unpooled.wrappedBuffer(
+                acquired.memory().asSlice(h.offset(), h.length()).asByteBuffer());
         // the region stays acquired until the socket took the bytes, so unregistering waits for them
         ctx.write(data).addListener((ChannelFutureListener) f -> acquired.release());
         flushSoon();

@@ -14,6 +14,5 @@ final class TcpFrames {
     static final byte READ = 6;
     static final byte READ_DATA = 7;
 
-    private TcpFrames() {
-    }
+    private TcpFrames() {}
 }

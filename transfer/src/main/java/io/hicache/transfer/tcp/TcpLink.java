@@ -46,19 +46,25 @@ final class TcpLink implements TransportLink {
 
     /** One connection position: its connection when up, and when to try again when down. */
     private static final class Slot {
-        @Nullable DataConnection conn;
+        @Nullable
+        DataConnection conn;
+
         boolean connecting;
         long retryAtNanos;
         long backoffMillis = 50;
-        @Nullable String lastError;
+
+        @Nullable
+        String lastError;
     }
 
     TcpLink(TransportContext context, PeerContext peer, EventLoopGroup group) {
         this.context = context;
         this.peer = peer;
         this.group = group;
-        String address = peer.remote().endpoint(TcpTransport.NAME).orElseThrow(() -> new HiCacheException(
-                ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no tcp endpoint"));
+        String address = peer.remote()
+                .endpoint(TcpTransport.NAME)
+                .orElseThrow(() -> new HiCacheException(
+                        ErrorCode.TRANSFER_UNAVAILABLE, peer.remote().name() + " publishes no tcp endpoint"));
         int colon = address.lastIndexOf(':');
         this.host = address.substring(0, colon);
         this.port = Integer.parseInt(address.substring(colon + 1));
@@ -169,8 +175,16 @@ final class TcpLink implements TransportLink {
     private void connect(int index) {
         Slot slot = slots[index];
         slot.connecting = true;
-        DataConnection.connect(group, host, port, context.connectTimeoutMillis(), context.engineName(),
-                "connection " + index + " to " + peer.remote().name(), this::answered, this::orphaned).whenComplete((conn, error) -> {
+        DataConnection.connect(
+                        group,
+                        host,
+                        port,
+                        context.connectTimeoutMillis(),
+                        context.engineName(),
+                        "connection " + index + " to " + peer.remote().name(),
+                        this::answered,
+                        this::orphaned)
+                .whenComplete((conn, error) -> {
                     boolean closeNow;
                     synchronized (this) {
                         slot.connecting = false;
@@ -232,8 +246,8 @@ final class TcpLink implements TransportLink {
             if (!peer.alive()) {
                 failure = "peer " + peer.remote().name() + " is dead: " + peer.deathReason();
             } else if (!anyOpen && now - noConnectionSinceNanos > timeoutNanos) {
-                failure = "no connection to " + host + ":" + port + " for " + context.sliceTimeoutMillis()
-                        + " ms (" + slots[0].lastError + ")";
+                failure = "no connection to " + host + ":" + port + " for " + context.sliceTimeoutMillis() + " ms ("
+                        + slots[0].lastError + ")";
             }
             for (var it = waiting.iterator(); it.hasNext(); ) {
                 Slice s = it.next();

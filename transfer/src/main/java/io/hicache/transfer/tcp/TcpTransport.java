@@ -35,8 +35,14 @@ final class TcpTransport implements Transport {
         this.outbound = NettyLoops.group("transfer-tcp-" + context.engineName(), context.ioThreads());
         this.inbound = NettyLoops.group("transfer-tcp-in-" + context.engineName(), context.ioThreads());
         try {
-            this.server = FrameServer.bind(inbound, context.bindHost(), 0, SOCKET_BUFFER_BYTES, "transfer-tcp-accepted",
-                    "tcp transport cannot listen on " + context.bindHost(), () -> new ServerHandler(context.local()));
+            this.server = FrameServer.bind(
+                    inbound,
+                    context.bindHost(),
+                    0,
+                    SOCKET_BUFFER_BYTES,
+                    "transfer-tcp-accepted",
+                    "tcp transport cannot listen on " + context.bindHost(),
+                    () -> new ServerHandler(context.local()));
         } catch (RuntimeException e) {
             shutdownGroups();
             throw e;

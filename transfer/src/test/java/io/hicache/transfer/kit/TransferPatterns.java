@@ -8,8 +8,7 @@ import java.lang.foreign.ValueLayout;
  * the wrong place, or a range that was not moved, differs from what is expected. Stateless.
  */
 public final class TransferPatterns {
-    private TransferPatterns() {
-    }
+    private TransferPatterns() {}
 
     /** The expected word at {@code offset} (a multiple of 8) for {@code seed}. */
     public static long word(long seed, long offset) {
@@ -38,8 +37,7 @@ public final class TransferPatterns {
         long tailStart = regionBytes & ~7L;
         for (long i = 0; i < actual.byteSize(); i++) {
             long at = from + i;
-            byte expected = at >= tailStart ? (byte) 0x5A
-                    : (byte) (word(seed, at & ~7L) >>> (8 * (at & 7)));
+            byte expected = at >= tailStart ? (byte) 0x5A : (byte) (word(seed, at & ~7L) >>> (8 * (at & 7)));
             if (actual.get(ValueLayout.JAVA_BYTE, i) != expected) {
                 return false;
             }

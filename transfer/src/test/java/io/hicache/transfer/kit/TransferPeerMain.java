@@ -13,11 +13,11 @@ import java.util.List;
  * (or until its standard input closes).
  */
 public final class TransferPeerMain {
-    private TransferPeerMain() {
-    }
+    private TransferPeerMain() {}
 
     public static void main(String[] args) throws Exception {
-        TransferConfig config = TransferConfig.defaults("child-peer").withTransports(List.of(args[0].split(",")))
+        TransferConfig config = TransferConfig.defaults("child-peer")
+                .withTransports(List.of(args[0].split(",")))
                 .withShmDir(Path.of(args[1]));
         try (TransferEngine engine = TransferEngine.open(config)) {
             LocalRegion region = engine.registerShared("peer", Long.parseLong(args[2]));

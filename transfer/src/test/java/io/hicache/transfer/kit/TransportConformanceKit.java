@@ -77,8 +77,11 @@ public abstract class TransportConformanceKit {
 
     @BeforeEach
     final void open() throws IOException {
-        shmDir = Files.createTempDirectory(Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm")
-                : Path.of(System.getProperty("java.io.tmpdir")), "hicache-kit-xfer");
+        shmDir = Files.createTempDirectory(
+                Files.isDirectory(Path.of("/dev/shm"))
+                        ? Path.of("/dev/shm")
+                        : Path.of(System.getProperty("java.io.tmpdir")),
+                "hicache-kit-xfer");
         arena = Arena.ofShared();
         random = new SplittableRandom(42);
         local = TransferEngine.open(config("kit-local", shmDir));
@@ -147,8 +150,8 @@ public abstract class TransportConformanceKit {
     @Test
     void aSingleLargeRequestIsSlicedAndReassembled() throws Exception {
         MemorySegment target = localRegion.memory();
-        TransferBatch batch = local.submit(segment, List.of(TransferRequest.read(target, "remote", 0)),
-                Deadline.after(Duration.ofSeconds(30)));
+        TransferBatch batch = local.submit(
+                segment, List.of(TransferRequest.read(target, "remote", 0)), Deadline.after(Duration.ofSeconds(30)));
         assertTrue(batch.await(Duration.ofSeconds(40)), "batch finished");
         assertEquals(RequestState.DONE, batch.state(0), batch.reason(0));
         assertTrue(TransferPatterns.matches(target, REMOTE_SEED, 0, REGION_BYTES), "32 MiB read intact");
@@ -201,11 +204,14 @@ public abstract class TransportConformanceKit {
     void badRequestsFailAtOnceWithTheReason() throws Exception {
         MemorySegment unregistered = arena.allocate(4096);
         MemorySegment ok = localRegion.memory().asSlice(0, 4096);
-        TransferBatch batch = local.submit(segment, List.of(
-                TransferRequest.read(ok, "no-such-region", 0),
-                TransferRequest.read(ok, "remote", REGION_BYTES - 100),
-                TransferRequest.write(unregistered, "remote", 0),
-                TransferRequest.read(ok, "remote", 8192)), Deadline.after(Duration.ofSeconds(10)));
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(
+                        TransferRequest.read(ok, "no-such-region", 0),
+                        TransferRequest.read(ok, "remote", REGION_BYTES - 100),
+                        TransferRequest.write(unregistered, "remote", 0),
+                        TransferRequest.read(ok, "remote", 8192)),
+                Deadline.after(Duration.ofSeconds(10)));
         assertTrue(batch.await(Duration.ofSeconds(10)));
         assertEquals(RequestState.FAILED, batch.state(0));
         assertTrue(batch.reason(0).contains("no-such-region"), batch.reason(0));
@@ -219,8 +225,8 @@ public abstract class TransportConformanceKit {
 
     @Test
     void aRegionUnregisteredByItsOwnerRefusesRequests() throws Exception {
-        List<TransferRequest> write = List.of(TransferRequest.write(localRegion.memory().asSlice(0, 4096), "remote",
-                0));
+        List<TransferRequest> write =
+                List.of(TransferRequest.write(localRegion.memory().asSlice(0, 4096), "remote", 0));
         TransferBatch before = local.submit(segment, write, Deadline.after(Duration.ofSeconds(10)));
         assertTrue(before.await(Duration.ofSeconds(10)));
         assertEquals(RequestState.DONE, before.state(0), "the region was in use (a transport may have mapped it)");
@@ -245,8 +251,10 @@ public abstract class TransportConformanceKit {
             Thread.sleep(10);
         }
         assertFalse(segment.alive(), "the peer of a closed engine is declared dead");
-        TransferBatch batch = local.submit(segment, List.of(TransferRequest.read(localRegion.memory().asSlice(0,
-                4096), "remote", 0)), Deadline.after(Duration.ofSeconds(5)));
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(TransferRequest.read(localRegion.memory().asSlice(0, 4096), "remote", 0)),
+                Deadline.after(Duration.ofSeconds(5)));
         assertTrue(batch.await(Duration.ofSeconds(5)));
         assertEquals(RequestState.FAILED, batch.state(0));
         assertThrows(TransferException.class, () -> local.openSegment(address, Duration.ofSeconds(2)));
@@ -259,11 +267,15 @@ public abstract class TransportConformanceKit {
         long peerBytes = 512L << 20;
         long size = 1 << 20;
         List<String> transports = config("child", shmDir).transports();
-        ChildJvm child = ChildJvm.start(TransferPeerMain.class, List.of(String.join(",", transports),
-                shmDir.toString(), Long.toString(peerBytes), "99"));
+        ChildJvm child = ChildJvm.start(
+                TransferPeerMain.class,
+                List.of(String.join(",", transports), shmDir.toString(), Long.toString(peerBytes), "99"));
         try {
             assertTrue(child.awaitLine("ready ", 60, TimeUnit.SECONDS), "child peer started");
-            String address = child.lines().stream().filter(l -> l.startsWith("ready ")).findFirst().orElseThrow()
+            String address = child.lines().stream()
+                    .filter(l -> l.startsWith("ready "))
+                    .findFirst()
+                    .orElseThrow()
                     .substring(6);
             RemoteSegment peer = local.openSegment(address, Duration.ofSeconds(10));
             assertEquals(transportName(), peer.transport());
@@ -287,7 +299,8 @@ public abstract class TransportConformanceKit {
                 for (int i = 0; i < batch.size(); i++) {
                     RequestState s = batch.state(i);
                     if (s == RequestState.DONE) {
-                        assertTrue(TransferPatterns.matches(reqs.get(i).local(), 99, i * size, peerBytes),
+                        assertTrue(
+                                TransferPatterns.matches(reqs.get(i).local(), 99, i * size, peerBytes),
                                 "a request reported done holds the peer's bytes");
                     } else {
                         assertEquals(RequestState.FAILED, s, "request " + i);
@@ -295,8 +308,10 @@ public abstract class TransportConformanceKit {
                         failed++;
                     }
                 }
-                assertTrue(failed > 0, "killing the peer after the first of 512 requests fails some ("
-                        + batch.doneCount() + " done in " + millis + " ms)");
+                assertTrue(
+                        failed > 0,
+                        "killing the peer after the first of 512 requests fails some (" + batch.doneCount()
+                                + " done in " + millis + " ms)");
                 TransferBatch after = local.submit(peer, List.of(reqs.get(0)), Deadline.after(Duration.ofSeconds(5)));
                 assertTrue(after.await(Duration.ofSeconds(5)));
                 assertEquals(RequestState.FAILED, after.state(0), "a dead peer fails new batches at once");

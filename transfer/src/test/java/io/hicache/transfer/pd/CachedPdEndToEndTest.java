@@ -50,34 +50,50 @@ class CachedPdEndToEndTest {
 
     /** A cache over {@code device} with a host pool in {@code hostDir}: what every node of the test runs. */
     static HiCache cache(EmulatedDeviceRuntime device, Path hostDir, int devicePages) {
-        return HiCache.builder().config(HiCacheConfig.from(Settings.builder().flag("page-size", Integer.toString(PAGE))
-                .flag("hicache-ratio", "2").flag("host.dir", hostDir.toString()).build()))
+        return HiCache.builder()
+                .config(HiCacheConfig.from(Settings.builder()
+                        .flag("page-size", Integer.toString(PAGE))
+                        .flag("hicache-ratio", "2")
+                        .flag("host.dir", hostDir.toString())
+                        .build()))
                 .namespace(Namespace.of("pd-e2e", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                .geometry(MODEL).devicePages(devicePages).runtime(device).open();
+                .geometry(MODEL)
+                .devicePages(devicePages)
+                .runtime(device)
+                .open();
     }
 
     /**
      * Prefill A sends all but the last page of {@code room}, is killed once that is on its way, and the decode's
      * receive of the room fails (the prefill died) within its deadline.
      */
-    private static CachedDecode.Received killedMidTransfer(CachedDecode decode, PdEndToEndTest.Child a, long room,
-            int[] prompt, String url, RankSpec spec) throws Exception {
+    private static CachedDecode.Received killedMidTransfer(
+            CachedDecode decode, PdEndToEndTest.Child a, long room, int[] prompt, String url, RankSpec spec)
+            throws Exception {
         a.send("half " + room);
-        CompletableFuture<CachedDecode.Received> receiving = CompletableFuture
-                .supplyAsync(() -> {
-                    try {
-                        return decode.receive(room, "room-" + room, prompt, url, (int) (room % spec.auxSlots()),
-                                Deadline.after(Duration.ofSeconds(15)));
-                    } catch (InterruptedException e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-        assertEquals("half " + room + " TRANSFERRING", a.awaitLine("half " + room + " ", 20_000),
+        CompletableFuture<CachedDecode.Received> receiving = CompletableFuture.supplyAsync(() -> {
+            try {
+                return decode.receive(
+                        room,
+                        "room-" + room,
+                        prompt,
+                        url,
+                        (int) (room % spec.auxSlots()),
+                        Deadline.after(Duration.ofSeconds(15)));
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertEquals(
+                "half " + room + " TRANSFERRING",
+                a.awaitLine("half " + room + " ", 20_000),
                 "prefill A sent all but the last page");
         a.process.destroyForcibly(); // prefill A dies mid-transfer
         CachedDecode.Received got = receiving.get(30, TimeUnit.SECONDS);
         // the connection's end or the missed health checks, whichever the decode notices first
-        assertTrue(got.failure() != null && (got.failure().contains("died") || got.failure().contains("heartbeats")),
+        assertTrue(
+                got.failure() != null
+                        && (got.failure().contains("died") || got.failure().contains("heartbeats")),
                 "the decode saw the prefill die: " + got.failure());
         return got;
     }
@@ -85,19 +101,24 @@ class CachedPdEndToEndTest {
     @Test
     void conversationsOverTwoPrefillProcessesOneKilled() throws Exception {
         Path hostDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-decode");
-        try (PdEndToEndTest.Child a = new PdEndToEndTest.Child("prefill-a", CachedPrefillProcessMain.class,
-                        List.of("prefill-a", "tcp", "2048"));
-                PdEndToEndTest.Child b = new PdEndToEndTest.Child("prefill-b", CachedPrefillProcessMain.class,
-                        List.of("prefill-b", "tcp", "2048"));
+        try (PdEndToEndTest.Child a = new PdEndToEndTest.Child(
+                        "prefill-a", CachedPrefillProcessMain.class, List.of("prefill-a", "tcp", "2048"));
+                PdEndToEndTest.Child b = new PdEndToEndTest.Child(
+                        "prefill-b", CachedPrefillProcessMain.class, List.of("prefill-b", "tcp", "2048"));
                 TransferEngine engine = TransferEngine.open(TransferConfig.defaults("decode")
-                        .withTransports(List.of("tcp")).withTimeouts(2_000, 500, 200));
+                        .withTransports(List.of("tcp"))
+                        .withTimeouts(2_000, 500, 200));
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(256L << 20, 1);
                 HiCache cache = cache(device, hostDir, 4096);
                 Arena arena = Arena.ofShared()) {
-            String[] urls = {a.awaitLine("ready ", 60_000).substring(6), b.awaitLine("ready ", 60_000).substring(6)};
+            String[] urls = {
+                a.awaitLine("ready ", 60_000).substring(6),
+                b.awaitLine("ready ", 60_000).substring(6)
+            };
             PdEndToEndTest.Child[] children = {a, b};
             RankSpec spec = spec(engine.address(), 4096);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
+            LocalRegion kv = engine.register(
+                    RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             int succeeded = 0;
             int failedOnKilled = 0;
@@ -114,8 +135,13 @@ class CachedPdEndToEndTest {
                             got = killedMidTransfer(decode, a, room, prompt, urls[0], spec);
                         } else {
                             children[child].send("req " + room);
-                            got = decode.receive(room, "room-" + room, prompt, urls[child], (int) (room
-                                    % spec.auxSlots()), Deadline.after(Duration.ofSeconds(15)));
+                            got = decode.receive(
+                                    room,
+                                    "room-" + room,
+                                    prompt,
+                                    urls[child],
+                                    (int) (room % spec.auxSlots()),
+                                    Deadline.after(Duration.ofSeconds(15)));
                         }
                         if (child == 0 && turn >= 2) {
                             assertEquals(KvPoll.FAILED, got.state(), "room " + room + " on the killed prefill");
@@ -126,20 +152,30 @@ class CachedPdEndToEndTest {
                         assertEquals(KvPoll.SUCCESS, got.state(), "room " + room + ": " + got.failure());
                         int held = turn == 0 ? (c == 0 ? 0 : 64) : decodedWholeTokens[c]; // 64: the system prompt
                         assertEquals(held, got.cachedTokens(), "room " + room + ": tokens the decode held");
-                        assertEquals(0, SyntheticChat.wrongPages(cache, prompt, got.pages()), "room " + room + " bytes");
+                        assertEquals(
+                                0, SyntheticChat.wrongPages(cache, prompt, got.pages()), "room " + room + " bytes");
                         String done = children[child].awaitLine("done " + room + " ", 20_000);
-                        int prefillCached = turn == 0 ? (c < 2 ? 0 : 64)
+                        int prefillCached = turn == 0
+                                ? (c < 2 ? 0 : 64)
                                 : SyntheticChat.prompt(SyntheticChat.room(c, turn - 1)).length;
-                        assertEquals("done " + room + " SUCCESS " + prefillCached + " " + (prompt.length - prefillCached),
-                                done, "the prefill's cache served the conversation's earlier prompt");
-                        int[] sequence = SyntheticChat.decode(decode, cache, got, prompt, SyntheticChat.answer(c, turn));
+                        assertEquals(
+                                "done " + room + " SUCCESS " + prefillCached + " " + (prompt.length - prefillCached),
+                                done,
+                                "the prefill's cache served the conversation's earlier prompt");
+                        int[] sequence =
+                                SyntheticChat.decode(decode, cache, got, prompt, SyntheticChat.answer(c, turn));
                         decodedWholeTokens[c] = sequence.length / PAGE * PAGE;
                         succeeded++;
                     }
                 }
                 // a handoff no prefill serves: the decode gives up and aborts it in two phases
-                CachedDecode.Received never = decode.receive(SyntheticChat.room(99, 0), "never",
-                        SyntheticChat.prompt(SyntheticChat.room(99, 0)), urls[1], 1, Deadline.after(Duration.ofMillis(500)));
+                CachedDecode.Received never = decode.receive(
+                        SyntheticChat.room(99, 0),
+                        "never",
+                        SyntheticChat.prompt(SyntheticChat.room(99, 0)),
+                        urls[1],
+                        1,
+                        Deadline.after(Duration.ofMillis(500)));
                 assertEquals(KvPoll.FAILED, never.state());
                 assertEquals(0, decode.quarantinedRequests(), "every failed handoff was released");
                 assertTrue(cache.awaitIdle(Duration.ofSeconds(20)));

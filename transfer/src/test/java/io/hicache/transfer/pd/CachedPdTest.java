@@ -77,29 +77,40 @@ class CachedPdTest {
      * One side: its cache over an emulated device, its transfer engine with the cache's pool registered, or (staged,
      * as a CUDA pool would be) a staging area instead.
      */
-    private record Side(HiCache cache, TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux,
-            StagingArea staging) {
-    }
+    private record Side(
+            HiCache cache,
+            TransferEngine engine,
+            RankSpec spec,
+            LocalRegion kv,
+            LocalRegion aux,
+            StagingArea staging) {}
 
     private Side side(String name, boolean staged) throws Exception {
         Path shm = Path.of("/dev/shm");
-        Path dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "hicache-pd-" + name);
+        Path dir = Files.createTempDirectory(
+                Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "hicache-pd-" + name);
         dirs.add(dir);
         EmulatedDeviceRuntime runtime = keep(new EmulatedDeviceRuntime(64L << 20, 2));
         HiCache cache = keep(HiCache.builder()
-                .config(HiCacheConfig.from(Settings.builder().flag("page-size", Integer.toString(PAGE))
-                        .flag("hicache-ratio", "2").flag("host.dir", dir.toString()).build()))
+                .config(HiCacheConfig.from(Settings.builder()
+                        .flag("page-size", Integer.toString(PAGE))
+                        .flag("hicache-ratio", "2")
+                        .flag("host.dir", dir.toString())
+                        .build()))
                 .namespace(Namespace.of("pd-model", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                .geometry(MODEL).devicePages(DEVICE_PAGES).runtime(runtime).open());
-        TransferEngine engine = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of("tcp"))
-                .withTimeouts(2_000, 500, 200)));
+                .geometry(MODEL)
+                .devicePages(DEVICE_PAGES)
+                .runtime(runtime)
+                .open());
+        TransferEngine engine = keep(TransferEngine.open(
+                TransferConfig.defaults(name).withTransports(List.of("tcp")).withTimeouts(2_000, 500, 200)));
         RankSpec spec = new RankSpec(MODEL, PAGE, 1, 0, DEVICE_PAGES, 8, 64, engine.address());
         LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
         if (staged) {
             // the prefill's area is smaller than a turn (its chunks go in pieces), the decode's holds a turn
             int slots = name.equals("prefill") ? 8 : 64;
-            StagingArea staging = keep(StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, cache.format(), slots));
+            StagingArea staging =
+                    keep(StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, cache.format(), slots));
             return new Side(cache, engine, spec.withStaging(slots), null, aux, staging);
         }
         MemorySegment pool = cache.device().hostVisibleMemory().orElseThrow();
@@ -108,21 +119,33 @@ class CachedPdTest {
     }
 
     /** A bootstrap server, a prefill and a decode, each on its cache. */
-    private record Pd(BootstrapServer boot, Side p, Side d, CachedPrefill prefill, CachedDecode decode) {
-    }
+    private record Pd(BootstrapServer boot, Side p, Side d, CachedPrefill prefill, CachedDecode decode) {}
 
     private Pd start(boolean staged) throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
         Side p = side("prefill", staged);
         Side d = side("decode", staged);
-        PrefillRank prefillRank = keep(staged
-                ? PrefillRank.startStaged(p.engine, p.spec, p.cache.device().pool(), p.staging, p.aux, boot.url(),
-                        PdHandoffTest.FAST)
-                : PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
-        DecodeRank decodeRank = keep(staged
-                ? DecodeRank.startStaged(d.engine, d.spec, d.cache.device().pool(), d.staging, d.aux, PdHandoffTest.FAST)
-                : DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
-        return new Pd(boot, p, d, CachedPrefill.over(p.cache, prefillRank),
+        PrefillRank prefillRank = keep(
+                staged
+                        ? PrefillRank.startStaged(
+                                p.engine,
+                                p.spec,
+                                p.cache.device().pool(),
+                                p.staging,
+                                p.aux,
+                                boot.url(),
+                                PdHandoffTest.FAST)
+                        : PrefillRank.start(p.engine, p.spec, p.kv, p.aux, boot.url(), PdHandoffTest.FAST));
+        DecodeRank decodeRank = keep(
+                staged
+                        ? DecodeRank.startStaged(
+                                d.engine, d.spec, d.cache.device().pool(), d.staging, d.aux, PdHandoffTest.FAST)
+                        : DecodeRank.start(d.engine, d.spec, d.kv, d.aux, PdHandoffTest.FAST));
+        return new Pd(
+                boot,
+                p,
+                d,
+                CachedPrefill.over(p.cache, prefillRank),
                 keep(CachedDecode.over(d.cache, decodeRank, 5_000, true)));
     }
 
@@ -131,11 +154,12 @@ class CachedPdTest {
         Pd pd = start(false);
         int[] prompt = tokens(new SplittableRandom(3), 40);
         // no prefill ever computes room 9: the decode gives up at its deadline and aborts in two phases
-        CachedDecode.Received got = pd.decode.receive(9, "d9", prompt, pd.boot.url(), 0,
-                Deadline.after(Duration.ofMillis(300)));
+        CachedDecode.Received got =
+                pd.decode.receive(9, "d9", prompt, pd.boot.url(), 0, Deadline.after(Duration.ofMillis(300)));
         assertEquals(KvPoll.FAILED, got.state());
         assertEquals(null, got.request(), "the request was closed");
-        assertEquals(0, pd.decode.quarantinedRequests(), "the prefill confirmed that nothing can land: " + got.failure());
+        assertEquals(
+                0, pd.decode.quarantinedRequests(), "the prefill confirmed that nothing can land: " + got.failure());
         assertTrue(pd.d.cache.awaitIdle(Duration.ofSeconds(10)));
         assertTrue(pd.d.cache.nothingPinned(), "the failed request's pages are free");
         assertEquals(0, pd.d.cache.stats().devicePages(), "nothing of the failed handoff was cached");
@@ -160,11 +184,15 @@ class CachedPdTest {
                 long room = 100 + turn;
                 byte[] aux = ("turn " + turn).getBytes();
                 String prefillId = "p" + turn;
-                Future<CachedPrefill.Outcome> sent = prefillThread.submit(() -> prefill.prefill(room, prefillId,
-                        prompt, (tokens, from, pages) -> SyntheticChat.compute(p.cache, tokens, from, pages),
-                        aux, Deadline.after(Duration.ofSeconds(20))));
-                CachedDecode.Received got = decode.receive(room, "d" + turn, prompt, boot.url(), turn % 8,
-                        Deadline.after(Duration.ofSeconds(20)));
+                Future<CachedPrefill.Outcome> sent = prefillThread.submit(() -> prefill.prefill(
+                        room,
+                        prefillId,
+                        prompt,
+                        (tokens, from, pages) -> SyntheticChat.compute(p.cache, tokens, from, pages),
+                        aux,
+                        Deadline.after(Duration.ofSeconds(20))));
+                CachedDecode.Received got = decode.receive(
+                        room, "d" + turn, prompt, boot.url(), turn % 8, Deadline.after(Duration.ofSeconds(20)));
                 CachedPrefill.Outcome out = sent.get(30, TimeUnit.SECONDS);
                 assertEquals(KvPoll.SUCCESS, got.state(), got.failure());
                 assertEquals(KvPoll.SUCCESS, out.state(), out.failure());
@@ -173,11 +201,17 @@ class CachedPdTest {
                 assertEquals(decodedBefore * PAGE, got.cachedTokens(), "turn " + turn + ": tokens the decode held");
                 assertEquals(prompt.length - decodedBefore * PAGE, got.receivedTokens());
                 // the prefill computed only past what its cache held: last turn's prompt, in whole pages
-                assertEquals(turn == 0 ? 0 : conversationPromptPages(turn) * PAGE, out.cachedTokens(),
+                assertEquals(
+                        turn == 0 ? 0 : conversationPromptPages(turn) * PAGE,
+                        out.cachedTokens(),
                         "turn " + turn + ": tokens the prefill's cache served");
-                assertEquals(0, SyntheticChat.wrongPages(d.cache, prompt, got.pages()),
+                assertEquals(
+                        0,
+                        SyntheticChat.wrongPages(d.cache, prompt, got.pages()),
                         "turn " + turn + ": prompt pages on the decode without the bytes computed for them");
-                byte[] landed = d.aux.memory().asSlice((long) (turn % 8) * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
+                byte[] landed = d.aux.memory()
+                        .asSlice((long) (turn % 8) * 64, aux.length)
+                        .toArray(ValueLayout.JAVA_BYTE);
                 assertEquals(new String(aux), new String(landed), "aux data");
                 // the engine decodes an answer of 12 tokens, then commits the finished sequence and closes the request
                 int[] sequence = SyntheticChat.decode(decode, d.cache, got, prompt, tokens(random, 12));
@@ -193,7 +227,8 @@ class CachedPdTest {
         assertTrue(p.cache.awaitIdle(Duration.ofSeconds(10)) && d.cache.awaitIdle(Duration.ofSeconds(10)));
         assertTrue(p.cache.nothingPinned(), "the prefill's cache holds no pins");
         assertTrue(d.cache.nothingPinned(), "the decode's cache holds no pins");
-        assertTrue(d.cache.stats().backupsCompleted() > 0, "decode offload backed the finished requests up to the host");
+        assertTrue(
+                d.cache.stats().backupsCompleted() > 0, "decode offload backed the finished requests up to the host");
         if (staged) {
             assertEquals(64, d.staging.slots().available(), "every room gave the decode's staging slots back");
             assertEquals(8, p.staging.slots().available(), "every piece gave the prefill's staging slots back");

@@ -2,12 +2,7 @@ package io.hicache.transfer.pd;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.cache.HiCache;
-import io.hicache.core.cache.HiCacheConfig;
-import io.hicache.core.config.Settings;
-import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
-import io.hicache.core.page.KvDtype;
-import io.hicache.core.page.PageByteOrder;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
@@ -35,20 +30,22 @@ import java.util.stream.Stream;
  * rooms=<n>}. Prints {@code ready <bootstrap url>} when it serves. Args: name, transport, device pages.
  */
 public final class CachedPrefillProcessMain {
-    private CachedPrefillProcessMain() {
-    }
+    private CachedPrefillProcessMain() {}
 
     public static void main(String[] args) throws Exception {
         int devicePages = Integer.parseInt(args[2]);
-        Path hostDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-" + args[0]);
+        Path hostDir =
+                Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-" + args[0]);
         try (TransferEngine engine = TransferEngine.open(TransferConfig.defaults(args[0])
-                .withTransports(List.of(args[1])).withTimeouts(2_000, 500, 200));
+                        .withTransports(List.of(args[1]))
+                        .withTimeouts(2_000, 500, 200));
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(256L << 20, 1);
                 HiCache cache = CachedPdEndToEndTest.cache(device, hostDir, devicePages);
                 Arena arena = Arena.ofShared();
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1)) {
             RankSpec spec = CachedPdEndToEndTest.spec(engine.address(), devicePages);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
+            LocalRegion kv = engine.register(
+                    RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             ExecutorService workers = Executors.newFixedThreadPool(4);
             try (PrefillRank rank = PrefillRank.start(engine, spec, kv, aux, boot.url(), PdEndToEndTest.CONFIG)) {
@@ -83,9 +80,13 @@ public final class CachedPrefillProcessMain {
 
     private static void serve(CachedPrefill prefill, HiCache cache, long room) {
         try {
-            CachedPrefill.Outcome o = prefill.prefill(room, "room-" + room, SyntheticChat.prompt(room),
+            CachedPrefill.Outcome o = prefill.prefill(
+                    room,
+                    "room-" + room,
+                    SyntheticChat.prompt(room),
                     (tokens, from, pages) -> SyntheticChat.compute(cache, tokens, from, pages),
-                    Long.toString(room).getBytes(), Deadline.after(Duration.ofSeconds(20)));
+                    Long.toString(room).getBytes(),
+                    Deadline.after(Duration.ofSeconds(20)));
             say("done " + room + " " + o.state() + " " + o.cachedTokens() + " " + o.computedTokens());
         } catch (Exception e) {
             say("done " + room + " FAILED 0 0 " + e);
@@ -99,8 +100,8 @@ public final class CachedPrefillProcessMain {
             while (sender.poll() == KvPoll.BOOTSTRAPPING && System.nanoTime() < until) {
                 Thread.sleep(1);
             }
-            int positions = (SyntheticChat.prompt(room).length + CachedPdEndToEndTest.PAGE - 1)
-                    / CachedPdEndToEndTest.PAGE;
+            int positions =
+                    (SyntheticChat.prompt(room).length + CachedPdEndToEndTest.PAGE - 1) / CachedPdEndToEndTest.PAGE;
             sender.send(IntStream.range(0, positions - 1).toArray(), false, null);
             while (sender.poll() != KvPoll.TRANSFERRING && System.nanoTime() < until) {
                 Thread.sleep(1);

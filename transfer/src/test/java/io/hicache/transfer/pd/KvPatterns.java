@@ -11,12 +11,16 @@ import java.lang.foreign.ValueLayout;
  * Stateless.
  */
 public final class KvPatterns {
-    private KvPatterns() {
-    }
+    private KvPatterns() {}
 
     static long word(long room, int position, int token, int layer, int part, int head, int k) {
-        long z = room * 0x9E3779B97F4A7C15L ^ ((long) position << 40 | (long) token << 28 | (long) layer << 18
-                | (long) part << 16 | (long) head << 8 | k);
+        long z = room * 0x9E3779B97F4A7C15L
+                ^ ((long) position << 40
+                        | (long) token << 28
+                        | (long) layer << 18
+                        | (long) part << 16
+                        | (long) head << 8
+                        | k);
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
         return (z ^ (z >>> 31)) | 1L;
@@ -32,8 +36,8 @@ public final class KvPatterns {
         return visit(spec, kv, room, pages, from, to, false);
     }
 
-    private static boolean visit(RankSpec spec, MemorySegment kv, long room, int[] pages, int from, int to,
-            boolean write) {
+    private static boolean visit(
+            RankSpec spec, MemorySegment kv, long room, int[] pages, int from, int to, boolean write) {
         PageFormat f = spec.format();
         int heads = spec.heads();
         long headBytes = f.rowBytes() / heads;

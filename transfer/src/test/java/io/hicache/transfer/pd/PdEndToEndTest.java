@@ -45,8 +45,8 @@ class PdEndToEndTest {
     private static final int REQUESTS = 300;
     private static final int IN_FLIGHT = 24;
     private static final int DECODE_PAGES = 2048;
-    private static final long FINAL_BOUND_MILLIS = CONFIG.waitingTimeoutMillis() + CONFIG.bootstrapTimeoutMillis()
-            + 2_000;
+    private static final long FINAL_BOUND_MILLIS =
+            CONFIG.waitingTimeoutMillis() + CONFIG.bootstrapTimeoutMillis() + 2_000;
 
     static RankSpec spec(String address, int kvPages) {
         return new RankSpec(MODEL, 4, 1, 0, kvPages, 64, 64, address);
@@ -67,20 +67,25 @@ class PdEndToEndTest {
             List<String> command = new ArrayList<>();
             command.add(ProcessHandle.current().info().command().orElseThrow());
             command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-                    .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
+                    .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent"))
+                    .toList());
             command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
             command.addAll(args);
-            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            process = new ProcessBuilder(command)
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
             in = process.getOutputStream();
-            Thread reader = new Thread(() -> {
-                try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream()))) {
-                    for (String l = r.readLine(); l != null; l = r.readLine()) {
-                        lines.add(l);
-                    }
-                } catch (Exception e) {
-                    // the child died
-                }
-            }, "e2e-child-" + name);
+            Thread reader = new Thread(
+                    () -> {
+                        try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream()))) {
+                            for (String l = r.readLine(); l != null; l = r.readLine()) {
+                                lines.add(l);
+                            }
+                        } catch (Exception e) {
+                            // the child died
+                        }
+                    },
+                    "e2e-child-" + name);
             reader.setDaemon(true);
             reader.start();
         }
@@ -147,16 +152,22 @@ class PdEndToEndTest {
     @ValueSource(strings = {"tcp"})
     void hundredsOfRequestsWithAbortsAndAKilledPrefill(String transport) throws Exception {
         SplittableRandom random = new SplittableRandom(2026);
-        try (Child a = new Child("prefill-a", transport); Child b = new Child("prefill-b", transport);
+        try (Child a = new Child("prefill-a", transport);
+                Child b = new Child("prefill-b", transport);
                 TransferEngine engine = TransferEngine.open(TransferConfig.defaults("decode")
-                        .withTransports(List.of(transport)).withTimeouts(2_000, 500, 200));
+                        .withTransports(List.of(transport))
+                        .withTimeouts(2_000, 500, 200));
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(512L << 20, 1);
                 Arena arena = Arena.ofShared()) {
-            String[] urls = {a.awaitLine("ready ", 60_000).substring(6), b.awaitLine("ready ", 60_000).substring(6)};
+            String[] urls = {
+                a.awaitLine("ready ", 60_000).substring(6),
+                b.awaitLine("ready ", 60_000).substring(6)
+            };
             Child[] children = {a, b};
             RankSpec spec = spec(engine.address(), DECODE_PAGES);
             KvPool pool = device.createPool(spec.format(), DECODE_PAGES);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, pool.hostVisibleMemory().orElseThrow());
+            LocalRegion kv =
+                    engine.register(RankSpec.KV_REGION, pool.hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             ArrayDeque<Integer> auxSlots = new ArrayDeque<>();
             for (int i = 0; i < spec.auxSlots(); i++) {
@@ -175,10 +186,16 @@ class PdEndToEndTest {
                     while (active.size() < IN_FLIGHT && issued < REQUESTS) {
                         int positions = 1 + random.nextInt(40);
                         int prefix = random.nextInt(4) == 0 ? random.nextInt(Math.min(3, positions)) : 0;
-                        long abortAt = random.nextInt(8) == 0 ? System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
-                                random.nextInt(30)) : 0;
-                        Request r = new Request(issued, issued % 2, pool.allocator().allocate(positions), prefix,
-                                auxSlots.poll(), abortAt);
+                        long abortAt = random.nextInt(8) == 0
+                                ? System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(random.nextInt(30))
+                                : 0;
+                        Request r = new Request(
+                                issued,
+                                issued % 2,
+                                pool.allocator().allocate(positions),
+                                prefix,
+                                auxSlots.poll(),
+                                abortAt);
                         r.receiver = rank.receiver(r.room, urls[r.child]);
                         r.receiver.init(r.pages, r.auxSlot, r.prefix);
                         children[r.child].send("req " + r.room + " " + positions);
@@ -192,10 +209,14 @@ class PdEndToEndTest {
                     for (Iterator<Request> it = active.iterator(); it.hasNext(); ) {
                         Request r = it.next();
                         long now = System.nanoTime();
-                        assertTrue(TimeUnit.NANOSECONDS.toMillis(now - r.startNanos) < FINAL_BOUND_MILLIS
-                                + CONFIG.abortAckTimeoutMillis(), "room " + r.room + " is still " + r.receiver.poll()
-                                + " after " + TimeUnit.NANOSECONDS.toMillis(now - r.startNanos) + " ms");
-                        if (r.release == null && r.abortAtNanos != 0 && now >= r.abortAtNanos
+                        assertTrue(
+                                TimeUnit.NANOSECONDS.toMillis(now - r.startNanos)
+                                        < FINAL_BOUND_MILLIS + CONFIG.abortAckTimeoutMillis(),
+                                "room " + r.room + " is still " + r.receiver.poll() + " after "
+                                        + TimeUnit.NANOSECONDS.toMillis(now - r.startNanos) + " ms");
+                        if (r.release == null
+                                && r.abortAtNanos != 0
+                                && now >= r.abortAtNanos
                                 && !r.receiver.poll().isFinal()) {
                             r.release = r.receiver.abort();
                             aborted++;
@@ -206,14 +227,20 @@ class PdEndToEndTest {
                         }
                         if (r.outcome == null) {
                             r.outcome = state;
-                            assertTrue(TimeUnit.NANOSECONDS.toMillis(now - r.startNanos) < FINAL_BOUND_MILLIS,
+                            assertTrue(
+                                    TimeUnit.NANOSECONDS.toMillis(now - r.startNanos) < FINAL_BOUND_MILLIS,
                                     "room " + r.room + " became final within its deadline");
                         }
                         if (state == KvPoll.SUCCESS) {
-                            assertTrue(KvPatterns.matches(spec, kv.memory(), r.room, r.pages, r.prefix, r.positions),
+                            assertTrue(
+                                    KvPatterns.matches(spec, kv.memory(), r.room, r.pages, r.prefix, r.positions),
                                     "room " + r.room + ": decode pages equal what prefill computed");
-                            assertEquals(r.room, aux.memory().get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(
-                                    ByteOrder.BIG_ENDIAN), (long) r.auxSlot * spec.auxSlotBytes()),
+                            assertEquals(
+                                    r.room,
+                                    aux.memory()
+                                            .get(
+                                                    ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN),
+                                                    (long) r.auxSlot * spec.auxSlotBytes()),
                                     "room " + r.room + ": aux data");
                             succeeded++;
                         } else {
@@ -248,8 +275,9 @@ class PdEndToEndTest {
                 }
                 assertEquals(0, rank.activeRooms(), "decode forgot every room");
             }
-            System.err.printf("pd e2e: %d succeeded, %d failed (%d on the killed prefill), %d aborted, %d "
-                    + "quarantined%n", succeeded, failed, onKilled, aborted, quarantined);
+            System.err.printf(
+                    "pd e2e: %d succeeded, %d failed (%d on the killed prefill), %d aborted, %d " + "quarantined%n",
+                    succeeded, failed, onKilled, aborted, quarantined);
             assertEquals(REQUESTS, succeeded + failed + quarantined, "every request ended");
             assertEquals(0, quarantined, "every abort was acknowledged or its prefill was dead");
             assertEquals(DECODE_PAGES, pool.allocator().available(), "decode pages all freed");

@@ -11,7 +11,6 @@ import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
@@ -43,12 +42,11 @@ class PdHandoffTest {
         return c;
     }
 
-    record Node(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux) {
-    }
+    record Node(TransferEngine engine, RankSpec spec, LocalRegion kv, LocalRegion aux) {}
 
     private Node node(String name, int pageSize, int tp, int rank, KvGeometry model) {
-        TransferEngine e = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of("tcp"))
-                .withTimeouts(2_000, 500, 200)));
+        TransferEngine e = keep(TransferEngine.open(
+                TransferConfig.defaults(name).withTransports(List.of("tcp")).withTimeouts(2_000, 500, 200)));
         RankSpec spec = new RankSpec(model, pageSize, tp, rank, 32, 8, 64, e.address());
         LocalRegion kv = e.register(RankSpec.KV_REGION, arena.allocate(spec.kvBytes(), 64));
         LocalRegion aux = e.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
@@ -123,9 +121,11 @@ class PdHandoffTest {
         }
         for (int r = 0; r < decodeTp; r++) {
             Node d = dNodes.get(r);
-            assertTrue(KvPatterns.matches(d.spec, d.kv.memory(), room, dPages.get(r), prefix, positions),
+            assertTrue(
+                    KvPatterns.matches(d.spec, d.kv.memory(), room, dPages.get(r), prefix, positions),
                     "decode rank " + r + " holds every head it needs for every sent page");
-            assertFalse(KvPatterns.matches(d.spec, d.kv.memory(), room, dPages.get(r), 0, 1),
+            assertFalse(
+                    KvPatterns.matches(d.spec, d.kv.memory(), room, dPages.get(r), 0, 1),
                     "the prefix page the decode already held was not sent");
             byte[] got = d.aux.memory().asSlice(5L * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
             assertArrayEquals(aux, got, "aux data in the decode's slot");

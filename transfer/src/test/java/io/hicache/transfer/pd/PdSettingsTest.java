@@ -28,17 +28,30 @@ class PdSettingsTest {
 
     @Test
     void settingsReachTheConfigurations() {
-        PdSettings s = PdSettings.from(Settings.builder().flag("disaggregation-mode", "decode")
-                .flag("disaggregation-bootstrap-port", "9100").flag("disaggregation-transfer-backend", "tcp")
-                .flag("disaggregation-decode-enable-offload-kvcache", "true")
-                .flag("disaggregation-waiting-timeout", "20s").flag("transfer-connections-per-peer", "2")
-                .flag("transfer-slice-bytes", "1MiB").build(), "decode-0");
+        PdSettings s = PdSettings.from(
+                Settings.builder()
+                        .flag("disaggregation-mode", "decode")
+                        .flag("disaggregation-bootstrap-port", "9100")
+                        .flag("disaggregation-transfer-backend", "tcp")
+                        .flag("disaggregation-decode-enable-offload-kvcache", "true")
+                        .flag("disaggregation-waiting-timeout", "20s")
+                        .flag("transfer-connections-per-peer", "2")
+                        .flag("transfer-slice-bytes", "1MiB")
+                        .build(),
+                "decode-0");
         assertEquals(PdSettings.Mode.DECODE, s.mode());
         assertEquals(9100, s.bootstrapPort());
         assertTrue(s.decodeOffload());
         assertEquals(List.of("tcp"), s.transfer().transports());
-        assertEquals(List.of("cuda-ipc", "shm", "tcp"), PdSettings.from(Settings.builder().flag(
-                "disaggregation-transfer-backend", "cuda-ipc").build(), "n").transfer().transports(),
+        assertEquals(
+                List.of("cuda-ipc", "shm", "tcp"),
+                PdSettings.from(
+                                Settings.builder()
+                                        .flag("disaggregation-transfer-backend", "cuda-ipc")
+                                        .build(),
+                                "n")
+                        .transfer()
+                        .transports(),
                 "asked for by name, cuda-ipc is listed whether or not it can run (the engine then says why not)");
         assertEquals(2, s.transfer().connectionsPerPeer());
         assertEquals(1 << 20, s.transfer().sliceBytes());
@@ -48,12 +61,16 @@ class PdSettingsTest {
 
     @Test
     void aBadValueIsRefusedByName() {
-        HiCacheException e = assertThrows(HiCacheException.class, () -> PdSettings.from(Settings.builder()
-                .flag("disaggregation-mode", "both").build(), "node"));
+        HiCacheException e = assertThrows(
+                HiCacheException.class,
+                () -> PdSettings.from(
+                        Settings.builder().flag("disaggregation-mode", "both").build(), "node"));
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertTrue(e.getMessage().contains("disaggregation-mode"), e.getMessage());
-        HiCacheException slice = assertThrows(HiCacheException.class, () -> PdSettings.from(Settings.builder()
-                .flag("transfer-slice-bytes", "1KiB").build(), "node"));
+        HiCacheException slice = assertThrows(
+                HiCacheException.class,
+                () -> PdSettings.from(
+                        Settings.builder().flag("transfer-slice-bytes", "1KiB").build(), "node"));
         assertTrue(slice.getMessage().contains("sliceBytes"), slice.getMessage());
     }
 }

@@ -25,19 +25,20 @@ import java.util.concurrent.TimeUnit;
 public final class PrefillProcessMain {
     static final int CHUNK_PAGES = 4;
 
-    private PrefillProcessMain() {
-    }
+    private PrefillProcessMain() {}
 
     public static void main(String[] args) throws Exception {
         int kvPages = Integer.parseInt(args[1]);
         try (TransferEngine engine = TransferEngine.open(TransferConfig.defaults(args[0])
-                .withTransports(List.of(args[2])).withTimeouts(2_000, 500, 200));
+                        .withTransports(List.of(args[2]))
+                        .withTimeouts(2_000, 500, 200));
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(512L << 20, 1);
                 Arena arena = Arena.ofShared();
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1)) {
             RankSpec spec = PdEndToEndTest.spec(engine.address(), kvPages);
             KvPool pool = device.createPool(spec.format(), kvPages);
-            LocalRegion kv = engine.register(RankSpec.KV_REGION, pool.hostVisibleMemory().orElseThrow());
+            LocalRegion kv =
+                    engine.register(RankSpec.KV_REGION, pool.hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
             ExecutorService workers = Executors.newFixedThreadPool(4);
             try (PrefillRank rank = PrefillRank.start(engine, spec, kv, aux, boot.url(), PdEndToEndTest.CONFIG)) {
@@ -80,7 +81,9 @@ public final class PrefillProcessMain {
                 KvPatterns.fill(spec, pool.hostVisibleMemory().orElseThrow(), room, pages, 0, positions);
                 for (int from = 0; from < positions; from += CHUNK_PAGES) {
                     int to = Math.min(positions, from + CHUNK_PAGES);
-                    byte[] aux = to == positions ? ByteBuffer.allocate(8).putLong(room).array() : null;
+                    byte[] aux = to == positions
+                            ? ByteBuffer.allocate(8).putLong(room).array()
+                            : null;
                     sender.send(Arrays.copyOfRange(pages, from, to), to == positions, aux);
                     Thread.sleep(1); // the next chunk is being "computed"
                 }

@@ -62,7 +62,8 @@ class StagedPdHandoffTest {
 
     /** A node whose engine has {@code transports} (comma-separated, in order of preference). */
     private Node node(String name, String transports, int tp, int rank, int stagingSlots) {
-        TransferEngine e = keep(TransferEngine.open(TransferConfig.defaults(name).withTransports(List.of(transports.split(",")))
+        TransferEngine e = keep(TransferEngine.open(TransferConfig.defaults(name)
+                .withTransports(List.of(transports.split(",")))
                 .withTimeouts(2_000, 500, 200)));
         RankSpec spec = new RankSpec(MODEL, 4, tp, rank, 32, 8, 64, e.address()).withStaging(stagingSlots);
         EmulatedDeviceRuntime device = keep(new EmulatedDeviceRuntime(16L << 20, 2));
@@ -110,7 +111,9 @@ class StagedPdHandoffTest {
             rec.init(dstPages, 5, prefix);
             receivers.add(rec);
         }
-        PrefillRank[] ranks = open.stream().filter(PrefillRank.class::isInstance).map(PrefillRank.class::cast)
+        PrefillRank[] ranks = open.stream()
+                .filter(PrefillRank.class::isInstance)
+                .map(PrefillRank.class::cast)
                 .toArray(PrefillRank[]::new);
         for (PrefillRank p : ranks) {
             KvSender s = p.sender(room);
@@ -133,11 +136,13 @@ class StagedPdHandoffTest {
         }
         for (Node d : decodeNodes) {
             // SUCCESS comes only after every layer was scattered: the bytes are there when the decode sees it.
-            assertTrue(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, prefix, positions),
+            assertTrue(
+                    KvPatterns.matches(d.spec(), d.memory(), room, dstPages, prefix, positions),
                     "every sent page holds every layer the prefill computed");
             for (int i = 0; i < prefix; i++) {
-                assertFalse(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, i, i + 1), "prefix page " + i
-                        + " was not sent");
+                assertFalse(
+                        KvPatterns.matches(d.spec(), d.memory(), room, dstPages, i, i + 1),
+                        "prefix page " + i + " was not sent");
             }
             byte[] got = d.aux().memory().asSlice(5L * 64, aux.length).toArray(ValueLayout.JAVA_BYTE);
             assertArrayEquals(aux, got);
@@ -152,8 +157,8 @@ class StagedPdHandoffTest {
     void anAbortMidTransferWaitsForWritesAndScattersThenGivesTheSlotsBack() throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
         Node p = node("prefill", "tcp", 1, 0, 8);
-        PrefillRank prefill = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
-                boot.url(), FAST));
+        PrefillRank prefill =
+                keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(), boot.url(), FAST));
         Node d = node("decode", "tcp", 1, 0, 8);
         DecodeRank rank = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
         KvReceiver rec = rank.receiver(5, boot.url());
@@ -178,8 +183,8 @@ class StagedPdHandoffTest {
     void aRoomWaitsForStagingSlotsAndOneLargerThanTheAreaFails() throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
         Node p = node("prefill", "tcp", 1, 0, 3); // smaller than a chunk: chunks go in pieces
-        PrefillRank prefill = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
-                boot.url(), FAST));
+        PrefillRank prefill =
+                keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(), boot.url(), FAST));
         Node d = node("decode", "tcp", 1, 0, 6);
         DecodeRank rank = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
         int[] firstPages = {1, 2, 3, 4, 5};
@@ -211,7 +216,8 @@ class StagedPdHandoffTest {
         tooLarge.init(new int[] {1, 2, 3, 4, 5, 6, 7, 8}, 0, 0);
         await(() -> tooLarge.poll().isFinal(), 5_000, () -> "refusal");
         assertEquals(KvPoll.FAILED, tooLarge.poll());
-        assertTrue(tooLarge.failureReason().contains("needs 8 staging slots, the staging area has 6"),
+        assertTrue(
+                tooLarge.failureReason().contains("needs 8 staging slots, the staging area has 6"),
                 tooLarge.failureReason());
         assertTrue(tooLarge.abort().get(5, TimeUnit.SECONDS));
         assertEquals(6, d.staging().slots().available());
@@ -222,10 +228,16 @@ class StagedPdHandoffTest {
     void aStagedDecodeAndADirectPrefillRefuseEachOther() throws Exception {
         BootstrapServer boot = keep(BootstrapServer.start("127.0.0.1", 0, 1));
         TransferEngine pe = keep(TransferEngine.open(TransferConfig.defaults("direct-prefill")
-                .withTransports(List.of("tcp")).withTimeouts(2_000, 500, 200)));
+                .withTransports(List.of("tcp"))
+                .withTimeouts(2_000, 500, 200)));
         RankSpec direct = new RankSpec(MODEL, 4, 1, 0, 32, 8, 64, pe.address());
-        keep(PrefillRank.start(pe, direct, pe.register(RankSpec.KV_REGION, arena.allocate(direct.kvBytes(), 64)),
-                pe.register(RankSpec.AUX_REGION, arena.allocate(direct.auxBytes(), 64)), boot.url(), FAST));
+        keep(PrefillRank.start(
+                pe,
+                direct,
+                pe.register(RankSpec.KV_REGION, arena.allocate(direct.kvBytes(), 64)),
+                pe.register(RankSpec.AUX_REGION, arena.allocate(direct.auxBytes(), 64)),
+                boot.url(),
+                FAST));
         Node d = node("decode", "tcp", 1, 0, 8);
         DecodeRank rank = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
         KvReceiver rec = rank.receiver(1, boot.url());
@@ -234,13 +246,16 @@ class StagedPdHandoffTest {
         assertTrue(rec.failureReason().contains("only the decode stages"), rec.failureReason());
         RankSpec otherTp = new RankSpec(MODEL, 4, 2, 0, 32, 8, 64, "127.0.0.1:1").withStaging(4);
         assertTrue(d.spec().incompatibility(otherTp, false).contains("split the KV heads differently"));
-        assertEquals(null, d.spec().incompatibility(otherTp, true), "device-to-device writes split heads as host writes");
+        assertEquals(
+                null, d.spec().incompatibility(otherTp, true), "device-to-device writes split heads as host writes");
         RankSpec mla = new RankSpec(KvGeometry.mla(3, 32, 8, KvDtype.BFLOAT16), 4, 2, 0, 32, 8, 64, "x").withStaging(4);
         RankSpec mlaDecode = new RankSpec(mla.model(), 4, 1, 0, 32, 8, 64, "y").withStaging(4);
         assertEquals(null, mlaDecode.incompatibility(mla, false), "MLA latents are whole on every rank");
         assertEquals(d.spec(), RankSpec.decode(d.spec().encode()), "the staging slot count travels with the spec");
-        assertThrows(IllegalArgumentException.class, () -> DecodeRank.startStaged(d.engine(), d.spec().withStaging(9),
-                d.pool(), d.staging(), d.aux(), FAST), "a spec that disagrees with the staging area");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> DecodeRank.startStaged(d.engine(), d.spec().withStaging(9), d.pool(), d.staging(), d.aux(), FAST),
+                "a spec that disagrees with the staging area");
     }
 
     @ParameterizedTest(name = "prefill tp {0}, decode tp 1")
@@ -256,8 +271,8 @@ class StagedPdHandoffTest {
             Node p = node("prefill-" + r, PretendDeviceTransport.NAME + ",tcp", prefillTp, r, 4);
             prefillNodes.add(p);
             KvPatterns.fill(p.spec(), p.memory(), room, srcPages, 0, srcPages.length);
-            PrefillRank rank = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
-                    boot.url(), FAST));
+            PrefillRank rank = keep(
+                    PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(), boot.url(), FAST));
             assertTrue(rank.spec().deviceKv(), "the prefill's pool is registered as device memory");
             prefills.add(rank);
         }
@@ -280,10 +295,12 @@ class StagedPdHandoffTest {
         }
         await(() -> rec.poll().isFinal(), 10_000, () -> "decode final");
         assertEquals(KvPoll.SUCCESS, rec.poll(), rec.failureReason());
-        assertTrue(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, 1, dstPages.length),
+        assertTrue(
+                KvPatterns.matches(d.spec(), d.memory(), room, dstPages, 1, dstPages.length),
                 "every head of every sent page, from every prefill rank");
         assertFalse(KvPatterns.matches(d.spec(), d.memory(), room, dstPages, 0, 1), "the prefix page was not sent");
-        assertTrue(PretendDeviceTransport.SLICE_BYTES.size() > slicesBefore, "the pages went over the device transport");
+        assertTrue(
+                PretendDeviceTransport.SLICE_BYTES.size() > slicesBefore, "the pages went over the device transport");
         for (Node p : prefillNodes) {
             assertEquals(4, p.staging().slots().available(), "the prefill gathered nothing into its staging area");
         }
@@ -306,8 +323,10 @@ class StagedPdHandoffTest {
         int deregistered = Collections.frequency(PretendDeviceTransport.DEREGISTERED, RankSpec.KV_REGION);
         decode.close();
         prefills.forEach(PrefillRank::close);
-        assertEquals(deregistered + 1 + prefillTp, Collections.frequency(PretendDeviceTransport.DEREGISTERED,
-                RankSpec.KV_REGION), "each rank unregistered its pool's device region when it closed");
+        assertEquals(
+                deregistered + 1 + prefillTp,
+                Collections.frequency(PretendDeviceTransport.DEREGISTERED, RankSpec.KV_REGION),
+                "each rank unregistered its pool's device region when it closed");
     }
 
     @Test
@@ -316,8 +335,8 @@ class StagedPdHandoffTest {
         Node p = node("prefill", PretendDeviceTransport.NAME + ",tcp", 1, 0, 4);
         int[] pages = {1, 2, 3};
         KvPatterns.fill(p.spec(), p.memory(), 7, pages, 0, pages.length);
-        PrefillRank prefill = keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(),
-                boot.url(), FAST));
+        PrefillRank prefill =
+                keep(PrefillRank.startStaged(p.engine(), p.spec(), p.pool(), p.staging(), p.aux(), boot.url(), FAST));
         Node d = node("decode", "tcp", 1, 0, 4);
         DecodeRank decode = keep(DecodeRank.startStaged(d.engine(), d.spec(), d.pool(), d.staging(), d.aux(), FAST));
         assertTrue(prefill.spec().deviceKv());

@@ -76,7 +76,8 @@ class TcpRankGroupTest {
                         Thread.sleep(1);
                     }
                     int[] mine = contribution(g.rank(), i);
-                    out[i] = i % 2 == 0 ? g.allReduceMin(mine, Deadline.after(WAIT))
+                    out[i] = i % 2 == 0
+                            ? g.allReduceMin(mine, Deadline.after(WAIT))
                             : g.allReduceMax(mine, Deadline.after(WAIT));
                 }
                 return out;
@@ -90,8 +91,9 @@ class TcpRankGroupTest {
                     assertArrayEquals(expect, got.get(r)[i], "round " + i + ", rank " + r);
                 }
             }
-            assertEquals(List.of(false, false, false), onEveryRank(ranks, g -> g.allAgree(g.rank() != 2,
-                    Deadline.after(WAIT))));
+            assertEquals(
+                    List.of(false, false, false),
+                    onEveryRank(ranks, g -> g.allAgree(g.rank() != 2, Deadline.after(WAIT))));
         } finally {
             closeAll(ranks);
         }
@@ -108,16 +110,16 @@ class TcpRankGroupTest {
         try {
             long start = System.nanoTime();
             List<String> messages = onEveryRank(ranks.subList(0, 2), g -> {
-                HiCacheException e = assertThrows(HiCacheException.class,
-                        () -> g.barrier(Deadline.after(Duration.ofMillis(300))));
+                HiCacheException e =
+                        assertThrows(HiCacheException.class, () -> g.barrier(Deadline.after(Duration.ofMillis(300))));
                 assertEquals(ErrorCode.RANK_GROUP_FAILED, e.code());
                 return e.getMessage();
             });
             long millis = (System.nanoTime() - start) / 1_000_000;
             assertTrue(millis < 10_000, "failed after " + millis + " ms");
             assertTrue(messages.get(0).contains("rank 2"), messages.toString());
-            assertThrows(HiCacheException.class, () -> ranks.get(2).barrier(Deadline.after(WAIT)),
-                    "the group stays failed");
+            assertThrows(
+                    HiCacheException.class, () -> ranks.get(2).barrier(Deadline.after(WAIT)), "the group stays failed");
         } finally {
             closeAll(ranks);
         }
@@ -133,10 +135,14 @@ class TcpRankGroupTest {
             });
             ExecutorService t = Executors.newFixedThreadPool(2);
             try {
-                Future<String> zero = t.submit(() -> assertThrows(HiCacheException.class,
-                        () -> ranks.get(0).barrier(Deadline.after(Duration.ofSeconds(60)))).getMessage());
-                Future<String> one = t.submit(() -> assertThrows(HiCacheException.class,
-                        () -> ranks.get(1).barrier(Deadline.after(Duration.ofSeconds(60)))).getMessage());
+                Future<String> zero = t.submit(() -> assertThrows(
+                                HiCacheException.class,
+                                () -> ranks.get(0).barrier(Deadline.after(Duration.ofSeconds(60))))
+                        .getMessage());
+                Future<String> one = t.submit(() -> assertThrows(
+                                HiCacheException.class,
+                                () -> ranks.get(1).barrier(Deadline.after(Duration.ofSeconds(60))))
+                        .getMessage());
                 Thread.sleep(100);
                 ranks.get(2).close();
                 String m0 = zero.get(10, TimeUnit.SECONDS);
@@ -157,11 +163,14 @@ class TcpRankGroupTest {
         RankGroup stranger = TcpRankGroup.join("wrong", 1, 2, "127.0.0.1", zero.port(), WAIT);
         RankGroup one = TcpRankGroup.join("right", 1, 2, "127.0.0.1", zero.port(), WAIT);
         try {
-            HiCacheException e = assertThrows(HiCacheException.class,
-                    () -> stranger.barrier(Deadline.after(Duration.ofSeconds(10))));
+            HiCacheException e = assertThrows(
+                    HiCacheException.class, () -> stranger.barrier(Deadline.after(Duration.ofSeconds(10))));
             assertTrue(e.getMessage().contains("not a rank of group 'right'"), e.getMessage());
-            assertEquals(List.of(7, 7), onEveryRank(List.of(zero, one),
-                    g -> g.allReduceMax(new int[] {g.rank() + 6}, Deadline.after(WAIT))[0]));
+            assertEquals(
+                    List.of(7, 7),
+                    onEveryRank(
+                            List.of(zero, one),
+                            g -> g.allReduceMax(new int[] {g.rank() + 6}, Deadline.after(WAIT))[0]));
         } finally {
             stranger.close();
             one.close();
@@ -176,16 +185,21 @@ class TcpRankGroupTest {
         RankGroup one = TcpRankGroup.join("killed", 1, 3, "127.0.0.1", zero.port(), WAIT);
         ChildJvm two = ChildJvm.start(MemberMain.class, List.of("killed", "2", "3", Integer.toString(zero.port())));
         try {
-            assertEquals(List.of(3, 3), onEveryRank(List.of(zero, one),
-                    g -> g.allReduceMax(new int[] {g.rank() + 1}, Deadline.after(WAIT))[0]), "the child took part");
+            assertEquals(
+                    List.of(3, 3),
+                    onEveryRank(
+                            List.of(zero, one), g -> g.allReduceMax(new int[] {g.rank() + 1}, Deadline.after(WAIT))[0]),
+                    "the child took part");
             assertTrue(two.awaitLine("round 0: 3", 30, TimeUnit.SECONDS), "the child got the result: " + two.lines());
             long start = System.nanoTime();
             ExecutorService t = Executors.newFixedThreadPool(2);
             try {
-                Future<String> a = t.submit(() -> assertThrows(HiCacheException.class,
-                        () -> zero.barrier(Deadline.after(Duration.ofSeconds(60)))).getMessage());
-                Future<String> b = t.submit(() -> assertThrows(HiCacheException.class,
-                        () -> one.barrier(Deadline.after(Duration.ofSeconds(60)))).getMessage());
+                Future<String> a = t.submit(() -> assertThrows(
+                                HiCacheException.class, () -> zero.barrier(Deadline.after(Duration.ofSeconds(60))))
+                        .getMessage());
+                Future<String> b = t.submit(() -> assertThrows(
+                                HiCacheException.class, () -> one.barrier(Deadline.after(Duration.ofSeconds(60))))
+                        .getMessage());
                 two.kill();
                 String ma = a.get(20, TimeUnit.SECONDS);
                 b.get(20, TimeUnit.SECONDS);
@@ -205,8 +219,13 @@ class TcpRankGroupTest {
     /** A member rank in a child JVM: joins, takes part in one MAX round, prints it, then waits to be killed. */
     public static final class MemberMain {
         public static void main(String[] args) throws Exception {
-            RankGroup g = TcpRankGroup.join(args[0], Integer.parseInt(args[1]), Integer.parseInt(args[2]), "127.0.0.1",
-                    Integer.parseInt(args[3]), Duration.ofSeconds(20));
+            RankGroup g = TcpRankGroup.join(
+                    args[0],
+                    Integer.parseInt(args[1]),
+                    Integer.parseInt(args[2]),
+                    "127.0.0.1",
+                    Integer.parseInt(args[3]),
+                    Duration.ofSeconds(20));
             int[] r = g.allReduceMax(new int[] {g.rank() + 1}, Deadline.after(Duration.ofSeconds(30)));
             System.out.println("round 0: " + r[0]);
             System.out.flush();

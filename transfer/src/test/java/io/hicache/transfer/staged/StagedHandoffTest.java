@@ -36,8 +36,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * CUDA pool takes (device, staging, wire, staging, device), layer by layer.
  */
 class StagedHandoffTest {
-    private static final PageFormat FORMAT = new PageFormat(KvGeometry.mha(6, 2, 32, KvDtype.BFLOAT16), 4,
-            HostLayout.PAGE_FIRST);
+    private static final PageFormat FORMAT =
+            new PageFormat(KvGeometry.mha(6, 2, 32, KvDtype.BFLOAT16), 4, HostLayout.PAGE_FIRST);
     private static final int POOL_PAGES = 40;
     private static final long SEED = 7_000;
 
@@ -56,14 +56,13 @@ class StagedHandoffTest {
     }
 
     /** One side: its device, pool, engine and staging area. */
-    private record Side(KvPool pool, TransferEngine engine, StagingArea staging) {
-    }
+    private record Side(KvPool pool, TransferEngine engine, StagingArea staging) {}
 
     private Side side(String name, String transport, int stagingSlots) {
         EmulatedDeviceRuntime device = keep(new EmulatedDeviceRuntime(64L << 20, 2));
         KvPool pool = keep(device.createPool(FORMAT, POOL_PAGES));
-        TransferEngine engine = keep(TransferEngine.open(TransferConfig.defaults(name)
-                .withTransports(List.of(transport)).withTimeouts(2_000, 500, 200)));
+        TransferEngine engine = keep(TransferEngine.open(
+                TransferConfig.defaults(name).withTransports(List.of(transport)).withTimeouts(2_000, 500, 200)));
         StagingArea staging = keep(StagingArea.open(engine, "staging", device, FORMAT, stagingSlots));
         return new Side(pool, engine, staging);
     }
@@ -88,8 +87,10 @@ class StagedHandoffTest {
         int[] sendSlots = prefill.staging().slots().allocate(sourcePages.length);
         int[] receiveSlots = decode.staging().slots().allocate(sourcePages.length);
         StagedReceive receive = new StagedReceive(decode.pool(), decode.staging(), receiveSlots, targetPages);
-        decode.engine().onMessage((from, payload) -> LayerArrival.decode(payload).filter(a -> a.handoff() == 42)
-                .ifPresent(a -> receive.layerArrived(a.layer())));
+        decode.engine()
+                .onMessage((from, payload) -> LayerArrival.decode(payload)
+                        .filter(a -> a.handoff() == 42)
+                        .ifPresent(a -> receive.layerArrived(a.layer())));
         int layers = FORMAT.geometry().layers();
         ConcurrentLinkedQueue<String> problems = new ConcurrentLinkedQueue<>();
         for (int layer = 0; layer < layers; layer++) {
@@ -108,15 +109,26 @@ class StagedHandoffTest {
         RemoteSegment peer = keep(prefill.engine().openSegment(decode.engine().address(), Duration.ofSeconds(5)));
         assertEquals(transport, peer.transport());
         AtomicInteger written = new AtomicInteger();
-        StagedSend send = StagedSend.start(prefill.pool(), sourcePages, prefill.staging(), sendSlots,
-                prefill.engine(), peer, decode.staging().region().name(), decode.staging().slab().slots(), receiveSlots,
-                Deadline.after(Duration.ofSeconds(20)), layer -> {
+        StagedSend send = StagedSend.start(
+                prefill.pool(),
+                sourcePages,
+                prefill.staging(),
+                sendSlots,
+                prefill.engine(),
+                peer,
+                decode.staging().region().name(),
+                decode.staging().slab().slots(),
+                receiveSlots,
+                Deadline.after(Duration.ofSeconds(20)),
+                layer -> {
                     written.incrementAndGet();
                     peer.send(new LayerArrival(42, layer).encode());
-                }, wireAheadBytes);
+                },
+                wireAheadBytes);
         send.done().get(20, TimeUnit.SECONDS);
         assertEquals(layers, written.get(), "every layer reported once");
-        assertTrue(send.mostOnWire() >= 1 && send.mostOnWire() <= (wireAheadBytes == 1 ? 2 : layers),
+        assertTrue(
+                send.mostOnWire() >= 1 && send.mostOnWire() <= (wireAheadBytes == 1 ? 2 : layers),
                 "layers on the wire at once: " + send.mostOnWire());
         assertTrue(receive.layers().await(Deadline.after(Duration.ofSeconds(20))), "every layer usable");
         assertEquals(0, receive.scattersInFlight(), "every scatter ended");
@@ -138,10 +150,20 @@ class StagedHandoffTest {
         RemoteSegment peer = keep(prefill.engine().openSegment(decode.engine().address(), Duration.ofSeconds(5)));
         AtomicInteger written = new AtomicInteger();
         // The peer's staging has 8 slots, but the sender is told 64: its offsets run past the region.
-        StagedSend send = StagedSend.start(prefill.pool(), new int[] {1, 2}, prefill.staging(), new int[] {0, 1},
-                prefill.engine(), peer, decode.staging().region().name(), 64, new int[] {40, 41},
-                Deadline.after(Duration.ofSeconds(10)), layer -> written.incrementAndGet());
-        ExecutionException e = assertThrows(ExecutionException.class, () -> send.done().get(20, TimeUnit.SECONDS));
+        StagedSend send = StagedSend.start(
+                prefill.pool(),
+                new int[] {1, 2},
+                prefill.staging(),
+                new int[] {0, 1},
+                prefill.engine(),
+                peer,
+                decode.staging().region().name(),
+                64,
+                new int[] {40, 41},
+                Deadline.after(Duration.ofSeconds(10)),
+                layer -> written.incrementAndGet());
+        ExecutionException e =
+                assertThrows(ExecutionException.class, () -> send.done().get(20, TimeUnit.SECONDS));
         assertTrue(e.getCause().getMessage().contains("writing layer"), e::toString);
         assertEquals(0, written.get());
     }
@@ -152,10 +174,20 @@ class StagedHandoffTest {
         Side decode = side("decode", "tcp", 8);
         RemoteSegment peer = keep(prefill.engine().openSegment(decode.engine().address(), Duration.ofSeconds(5)));
         AtomicInteger written = new AtomicInteger();
-        StagedSend send = StagedSend.start(prefill.pool(), new int[] {1}, prefill.staging(), new int[] {0},
-                prefill.engine(), peer, decode.staging().region().name(), 8, new int[] {0}, Deadline.expired(),
+        StagedSend send = StagedSend.start(
+                prefill.pool(),
+                new int[] {1},
+                prefill.staging(),
+                new int[] {0},
+                prefill.engine(),
+                peer,
+                decode.staging().region().name(),
+                8,
+                new int[] {0},
+                Deadline.expired(),
                 layer -> written.incrementAndGet());
-        ExecutionException e = assertThrows(ExecutionException.class, () -> send.done().get(20, TimeUnit.SECONDS));
+        ExecutionException e =
+                assertThrows(ExecutionException.class, () -> send.done().get(20, TimeUnit.SECONDS));
         assertTrue(e.getCause().getMessage().contains("deadline"), e::toString);
         assertEquals(0, written.get());
     }
@@ -165,16 +197,41 @@ class StagedHandoffTest {
         Side prefill = side("prefill", "tcp", 8);
         Side decode = side("decode", "tcp", 8);
         RemoteSegment peer = keep(prefill.engine().openSegment(decode.engine().address(), Duration.ofSeconds(5)));
-        assertThrows(IllegalArgumentException.class, () -> StagedSend.start(prefill.pool(), new int[] {1, 2},
-                prefill.staging(), new int[] {0}, prefill.engine(), peer, "staging", 8, new int[] {0, 1},
-                Deadline.after(Duration.ofSeconds(1)), layer -> { }));
-        assertThrows(IllegalArgumentException.class, () -> StagedSend.start(prefill.pool(), new int[] {1},
-                prefill.staging(), new int[] {0}, prefill.engine(), peer, "staging", 8, new int[] {8},
-                Deadline.after(Duration.ofSeconds(1)), layer -> { }));
-        assertThrows(IllegalArgumentException.class, () -> new StagedReceive(decode.pool(), decode.staging(),
-                new int[] {0, 1}, new int[] {0}));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> StagedSend.start(
+                        prefill.pool(),
+                        new int[] {1, 2},
+                        prefill.staging(),
+                        new int[] {0},
+                        prefill.engine(),
+                        peer,
+                        "staging",
+                        8,
+                        new int[] {0, 1},
+                        Deadline.after(Duration.ofSeconds(1)),
+                        layer -> {}));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> StagedSend.start(
+                        prefill.pool(),
+                        new int[] {1},
+                        prefill.staging(),
+                        new int[] {0},
+                        prefill.engine(),
+                        peer,
+                        "staging",
+                        8,
+                        new int[] {8},
+                        Deadline.after(Duration.ofSeconds(1)),
+                        layer -> {}));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new StagedReceive(decode.pool(), decode.staging(), new int[] {0, 1}, new int[] {0}));
         assertEquals(LayerArrival.decode(new byte[] {1, 2, 3}), Optional.empty());
-        assertEquals(new LayerArrival(-5, 31), LayerArrival.decode(new LayerArrival(-5, 31).encode()).orElseThrow());
+        assertEquals(
+                new LayerArrival(-5, 31),
+                LayerArrival.decode(new LayerArrival(-5, 31).encode()).orElseThrow());
     }
 
     private static String layerProblem(KvPool pool, int page, long seed, int layer) {

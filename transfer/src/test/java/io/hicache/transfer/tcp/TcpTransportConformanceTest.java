@@ -9,7 +9,8 @@ import java.util.List;
 class TcpTransportConformanceTest extends TransportConformanceKit {
     @Override
     protected TransferConfig config(String name, Path shmDir) {
-        return testTimeouts(TransferConfig.defaults(name).withShmDir(shmDir).withTransports(List.of(TcpTransport.NAME)));
+        return testTimeouts(
+                TransferConfig.defaults(name).withShmDir(shmDir).withTransports(List.of(TcpTransport.NAME)));
     }
 
     @Override

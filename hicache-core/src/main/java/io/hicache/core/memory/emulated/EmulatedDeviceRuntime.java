@@ -33,6 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class EmulatedDeviceRuntime implements DeviceRuntime {
     /** What adopted memory must be aligned to: CUDA's allocations are (at least) 256-byte aligned. */
     static final long ADOPTED_ALIGNMENT = 256;
+
     private static final System.Logger LOG = System.getLogger(EmulatedDeviceRuntime.class.getName());
     private static final AtomicInteger INSTANCES = new AtomicInteger();
 
@@ -59,8 +60,12 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
 
     @Override
     public DeviceInfo info() {
-        return new DeviceInfo("emulated", "emulated device in host memory (" + copyThreads + " copy threads)", 0,
-                memoryBytes, memoryBytes - usedBytes.get());
+        return new DeviceInfo(
+                "emulated",
+                "emulated device in host memory (" + copyThreads + " copy threads)",
+                0,
+                memoryBytes,
+                memoryBytes - usedBytes.get());
     }
 
     @Override
@@ -72,10 +77,14 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
         long used = usedBytes.addAndGet(bytes);
         if (used > memoryBytes) {
             usedBytes.addAndGet(-bytes);
-            throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "a KV pool of " + pages + " pages of "
-                    + Units.formatBytes(format.pageBytes()) + " needs " + Units.formatBytes(bytes) + "; the emulated device has "
-                    + Units.formatBytes(memoryBytes - used + bytes) + " free of " + Units.formatBytes(memoryBytes)
-                    + " (device.memory)");
+            throw new HiCacheException(
+                    ErrorCode.DEVICE_OUT_OF_MEMORY,
+                    "a KV pool of " + pages + " pages of "
+                            + Units.formatBytes(format.pageBytes()) + " needs " + Units.formatBytes(bytes)
+                            + "; the emulated device has "
+                            + Units.formatBytes(memoryBytes - used + bytes) + " free of "
+                            + Units.formatBytes(memoryBytes)
+                            + " (device.memory)");
         }
         try {
             EmulatedKvPool pool = new EmulatedKvPool(this, format, pages);
@@ -83,8 +92,10 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
             return pool;
         } catch (OutOfMemoryError | RuntimeException e) {
             usedBytes.addAndGet(-bytes);
-            throw new HiCacheException(ErrorCode.DEVICE_OUT_OF_MEMORY, "cannot allocate " + Units.formatBytes(bytes)
-                    + " of host memory for the emulated device: " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.DEVICE_OUT_OF_MEMORY,
+                    "cannot allocate " + Units.formatBytes(bytes) + " of host memory for the emulated device: " + e,
+                    e);
         }
     }
 
@@ -95,13 +106,21 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
         Checks.checkNotNull(format, "format");
         Checks.checkPositive(pages, "pages");
         long needed = DeviceLayout.poolBytes(format, pages);
-        Checks.requireArgument(address != 0 && address % ADOPTED_ALIGNMENT == 0,
-                "the adopted memory's address 0x%s is not aligned to %s bytes", Long.toHexString(address),
+        Checks.requireArgument(
+                address != 0 && address % ADOPTED_ALIGNMENT == 0,
+                "the adopted memory's address 0x%s is not aligned to %s bytes",
+                Long.toHexString(address),
                 ADOPTED_ALIGNMENT);
-        Checks.requireArgument(bytes >= needed, "the adopted memory has %s bytes; %s pages of %s need %s", bytes, pages,
-                format.pageBytes(), needed);
+        Checks.requireArgument(
+                bytes >= needed,
+                "the adopted memory has %s bytes; %s pages of %s need %s",
+                bytes,
+                pages,
+                format.pageBytes(),
+                needed);
         // The engine's memory, as the engine's kernels see it: the pool copies into it and never frees it.
-        EmulatedKvPool pool = new EmulatedKvPool(this, format, pages, MemorySegment.ofAddress(address).reinterpret(needed));
+        EmulatedKvPool pool = new EmulatedKvPool(
+                this, format, pages, MemorySegment.ofAddress(address).reinterpret(needed));
         pools.add(pool);
         return pool;
     }
@@ -123,8 +142,7 @@ public final class EmulatedDeviceRuntime implements DeviceRuntime {
             }
 
             @Override
-            public void close() {
-            }
+            public void close() {}
         };
     }
 

@@ -10,11 +10,11 @@ import java.util.Optional;
 /** Opens {@link EmulatedDeviceRuntime}s under the name {@code emulated}; it runs everywhere. Stateless. */
 public final class EmulatedDeviceRuntimeProvider implements DeviceRuntimeProvider {
     /** The emulated device's memory, taken from host memory as pools are created. */
-    public static final Setting<Long> MEMORY = Setting.bytes("device.memory", "4GiB",
-            "memory of the emulated device (taken from host memory as KV pools are created)");
+    public static final Setting<Long> MEMORY = Setting.bytes(
+            "device.memory", "4GiB", "memory of the emulated device (taken from host memory as KV pools are created)");
     /** Threads that do the emulated device's copies; 0 picks min(4, cores). */
-    public static final Setting<Integer> COPY_THREADS = Setting.integer("device.copy-threads", 0, 0, 256,
-            "threads that run the emulated device's copies; 0 means min(4, cores)");
+    public static final Setting<Integer> COPY_THREADS = Setting.integer(
+            "device.copy-threads", 0, 0, 256, "threads that run the emulated device's copies; 0 means min(4, cores)");
 
     @Override
     public String name() {

@@ -35,6 +35,7 @@ final class EmulatedKvPool extends AbstractKvPool {
     private final EmulatedDeviceRuntime runtime;
     /** The arena of the memory the pool allocated; null when it adopted the engine's memory. */
     private final @Nullable Arena arena;
+
     private final MemorySegment memory;
     private final CopyStream loads = new CopyStream();
     private final CopyStream backups = new CopyStream();
@@ -64,9 +65,6 @@ final class EmulatedKvPool extends AbstractKvPool {
         return DeviceBuffers.of("emulated", format, pages, memory.address());
     }
 
-
-
-
     @Override
     public Optional<MemorySegment> hostVisibleMemory() {
         return Optional.of(memory);
@@ -78,8 +76,8 @@ final class EmulatedKvPool extends AbstractKvPool {
     }
 
     @Override
-    protected KvCopy startBackup(int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount,
-            boolean perLayer) {
+    protected KvCopy startBackup(
+            int[] devicePages, HostSlab host, int[] hostSlots, int firstLayer, int layerCount, boolean perLayer) {
         Job job = new Job(host, devicePages, hostSlots, true, firstLayer, layerCount, perLayer);
         return backups.submit(layerCount, job::start);
     }
@@ -93,15 +91,19 @@ final class EmulatedKvPool extends AbstractKvPool {
     @Override
     public void writePage(int devicePage, MemorySegment flat) {
         checkFlat(devicePage, flat);
-        forEachRun(devicePage, (deviceOffset, flatOffset, length) ->
-                MemorySegment.copy(flat, flatOffset, memory, deviceOffset, length));
+        forEachRun(
+                devicePage,
+                (deviceOffset, flatOffset, length) ->
+                        MemorySegment.copy(flat, flatOffset, memory, deviceOffset, length));
     }
 
     @Override
     public void readPage(int devicePage, MemorySegment flat) {
         checkFlat(devicePage, flat);
-        forEachRun(devicePage, (deviceOffset, flatOffset, length) ->
-                MemorySegment.copy(memory, deviceOffset, flat, flatOffset, length));
+        forEachRun(
+                devicePage,
+                (deviceOffset, flatOffset, length) ->
+                        MemorySegment.copy(memory, deviceOffset, flat, flatOffset, length));
     }
 
     @Override
@@ -114,8 +116,10 @@ final class EmulatedKvPool extends AbstractKvPool {
             backups.drained().get(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             // Freeing memory that a copy thread still writes would crash it; leak instead, loudly.
-            LOG.log(Level.ERROR, "emulated KV pool: copies still running after " + CLOSE_WAIT_SECONDS
-                    + " s; its memory is left allocated");
+            LOG.log(
+                    Level.ERROR,
+                    "emulated KV pool: copies still running after " + CLOSE_WAIT_SECONDS
+                            + " s; its memory is left allocated");
             return;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -145,7 +149,13 @@ final class EmulatedKvPool extends AbstractKvPool {
         private final boolean perLayer;
         private final AtomicBoolean failed = new AtomicBoolean();
 
-        Job(HostSlab host, int[] devicePages, int[] hostSlots, boolean toHost, int firstLayer, int layerCount,
+        Job(
+                HostSlab host,
+                int[] devicePages,
+                int[] hostSlots,
+                boolean toHost,
+                int firstLayer,
+                int layerCount,
                 boolean perLayer) {
             this.host = host;
             this.devicePages = devicePages;
@@ -176,7 +186,11 @@ final class EmulatedKvPool extends AbstractKvPool {
             }
         }
 
-        private void copyShare(int from, int to, LayerSignals signals, AtomicIntegerArray remainingPerLayer,
+        private void copyShare(
+                int from,
+                int to,
+                LayerSignals signals,
+                AtomicIntegerArray remainingPerLayer,
                 AtomicInteger remainingShares) {
             try {
                 for (int j = 0; j < layerCount; j++) {

@@ -41,8 +41,7 @@ final class HostIndex implements AutoCloseable {
     private static final ThreadLocal<byte[]> VALUE_BUFFER = ThreadLocal.withInitial(() -> new byte[VALUE_BYTES]);
 
     /** One index entry, decoded. */
-    record Entry(byte[] key, int state, int slot, int checksum) {
-    }
+    record Entry(byte[] key, int state, int slot, int checksum) {}
 
     private final ChronicleMap<byte[], byte[]> map;
 
@@ -66,10 +65,11 @@ final class HostIndex implements AutoCloseable {
     static HostIndex open(Path file, int entries, boolean recover) {
         try {
             ChronicleMapBuilder<byte[], byte[]> b = builder(entries);
-            return new HostIndex(recover ? b.recoverPersistedTo(file.toFile(), true) : b.createPersistedTo(file.toFile()));
+            return new HostIndex(
+                    recover ? b.recoverPersistedTo(file.toFile(), true) : b.createPersistedTo(file.toFile()));
         } catch (IOException | RuntimeException e) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool index " + file + ": " + e,
-                    e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool index " + file + ": " + e, e);
         }
     }
 
@@ -107,7 +107,10 @@ final class HostIndex implements AutoCloseable {
         for (Map.Entry<byte[], byte[]> e : map.entrySet()) {
             byte[] v = e.getValue();
             boolean known = v.length == VALUE_BYTES && v[0] == VERSION;
-            all.add(new Entry(e.getKey(), known ? v[1] : -1, known ? (int) INT_LE.get(v, 4) : -1,
+            all.add(new Entry(
+                    e.getKey(),
+                    known ? v[1] : -1,
+                    known ? (int) INT_LE.get(v, 4) : -1,
                     known ? (int) INT_LE.get(v, 8) : 0));
         }
         return all;

@@ -66,9 +66,15 @@ public final class HostPagePool implements AutoCloseable {
      * @param recovered           true when the previous owner did not close cleanly and the index was recovered
      * @param openMillis          time to open, recovery and checks included
      */
-    public record OpenReport(boolean reopened, int restoredPages, int droppedUnfinished, int droppedCorrupt,
-            int droppedStale, int repairedEntries, boolean recovered, long openMillis) {
-    }
+    public record OpenReport(
+            boolean reopened,
+            int restoredPages,
+            int droppedUnfinished,
+            int droppedCorrupt,
+            int droppedStale,
+            int repairedEntries,
+            boolean recovered,
+            long openMillis) {}
 
     private final HostPoolConfig config;
     private final PageFormat format;
@@ -101,8 +107,8 @@ public final class HostPagePool implements AutoCloseable {
         long journalBytes = SlotJournal.bytesFor(capacity);
         try {
             Files.createDirectories(dir);
-            lockChannel = FileChannel.open(dir.resolve(config.name() + ".lock"), StandardOpenOption.CREATE,
-                    StandardOpenOption.WRITE);
+            lockChannel = FileChannel.open(
+                    dir.resolve(config.name() + ".lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
         } catch (IOException e) {
             throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot use host.dir " + dir + ": " + e, e);
         }
@@ -113,12 +119,17 @@ public final class HostPagePool implements AutoCloseable {
         try {
             PoolMeta previous = PoolMeta.read(metaFile);
             String fingerprint = PoolMeta.fingerprint(format, capacity);
-            boolean reuse = previous != null && previous.fingerprint().equals(fingerprint) && Files.exists(indexFile)
-                    && sized(slabFile, slabBytes) && sized(journalFile, journalBytes);
+            boolean reuse = previous != null
+                    && previous.fingerprint().equals(fingerprint)
+                    && Files.exists(indexFile)
+                    && sized(slabFile, slabBytes)
+                    && sized(journalFile, journalBytes);
             if (!reuse) {
                 if (previous != null) {
-                    LOG.log(Level.WARNING, "host pool " + slabFile + " was made for " + previous.fingerprint()
-                            + "; the configuration is now " + fingerprint + ", so it starts empty");
+                    LOG.log(
+                            Level.WARNING,
+                            "host pool " + slabFile + " was made for " + previous.fingerprint()
+                                    + "; the configuration is now " + fingerprint + ", so it starts empty");
                 }
                 for (Path f : List.of(slabFile, journalFile, indexFile)) {
                     Files.deleteIfExists(f);
@@ -139,11 +150,19 @@ public final class HostPagePool implements AutoCloseable {
             int[] counts = reuse ? restore(ready) : new int[4];
             this.allocator = PageAllocator.withAllocated("host pool " + config.name(), capacity, ready);
             this.registration = runtime.registerHost(memory);
-            this.openReport = new OpenReport(reuse, ready.cardinality(), counts[0], counts[1], counts[2], counts[3],
-                    recover, (System.nanoTime() - started) / 1_000_000);
+            this.openReport = new OpenReport(
+                    reuse,
+                    ready.cardinality(),
+                    counts[0],
+                    counts[1],
+                    counts[2],
+                    counts[3],
+                    recover,
+                    (System.nanoTime() - started) / 1_000_000);
             opened = true;
         } catch (IOException e) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool in " + dir + ": " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool in " + dir + ": " + e, e);
         } finally {
             if (!opened) {
                 if (openedIndex != null) {
@@ -155,9 +174,12 @@ public final class HostPagePool implements AutoCloseable {
                 releaseLock();
             }
         }
-        LOG.log(Level.INFO, () -> "host pool " + slabFile + ": " + capacity + " pages of "
-                + Units.formatBytes(format.pageBytes()) + " (" + Units.formatBytes(slabBytes) + ", " + format.layout()
-                + "), " + openReport);
+        LOG.log(
+                Level.INFO,
+                () -> "host pool " + slabFile + ": " + capacity + " pages of "
+                        + Units.formatBytes(format.pageBytes()) + " (" + Units.formatBytes(slabBytes) + ", "
+                        + format.layout()
+                        + "), " + openReport);
     }
 
     /**
@@ -185,8 +207,11 @@ public final class HostPagePool implements AutoCloseable {
         Checks.checkNotNull(format, "format");
         Checks.checkNotNull(runtime, "runtime");
         Checks.checkPositive(capacity, "capacity");
-        Checks.requireArgument(format.layout() == config.layout(),
-                "the page format's layout %s differs from hicache-mem-layout %s", format.layout(), config.layout());
+        Checks.requireArgument(
+                format.layout() == config.layout(),
+                "the page format's layout %s differs from hicache-mem-layout %s",
+                format.layout(),
+                config.layout());
         return new HostPagePool(config, format, capacity, runtime);
     }
 
@@ -200,11 +225,14 @@ public final class HostPagePool implements AutoCloseable {
             // this process holds it already: fall through
         } catch (IOException e) {
             closeQuietly();
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot lock the host pool in " + dir + ": " + e, e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE, "cannot lock the host pool in " + dir + ": " + e, e);
         }
         closeQuietly();
-        throw new HiCacheException(ErrorCode.HOST_POOL_IN_USE, "the host pool '" + config.name() + "' in " + dir
-                + " is open in another process (or elsewhere in this one); give each its own host.name");
+        throw new HiCacheException(
+                ErrorCode.HOST_POOL_IN_USE,
+                "the host pool '" + config.name() + "' in " + dir
+                        + " is open in another process (or elsewhere in this one); give each its own host.name");
     }
 
     private void closeQuietly() {
@@ -240,7 +268,10 @@ public final class HostPagePool implements AutoCloseable {
             }
         }
         // Verify every kept page against its checksum, on all cores: this is most of a warm reopen.
-        int[] corrupt = ready.stream().parallel().filter(s -> checksum(s) != journal.checksum(s)).toArray();
+        int[] corrupt = ready.stream()
+                .parallel()
+                .filter(s -> checksum(s) != journal.checksum(s))
+                .toArray();
         for (int s : corrupt) {
             journal.free(s);
             ready.clear(s);
@@ -251,8 +282,12 @@ public final class HostPagePool implements AutoCloseable {
         for (HostIndex.Entry e : index.entries()) {
             int s = e.slot();
             // A claimed entry (WRITING) stands for the page its slot's journal holds, if the journal says ready.
-            boolean backed = (e.state() == SlotStates.READY || e.state() == SlotStates.WRITING) && s >= 0
-                    && s < capacity && ready.get(s) && !indexed.get(s) && journal.hasKey(s, e.key())
+            boolean backed = (e.state() == SlotStates.READY || e.state() == SlotStates.WRITING)
+                    && s >= 0
+                    && s < capacity
+                    && ready.get(s)
+                    && !indexed.get(s)
+                    && journal.hasKey(s, e.key())
                     && (e.state() == SlotStates.WRITING || journal.checksum(s) == e.checksum());
             if (backed) {
                 indexed.set(s);
@@ -331,8 +366,11 @@ public final class HostPagePool implements AutoCloseable {
      */
     public void commitWrite(int slot) {
         checkOpen();
-        Checks.requireState(SlotStates.state(states.word(slot)) == SlotStates.WRITING,
-                "host slot %d cannot be committed: it is %s", slot, SlotStates.describe(states.word(slot)));
+        Checks.requireState(
+                SlotStates.state(states.word(slot)) == SlotStates.WRITING,
+                "host slot %d cannot be committed: it is %s",
+                slot,
+                SlotStates.describe(states.word(slot)));
         int checksum = checksum(slot);
         journal.ready(slot, checksum);
         states.transition(slot, SlotStates.WRITING, SlotStates.READY, "be committed");
@@ -341,8 +379,11 @@ public final class HostPagePool implements AutoCloseable {
     /** Abandons a write: the key is no longer claimed and the slot is reserved again. */
     public void abortWrite(int slot) {
         checkOpen();
-        Checks.requireState(SlotStates.state(states.word(slot)) == SlotStates.WRITING,
-                "host slot %d has no write to abort: it is %s", slot, SlotStates.describe(states.word(slot)));
+        Checks.requireState(
+                SlotStates.state(states.word(slot)) == SlotStates.WRITING,
+                "host slot %d has no write to abort: it is %s",
+                slot,
+                SlotStates.describe(states.word(slot)));
         journal.free(slot);
         index.remove(journal.key(slot));
         states.transition(slot, SlotStates.WRITING, SlotStates.RESERVED, "abort its write");
@@ -351,8 +392,11 @@ public final class HostPagePool implements AutoCloseable {
     /** Writes a flat page into a slot being written (in the format's flat order). */
     public void writePage(int slot, MemorySegment flat) {
         checkOpen();
-        Checks.requireState(SlotStates.state(states.word(slot)) == SlotStates.WRITING,
-                "host slot %d is not being written: it is %s", slot, SlotStates.describe(states.word(slot)));
+        Checks.requireState(
+                SlotStates.state(states.word(slot)) == SlotStates.WRITING,
+                "host slot %d is not being written: it is %s",
+                slot,
+                SlotStates.describe(states.word(slot)));
         slab.writePage(slot, flat);
     }
 
@@ -417,8 +461,11 @@ public final class HostPagePool implements AutoCloseable {
     public void readPage(int slot, MemorySegment flat) {
         checkOpen();
         int w = states.word(slot);
-        Checks.requireState(SlotStates.state(w) == SlotStates.READY && SlotStates.readers(w) > 0,
-                "host slot %d is not pinned for reading: it is %s", slot, SlotStates.describe(w));
+        Checks.requireState(
+                SlotStates.state(w) == SlotStates.READY && SlotStates.readers(w) > 0,
+                "host slot %d is not pinned for reading: it is %s",
+                slot,
+                SlotStates.describe(w));
         slab.readPage(slot, flat);
     }
 
@@ -492,7 +539,9 @@ public final class HostPagePool implements AutoCloseable {
             int parts = format.geometry().attention().parts();
             for (int part = 0; part < parts; part++) {
                 for (int layer = 0; layer < format.geometry().layers(); layer++) {
-                    crc.update(slab.memory().asSlice(slab.chunkOffset(slot, layer, part), slab.chunkBytes()).asByteBuffer());
+                    crc.update(slab.memory()
+                            .asSlice(slab.chunkOffset(slot, layer, part), slab.chunkBytes())
+                            .asByteBuffer());
                 }
             }
         }
@@ -514,8 +563,10 @@ public final class HostPagePool implements AutoCloseable {
             arena.close();
             PoolMeta.write(metaFile, PoolMeta.fingerprint(format, capacity), true);
         } catch (IOException e) {
-            LOG.log(Level.WARNING, "host pool " + slabFile + ": could not mark it closed cleanly; the next open will"
-                    + " recover it", e);
+            LOG.log(
+                    Level.WARNING,
+                    "host pool " + slabFile + ": could not mark it closed cleanly; the next open will" + " recover it",
+                    e);
         } finally {
             releaseLock();
         }

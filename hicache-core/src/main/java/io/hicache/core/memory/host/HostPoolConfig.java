@@ -21,33 +21,46 @@ import java.util.List;
  * @param name               file name prefix, so several pools can share a folder
  * @param memoryReserveBytes host memory to leave free beyond the slab, or -1 for min(10 GiB, a quarter of RAM)
  */
-public record HostPoolConfig(double ratio, double sizeGb, HostLayout layout, Path dir, String name,
-        long memoryReserveBytes) {
-    public static final Setting<Double> RATIO = Setting.decimal("hicache-ratio", 2.0, 1.0, 1_000.0,
+public record HostPoolConfig(
+        double ratio, double sizeGb, HostLayout layout, Path dir, String name, long memoryReserveBytes) {
+    public static final Setting<Double> RATIO = Setting.decimal(
+            "hicache-ratio",
+            2.0,
+            1.0,
+            1_000.0,
             "host pool size as a multiple of the device pool (used when hicache-size is 0); must be above 1");
-    public static final Setting<Double> SIZE_GB = Setting.decimal("hicache-size", 0, 0, 1_000_000,
-            "host pool size in GB (10^9 bytes) per rank; 0 sizes it by hicache-ratio");
-    public static final Setting<HostLayout> LAYOUT = Setting.choice("hicache-mem-layout", HostLayout.class,
-            HostLayout::configName, HostLayout.PAGE_FIRST_DIRECT,
+    public static final Setting<Double> SIZE_GB = Setting.decimal(
+            "hicache-size", 0, 0, 1_000_000, "host pool size in GB (10^9 bytes) per rank; 0 sizes it by hicache-ratio");
+    public static final Setting<HostLayout> LAYOUT = Setting.choice(
+            "hicache-mem-layout",
+            HostLayout.class,
+            HostLayout::configName,
+            HostLayout.PAGE_FIRST_DIRECT,
             "host layout; page_first_direct keeps each page in one block (stores need no staging copy) and moves "
                     + "page-by-layer runs to the device");
-    public static final Setting<Path> DIR = Setting.path("host.dir", "/dev/shm",
+    public static final Setting<Path> DIR = Setting.path(
+            "host.dir",
+            "/dev/shm",
             "folder for the host slab and its index: a tmpfs (or hugetlbfs) so that CUDA can pin the slab");
-    public static final Setting<String> NAME = Setting.string("host.name", "hicache",
-            "file name prefix of the host pool, so several pools can share host.dir");
-    public static final Setting<String> MEMORY_RESERVE = Setting.string("host.memory-reserve", "auto",
+    public static final Setting<String> NAME = Setting.string(
+            "host.name", "hicache", "file name prefix of the host pool, so several pools can share host.dir");
+    public static final Setting<String> MEMORY_RESERVE = Setting.string(
+            "host.memory-reserve",
+            "auto",
             "host memory to leave free beyond the slab; auto means min(10GiB, a quarter of RAM)");
 
     /** Every setting read here. */
     public static final List<Setting<?>> SETTINGS = List.of(RATIO, SIZE_GB, LAYOUT, DIR, NAME, MEMORY_RESERVE);
 
     public HostPoolConfig {
-        Checks.requireArgument(ratio > 1.0 || sizeGb > 0,
-                "hicache-ratio must be above 1 (the host pool must be larger than the device pool), was %s", ratio);
+        Checks.requireArgument(
+                ratio > 1.0 || sizeGb > 0,
+                "hicache-ratio must be above 1 (the host pool must be larger than the device pool), was %s",
+                ratio);
         Checks.checkNotNull(layout, "layout");
         Checks.checkNotNull(dir, "dir");
-        Checks.requireArgument(name.matches("[A-Za-z0-9._-]+"), "host.name '%s' must be letters, digits, '.', '_' or '-'",
-                name);
+        Checks.requireArgument(
+                name.matches("[A-Za-z0-9._-]+"), "host.name '%s' must be letters, digits, '.', '_' or '-'", name);
     }
 
     /**
@@ -61,11 +74,13 @@ public record HostPoolConfig(double ratio, double sizeGb, HostLayout layout, Pat
         try {
             reserveBytes = reserve.equalsIgnoreCase("auto") ? -1 : Units.parseBytes(reserve);
         } catch (IllegalArgumentException e) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID, "setting 'host.memory-reserve' = '" + reserve
-                    + "': expected auto or a byte size such as 8GiB", e);
+            throw new HiCacheException(
+                    ErrorCode.CONFIG_INVALID,
+                    "setting 'host.memory-reserve' = '" + reserve + "': expected auto or a byte size such as 8GiB",
+                    e);
         }
-        return settings.read(s -> new HostPoolConfig(s.get(RATIO), s.get(SIZE_GB), s.get(LAYOUT), s.get(DIR),
-                s.get(NAME), reserveBytes));
+        return settings.read(s ->
+                new HostPoolConfig(s.get(RATIO), s.get(SIZE_GB), s.get(LAYOUT), s.get(DIR), s.get(NAME), reserveBytes));
     }
 
     /** The defaults, with the files in {@code dir}: for tests and embedding. */

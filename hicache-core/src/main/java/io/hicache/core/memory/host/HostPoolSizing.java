@@ -18,8 +18,7 @@ import java.util.Optional;
 final class HostPoolSizing {
     static final long DEFAULT_RESERVE_CAP_BYTES = 10L << 30;
 
-    private HostPoolSizing() {
-    }
+    private HostPoolSizing() {}
 
     /**
      * The number of host pages for a device pool of {@code devicePages} pages of {@code format}.
@@ -28,16 +27,21 @@ final class HostPoolSizing {
      *     the device pool, or would not fit in an int
      */
     static int slots(HostPoolConfig config, PageFormat format, int devicePages) {
-        long pages = config.sizeGb() > 0 ? (long) (config.sizeGb() * 1e9 / format.pageBytes())
+        long pages = config.sizeGb() > 0
+                ? (long) (config.sizeGb() * 1e9 / format.pageBytes())
                 : (long) Math.ceil(devicePages * config.ratio());
         if (pages <= devicePages) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, "the host pool must hold more pages than the device"
-                    + " pool: hicache-size " + config.sizeGb() + " GB is " + pages + " pages of "
-                    + Units.formatBytes(format.pageBytes()) + ", the device pool has " + devicePages);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_TOO_LARGE,
+                    "the host pool must hold more pages than the device"
+                            + " pool: hicache-size " + config.sizeGb() + " GB is " + pages + " pages of "
+                            + Units.formatBytes(format.pageBytes()) + ", the device pool has " + devicePages);
         }
         if (pages > Integer.MAX_VALUE) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, "a host pool of " + pages
-                    + " pages is more than one pool can index; use larger pages or a smaller pool");
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_TOO_LARGE,
+                    "a host pool of " + pages
+                            + " pages is more than one pool can index; use larger pages or a smaller pool");
         }
         return (int) pages;
     }
@@ -56,26 +60,35 @@ final class HostPoolSizing {
         try {
             long usable = Files.getFileStore(config.dir()).getUsableSpace();
             if (needed > usable) {
-                throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, "the host slab needs "
-                        + Units.formatBytes(needed) + " more in " + config.dir() + ", which has "
-                        + Units.formatBytes(usable) + " free; lower hicache-ratio or hicache-size, or point host.dir at a"
-                        + " larger tmpfs");
+                throw new HiCacheException(
+                        ErrorCode.HOST_POOL_TOO_LARGE,
+                        "the host slab needs "
+                                + Units.formatBytes(needed) + " more in " + config.dir() + ", which has "
+                                + Units.formatBytes(usable)
+                                + " free; lower hicache-ratio or hicache-size, or point host.dir at a"
+                                + " larger tmpfs");
             }
         } catch (IOException e) {
-            throw new HiCacheException(ErrorCode.HOST_POOL_UNAVAILABLE, "cannot read the free space of " + config.dir()
-                    + ": " + e.getMessage(), e);
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE,
+                    "cannot read the free space of " + config.dir() + ": " + e.getMessage(),
+                    e);
         }
         Optional<long[]> memory = meminfo();
         if (memory.isPresent()) {
             long total = memory.get()[0];
             long available = memory.get()[1];
-            long reserve = config.memoryReserveBytes() >= 0 ? config.memoryReserveBytes()
+            long reserve = config.memoryReserveBytes() >= 0
+                    ? config.memoryReserveBytes()
                     : Math.min(DEFAULT_RESERVE_CAP_BYTES, total / 4);
             if (needed > available - reserve) {
-                throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, "the host slab needs "
-                        + Units.formatBytes(needed) + " of host memory; " + Units.formatBytes(available)
-                        + " is available and " + Units.formatBytes(reserve) + " must stay free (host.memory-reserve)"
-                        + "; lower hicache-ratio or hicache-size");
+                throw new HiCacheException(
+                        ErrorCode.HOST_POOL_TOO_LARGE,
+                        "the host slab needs "
+                                + Units.formatBytes(needed) + " of host memory; " + Units.formatBytes(available)
+                                + " is available and " + Units.formatBytes(reserve)
+                                + " must stay free (host.memory-reserve)"
+                                + "; lower hicache-ratio or hicache-size");
             }
         }
     }

@@ -77,8 +77,11 @@ final class SlotStates {
     void endRead(int slot) {
         while (true) {
             int w = word(slot);
-            Checks.requireState(state(w) == READY && readers(w) > 0,
-                    "host slot %d has no reader to end: it is %s", slot, describe(w));
+            Checks.requireState(
+                    state(w) == READY && readers(w) > 0,
+                    "host slot %d has no reader to end: it is %s",
+                    slot,
+                    describe(w));
             if (slots.compareAndSet(slot, w, w - ONE_READER)) {
                 return;
             }

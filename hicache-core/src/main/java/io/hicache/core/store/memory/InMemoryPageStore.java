@@ -88,8 +88,10 @@ public final class InMemoryPageStore extends AbstractPageStore {
                 if (page.freed) {
                     result.set(i, PageStatus.MISS);
                 } else if (page.bytes.byteSize() != target.byteSize()) {
-                    result.set(i, PageStatus.SIZE_MISMATCH, "stored page is " + page.bytes.byteSize()
-                            + " bytes, target is " + target.byteSize());
+                    result.set(
+                            i,
+                            PageStatus.SIZE_MISMATCH,
+                            "stored page is " + page.bytes.byteSize() + " bytes, target is " + target.byteSize());
                 } else if (PageChecksum.of(page.bytes) != page.checksum) {
                     // Verified before the copy: a corrupt page never reaches the target.
                     result.set(i, PageStatus.CORRUPT, "checksum mismatch");

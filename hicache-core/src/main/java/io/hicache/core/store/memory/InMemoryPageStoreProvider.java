@@ -11,8 +11,8 @@ import java.util.List;
 /** Opens {@link InMemoryPageStore}s under the name {@code memory}. Stateless. */
 public final class InMemoryPageStoreProvider implements PageStoreProvider {
     /** How many page bytes the store holds before it rejects puts. */
-    public static final Setting<Long> CAPACITY = Setting.bytes("memory.capacity", "1GiB",
-            "page bytes the in-memory store holds before it rejects puts");
+    public static final Setting<Long> CAPACITY =
+            Setting.bytes("memory.capacity", "1GiB", "page bytes the in-memory store holds before it rejects puts");
 
     @Override
     public String name() {
@@ -33,7 +33,8 @@ public final class InMemoryPageStoreProvider implements PageStoreProvider {
     public PageStore open(StoreConfig config) {
         long capacity = config.settings().get(CAPACITY);
         if (capacity < 1) {
-            throw new HiCacheException(ErrorCode.CONFIG_INVALID,
+            throw new HiCacheException(
+                    ErrorCode.CONFIG_INVALID,
                     "setting '" + CAPACITY.key() + "' must be at least 1 byte, was " + capacity);
         }
         return new InMemoryPageStore(capacity);

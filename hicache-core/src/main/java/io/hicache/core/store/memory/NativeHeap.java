@@ -20,8 +20,7 @@ final class NativeHeap {
     private static final long ALIGNMENT = 64;
     private static final Optional<MethodHandle[]> CALLS = link();
 
-    private NativeHeap() {
-    }
+    private NativeHeap() {}
 
     // Calling libc is the point of this class; the JVM runs with --enable-native-access (see the parent POM).
     @SuppressWarnings("restricted")
@@ -29,10 +28,11 @@ final class NativeHeap {
         try {
             Linker linker = Linker.nativeLinker();
             var libc = linker.defaultLookup();
-            MethodHandle alloc = linker.downcallHandle(libc.find("aligned_alloc").orElseThrow(),
+            MethodHandle alloc = linker.downcallHandle(
+                    libc.find("aligned_alloc").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
-            MethodHandle free = linker.downcallHandle(libc.find("free").orElseThrow(),
-                    FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
+            MethodHandle free = linker.downcallHandle(
+                    libc.find("free").orElseThrow(), FunctionDescriptor.ofVoid(ValueLayout.ADDRESS));
             return Optional.of(new MethodHandle[] {alloc, free});
         } catch (RuntimeException | LinkageError e) {
             return Optional.empty();
@@ -61,7 +61,8 @@ final class NativeHeap {
             Arena arena = Arena.ofShared();
             return new Block(arena.allocate(bytes, ALIGNMENT), arena);
         }
-        long rounded = Math.max(ALIGNMENT, (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT); // aligned_alloc wants a multiple
+        long rounded =
+                Math.max(ALIGNMENT, (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT); // aligned_alloc wants a multiple
         MemorySegment raw;
         try {
             raw = (MemorySegment) CALLS.get()[0].invokeExact(ALIGNMENT, rounded);

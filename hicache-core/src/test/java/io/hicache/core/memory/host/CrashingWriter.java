@@ -19,8 +19,7 @@ import java.util.SplittableRandom;
  * knows which pages must survive.
  */
 public final class CrashingWriter {
-    private CrashingWriter() {
-    }
+    private CrashingWriter() {}
 
     public static void main(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
@@ -29,8 +28,11 @@ public final class CrashingWriter {
         SplittableRandom random = new SplittableRandom(Long.parseLong(args[3]));
         PrintStream out = new PrintStream(System.out, true);
         try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(1 << 20, 1);
-                HostPagePool pool = HostPagePool.open(HostPoolConfig.inDir(dir, layout),
-                        HostPagePoolCrashTest.format(layout), HostPagePoolCrashTest.CAPACITY, runtime);
+                HostPagePool pool = HostPagePool.open(
+                        HostPoolConfig.inDir(dir, layout),
+                        HostPagePoolCrashTest.format(layout),
+                        HostPagePoolCrashTest.CAPACITY,
+                        runtime);
                 Arena arena = Arena.ofConfined()) {
             out.println("open " + pool.openReport());
             MemorySegment flat = arena.allocate(pool.format().pageBytes());

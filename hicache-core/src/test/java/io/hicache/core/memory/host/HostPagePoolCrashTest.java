@@ -74,8 +74,8 @@ class HostPagePoolCrashTest {
                     }
                 }
                 try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(1 << 20, 1);
-                        HostPagePool pool = HostPagePool.open(HostPoolConfig.inDir(dir.path(), layout), format(layout),
-                                CAPACITY, runtime);
+                        HostPagePool pool = HostPagePool.open(
+                                HostPoolConfig.inDir(dir.path(), layout), format(layout), CAPACITY, runtime);
                         Arena arena = Arena.ofConfined()) {
                     HostPagePool.OpenReport report = pool.openReport();
                     droppedUnfinished += report.droppedUnfinished();
@@ -116,10 +116,19 @@ class HostPagePoolCrashTest {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
-                .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent")).toList());
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), CrashingWriter.class.getName(),
-                dir.path().toString(), layout.configName(), Integer.toString(run), Long.toString(seed)));
-        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                .filter(a -> !a.startsWith("-agentlib") && !a.startsWith("-javaagent"))
+                .toList());
+        command.addAll(List.of(
+                "-cp",
+                System.getProperty("java.class.path"),
+                CrashingWriter.class.getName(),
+                dir.path().toString(),
+                layout.configName(),
+                Integer.toString(run),
+                Long.toString(seed)));
+        Process child = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         List<String> lines = new ArrayList<>();
         CountDownLatch opened = new CountDownLatch(1);
         CompletableFuture<Void> reader = CompletableFuture.runAsync(() -> {

@@ -114,8 +114,11 @@ class HostPagePoolTest {
                 assertStored(pool, key(i));
             }
             assertEquals(-1, pool.pin(key(99)));
-            assertEquals(10, pool.leadingReady(List.of(key(0), key(1), key(2), key(3), key(4), key(5), key(6), key(7),
-                    key(8), key(9), key(10), key(1))));
+            assertEquals(
+                    10,
+                    pool.leadingReady(List.of(
+                            key(0), key(1), key(2), key(3), key(4), key(5), key(6), key(7), key(8), key(9), key(10),
+                            key(1))));
             assertEquals(0, pool.leadingReady(List.of(key(42), key(1))));
         }
     }
@@ -132,7 +135,8 @@ class HostPagePoolTest {
             assertTrue(busy.getMessage().contains("being written"), busy.getMessage());
             pool.writePage(slots[0], flat);
             pool.commitWrite(slots[0]);
-            assertThrows(IllegalStateException.class, () -> pool.beginWrite(slots[0], key(2)), "rewrite of a ready slot");
+            assertThrows(
+                    IllegalStateException.class, () -> pool.beginWrite(slots[0], key(2)), "rewrite of a ready slot");
             assertThrows(IllegalStateException.class, () -> pool.readPage(slots[0], flat), "read without a pin");
             int pinned = pool.pin(key(1));
             assertEquals(slots[0], pinned);
@@ -261,24 +265,35 @@ class HostPagePoolTest {
         PageFormat format = format(HostLayout.PAGE_FIRST_DIRECT);
         HostPoolConfig byRatio = HostPoolConfig.inDir(dir.path(), HostLayout.PAGE_FIRST_DIRECT);
         assertEquals(200, HostPoolSizing.slots(byRatio, format, 100));
-        HostPoolConfig bySize = HostPoolConfig.from(Settings.builder().flag("hicache-size", "0.001").build());
+        HostPoolConfig bySize = HostPoolConfig.from(
+                Settings.builder().flag("hicache-size", "0.001").build());
         assertEquals((int) (1e6 / format.pageBytes()), HostPoolSizing.slots(bySize, format, 10));
-        HiCacheException smaller = assertThrows(HiCacheException.class, () -> HostPoolSizing.slots(bySize, format, 100_000));
+        HiCacheException smaller =
+                assertThrows(HiCacheException.class, () -> HostPoolSizing.slots(bySize, format, 100_000));
         assertTrue(smaller.getMessage().contains("more pages than the device pool"), smaller.getMessage());
-        HiCacheException huge = assertThrows(HiCacheException.class,
-                () -> HostPoolSizing.checkFits(byRatio, 1L << 50, 0));
+        HiCacheException huge =
+                assertThrows(HiCacheException.class, () -> HostPoolSizing.checkFits(byRatio, 1L << 50, 0));
         assertEquals(ErrorCode.HOST_POOL_TOO_LARGE, huge.code());
-        assertTrue(huge.getMessage().contains("1 PiB") && huge.getMessage().contains(dir.path().toString()),
+        assertTrue(
+                huge.getMessage().contains("1 PiB")
+                        && huge.getMessage().contains(dir.path().toString()),
                 huge.getMessage());
         HostPoolConfig reserveAll = HostPoolConfig.from(Settings.builder()
-                .flag("host.memory-reserve", "1000TiB").flag("host.dir", dir.path().toString()).build());
-        HiCacheException memory = assertThrows(HiCacheException.class, () -> HostPoolSizing.checkFits(reserveAll, 1 << 20, 0));
+                .flag("host.memory-reserve", "1000TiB")
+                .flag("host.dir", dir.path().toString())
+                .build());
+        HiCacheException memory =
+                assertThrows(HiCacheException.class, () -> HostPoolSizing.checkFits(reserveAll, 1 << 20, 0));
         assertTrue(memory.getMessage().contains("must stay free"), memory.getMessage());
-        HiCacheException ratio = assertThrows(HiCacheException.class,
+        HiCacheException ratio = assertThrows(
+                HiCacheException.class,
                 () -> HostPoolConfig.from(Settings.empty().with("hicache-ratio", "1")));
         assertTrue(ratio.getMessage().contains("above 1"), ratio.getMessage());
-        HiCacheException layout = assertThrows(HiCacheException.class,
-                () -> HostPoolConfig.from(Settings.builder().environment(Map.of("HICACHE_MEM_LAYOUT", "page_last")).build()));
+        HiCacheException layout = assertThrows(
+                HiCacheException.class,
+                () -> HostPoolConfig.from(Settings.builder()
+                        .environment(Map.of("HICACHE_MEM_LAYOUT", "page_last"))
+                        .build()));
         assertTrue(layout.getMessage().contains("hicache-mem-layout"), layout.getMessage());
     }
 
@@ -301,7 +316,8 @@ class HostPagePoolTest {
                                 int slot = pool.pin(key);
                                 if (slot >= 0) {
                                     pool.readPage(slot, flat);
-                                    assertEquals(-1, TestPages.mismatch(flat, TestPages.seedOf(HostPagePool.indexKey(key))));
+                                    assertEquals(
+                                            -1, TestPages.mismatch(flat, TestPages.seedOf(HostPagePool.indexKey(key))));
                                     pool.unpin(slot);
                                     verified++;
                                     if (r.nextInt(4) == 0) {

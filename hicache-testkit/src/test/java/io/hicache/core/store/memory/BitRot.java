@@ -5,8 +5,7 @@ import java.lang.foreign.ValueLayout;
 
 /** Bit rot in the reference store, for the kit's corruption cases: one byte of a stored page flipped, its checksum not. */
 public final class BitRot {
-    private BitRot() {
-    }
+    private BitRot() {}
 
     /** Flips the middle byte of the page stored under {@code key}. */
     public static void flipMiddleByte(InMemoryPageStore store, StoreKey key) {

@@ -82,17 +82,20 @@ final class ObjBackend implements NixlBackend {
             Piece l = local.get(i);
             Piece r = remote.get(i);
             if (l.region().type() != MemoryType.DRAM) {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "OBJ moves host memory only; got "
-                        + l.region().type());
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED,
+                        "OBJ moves host memory only; got " + l.region().type());
             }
             if (!(r.region() instanceof MemoryRegion.Obj o)) {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "OBJ moves to and from objects; got "
-                        + r.region().type());
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED,
+                        "OBJ moves to and from objects; got " + r.region().type());
             }
             byObject.computeIfAbsent(o, k -> {
-                order.add(k);
-                return new ArrayList<>();
-            }).add(new Piece[] {l, r});
+                        order.add(k);
+                        return new ArrayList<>();
+                    })
+                    .add(new Piece[] {l, r});
         }
         List<ObjRequest.ObjectTask> tasks = new ArrayList<>(order.size());
         for (MemoryRegion.Obj o : order) {
@@ -102,16 +105,19 @@ final class ObjBackend implements NixlBackend {
             boolean tiles = true;
             for (Piece[] p : pairs) {
                 if (p[1].offset() < covered) {
-                    throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "descriptors of object " + o.key()
-                            + " overlap at " + p[1].offset());
+                    throw new NixlException(
+                            NixlStatus.ERR_INVALID_PARAM,
+                            "descriptors of object " + o.key() + " overlap at " + p[1].offset());
                 }
                 tiles &= p[1].offset() == covered;
                 covered = p[1].offset() + p[1].length();
             }
             tiles &= covered == o.length();
             if (op == XferOp.WRITE && !tiles) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "a WRITE of object " + o.key() + " must cover "
-                        + "all of it, [0, " + o.length() + "), without gaps: S3 has no partial writes");
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "a WRITE of object " + o.key() + " must cover " + "all of it, [0, " + o.length()
+                                + "), without gaps: S3 has no partial writes");
             }
             tasks.add(new ObjRequest.ObjectTask(o, pairs, tiles));
         }

@@ -50,7 +50,8 @@ public final class ObjPlugin implements NixlPlugin {
 
     @Override
     public Optional<String> unavailableReason(Map<String, String> params) {
-        return S3Config.bucketOf(params).isPresent() ? Optional.empty()
+        return S3Config.bucketOf(params).isPresent()
+                ? Optional.empty()
                 : Optional.of("no bucket: set " + S3Config.BUCKET.key() + " or " + S3Config.BUCKET_ENV);
     }
 

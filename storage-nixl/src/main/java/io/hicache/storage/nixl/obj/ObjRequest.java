@@ -26,8 +26,7 @@ import software.amazon.awssdk.services.s3.model.S3Exception;
  */
 final class ObjRequest extends FanInRequest<ObjRequest.ObjectTask> {
     /** One object's pieces, sorted by object offset; {@code whole} when they cover it exactly. */
-    record ObjectTask(MemoryRegion.Obj object, List<Piece[]> pieces, boolean whole) {
-    }
+    record ObjectTask(MemoryRegion.Obj object, List<Piece[]> pieces, boolean whole) {}
 
     private final S3AsyncClient s3;
     private final String bucket;
@@ -63,8 +62,12 @@ final class ObjRequest extends FanInRequest<ObjRequest.ObjectTask> {
         for (int i = 0; i < body.length; i++) {
             body[i] = task.pieces().get(i)[0].dram().asByteBuffer();
         }
-        return s3.putObject(b -> b.bucket(bucket).key(task.object().key()).contentLength(task.object().length()),
-                AsyncRequestBody.fromByteBuffersUnsafe(body)).thenApply(r -> PageOutcome.OK);
+        return s3.putObject(
+                        b -> b.bucket(bucket)
+                                .key(task.object().key())
+                                .contentLength(task.object().length()),
+                        AsyncRequestBody.fromByteBuffersUnsafe(body))
+                .thenApply(r -> PageOutcome.OK);
     }
 
     private CompletableFuture<PageOutcome> get(FanInCompletion post, ObjectTask task) {
@@ -75,7 +78,8 @@ final class ObjRequest extends FanInRequest<ObjRequest.ObjectTask> {
         long start = task.pieces().getFirst()[1].offset();
         Piece last = task.pieces().getLast()[1];
         long end = last.offset() + last.length();
-        IntoSegments scatter = IntoSegments.scatter(parts, start, end - start, task.object().length());
+        IntoSegments scatter =
+                IntoSegments.scatter(parts, start, end - start, task.object().length());
         post.onCancel(scatter::abandon);
         String range = task.whole() ? null : "bytes=" + start + "-" + (end - 1);
         return s3.getObject(b -> b.bucket(bucket).key(task.object().key()).range(range), scatter);

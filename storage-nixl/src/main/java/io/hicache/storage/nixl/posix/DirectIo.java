@@ -97,8 +97,8 @@ final class DirectIo {
             int n = ch.read(into, offset + total);
             if (n < 0 || (!mustFill && n < wanted)) {
                 if (mustFill) {
-                    throw new EOFException("the file ends at " + (offset + total) + ", " + into.remaining()
-                            + " bytes short");
+                    throw new EOFException(
+                            "the file ends at " + (offset + total) + ", " + into.remaining() + " bytes short");
                 }
                 return total + Math.max(n, 0);
             }

@@ -40,7 +40,8 @@ final class FileState {
      */
     synchronized FileChannel readChannel() throws IOException {
         if (readChannel == null || !readChannel.isOpen()) {
-            OpenOption[] options = direct() ? new OpenOption[] {StandardOpenOption.READ, DirectIo.DIRECT}
+            OpenOption[] options = direct()
+                    ? new OpenOption[] {StandardOpenOption.READ, DirectIo.DIRECT}
                     : new OpenOption[] {StandardOpenOption.READ};
             try {
                 readChannel = FileChannel.open(region.path(), options);

@@ -76,13 +76,15 @@ final class PosixBackend implements NixlBackend {
         }
         Path parent = file.path().toAbsolutePath().getParent();
         if (file.modes().contains(FileMode.CREATE) && (parent == null || !Files.isDirectory(parent))) {
-            throw new NixlException(NixlStatus.ERR_NOT_FOUND, "cannot create " + file.path() + ": folder " + parent
-                    + " does not exist");
+            throw new NixlException(
+                    NixlStatus.ERR_NOT_FOUND,
+                    "cannot create " + file.path() + ": folder " + parent + " does not exist");
         }
-        if (file.modes().contains(FileMode.WRITE) && !file.modes().contains(FileMode.CREATE)
+        if (file.modes().contains(FileMode.WRITE)
+                && !file.modes().contains(FileMode.CREATE)
                 && !Files.isRegularFile(file.path())) {
-            throw new NixlException(NixlStatus.ERR_NOT_FOUND, "no file " + file.path() + " to write (add CREATE to "
-                    + "create it)");
+            throw new NixlException(
+                    NixlStatus.ERR_NOT_FOUND, "no file " + file.path() + " to write (add CREATE to " + "create it)");
         }
         return new FileState(file);
     }
@@ -111,22 +113,30 @@ final class PosixBackend implements NixlBackend {
             Piece l = local.get(i);
             Piece r = remote.get(i);
             if (l.region().type() != MemoryType.DRAM) {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "POSIX moves host memory only (no GDS here); got "
-                        + l.region().type());
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED,
+                        "POSIX moves host memory only (no GDS here); got "
+                                + l.region().type());
             }
             if (!(r.state() instanceof FileState f)) {
-                throw new NixlException(NixlStatus.ERR_NOT_SUPPORTED, "POSIX moves to and from files; got "
-                        + r.region().type());
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_SUPPORTED,
+                        "POSIX moves to and from files; got " + r.region().type());
             }
-            boolean allowed = op == XferOp.READ ? f.region().modes().contains(FileMode.READ) : f.region().writable();
+            boolean allowed = op == XferOp.READ
+                    ? f.region().modes().contains(FileMode.READ)
+                    : f.region().writable();
             if (!allowed) {
-                throw new NixlException(NixlStatus.ERR_NOT_ALLOWED, f.region().path() + " was registered with modes "
-                        + f.region().modes() + ", which do not allow " + op);
+                throw new NixlException(
+                        NixlStatus.ERR_NOT_ALLOWED,
+                        f.region().path() + " was registered with modes "
+                                + f.region().modes() + ", which do not allow " + op);
             }
             byFile.computeIfAbsent(f, k -> {
-                order.add(k);
-                return new ArrayList<>();
-            }).add(new Piece[] {l, r});
+                        order.add(k);
+                        return new ArrayList<>();
+                    })
+                    .add(new Piece[] {l, r});
         }
         List<FileTask> tasks = new ArrayList<>(order.size());
         for (FileState f : order) {
@@ -138,8 +148,7 @@ final class PosixBackend implements NixlBackend {
     /* ------------------------------------------------------------- for PosixRequest */
 
     /** The work of one file in one transfer. */
-    record FileTask(FileState file, List<Piece[]> pieces) {
-    }
+    record FileTask(FileState file, List<Piece[]> pieces) {}
 
     ExecutorService io() {
         return io;
@@ -168,8 +177,9 @@ final class PosixBackend implements NixlBackend {
             if (io.awaitTermination(10, TimeUnit.SECONDS)) {
                 arena.close();
             } else {
-                LOG.log(Level.WARNING, "POSIX backend: I/O still running after 10 s; its bounce buffers are left to "
-                        + "the process");
+                LOG.log(
+                        Level.WARNING,
+                        "POSIX backend: I/O still running after 10 s; its bounce buffers are left to " + "the process");
                 io.shutdownNow();
             }
         } catch (InterruptedException e) {

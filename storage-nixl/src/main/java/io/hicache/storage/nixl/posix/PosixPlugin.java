@@ -60,8 +60,8 @@ public final class PosixPlugin implements NixlPlugin {
         try {
             int v = Integer.parseInt(text.trim());
             if (v < min || v > max) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, key + " must be in [" + min + ", " + max
-                        + "], was " + v);
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM, key + " must be in [" + min + ", " + max + "], was " + v);
             }
             return v;
         } catch (NumberFormatException e) {

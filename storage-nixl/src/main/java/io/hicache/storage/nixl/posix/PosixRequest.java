@@ -77,11 +77,15 @@ final class PosixRequest extends FanInRequest<PosixBackend.FileTask> {
             FileChannel ch = file.readChannel();
             long size = ch.size();
             if (size != file.region().length()) {
-                throw new NixlException(NixlStatus.ERR_MISMATCH, file.region().path() + " is " + size
-                        + " bytes, registered as " + file.region().length());
+                throw new NixlException(
+                        NixlStatus.ERR_MISMATCH,
+                        file.region().path() + " is " + size + " bytes, registered as "
+                                + file.region().length());
             }
-            eachPiece(post, task, (memory, offset, bounce) -> backend.directIo().read(ch, file.direct(), memory, offset,
-                    bounce));
+            eachPiece(
+                    post,
+                    task,
+                    (memory, offset, bounce) -> backend.directIo().read(ch, file.direct(), memory, offset, bounce));
         } catch (IOException | RuntimeException e) {
             file.dropReadChannel(); // it may be what broke
             throw e;
@@ -93,8 +97,10 @@ final class PosixRequest extends FanInRequest<PosixBackend.FileTask> {
         MemoryRegion.File region = file.region();
         boolean atomic = region.modes().contains(FileMode.ATOMIC);
         Path path = region.path();
-        Path target = atomic ? path.resolveSibling("." + path.getFileName() + "."
-                + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp") : path;
+        Path target = atomic
+                ? path.resolveSibling("." + path.getFileName() + "."
+                        + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp")
+                : path;
         List<OpenOption> options = new ArrayList<>(List.of(StandardOpenOption.WRITE));
         options.add(atomic ? StandardOpenOption.CREATE_NEW : StandardOpenOption.CREATE);
         if (!atomic && !region.modes().contains(FileMode.CREATE)) {
@@ -106,8 +112,10 @@ final class PosixRequest extends FanInRequest<PosixBackend.FileTask> {
         }
         boolean landed = false;
         try (FileChannel ch = FileChannel.open(target, options.toArray(OpenOption[]::new))) {
-            eachPiece(post, task, (memory, offset, bounce) -> backend.directIo().write(ch, file.direct(), memory, offset,
-                    bounce));
+            eachPiece(
+                    post,
+                    task,
+                    (memory, offset, bounce) -> backend.directIo().write(ch, file.direct(), memory, offset, bounce));
             if (post.isCancelled()) {
                 post.stopped(); // a descriptor may have been left out: this file must not land
                 return;

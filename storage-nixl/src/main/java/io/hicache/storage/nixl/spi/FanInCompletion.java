@@ -27,6 +27,7 @@ public final class FanInCompletion {
     private boolean stopped;
     /** The first failure, or null. */
     private @Nullable NixlStatus error;
+
     private @Nullable String detail;
 
     /** A post of {@code parts} parts that completes {@code done}; with no parts it completes it now, successfully. */

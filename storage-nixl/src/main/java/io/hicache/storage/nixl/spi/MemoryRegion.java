@@ -23,17 +23,20 @@ public sealed interface MemoryRegion {
         public Dram {
             Objects.requireNonNull(segment, "segment");
             if (!segment.isNative()) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "DRAM regions are off-heap segments; this one is"
-                        + " on the heap");
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "DRAM regions are off-heap segments; this one is" + " on the heap");
             }
             if (!segment.isAccessibleBy(ANOTHER_THREAD)) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "DRAM regions are moved by I/O threads; this "
-                        + "segment is confined to the thread that made it (use a shared or automatic arena)");
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "DRAM regions are moved by I/O threads; this "
+                                + "segment is confined to the thread that made it (use a shared or automatic arena)");
             }
         }
 
         /** Any thread but the caller: a region's memory must be reachable from the plugins' threads. */
-        private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> { });
+        private static final Thread ANOTHER_THREAD = Thread.ofPlatform().unstarted(() -> {});
 
         @Override
         public MemoryType type() {
@@ -50,9 +53,12 @@ public sealed interface MemoryRegion {
     record Vram(int deviceId, long address, long length) implements MemoryRegion {
         public Vram {
             if (deviceId < 0 || address == 0 || length <= 0) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "a VRAM region needs a device id >= 0, a non-null "
-                        + "address and a positive length; got device " + deviceId + ", address " + address + ", length "
-                        + length);
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "a VRAM region needs a device id >= 0, a non-null "
+                                + "address and a positive length; got device " + deviceId + ", address " + address
+                                + ", length "
+                                + length);
             }
         }
 
@@ -72,8 +78,10 @@ public sealed interface MemoryRegion {
                 throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "file region " + path + " has length " + length);
             }
             if (!modes.contains(FileMode.READ) && !modes.contains(FileMode.WRITE) && !modes.contains(FileMode.CREATE)) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "file region " + path + " allows neither READ, "
-                        + "WRITE nor CREATE: nothing could be done with it");
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "file region " + path + " allows neither READ, "
+                                + "WRITE nor CREATE: nothing could be done with it");
             }
         }
 
@@ -93,8 +101,10 @@ public sealed interface MemoryRegion {
         public Obj {
             Objects.requireNonNull(key, "key");
             if (key.isEmpty() || key.length() > 1024 || length <= 0) {
-                throw new NixlException(NixlStatus.ERR_INVALID_PARAM, "object region '" + key + "' needs a key of 1 to "
-                        + "1024 characters and a positive length; length is " + length);
+                throw new NixlException(
+                        NixlStatus.ERR_INVALID_PARAM,
+                        "object region '" + key + "' needs a key of 1 to "
+                                + "1024 characters and a positive length; length is " + length);
             }
         }
 

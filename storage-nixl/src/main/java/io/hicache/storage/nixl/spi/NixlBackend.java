@@ -26,7 +26,8 @@ public interface NixlBackend extends AutoCloseable {
      * @return the backend's state for the region (given back in {@link Piece}s and to {@link #deregister}), or null
      * @throws NixlException when the region cannot be used (its folder does not exist, a mode it cannot do)
      */
-    @Nullable Object register(MemoryRegion region);
+    @Nullable
+    Object register(MemoryRegion region);
 
     /** Releases what {@link #register} made. Called once per registration, after its last transfer. */
     void deregister(MemoryRegion region, @Nullable Object state);

@@ -20,8 +20,7 @@ public sealed interface AdminRequest extends Request {
         }
 
         @Override
-        public void writeTo(ByteBuf out) {
-        }
+        public void writeTo(ByteBuf out) {}
     }
 
     /** HEALTH: no payload. Whether the daemon serves or is shutting down. */
@@ -32,8 +31,7 @@ public sealed interface AdminRequest extends Request {
         }
 
         @Override
-        public void writeTo(ByteBuf out) {
-        }
+        public void writeTo(ByteBuf out) {}
     }
 
     /** FLUSH: no payload. Drops the host slab's unpinned pages once L3 has them. A write; an admin operation. */
@@ -49,8 +47,7 @@ public sealed interface AdminRequest extends Request {
         }
 
         @Override
-        public void writeTo(ByteBuf out) {
-        }
+        public void writeTo(ByteBuf out) {}
     }
 
     /** STORE: {@code sub:u8 ...}. Shows, detaches or attaches the L3 store; every STORE is a write (§1). */
@@ -79,8 +76,9 @@ public sealed interface AdminRequest extends Request {
                 case Wire.STORE_SHOW -> new StoreShow();
                 case Wire.STORE_DETACH -> new StoreDetach();
                 case Wire.STORE_ATTACH -> StoreAttach.read(in);
-                default -> throw new ProtocolException("STORE sub-operation " + sub + " is not defined (0 SHOW, 1 DETACH, "
-                        + "2 ATTACH)");
+                default ->
+                    throw new ProtocolException(
+                            "STORE sub-operation " + sub + " is not defined (0 SHOW, 1 DETACH, " + "2 ATTACH)");
             };
         }
     }

@@ -18,8 +18,7 @@ public final class Codec {
     /** Longest string field: namespace texts are at most 512 characters, 4 bytes each in UTF-8. */
     public static final int MAX_STRING_BYTES = 4 * Namespace.MAX_TEXT_LENGTH;
 
-    private Codec() {
-    }
+    private Codec() {}
 
     /**
      * Starts a frame in {@code out}: a length placeholder (filled in by {@link #endFrame}) and the header with
@@ -63,8 +62,11 @@ public final class Codec {
         try {
             // Strict: a lossy decoder maps different invalid byte strings to the same text, which would merge two
             // tenants' namespaces. Valid UTF-8 and strings correspond one to one, so comparing text compares bytes.
-            s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(in.nioBuffer(in.readerIndex(), length))
+            s = StandardCharsets.UTF_8
+                    .newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(in.nioBuffer(in.readerIndex(), length))
                     .toString();
         } catch (CharacterCodingException e) {
             throw new ProtocolException("a string of " + length + " bytes is not valid UTF-8");
@@ -95,8 +97,13 @@ public final class Codec {
             throw new ProtocolException("page byte order " + order + " is not defined");
         }
         try {
-            return Namespace.of(model, KvDtype.parse(dtype), order == 0 ? PageByteOrder.LAYER_MAJOR
-                    : PageByteOrder.TOKEN_MAJOR, rank, size).withExtraKey(extra);
+            return Namespace.of(
+                            model,
+                            KvDtype.parse(dtype),
+                            order == 0 ? PageByteOrder.LAYER_MAJOR : PageByteOrder.TOKEN_MAJOR,
+                            rank,
+                            size)
+                    .withExtraKey(extra);
         } catch (IllegalArgumentException e) {
             throw new ProtocolException("bad namespace: " + e.getMessage());
         }
@@ -149,8 +156,8 @@ public final class Codec {
 
     public static void need(ByteBuf in, int bytes, String what) {
         if (in.readableBytes() < bytes) {
-            throw new ProtocolException("the frame ends inside a " + what + " (" + in.readableBytes() + " of " + bytes
-                    + " bytes)");
+            throw new ProtocolException(
+                    "the frame ends inside a " + what + " (" + in.readableBytes() + " of " + bytes + " bytes)");
         }
     }
 }

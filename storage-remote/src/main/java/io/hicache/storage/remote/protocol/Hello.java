@@ -13,11 +13,15 @@ import io.netty.buffer.ByteBuf;
  */
 public record Hello(int version, String token, WireChecksum checksum) implements Request {
     public Hello {
-        Checks.requireArgument(version == Wire.VERSION || version == Wire.VERSION_2, "protocol version %d is not "
-                + "defined", version);
+        Checks.requireArgument(
+                version == Wire.VERSION || version == Wire.VERSION_2,
+                "protocol version %d is not " + "defined",
+                version);
         Checks.checkNotNull(token, "token");
-        Checks.requireArgument(version == Wire.VERSION_2 || checksum == WireChecksum.CRC32C, "version 1 carries "
-                + "CRC-32C only, not %s", checksum);
+        Checks.requireArgument(
+                version == Wire.VERSION_2 || checksum == WireChecksum.CRC32C,
+                "version 1 carries " + "CRC-32C only, not %s",
+                checksum);
     }
 
     /**
@@ -34,19 +38,23 @@ public record Hello(int version, String token, WireChecksum checksum) implements
             throw new ProtocolException("not a HiCache client (bad magic)");
         }
         if (asked != Wire.VERSION && asked != Wire.VERSION_2) {
-            throw new ProtocolException(Wire.E_VERSION, "protocol version " + asked + " is not spoken here (this "
-                    + "daemon: " + Wire.VERSION + " and " + Wire.VERSION_2 + ")");
+            throw new ProtocolException(
+                    Wire.E_VERSION,
+                    "protocol version " + asked + " is not spoken here (this " + "daemon: " + Wire.VERSION + " and "
+                            + Wire.VERSION_2 + ")");
         }
         // A token is a string, at most 2,048 bytes; a longer one makes the HELLO too large, whichever version (a
         // version 1 HELLO with a 2,049-byte token still fits the daemon's pre-HELLO frame limit, which counts version
         // 2's checksum byte).
         if (in.readableBytes() >= 2 && in.getUnsignedShort(in.readerIndex()) > Codec.MAX_STRING_BYTES) {
-            throw new ProtocolException(Wire.E_TOO_LARGE, "a token of " + in.getUnsignedShort(in.readerIndex())
-                    + " bytes is over the limit of " + Codec.MAX_STRING_BYTES);
+            throw new ProtocolException(
+                    Wire.E_TOO_LARGE,
+                    "a token of " + in.getUnsignedShort(in.readerIndex()) + " bytes is over the limit of "
+                            + Codec.MAX_STRING_BYTES);
         }
         String token = Codec.readString(in);
-        WireChecksum sum = asked == Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in))
-                : WireChecksum.CRC32C;
+        WireChecksum sum =
+                asked == Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in)) : WireChecksum.CRC32C;
         if (in.isReadable()) {
             throw new ProtocolException(in.readableBytes() + " bytes after the end of the HELLO");
         }

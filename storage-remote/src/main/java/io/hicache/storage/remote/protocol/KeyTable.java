@@ -13,8 +13,7 @@ import org.jspecify.annotations.Nullable;
  * [crc32c:u32])}, the per-page fields being the request's. Stateless.
  */
 final class KeyTable {
-    private KeyTable() {
-    }
+    private KeyTable() {}
 
     /**
      * Reads {@code n} hashes as keys of {@code ns}, each followed by a u32 length if {@code lengths} is given (1 to
@@ -41,8 +40,7 @@ final class KeyTable {
     }
 
     /** Writes the table: {@code ns}, the count, and each key's hash with its length and checksum where given. */
-    static void write(ByteBuf out, Namespace ns, List<StoreKey> keys, int @Nullable [] lengths,
-            int @Nullable [] crcs) {
+    static void write(ByteBuf out, Namespace ns, List<StoreKey> keys, int @Nullable [] lengths, int @Nullable [] crcs) {
         Codec.writeNamespace(out, ns);
         out.writeInt(keys.size());
         for (int i = 0; i < keys.size(); i++) {
@@ -67,8 +65,11 @@ final class KeyTable {
         Checks.checkNotNull(keys, "keys");
         for (StoreKey k : keys) {
             // Decoded keys share the request's namespace object: the identity check is all they cost.
-            Checks.requireArgument(k.namespace() == ns || k.namespace().equals(ns),
-                    "a request covers one namespace (%s); %s is in another", ns, k);
+            Checks.requireArgument(
+                    k.namespace() == ns || k.namespace().equals(ns),
+                    "a request covers one namespace (%s); %s is in another",
+                    ns,
+                    k);
         }
         for (int[] values : perPage) {
             Checks.requireArgument(values.length == keys.size(), "%d values for %d pages", values.length, keys.size());

@@ -44,8 +44,10 @@ public enum NettyTransport {
             case NIO -> NIO;
             case EPOLL -> {
                 if (!Epoll.isAvailable()) {
-                    throw new HiCacheException(ErrorCode.CONFIG_INVALID, "the epoll transport was asked for but does "
-                            + "not load here: " + Epoll.unavailabilityCause() + "; use nio or auto");
+                    throw new HiCacheException(
+                            ErrorCode.CONFIG_INVALID,
+                            "the epoll transport was asked for but does " + "not load here: "
+                                    + Epoll.unavailabilityCause() + "; use nio or auto");
                 }
                 yield EPOLL;
             }

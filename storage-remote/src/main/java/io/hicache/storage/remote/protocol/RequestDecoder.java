@@ -26,8 +26,10 @@ public final class RequestDecoder {
      * @param namespaces    reads a namespace like {@link Codec#readNamespace} (or a cache of its last one)
      */
     public RequestDecoder(int version, int maxFrameBytes, Function<ByteBuf, Namespace> namespaces) {
-        Checks.requireArgument(version == Wire.VERSION || version == Wire.VERSION_2, "protocol version %d is not "
-                + "defined", version);
+        Checks.requireArgument(
+                version == Wire.VERSION || version == Wire.VERSION_2,
+                "protocol version %d is not " + "defined",
+                version);
         this.version = version;
         this.maxItems = maxFrameBytes / Wire.HASH_BYTES;
         this.namespaces = Checks.checkNotNull(namespaces, "namespaces");
@@ -39,8 +41,18 @@ public final class RequestDecoder {
      */
     public boolean defines(int op) {
         return switch (op) {
-            case Wire.LEADING_HITS, Wire.GET, Wire.PUT, Wire.DELETE, Wire.CLEAR, Wire.CLEAR_ALL, Wire.STATS,
-                    Wire.HEALTH, Wire.LEASE, Wire.RELEASE, Wire.FLUSH, Wire.STORE -> true;
+            case Wire.LEADING_HITS,
+                    Wire.GET,
+                    Wire.PUT,
+                    Wire.DELETE,
+                    Wire.CLEAR,
+                    Wire.CLEAR_ALL,
+                    Wire.STATS,
+                    Wire.HEALTH,
+                    Wire.LEASE,
+                    Wire.RELEASE,
+                    Wire.FLUSH,
+                    Wire.STORE -> true;
             case Wire.RESERVE, Wire.COMMIT -> version >= Wire.VERSION_2;
             default -> false;
         };
@@ -52,8 +64,11 @@ public final class RequestDecoder {
      * is decoded, so that a connection without admin permission is refused an admin operation whatever its payload.
      */
     public static boolean isAdminOperation(int op, ByteBuf payload) {
-        return op == Wire.FLUSH || op == Wire.CLEAR_ALL || op == Wire.STORE && payload.isReadable()
-                && payload.getUnsignedByte(payload.readerIndex()) != Wire.STORE_SHOW;
+        return op == Wire.FLUSH
+                || op == Wire.CLEAR_ALL
+                || op == Wire.STORE
+                        && payload.isReadable()
+                        && payload.getUnsignedByte(payload.readerIndex()) != Wire.STORE_SHOW;
     }
 
     /**
@@ -64,8 +79,8 @@ public final class RequestDecoder {
      * @throws IllegalArgumentException for an op this version does not {@linkplain #defines define}
      */
     public Request decode(FrameHeader header, ByteBuf payload) {
-        Checks.requireArgument(defines(header.op()), "%s is not a request of protocol version %d",
-                Wire.opName(header.op()), version);
+        Checks.requireArgument(
+                defines(header.op()), "%s is not a request of protocol version %d", Wire.opName(header.op()), version);
         int flags = version == Wire.VERSION_2 ? header.flags() : 0; // version 1 ignores every flag
         Request request = switch (header.op()) {
             case Wire.LEADING_HITS -> ReadRequest.LeadingHits.read(payload, this);

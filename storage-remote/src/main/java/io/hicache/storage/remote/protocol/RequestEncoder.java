@@ -12,8 +12,7 @@ public final class RequestEncoder {
     /** A first guess at a frame's size without bodies: header and namespace, a few keys. */
     private static final int INITIAL_BYTES = 256;
 
-    private RequestEncoder() {
-    }
+    private RequestEncoder() {}
 
     /**
      * The frame of {@code request} with id {@code requestId} and a deadline of {@code timeoutMillis} for the daemon

@@ -45,6 +45,7 @@ public final class Wire {
     public static final byte STORE = 0x1D;
     /** STORE sub-operations. */
     public static final byte STORE_SHOW = 0;
+
     public static final byte STORE_DETACH = 1;
     public static final byte STORE_ATTACH = 2;
 
@@ -73,8 +74,7 @@ public final class Wire {
      */
     public static final short E_REFUSED = 10;
 
-    private Wire() {
-    }
+    private Wire() {}
 
     /**
      * The status byte of {@code status}, as docs/protocol.md's table gives it. Spelled out per status, not taken from

@@ -33,8 +33,11 @@ public sealed interface WriteRequest extends Request {
         public Put {
             KeyTable.check(namespace, keys, lengths, crcs);
             Checks.checkNotNull(bodies, "bodies");
-            Checks.requireArgument(sum(lengths) == bodies.readableBytes(), "the page lengths add up to %d bytes, the "
-                    + "bodies have %d", sum(lengths), bodies.readableBytes());
+            Checks.requireArgument(
+                    sum(lengths) == bodies.readableBytes(),
+                    "the page lengths add up to %d bytes, the " + "bodies have %d",
+                    sum(lengths),
+                    bodies.readableBytes());
         }
 
         static Put read(ByteBuf in, RequestDecoder d) {
@@ -45,8 +48,8 @@ public sealed interface WriteRequest extends Request {
             List<StoreKey> keys = KeyTable.read(in, ns, n, lengths, crcs);
             long total = sum(lengths);
             if (total != in.readableBytes()) {
-                throw new ProtocolException("the page lengths add up to " + total + " bytes, the frame has "
-                        + in.readableBytes());
+                throw new ProtocolException(
+                        "the page lengths add up to " + total + " bytes, the frame has " + in.readableBytes());
             }
             return new Put(ns, keys, lengths, crcs, in.readSlice((int) total));
         }
@@ -131,8 +134,7 @@ public sealed interface WriteRequest extends Request {
         }
 
         @Override
-        public void writeTo(ByteBuf out) {
-        }
+        public void writeTo(ByteBuf out) {}
     }
 
     /**

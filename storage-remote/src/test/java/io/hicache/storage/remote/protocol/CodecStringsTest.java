@@ -33,7 +33,8 @@ class CodecStringsTest {
         byte[] ff = {'t', 'e', 'n', 'a', 'n', 't', '-', (byte) 0xff};
         byte[] fe = {'t', 'e', 'n', 'a', 'n', 't', '-', (byte) 0xfe};
         for (byte[] model : new byte[][] {ff, fe, {(byte) 0xc3}, {(byte) 0xed, (byte) 0xa0, (byte) 0x80}}) {
-            ProtocolException e = assertThrows(ProtocolException.class, () -> Codec.readNamespace(namespaceWithModel(model)));
+            ProtocolException e =
+                    assertThrows(ProtocolException.class, () -> Codec.readNamespace(namespaceWithModel(model)));
             assertTrue(e.getMessage().contains("not valid UTF-8"), e.getMessage());
         }
     }

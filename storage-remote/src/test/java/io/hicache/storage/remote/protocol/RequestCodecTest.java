@@ -27,8 +27,8 @@ import org.junit.jupiter.api.Test;
  * payload serves both. Also the decoder's refusals: bytes left over, versions, and HELLO's error codes.
  */
 class RequestCodecTest {
-    private static final Namespace NS = Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1)
-            .withExtraKey("x");
+    private static final Namespace NS =
+            Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1).withExtraKey("x");
 
     private static List<StoreKey> keys(int n) {
         List<StoreKey> keys = new ArrayList<>();
@@ -62,12 +62,15 @@ class RequestCodecTest {
         List<StoreKey> keys = keys(3);
         int[] lengths = {4096, 1, 70_000};
         assertEquals(new ReadRequest.LeadingHits(NS, keys), roundTrip(new ReadRequest.LeadingHits(NS, keys), 1));
-        assertEquals(new ReadRequest.LeadingHits(NS, List.of()), roundTrip(new ReadRequest.LeadingHits(NS, List.of()), 1));
-        ReadRequest.Get get = assertInstanceOf(ReadRequest.Get.class, roundTrip(new ReadRequest.Get(NS, keys, lengths), 1));
+        assertEquals(
+                new ReadRequest.LeadingHits(NS, List.of()), roundTrip(new ReadRequest.LeadingHits(NS, List.of()), 1));
+        ReadRequest.Get get =
+                assertInstanceOf(ReadRequest.Get.class, roundTrip(new ReadRequest.Get(NS, keys, lengths), 1));
         assertEquals(keys, get.keys());
         assertArrayEquals(lengths, get.lengths());
         for (boolean noChecksums : new boolean[] {false, true}) {
-            ReadRequest.Lease lease = assertInstanceOf(ReadRequest.Lease.class,
+            ReadRequest.Lease lease = assertInstanceOf(
+                    ReadRequest.Lease.class,
                     roundTrip(new ReadRequest.Lease(NS, keys, lengths, 0xFFFF_FFFFL, noChecksums), 2));
             assertEquals(keys, lease.keys());
             assertArrayEquals(lengths, lease.lengths());
@@ -78,13 +81,13 @@ class RequestCodecTest {
         assertEquals(new WriteRequest.Delete(NS, keys), roundTrip(new WriteRequest.Delete(NS, keys), 1));
         assertEquals(new WriteRequest.Clear(NS), roundTrip(new WriteRequest.Clear(NS), 1));
         assertEquals(new WriteRequest.ClearAll(), roundTrip(new WriteRequest.ClearAll(), 1));
-        WriteRequest.Reserve reserve = assertInstanceOf(WriteRequest.Reserve.class,
-                roundTrip(new WriteRequest.Reserve(NS, keys, lengths, 60_000), 2));
+        WriteRequest.Reserve reserve = assertInstanceOf(
+                WriteRequest.Reserve.class, roundTrip(new WriteRequest.Reserve(NS, keys, lengths, 60_000), 2));
         assertEquals(keys, reserve.keys());
         assertArrayEquals(lengths, reserve.lengths());
         assertEquals(60_000, reserve.holdMillis());
-        WriteRequest.Commit commit = assertInstanceOf(WriteRequest.Commit.class,
-                roundTrip(new WriteRequest.Commit(9, new int[] {1, -1, 0}), 2));
+        WriteRequest.Commit commit = assertInstanceOf(
+                WriteRequest.Commit.class, roundTrip(new WriteRequest.Commit(9, new int[] {1, -1, 0}), 2));
         assertEquals(9, commit.reservationId());
         assertArrayEquals(new int[] {1, -1, 0}, commit.crcs());
         assertEquals(new AdminRequest.Stats(), roundTrip(new AdminRequest.Stats(), 1));
@@ -95,9 +98,11 @@ class RequestCodecTest {
         Map<String, String> settings = new LinkedHashMap<>();
         settings.put("file.root", "/tmp/x");
         settings.put("file.fsync", "true");
-        assertEquals(new AdminRequest.StoreAttach("file", settings),
+        assertEquals(
+                new AdminRequest.StoreAttach("file", settings),
                 roundTrip(new AdminRequest.StoreAttach("file", settings), 1));
-        assertEquals(new Hello(1, "token", WireChecksum.CRC32C), roundTrip(new Hello(1, "token", WireChecksum.CRC32C), 1));
+        assertEquals(
+                new Hello(1, "token", WireChecksum.CRC32C), roundTrip(new Hello(1, "token", WireChecksum.CRC32C), 1));
         assertEquals(new Hello(2, "", WireChecksum.CRC32), roundTrip(new Hello(2, "", WireChecksum.CRC32), 2));
     }
 
@@ -110,8 +115,8 @@ class RequestCodecTest {
         try {
             frame.skipBytes(4);
             FrameHeader h = FrameHeader.read(frame);
-            WriteRequest.Put put = assertInstanceOf(WriteRequest.Put.class,
-                    new RequestDecoder(1, 68 << 20, Codec::readNamespace).decode(h, frame));
+            WriteRequest.Put put = assertInstanceOf(
+                    WriteRequest.Put.class, new RequestDecoder(1, 68 << 20, Codec::readNamespace).decode(h, frame));
             assertEquals(keys, put.keys());
             assertArrayEquals(new int[] {2, 4}, put.lengths());
             assertArrayEquals(new int[] {11, 22}, put.crcs());
@@ -134,8 +139,8 @@ class RequestCodecTest {
         assertFalse(v2.defines(Wire.GET | Wire.RESPONSE), "an answer's op is no request");
 
         ByteBuf trailing = Unpooled.buffer().writeLong(5).writeByte(0);
-        ProtocolException e = assertThrows(ProtocolException.class,
-                () -> v1.decode(new FrameHeader(Wire.RELEASE, 0, 1, 0), trailing));
+        ProtocolException e = assertThrows(
+                ProtocolException.class, () -> v1.decode(new FrameHeader(Wire.RELEASE, 0, 1, 0), trailing));
         assertEquals(Wire.E_MALFORMED, e.code());
         assertTrue(e.getMessage().contains("1 bytes after the end of the request"), e.getMessage());
 
@@ -152,7 +157,8 @@ class RequestCodecTest {
 
         ByteBuf store = Unpooled.buffer().writeByte(3);
         assertTrue(RequestDecoder.isAdminOperation(Wire.STORE, store), "an undefined STORE is not SHOW: admin's");
-        assertFalse(RequestDecoder.isAdminOperation(Wire.STORE, Unpooled.buffer().writeByte(Wire.STORE_SHOW)));
+        assertFalse(
+                RequestDecoder.isAdminOperation(Wire.STORE, Unpooled.buffer().writeByte(Wire.STORE_SHOW)));
         e = assertThrows(ProtocolException.class, () -> v1.decode(new FrameHeader(Wire.STORE, 0, 1, 0), store));
         assertTrue(e.getMessage().contains("STORE sub-operation 3 is not defined"), e.getMessage());
     }
@@ -160,12 +166,28 @@ class RequestCodecTest {
     @Test
     void helloErrorsCarryTheirCodes() {
         ByteBuf version3 = Unpooled.buffer().writeInt(Wire.MAGIC).writeShort(3);
-        assertEquals(Wire.E_VERSION, assertThrows(ProtocolException.class, () -> Hello.read(version3)).code());
+        assertEquals(
+                Wire.E_VERSION,
+                assertThrows(ProtocolException.class, () -> Hello.read(version3))
+                        .code());
         ByteBuf badMagic = Unpooled.buffer().writeInt(1).writeShort(1);
-        assertEquals(Wire.E_MALFORMED, assertThrows(ProtocolException.class, () -> Hello.read(badMagic)).code());
+        assertEquals(
+                Wire.E_MALFORMED,
+                assertThrows(ProtocolException.class, () -> Hello.read(badMagic))
+                        .code());
         ByteBuf longToken = Unpooled.buffer().writeInt(Wire.MAGIC).writeShort(1).writeShort(Codec.MAX_STRING_BYTES + 1);
-        assertEquals(Wire.E_TOO_LARGE, assertThrows(ProtocolException.class, () -> Hello.read(longToken)).code());
-        ByteBuf badChecksum = Unpooled.buffer().writeInt(Wire.MAGIC).writeShort(2).writeShort(0).writeByte(9);
-        assertEquals(Wire.E_MALFORMED, assertThrows(ProtocolException.class, () -> Hello.read(badChecksum)).code());
+        assertEquals(
+                Wire.E_TOO_LARGE,
+                assertThrows(ProtocolException.class, () -> Hello.read(longToken))
+                        .code());
+        ByteBuf badChecksum = Unpooled.buffer()
+                .writeInt(Wire.MAGIC)
+                .writeShort(2)
+                .writeShort(0)
+                .writeByte(9);
+        assertEquals(
+                Wire.E_MALFORMED,
+                assertThrows(ProtocolException.class, () -> Hello.read(badChecksum))
+                        .code());
     }
 }

@@ -16,10 +16,28 @@ import org.junit.jupiter.api.Test;
 class WireCodesTest {
     @Test
     void pageStatusesHaveTheDocumentedCodes() {
-        Map<PageStatus, Integer> documented = Map.of(PageStatus.OK, 0, PageStatus.EXISTS, 1, PageStatus.MISS, 2,
-                PageStatus.CORRUPT, 3, PageStatus.SIZE_MISMATCH, 4, PageStatus.REJECTED, 5, PageStatus.TIMED_OUT, 6,
-                PageStatus.CANCELLED, 7, PageStatus.FAILED, 8);
-        assertEquals(EnumSet.allOf(PageStatus.class), Set.copyOf(documented.keySet()),
+        Map<PageStatus, Integer> documented = Map.of(
+                PageStatus.OK,
+                0,
+                PageStatus.EXISTS,
+                1,
+                PageStatus.MISS,
+                2,
+                PageStatus.CORRUPT,
+                3,
+                PageStatus.SIZE_MISMATCH,
+                4,
+                PageStatus.REJECTED,
+                5,
+                PageStatus.TIMED_OUT,
+                6,
+                PageStatus.CANCELLED,
+                7,
+                PageStatus.FAILED,
+                8);
+        assertEquals(
+                EnumSet.allOf(PageStatus.class),
+                Set.copyOf(documented.keySet()),
                 "a new PageStatus needs a code in docs/protocol.md and in Wire");
         documented.forEach((status, code) -> {
             assertEquals(code.byteValue(), Wire.status(status), status.name());
@@ -59,8 +77,18 @@ class WireCodesTest {
         assertEquals(2, Wire.STORE_ATTACH);
         assertEquals(0x80, Wire.RESPONSE);
         assertEquals((byte) 0xFF, Wire.ERROR);
-        short[] errors = {Wire.E_MALFORMED, Wire.E_VERSION, Wire.E_AUTH, Wire.E_UNKNOWN_OP, Wire.E_TOO_LARGE, Wire.E_BUSY,
-            Wire.E_SHUTTING_DOWN, Wire.E_INTERNAL, Wire.E_TIMED_OUT, Wire.E_REFUSED};
+        short[] errors = {
+            Wire.E_MALFORMED,
+            Wire.E_VERSION,
+            Wire.E_AUTH,
+            Wire.E_UNKNOWN_OP,
+            Wire.E_TOO_LARGE,
+            Wire.E_BUSY,
+            Wire.E_SHUTTING_DOWN,
+            Wire.E_INTERNAL,
+            Wire.E_TIMED_OUT,
+            Wire.E_REFUSED
+        };
         for (int i = 0; i < errors.length; i++) {
             assertEquals(i + 1, errors[i]);
         }

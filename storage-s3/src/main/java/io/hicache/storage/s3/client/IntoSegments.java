@@ -40,13 +40,13 @@ import software.amazon.awssdk.services.s3.model.GetObjectResponse;
  */
 public final class IntoSegments implements AsyncResponseTransformer<GetObjectResponse, PageOutcome> {
     /** One destination: {@code target} receives the object's bytes from {@code objectOffset} on. */
-    public record Part(long objectOffset, MemorySegment target) {
-    }
+    public record Part(long objectOffset, MemorySegment target) {}
 
     /** Checks a body once all of it has landed: null when it is good, else why it is not. */
     @FunctionalInterface
     public interface Check {
-        @Nullable String problem(GetObjectResponse response);
+        @Nullable
+        String problem(GetObjectResponse response);
     }
 
     /**
@@ -55,7 +55,8 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
      */
     @FunctionalInterface
     public interface Screen {
-        @Nullable PageOutcome outcome(GetObjectResponse response, long objectLength);
+        @Nullable
+        PageOutcome outcome(GetObjectResponse response, long objectLength);
     }
 
     private static final Check NO_CHECK = response -> null;
@@ -74,8 +75,8 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
     /** The current attempt's headers: null until {@link #onResponse}. */
     private volatile @Nullable GetObjectResponse response;
 
-    private IntoSegments(List<Part> parts, long bodyStart, long bodyLength, long objectLength, Screen screen,
-            Check check) {
+    private IntoSegments(
+            List<Part> parts, long bodyStart, long bodyLength, long objectLength, Screen screen, Check check) {
         this.parts = List.copyOf(parts);
         this.bodyStart = bodyStart;
         this.bodyLength = bodyLength;
@@ -126,8 +127,8 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
         Long length = headers.contentLength();
         if (total != objectLength || length == null || length != bodyLength) {
             publisher.subscribe(new DiscardBody());
-            mine.complete(PageOutcome.of(PageStatus.SIZE_MISMATCH, "the object is " + total + " bytes, expected "
-                    + objectLength));
+            mine.complete(PageOutcome.of(
+                    PageStatus.SIZE_MISMATCH, "the object is " + total + " bytes, expected " + objectLength));
             return;
         }
         publisher.subscribe(new Scatter(mine, headers));
@@ -166,6 +167,7 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
         private final GetObjectResponse headers;
         /** Null until {@link #onSubscribe}, which comes before any other signal. */
         private @Nullable Subscription subscription;
+
         private long position = bodyStart;
         private int part;
 
@@ -187,9 +189,12 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
                 long chunkStart = position;
                 long chunkEnd = position + bytes.byteSize();
                 if (abandoned || chunkEnd > bodyStart + bodyLength) {
-                    Checks.checkNotNull(subscription, "the subscription onSubscribe() gave").cancel();
-                    outcome.complete(abandoned ? abandonedOutcome()
-                            : PageOutcome.of(PageStatus.FAILED, "the body is longer than its Content-Length"));
+                    Checks.checkNotNull(subscription, "the subscription onSubscribe() gave")
+                            .cancel();
+                    outcome.complete(
+                            abandoned
+                                    ? abandonedOutcome()
+                                    : PageOutcome.of(PageStatus.FAILED, "the body is longer than its Content-Length"));
                     return;
                 }
                 while (part < parts.size()) {
@@ -220,8 +225,9 @@ public final class IntoSegments implements AsyncResponseTransformer<GetObjectRes
                 if (abandoned) {
                     outcome.complete(abandonedOutcome());
                 } else if (position != bodyStart + bodyLength) {
-                    outcome.complete(PageOutcome.of(PageStatus.FAILED, "the body ended after " + (position - bodyStart)
-                            + " of " + bodyLength + " bytes"));
+                    outcome.complete(PageOutcome.of(
+                            PageStatus.FAILED,
+                            "the body ended after " + (position - bodyStart) + " of " + bodyLength + " bytes"));
                 } else {
                     String problem = check.problem(headers);
                     outcome.complete(problem == null ? PageOutcome.OK : PageOutcome.of(PageStatus.CORRUPT, problem));

@@ -38,11 +38,11 @@ public final class S3Clients {
     private static final class Loops {
         static final SdkEventLoopGroup SHARED = SdkEventLoopGroup.builder()
                 .numberOfThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-                .threadFactory(new DefaultThreadFactory("hicache-s3-netty", true)).build();
+                .threadFactory(new DefaultThreadFactory("hicache-s3-netty", true))
+                .build();
     }
 
-    private S3Clients() {
-    }
+    private S3Clients() {}
 
     /**
      * The asynchronous client: Netty connections up to {@code s3.concurrency} on the process's shared event loops,
@@ -55,8 +55,8 @@ public final class S3Clients {
      */
     public static S3AsyncClient build(S3Config config) {
         AwsCredentialsProvider credentials = config.accessKey().isPresent()
-                ? StaticCredentialsProvider.create(AwsBasicCredentials.create(config.accessKey().get(),
-                        config.secretKey().orElseThrow()))
+                ? StaticCredentialsProvider.create(AwsBasicCredentials.create(
+                        config.accessKey().get(), config.secretKey().orElseThrow()))
                 : DefaultCredentialsProvider.builder().build();
         S3AsyncClientBuilder builder = S3AsyncClient.builder()
                 .region(Region.of(config.region()))
@@ -76,9 +76,10 @@ public final class S3Clients {
                 .overrideConfiguration(o -> o.apiCallAttemptTimeout(config.requestTimeout())
                         .retryStrategy(r -> r.maxAttempts(config.maxAttempts())
                                 .retryOnException(S3Clients::unreadableResponse)
-                                .backoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
-                                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(Duration.ofMillis(200),
-                                        Duration.ofSeconds(5)))));
+                                .backoffStrategy(
+                                        BackoffStrategy.exponentialDelay(Duration.ofMillis(50), Duration.ofSeconds(2)))
+                                .throttlingBackoffStrategy(BackoffStrategy.exponentialDelay(
+                                        Duration.ofMillis(200), Duration.ofSeconds(5)))));
         config.endpoint().ifPresent(builder::endpointOverride);
         return builder.build();
     }
@@ -98,17 +99,21 @@ public final class S3Clients {
      * here, each with its own message.
      */
     public static void checkBucket(S3AsyncClient s3, S3Config config) {
-        String where = "bucket '" + config.bucket() + "'" + config.endpoint().map(e -> " at " + e).orElse(" on AWS ("
-                + config.region() + ")");
-        long waitNanos = config.requestTimeout().multipliedBy(config.maxAttempts() + 1).toNanos();
+        String where = "bucket '" + config.bucket() + "'"
+                + config.endpoint().map(e -> " at " + e).orElse(" on AWS (" + config.region() + ")");
+        long waitNanos =
+                config.requestTimeout().multipliedBy(config.maxAttempts() + 1).toNanos();
         try {
             s3.headBucket(b -> b.bucket(config.bucket())).get(waitNanos, TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "interrupted while checking " + where, e);
         } catch (TimeoutException e) {
-            throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "no answer about " + where + " within "
-                    + Duration.ofNanos(waitNanos).toSeconds() + " s", e);
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "no answer about " + where + " within "
+                            + Duration.ofNanos(waitNanos).toSeconds() + " s",
+                    e);
         } catch (ExecutionException | CompletionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, explain(cause, where, config), cause);
@@ -121,10 +126,13 @@ public final class S3Clients {
         }
         if (cause instanceof S3Exception s && (s.statusCode() == 403 || s.statusCode() == 401)) {
             return "access to " + where + " was refused (HTTP " + s.statusCode() + "): check "
-                    + (config.accessKey().isPresent() ? "s3.access-key and s3.secret-key" : "the credentials the SDK's "
-                            + "default chain found (environment, profile, instance role)");
+                    + (config.accessKey().isPresent()
+                            ? "s3.access-key and s3.secret-key"
+                            : "the credentials the SDK's "
+                                    + "default chain found (environment, profile, instance role)");
         }
-        if (cause instanceof SdkClientException && String.valueOf(cause.getMessage()).contains("credentials")) {
+        if (cause instanceof SdkClientException
+                && String.valueOf(cause.getMessage()).contains("credentials")) {
             return "no credentials for " + where + ": set s3.access-key and s3.secret-key, or provide them the way the "
                     + "AWS SDK looks for them (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, an instance role): "
                     + cause.getMessage();

@@ -30,18 +30,31 @@ import java.util.Optional;
  * @param maxAttempts     attempts per request (first try plus retries on throttling, server errors, timeouts)
  * @param connectTimeout  the most opening a connection may take
  */
-public record S3Config(String bucket, String prefix, Optional<URI> endpoint, String region, boolean pathStyle,
-        Optional<String> accessKey, Optional<String> secretKey, int concurrency, Duration requestTimeout, int maxAttempts,
+public record S3Config(
+        String bucket,
+        String prefix,
+        Optional<URI> endpoint,
+        String region,
+        boolean pathStyle,
+        Optional<String> accessKey,
+        Optional<String> secretKey,
+        int concurrency,
+        Duration requestTimeout,
+        int maxAttempts,
         Duration connectTimeout) {
     public static final Setting<String> BUCKET = Setting.string("s3.bucket", null, "the bucket (must exist)");
-    public static final Setting<String> PREFIX = Setting.string("s3.prefix", "hicache/",
-            "prefix of every object name; empty or ending in /");
-    public static final Setting<String> ENDPOINT = Setting.string("s3.endpoint", "",
-            "the service's URL (MinIO, Ceph, S3Proxy); empty for AWS");
+    public static final Setting<String> PREFIX =
+            Setting.string("s3.prefix", "hicache/", "prefix of every object name; empty or ending in /");
+    public static final Setting<String> ENDPOINT =
+            Setting.string("s3.endpoint", "", "the service's URL (MinIO, Ceph, S3Proxy); empty for AWS");
     public static final Setting<String> REGION = Setting.string("s3.region", "us-east-1", "the signing region");
-    public static final Setting<Boolean> PATH_STYLE = Setting.bool("s3.path-style", false,
+    public static final Setting<Boolean> PATH_STYLE = Setting.bool(
+            "s3.path-style",
+            false,
             "put the bucket in the path rather than the host name (MinIO, Ceph and S3Proxy usually want this)");
-    public static final Setting<String> ACCESS_KEY = Setting.string("s3.access-key", "",
+    public static final Setting<String> ACCESS_KEY = Setting.string(
+            "s3.access-key",
+            "",
             "access key; empty uses the SDK's default credentials chain (environment, profile, instance role)");
     public static final Setting<String> SECRET_KEY = Setting.string("s3.secret-key", "", "secret of s3.access-key");
     /**
@@ -51,41 +64,66 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
      * machine, where the CPU shared by client and server bounds a batch first.
      */
     public static final int CONCURRENCY_DEFAULT = 128;
-    public static final Setting<Integer> CONCURRENCY = Setting.integer("s3.concurrency", CONCURRENCY_DEFAULT, 1, 4096,
-            "requests in flight at once, across all calls");
-    public static final Setting<Duration> REQUEST_TIMEOUT = Setting.duration("s3.request-timeout", "10s",
-            "the most one attempt of one request may take");
-    public static final Setting<Integer> MAX_ATTEMPTS = Setting.integer("s3.max-attempts", 3, 1, 20,
+
+    public static final Setting<Integer> CONCURRENCY = Setting.integer(
+            "s3.concurrency", CONCURRENCY_DEFAULT, 1, 4096, "requests in flight at once, across all calls");
+    public static final Setting<Duration> REQUEST_TIMEOUT =
+            Setting.duration("s3.request-timeout", "10s", "the most one attempt of one request may take");
+    public static final Setting<Integer> MAX_ATTEMPTS = Setting.integer(
+            "s3.max-attempts",
+            3,
+            1,
+            20,
             "attempts per request: the first try plus retries on throttling, server errors and timeouts");
-    public static final Setting<Duration> CONNECT_TIMEOUT = Setting.duration("s3.connect-timeout", "2s",
-            "the most opening a connection may take");
+    public static final Setting<Duration> CONNECT_TIMEOUT =
+            Setting.duration("s3.connect-timeout", "2s", "the most opening a connection may take");
 
     /** The environment variable NIXL's OBJ plugin and SGLang's HiCacheNixl read the bucket from when none is given. */
     public static final String BUCKET_ENV = "AWS_DEFAULT_BUCKET";
 
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(BUCKET, PREFIX, ENDPOINT, REGION, PATH_STYLE, ACCESS_KEY,
-            SECRET_KEY, CONCURRENCY, REQUEST_TIMEOUT, MAX_ATTEMPTS, CONNECT_TIMEOUT);
+    public static final List<Setting<?>> SETTINGS = List.of(
+            BUCKET,
+            PREFIX,
+            ENDPOINT,
+            REGION,
+            PATH_STYLE,
+            ACCESS_KEY,
+            SECRET_KEY,
+            CONCURRENCY,
+            REQUEST_TIMEOUT,
+            MAX_ATTEMPTS,
+            CONNECT_TIMEOUT);
 
     public S3Config {
         Checks.checkNotNull(bucket, "bucket");
-        Checks.requireArgument(bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"),
-                "s3.bucket '%s' is not a valid bucket name (3 to 63 lowercase letters, digits, '.' and '-')", bucket);
+        Checks.requireArgument(
+                bucket.matches("[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]"),
+                "s3.bucket '%s' is not a valid bucket name (3 to 63 lowercase letters, digits, '.' and '-')",
+                bucket);
         Checks.checkNotNull(prefix, "prefix");
-        Checks.requireArgument(prefix.isEmpty() || (prefix.endsWith("/") && !prefix.startsWith("/")),
-                "s3.prefix '%s' must be empty or end in '/' (and not start with one)", prefix);
+        Checks.requireArgument(
+                prefix.isEmpty() || (prefix.endsWith("/") && !prefix.startsWith("/")),
+                "s3.prefix '%s' must be empty or end in '/' (and not start with one)",
+                prefix);
         Checks.requireArgument(prefix.length() <= 512, "s3.prefix is %d characters, over 512", prefix.length());
         Checks.checkNotNull(endpoint, "endpoint");
-        endpoint.ifPresent(uri -> Checks.requireArgument(uri.getScheme() != null && uri.getHost() != null
-                && (uri.getScheme().equals("http") || uri.getScheme().equals("https")),
-                "s3.endpoint '%s' must be an http or https URL", uri));
+        endpoint.ifPresent(uri -> Checks.requireArgument(
+                uri.getScheme() != null
+                        && uri.getHost() != null
+                        && (uri.getScheme().equals("http") || uri.getScheme().equals("https")),
+                "s3.endpoint '%s' must be an http or https URL",
+                uri));
         Checks.requireArgument(region != null && !region.isBlank(), "s3.region must be set");
-        Checks.requireArgument(accessKey.isPresent() == secretKey.isPresent(),
+        Checks.requireArgument(
+                accessKey.isPresent() == secretKey.isPresent(),
                 "s3.access-key and s3.secret-key go together: give both or neither");
         Checks.checkPositive(concurrency, "concurrency");
-        Checks.requireArgument(!requestTimeout.isNegative() && !requestTimeout.isZero(), "s3.request-timeout must be positive");
+        Checks.requireArgument(
+                !requestTimeout.isNegative() && !requestTimeout.isZero(), "s3.request-timeout must be positive");
         Checks.checkPositive(maxAttempts, "maxAttempts");
-        Checks.requireArgument(!connectTimeout.isNegative() && !connectTimeout.isZero(), "s3.connect-timeout must be positive");
+        Checks.requireArgument(
+                !connectTimeout.isNegative() && !connectTimeout.isZero(), "s3.connect-timeout must be positive");
     }
 
     /**
@@ -97,10 +135,18 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
         String bucket = settings.get(BUCKET);
         return settings.read(s -> {
             String endpoint = s.get(ENDPOINT).trim();
-            return new S3Config(bucket.trim(), s.get(PREFIX), endpoint.isEmpty() ? Optional.empty()
-                    : Optional.of(URI.create(endpoint)), s.get(REGION), s.get(PATH_STYLE),
-                    nonEmpty(s.get(ACCESS_KEY)), nonEmpty(s.get(SECRET_KEY)), s.get(CONCURRENCY),
-                    s.get(REQUEST_TIMEOUT), s.get(MAX_ATTEMPTS), s.get(CONNECT_TIMEOUT));
+            return new S3Config(
+                    bucket.trim(),
+                    s.get(PREFIX),
+                    endpoint.isEmpty() ? Optional.empty() : Optional.of(URI.create(endpoint)),
+                    s.get(REGION),
+                    s.get(PATH_STYLE),
+                    nonEmpty(s.get(ACCESS_KEY)),
+                    nonEmpty(s.get(SECRET_KEY)),
+                    s.get(CONCURRENCY),
+                    s.get(REQUEST_TIMEOUT),
+                    s.get(MAX_ATTEMPTS),
+                    s.get(CONNECT_TIMEOUT));
         });
     }
 
@@ -133,18 +179,48 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
 
     /** A store on {@code endpoint} (path style) with explicit keys and the defaults otherwise: for tests. */
     public static S3Config local(URI endpoint, String bucket, String accessKey, String secretKey) {
-        return new S3Config(bucket, "hicache/", Optional.of(endpoint), "us-east-1", true, Optional.of(accessKey),
-                Optional.of(secretKey), CONCURRENCY_DEFAULT, Duration.ofSeconds(10), 3, Duration.ofSeconds(2));
+        return new S3Config(
+                bucket,
+                "hicache/",
+                Optional.of(endpoint),
+                "us-east-1",
+                true,
+                Optional.of(accessKey),
+                Optional.of(secretKey),
+                CONCURRENCY_DEFAULT,
+                Duration.ofSeconds(10),
+                3,
+                Duration.ofSeconds(2));
     }
 
     public S3Config withTimeouts(Duration request, int attempts) {
-        return new S3Config(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, concurrency, request,
-                attempts, connectTimeout);
+        return new S3Config(
+                bucket,
+                prefix,
+                endpoint,
+                region,
+                pathStyle,
+                accessKey,
+                secretKey,
+                concurrency,
+                request,
+                attempts,
+                connectTimeout);
     }
 
     public S3Config withConcurrency(int requests) {
-        return new S3Config(bucket, prefix, endpoint, region, pathStyle, accessKey, secretKey, requests,
-                requestTimeout, maxAttempts, connectTimeout);
+        return new S3Config(
+                bucket,
+                prefix,
+                endpoint,
+                region,
+                pathStyle,
+                accessKey,
+                secretKey,
+                requests,
+                requestTimeout,
+                maxAttempts,
+                connectTimeout);
     }
 
     private static Optional<String> nonEmpty(String s) {
@@ -154,8 +230,9 @@ public record S3Config(String bucket, String prefix, Optional<URI> endpoint, Str
     /** The secret is never printed. */
     @Override
     public String toString() {
-        return "S3Config[bucket=" + bucket + ", prefix=" + prefix + ", endpoint=" + endpoint.map(URI::toString)
-                .orElse("AWS") + ", region=" + region + ", pathStyle=" + pathStyle + ", credentials="
+        return "S3Config[bucket=" + bucket + ", prefix=" + prefix + ", endpoint="
+                + endpoint.map(URI::toString).orElse("AWS") + ", region=" + region + ", pathStyle=" + pathStyle
+                + ", credentials="
                 + (accessKey.isPresent() ? "explicit" : "default chain") + ", concurrency=" + concurrency
                 + ", requestTimeout=" + requestTimeout + ", maxAttempts=" + maxAttempts + "]";
     }

@@ -15,7 +15,6 @@ import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferRequest;
 import io.hicache.transfer.kit.TransferPatterns;
 import io.hicache.transfer.spi.MemoryKind;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -69,8 +68,10 @@ public class CudaIpcTransportKit {
         MemorySegment pattern = arena.allocate(BYTES, 4096);
         TransferPatterns.fill(pattern, LOCAL_SEED);
         localMemory.upload(pattern, 0);
-        local = TransferEngine.open(TransferConfig.defaults("kit-local").withShmDir(shmDir)
-                .withTransports(List.of("cuda-ipc", "shm")).withTimeouts(2_000, 1_000, 500));
+        local = TransferEngine.open(TransferConfig.defaults("kit-local")
+                .withShmDir(shmDir)
+                .withTransports(List.of("cuda-ipc", "shm"))
+                .withTimeouts(2_000, 1_000, 500));
         localRegion = local.registerDevice("local", localMemory.address(), BYTES);
         local.registerShared("aux", 4096);
         segment = local.openSegment(IpcPeer.address(child), Duration.ofSeconds(10));
@@ -140,7 +141,9 @@ public class CudaIpcTransportKit {
             }
             run(requests);
             assertEquals(-1L, download().mismatch(localModel), "round " + round + ": local device bytes");
-            assertEquals(IpcPeerMain.crc(remoteModel), Long.parseLong(IpcPeer.ask(child, "crc 0 " + BYTES, "crc")),
+            assertEquals(
+                    IpcPeerMain.crc(remoteModel),
+                    Long.parseLong(IpcPeer.ask(child, "crc 0 " + BYTES, "crc")),
                     "round " + round + ": the peer's device bytes");
         }
     }
@@ -148,9 +151,12 @@ public class CudaIpcTransportKit {
     @Test
     void requestsOutsideTheRegionOrFromHostMemoryFailAtOnce() throws Exception {
         LocalRegion host = local.register("host", arena.allocate(1 << 20, 4096));
-        TransferBatch batch = local.submit(segment, List.of(
-                TransferRequest.write(localRegion.memory().asSlice(0, 4096), "kv", BYTES - 100),
-                TransferRequest.write(host.memory().asSlice(0, 4096), "kv", 0)), Deadline.after(Duration.ofSeconds(5)));
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(
+                        TransferRequest.write(localRegion.memory().asSlice(0, 4096), "kv", BYTES - 100),
+                        TransferRequest.write(host.memory().asSlice(0, 4096), "kv", 0)),
+                Deadline.after(Duration.ofSeconds(5)));
         assertTrue(batch.await(Duration.ofSeconds(10)));
         assertEquals(RequestState.FAILED, batch.state(0));
         assertTrue(batch.reason(0).contains("outside region"), batch.reason(0));
@@ -163,8 +169,10 @@ public class CudaIpcTransportKit {
         run(List.of(TransferRequest.write(localRegion.memory().asSlice(0, 1 << 20), "kv", 0)));
         long millis = Long.parseLong(IpcPeer.ask(child, "unregister", "unregistered"));
         assertTrue(millis < 1_500, "the mapping was given back in " + millis + " ms, not at the 2 s timeout");
-        TransferBatch batch = local.submit(segment, List.of(TransferRequest.write(localRegion.memory().asSlice(0,
-                4096), "kv", 0)), Deadline.after(Duration.ofSeconds(5)));
+        TransferBatch batch = local.submit(
+                segment,
+                List.of(TransferRequest.write(localRegion.memory().asSlice(0, 4096), "kv", 0)),
+                Deadline.after(Duration.ofSeconds(5)));
         assertTrue(batch.await(Duration.ofSeconds(10)));
         assertEquals(RequestState.FAILED, batch.state(0), "a write into an unregistered region");
         assertTrue(batch.reason(0).contains("unregistered"), batch.reason(0));
@@ -199,8 +207,8 @@ public class CudaIpcTransportKit {
         while (System.nanoTime() - until < 0 && (killer.isAlive() || batches.size() < 3)) {
             List<TransferRequest> writes = new ArrayList<>();
             for (int i = 0; i < 32; i++) {
-                writes.add(TransferRequest.write(localRegion.memory().asSlice(i * (1L << 20), 1 << 20), "kv",
-                        i * (1L << 20)));
+                writes.add(TransferRequest.write(
+                        localRegion.memory().asSlice(i * (1L << 20), 1 << 20), "kv", i * (1L << 20)));
             }
             batches.add(local.submit(segment, writes, Deadline.after(Duration.ofSeconds(5))));
         }
@@ -216,8 +224,9 @@ public class CudaIpcTransportKit {
         }
         assertTrue(failed > 0, "requests after the kill fail (of " + batches.size() + " batches)");
         localMemory.synchronize();
-        assertTrue(TransferPatterns.matches(download(), LOCAL_SEED, 0, BYTES), "this process's device memory is "
-                + "intact and its context usable");
+        assertTrue(
+                TransferPatterns.matches(download(), LOCAL_SEED, 0, BYTES),
+                "this process's device memory is " + "intact and its context usable");
         // a new peer is reachable as before
         child = IpcPeer.start(shmDir, BYTES, REMOTE_SEED);
         segment = local.openSegment(IpcPeer.address(child), Duration.ofSeconds(10));

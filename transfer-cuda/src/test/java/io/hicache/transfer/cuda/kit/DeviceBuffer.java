@@ -66,8 +66,8 @@ public final class DeviceBuffer implements AutoCloseable {
             enablePeerAccess(to.context, context);
         }
         JCudaDriver.cuCtxSetCurrent(context);
-        JCudaDriver.cuMemcpyPeer(to.pointer.withByteOffset(toOffset), to.context, pointer.withByteOffset(fromOffset),
-                context, length);
+        JCudaDriver.cuMemcpyPeer(
+                to.pointer.withByteOffset(toOffset), to.context, pointer.withByteOffset(fromOffset), context, length);
     }
 
     private static void enablePeerAccess(CUcontext from, CUcontext to) {

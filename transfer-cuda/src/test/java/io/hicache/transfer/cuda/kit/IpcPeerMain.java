@@ -25,16 +25,17 @@ import java.util.zip.CRC32C;
  * closes. Arguments: shared-memory folder, kv bytes, seed, device ordinal.
  */
 public final class IpcPeerMain {
-    private IpcPeerMain() {
-    }
+    private IpcPeerMain() {}
 
     public static void main(String[] args) throws Exception {
         Path shmDir = Path.of(args[0]);
         long bytes = Long.parseLong(args[1]);
         long seed = Long.parseLong(args[2]);
         int ordinal = Integer.parseInt(args[3]);
-        TransferConfig config = TransferConfig.defaults("ipc-peer").withTransports(List.of("cuda-ipc", "shm"))
-                .withShmDir(shmDir).withTimeouts(2_000, 1_000, 500);
+        TransferConfig config = TransferConfig.defaults("ipc-peer")
+                .withTransports(List.of("cuda-ipc", "shm"))
+                .withShmDir(shmDir)
+                .withTimeouts(2_000, 1_000, 500);
         try (DeviceBuffer kv = DeviceBuffer.allocate(ordinal, bytes);
                 TransferEngine engine = TransferEngine.open(config)) {
             fill(kv, seed);
