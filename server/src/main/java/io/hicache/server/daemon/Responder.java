@@ -2,11 +2,14 @@ package io.hicache.server.daemon;
 
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.FrameHeader;
+import io.hicache.storage.remote.protocol.ProtocolException;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Writes one connection's answers: response frames with their request's id, ERROR frames, and the closing of the
@@ -35,6 +38,27 @@ final class Responder {
     /** Whether the connection is closing after a fatal ERROR: frames still arriving are dropped unread. */
     boolean closing() {
         return closing;
+    }
+
+    /**
+     * The header of a frame that arrived, counted in the bytes in; null when the frame is not to run (the connection is
+     * closing, or the header is malformed, which answers ERROR MALFORMED and closes it), in which case the frame is
+     * released here. Otherwise the caller owns the frame.
+     */
+    @Nullable
+    FrameHeader receive(ByteBuf frame) {
+        if (closing) {
+            frame.release();
+            return null;
+        }
+        metrics.bytesIn.inc(frame.readableBytes() + 4L);
+        try {
+            return FrameHeader.read(frame);
+        } catch (ProtocolException e) {
+            frame.release();
+            failAndClose(0, Wire.E_MALFORMED, e.getMessage());
+            return null;
+        }
     }
 
     /** A response buffer to {@code op}, its header written (the length is filled in by {@link #send}). */

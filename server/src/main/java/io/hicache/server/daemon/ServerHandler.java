@@ -105,17 +105,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf frame = (ByteBuf) msg;
-        if (out.closing()) {
-            frame.release();
-            return;
-        }
-        server.metrics.bytesIn.inc(frame.readableBytes() + 4L);
-        FrameHeader header;
-        try {
-            header = FrameHeader.read(frame);
-        } catch (ProtocolException e) {
-            frame.release();
-            out.failAndClose(0, Wire.E_MALFORMED, e.getMessage());
+        FrameHeader header = out.receive(frame);
+        if (header == null) {
             return;
         }
         int op = header.op();
