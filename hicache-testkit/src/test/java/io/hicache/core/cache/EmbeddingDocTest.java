@@ -1,9 +1,14 @@
 package io.hicache.core.cache;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.PrintStream;
 import java.lang.reflect.Method;
 import java.net.URL;
@@ -11,8 +16,10 @@ import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -47,19 +54,95 @@ class EmbeddingDocTest {
         assertEquals(List.of("rank 0:" + turns, "rank 1:" + turns), lines);
     }
 
+    /**
+     * The README's QuickStart, compiled, then run by the README's own {@code java} line in a JVM of its own: no flag
+     * but those the line has (issue 37: it once needed seven that no document named). It leaves nothing in /dev/shm.
+     */
     @Test
-    void theReadmeQuickStartCompilesAndRuns() throws Exception {
-        List<String> lines = compileAndRun(Path.of("..", "README.md"));
-        assertTrue(lines.contains("cached tokens: 64"), lines::toString);
+    void theReadmeQuickStartRunsAsWrittenAndCleansUp() throws Exception {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm), "the QuickStart puts its host tier in /dev/shm");
+        Path folder = shm.resolve("hicache-quickstart");
+        assumeFalse(Files.exists(folder), folder + " exists already (another run, or one told --keep)");
+        compile(Path.of("..", "README.md"), "QuickStart");
+        Run run = runReadmeLine(List.of());
+        assertEquals(0, run.status(), run::output);
+        assertTrue(run.output().lines().anyMatch("cached tokens: 64"::equals), run::output);
+        assertFalse(run.output().contains("Exception"), run::output);
+        assertFalse(Files.exists(folder), () -> "the QuickStart left " + folder + " behind");
     }
 
-    /** The first java block of {@code docPath}, compiled and run with a host folder as its argument; what it printed. */
-    private List<String> compileAndRun(Path docPath) throws Exception {
-        return compileAndRun(docPath, null);
+    /** Without the flags, the QuickStart fails with one message naming each one it lacks, not deep in Chronicle. */
+    @Test
+    void withoutTheFlagsTheErrorNamesThem() throws Exception {
+        assumeTrue(Files.isDirectory(Path.of("/dev/shm")), "the QuickStart puts its host tier in /dev/shm");
+        compile(Path.of("..", "README.md"), "QuickStart");
+        Run run = run(List.of(
+                javaBinary(), "-cp", System.getProperty("java.class.path") + File.pathSeparator + dir, "QuickStart"));
+        assertNotEquals(0, run.status(), run::output);
+        for (String flag : List.of(
+                "--add-opens=java.base/java.lang=ALL-UNNAMED",
+                "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED")) {
+            assertTrue(run.output().contains(flag), () -> "the error does not name " + flag + ":\n" + run.output());
+        }
+        assertFalse(run.output().contains("InaccessibleObjectException"), run::output);
     }
 
-    /** As above, for the java block that declares public class {@code className} (null: the first block). */
+    private record Run(int status, String output) {}
+
+    /**
+     * The {@code java} line of the README's shell block marked {@code docs-check: test EmbeddingDocTest}, with
+     * {@code $CP} this test's class path and {@code java} this JDK's, run in the folder the example was compiled to.
+     */
+    private Run runReadmeLine(List<String> extraArgs) throws Exception {
+        String readme = Files.readString(Path.of("..", "README.md"));
+        int marker = readme.indexOf("<!-- docs-check: test EmbeddingDocTest -->");
+        assertTrue(marker >= 0, "the README has no block marked for this test");
+        Matcher block = Pattern.compile("```sh\\n(.*?)```", Pattern.DOTALL).matcher(readme);
+        assertTrue(block.find(marker), "no shell block after the marker");
+        String line = block.group(1)
+                .lines()
+                .filter(l -> l.startsWith("java "))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("the block has no java line: " + block.group(1)));
+        String classPath = System.getProperty("java.class.path");
+        List<String> command = new ArrayList<>();
+        for (String word : line.trim().split("\\s+")) {
+            command.add(word.replace("\"", "").replace("$CP", classPath));
+        }
+        command.set(0, javaBinary());
+        command.addAll(extraArgs);
+        return run(command);
+    }
+
+    private Run run(List<String> command) throws Exception {
+        ProcessBuilder builder =
+                new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
+        // Nothing but the command line: no options slipped in through the environment.
+        builder.environment().remove("JDK_JAVA_OPTIONS");
+        builder.environment().remove("JAVA_TOOL_OPTIONS");
+        Process process = builder.start();
+        byte[] output = process.getInputStream().readAllBytes();
+        assertTrue(process.waitFor(120, TimeUnit.SECONDS), "the QuickStart did not end");
+        return new Run(process.exitValue(), new String(output, StandardCharsets.UTF_8));
+    }
+
+    private static String javaBinary() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    /**
+     * The java block of {@code docPath} that declares public class {@code className}, compiled and run in this JVM
+     * with a host folder as its argument; what it printed.
+     */
     private List<String> compileAndRun(Path docPath, String className) throws Exception {
+        String mainClass = compile(docPath, className);
+        return runInThisJvm(mainClass);
+    }
+
+    /** Compiles the java block of {@code docPath} that declares {@code className} (null: the first) into the folder. */
+    private String compile(Path docPath, String className) throws Exception {
         String doc = Files.readString(docPath);
         Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(doc);
         do {
@@ -82,14 +165,18 @@ class EmbeddingDocTest {
                 System.getProperty("java.class.path"),
                 file.toString());
         assertEquals(0, status, () -> "the example does not compile:\n" + errors.toString(StandardCharsets.UTF_8));
+        return name.group(1);
+    }
 
+    /** Runs {@code mainClass}'s main in this JVM with a host folder as its argument; what it printed. */
+    private List<String> runInThisJvm(String mainClass) throws Exception {
         Path hostDir = Files.createTempDirectory(
                 Files.isDirectory(Path.of("/dev/shm")) ? Path.of("/dev/shm") : dir, "hicache-doc");
         PrintStream out = System.out;
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
         try (URLClassLoader loader =
                 new URLClassLoader(new URL[] {dir.toUri().toURL()}, getClass().getClassLoader())) {
-            Method main = loader.loadClass(name.group(1)).getMethod("main", String[].class);
+            Method main = loader.loadClass(mainClass).getMethod("main", String[].class);
             System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
             main.invoke(null, (Object) new String[] {hostDir.toString()});
         } finally {

@@ -40,6 +40,27 @@ final class HostIndex implements AutoCloseable {
     private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
     private static final ThreadLocal<byte[]> VALUE_BUFFER = ThreadLocal.withInitial(() -> new byte[VALUE_BYTES]);
 
+    /**
+     * What Chronicle Map reaches into the JDK for, as JVM flags: without them it fails deep inside with an
+     * InaccessibleObjectException or IllegalAccessError. Chronicle's run-time javac (and the jdk.compiler export it
+     * needed) is gone: the value class it would compile ships in this jar (src/build/ChronicleValueClasses.java).
+     */
+    static final List<String> REQUIRED_JVM_FLAGS = List.of(
+            "--add-opens=java.base/java.lang=ALL-UNNAMED",
+            "--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+            "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED");
+
+    static {
+        // Chronicle's usage analytics and start-up announcement stay off unless the embedder asked for them: HiCache
+        // sends nothing to any address it was not given, and that should not depend on two -D flags.
+        if (System.getProperty("chronicle.analytics.disable") == null) {
+            System.setProperty("chronicle.analytics.disable", "true");
+        }
+        if (System.getProperty("chronicle.announcer.disable") == null) {
+            System.setProperty("chronicle.announcer.disable", "true");
+        }
+    }
+
     /** One index entry, decoded. */
     record Entry(byte[] key, int state, int slot, int checksum) {}
 
@@ -63,6 +84,7 @@ final class HostIndex implements AutoCloseable {
      * half written.
      */
     static HostIndex open(Path file, int entries, boolean recover) {
+        requireJvmFlags();
         try {
             ChronicleMapBuilder<byte[], byte[]> b = builder(entries);
             return new HostIndex(
@@ -71,6 +93,38 @@ final class HostIndex implements AutoCloseable {
             throw new HiCacheException(
                     ErrorCode.HOST_POOL_UNAVAILABLE, "cannot open the host pool index " + file + ": " + e, e);
         }
+    }
+
+    /**
+     * @throws HiCacheException {@link ErrorCode#HOST_POOL_UNAVAILABLE} naming each of {@link #REQUIRED_JVM_FLAGS}
+     *     this JVM was started without
+     */
+    static void requireJvmFlags() {
+        List<String> missing = missingJvmFlags();
+        if (!missing.isEmpty()) {
+            throw new HiCacheException(
+                    ErrorCode.HOST_POOL_UNAVAILABLE,
+                    "the host tier's index (Chronicle Map) needs JVM flags this JVM was started without: "
+                            + String.join(" ", missing)
+                            + "; add them to the java command line (README, 'Embed it')");
+        }
+    }
+
+    /** Those of {@link #REQUIRED_JVM_FLAGS} this JVM lacks, for Chronicle's module (the class path's, usually). */
+    static List<String> missingJvmFlags() {
+        Module chronicle = ChronicleMapBuilder.class.getModule();
+        Module base = Object.class.getModule();
+        List<String> missing = new ArrayList<>();
+        if (!base.isOpen("java.lang", chronicle)) {
+            missing.add(REQUIRED_JVM_FLAGS.get(0));
+        }
+        if (!base.isOpen("java.lang.reflect", chronicle)) {
+            missing.add(REQUIRED_JVM_FLAGS.get(1));
+        }
+        if (!base.isExported("sun.nio.ch", chronicle)) {
+            missing.add(REQUIRED_JVM_FLAGS.get(2));
+        }
+        return missing;
     }
 
     /** The index key of {@code key}. */

@@ -24,6 +24,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 import org.jspecify.annotations.Nullable;
 
@@ -172,6 +173,9 @@ public final class HostPagePool implements AutoCloseable {
                     mappings.close();
                 }
                 releaseLock();
+                if (!config.keep()) {
+                    removeFiles();
+                }
             }
         }
         LOG.log(
@@ -204,6 +208,7 @@ public final class HostPagePool implements AutoCloseable {
      */
     public static HostPagePool open(HostPoolConfig config, PageFormat format, int capacity, DeviceRuntime runtime) {
         Checks.checkNotNull(config, "config");
+        HostIndex.requireJvmFlags(); // before any file is made
         Checks.checkNotNull(format, "format");
         Checks.checkNotNull(runtime, "runtime");
         Checks.checkPositive(capacity, "capacity");
@@ -569,6 +574,29 @@ public final class HostPagePool implements AutoCloseable {
                     e);
         } finally {
             releaseLock();
+            if (!config.keep()) {
+                removeFiles();
+            }
+        }
+    }
+
+    /** {@code host.keep=false}: the pool's files go with it, and its folder too if that is left empty. */
+    private void removeFiles() {
+        Path dir = config.dir();
+        for (String suffix : List.of(".slab", ".slots", ".index", ".meta", ".lock")) {
+            Path f = dir.resolve(config.name() + suffix);
+            try {
+                Files.deleteIfExists(f);
+            } catch (IOException e) {
+                LOG.log(Level.WARNING, "host pool: cannot delete " + f + " (host.keep=false): " + e);
+            }
+        }
+        try (Stream<Path> left = Files.list(dir)) {
+            if (left.findAny().isEmpty()) {
+                Files.deleteIfExists(dir);
+            }
+        } catch (IOException e) {
+            // a folder that cannot be listed or removed is left as it is: it held more than this pool
         }
     }
 

@@ -20,9 +20,10 @@ import java.util.List;
  * @param dir                folder of the slab, index and meta files; a tmpfs so CUDA can pin the slab
  * @param name               file name prefix, so several pools can share a folder
  * @param memoryReserveBytes host memory to leave free beyond the slab, or -1 for min(10 GiB, a quarter of RAM)
+ * @param keep               whether the pool's files stay in {@code dir} when it closes, for a warm reopen
  */
 public record HostPoolConfig(
-        double ratio, double sizeGb, HostLayout layout, Path dir, String name, long memoryReserveBytes) {
+        double ratio, double sizeGb, HostLayout layout, Path dir, String name, long memoryReserveBytes, boolean keep) {
     public static final Setting<Double> RATIO = Setting.decimal(
             "hicache-ratio",
             2.0,
@@ -49,8 +50,20 @@ public record HostPoolConfig(
             "auto",
             "host memory to leave free beyond the slab; auto means min(10GiB, a quarter of RAM)");
 
+    public static final Setting<Boolean> KEEP = Setting.bool(
+            "host.keep",
+            true,
+            "keep the host pool's files (slab, index, journal) in host.dir when the cache closes, so that the next "
+                    + "open with the same host.dir and host.name starts warm; false deletes them at close");
+
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(RATIO, SIZE_GB, LAYOUT, DIR, NAME, MEMORY_RESERVE);
+    public static final List<Setting<?>> SETTINGS = List.of(RATIO, SIZE_GB, LAYOUT, DIR, NAME, MEMORY_RESERVE, KEEP);
+
+    /** A pool whose files stay when it closes ({@code host.keep}, the default). */
+    public HostPoolConfig(
+            double ratio, double sizeGb, HostLayout layout, Path dir, String name, long memoryReserveBytes) {
+        this(ratio, sizeGb, layout, dir, name, memoryReserveBytes, true);
+    }
 
     public HostPoolConfig {
         Checks.requireArgument(
@@ -79,8 +92,8 @@ public record HostPoolConfig(
                     "setting 'host.memory-reserve' = '" + reserve + "': expected auto or a byte size such as 8GiB",
                     e);
         }
-        return settings.read(s ->
-                new HostPoolConfig(s.get(RATIO), s.get(SIZE_GB), s.get(LAYOUT), s.get(DIR), s.get(NAME), reserveBytes));
+        return settings.read(s -> new HostPoolConfig(
+                s.get(RATIO), s.get(SIZE_GB), s.get(LAYOUT), s.get(DIR), s.get(NAME), reserveBytes, s.get(KEEP)));
     }
 
     /** The defaults, with the files in {@code dir}: for tests and embedding. */

@@ -24,6 +24,8 @@ import io.hicache.core.page.PageFormat;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -244,6 +246,33 @@ class HostPagePoolTest {
             assertFalse(pool.openReport().reopened());
             assertEquals(0, pool.readyPages());
             assertEquals(-1, pool.pin(key(1)));
+        }
+    }
+
+    /** host.keep=false (the README's QuickStart): close deletes the pool's files and the folder it leaves empty. */
+    @Test
+    void notKeptFilesGoWithThePool() throws Exception {
+        Path folder = dir.path().resolve("quick");
+        HostPoolConfig notKept = HostPoolConfig.from(Settings.builder()
+                .flag("host.dir", folder.toString())
+                .flag("host.keep", "false")
+                .build());
+        assertFalse(notKept.keep());
+        PageFormat format = format(HostLayout.PAGE_FIRST_DIRECT);
+        try (HostPagePool pool = HostPagePool.open(notKept, format, 16, runtime)) {
+            store(pool, key(1));
+            assertTrue(Files.exists(folder.resolve("hicache.slab")));
+        }
+        assertFalse(Files.exists(folder), () -> folder + " is left behind");
+
+        HostPoolConfig kept = HostPoolConfig.from(
+                Settings.builder().flag("host.dir", folder.toString()).build());
+        assertTrue(kept.keep(), "files are kept by default, for a warm reopen");
+        try (HostPagePool pool = HostPagePool.open(kept, format, 16, runtime)) {
+            store(pool, key(1));
+        }
+        try (HostPagePool pool = HostPagePool.open(kept, format, 16, runtime)) {
+            assertStored(pool, key(1));
         }
     }
 
