@@ -47,6 +47,5 @@ public class ChronicleValueClasses {
         if (status != 0) {
             throw new IllegalStateException("javac failed on Chronicle's generated value classes: " + files);
         }
-        System.out.println("[hicache] Chronicle value classes generated and compiled: " + files.size());
     }
 }
