@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from types import TracebackType
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
@@ -9,7 +10,7 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 from . import answers, pipeline, protocol, transfers
 from .buffers import page_parts, parts_length
 from .checksums import CHECKSUM_CRC32, CHECKSUM_CRC32C
-from .connection import Connection, VersionRefused
+from .connection import Connection, VersionRefused, address
 from .errors import HiCacheConnectionError, HiCacheError, HiCacheProtocolError, HiCacheServerError, HiCacheTimeoutError
 from .namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from .pool import ConnectionPool
@@ -27,6 +28,20 @@ PageMemory = Any
 ``Any`` because the buffer protocol has no static type before Python 3.12."""
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _T = TypeVar("_T")
+logger = logging.getLogger(__name__)
+# What to check, after an ERROR answer of the daemon's (the connection's own failures say it in their messages).
+_ADVICE = {
+    ErrorCode.BUSY: "it is at a limit (server.max-connections, or server.max-partial-frame-bytes of frames still "
+                    "arriving); later calls try again",
+    ErrorCode.SHUTTING_DOWN: "it is stopping (a graceful shutdown); calls fail until one is started again "
+                             "(`./hicache serve`)",
+    ErrorCode.INTERNAL: "a failure in the daemon or its L3 store; the daemon's log says more",
+    ErrorCode.TIMED_OUT: "it could not finish in time: a slow L3 store, or the call's timeout_s is too short",
+    ErrorCode.AUTH: "give the client the daemon's server.auth-token",
+}
+# Failures of the daemon or the way to it: logged (once per outage) as well as kept in last_error. Other errors are
+# the caller's (a wrong token, a malformed request): they raise, and are only kept in last_error.
+_OUTAGES = (HiCacheConnectionError, HiCacheTimeoutError, HiCacheProtocolError)
 
 
 def _page_hash(value: object, index: int) -> bytes:
@@ -99,6 +114,8 @@ class HiCacheClient:
         self._reserve_supported: Optional[bool] = None
         self._slab: Optional[SlabMapping] = None
         self._slab_error: Optional[str] = None
+        self._last_error: Optional[str] = None
+        self._outage_logged = False  # a warning went out since the last call that succeeded
         self._pool = ConnectionPool(self._open_connection, pool_size)
 
     # ----------------------------------------------------------------------------------------------------- lifecycle
@@ -129,6 +146,18 @@ class HiCacheClient:
         return self._reserve_supported
 
     @property
+    def last_error(self) -> Optional[str]:
+        """Why the latest call that failed as a whole failed, in words (the daemon's address, the OS error or the
+        daemon's ERROR answer, what to check); None until a call fails, and again once a call succeeds.
+
+        "Failed as a whole": the daemon could not be reached, the connection broke, the deadline passed, or the daemon
+        answered ERROR, so that :meth:`get`, :meth:`put` or :meth:`delete` returned ``FAILED`` or ``TIMED_OUT``
+        pages for it, or another call raised. Pages the daemon itself answered ``FAILED`` (a checksum it refused, an
+        L3 failure for that page) or ``MISS`` do not count: the call reached the daemon. One value for the whole
+        client: with several threads it describes the latest call to finish."""
+        return self._last_error
+
+    @property
     def local_slab_path(self) -> Optional[str]:
         """The daemon's slab file if this client has mapped it for the local path, else None (TCP only, or no
         connection opened yet)."""
@@ -137,9 +166,7 @@ class HiCacheClient:
 
     def handshake(self, timeout_s: Optional[float] = None) -> HelloAnswer:
         """What the daemon said in the HELLO answer of a pooled connection (opened if needed)."""
-        call = Call(self.timeout_s if timeout_s is None else timeout_s)
-        with self._pool.borrow(call.deadline) as conn:
-            return conn.hello
+        return self._on_connection("handshake", timeout_s, lambda conn, call: conn.hello)
 
     def _open_connection(self, deadline: float) -> Connection:
         while True:
@@ -186,24 +213,76 @@ class HiCacheClient:
             raise HiCacheError(f"local=True, but {self._slab_error or 'the slab file is not mapped'}")
         return None
 
+    # ------------------------------------------------------------------------------------- failures and their reason
+
+    def _reason(self, error: HiCacheError) -> str:
+        """``error`` in words for :attr:`last_error` and the log: the daemon's address, what happened, what to do."""
+        where = address(self.host, self.port)
+        text = str(error)
+        if error.code is not None:
+            if where not in text:
+                text = f"the daemon at {where} answered ERROR {text}"
+            advice = _ADVICE.get(error.code)
+            return f"{text}; {advice}" if advice else text
+        if isinstance(error, _OUTAGES) and where not in text:  # the pool's or the deadline's own words
+            text = f"the daemon at {where}: {text}"
+        if isinstance(error, HiCacheProtocolError):
+            text += "; is a HiCache daemon of a matching version listening there?"
+        return text
+
+    def _failed(self, error: HiCacheError, outcome: str) -> None:
+        """Keeps the reason of a failed call, and logs it if it is the first failure of an outage."""
+        reason = self._reason(error)
+        outage = isinstance(error, _OUTAGES) or error.code in transfers.FAILED_PAGES
+        with self._lock:
+            self._last_error = reason
+            first = outage and not self._outage_logged
+            if outage:
+                self._outage_logged = True
+        if first:
+            logger.warning("HiCache client: %s (%s). Further failures are not logged until a call succeeds; "
+                           "client.last_error holds the latest reason", reason, outcome)
+
+    def _succeeded(self) -> None:
+        with self._lock:
+            recovered = self._outage_logged
+            self._last_error, self._outage_logged = None, False
+        if recovered:
+            logger.info("HiCache client: the daemon at %s answers again", address(self.host, self.port))
+
     # ------------------------------------------------------------------------------------------------ batched calls
 
-    def _batched(self, statuses: list[Optional[Status]], call: Call,
+    def _batched(self, what: str, statuses: list[Optional[Status]], call: Call,
                  work: Callable[[Connection], None]) -> list[Status]:
         """Runs ``work(conn)``; pages it left without a status get FAILED or TIMED_OUT from how it failed."""
         failure = Status.FAILED
+        error: Optional[HiCacheError] = None
         try:
             with self._pool.borrow(call.deadline) as conn:
+                conn.refusal = None
                 work(conn)
-        except HiCacheTimeoutError:
-            failure = Status.TIMED_OUT
-        except (HiCacheConnectionError, HiCacheProtocolError):
-            failure = Status.FAILED
+                error = conn.refusal  # an ERROR answer that failed some pages (BUSY, SHUTTING_DOWN, INTERNAL...)
+        except HiCacheTimeoutError as e:
+            failure, error = Status.TIMED_OUT, e
+        except (HiCacheConnectionError, HiCacheProtocolError) as e:
+            failure, error = Status.FAILED, e
         except HiCacheServerError as e:
             if e.code is None or e.code not in transfers.FAILED_PAGES:
+                self._failed(e, f"{what} raised {type(e).__name__}")
                 raise
-            failure = transfers.FAILED_PAGES[e.code]
-        return [failure if s is None else s for s in statuses]
+            failure, error = transfers.FAILED_PAGES[e.code], e
+        except HiCacheError as e:
+            self._failed(e, f"{what} raised {type(e).__name__}")
+            raise
+        result = [failure if s is None else s for s in statuses]
+        if error is None:
+            self._succeeded()
+        else:
+            failed = sum(1 for s in result if s in (Status.FAILED, Status.TIMED_OUT))
+            kinds = "/".join(sorted({s.name for s in result if s in (Status.FAILED, Status.TIMED_OUT)}))
+            pages = f"{len(result)} page{'s' if len(result) != 1 else ''}"
+            self._failed(error, f"{what} of {pages}: {failed} {kinds}")
+        return result
 
     def get(self, ns: Namespace, hashes: Sequence[PageHash], targets: Sequence[PageMemory],
             timeout_s: Optional[float] = None) -> list[Status]:
@@ -228,7 +307,7 @@ class HiCacheClient:
             if pages:
                 transfers.get_over_tcp(conn, batch, pages, call)
 
-        return self._batched(batch.statuses, call, work)
+        return self._batched("get", batch.statuses, call, work)
 
     def put(self, ns: Namespace, hashes: Sequence[PageHash], sources: Sequence[PageMemory],
             timeout_s: Optional[float] = None) -> list[Status]:
@@ -259,7 +338,7 @@ class HiCacheClient:
             if pages:
                 transfers.put_over_tcp(conn, batch, pages, call)
 
-        return self._batched(batch.statuses, call, work)
+        return self._batched("put", batch.statuses, call, work)
 
     def _may_reserve(self, conn: Connection) -> bool:
         return conn.version >= protocol.VERSION_2 and self._reserve_supported is not False
@@ -285,20 +364,28 @@ class HiCacheClient:
                          transfers.status_answer(conn, statuses, call), transfers.chunk_error(conn, statuses),
                          call.deadline, call.io_deadline)
 
-        return self._batched(statuses, call, work)
+        return self._batched("delete", statuses, call, work)
 
     # ----------------------------------------------------------------------------------------- single-value calls
 
     def _exchange(self, op: Op, payload: bytes, timeout_s: Optional[float]) -> bytearray:
         """Sends one request and returns its answer's payload."""
-        return self._on_connection(timeout_s, lambda conn, call: pipeline.exchange(conn, op, payload, call.deadline,
-                                                                                  call.io_deadline))
+        return self._on_connection(op.name.lower(), timeout_s,
+                                   lambda conn, call: pipeline.exchange(conn, op, payload, call.deadline,
+                                                                        call.io_deadline))
 
-    def _on_connection(self, timeout_s: Optional[float], work: Callable[[Connection, Call], _T]) -> _T:
-        """``work(conn, call)`` on a pooled connection, within the call's deadline."""
+    def _on_connection(self, what: str, timeout_s: Optional[float], work: Callable[[Connection, Call], _T]) -> _T:
+        """``work(conn, call)`` on a pooled connection, within the call's deadline; a failure is kept (and logged
+        once per outage) before it is raised."""
         call = Call(self.timeout_s if timeout_s is None else timeout_s)
-        with self._pool.borrow(call.deadline) as conn:
-            return work(conn, call)
+        try:
+            with self._pool.borrow(call.deadline) as conn:
+                result = work(conn, call)
+        except HiCacheError as e:
+            self._failed(e, f"{what} raised {type(e).__name__}")
+            raise
+        self._succeeded()
+        return result
 
     def leading_hits(self, ns: Namespace, hashes: Sequence[PageHash], timeout_s: Optional[float] = None) -> int:
         """How many of the pages, from the first, are stored (host slab or L3) without a gap.
@@ -325,7 +412,7 @@ class HiCacheClient:
                     break
             return hits
 
-        return self._on_connection(timeout_s, work)
+        return self._on_connection("leading_hits", timeout_s, work)
 
     def clear(self, ns: Namespace, timeout_s: Optional[float] = None) -> None:
         """Removes every page of ``ns`` from both tiers. Raises HiCacheTimeoutError if that did not finish in time

@@ -3,7 +3,8 @@
 A :class:`Connection` is not thread-safe; the client's pool lends each one to a single call at a time. Every
 blocking operation takes an absolute ``deadline`` (``time.monotonic()`` seconds) and raises
 :class:`HiCacheTimeoutError` when it passes, :class:`HiCacheConnectionError` when the socket fails; either marks
-the connection broken, and the pool then drops it.
+the connection broken, and the pool then drops it. Their messages name the daemon's address, the OS error, and what
+to check: the client reports them as they are (``HiCacheClient.last_error``, the ``hicache.client`` log).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ except (AttributeError, ValueError, OSError):
 _DISCARD_CHUNK = 1 << 16
 # How long to look for the daemon's ERROR frame after it closed the connection under a send.
 _ERROR_AFTER_SEND_FAILURE_S = 0.2
+START_ONE = "is the daemon running there? `./hicache serve` starts one"
+"""The advice of a failed connect, in the reason the client gives (``HiCacheClient.last_error``)."""
+
+
+def address(host: str, port: int) -> str:
+    """``host:port`` as a reason names it, an IPv6 literal in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class VersionRefused(HiCacheError):
@@ -58,10 +66,14 @@ def timeout_ms_until(deadline: float) -> int:
 class Connection:
     """A connection whose HELLO was accepted. Not thread-safe: one call at a time (the pool sees to that)."""
 
-    def __init__(self, sock: socket.socket, hello: HelloAnswer, next_request_id: int):
+    def __init__(self, sock: socket.socket, hello: HelloAnswer, next_request_id: int, where: str = "?"):
         self.sock = sock
         self.hello = hello
+        self.where = where  # the daemon's host:port, for messages
         self.broken = False
+        # An ERROR answer that failed pages of the current call without raising (BUSY, SHUTTING_DOWN, INTERNAL,
+        # TIMED_OUT; see transfers.chunk_error), kept for the client to report. The client clears it per call.
+        self.refusal: Optional[HiCacheError] = None
         self._next_request_id = next_request_id
         self._prefix = bytearray(protocol.PREFIX_BYTES)
 
@@ -82,17 +94,22 @@ class Connection:
     @classmethod
     def open(cls, host: str, port: int, token: str, version: int, checksum: int, deadline: float) -> "Connection":
         """Connects and shakes hands; raises VersionRefused on ERROR VERSION, HiCacheAuthError on a wrong token."""
+        where = address(host, port)
+        budget = 0.0
         try:
-            sock = socket.create_connection((host, port), timeout=remaining_s(deadline))
+            budget = remaining_s(deadline)
+            sock = socket.create_connection((host, port), timeout=budget)
         except HiCacheTimeoutError:
-            raise HiCacheTimeoutError(f"the deadline passed before connecting to the daemon at {host}:{port}")
+            raise HiCacheTimeoutError(f"the deadline passed before connecting to the daemon at {where}") from None
         except socket.timeout:
-            raise HiCacheTimeoutError(f"connecting to the daemon at {host}:{port} took past the deadline") from None
+            raise HiCacheTimeoutError(f"connecting to the daemon at {where} took past the deadline ({budget:.3g} s) "
+                                      f"and nothing answered; check the host, the port and any firewall: "
+                                      f"{START_ONE}") from None
         except OSError as e:
-            raise HiCacheConnectionError(f"cannot connect to the daemon at {host}:{port}: {e}") from None
+            raise HiCacheConnectionError(f"cannot connect to the daemon at {where}: {e}; {START_ONE}") from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = cls(sock, HelloAnswer(version, 0, 0, "", checksum), next_request_id=1)
+            connection = cls(sock, HelloAnswer(version, 0, 0, "", checksum), next_request_id=1, where=where)
             hello_id = connection.new_request_id()
             payload = protocol.hello_payload(version, token, checksum)
             connection.send([protocol.frame_prefix(Op.HELLO, hello_id, timeout_ms_until(deadline), len(payload)),
@@ -103,7 +120,7 @@ class Connection:
                 code, message = protocol.parse_error(body)
                 if code == ErrorCode.VERSION:
                     raise VersionRefused(message, ErrorCode.VERSION)
-                raise error_from_frame(code, f"the daemon at {host}:{port} refused the handshake: {message}")
+                raise error_from_frame(code, f"the daemon at {where} refused the handshake: {message}")
             if frame.op != Op.HELLO | protocol.ANSWER_FLAG or frame.request_id != hello_id:
                 raise HiCacheProtocolError(f"the daemon answered HELLO with op 0x{frame.op:x}, id {frame.request_id}")
             try:
@@ -137,11 +154,14 @@ class Connection:
 
     def _failed(self, error: BaseException, doing: str) -> HiCacheError:
         self.broken = True
+        if isinstance(error, socket.timeout) or (isinstance(error, HiCacheTimeoutError) and error.code is None):
+            return HiCacheTimeoutError(f"the daemon at {self.where} did not answer in time (the call's deadline "
+                                       f"passed while {doing}); it may be stalled or overloaded, or the call's "
+                                       f"timeout_s too short")
         if isinstance(error, HiCacheError):
             return error
-        if isinstance(error, socket.timeout):
-            return HiCacheTimeoutError(f"the deadline passed while {doing}")
-        return HiCacheConnectionError(f"the connection to the daemon failed while {doing}: {error}")
+        return HiCacheConnectionError(f"the connection to the daemon at {self.where} failed while {doing}: {error}; "
+                                      f"the daemon may have stopped or restarted (the next call connects again)")
 
     def send(self, buffers: Sequence[Bytes], deadline: float) -> None:
         """Sends ``buffers`` back to back (one ``sendmsg`` per up to IOV_MAX of them, no joined copy)."""
@@ -189,7 +209,8 @@ class Connection:
                 self._wait_budget(deadline)
                 n = self.sock.recv_into(view[got:] if got else view)
                 if n == 0:
-                    raise HiCacheConnectionError("the daemon closed the connection")
+                    raise HiCacheConnectionError(f"the daemon at {self.where} closed the connection; it may have "
+                                                 f"stopped or restarted, or refused the request (its log says why)")
                 got += n
         except (OSError, HiCacheError) as e:
             raise self._failed(e, "reading an answer") from None

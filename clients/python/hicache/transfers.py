@@ -72,6 +72,7 @@ def chunk_error(conn: Connection, statuses: list[Optional[Status]]) -> ErrorHand
         if code in FAILED_PAGES:
             for page in pages:
                 statuses[page] = FAILED_PAGES[ErrorCode(code)]
+            conn.refusal = error_from_frame(code, message)  # why those pages failed: the client reports it
             return
         raise error_from_frame(code, message)
 

@@ -41,11 +41,13 @@ RNG = random.Random(20250917)
 def setUpModule():
     global DAEMON
     logging.getLogger("hicache.sglang").setLevel(logging.CRITICAL)  # the failures below are on purpose
+    logging.getLogger("hicache.client").setLevel(logging.CRITICAL)  # and the client's warning about them
     DAEMON = DaemonProcess().start()
 
 
 def tearDownModule():
     logging.getLogger("hicache.sglang").setLevel(logging.NOTSET)
+    logging.getLogger("hicache.client").setLevel(logging.NOTSET)
     if DAEMON is not None:
         DAEMON.stop()
 

@@ -32,10 +32,12 @@ KEY = "ab" * 32
 
 def setUpModule():
     logging.getLogger("hicache.sglang").setLevel(logging.CRITICAL)  # no daemon on purpose: its warnings are noise
+    logging.getLogger("hicache.client").setLevel(logging.CRITICAL)  # and the client's warning about them
 
 
 def tearDownModule():
     logging.getLogger("hicache.sglang").setLevel(logging.NOTSET)
+    logging.getLogger("hicache.client").setLevel(logging.NOTSET)
 
 
 def free_port() -> int:
