@@ -1,8 +1,13 @@
 """Starts and stops a HiCache daemon for a test module: 127.0.0.1, port 0, a temporary host folder, no L3.
 
 The command is ``$HICACHE_DAEMON_CMD`` (split with shlex) if set, else ``<repo>/hicache serve`` with
-``HICACHE_SKIP_BUILD=1``. The port the daemon bound is read from its description line
-("HiCache daemon on 127.0.0.1:PORT (...").
+``HICACHE_SKIP_BUILD=1``; ``<repo>`` is ``$HICACHE_REPO`` if set (tests copied out of the checkout, as
+.ci/python-package-check runs them against the installed package), else the checkout holding this file. The port the
+daemon bound is read from its description line ("HiCache daemon on 127.0.0.1:PORT (...").
+
+A daemon that cannot be had here (no launcher, no Java build, no JDK, a command that does not exist) skips the tests
+that need it (unittest.SkipTest, saying why) rather than failing them. ``$HICACHE_TEST_TMPDIR`` is where the daemons'
+temporary folders go (default: /dev/shm when writable, else the system's temporary folder).
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(os.environ.get("HICACHE_REPO") or Path(__file__).resolve().parents[3])
 STARTUP_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0
 # The Java build is shared with other work: while it runs, the launcher's class path may be missing or half
@@ -29,12 +35,31 @@ _BUILD_UNDER_WAY = re.compile(r"not built|Could not find or load main class|NoCl
                               r"ClassNotFoundException|Unable to access jarfile|ZipException|zip file|building",
                               re.IGNORECASE)
 _LISTENING = re.compile(r"HiCache daemon on (\S+):(\d+) \(")
+_NO_JDK = re.compile(r"no JDK \d+ found")
 
 
 def _temporary_folder() -> str:
     shm = "/dev/shm"
-    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    base = os.environ.get("HICACHE_TEST_TMPDIR") or (shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None)
     return tempfile.mkdtemp(prefix="hicache-pytest-", dir=base)
+
+
+def missing_daemon() -> str | None:
+    """Why no daemon can be started here, or None if the command looks runnable."""
+    if os.environ.get("HICACHE_DAEMON_CMD"):
+        words = shlex.split(os.environ["HICACHE_DAEMON_CMD"])
+        if not words or shutil.which(words[0]) is None:
+            return f"HICACHE_DAEMON_CMD names {words[0] if words else 'nothing'!r}, which cannot be run here"
+        return None
+    launcher = REPO_ROOT / "hicache"
+    if not launcher.is_file():
+        return (f"no daemon: {launcher} does not exist (the tests are not in a HiCache checkout); set HICACHE_REPO to "
+                f"one, or HICACHE_DAEMON_CMD")
+    classpath = REPO_ROOT / "hicache-bench" / "target" / "launcher" / "classpath"
+    if not classpath.is_file():
+        return (f"no daemon: the Java build is missing ({classpath}); build it with `./hicache version` or "
+                f"`mvn package -DskipTests`, or set HICACHE_DAEMON_CMD")
+    return None
 
 
 class DaemonProcess:
@@ -63,6 +88,10 @@ class DaemonProcess:
         return command + self.extra_args, env
 
     def start(self) -> "DaemonProcess":
+        """Starts the daemon; raises unittest.SkipTest if none can be had here (see :func:`missing_daemon`)."""
+        missing = missing_daemon()
+        if missing is not None:
+            raise unittest.SkipTest(missing)
         for attempt in range(BUILD_RETRIES + 1):
             self.folder = _temporary_folder()
             os.makedirs(os.path.join(self.folder, "host"))
@@ -83,8 +112,12 @@ class DaemonProcess:
         command, env = self.command()
         stderr_path = os.path.join(self.folder, "daemon.err")
         with open(stderr_path, "wb") as stderr:
-            self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL,
-                                            cwd=self.folder, env=env, start_new_session=True)
+            try:
+                self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr,
+                                                stdin=subprocess.DEVNULL, cwd=self.folder, env=env,
+                                                start_new_session=True)
+            except OSError as e:  # not found, not executable
+                raise unittest.SkipTest(f"no daemon: {' '.join(command[:2])} cannot be run: {e}") from None
         self.output = []
         listening = threading.Event()
 
@@ -105,6 +138,8 @@ class DaemonProcess:
                 with open(stderr_path, "rb") as f:
                     errors = f.read().decode("utf-8", "replace")
                 text = "\n".join(self.output) + "\n" + errors
+                if _NO_JDK.search(text):
+                    raise unittest.SkipTest(f"no daemon: the launcher found no JDK: {text.strip()}")
                 if _BUILD_UNDER_WAY.search(text):
                     raise _BuildUnderWay(text)
                 raise RuntimeError(f"the daemon ({' '.join(command)}) did not start within {STARTUP_TIMEOUT_S} s; "
