@@ -12,6 +12,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.util.Checks;
+import io.hicache.core.util.Threads;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.pd.BootstrapServer;
@@ -35,6 +36,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -131,39 +133,101 @@ public final class PdCommand implements Subcommand {
         final LocalRegion aux;
         final PdSettings settings;
         private final Arena arena = Arena.ofShared();
+        /**
+         * On Ctrl-C or SIGTERM the JVM runs its hooks and exits without unwinding the command's thread, so no
+         * try-with-resources would close this node and its 128 MiB host folder would stay in /dev/shm: this hook
+         * interrupts the command's thread, gives it {@link #STOP_GRACE} to close the node, then removes the folder
+         * itself if it is still there.
+         */
+        private final Thread onSignal;
+
+        private final CountDownLatch closed = new CountDownLatch(1);
+        private static final Duration STOP_GRACE = Duration.ofSeconds(10);
 
         Node(String role, int devicePages, Map<String, String> flags) throws IOException {
             Path shm = Path.of("/dev/shm");
             hostDir = Files.createTempDirectory(
                     Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")), "hicache-pd-" + role);
-            Settings.Builder b =
-                    Settings.builder().flag("page-size", Integer.toString(PAGE)).flag("host.dir", hostDir.toString());
-            flags.forEach(b::flag);
-            Settings all = b.build();
-            settings = PdSettings.from(all, role + "-" + ProcessHandle.current().pid());
-            long pageBytes = new PageFormat(MODEL, PAGE, HostLayout.LAYER_FIRST).pageBytes();
-            runtime = new EmulatedDeviceRuntime(devicePages * pageBytes + (64L << 20), 2);
-            cache = HiCache.builder()
-                    .config(HiCacheConfig.from(all))
-                    .namespace(Namespace.of("pd-synthetic", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
-                    .geometry(MODEL)
-                    .devicePages(devicePages)
-                    .runtime(runtime)
-                    .open();
-            engine = TransferEngine.open(settings.transfer());
-            spec = new RankSpec(MODEL, PAGE, 1, 0, devicePages, 64, 64, engine.address());
-            kv = engine.register(
-                    RankSpec.KV_REGION, cache.device().hostVisibleMemory().orElseThrow());
-            aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
+            EmulatedDeviceRuntime openedRuntime = null;
+            HiCache openedCache = null;
+            TransferEngine openedEngine = null;
+            try {
+                Settings.Builder b = Settings.builder()
+                        .flag("page-size", Integer.toString(PAGE))
+                        .flag("host.dir", hostDir.toString());
+                flags.forEach(b::flag);
+                Settings all = b.build();
+                settings = PdSettings.from(
+                        all, role + "-" + ProcessHandle.current().pid());
+                long pageBytes = new PageFormat(MODEL, PAGE, HostLayout.LAYER_FIRST).pageBytes();
+                openedRuntime = new EmulatedDeviceRuntime(devicePages * pageBytes + (64L << 20), 2);
+                openedCache = HiCache.builder()
+                        .config(HiCacheConfig.from(all))
+                        .namespace(Namespace.of("pd-synthetic", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1))
+                        .geometry(MODEL)
+                        .devicePages(devicePages)
+                        .runtime(openedRuntime)
+                        .open();
+                openedEngine = TransferEngine.open(settings.transfer());
+                spec = new RankSpec(MODEL, PAGE, 1, 0, devicePages, 64, 64, openedEngine.address());
+                kv = openedEngine.register(
+                        RankSpec.KV_REGION,
+                        openedCache.device().hostVisibleMemory().orElseThrow());
+                aux = openedEngine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
+            } catch (RuntimeException e) {
+                if (openedEngine != null) {
+                    openedEngine.close();
+                }
+                if (openedCache != null) {
+                    openedCache.close();
+                }
+                if (openedRuntime != null) {
+                    openedRuntime.close();
+                }
+                arena.close();
+                deleteTree(hostDir);
+                throw e;
+            }
+            runtime = openedRuntime;
+            cache = openedCache;
+            engine = openedEngine;
+            Thread owner = Thread.currentThread();
+            onSignal = Threads.unstarted("pd-" + role + "-stop", () -> {
+                owner.interrupt();
+                try {
+                    if (!closed.await(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+                        deleteTree(hostDir);
+                    }
+                } catch (InterruptedException | IOException e) {
+                    // the JVM is exiting: nothing more to do
+                }
+            });
+            Runtime.getRuntime().addShutdownHook(onSignal);
         }
 
         @Override
         public void close() throws IOException {
-            engine.close();
-            cache.close();
-            runtime.close();
-            arena.close();
-            try (Stream<Path> all = Files.walk(hostDir)) {
+            try {
+                engine.close();
+                cache.close();
+                runtime.close();
+                arena.close();
+                deleteTree(hostDir);
+            } finally {
+                closed.countDown();
+                try {
+                    Runtime.getRuntime().removeShutdownHook(onSignal);
+                } catch (IllegalStateException e) {
+                    // closing from within a shutdown: the hook is running, and now finds the node closed
+                }
+            }
+        }
+
+        private static void deleteTree(Path dir) throws IOException {
+            if (!Files.exists(dir)) {
+                return;
+            }
+            try (Stream<Path> all = Files.walk(dir)) {
                 for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
@@ -241,6 +305,9 @@ public final class PdCommand implements Subcommand {
                         }
                         Thread.sleep(2);
                     }
+                } catch (InterruptedException e) {
+                    out.println("prefill: stopping (signal)");
+                    out.flush();
                 } finally {
                     workers.shutdown();
                     workers.awaitTermination(2, TimeUnit.MINUTES);

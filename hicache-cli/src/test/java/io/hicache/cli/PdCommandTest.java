@@ -2,13 +2,24 @@ package io.hicache.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.hicache.testkit.ChildJvm;
+import io.hicache.transfer.pd.BootstrapServer;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -89,5 +100,50 @@ class PdCommandTest {
         assertEquals(0, boot.status(), boot.out() + boot.err());
         assertTrue(boot.out().contains("bootstrap server at " + url), boot.out());
         roles.shutdown();
+    }
+
+    /**
+     * A prefill stopped by a signal (Ctrl-C or SIGTERM: the JVM runs its shutdown hooks and exits without unwinding the
+     * command) removes its host folder from /dev/shm; it once left 128 MiB there.
+     */
+    @Test
+    void aPrefillStoppedBySignalLeavesNothingInShm() throws Exception {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm), "no /dev/shm here");
+        Set<Path> before = pdFolders(shm);
+        BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
+        ChildJvm prefill = ChildJvm.start(
+                HiCacheCli.class,
+                List.of(
+                        "pd",
+                        "prefill",
+                        "--bootstrap",
+                        boot.url(),
+                        "--device-pages",
+                        "256",
+                        "--set",
+                        "disaggregation-transfer-backend=tcp"));
+        try {
+            assertTrue(
+                    prefill.awaitLine("prefill registered", 60, TimeUnit.SECONDS),
+                    () -> prefill.lines().toString());
+            Set<Path> made = pdFolders(shm);
+            made.removeAll(before);
+            assertEquals(1, made.size(), () -> "the prefill's host folder: " + made);
+            prefill.terminate(Duration.ofSeconds(30));
+            Set<Path> after = pdFolders(shm);
+            after.removeAll(before);
+            assertEquals(Set.of(), after, "the stopped prefill left its host folder");
+        } finally {
+            prefill.kill();
+            boot.close();
+        }
+    }
+
+    private static Set<Path> pdFolders(Path shm) throws Exception {
+        try (Stream<Path> all = Files.list(shm)) {
+            return all.filter(p -> p.getFileName().toString().startsWith("hicache-pd-prefill"))
+                    .collect(Collectors.toCollection(HashSet::new));
+        }
     }
 }

@@ -12,8 +12,16 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -23,13 +31,21 @@ import org.jspecify.annotations.Nullable;
  * ({@link NamespaceBytes}). It knows blocks and namespaces, not pages: which block holds which page is
  * {@link PageIndex}'s.
  *
- * <p>Thread-safe. Owns the mapping and the file: {@link #close} unmaps the slab and deletes the file, after which no
- * page's bytes may be touched.
+ * <p>Thread-safe. Owns the mapping and the file, which it keeps locked while it lives: {@link #close} unmaps the slab
+ * and deletes the file, after which no page's bytes may be touched. A slab left by a daemon that died is removed by the
+ * next daemon to start in that folder ({@link #removeLeftSlabs}).
  */
 final class SlabSpace implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SlabSpace.class.getName());
+    static final String SLAB_PREFIX = "hicache-server-";
+    static final String SLAB_SUFFIX = ".slab";
+    /** The slabs of the daemons in this JVM (tests run several), which {@link #removeLeftSlabs} must not open. */
+    private static final Set<Path> LIVE_SLABS = ConcurrentHashMap.newKeySet();
 
     private final Path file;
+    /** Held for the daemon's life: a daemon starting later tells a live slab from one a dead daemon left. */
+    private final FileChannel lockChannel;
+
     private final Arena arena;
     private final MemorySegment slab;
     private final BuddyAllocator allocator;
@@ -41,8 +57,10 @@ final class SlabSpace implements AutoCloseable {
      */
     private final NamespaceBytes namespaceBytes = new NamespaceBytes();
 
-    private SlabSpace(Path file, Arena arena, MemorySegment slab, BuddyAllocator allocator, long quota) {
+    private SlabSpace(
+            Path file, FileChannel lockChannel, Arena arena, MemorySegment slab, BuddyAllocator allocator, long quota) {
         this.file = file;
+        this.lockChannel = lockChannel;
         this.arena = arena;
         this.slab = slab;
         this.allocator = allocator;
@@ -67,22 +85,35 @@ final class SlabSpace implements AutoCloseable {
             throw new HiCacheException(
                     ErrorCode.HOST_POOL_UNAVAILABLE, "cannot make server.host-dir " + dir + ": " + e, e);
         }
+        removeLeftSlabs(dir);
         long free = MappedFiles.usableBytes(dir);
         if (free >= 0 && bytes > free) {
             throw new HiCacheException(ErrorCode.HOST_POOL_TOO_LARGE, tooLarge(bytes, dir, free));
         }
         Arena arena = Arena.ofShared();
         Path file = null;
+        FileChannel lockChannel = null;
         try {
             // A temporary file is its owner's only (mode 0600), and MappedFiles grows it and reserves its space.
-            file = Files.createTempFile(dir, "hicache-server-", ".slab");
+            file = Files.createTempFile(dir, SLAB_PREFIX, SLAB_SUFFIX);
             MemorySegment slab = MappedFiles.create(file, bytes, false, arena);
+            // Locked after the mapping's own channel is closed: a POSIX lock goes when any of the process's channels
+            // to the file closes, so this channel must be the last one this process opens to it.
+            LIVE_SLABS.add(file.toAbsolutePath());
+            lockChannel = FileChannel.open(file, StandardOpenOption.WRITE);
+            if (lockChannel.tryLock() == null) {
+                throw new IOException("cannot lock " + file + ", which this daemon just made");
+            }
             BuddyAllocator allocator = new BuddyAllocator(
                     bytes, config.minBlockBytes(), Long.numberOfTrailingZeros(top / config.minBlockBytes()));
-            return new SlabSpace(file, arena, slab, allocator, config.namespaceQuota());
+            return new SlabSpace(file, lockChannel, arena, slab, allocator, config.namespaceQuota());
         } catch (IOException | RuntimeException e) {
             arena.close();
+            closeQuietly(lockChannel);
             deleteQuietly(file);
+            if (file != null) {
+                LIVE_SLABS.remove(file.toAbsolutePath());
+            }
             long now = MappedFiles.usableBytes(dir);
             if (e instanceof IOException && now >= 0 && bytes > now) {
                 throw new HiCacheException(
@@ -92,6 +123,59 @@ final class SlabSpace implements AutoCloseable {
                     ErrorCode.HOST_POOL_UNAVAILABLE,
                     "cannot make the host slab of " + Units.formatBytes(bytes) + " in " + dir + ": " + e.getMessage(),
                     e);
+        }
+    }
+
+    /**
+     * Removes the slabs in {@code dir} that daemons which stopped without closing (killed, crashed) left behind, saying
+     * so: a slab's index lived in its daemon's memory, so no later daemon can serve from it, and on tmpfs it holds
+     * memory until removed. A slab whose lock is held belongs to a live daemon (here or in another process) and stays.
+     */
+    static void removeLeftSlabs(Path dir) {
+        List<Path> slabs;
+        try (Stream<Path> files = Files.list(dir)) {
+            slabs = files.filter(f -> {
+                        String name = f.getFileName().toString();
+                        return name.startsWith(SLAB_PREFIX) && name.endsWith(SLAB_SUFFIX);
+                    })
+                    .toList();
+        } catch (IOException e) {
+            return; // the slab's own creation reports what is wrong with the folder
+        }
+        for (Path slab : slabs) {
+            if (LIVE_SLABS.contains(slab.toAbsolutePath())) {
+                continue; // a daemon in this JVM: opening and closing its file here would drop that daemon's lock
+            }
+            try (FileChannel channel = FileChannel.open(slab, StandardOpenOption.WRITE)) {
+                FileLock lock;
+                try {
+                    lock = channel.tryLock();
+                } catch (OverlappingFileLockException e) {
+                    continue; // held in this JVM after all
+                }
+                if (lock == null) {
+                    continue; // a daemon in another process holds it
+                }
+                long size = channel.size();
+                Files.delete(slab);
+                LOG.log(
+                        Level.WARNING,
+                        "removed " + slab + " (" + Units.formatBytes(size) + "): the host slab of a daemon that "
+                                + "stopped without closing (killed or crashed). It is not reused, because its index "
+                                + "lived in that daemon's memory; its pages are in L3 if they were written behind");
+            } catch (IOException e) {
+                LOG.log(Level.WARNING, "cannot remove " + slab + ", which a stopped daemon seems to have left: " + e);
+            }
+        }
+    }
+
+    private static void closeQuietly(@Nullable FileChannel channel) {
+        try {
+            if (channel != null) {
+                channel.close();
+            }
+        } catch (IOException e) {
+            // closing releases the lock whatever happens
         }
     }
 
@@ -216,5 +300,7 @@ final class SlabSpace implements AutoCloseable {
     public void close() {
         arena.close();
         deleteQuietly(file);
+        closeQuietly(lockChannel);
+        LIVE_SLABS.remove(file.toAbsolutePath());
     }
 }

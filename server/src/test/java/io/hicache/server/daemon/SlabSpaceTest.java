@@ -9,8 +9,11 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Settings;
 import io.hicache.core.memory.MappedFiles;
+import io.hicache.testkit.ChildJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -78,6 +81,59 @@ class SlabSpaceTest {
             assertTrue(Files.notExists(file), "closing the slab deletes its file");
         } finally {
             TestDaemon.delete(dir);
+        }
+    }
+
+    /**
+     * A daemon killed with SIGKILL leaves its slab (1 GiB by default, in tmpfs memory); the next daemon to start in that
+     * folder removes it, and leaves alone the slab of a daemon that still runs.
+     */
+    @Test
+    void aSlabLeftByAKilledDaemonIsRemovedByTheNextStart() throws Exception {
+        Path dir = folder();
+        try {
+            Settings settings = settings(dir);
+            ChildJvm child = ChildJvm.start(SlabHolder.class, List.of(dir.toString()));
+            try {
+                assertTrue(child.awaitLine("slab ", 60, TimeUnit.SECONDS), () -> "the child: " + child.lines());
+                Path left = Path.of(child.lines().getLast().substring("slab ".length()));
+                try (SlabSpace live = SlabSpace.create(ServerConfig.from(settings))) {
+                    assertTrue(Files.exists(left), "a live daemon's slab stays");
+                    child.kill();
+                    assertTrue(Files.exists(left), "SIGKILL leaves the slab behind");
+                    try (SlabSpace next = SlabSpace.create(ServerConfig.from(settings))) {
+                        assertTrue(Files.notExists(left), "the next start removes what the killed daemon left");
+                        assertTrue(Files.exists(live.file()), "and not the slab of a daemon that still runs");
+                        assertTrue(Files.exists(next.file()));
+                    }
+                }
+            } finally {
+                child.kill(); // once more if an assertion ended the test first: it must not outlive the test
+            }
+        } finally {
+            TestDaemon.delete(dir);
+        }
+    }
+
+    private static Settings settings(Path dir) {
+        return Settings.builder()
+                .flag("server.port", "0")
+                .flag("server.metrics-port", "-1")
+                .flag("server.store", "none")
+                .flag("server.host-dir", dir.toString())
+                .flag("server.host-size", "16MiB")
+                .build();
+    }
+
+    /** A process that makes a slab in the folder it is given, says where, and waits to be killed. */
+    public static final class SlabHolder {
+        private SlabHolder() {}
+
+        public static void main(String[] args) throws Exception {
+            SlabSpace space = SlabSpace.create(ServerConfig.from(settings(Path.of(args[0]))));
+            System.out.println("slab " + space.file());
+            System.out.flush();
+            Thread.sleep(Long.MAX_VALUE);
         }
     }
 }

@@ -100,11 +100,15 @@ class CachedPdEndToEndTest {
 
     @Test
     void conversationsOverTwoPrefillProcessesOneKilled() throws Exception {
-        Path hostDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-decode");
+        // Every node's host folder is made here and removed here: a prefill killed with SIGKILL cannot clean up.
+        Path work = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-");
+        Path hostDir = work.resolve("decode");
+        String hostA = work.resolve("prefill-a").toString();
+        String hostB = work.resolve("prefill-b").toString();
         try (PdEndToEndTest.Child a = new PdEndToEndTest.Child(
-                        "prefill-a", CachedPrefillProcessMain.class, List.of("prefill-a", "tcp", "2048"));
+                        "prefill-a", CachedPrefillProcessMain.class, List.of("prefill-a", "tcp", "2048", hostA));
                 PdEndToEndTest.Child b = new PdEndToEndTest.Child(
-                        "prefill-b", CachedPrefillProcessMain.class, List.of("prefill-b", "tcp", "2048"));
+                        "prefill-b", CachedPrefillProcessMain.class, List.of("prefill-b", "tcp", "2048", hostB));
                 TransferEngine engine = TransferEngine.open(TransferConfig.defaults("decode")
                         .withTransports(List.of("tcp"))
                         .withTimeouts(2_000, 500, 200));
@@ -204,7 +208,7 @@ class CachedPdEndToEndTest {
             }
             assertEquals("check pinned=false rooms=0", check, "the surviving prefill");
         } finally {
-            try (Stream<Path> all = Files.walk(hostDir)) {
+            try (Stream<Path> all = Files.walk(work)) {
                 for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }

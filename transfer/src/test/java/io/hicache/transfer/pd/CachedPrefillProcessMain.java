@@ -27,15 +27,14 @@ import java.util.stream.Stream;
  * <computed tokens>}; {@code half <room>} sends every page of the room's prompt but the last (whatever the pool holds
  * there) as a chunk that is not the last, prints {@code half <room>} once it is on its way, and sends nothing more (a
  * prefill to be killed mid-transfer); {@code check} waits for the cache's background work and prints {@code check pinned=<bool>
- * rooms=<n>}. Prints {@code ready <bootstrap url>} when it serves. Args: name, transport, device pages.
+ * rooms=<n>}. Prints {@code ready <bootstrap url>} when it serves. Args: name, transport, device pages, host folder.
  */
 public final class CachedPrefillProcessMain {
     private CachedPrefillProcessMain() {}
 
     public static void main(String[] args) throws Exception {
         int devicePages = Integer.parseInt(args[2]);
-        Path hostDir =
-                Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-e2e-" + args[0]);
+        Path hostDir = Path.of(args[3]); // the test's, which removes it: this process may be killed
         try (TransferEngine engine = TransferEngine.open(TransferConfig.defaults(args[0])
                         .withTransports(List.of(args[1]))
                         .withTimeouts(2_000, 500, 200));
