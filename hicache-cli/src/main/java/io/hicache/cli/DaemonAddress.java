@@ -1,8 +1,14 @@
 package io.hicache.cli;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.storage.remote.RemoteStoreConfig;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Option;
@@ -38,9 +44,41 @@ final class DaemonAddress {
         return connect(authToken);
     }
 
-    /** Connects with {@code token} in the HELLO instead of {@link #authToken}; the caller closes the client. */
+    /**
+     * Connects with {@code token} in the HELLO instead of {@link #authToken}; the caller closes the client. A port that
+     * answers HTTP instead (the daemon's metrics port, a common slip) is said to be one.
+     */
     RemotePageStore connect(String token) {
-        return RemotePageStore.open(new RemoteStoreConfig(host, port, token, 1, Duration.ofSeconds(5)));
+        try {
+            return RemotePageStore.open(new RemoteStoreConfig(host, port, token, 1, HANDSHAKE_WAIT));
+        } catch (HiCacheException e) {
+            if (speaksHttp(host, port)) {
+                throw new HiCacheException(
+                        ErrorCode.STORE_UNAVAILABLE,
+                        host + ":" + port + " answers HTTP: that is the daemon's metrics port (server.metrics-port, "
+                                + "/metrics and /health) or another web server; stats, top and admin talk to the "
+                                + "daemon's protocol port, server.port (default 7370): --port N",
+                        e);
+            }
+            throw e;
+        }
+    }
+
+    /** How long a daemon has to answer the handshake: it answers in milliseconds unless the port is not a daemon's. */
+    private static final Duration HANDSHAKE_WAIT = Duration.ofSeconds(3);
+
+    /** Whether {@code host:port} answers an HTTP request within a second. */
+    static boolean speaksHttp(String host, int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(host, port), 1000);
+            socket.setSoTimeout(1000);
+            socket.getOutputStream()
+                    .write(("HEAD / HTTP/1.0\r\nHost: " + host + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            byte[] head = socket.getInputStream().readNBytes(5);
+            return new String(head, StandardCharsets.US_ASCII).equals("HTTP/");
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** The daemon's metrics as it sends them (Prometheus text). */

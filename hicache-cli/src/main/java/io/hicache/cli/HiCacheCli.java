@@ -6,20 +6,26 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.ScopeType;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * The {@code hicache} command line, which {@code ./hicache} runs: picocli over the {@link Subcommand}s on the class
  * path. Bad arguments print what was wrong (with the closest option or command when one is near) to standard error
- * and exit with status 2; a failure the command reports exits with 1. Each {@link #run} builds a fresh command line,
- * so an instance is safe to share between threads.
+ * and exit with status 2; a failure exits with 1 after one line saying what went wrong ({@link UserErrors}), with the
+ * stack trace only under {@code --debug}. {@code HICACHE_*} variables that nothing reads are warned about
+ * ({@link EnvironmentCheck}). Each {@link #run} builds a fresh command line, so an instance is safe to share between
+ * threads.
  */
 public final class HiCacheCli {
     private final List<Class<? extends Subcommand>> commands;
@@ -67,15 +73,27 @@ public final class HiCacheCli {
         root.setParameterExceptionHandler(HiCacheCli::badArguments);
         root.setExecutionExceptionHandler((e, line, parsed) -> {
             PrintWriter to = line.getErr();
-            if (e instanceof HiCacheException h) {
-                to.println(line.getCommandSpec().qualifiedName() + ": " + h.getMessage() + " [" + h.code() + "]");
-            } else {
-                to.println(line.getCommandSpec().qualifiedName() + ": " + e);
+            // One line in the user's words; the stack trace and the error code only with --debug.
+            to.println(line.getCommandSpec().qualifiedName() + ": " + UserErrors.describe(e));
+            if (debug(parsed)) {
+                if (UserErrors.unwrap(e) instanceof HiCacheException h) {
+                    to.println("error code " + h.code());
+                }
                 e.printStackTrace(to);
             }
             return Subcommand.FAILED;
         });
         return root;
+    }
+
+    /** Whether {@code --debug} was given, on the command or above it. */
+    private static boolean debug(ParseResult parsed) {
+        for (ParseResult p = parsed; p != null; p = p.subcommand()) {
+            if (p.hasMatchedOption("--debug")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -89,13 +107,36 @@ public final class HiCacheCli {
 
     /** Runs one command line and returns its exit status. */
     public int run(List<String> args, PrintStream out, PrintStream err) {
-        return commandLine(out, err).execute(args.toArray(String[]::new));
+        return run(args, out, err, System.getenv());
+    }
+
+    /** As {@link #run(List, PrintStream, PrintStream)}, with {@code env} as the environment to check. */
+    public int run(List<String> args, PrintStream out, PrintStream err, Map<String, String> env) {
+        CommandLine line = commandLine(out, err);
+        for (String warning : EnvironmentCheck.warnings(env, line)) {
+            line.getErr().println("hicache: " + warning);
+        }
+        line.getErr().flush();
+        return line.execute(args.toArray(String[]::new));
     }
 
     /** What was wrong, the nearest option or command if one is near, and where the help is; no full usage dump. */
     private static int badArguments(ParameterException e, String[] args) {
         CommandLine line = e.getCommandLine();
         PrintWriter err = line.getErr();
+        // A mistyped option is what went wrong even when picocli first notices a required option missing
+        // (`conformance --stor memory` says --store is missing): name it, and the option meant.
+        String unknown = Nearest.unknownOption(line, args);
+        if (unknown != null && !(e instanceof UnmatchedArgumentException)) {
+            err.println(line.getCommandSpec().qualifiedName() + ": unknown option '" + unknown + "'");
+            String near = Nearest.nearest(
+                    unknown, List.copyOf(line.getCommandSpec().optionsMap().keySet()));
+            if (near != null) {
+                err.println("did you mean " + near + "?");
+            }
+            err.println("see '" + line.getCommandSpec().qualifiedName() + " --help'");
+            return Subcommand.USAGE;
+        }
         boolean unknownCommand = e instanceof UnmatchedArgumentException u
                 && line.getCommandSpec().parent() == null
                 && !u.getUnmatched().isEmpty()
@@ -127,6 +168,12 @@ public final class HiCacheCli {
     static final class Root implements Callable<Integer> {
         @Spec
         CommandSpec spec;
+
+        @Option(
+                names = "--debug",
+                scope = ScopeType.INHERIT,
+                description = "on a failure, print the stack trace and the error code as well")
+        boolean debug;
 
         final PrintStream out;
         final PrintStream err;

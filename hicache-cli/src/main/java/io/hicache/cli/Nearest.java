@@ -1,8 +1,11 @@
 package io.hicache.cli;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
+import picocli.CommandLine;
 import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
@@ -26,6 +29,28 @@ final class Nearest {
             e.getCommandLine().getSubcommands().keySet().forEach(known::add);
         }
         return nearest(word, known);
+    }
+
+    /**
+     * The first word of {@code args} that looks like an option of {@code line}'s command but is none of its options (nor
+     * an option of a command above it), or null: for errors that picocli reports as something else.
+     */
+    static @Nullable String unknownOption(CommandLine line, String[] args) {
+        Set<String> known = new HashSet<>();
+        for (CommandLine c = line; c != null; c = c.getParent()) {
+            known.addAll(c.getCommandSpec().optionsMap().keySet());
+        }
+        for (String arg : args) {
+            if (arg.equals("--")) {
+                break;
+            }
+            String name = arg.contains("=") ? arg.substring(0, arg.indexOf('=')) : arg;
+            // "-1" is a value (server.metrics-port -1), not an option.
+            if (name.startsWith("-") && name.length() > 1 && !name.matches("-\\d.*") && !known.contains(name)) {
+                return name;
+            }
+        }
+        return null;
     }
 
     /** The name of {@code known} nearest to {@code word}, if within a quarter of its length (at least 2 edits). */

@@ -17,6 +17,7 @@ import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
@@ -25,7 +26,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(
         name = "serve",
-        customSynopsis = "hicache serve [--config=FILE] [--SETTING=VALUE ...]",
+        customSynopsis = "hicache serve [--config=FILE] [--port=N] [--host=ADDRESS] [--SETTING=VALUE ...]",
         header = "run the HiCache daemon (host slab + L3 store behind the binary protocol)",
         mixinStandardHelpOptions = true,
         sortOptions = false,
@@ -42,6 +43,7 @@ import picocli.CommandLine.Spec;
         footer = {
             "%nExamples:",
             "  hicache serve",
+            "  hicache serve --port 7400",
             "  hicache serve --server.host-size 8GiB --file.root /mnt/nvme/hicache",
             "  hicache serve --server.bind 0.0.0.0 --server.auth-token \"$(cat token)\" --server.store s3 --s3.bucket kv"
         })
@@ -52,6 +54,22 @@ public final class ServeCommand implements Subcommand {
     @Option(names = "--config", paramLabel = "FILE", description = "a properties file of settings")
     @Nullable
     Path config;
+
+    // The names redis-server, memcached and SGLang take: aliases of the settings, which win over them if both are
+    // given.
+    @Option(
+            names = {"--port", "-p"},
+            paramLabel = "N",
+            description = "the port to serve the protocol on: --server.port (default 7370; 0 takes any free one)")
+    @Nullable
+    Integer port;
+
+    @Option(
+            names = "--host",
+            paramLabel = "ADDRESS",
+            description = "the address to listen on: --server.bind (default 127.0.0.1, this host only)")
+    @Nullable
+    String host;
 
     @Override
     public void addOptions(CommandSpec spec) {
@@ -76,6 +94,8 @@ public final class ServeCommand implements Subcommand {
         List<Setting<?>> all = new ArrayList<>(ServerConfig.SETTINGS);
         PageStores.providers().forEach(p -> all.addAll(p.settings()));
         Settings settings = SettingOptions.read(spec.commandLine().getParseResult(), config, all);
+        settings = withAlias(settings, "--port", port == null ? null : port.toString(), "server.port");
+        settings = withAlias(settings, "--host", host, "server.bind");
         ServerConfig serverConfig = ServerConfig.from(settings);
         List<Setting<?>> known = new ArrayList<>(ServerConfig.SETTINGS);
         if (!serverConfig.store().isEmpty()) {
@@ -100,6 +120,18 @@ public final class ServeCommand implements Subcommand {
         out.flush();
         stopped.await();
         return OK;
+    }
+
+    /** {@code settings} with {@code key} set from its alias's {@code value}; both given on the line is refused. */
+    private Settings withAlias(Settings settings, String alias, @Nullable String value, String key) {
+        if (value == null) {
+            return settings;
+        }
+        if (spec.commandLine().getParseResult().hasMatchedOption("--" + key)) {
+            throw new ParameterException(
+                    spec.commandLine(), alias + " and --" + key + " name the same setting: give one of them");
+        }
+        return settings.with(key, value);
     }
 
     /** Shows the write-behind draining during a shutdown, once a second, until interrupted. */

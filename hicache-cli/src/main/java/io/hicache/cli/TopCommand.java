@@ -1,5 +1,7 @@
 package io.hicache.cli;
 
+import io.hicache.core.ErrorCode;
+import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
 import io.hicache.storage.remote.RemotePageStore;
 import java.io.PrintWriter;
@@ -25,7 +27,9 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         sortOptions = false,
         description = "Shows a running daemon live: throughput, requests per second and mean latency by operation, hit "
-                + "rate, slab use, write-behind backlog and connections, refreshed every --interval. Ctrl-C stops it.",
+                + "rate, slab use, write-behind backlog and connections, refreshed every --interval; same-host "
+                + "clients' bytes (leases and reservations, which never cross a socket) are counted apart. q or "
+                + "Ctrl-C stops it.",
         footer = {
             "%nExamples:",
             "  hicache top",
@@ -63,11 +67,14 @@ public final class TopCommand implements Subcommand {
         }
         PrintWriter out = spec.commandLine().getOut();
         boolean terminal = Progress.isTerminal();
-        try (RemotePageStore client = daemon.connect()) {
+        try (RemotePageStore client = daemon.connect();
+                KeyPresses keys = KeyPresses.open()) {
             DaemonMetrics before = DaemonAddress.read(client);
             for (int shown = 0; count == 0 || shown < count; shown++) {
-                Thread.sleep(interval.toMillis());
-                DaemonMetrics now = DaemonAddress.read(client);
+                if (keys.quitWithin(interval)) {
+                    break;
+                }
+                DaemonMetrics now = readOrEnd(client);
                 List<String> lines = TopView.rates(before, now);
                 String title = "hicache top: " + daemon.host + ":" + daemon.port + " at "
                         + LocalTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")) + ", every "
@@ -83,6 +90,19 @@ public final class TopCommand implements Subcommand {
             }
         }
         return OK;
+    }
+
+    /** A reading; a daemon that stops answering ends top with one line saying so, not a stack trace. */
+    private DaemonMetrics readOrEnd(RemotePageStore client) {
+        try {
+            return DaemonAddress.read(client);
+        } catch (Exception e) {
+            throw new HiCacheException(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "the daemon at " + daemon.host + ":" + daemon.port + " stopped answering (" + UserErrors.describe(e)
+                            + "); top ends",
+                    e);
+        }
     }
 
     /** Reads {@code 1s}, {@code 500ms} as the settings do. */

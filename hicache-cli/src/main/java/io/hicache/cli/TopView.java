@@ -19,11 +19,14 @@ final class TopView {
                 "requests     %,.0f (%s)",
                 m.sum("hicache_server_request_seconds_count"),
                 perOp(m.by("hicache_server_request_seconds_count", "op"))));
+        Map<String, Double> sameHost = m.by("hicache_server_same_host_bytes_total", "direction");
         out.add(String.format(
                 Locale.ROOT,
-                "bytes        %s received, %s sent",
+                "bytes        %s received, %s sent over sockets; same host: %s read, %s written in the slab",
                 Units.formatBytes((long) m.sum("hicache_server_received_bytes_total")),
-                Units.formatBytes((long) m.sum("hicache_server_sent_bytes_total"))));
+                Units.formatBytes((long) m.sum("hicache_server_sent_bytes_total")),
+                Units.formatBytes(sameHost.getOrDefault("read", 0.0).longValue()),
+                Units.formatBytes(sameHost.getOrDefault("write", 0.0).longValue())));
         double host = m.sum("hicache_server_hits_host_total");
         double store = m.sum("hicache_server_hits_store_total");
         double miss = m.sum("hicache_server_misses_total");
@@ -55,11 +58,19 @@ final class TopView {
     static List<String> rates(DaemonMetrics before, DaemonMetrics now) {
         double seconds = Math.max(1e-9, (now.atNanos() - before.atNanos()) / 1e9);
         List<String> out = new ArrayList<>();
+        // Same-host clients move page bytes through the slab, not the socket: counted apart, or a daemon serving
+        // only them would show next to nothing.
+        Map<String, Double> hostBefore = before.by("hicache_server_same_host_bytes_total", "direction");
+        Map<String, Double> hostNow = now.by("hicache_server_same_host_bytes_total", "direction");
+        double read = hostNow.getOrDefault("read", 0.0) - hostBefore.getOrDefault("read", 0.0);
+        double written = hostNow.getOrDefault("write", 0.0) - hostBefore.getOrDefault("write", 0.0);
         out.add(String.format(
                 Locale.ROOT,
-                "throughput   %s/s in, %s/s out",
+                "throughput   %s/s in, %s/s out over sockets; same host: %s/s read, %s/s written in the slab",
                 Units.formatBytes((long) (delta(before, now, "hicache_server_received_bytes_total") / seconds)),
-                Units.formatBytes((long) (delta(before, now, "hicache_server_sent_bytes_total") / seconds))));
+                Units.formatBytes((long) (delta(before, now, "hicache_server_sent_bytes_total") / seconds)),
+                Units.formatBytes((long) (read / seconds)),
+                Units.formatBytes((long) (written / seconds))));
         double host = delta(before, now, "hicache_server_hits_host_total");
         double store = delta(before, now, "hicache_server_hits_store_total");
         double miss = delta(before, now, "hicache_server_misses_total");

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -17,13 +18,19 @@ class HiCacheCliTest {
     record Run(int status, String out, String err) {}
 
     static Run run(String... args) {
+        return runWith(Map.of(), args);
+    }
+
+    /** Runs with {@code env} as the environment (no HICACHE_* variable of this JVM's leaks into the run). */
+    static Run runWith(Map<String, String> env, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int status = HiCacheCli.fromClassPath()
                 .run(
                         List.of(args),
                         new PrintStream(out, true, StandardCharsets.UTF_8),
-                        new PrintStream(err, true, StandardCharsets.UTF_8));
+                        new PrintStream(err, true, StandardCharsets.UTF_8),
+                        env);
         return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 

@@ -9,8 +9,8 @@ import java.util.regex.Pattern;
 /**
  * Parses and prints byte sizes and durations as people write them in configuration. Stateless.
  *
- * <p>Sizes: a whole number with an optional unit. Binary units {@code KiB MiB GiB TiB} and the JVM-style
- * {@code k m g t} mean powers of 1024; decimal units {@code KB MB GB TB} mean powers of 1000 (SGLang's
+ * <p>Sizes: a whole number with an optional unit. Binary units {@code KiB MiB GiB TiB PiB} and the JVM-style
+ * {@code k m g t p} mean powers of 1024; decimal units {@code KB MB GB TB PB} mean powers of 1000 (SGLang's
  * {@code hicache-size} is in GB of 10^9 bytes). Fractions are allowed with a unit: {@code 1.5GiB}.
  *
  * <p>Durations: a number with a unit {@code ns us ms s m h d}, or ISO-8601 ({@code PT2S}).
@@ -38,13 +38,15 @@ public final class Units {
             case "m", "mib" -> 1L << 20;
             case "g", "gib" -> 1L << 30;
             case "t", "tib" -> 1L << 40;
+            case "p", "pib" -> 1L << 50; // printed sizes reach PiB (formatBytes), so they must read back
             case "kb" -> 1_000L;
             case "mb" -> 1_000_000L;
             case "gb" -> 1_000_000_000L;
             case "tb" -> 1_000_000_000_000L;
+            case "pb" -> 1_000_000_000_000_000L;
             default ->
                 throw new IllegalArgumentException("'" + text + "' has an unknown size unit '" + m.group(2)
-                        + "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+                        + "' (use B, KiB, MiB, GiB, TiB, PiB, KB, MB, GB, TB, PB)");
         };
         if (number.contains(".")) {
             double value = Double.parseDouble(number) * multiplier;

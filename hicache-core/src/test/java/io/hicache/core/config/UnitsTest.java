@@ -16,6 +16,8 @@ class UnitsTest {
         assertEquals(2_000_000_000L, Units.parseBytes("2GB"));
         assertEquals(3L << 29, Units.parseBytes("1.5 GiB"));
         assertEquals(1L << 40, Units.parseBytes("1TiB"));
+        assertEquals(1L << 50, Units.parseBytes("1PiB")); // it was "unknown size unit" (issue 37)
+        assertEquals(2_000_000_000_000_000L, Units.parseBytes("2PB"));
         assertEquals(0, Units.parseBytes("0"));
     }
 
@@ -49,5 +51,8 @@ class UnitsTest {
         assertEquals("512 B", Units.formatBytes(512));
         assertEquals("64 MiB", Units.formatBytes(64L << 20));
         assertEquals("1.50 GiB", Units.formatBytes(3L << 29));
+        for (long size : new long[] {512, 64L << 20, 3L << 29, 1L << 40, 1L << 50}) {
+            assertEquals(size, Units.parseBytes(Units.formatBytes(size)), "a printed size reads back");
+        }
     }
 }

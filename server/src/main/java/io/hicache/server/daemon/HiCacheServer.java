@@ -24,6 +24,7 @@ import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Map;
@@ -124,7 +125,7 @@ public final class HiCacheServer implements AutoCloseable {
                         ch.pipeline().addLast(requests);
                     }
                 });
-        this.listener = b.bind(config.bind(), config.port()).sync().channel();
+        this.listener = bind(b, config);
         MetricsEndpoint http = null;
         if (config.metricsPort() >= 0) {
             try {
@@ -146,6 +147,33 @@ public final class HiCacheServer implements AutoCloseable {
             }
         }
         this.endpoint = http;
+    }
+
+    /** Binds the protocol port; a port in use or an address not of this host is said in words, with the setting. */
+    private static Channel bind(ServerBootstrap b, ServerConfig config) throws InterruptedException {
+        try {
+            return b.bind(config.bind(), config.port()).sync().channel();
+        } catch (Exception e) {
+            // Netty's native transport throws its own IOException types, whose text carries the OS's.
+            String text = String.valueOf(e.getMessage());
+            if (e instanceof BindException || text.contains("Address already in use")) {
+                throw new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        "port " + config.port() + " on " + config.bind()
+                                + " (server.port) is in use by another program "
+                                + "or daemon; stop that one, or give this daemon another port (--server.port N, "
+                                + "or --port N; 0 takes any free one)",
+                        e);
+            }
+            if (text.contains("Cannot assign requested address")) {
+                throw new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        "server.bind " + config.bind() + " is not an address of this host; use 127.0.0.1 (this host "
+                                + "only), an address of one of its interfaces, or 0.0.0.0 (all of them)",
+                        e);
+            }
+            throw e;
+        }
     }
 
     /**

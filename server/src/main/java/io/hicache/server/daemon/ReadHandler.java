@@ -154,6 +154,11 @@ final class ReadHandler {
                 return;
             }
             long id = leases.grant(owner, delivered, leaseMillis);
+            long leasedBytes = 0;
+            for (SlabPage p : delivered) {
+                leasedBytes += p.length;
+            }
+            cache.counters.sameHostReadBytes.add(leasedBytes);
             if (!owner.isActive()) {
                 leases.release(owner, id); // closed meanwhile: its leases were ended before this one began
             }

@@ -103,6 +103,17 @@ final class ServerMetrics {
         counted("hicache_server_misses", "pages found in no tier", counters.misses);
         counted("hicache_server_evicted_pages", "pages evicted from the host slab", counters.evictedPages);
         counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", counters.rejectedPuts);
+        CounterWithCallback.builder()
+                .name("hicache_server_same_host_bytes")
+                .unit(Unit.BYTES)
+                .help("page bytes same-host clients read from the slab (leases) or wrote into it (reservations): "
+                        + "bytes that do not cross the socket")
+                .labelNames("direction")
+                .callback(cb -> {
+                    cb.call(counters.sameHostReadBytes.sum(), "read");
+                    cb.call(counters.sameHostWrittenBytes.sum(), "write");
+                })
+                .register(registry);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted(
                 "hicache_server_write_behind_failures",

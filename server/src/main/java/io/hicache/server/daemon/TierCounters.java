@@ -14,4 +14,11 @@ final class TierCounters {
     final LongAdder evictedPages = new LongAdder();
     /** Puts and reservations refused: too large, over quota, or no room by the deadline. */
     final LongAdder rejectedPuts = new LongAdder();
+    /**
+     * Page bytes same-host clients read from the slab through leases, and wrote into it through reservations: bytes
+     * that never cross the socket, so the received and sent counters do not see them.
+     */
+    final LongAdder sameHostReadBytes = new LongAdder();
+
+    final LongAdder sameHostWrittenBytes = new LongAdder();
 }

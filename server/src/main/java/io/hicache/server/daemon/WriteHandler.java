@@ -341,6 +341,9 @@ final class WriteHandler {
                     int crc32c = sum == WireChecksum.CRC32C ? crcs[i] : PageChecksum.of(bytes);
                     SlabWrites.Stored done = cache.writes.commit(room, crc32c);
                     statuses[i] = done.status();
+                    if (done.status() == PageStatus.OK) {
+                        cache.counters.sameHostWrittenBytes.add(bytes.byteSize());
+                    }
                     if (done.pinned() != null) {
                         stored.add(done.pinned());
                     }

@@ -129,8 +129,7 @@ final class RemoteConnection {
                 });
         b.connect(config.host(), config.port()).addListener((ChannelFuture f) -> {
             if (!f.isSuccess()) {
-                ready.completeExceptionally(
-                        unavailable(c.address, "cannot connect: " + f.cause().getMessage()));
+                ready.completeExceptionally(unavailable(c.address, connectFailure(f.cause())));
                 return;
             }
             c.channel = f.channel();
@@ -161,6 +160,15 @@ final class RemoteConnection {
 
                     @Override
                     public HelloAnswer noAnswer(PageStatus status, @Nullable String detail) {
+                        if (status == PageStatus.TIMED_OUT) {
+                            // Something accepted the connection but never answered HELLO: most often the daemon's
+                            // metrics port (HTTP), or another program entirely.
+                            throw unavailable(
+                                    address,
+                                    "no answer to the protocol's handshake within "
+                                            + config.connectTimeout().toMillis() + " ms: is that the daemon's protocol "
+                                            + "port (server.port, default 7370)? Its metrics port speaks HTTP");
+                        }
                         throw unavailable(address, "the handshake failed: " + detail);
                     }
                 })
@@ -172,6 +180,19 @@ final class RemoteConnection {
                         ready.complete(this);
                     }
                 });
+    }
+
+    /** Why a connect failed, in words: the OS's text without Netty's wrapping, and what to try. */
+    private static String connectFailure(Throwable cause) {
+        String text = String.valueOf(cause.getMessage());
+        if (text.contains("Connection refused")) {
+            return "nothing listens there (connection refused); is the daemon running, on this host and port? "
+                    + "'hicache serve' starts one";
+        }
+        if (text.contains("No route to host") || text.contains("Network is unreachable")) {
+            return "cannot reach the host (" + text.replaceAll(".*: ", "") + ")";
+        }
+        return "cannot connect: " + text;
     }
 
     private static HiCacheException unavailable(String address, String why) {

@@ -220,7 +220,7 @@ class RemotePageStoreDeadlineTest {
         var e = assertThrows(HiCacheException.class, () -> RemotePageStore.open(RemoteStoreConfig.local(port, "")));
         assertEquals(ErrorCode.STORE_UNAVAILABLE, e.code());
         assertTrue(
-                e.getMessage().contains("127.0.0.1:" + port) && e.getMessage().contains("cannot connect"),
+                e.getMessage().contains("127.0.0.1:" + port) && e.getMessage().contains("connection refused"),
                 e.getMessage());
     }
 }
