@@ -134,6 +134,7 @@ public final class HiCacheServer implements AutoCloseable {
                         config.metricsPort(),
                         metrics.registry,
                         () -> !closing.get(),
+                        cache.health::failing,
                         cache.writeBehind::degraded);
             } catch (IOException e) {
                 listener.close().sync();

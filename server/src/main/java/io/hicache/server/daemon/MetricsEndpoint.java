@@ -12,30 +12,41 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
- * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks) and {@code /health} ({@code 200 ok}; {@code 200 degraded: ...} when
- * acknowledged pages could not be written to L3; {@code 503} while shutting down)
- * over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}). Thread-safe; the
- * server stops it.
+ * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks) and
+ * {@code /health} over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}).
+ * {@code /health} answers {@code 200 ok}; {@code 200 degraded: ...} when acknowledged pages could not be written to L3;
+ * {@code 503 failing: ...} while puts fail for a reason the daemon knows ({@link Health}); {@code 503 shutting down}
+ * during a graceful shutdown. Thread-safe; the server stops it.
  */
 final class MetricsEndpoint implements AutoCloseable {
     private final HttpServer http;
 
     MetricsEndpoint(
-            String bind, int port, PrometheusRegistry metrics, BooleanSupplier healthy, Supplier<String> degraded)
+            String bind,
+            int port,
+            PrometheusRegistry metrics,
+            BooleanSupplier serving,
+            Supplier<@Nullable String> failing,
+            Supplier<@Nullable String> degraded)
             throws IOException {
         http = HttpServer.create(new InetSocketAddress(bind, port), 16);
         http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
         http.createContext("/metrics", new MetricsHandler(metrics));
         http.createContext("/health", ex -> {
-            boolean ok = healthy.getAsBoolean();
-            String trouble = ok ? degraded.get() : null;
-            reply(
-                    ex,
-                    ok ? 200 : 503,
-                    "text/plain",
-                    !ok ? "shutting down\n" : trouble == null ? "ok\n" : trouble + "\n");
+            if (!serving.getAsBoolean()) {
+                reply(ex, 503, "text/plain", "shutting down\n");
+                return;
+            }
+            String failure = failing.get();
+            String trouble = degraded.get();
+            if (failure != null) {
+                reply(ex, 503, "text/plain", failure + (trouble == null ? "" : "\n" + trouble) + "\n");
+                return;
+            }
+            reply(ex, 200, "text/plain", trouble == null ? "ok\n" : trouble + "\n");
         });
         http.start();
     }

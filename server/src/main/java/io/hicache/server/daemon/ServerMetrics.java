@@ -127,6 +127,11 @@ final class ServerMetrics {
                 "hicache_server_write_behind_dropped_pages",
                 "acknowledged pages not written behind because the L3 store was detached first (not in L3)",
                 cache.writeBehind.dropped);
+        gauge(
+                "hicache_server_healthy",
+                "1 while puts succeed; 0 while they fail for a reason the daemon knows (no room in the slab, the L3 "
+                        + "store failing the write-behind): /health then answers 503 with the reason",
+                () -> cache.health.failing() == null ? 1 : 0);
         gauge("hicache_server_slab_bytes", "bytes of the host slab", cache.space::slabBytes);
         gauge("hicache_server_slab_free_bytes", "bytes of the host slab free for pages", cache.space::freeBytes);
         gauge("hicache_server_pages", "pages in the host slab", cache::pageCount);

@@ -26,6 +26,9 @@ final class SlabCache implements AutoCloseable {
 
     final ServerEvents events;
     final TierCounters counters = new TierCounters();
+    /** Whether puts are failing for a reason known here: no room, or the L3 store failing. */
+    final Health health = new Health();
+
     final SlabSpace space;
     final PageIndex pages;
     /** The L3 part of clears, in the background; made before the write-behind, whose thread asks it at once. */
@@ -59,7 +62,7 @@ final class SlabCache implements AutoCloseable {
         }
         this.eviction = new Eviction(space, pages, writeBehind, this.events, counters.evictedPages);
         this.writes = new SlabWrites(
-                config, space, pages, eviction, this.l3, writeBehind, this.events, counters.rejectedPuts);
+                config, space, pages, eviction, this.l3, writeBehind, this.events, counters.rejectedPuts, health);
         this.reads = new ReadThrough(config, space, pages, eviction, this.l3, clears, this.events, counters);
         this.removals = new Removals(pages, this.l3, writeBehind, clears, this.events);
         this.flush = new SlabFlush(pages, writeBehind, this.events);

@@ -50,6 +50,7 @@ final class SlabWrites {
     private final WriteBehind writeBehind;
     private final ServerEvents events;
     private final LongAdder rejectedPuts;
+    private final Health health;
 
     SlabWrites(
             ServerConfig config,
@@ -59,7 +60,8 @@ final class SlabWrites {
             StoreSlot l3,
             WriteBehind writeBehind,
             ServerEvents events,
-            LongAdder rejectedPuts) {
+            LongAdder rejectedPuts,
+            Health health) {
         this.config = config;
         this.space = space;
         this.pages = pages;
@@ -68,6 +70,7 @@ final class SlabWrites {
         this.writeBehind = writeBehind;
         this.events = events;
         this.rejectedPuts = rejectedPuts;
+        this.health = health;
     }
 
     /**
@@ -108,24 +111,30 @@ final class SlabWrites {
                 && !(choice instanceof EvictionChoice.Until until
                         && eviction.fitQuota(ns, used - quota, until.deadline()))) {
             space.discharge(ns, block);
-            return noRoom(choice);
+            return noRoom(choice, false); // the namespace's quota, not the slab
         }
         long offset = choice instanceof EvictionChoice.Until until
                 ? eviction.allocate(order, until.deadline())
                 : space.allocate(order);
         if (offset < 0) {
             space.discharge(ns, block);
-            return noRoom(choice);
+            return noRoom(choice, true);
         }
         return new Room(key, offset, order, length);
     }
 
-    /** Why there is no room: deferred where eviction was not allowed, else REJECTED, or the deadline's status. */
-    private RoomOutcome noRoom(EvictionChoice choice) {
+    /**
+     * Why there is no room: deferred where eviction was not allowed, else REJECTED, or the deadline's status. A slab
+     * with no room ({@code slabFull}, rather than a namespace over its quota) is a failing daemon ({@link Health}).
+     */
+    private RoomOutcome noRoom(EvictionChoice choice, boolean slabFull) {
         return switch (choice) {
             case EvictionChoice.None none -> Deferred.NEEDS_EVICTION;
             case EvictionChoice.Until until -> {
                 rejectedPuts.increment();
+                if (slabFull) {
+                    health.noRoom(space.slabBytes(), space.freeBytes(), writeBehind.pendingPages());
+                }
                 Deadline deadline = until.deadline();
                 yield new Refused(deadline.isOver() ? PageStatus.stoppedBy(deadline) : PageStatus.REJECTED);
             }
@@ -148,6 +157,7 @@ final class SlabWrites {
             return new Stored(PageStatus.EXISTS, null);
         }
         events.storedHere(p.key);
+        health.stored();
         if (p.dirty) {
             writeBehind.enqueue(p);
         }

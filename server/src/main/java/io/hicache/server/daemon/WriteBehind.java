@@ -290,6 +290,7 @@ final class WriteBehind {
                 cache.events.writtenBehind(e.key);
                 pending.decrementAndGet();
                 written.increment();
+                cache.health.storeWrote();
             } else {
                 String cause = r == null
                         ? Checks.checkNotNull(batchFailure, "the failure of a put with no result")
@@ -317,6 +318,7 @@ final class WriteBehind {
     /** A try of {@code e} failed: retry it later, or give it up after the last try. */
     private void failed(SlabPage e, String cause) {
         failures.increment();
+        cache.health.storeFailed(cause);
         e.writeTries++;
         if (stopping) {
             // Shutting down: keep trying, briefly apart, until close's timeout; close names what is left.

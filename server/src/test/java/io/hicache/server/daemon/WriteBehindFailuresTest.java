@@ -3,6 +3,7 @@ package io.hicache.server.daemon;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.PageStatus;
@@ -11,10 +12,12 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
@@ -100,11 +103,76 @@ class WriteBehindFailuresTest {
                                             URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health"))
                                     .build(),
                             HttpResponse.BodyHandlers.ofString());
-            assertEquals(200, health.statusCode());
-            assertTrue(health.body().startsWith("degraded: 1 acknowledged pages"), health.body());
+            // The store still fails every write: puts are failing (503, issue 37), and the page given up is said too.
+            assertEquals(503, health.statusCode());
+            assertTrue(health.body().startsWith("failing: the L3 store fails the write-behind"), health.body());
+            assertTrue(health.body().contains("degraded: 1 acknowledged pages"), health.body());
             assertTrue(health.body().contains(keys.get(0).toString()), health.body());
             assertEquals(1, Pages.stored(client, keys), "the page is still served from the slab");
         }
+    }
+
+    /** A store that fails and then recovers: /health is red while it fails, and green again once a write succeeds. */
+    @Test
+    void healthIsRedWhileTheStoreFailsAndGreenOnceItWrites() throws Exception {
+        try (TestDaemon daemon = start("2", "5", "20s");
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            List<StoreKey> keys = pages.keys(Pages.namespace("recovers"), 1);
+            Health health = daemon.server.cache.health;
+            assertEquals(
+                    PageStatus.OK, Pages.put(client, pages.filled(keys, 4096)).status(0));
+            await(() -> daemon.server.cache.writeBehind.failures.sum() >= 1, "a write fails");
+            await(() -> daemon.server.cache.writeBehind.pendingPages() == 0, "the page reaches L3");
+            assertEquals(null, health.failing(), "a write succeeded after the failures");
+            assertEquals(200, health(daemon).statusCode());
+            assertTrue(daemon.server.metrics.render().contains("hicache_server_healthy 1"));
+        }
+    }
+
+    /**
+     * Pages the store cannot take stay in the slab (they are not evictable before L3 has them); once the slab is full,
+     * puts are refused: /health says so with 503, the gauge is 0, and the daemon logs why (issue 37: it said "ok").
+     */
+    @Test
+    void aFullSlabOfUnwrittenPagesTurnsHealthRed() throws Exception {
+        try (TestDaemon daemon = TestDaemon.start(Map.of(
+                        "server.store", "delaying",
+                        "delaying.shared", shared,
+                        "delaying.failed-puts", "1000000",
+                        "server.write-behind-max-tries", "1000",
+                        "server.host-size", "16MiB",
+                        "server.shutdown-timeout", "300ms"));
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            List<StoreKey> keys = pages.keys(Pages.namespace("full"), 24);
+            int stored = 0;
+            for (StoreKey k : keys) {
+                // A short deadline: a put waits for room until its deadline, and none will come.
+                PageStatus status = client.put(
+                                pages.filled(List.of(k), 1 << 20), Deadline.after(Duration.ofMillis(300)))
+                        .get(60, TimeUnit.SECONDS)
+                        .status(0);
+                if (status != PageStatus.OK) {
+                    break;
+                }
+                stored++;
+            }
+            assertTrue(stored < keys.size(), "a 16 MiB slab cannot hold " + keys.size() + " unwritten pages of 1 MiB");
+            HttpResponse<String> health = health(daemon);
+            assertEquals(503, health.statusCode(), health.body());
+            assertTrue(health.body().startsWith("failing: puts are refused, the host slab has no room"), health.body());
+            assertTrue(daemon.server.metrics.render().contains("hicache_server_healthy 0"));
+        }
+    }
+
+    private static HttpResponse<String> health(TestDaemon daemon) throws Exception {
+        return HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(
+                                        URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
     }
 
     @Test
