@@ -1,5 +1,7 @@
 package io.hicache.events.zmq;
 
+import java.util.Optional;
+
 /**
  * SGLang's rules for ZeroMQ addresses: which are bound and which connected, and how an attention data-parallel rank
  * shifts them (so that each rank's publisher has its own port). Stateless.
@@ -18,6 +20,35 @@ final class Endpoints {
                 || endpoint.contains("0.0.0.0")
                 || endpoint.startsWith("ipc://")
                 || endpoint.startsWith("inproc://");
+    }
+
+    /**
+     * {@code endpoint} with {@code host} in place of a wildcard host ({@code *}, {@code 0.0.0.0}, {@code [::]}) when
+     * {@code host} is given: to bind one address rather than every interface. Other endpoints are returned as they are.
+     */
+    static String onHost(String endpoint, Optional<String> host) {
+        if (host.isEmpty() || !endpoint.startsWith("tcp://")) {
+            return endpoint;
+        }
+        int colon = endpoint.lastIndexOf(':');
+        String given = endpoint.substring("tcp://".length(), colon);
+        boolean wildcard = given.equals("*") || given.equals("0.0.0.0") || given.equals("[::]") || given.equals("::");
+        String bound = host.get().contains(":") && !host.get().startsWith("[") ? "[" + host.get() + "]" : host.get();
+        return wildcard ? "tcp://" + bound + endpoint.substring(colon) : endpoint;
+    }
+
+    /**
+     * Refuses {@code ipc://}: JeroMQ, the pure-Java ZeroMQ this publisher runs on, makes no Unix socket for it (it
+     * carries ipc over TCP on loopback), so a subscriber on libzmq (pyzmq, SGLang's router) would wait for nothing.
+     *
+     * @throws IllegalArgumentException for an {@code ipc://} endpoint, saying what to use instead
+     */
+    static void refuseIpc(String endpoint) {
+        if (endpoint.startsWith("ipc://")) {
+            throw new IllegalArgumentException(
+                    endpoint + " cannot be reached by other ZeroMQ "
+                            + "libraries (JeroMQ, which HiCache publishes with, makes no socket file for ipc://); use \"tcp://*:PORT\" with \"bind_host\": \"127.0.0.1\" to keep the events on this host");
+        }
     }
 
     /**

@@ -64,6 +64,9 @@ public final class ZmqPublisher implements KvEventPublisher {
 
     private final KvEventsConfig config;
     private final String endpoint;
+    /** SGLang's rule, decided on the endpoint as given (a bind_host makes a wildcard a definite address). */
+    private final boolean bindsPub;
+
     private final Optional<String> replayEndpoint;
     private final byte[] topic;
     private final BlockingQueue<byte[]> handoff = new ArrayBlockingQueue<>(HANDOFF_BATCHES);
@@ -82,8 +85,13 @@ public final class ZmqPublisher implements KvEventPublisher {
 
     private ZmqPublisher(KvEventsConfig config) {
         this.config = config;
-        this.endpoint = Endpoints.forRank(config.endpoint(), config.attnDpRank());
-        this.replayEndpoint = config.replayEndpoint().map(e -> Endpoints.forRank(e, config.attnDpRank()));
+        Endpoints.refuseIpc(config.endpoint());
+        config.replayEndpoint().ifPresent(Endpoints::refuseIpc);
+        String pub = Endpoints.forRank(config.endpoint(), config.attnDpRank());
+        this.bindsPub = Endpoints.binds(pub);
+        this.endpoint = bindsPub ? Endpoints.onHost(pub, config.bindHost()) : pub;
+        this.replayEndpoint = config.replayEndpoint()
+                .map(e -> Endpoints.onHost(Endpoints.forRank(e, config.attnDpRank()), config.bindHost()));
         this.topic = config.topic().getBytes(StandardCharsets.UTF_8);
         this.thread = Threads.start("kv-events-zmq", this::run);
     }
@@ -177,7 +185,7 @@ public final class ZmqPublisher implements KvEventPublisher {
                 pub = ctx.createSocket(SocketType.PUB);
                 pub.setSndHWM(config.sendHighWaterMarkMessages());
                 pub.setLinger(LINGER_MILLIS);
-                if (Endpoints.binds(endpoint)) {
+                if (bindsPub) {
                     pub.bind(endpoint);
                     boundEndpoint = pub.getLastEndpoint();
                 } else {

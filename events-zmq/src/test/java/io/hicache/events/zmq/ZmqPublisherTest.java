@@ -22,6 +22,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessageUnpacker;
@@ -198,5 +199,34 @@ class ZmqPublisherTest {
         assertEquals("tcp://*:5559", Endpoints.forRank("tcp://*:5557", 2));
         assertEquals("inproc://kv_dp1", Endpoints.forRank("inproc://kv", 1));
         assertThrows(IllegalArgumentException.class, () -> Endpoints.forRank("ipc:///tmp/kv", 1));
+    }
+
+    @Test
+    void bindHostTakesTheWildcardsPlace() {
+        KvEventsConfig c = KvEventsConfig.parse("{\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:*\", "
+                + "\"replay_endpoint\": \"tcp://*:*\", \"bind_host\": \"127.0.0.1\"}");
+        try (ZmqPublisher pub = ZmqPublisher.open(c)) {
+            assertTrue(pub.publishEndpoint().matches("tcp://127\\.0\\.0\\.1:\\d+"), pub.publishEndpoint());
+            assertTrue(
+                    pub.replayEndpoint().orElseThrow().matches("tcp://127\\.0\\.0\\.1:\\d+"),
+                    pub.replayEndpoint().toString());
+        }
+        Optional<String> loopback = Optional.of("127.0.0.1");
+        assertEquals("tcp://127.0.0.1:5557", Endpoints.onHost("tcp://*:5557", loopback));
+        assertEquals("tcp://127.0.0.1:5557", Endpoints.onHost("tcp://0.0.0.0:5557", loopback));
+        assertEquals("tcp://[::1]:5557", Endpoints.onHost("tcp://[::]:5557", Optional.of("::1")));
+        assertEquals("tcp://10.0.0.2:5557", Endpoints.onHost("tcp://10.0.0.2:5557", loopback), "a definite host stays");
+        assertEquals("tcp://*:5557", Endpoints.onHost("tcp://*:5557", Optional.empty()));
+    }
+
+    @Test
+    void ipcIsRefusedWithWhatToUseInstead() {
+        HiCacheException e = assertThrows(
+                HiCacheException.class,
+                () -> ZmqPublisher.open(
+                        KvEventsConfig.parse("{\"publisher\": \"zmq\", \"endpoint\": \"ipc:///tmp/hicache-kv\"}")));
+        assertTrue(e.getMessage().contains("ipc:///tmp/hicache-kv"), e.getMessage());
+        assertTrue(e.getMessage().contains("\"bind_host\": \"127.0.0.1\""), e.getMessage());
+        assertEquals(ErrorCode.CONFIG_INVALID, e.code());
     }
 }

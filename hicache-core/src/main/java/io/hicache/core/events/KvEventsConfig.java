@@ -26,6 +26,10 @@ import java.util.TreeSet;
  * @param attnDpRank                the attention data-parallel rank ({@code attn_dp_rank}, this project's addition:
  *                                  SGLang takes it from the server): stamped on each batch, and added to the
  *                                  endpoints' ports as SGLang does
+ * @param bindHost                  the address bound in place of a wildcard host ({@code bind_host}, this project's
+ *                                  addition): SGLang's {@code tcp://*:5557} binds every interface; with
+ *                                  {@code 127.0.0.1} here it binds that address only. The daemon sets it to
+ *                                  {@code 127.0.0.1} when it serves loopback only and the JSON does not say
  */
 public record KvEventsConfig(
         String publisher,
@@ -35,7 +39,8 @@ public record KvEventsConfig(
         int sendHighWaterMarkMessages,
         int maxQueueEvents,
         String topic,
-        int attnDpRank) {
+        int attnDpRank,
+        Optional<String> bindHost) {
     /** The publisher name that turns events off. */
     public static final String NO_PUBLISHER = "null";
     /** SGLang's default PUB address. */
@@ -57,7 +62,8 @@ public record KvEventsConfig(
             "hwm",
             "max_queue_size",
             "topic",
-            "attn_dp_rank");
+            "attn_dp_rank",
+            "bind_host");
 
     public KvEventsConfig {
         Checks.checkNotNull(publisher, "publisher");
@@ -70,6 +76,23 @@ public record KvEventsConfig(
         Checks.checkPositive(maxQueueEvents, "max_queue_size");
         Checks.checkNotNull(topic, "topic");
         Checks.checkNotNegative(attnDpRank, "attn_dp_rank");
+        Checks.checkNotNull(bindHost, "bindHost");
+        bindHost.ifPresent(h -> Checks.requireArgument(
+                !h.isBlank() && !h.contains("/") && !h.contains("*"), "\"bind_host\" must be an address, was '%s'", h));
+    }
+
+    /** This configuration with {@code host} bound in place of a wildcard host. */
+    public KvEventsConfig withBindHost(String host) {
+        return new KvEventsConfig(
+                publisher,
+                endpoint,
+                replayEndpoint,
+                replayBufferBatches,
+                sendHighWaterMarkMessages,
+                maxQueueEvents,
+                topic,
+                attnDpRank,
+                Optional.of(host));
     }
 
     /** SGLang's defaults, with {@code publisher}. */
@@ -82,7 +105,8 @@ public record KvEventsConfig(
                 DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES,
                 DEFAULT_MAX_QUEUE_EVENTS,
                 "",
-                0);
+                0,
+                Optional.empty());
     }
 
     /** True unless the publisher is {@code "null"}. */
@@ -115,6 +139,7 @@ public record KvEventsConfig(
                 .append(quoted(topic))
                 .append(", \"attn_dp_rank\": ")
                 .append(attnDpRank)
+                .append(bindHost.map(h -> ", \"bind_host\": " + quoted(h)).orElse(""))
                 .append('}')
                 .toString();
     }
@@ -146,7 +171,8 @@ public record KvEventsConfig(
                 whole(m, "hwm", DEFAULT_SEND_HIGH_WATER_MARK_MESSAGES),
                 whole(m, "max_queue_size", DEFAULT_MAX_QUEUE_EVENTS),
                 text(m, "topic", ""),
-                whole(m, "attn_dp_rank", 0));
+                whole(m, "attn_dp_rank", 0),
+                m.get("bind_host") == null ? Optional.empty() : Optional.of(text(m, "bind_host", "")));
     }
 
     private static String text(Map<String, Object> m, String key, String otherwise) {

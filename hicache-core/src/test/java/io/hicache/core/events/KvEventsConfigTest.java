@@ -38,11 +38,21 @@ class KvEventsConfigTest {
     void everySglangKeyIsRead() {
         KvEventsConfig c = KvEventsConfig.parse("""
                 {"publisher": "zmq", "endpoint": "tcp://10.0.0.1:6000", "replay_endpoint": "tcp://*:6001",
-                 "buffer_steps": 5, "hwm": 7, "max_queue_size": 9, "topic": "kv-\\u00e9vents", "attn_dp_rank": 2}""");
+                 "buffer_steps": 5, "hwm": 7, "max_queue_size": 9, "topic": "kv-\\u00e9vents", "attn_dp_rank": 2,
+                 "bind_host": "127.0.0.1"}""");
         assertEquals(
                 new KvEventsConfig(
-                        "zmq", "tcp://10.0.0.1:6000", Optional.of("tcp://*:6001"), 5, 7, 9, "kv-\u00e9vents", 2),
+                        "zmq",
+                        "tcp://10.0.0.1:6000",
+                        Optional.of("tcp://*:6001"),
+                        5,
+                        7,
+                        9,
+                        "kv-\u00e9vents",
+                        2,
+                        Optional.of("127.0.0.1")),
                 c);
+        assertEquals(c, KvEventsConfig.parse(c.toJson()), "toJson reads back");
         assertEquals(
                 Optional.empty(),
                 KvEventsConfig.parse("{\"publisher\": \"zmq\", \"replay_endpoint\": null}")
@@ -63,6 +73,7 @@ class KvEventsConfigTest {
         assertThrows(
                 IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"topic\": \"a\", \"topic\": \"b\"}"));
         assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"hwm\": 1.5}"));
+        assertThrows(IllegalArgumentException.class, () -> KvEventsConfig.parse("{\"bind_host\": \"tcp://x\"}"));
     }
 
     @Test

@@ -5,6 +5,7 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
 import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventSink;
+import io.hicache.core.events.KvEventsConfig;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.RateLimitedLog;
 import io.hicache.core.util.Threads;
@@ -200,7 +201,7 @@ public final class HiCacheServer implements AutoCloseable {
             sink = kvEvents != null
                     ? KvEventSink.over(
                             "server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
-                    : KvEventSink.open("server-kv-events", config.kvEvents());
+                    : KvEventSink.open("server-kv-events", config.kvEventsPublished());
             if (!config.store().isEmpty()) {
                 store = Optional.of(StoreAdmin.open(config, config.store(), Map.of()));
             }
@@ -241,7 +242,18 @@ public final class HiCacheServer implements AutoCloseable {
                 + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers()
                 + " workers; transport "
                 + transport.describe(config.transport()) + "; metrics: "
-                + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics");
+                + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics")
+                + "; KV events: " + describeEvents(config.kvEventsPublished());
+    }
+
+    private static String describeEvents(KvEventsConfig events) {
+        if (!events.enabled()) {
+            return "off";
+        }
+        return events.endpoint()
+                + events.bindHost()
+                        .map(h -> " (wildcard host bound to " + h + ")")
+                        .orElse("");
     }
 
     /** The socket transport the daemon runs on: {@code server.transport} resolved (never {@code AUTO}). */

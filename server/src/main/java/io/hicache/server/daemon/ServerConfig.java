@@ -340,6 +340,22 @@ public record ServerConfig(
         return b;
     }
 
+    /**
+     * The KV events configuration the daemon publishes with: {@link #kvEvents()}, with its wildcard host
+     * ({@code tcp://*:5557}) bound to the daemon's own loopback address when the daemon serves loopback only and the
+     * JSON names no {@code bind_host}: events say which prompts were cached, so they stay where the cache does.
+     */
+    KvEventsConfig kvEventsPublished() {
+        if (!kvEvents.enabled() || kvEvents.bindHost().isPresent() || !isLoopback(bind)) {
+            return kvEvents;
+        }
+        try {
+            return kvEvents.withBindHost(InetAddress.getByName(bind).getHostAddress());
+        } catch (UnknownHostException e) {
+            return kvEvents; // isLoopback resolved it a moment ago
+        }
+    }
+
     static boolean isLoopback(String host) {
         try {
             return InetAddress.getByName(host).isLoopbackAddress();

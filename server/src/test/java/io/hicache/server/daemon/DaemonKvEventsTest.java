@@ -4,6 +4,7 @@ import static io.hicache.server.daemon.Pages.deadline;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.hicache.core.config.Settings;
 import io.hicache.core.events.AllBlocksCleared;
 import io.hicache.core.events.BlockRemoved;
 import io.hicache.core.events.BlockStored;
@@ -20,6 +21,7 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
@@ -134,5 +136,40 @@ class DaemonKvEventsTest {
             cleared.addAll(collector.drainEvents());
             assertEquals(new AllBlocksCleared(), cleared.getLast(), "nothing is announced after the clear: " + cleared);
         }
+    }
+
+    private static ServerConfig withEvents(String bind, String json) {
+        Settings.Builder b = Settings.builder().flag("server.bind", bind).flag("server.kv-events-config", json);
+        if (!bind.startsWith("127.")) {
+            b.flag("server.auth-token", "t0ken");
+        }
+        return ServerConfig.from(b.build());
+    }
+
+    @Test
+    void aLoopbackDaemonKeepsItsEventsOnLoopback() {
+        String wildcard = "{\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}";
+        assertEquals(
+                Optional.of("127.0.0.1"),
+                withEvents("127.0.0.1", wildcard).kvEventsPublished().bindHost(),
+                "the daemon serves loopback only: so do its events");
+        assertEquals(
+                Optional.of("10.1.2.3"),
+                withEvents(
+                                "127.0.0.1",
+                                "{\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\", "
+                                        + "\"bind_host\": \"10.1.2.3\"}")
+                        .kvEventsPublished()
+                        .bindHost(),
+                "a bind_host given is kept");
+        assertEquals(
+                Optional.empty(),
+                withEvents("0.0.0.0", wildcard).kvEventsPublished().bindHost(),
+                "a daemon serving every interface publishes as SGLang does");
+        assertEquals(
+                Optional.empty(),
+                withEvents("127.0.0.1", "{\"publisher\": \"null\"}")
+                        .kvEventsPublished()
+                        .bindHost());
     }
 }
