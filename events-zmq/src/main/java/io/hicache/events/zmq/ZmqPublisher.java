@@ -36,7 +36,7 @@ import org.zeromq.ZMsg;
  * after it, as {@code (seq, payload)}, then the end marker {@code (-1 as 8 bytes, empty)}.
  *
  * <p>The PUB socket binds its endpoint when it has a wildcard host ({@code *}, {@code ::}, {@code 0.0.0.0}) or is
- * {@code ipc://} or {@code inproc://}, and connects otherwise; the ROUTER socket always binds. A non-zero
+ * {@code inproc://}, and connects otherwise ({@code ipc://} is refused: JeroMQ makes no socket file for it); the ROUTER socket always binds. A non-zero
  * {@code attn_dp_rank} raises both ports by the rank (SGLang's rule) and is stamped on every batch.
  *
  * <p>Threads: the sockets belong to one thread, {@code hicache-kv-events-zmq}, which sends batches and answers replay

@@ -15,7 +15,7 @@ import java.util.TreeSet;
  *
  * @param publisher                 the publisher's name ({@code publisher}): {@code null} for none, {@code zmq}
  * @param endpoint                  the PUB socket's address ({@code endpoint}); bound when it has {@code *},
- *                                  {@code ::}, or is {@code ipc://} or {@code inproc://}, else connected
+ *                                  {@code ::}, or is {@code inproc://}, else connected ({@code ipc://} is refused by the zmq publisher)
  * @param replayEndpoint            the ROUTER socket's address for replay ({@code replay_endpoint}), if any
  * @param replayBufferBatches       batches kept for replay ({@code buffer_steps})
  * @param sendHighWaterMarkMessages ZeroMQ's send high-water mark of the PUB socket, in messages ({@code hwm}); 0 is
