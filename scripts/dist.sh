@@ -17,7 +17,14 @@ die() {
   echo "hicache dist: $*" >&2
   exit 1
 }
-[ $# -eq 0 ] || die "takes no arguments (got: $*)"
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+  echo "Usage: ./hicache dist
+Makes, in target/dist/, from this checkout's build: hicache-VERSION-linux-x86_64.tar.gz (bin/hicache, lib/, a Java
+runtime of its own) and hicache-VERSION-oci.tar (an OCI image of the same files, for podman load or docker load).
+docs/install.md says how to install and run them."
+  exit 0
+fi
+[ $# -eq 0 ] || { echo "hicache dist: takes no arguments (got: $*); see ./hicache dist --help" >&2; exit 2; }
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] \
   || die "makes a linux-x86_64 archive from this machine's JDK and C library, so it runs on Linux x86_64 only"
 for tool in tar gzip sha256sum ldd; do

@@ -27,7 +27,7 @@ import picocli.CommandLine.Spec;
         synopsisSubcommandLabel = "COMMAND",
         subcommands = {AdminCommand.Flush.class, AdminStoreCommand.class},
         description = "Operations on a running daemon while it serves: 'flush' empties its host slab (L3 keeps the "
-                + "pages), 'store' shows, detaches or attaches its L3 page store.",
+                + "pages: SGLang's /flush_cache, not FLUSHALL), 'store' shows, detaches or attaches its L3 page store.",
         footer = {
             "%nExamples:",
             "  hicache admin flush",
@@ -105,13 +105,14 @@ public final class AdminCommand implements Subcommand {
     /** {@code hicache admin flush}. */
     @Command(
             name = "flush",
-            header = "drop the host slab's pages; L3 keeps them",
+            header = "drop the host slab's pages; L3 keeps them (SGLang's /flush_cache, not Redis' FLUSHALL)",
             mixinStandardHelpOptions = true,
             sortOptions = false,
-            description =
-                    "Drops every page of the daemon's host slab that no lease or reservation pins, in every "
-                            + "namespace. Pages the write-behind has not yet written to L3 are written first, up to --timeout; "
-                            + "those still unwritten then stay in the slab. L3 keeps every page: a later get reads it from there.",
+            description = "Drops every page of the daemon's host slab that no lease or reservation pins, in every "
+                    + "namespace. Pages the write-behind has not yet written to L3 are written first, up to --timeout; "
+                    + "those still unwritten then stay in the slab. L3 keeps every page: a later get reads it from there. "
+                    + "It is what SGLang's /flush_cache does to its host cache, not Redis' FLUSHALL: nothing "
+                    + "stored is lost.",
             footer = {"%nExamples:", "  hicache admin flush", "  hicache admin flush --port 7371 --timeout 2m"})
     public static final class Flush implements Callable<Integer> {
         @Spec

@@ -139,6 +139,14 @@ class FirstHourTest {
     }
 
     @Test
+    void adminFlushSaysItIsSglangsFlushCacheNotFlushAll() {
+        HiCacheCliTest.Run run = HiCacheCliTest.run("admin", "flush", "--help");
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.out().contains("SGLang's /flush_cache, not Redis' FLUSHALL"), run.out());
+        assertTrue(run.out().contains("L3 keeps every page"), run.out());
+    }
+
+    @Test
     void aMisspeltEnvironmentVariableIsWarnedAbout() {
         HiCacheCliTest.Run misspelt = HiCacheCliTest.runWith(Map.of("HICACHE_SERVER_PROT", "7401"), "version");
         assertEquals(0, misspelt.status());

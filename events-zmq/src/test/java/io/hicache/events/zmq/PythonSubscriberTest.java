@@ -42,6 +42,8 @@ import org.junit.jupiter.api.io.TempDir;
  * the reports against block ids it computes itself from the tokens (SHA-256 over the previous page's hash and the
  * tokens as 4-byte little-endian, the first 8 bytes as a signed int64), the parents, token ids, media, sequence
  * numbers and what the cache then holds. Skipped (not failed) when /usr/bin/python3 lacks zmq or msgpack.
+ *
+ * <p>The subscriber is the one {@code docs/kv-events.md} tells routers to start; this test is what runs it.
  */
 class PythonSubscriberTest {
     private static final int PAGE = 4;

@@ -92,12 +92,12 @@ class EmbeddingDocTest {
     private record Run(int status, String output) {}
 
     /**
-     * The {@code java} line of the README's shell block marked {@code docs-check: test EmbeddingDocTest}, with
+     * The {@code java} line of the README's shell block marked {@code docs-check: run QuickStart.java}, with
      * {@code $CP} this test's class path and {@code java} this JDK's, run in the folder the example was compiled to.
      */
     private Run runReadmeLine(List<String> extraArgs) throws Exception {
         String readme = Files.readString(Path.of("..", "README.md"));
-        int marker = readme.indexOf("<!-- docs-check: test EmbeddingDocTest -->");
+        int marker = readme.indexOf("<!-- docs-check: run QuickStart.java -->");
         assertTrue(marker >= 0, "the README has no block marked for this test");
         Matcher block = Pattern.compile("```sh\\n(.*?)```", Pattern.DOTALL).matcher(readme);
         assertTrue(block.find(marker), "no shell block after the marker");
