@@ -2,8 +2,9 @@
 
 SGLang's ``dynamic`` storage backend refuses a class that does not subclass its ``HiCacheStorage``
 (``StorageBackendFactory._load_backend_class``), so with SGLang installed the backend must derive from the real
-one. Without SGLang (tests, tools) the stand-ins below have exactly the methods of SGLang's late-2025 interface
-(docs: /work/shared/reference/sglang-hicache.md §2.1), so the backend is the same code either way.
+one. Without SGLang (tests, tools) the stand-ins below have the methods of SGLang's interface
+(``sglang/srt/mem_cache/hicache_storage.py`` as of 2026: v1, and v2 for hybrid models), so the backend is the same
+code either way.
 """
 
 from __future__ import annotations
@@ -62,6 +63,25 @@ if TYPE_CHECKING or not SGLANG_AVAILABLE:
 
         def register_mem_pool_host(self, mem_pool_host: Any) -> None:
             self.mem_pool_host = mem_pool_host
+
+        def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: Any) -> None:
+            """SGLang's default: keeps the pool under its name (a ``PoolName``, a str enum) in
+            ``registered_pools``."""
+            pools: Dict[str, Any] = getattr(self, "registered_pools", None) or {}
+            pools[str(getattr(host_pool_name, "value", host_pool_name))] = host_pool
+            self.registered_pools = pools
+
+        def batch_exists_v2(self, keys: List[str], pool_transfers: Optional[List[Any]] = None,
+                            extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Any:
+            raise NotImplementedError()
+
+        def batch_get_v2(self, transfers: List[Any],
+                         extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Dict[str, List[bool]]:
+            raise NotImplementedError()
+
+        def batch_set_v2(self, transfers: List[Any],
+                         extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Dict[str, List[bool]]:
+            raise NotImplementedError()
 
         def batch_get_v1(self, keys: List[str], host_indices: Any,
                          extra_info: Optional[HiCacheStorageExtraInfo] = None) -> List[bool]:
@@ -141,5 +161,32 @@ def new_storage_metrics() -> Any:
     return storage_metrics_class()()
 
 
+@dataclasses.dataclass
+class _StandInPoolTransferResult:
+    """Stand-in for SGLang's ``PoolTransferResult`` (``hicache_storage.py``, 2026): ``kv_hit_pages`` is the prefix
+    every pool can restore; ``extra_pool_hit_pages`` what each pool alone could (``"kv"`` included)."""
+
+    kv_hit_pages: int = 0
+    extra_pool_hit_pages: Dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=None)
+def pool_transfer_result_class() -> type:
+    """SGLang's ``PoolTransferResult`` when SGLang has it (its hybrid controller reads the fields by name), else the
+    stand-in."""
+    try:
+        module = importlib.import_module("sglang.srt.mem_cache.hicache_storage")
+        found: type = getattr(module, "PoolTransferResult")
+        return found
+    except Exception:
+        return _StandInPoolTransferResult
+
+
+def new_pool_transfer_result(kv_hit_pages: int, extra_pool_hit_pages: Dict[str, int]) -> Any:
+    """A ``PoolTransferResult`` of :func:`pool_transfer_result_class`, built by keyword."""
+    return pool_transfer_result_class()(kv_hit_pages=kv_hit_pages, extra_pool_hit_pages=extra_pool_hit_pages)
+
+
 __all__ = ["HiCacheStorage", "HiCacheStorageConfig", "HiCacheStorageExtraInfo", "SGLANG_AVAILABLE",
-           "STORAGE_METRICS_MODULES", "new_storage_metrics", "storage_metrics_class"]
+           "STORAGE_METRICS_MODULES", "new_pool_transfer_result", "new_storage_metrics", "pool_transfer_result_class",
+           "storage_metrics_class"]

@@ -92,9 +92,11 @@ class HostPool:
         if layout not in LAYOUT_ORDERS:
             raise ValueError(f"the HiCache daemon backend supports the host layouts {', '.join(LAYOUT_ORDERS)}; "
                              f"this host pool's layout is {layout!r} (--hicache-mem-layout)")
-        if hasattr(pool, "index_head_dim") or "NSA" in type(pool).__name__:
-            raise ValueError("the HiCache daemon backend does not support NSA host pools (DeepSeek sparse attention "
-                             "keeps an indexer cache beside the KV in each page)")
+        if hasattr(pool, "index_head_dim") or any(tag in type(pool).__name__ for tag in ("NSA", "DSA")):
+            raise ValueError("the HiCache daemon backend does not take a KV host pool that carries DeepSeek sparse "
+                             f"attention's indexer keys ({type(pool).__name__}); SGLang's HybridCacheController "
+                             "registers the indexer as a pool of its own (register_mem_host_pool_v2), which the "
+                             "backend stores")
         page_size = getattr(pool, "page_size", None)
         if not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"the host pool's page_size is {page_size!r}")

@@ -29,9 +29,10 @@ from ..client import HiCacheClient
 from ..errors import HiCacheAuthError
 from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from ..protocol import Status
-from ._compat import HiCacheStorage, HiCacheStorageExtraInfo, new_storage_metrics
+from ._compat import HiCacheStorage, HiCacheStorageExtraInfo, new_pool_transfer_result, new_storage_metrics
 from ._support import Counters, RateLimitedLog
 from .config import DEFAULT_DTYPE, BackendSettings, build_namespace, component_key, fallback_hash, page_hash
+from .hybrid import KV, TRAILING_PAGES, PartNamespaces, SidePool, hit_policy, pool_name, restorable_pages
 from .pool import HostPool, ZeroCopyUnavailable, buffer_spec
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self._dtype: str = self.settings.dtype or DEFAULT_DTYPE
         self._order: int = TOKEN_MAJOR if getattr(config, "is_page_first_layout", False) else LAYER_MAJOR
         self._pool: Optional[HostPool] = None
+        self._side_pools: dict[str, SidePool] = {}
         self.namespace: Namespace = self._namespace()
         self._log = RateLimitedLog(logger)
         self._counters = Counters()
@@ -348,6 +350,122 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self._count_statuses("set", statuses)
         self._counters.observe_backup(sum(stored), nbytes, time.monotonic() - started)
         return stored
+
+    # --------------------------------------------------------------------- v2: hybrid models (see hybrid.py)
+
+    def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: Any) -> None:
+        """Keeps a pool SGLang's ``HybridCacheController`` registers (each pool of a hybrid model, the KV too).
+        Raises ValueError, naming the pool, for one the backend cannot serve (SGLang's start then fails)."""
+        name = pool_name(host_pool_name)
+        side = SidePool(name, host_pool)
+        super().register_mem_host_pool_v2(host_pool, host_pool_name)
+        with self._components_lock:
+            self._side_pools[name] = side
+        logger.info("HiCache daemon backend: %s pool registered (namespace extra %r)", side.describe(),
+                    self._parts().of(name).extra)
+
+    def _is_mla(self) -> bool:
+        return self.is_mla or (self._pool is not None and self._pool.is_mla)
+
+    def _parts(self) -> PartNamespaces:
+        return PartNamespaces(self.namespace, self.tp_rank, self.tp_size, self._is_mla())
+
+    def batch_exists_v2(self, keys: List[str], pool_transfers: Optional[List[Any]] = None,
+                        extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Any:
+        """SGLang's ``PoolTransferResult``: ``kv_hit_pages`` is the longest prefix of ``keys`` (page hashes) that
+        the KV and every pool of ``pool_transfers`` can restore (hybrid.py says how); ``extra_pool_hit_pages``
+        what each alone could. A trailing pool's transfer counts for its window only (``len(keys)``: SGLang
+        sends placeholders); its pages are looked up under the KV page hashes. 0 when the daemon cannot say."""
+        if not keys:
+            return new_pool_transfer_result(0, {})
+        deadline = time.monotonic() + self.settings.timeout_s
+        try:
+            hashes = self._hashes(keys)
+            parts = self._parts()
+            kv_pages = self._leading_hits(self.namespace, hashes, deadline)
+            each = {KV: kv_pages}
+            bounds: list[int] = []
+            trailing = []
+            for transfer in pool_transfers or []:
+                name = pool_name(transfer.name)
+                if name == KV:
+                    continue
+                namespace = parts.of(name)
+                if hit_policy(transfer) == TRAILING_PAGES:
+                    def present(lo: int, hi: int, ns: Namespace = namespace) -> int:
+                        return self._leading_hits(ns, hashes[lo:hi], deadline)
+                    window = max(1, len(transfer.keys or []))
+                    trailing.append((window, present))
+                    each[name] = restorable_pages(kv_pages, [], [(window, present)])
+                else:
+                    bound = self._leading_hits(namespace, hashes[:kv_pages], deadline) if kv_pages else 0
+                    bounds.append(bound)
+                    each[name] = bound
+            hits = restorable_pages(kv_pages, bounds, trailing)
+        except Exception as e:
+            self._failed("exists", len(keys), e)
+            return new_pool_transfer_result(0, {})
+        self._counters.add(exists_calls=1, exists_pages=len(keys), exists_hits=hits)
+        return new_pool_transfer_result(hits, each)
+
+    def batch_get_v2(self, transfers: List[Any],
+                     extra_info: Optional[HiCacheStorageExtraInfo] = None) -> dict[Any, List[bool]]:
+        """Reads each transfer's pages (``keys``) into its pool's slots (``host_indices``); per pool, one bool per
+        page (SGLang uses the leading run of True)."""
+        return {transfer.name: self._move_part(transfer, write=False) for transfer in transfers}
+
+    def batch_set_v2(self, transfers: List[Any],
+                     extra_info: Optional[HiCacheStorageExtraInfo] = None) -> dict[Any, List[bool]]:
+        """Stores each transfer's pages from its pool's slots; per pool, one bool per page (True: stored, or
+        already there, or a part this rank does not write: MLA ranks other than 0 write only ``mamba``)."""
+        return {transfer.name: self._move_part(transfer, write=True) for transfer in transfers}
+
+    def _move_part(self, transfer: Any, write: bool) -> List[bool]:
+        name = pool_name(transfer.name)
+        keys = list(transfer.keys or [])
+        if not keys:
+            return []
+        if name == KV:
+            move = self.batch_set_v1 if write else self.batch_get_v1
+            return move(keys, transfer.host_indices)
+        pages = len(keys)
+        operation = f"{'set' if write else 'get'}_{name}"
+        parts = self._parts()
+        if write and not parts.writes(name):
+            self._counters.add(**{f"{operation}_pages_skipped_rank": pages})
+            return [True] * pages
+        side = self._side_pools.get(name)
+        started = time.monotonic()
+        try:
+            if side is None:
+                raise RuntimeError(f"no {name} host pool registered (register_mem_host_pool_v2)")
+            namespace = parts.of(name)
+            hashes = self._hashes(keys)
+            slots = side.slots(transfer.host_indices, pages)
+            direct = side.parts(transfer.host_indices, pages)
+            if write:
+                flats = [] if direct is not None else [side.flat_page(slot) for slot in slots]  # alive until sent
+                sources = direct if direct is not None else [buffer_spec(flat) for flat in flats]
+                statuses = self._client.put(namespace, hashes, sources, timeout_s=self.settings.timeout_s)
+                done = [status in _STORED for status in statuses]
+            elif direct is not None:
+                statuses = self._client.get(namespace, hashes, direct, timeout_s=self.settings.timeout_s)
+                done = [status == Status.OK for status in statuses]
+            else:
+                staging = [side.staging_page() for _ in slots]
+                statuses = self._client.get(namespace, hashes, [buffer_spec(page) for page in staging],
+                                            timeout_s=self.settings.timeout_s)
+                done = [status == Status.OK for status in statuses]
+                for slot, page, ok in zip(slots, staging, done):
+                    if ok:
+                        side.store_flat_page(slot, page)
+        except Exception as e:
+            self._failed(operation, pages, e)
+            return [False] * pages
+        self._count_statuses(operation, statuses)
+        (self._counters.observe_backup if write else self._counters.observe_prefetch)(
+            sum(done), 0, time.monotonic() - started)
+        return done
 
     # -------------------------------------------------------------------------------- copying (non-v1) calls
 
