@@ -43,7 +43,7 @@ CPU = types.SimpleNamespace(type="cpu")
 
 
 class FakeDtype:
-    """What the backend reads of a torch dtype: ``str()`` and ``itemsize``."""
+    """What SGLang's pools expose of a ``torch.dtype`` and the backend reads: ``str()`` and ``itemsize``."""
 
     def __init__(self, name: str, itemsize: int):
         self.name = name
@@ -62,7 +62,8 @@ FLOAT8_E4M3FN = FakeDtype("float8_e4m3fn", 1)
 
 
 class FakeIndices:
-    """A 1-D int64 CPU tensor, as far as the backend and the pool use one."""
+    """A 1-D int64 CPU ``torch.Tensor`` of host indices, as ``HiCacheController`` passes them (``tolist``,
+    ``len``, slicing)."""
 
     def __init__(self, values):
         self._values = [int(v) for v in values]
@@ -83,7 +84,8 @@ class FakeIndices:
 
 
 class FakeTensor:
-    """A flat, contiguous CPU tensor of ``nbytes`` bytes (owned ctypes memory)."""
+    """A flat, contiguous CPU ``torch.Tensor`` of ``nbytes`` bytes (owned ctypes memory), as SGLang's
+    ``get_data_page`` returns (``data_ptr``, ``numel``, ``element_size``)."""
 
     def __init__(self, nbytes: int, itemsize: int = 1, data: bytes = b""):
         self._itemsize = itemsize
@@ -109,12 +111,17 @@ class FakeTensor:
 
 
 class FakeDevicePool:
+    """Mirrors what a host pool keeps of its device pool (``MHATokenToKVPool`` in
+    ``sglang/srt/mem_cache/memory_pool.py``): its ``dtype`` (fp8 caches keep ``uint8`` as ``store_dtype`` in the host)."""
+
     def __init__(self, dtype: FakeDtype):
         self.dtype = dtype
 
 
 class _FakeHostPool:
-    """Common part of the MHA (parts = 2: K, V) and MLA (parts = 1) pools."""
+    """Mirrors ``HostKVCache`` (``sglang/srt/mem_cache/pool_host/base.py`` since the 2026 split into
+    ``pool_host/``; ``memory_pool_host.py`` before): common part of the MHA (parts = 2: K, V) and MLA (parts = 1)
+    pools. The backend imports neither module (it reads attributes), so both SGLang layouts work alike."""
 
     LAYOUTS = ("layer_first", "page_first", "page_first_direct")
 
@@ -240,6 +247,7 @@ class _FakeHostPool:
 
 
 class FakeMHATokenToKVPoolHost(_FakeHostPool):
+    """Mirrors ``MHATokenToKVPoolHost`` (``pool_host/mha.py``; ``memory_pool_host.py`` before 2026)."""
     def __init__(self, layout: str, layer_num: int = 3, head_num: int = 2, head_dim: int = 8, size: int = 64,
                  page_size: int = 4, dtype: FakeDtype = BFLOAT16, layer_first_meta: bool = True,
                  store_dtype: FakeDtype = None):
@@ -248,6 +256,7 @@ class FakeMHATokenToKVPoolHost(_FakeHostPool):
 
 
 class FakeMLATokenToKVPoolHost(_FakeHostPool):
+    """Mirrors ``MLATokenToKVPoolHost`` (``pool_host/mla.py``; ``memory_pool_host.py`` before 2026)."""
     def __init__(self, layout: str, layer_num: int = 3, kv_lora_rank: int = 12, qk_rope_head_dim: int = 4,
                  size: int = 64, page_size: int = 4, dtype: FakeDtype = BFLOAT16, layer_first_meta: bool = False,
                  store_dtype: FakeDtype = None):
@@ -260,7 +269,8 @@ class FakeMLATokenToKVPoolHost(_FakeHostPool):
 def storage_config(tp_rank: int = 0, tp_size: int = 1, is_mla_model: bool = False, model_name: str = "test/model",
                    extra_config: dict = None, is_page_first_layout: bool = False, pp_rank: int = 0, pp_size: int = 1,
                    attn_cp_rank: int = 0, attn_cp_size: int = 1):
-    """An object with the fields of SGLang's ``HiCacheStorageConfig``."""
+    """Mirrors ``HiCacheStorageConfig`` (``sglang/srt/mem_cache/hicache_storage.py``, 2026: with the pipeline,
+    context-parallel and data-parallel fields): an object with its fields."""
     return types.SimpleNamespace(tp_rank=tp_rank, tp_size=tp_size, is_mla_model=is_mla_model, model_name=model_name,
                                  extra_config=extra_config, is_page_first_layout=is_page_first_layout,
                                  pp_rank=pp_rank, pp_size=pp_size, attn_cp_rank=attn_cp_rank,
