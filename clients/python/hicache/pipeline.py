@@ -109,6 +109,36 @@ def run(conn: Connection, op: Op, groups: list[list[int]],
         read_one()
 
 
+def send_one(conn: Connection, op: Op, payload: Sequence[Bytes], deadline: float, flags: int = 0) -> int:
+    """Sends one ``op`` frame without waiting for its answer; returns its request id (for :func:`read_answers`)."""
+    remaining_s(deadline)
+    request_id = conn.new_request_id()
+    payload_length = sum(memoryview(b).nbytes for b in payload)
+    conn.send([protocol.frame_prefix(op, request_id, timeout_ms_until(deadline), payload_length, flags), *payload],
+              deadline)
+    return request_id
+
+
+def read_answers(conn: Connection, op: Op, waiting: dict[int, list[int]], on_answer: AnswerHandler,
+                 on_error: ErrorHandler, io_deadline: float) -> None:
+    """Reads the answers to the ``op`` frames sent with :func:`send_one` (request id -> pages), in any order."""
+    answer_op = op | protocol.ANSWER_FLAG
+    while waiting:
+        frame = conn.read_frame(io_deadline)
+        pages = waiting.pop(frame.request_id, None)
+        if pages is None:
+            conn.broken = True
+            raise HiCacheProtocolError(f"an answer to request {frame.request_id}, which was not sent")
+        if frame.op == Op.ERROR:
+            code, message = protocol.parse_error(conn.read_payload(frame, io_deadline))
+            on_error(pages, code, message)
+        elif frame.op == answer_op:
+            on_answer(pages, frame)
+        else:
+            conn.broken = True
+            raise HiCacheProtocolError(f"request 0x{op:x} was answered with op 0x{frame.op:x}")
+
+
 def exchange(conn: Connection, op: Op, payload: bytes, deadline: float, io_deadline: float) -> bytearray:
     """Sends one request and returns its answer's payload; raises the daemon's ERROR as an exception."""
     answers: list[bytearray] = []

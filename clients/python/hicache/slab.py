@@ -22,6 +22,9 @@ def file_identity(path: str) -> Optional[tuple[int, int]]:
     return st.st_dev, st.st_ino
 
 
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux; elsewhere pages fault in as they are touched
+
+
 class SlabMapping:
     """The slab file mapped read-only, plus a read-write mapping made on demand. Thread-safe."""
 
@@ -30,7 +33,9 @@ class SlabMapping:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
             self.identity = (st.st_dev, st.st_ino)
-            self._read_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            # MAP_POPULATE: the page tables for the whole file at once (about 40 ms a GiB, 2 MiB of tables a GiB);
+            # faulted in page by page, a first copy from or to a region ran at a quarter of a memory copy's speed.
+            self._read_map = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
         self.size = len(self._read_map)
         self.read_view = memoryview(self._read_map)
         self._lock = threading.Lock()
@@ -44,7 +49,8 @@ class SlabMapping:
             if self._write_view is None and self.write_error is None:
                 try:
                     with open(self.path, "r+b") as f:
-                        self._write_map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_WRITE)
+                        self._write_map = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE,
+                                                    prot=mmap.PROT_READ | mmap.PROT_WRITE)
                     self._write_view = memoryview(self._write_map)
                 except (OSError, ValueError) as e:
                     self.write_error = f"cannot map {self.path} for writing: {e}"

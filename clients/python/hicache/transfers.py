@@ -8,6 +8,7 @@ answers are parsed by :mod:`hicache.answers`. Not thread-safe: one call owns the
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import struct
 import time
@@ -15,7 +16,7 @@ from typing import Callable, Optional
 
 from . import answers, pipeline, protocol
 from .buffers import copy_into_parts
-from .checksums import checksum_of_parts
+from .checksums import checksum_later, checksum_of_parts
 from .connection import Connection, Frame
 from .errors import HiCacheError, HiCacheProtocolError, error_from_frame
 from .pipeline import AnswerHandler, ErrorHandler
@@ -113,6 +114,9 @@ def get_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
         window = sum(protocol.GET_ENTRY.size + min(lengths[p], max_page) for p in group)
         return [batch.ns_bytes, protocol.U32.pack(len(group)), table], window
 
+    # Each page's checksum is taken while the next one arrives (checksum_later); checked once all have come.
+    sums: list[tuple[int, concurrent.futures.Future[int], int]] = []
+
     def on_answer(group: list[int], frame: Frame) -> None:
         head = conn.read_bytes(answers.get_table_bytes(len(group)), call.io_deadline)
         for page, entry in zip(group, answers.get_table(head, len(group), frame.payload_length)):
@@ -124,11 +128,14 @@ def get_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
                 raise HiCacheProtocolError(f"a page of {lengths[page]} bytes was answered OK with {entry.length}")
             for part in parts[page]:
                 conn.recv_into(part, call.io_deadline)
-            matches = checksum_of_parts(conn.checksum, parts[page]) == entry.crc
-            statuses[page] = Status.OK if matches else Status.CORRUPT
+            sums.append((page, checksum_later(conn.checksum, parts[page]), entry.crc))
 
-    pipeline.run(conn, Op.GET, groups, build, on_answer, chunk_error(conn, statuses), call.deadline,
-                 call.io_deadline)
+    try:
+        pipeline.run(conn, Op.GET, groups, build, on_answer, chunk_error(conn, statuses), call.deadline,
+                     call.io_deadline)
+    finally:
+        for page, crc, expected in sums:  # waited for even on failure: the targets stay in use until then
+            statuses[page] = Status.OK if crc.result() == expected else Status.CORRUPT
 
 
 def lease_into(conn: Connection, slab: SlabMapping, batch: Batch, pages: list[int], call: Call) -> list[int]:
@@ -217,9 +224,11 @@ def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
     groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 4, lambda p: PUT_ENTRY.size + lengths[p],
                                   lambda p: lengths[p], conn.hello.max_frame_bytes)
 
+    # Every page's checksum starts now, side by side; a frame waits only for its own pages' while earlier ones send.
+    crcs = {p: checksum_later(conn.checksum, parts[p]) for p in pages}
+
     def build(group: list[int]) -> tuple[list[Bytes], int]:
-        table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], checksum_of_parts(conn.checksum, parts[p]))
-                         for p in group)
+        table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], crcs[p].result()) for p in group)
         bodies = [part for p in group for part in parts[p]]
         return [batch.ns_bytes, protocol.U32.pack(len(group)), table, *bodies], sum(lengths[p] for p in group)
 
@@ -229,25 +238,51 @@ def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
 
 @dataclasses.dataclass
 class _Reservation:
-    """A RESERVE answer's reservation: its pages, and the checksum of each as copied (0: not copied)."""
+    """A RESERVE answer's reservation: its pages (COMMIT names as many, in this order), and whether its COMMIT went
+    out (a COMMIT ends it: it is not released)."""
 
     reservation_id: int
     pages: list[int]
-    checksums: list[int]
+    committed: bool = False
+
+
+RESERVE_GROUP_BYTES = 16 << 20
+"""About this many bytes of pages per reservation (at least one page)."""
+
+
+def _split_by_bytes(groups: list[list[int]], lengths: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for group in groups:
+        current: list[int] = []
+        total = 0
+        for page in group:
+            if current and total + lengths[page] > RESERVE_GROUP_BYTES:
+                out.append(current)
+                current, total = [], 0
+            current.append(page)
+            total += lengths[page]
+        if current:
+            out.append(current)
+    return out
 
 
 def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batch: Batch, pages: list[int],
                  call: Call, note_support: Callable[[bool], None]) -> list[int]:
-    """RESERVE room in the slab, copy each page there, COMMIT with its checksum. Returns the pages left for
+    """RESERVE room in the slab, copy each page there, COMMIT (with no checksums: the daemon takes each page's from
+    the slab, as the bytes crossed no wire; a CRC-32 pass here cost more than the copy). Returns the pages left for
     PUT: all of them if the daemon does not know RESERVE (ERROR UNKNOWN_OP, told to ``note_support``), else those
     RESERVE answered REJECTED (reserved room is never evicted, so a put may find room where a reservation did
     not). ``note_support`` hears whether the daemon takes RESERVE once its answers say so."""
     keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
     hold_ms = _hold_ms(call)
     hold_until = _copy_until(hold_ms)  # as for leases
-    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
-                                  lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes)
+    # Reservations of about RESERVE_GROUP_BYTES each: every RESERVE goes out at once (they hold no bytes), and each
+    # COMMIT right after its pages are copied, so the daemon checksums one group while this thread copies the next.
+    groups = _split_by_bytes(
+        pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
+                             lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes), lengths)
     reservations: list[_Reservation] = []
+    commits: dict[int, list[int]] = {}  # COMMIT request id -> its reservation's pages
     unknown: list[int] = []
     no_room: list[int] = []  # REJECTED by RESERVE: reserved room cannot be evicted; PUT may still find room
     on_chunk_error = chunk_error(conn, statuses)
@@ -259,13 +294,13 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
     def on_answer(group: list[int], frame: Frame) -> None:
         payload = conn.read_payload(frame, call.io_deadline)
         reservation_id, count = answers.held_id(payload)
-        checksums: list[int] = []
-        reservations.append(_Reservation(reservation_id, group, checksums))
+        reservations.append(_Reservation(reservation_id, group))
+        copied: list[int] = []
+        late = False
         for page, entry in zip(group, answers.reserve_entries(payload, len(group), count)):
             status = entry.status
             if status != Status.OK:
                 statuses[page] = status
-                checksums.append(0)
                 if status == Status.REJECTED:
                     no_room.append(page)
                 continue
@@ -273,17 +308,25 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
             if not slab.contains(offset, lengths[page]):
                 raise HiCacheProtocolError(f"room for {lengths[page]} bytes reserved at offset {offset}, in a slab "
                                            f"file of {slab.size} bytes")
-            if time.monotonic() > hold_until:
-                # The reservation may have ended and its room become another page's: write nothing. The COMMIT
-                # then finds the room's bytes wrong (FAILED, not stored) or the reservation gone.
+            if late or time.monotonic() > hold_until:
+                # The reservation may have ended and its room become another page's: write nothing.
                 statuses[page] = Status.TIMED_OUT
-                checksums.append(0)
+                late = True
                 continue
             position = offset
             for part in parts[page]:
                 writable[position:position + part.nbytes] = part
                 position += part.nbytes
-            checksums.append(checksum_of_parts(conn.checksum, parts[page]))
+            copied.append(page)
+        if late:
+            # A COMMIT without checksums would store the rooms left unwritten as they are: none is sent, and the
+            # reservation is released (below) with nothing of it stored.
+            for page in copied:
+                statuses[page] = Status.TIMED_OUT
+        elif reservation_id != 0:  # 0 took nothing: nothing to commit
+            body = [struct.pack(">QI", reservation_id, len(group)), bytes(4 * len(group))]
+            commits[pipeline.send_one(conn, Op.COMMIT, body, call.deadline, protocol.COMMIT_NO_CHECKSUMS)] = group
+            reservations[-1].committed = True
 
     def on_error(group: list[int], code: int, message: str) -> None:
         if code == ErrorCode.UNKNOWN_OP:
@@ -298,21 +341,14 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
             note_support(False)  # this daemon predates RESERVE: PUT from now on
             return sorted(unknown)
         note_support(True)
-        # Reservation 0 took nothing (the connection holds its limit of leases and reservations; every page is
-        # REJECTED and goes to PUT): there is nothing to commit.
-        by_id = {r.reservation_id: r for r in reservations if r.reservation_id != 0}
-        on_status = status_answer(conn, statuses, call)
-
-        def build_commit(group: list[int]) -> tuple[list[Bytes], int]:
-            checksums = by_id[group[0]].checksums
-            return [struct.pack(">QI", group[0], len(checksums)), struct.pack(f">{len(checksums)}I", *checksums)], 0
-
-        pipeline.run(conn, Op.COMMIT, [[rid] for rid in by_id], build_commit,
-                     lambda group, frame: on_status(by_id[group[0]].pages, frame),
-                     lambda group, code, message: on_chunk_error(by_id[group[0]].pages, code, message),
-                     call.deadline, call.io_deadline)
+        pipeline.read_answers(conn, Op.COMMIT, commits, status_answer(conn, statuses, call), on_chunk_error,
+                              call.io_deadline)
         committed = True
+        release(conn, [r.reservation_id for r in reservations if r.reservation_id != 0 and not r.committed], call)
         return sorted(no_room)
     finally:
         if not committed:
-            release(conn, [r.reservation_id for r in reservations if r.reservation_id != 0], call)
+            if commits:
+                conn.broken = True  # COMMIT answers are left unread: the connection cannot be reused
+            release(conn, [r.reservation_id for r in reservations if r.reservation_id != 0 and not r.committed],
+                    call)

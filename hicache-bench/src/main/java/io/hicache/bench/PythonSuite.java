@@ -35,7 +35,10 @@ import java.util.concurrent.TimeUnit;
  * over TCP (aim at least 0.7), and the Python client's same-host path (leases for gets, RESERVE / COMMIT for puts)
  * against its own TCP path (aim at least 2). Rounds alternate subject and reference ({@link Comparison}); the Python
  * side is a worker process ({@code clients/python/interop/bench_worker.py}) driven over a pipe, one line per batch,
- * whose cost (well under a millisecond against batches of 8 and 128 MiB) is counted against Python. Stateless.
+ * whose cost (well under a millisecond against batches of 8 and 128 MiB) is counted against Python. Before them,
+ * SGLang's backup and prefetch path: the SGLang backend's {@code batch_set_v1} / {@code batch_get_v1} of 16 pages of
+ * 8 MiB from an SGLang-like host pool, against one thread's memcpy of the same pages (same host) and the Java client
+ * (TCP). Stateless.
  */
 public final class PythonSuite implements BenchSuite {
     private static final int PAGES = 128;
@@ -45,6 +48,15 @@ public final class PythonSuite implements BenchSuite {
     private static final double SAME_HOST_AIM = 2;
 
     private static final int[] PAGE_BYTES = {64 * 1024, 1024 * 1024};
+    /** SGLang's backup path: pages of a 70B-class model's rank (8 MiB), 16 to a batch. */
+    private static final int SGLANG_PAGE_BYTES = 8 << 20;
+
+    private static final int SGLANG_PAGES = 16;
+    /** The SGLang backend on the daemon's host against one thread's memcpy of the same pages: at least this. */
+    private static final double SGLANG_SAME_HOST_AIM = 0.5;
+    /** The SGLang backend over TCP against the Java client on pages of the same size: at least this. */
+    private static final double SGLANG_TCP_AIM = 0.8;
+
     private static final Namespace NAMESPACE =
             Namespace.of("bench/python", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
 
@@ -56,7 +68,8 @@ public final class PythonSuite implements BenchSuite {
     @Override
     public String description() {
         return "Python client vs the Java remote client (TCP), and its same-host path vs its TCP path: get/put of "
-                + "128-page batches (64 KiB, 1 MiB)";
+                + "128-page batches (64 KiB, 1 MiB); SGLang's batch_set_v1/get_v1 of 8 MiB pages vs memcpy and the "
+                + "Java client";
     }
 
     @Override
@@ -69,6 +82,7 @@ public final class PythonSuite implements BenchSuite {
                 RemotePageStore java = RemotePageStore.open(RemoteStoreConfig.local(daemon.port, ""));
                 Arena arena = Arena.ofShared()) {
             python.call("open " + daemon.port);
+            rows.addAll(sglangBackupPath(python, java, daemon, comparison, arena));
             for (int pageBytes : PAGE_BYTES) {
                 String size = pageBytes == 1 << 20 ? "1m" : "64k";
                 List<StoreKey> stored = new ArrayList<>();
@@ -126,14 +140,85 @@ public final class PythonSuite implements BenchSuite {
         return rows;
     }
 
+    /**
+     * SGLang's backup and prefetch path (issue 38): {@code HiCacheDaemonStorage.batch_set_v1} / {@code batch_get_v1}
+     * of 16 pages of 8 MiB from an SGLang-like host pool, on the daemon's host against one thread's memcpy of the
+     * same pages from the same pool (aim 0.5), and over TCP against the Java client on pages of the same size (aim
+     * 0.8). Gets first, as below.
+     */
+    private static List<BenchRow> sglangBackupPath(
+            PythonWorker python, RemotePageStore java, ServerProcess daemon, Comparison comparison, Arena arena)
+            throws Exception {
+        int pageBytes = SGLANG_PAGE_BYTES;
+        Namespace ns = Namespace.of("bench/sglang", KvDtype.BFLOAT16, PageByteOrder.TOKEN_MAJOR, 0, 1);
+        List<StoreKey> stored = new ArrayList<>();
+        for (String hex : python.call("sglang " + daemon.port + " " + pageBytes + " " + SGLANG_PAGES)
+                .substring(3)
+                .split(",")) {
+            stored.add(ns.key(PageHash.fromHex(hex)));
+        }
+        List<MemorySegment> pages = new ArrayList<>();
+        for (int i = 0; i < SGLANG_PAGES; i++) {
+            MemorySegment page = arena.allocate(pageBytes, 4096);
+            page.fill((byte) i);
+            pages.add(page);
+        }
+        Comparison.Workload memcpy = () -> Long.parseLong(python.call("memcpy"));
+        Comparison.Workload javaGet = () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
+        Comparison.Workload javaPut = () -> {
+            List<StoreKey> keys = new ArrayList<>();
+            for (StoreKey k : freshKeys(SGLANG_PAGES)) {
+                keys.add(ns.key(k.hash()));
+            }
+            return javaCall(java.put(PageBatch.of(keys, pages), deadline()), pageBytes);
+        };
+        Comparison.Workload localGet = () -> Long.parseLong(python.call("sglang_get local"));
+        Comparison.Workload tcpGet = () -> Long.parseLong(python.call("sglang_get tcp"));
+        Comparison.Workload localSet = () -> Long.parseLong(python.call("sglang_set local"));
+        Comparison.Workload tcpSet = () -> Long.parseLong(python.call("sglang_set tcp"));
+        return List.of(
+                BenchRow.higherIsBetter(
+                                "python_sglang_get_v1_8m",
+                                "GB/s",
+                                "python_memcpy",
+                                comparison.measure(localGet, memcpy),
+                                1e-9)
+                        .withAim(SGLANG_SAME_HOST_AIM),
+                BenchRow.higherIsBetter(
+                                "python_sglang_tcp_get_v1_8m",
+                                "GB/s",
+                                "java_remote_get",
+                                comparison.measure(tcpGet, javaGet),
+                                1e-9)
+                        .withAim(SGLANG_TCP_AIM),
+                BenchRow.higherIsBetter(
+                                "python_sglang_set_v1_8m",
+                                "GB/s",
+                                "python_memcpy",
+                                comparison.measure(localSet, memcpy),
+                                1e-9)
+                        .withAim(SGLANG_SAME_HOST_AIM),
+                BenchRow.higherIsBetter(
+                                "python_sglang_tcp_set_v1_8m",
+                                "GB/s",
+                                "java_remote_put",
+                                comparison.measure(tcpSet, javaPut),
+                                1e-9)
+                        .withAim(SGLANG_TCP_AIM));
+    }
+
     private static Deadline deadline() {
         return Deadline.after(Duration.ofSeconds(60));
     }
 
     private static List<StoreKey> freshKeys() {
-        List<StoreKey> keys = new ArrayList<>(PAGES);
+        return freshKeys(PAGES);
+    }
+
+    private static List<StoreKey> freshKeys(int count) {
+        List<StoreKey> keys = new ArrayList<>(count);
         byte[] hash = new byte[PageHash.BYTES];
-        for (int i = 0; i < PAGES; i++) {
+        for (int i = 0; i < count; i++) {
             ThreadLocalRandom.current().nextBytes(hash);
             keys.add(NAMESPACE.key(PageHash.fromBytes(hash, 0)));
         }

@@ -298,7 +298,10 @@ final class WriteHandler {
         }
     }
 
-    /** A COMMIT: each page written into its room is checked against its checksum and stored. */
+    /**
+     * A COMMIT: each page written into its room is checked against its checksum (unless the client sent none) and
+     * stored.
+     */
     private void commit(Call call, Commit commit) {
         Leases.Reservation res = leases.take(call.channel(), commit.reservationId());
         if (res == null) {
@@ -334,11 +337,13 @@ final class WriteHandler {
                 }
                 rooms[i] = null; // from here on this page is stored or abandoned, whatever happens to the rest
                 MemorySegment bytes = cache.space.bytes(room);
-                if (sum.of(bytes) != crcs[i]) {
+                if (!commit.noChecksums() && sum.of(bytes) != crcs[i]) {
                     cache.space.free(room);
                     statuses[i] = PageStatus.FAILED;
                 } else {
-                    int crc32c = sum == WireChecksum.CRC32C ? crcs[i] : PageChecksum.of(bytes);
+                    // Without the client's checksums the page's own is taken from the slab now: the bytes crossed
+                    // no wire, and from here on every read checks them against it.
+                    int crc32c = sum == WireChecksum.CRC32C && !commit.noChecksums() ? crcs[i] : PageChecksum.of(bytes);
                     SlabWrites.Stored done = cache.writes.commit(room, crc32c);
                     statuses[i] = done.status();
                     if (done.status() == PageStatus.OK) {

@@ -259,6 +259,34 @@ class ConformanceVersion2Test {
         }
     }
 
+    // §3 COMMIT with the header flag 0x01: no checksums from the client; the daemon takes each page's from the slab,
+    // and a GET answers the bytes written with their checksum
+    @Test
+    void aCommitMayCarryNoChecksums() throws IOException {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(40_000);
+        MappedByteBuffer slab = mapSlab(slabPath());
+        try (DocWireClient c = open2(CRC_32)) {
+            Reservation res = reserve(c, ns, List.of(page), 10_000);
+            assertArrayEquals(new int[] {OK}, res.statuses());
+            slab.put((int) res.offsets()[0], page.body());
+            long id = DocWireClient.nextId();
+            c.write(frame(
+                    COMMIT,
+                    0x01,
+                    0,
+                    id,
+                    0,
+                    new Buf().u64(res.id()).u32(1).u32(0).done()));
+            int[] statuses = statuses(c.read(), COMMIT);
+            assertArrayEquals(new int[] {OK}, statuses, "no checksum to match: stored as written");
+            PageAnswer got =
+                    getAnswer(c.call(GET, 0, getPayload(ns, List.of(page)))).getFirst();
+            assertArrayEquals(page.body(), got.body());
+            assertEquals(crc32(page.body()), got.crc(), "the page's checksum is taken from the slab");
+        }
+    }
+
     // §3 "A reservation not committed ..., or whose connection closes first, is abandoned: its room is freed";
     // RELEASE abandons at once; a COMMIT of another connection's reservation is MALFORMED
     @Test

@@ -8,7 +8,8 @@ import io.netty.buffer.ByteBuf;
  * {@link RequestEncoder} and {@link Codec#beginFrame}. Immutable.
  *
  * @param op            the operation code ({@code Wire}), with {@link Wire#RESPONSE} set on an answer
- * @param flags         the header flags; only version 2's LEASE defines one ({@link ReadRequest.Lease#NO_CHECKSUMS})
+ * @param flags         the header flags; version 2's LEASE and COMMIT define one each
+ *                      ({@link ReadRequest.Lease#NO_CHECKSUMS}, {@link WriteRequest.Commit#NO_CHECKSUMS})
  * @param requestId     chosen by the client, repeated by the answer
  * @param timeoutMillis the request's deadline, counted from when the daemon has read the frame (0: 30 s); 0 in answers
  */

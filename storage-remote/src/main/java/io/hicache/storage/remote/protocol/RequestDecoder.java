@@ -92,7 +92,7 @@ public final class RequestDecoder {
             case Wire.CLEAR -> WriteRequest.Clear.read(payload, this);
             case Wire.CLEAR_ALL -> new WriteRequest.ClearAll();
             case Wire.RESERVE -> WriteRequest.Reserve.read(payload, this);
-            case Wire.COMMIT -> WriteRequest.Commit.read(payload, this);
+            case Wire.COMMIT -> WriteRequest.Commit.read(payload, this, flags);
             case Wire.STATS -> new AdminRequest.Stats();
             case Wire.HEALTH -> new AdminRequest.Health();
             case Wire.FLUSH -> new AdminRequest.Flush();

@@ -177,26 +177,42 @@ public sealed interface WriteRequest extends Request {
      * reservation, page by page in RESERVE's order.
      *
      * @param reservationId the reservation RESERVE answered
-     * @param crcs          the checksum of each page written (the connection's; ignored for a page not reserved)
+     * @param crcs          the checksum of each page written (the connection's; ignored for a page not reserved,
+     *                      and for every page with {@code noChecksums})
+     * @param noChecksums   the header flag {@link #NO_CHECKSUMS}: the client sends no checksums (0s); the daemon
+     *                      checksums the bytes in the slab itself, which crossed no wire
      */
-    record Commit(long reservationId, int[] crcs) implements WriteRequest {
+    record Commit(long reservationId, int[] crcs, boolean noChecksums) implements WriteRequest {
+        /** The header flag of a COMMIT whose client sends no checksums. */
+        public static final int NO_CHECKSUMS = 0x01;
+
         public Commit {
             Checks.checkNotNull(crcs, "crcs");
         }
 
-        static Commit read(ByteBuf in, RequestDecoder d) {
+        /** A COMMIT with the checksums of the pages written. */
+        public Commit(long reservationId, int[] crcs) {
+            this(reservationId, crcs, false);
+        }
+
+        static Commit read(ByteBuf in, RequestDecoder d, int flags) {
             long reservation = Codec.readLong(in);
             int n = d.count(in, 4);
             int[] crcs = new int[n];
             for (int i = 0; i < n; i++) {
                 crcs[i] = (int) Codec.readUnsignedInt(in);
             }
-            return new Commit(reservation, crcs);
+            return new Commit(reservation, crcs, (flags & NO_CHECKSUMS) != 0);
         }
 
         @Override
         public int op() {
             return Wire.COMMIT;
+        }
+
+        @Override
+        public int flags() {
+            return noChecksums ? NO_CHECKSUMS : 0;
         }
 
         @Override

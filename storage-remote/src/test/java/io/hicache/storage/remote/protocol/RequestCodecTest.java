@@ -90,6 +90,10 @@ class RequestCodecTest {
                 WriteRequest.Commit.class, roundTrip(new WriteRequest.Commit(9, new int[] {1, -1, 0}), 2));
         assertEquals(9, commit.reservationId());
         assertArrayEquals(new int[] {1, -1, 0}, commit.crcs());
+        assertEquals(
+                true,
+                ((WriteRequest.Commit) roundTrip(new WriteRequest.Commit(9, new int[] {0}, true), 2)).noChecksums(),
+                "COMMIT's no-checksums flag travels in the header");
         assertEquals(new AdminRequest.Stats(), roundTrip(new AdminRequest.Stats(), 1));
         assertEquals(new AdminRequest.Health(), roundTrip(new AdminRequest.Health(), 1));
         assertEquals(new AdminRequest.Flush(), roundTrip(new AdminRequest.Flush(), 1));
