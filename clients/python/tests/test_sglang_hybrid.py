@@ -56,6 +56,11 @@ class RestorablePagesTest(unittest.TestCase):
         self.assertEqual(0, restorable_pages(0, [], [(1, held({0}))]))
         self.assertEqual(4, restorable_pages(4, [9], []))
 
+    def test_part_namespaces_are_named_as_java_names_them(self):
+        # io.hicache.core.key.Namespace.forPart (HybridHitsTest checks the same strings on the Java side)
+        self.assertEqual("part=mamba", part_extra("", "mamba"))
+        self.assertEqual("lora-a/part=swa", part_extra("lora-a", "swa"))
+
 
 class HybridBackendTest(BackendTestCase):
     PAGE = 4

@@ -13,11 +13,13 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PagePart;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.Capability;
+import io.hicache.core.store.HybridHits;
 import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
@@ -406,6 +408,41 @@ public abstract class PageStoreConformanceKit {
         assertPattern(targets[1], twin);
         await(store.delete(List.of(twin), deadline()));
         assertEquals(1, hits(List.of(base)), "deleting the twin removed the original");
+    }
+
+    @Test
+    void theHybridPartsOfAPrefixAreStoredApartAndRestoredTogether() {
+        // A hybrid model's prefix of 3 pages: KV pages, a sliding window of 2 pages, a state after a page, each part
+        // under the KV page's hash in its own namespace, of its own size (docs/embedding.md, hybrid models).
+        List<StoreKey> kv = keys(ns, 3);
+        List<PageHash> hashes = kv.stream().map(StoreKey::hash).toList();
+        Namespace window = ns.forPart(PagePart.SLIDING_WINDOW);
+        Namespace state = ns.forPart(PagePart.RECURRENT_STATE);
+        namespaces.add(window);
+        namespaces.add(state);
+        List<HybridHits.PartQuery> parts = List.of(
+                new HybridHits.PartQuery(PagePart.SLIDING_WINDOW, 2),
+                new HybridHits.PartQuery(PagePart.RECURRENT_STATE, 1));
+        assertAllSucceed(put(kv, DEFAULT_PAGE_BYTES), "put KV");
+        assertAllSucceed(put(List.of(window.key(hashes.get(1)), window.key(hashes.get(2))), 16 * 1024), "put window");
+        assertAllSucceed(put(List.of(state.key(hashes.get(1))), 4096), "put state after page 1");
+        assertEquals(
+                0,
+                HybridHits.restorablePages(store, ns, hashes, parts, deadline()),
+                "a state after page 2 of 3 and a window ending at page 3: no endpoint both can restore");
+        assertAllSucceed(put(List.of(state.key(hashes.get(2))), 4096), "put state after page 2");
+        assertEquals(3, HybridHits.restorablePages(store, ns, hashes, parts, deadline()));
+        MemorySegment[] windowPages = sentinelPages(1, 16 * 1024);
+        assertEquals(
+                PageStatus.OK,
+                get(List.of(window.key(hashes.get(2))), windowPages).status(0));
+        assertPattern(windowPages[0], window.key(hashes.get(2)));
+        MemorySegment[] kvPage = sentinelPages(1, DEFAULT_PAGE_BYTES);
+        assertEquals(PageStatus.OK, get(List.of(kv.get(2)), kvPage).status(0), "the KV page is its own");
+        assertPattern(kvPage[0], kv.get(2));
+        await(store.delete(List.of(state.key(hashes.get(2))), deadline()));
+        assertEquals(3, hits(kv), "deleting a state leaves the KV");
+        assertEquals(0, HybridHits.restorablePages(store, ns, hashes, parts, deadline()));
     }
 
     @Test

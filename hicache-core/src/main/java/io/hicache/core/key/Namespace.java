@@ -82,6 +82,21 @@ public final class Namespace {
         return new Namespace(modelId, kvDtype, pageByteOrder, tpRank, tpSize, extraKey);
     }
 
+    /**
+     * The namespace of {@code part} of this namespace's pages: this one for {@link PagePart#KV}, else this one with
+     * {@code part=<name>} after its extra key ({@code "part=mamba"}, {@code "lora-a/part=swa"}), as SGLang's backend
+     * in {@code clients/python} names them. Ranks are this namespace's: a part that an MLA model keeps per rank (its
+     * recurrent state) starts from the rank's own namespace, not from the shared rank 0 of 1.
+     */
+    public Namespace forPart(PagePart part) {
+        Checks.checkNotNull(part, "part");
+        if (part == PagePart.KV) {
+            return this;
+        }
+        String tag = "part=" + part.wireName();
+        return withExtraKey(extraKey.isEmpty() ? tag : extraKey + "/" + tag);
+    }
+
     /** This namespace for another model. */
     public Namespace withModelId(String modelId) {
         return new Namespace(modelId, kvDtype, pageByteOrder, tpRank, tpSize, extraKey);
