@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
@@ -278,6 +279,19 @@ class ConformanceHandshakeTest {
         @AfterAll
         void stop() throws IOException {
             d.close();
+        }
+
+        /**
+         * Each case starts with the one slot free: the previous case's connection may still be closing on the
+         * daemon's side, and a new one would then be BUSY instead of what the case checks.
+         */
+        @BeforeEach
+        void slotFree() throws InterruptedException {
+            long settle = System.nanoTime() + 5_000_000_000L;
+            while (d.server.metrics.connections.get() > 0 && System.nanoTime() < settle) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, d.server.metrics.connections.get(), "the previous case's connection is still open");
         }
 
         // §2 "a connection with no HELLO within server.handshake-timeout (default 5 s) is answered ERROR AUTH
