@@ -10,8 +10,9 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 from . import answers, pipeline, protocol, transfers
 from .buffers import page_parts, parts_length
 from .checksums import CHECKSUM_CRC32, CHECKSUM_CRC32C
-from .connection import Connection, VersionRefused, address
-from .errors import HiCacheConnectionError, HiCacheError, HiCacheProtocolError, HiCacheServerError, HiCacheTimeoutError
+from .connection import Connection, Frame, VersionRefused, address
+from .errors import (HiCacheConnectionError, HiCacheError, HiCacheProtocolError, HiCacheServerError, HiCacheTimeoutError,
+                     error_from_frame)
 from .namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from .pool import ConnectionPool
 from .protocol import ErrorCode, HealthState, HelloAnswer, Op, Status
@@ -112,6 +113,7 @@ class HiCacheClient:
         self._lock = threading.Lock()
         self._version = max_version
         self._reserve_supported: Optional[bool] = None
+        self._commit_checksums = False
         self._slab: Optional[SlabMapping] = None
         self._slab_error: Optional[str] = None
         self._last_error: Optional[str] = None
@@ -334,7 +336,8 @@ class HiCacheClient:
             if slab is not None:
                 writable = slab.write_view()
                 if writable is not None:
-                    pages = transfers.reserve_from(conn, slab, writable, batch, pages, call, self._note_reserve)
+                    pages = transfers.reserve_from(conn, slab, writable, batch, pages, call, self._note_reserve,
+                                                   self._commit_checksums, self._note_commit_checksums)
             if pages:
                 transfers.put_over_tcp(conn, batch, pages, call)
 
@@ -345,6 +348,9 @@ class HiCacheClient:
 
     def _note_reserve(self, supported: bool) -> None:
         self._reserve_supported = supported  # False: this daemon predates RESERVE, PUT from now on
+
+    def _note_commit_checksums(self, needed: bool) -> None:
+        self._commit_checksums = needed  # True: this daemon predates COMMIT's no-checksum flag
 
     def delete(self, ns: Namespace, hashes: Sequence[PageHash], timeout_s: Optional[float] = None) -> list[Status]:
         """Removes pages from every tier. Per page: ``OK`` removed, ``MISS`` was not there, ``TIMED_OUT`` (L3 had
@@ -413,6 +419,30 @@ class HiCacheClient:
             return hits
 
         return self._on_connection("leading_hits", timeout_s, work)
+
+    def held(self, ns: Namespace, hashes: Sequence[PageHash], timeout_s: Optional[float] = None) -> list[bool]:
+        """Per page, whether it is stored (host slab or L3): one LEADING_HITS of one page each, pipelined on one
+        connection (a round trip for all of them, not one each). Raises as :meth:`leading_hits`."""
+        keys = _page_hashes(hashes)
+        if not keys:
+            return []
+        ns_bytes = ns.encode()
+
+        def work(conn: Connection, call: Call) -> list[bool]:
+            found = [False] * len(keys)
+
+            def on_answer(pages: list[int], frame: Frame) -> None:
+                found[pages[0]] = answers.leading_hits(conn.read_payload(frame, call.io_deadline)) == 1
+
+            def on_error(pages: list[int], code: int, message: str) -> None:
+                raise error_from_frame(code, message)
+
+            pipeline.run(conn, Op.LEADING_HITS, [[i] for i in range(len(keys))],
+                         lambda pages: ([ns_bytes, protocol.U32.pack(1), keys[pages[0]]], 0), on_answer, on_error,
+                         call.deadline, call.io_deadline)
+            return found
+
+        return self._on_connection("held", timeout_s, work)
 
     def clear(self, ns: Namespace, timeout_s: Optional[float] = None) -> None:
         """Removes every page of ``ns`` from both tiers. Raises HiCacheTimeoutError if that did not finish in time

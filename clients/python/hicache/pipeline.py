@@ -110,7 +110,11 @@ def run(conn: Connection, op: Op, groups: list[list[int]],
 
 
 def send_one(conn: Connection, op: Op, payload: Sequence[Bytes], deadline: float, flags: int = 0) -> int:
-    """Sends one ``op`` frame without waiting for its answer; returns its request id (for :func:`read_answers`)."""
+    """Sends one ``op`` frame without waiting for its answer; returns its request id (for :func:`read_answers`).
+
+    Its answer must not arrive while :func:`run` reads another op's answers on the connection (run drops answers it
+    does not wait for): send writes only after every earlier request was sent, whose answers then come first, as
+    the daemon runs a connection's writes in order (docs/protocol.md §1). ``reserve_from`` relies on that."""
     remaining_s(deadline)
     request_id = conn.new_request_id()
     payload_length = sum(memoryview(b).nbytes for b in payload)
@@ -127,13 +131,20 @@ def read_answers(conn: Connection, op: Op, waiting: dict[int, list[int]], on_ans
         frame = conn.read_frame(io_deadline)
         pages = waiting.pop(frame.request_id, None)
         if pages is None:
+            payload = conn.read_payload(frame, io_deadline) if frame.op == Op.ERROR else None
             conn.broken = True
+            if payload is not None and frame.request_id == 0:
+                raise error_from_frame(*protocol.parse_error(payload))  # about the connection (BUSY, TOO_LARGE)
             raise HiCacheProtocolError(f"an answer to request {frame.request_id}, which was not sent")
         if frame.op == Op.ERROR:
             code, message = protocol.parse_error(conn.read_payload(frame, io_deadline))
             on_error(pages, code, message)
         elif frame.op == answer_op:
-            on_answer(pages, frame)
+            try:
+                on_answer(pages, frame)
+            except (ValueError, struct.error, UnicodeDecodeError) as e:
+                conn.broken = True
+                raise HiCacheProtocolError(f"an answer to request 0x{op:x} that does not parse: {e}") from None
         else:
             conn.broken = True
             raise HiCacheProtocolError(f"request 0x{op:x} was answered with op 0x{frame.op:x}")

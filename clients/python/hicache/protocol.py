@@ -31,9 +31,9 @@ FRAME_PREFIX = struct.Struct(">IBBHQI")
 """length:u32, then the 16-byte header: op, flags, reserved, request_id, timeout_ms."""
 HEADER_BYTES = 16
 LEASE_NO_CHECKSUMS = 0x01
-COMMIT_NO_CHECKSUMS = 0x01
-"""COMMIT's header flag (version 2): the client sends no checksums; the daemon takes them from the slab."""
 """Version 2 header flag of LEASE: the answer's checksums are 0 and the daemon computes none (docs/protocol.md §3)."""
+COMMIT_NO_CHECKSUMS = 0x01
+"""Version 2 header flag of COMMIT: the client sends no checksums; the daemon takes them from the slab (§3)."""
 PREFIX_BYTES = FRAME_PREFIX.size  # 20: the length field and the header
 NO_OFFSET = 0xFFFFFFFFFFFFFFFF
 """LEASE and RESERVE answer this offset for pages that are not OK."""

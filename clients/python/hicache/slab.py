@@ -37,7 +37,7 @@ class SlabMapping:
             # faulted in page by page, a first copy from or to a region ran at a quarter of a memory copy's speed.
             self._read_map = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | _POPULATE, prot=mmap.PROT_READ)
         self.size = len(self._read_map)
-        self.read_view = memoryview(self._read_map)
+        self.read_view = memoryview(self._read_map).toreadonly()  # mapped PROT_READ: a write would be SIGSEGV
         self._lock = threading.Lock()
         self._write_map: Optional[mmap.mmap] = None
         self._write_view: Optional[memoryview] = None

@@ -17,8 +17,8 @@ from typing import Callable, Optional
 from . import answers, pipeline, protocol
 from .buffers import copy_into_parts
 from .checksums import checksum_later, checksum_of_parts
-from .connection import Connection, Frame
-from .errors import HiCacheError, HiCacheProtocolError, error_from_frame
+from .connection import Connection, Frame, remaining_s
+from .errors import HiCacheError, HiCacheProtocolError, HiCacheTimeoutError, error_from_frame
 from .pipeline import AnswerHandler, ErrorHandler
 from .protocol import Bytes, ErrorCode, Op, Status
 from .slab import SlabMapping
@@ -218,6 +218,14 @@ def release(conn: Connection, ids: list[int], call: Call) -> list[int]:
     return not_released
 
 
+def _checksum(crc: "concurrent.futures.Future[int]", call: Call) -> int:
+    """A page's checksum from :func:`checksum_later`, waited for until the call's deadline."""
+    try:
+        return crc.result(remaining_s(call.deadline))
+    except concurrent.futures.TimeoutError:
+        raise HiCacheTimeoutError("the call's deadline passed while page checksums were computed") from None
+
+
 def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -> None:
     """PUT over TCP: the header and table, then the pages' parts, gathered by ``sendmsg``."""
     keys, parts, lengths = batch.keys, batch.parts, batch.lengths
@@ -228,12 +236,19 @@ def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
     crcs = {p: checksum_later(conn.checksum, parts[p]) for p in pages}
 
     def build(group: list[int]) -> tuple[list[Bytes], int]:
-        table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], crcs[p].result()) for p in group)
+        table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], _checksum(crcs[p], call))
+                         for p in group)
         bodies = [part for p in group for part in parts[p]]
         return [batch.ns_bytes, protocol.U32.pack(len(group)), table, *bodies], sum(lengths[p] for p in group)
 
-    pipeline.run(conn, Op.PUT, groups, build, status_answer(conn, batch.statuses, call),
-                 chunk_error(conn, batch.statuses), call.deadline, call.io_deadline)
+    try:
+        pipeline.run(conn, Op.PUT, groups, build, status_answer(conn, batch.statuses, call),
+                     chunk_error(conn, batch.statuses), call.deadline, call.io_deadline)
+    finally:
+        # A failed call returns to a caller that may free the sources: no checksum may still be reading them.
+        for crc in crcs.values():
+            if not crc.cancel():
+                concurrent.futures.wait([crc])
 
 
 @dataclasses.dataclass
@@ -267,12 +282,15 @@ def _split_by_bytes(groups: list[list[int]], lengths: list[int]) -> list[list[in
 
 
 def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batch: Batch, pages: list[int],
-                 call: Call, note_support: Callable[[bool], None]) -> list[int]:
-    """RESERVE room in the slab, copy each page there, COMMIT (with no checksums: the daemon takes each page's from
-    the slab, as the bytes crossed no wire; a CRC-32 pass here cost more than the copy). Returns the pages left for
-    PUT: all of them if the daemon does not know RESERVE (ERROR UNKNOWN_OP, told to ``note_support``), else those
-    RESERVE answered REJECTED (reserved room is never evicted, so a put may find room where a reservation did
-    not). ``note_support`` hears whether the daemon takes RESERVE once its answers say so."""
+                 call: Call, note_support: Callable[[bool], None], checksums: bool = False,
+                 note_checksums: Callable[[bool], None] = lambda needed: None) -> list[int]:
+    """RESERVE room in the slab, copy each page there, COMMIT. The COMMIT carries no checksums (header flag 0x01:
+    the daemon takes each page's from the slab, as the bytes crossed no wire; a CRC-32 pass here cost more than the
+    copy), unless ``checksums``. Returns the pages left for PUT: all of them if the daemon does not know RESERVE
+    (ERROR UNKNOWN_OP, told to ``note_support``); those RESERVE answered REJECTED (reserved room is never evicted, so
+    a put may find room where a reservation did not); and, when a COMMIT without checksums found every page FAILED,
+    those pages: a daemon older than the flag ignores it and compares the 0s sent (``note_checksums(True)``: send
+    them from now on). ``note_support`` hears whether the daemon takes RESERVE once its answers say so."""
     keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
     hold_ms = _hold_ms(call)
     hold_until = _copy_until(hold_ms)  # as for leases
@@ -283,6 +301,7 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
                              lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes), lengths)
     reservations: list[_Reservation] = []
     commits: dict[int, list[int]] = {}  # COMMIT request id -> its reservation's pages
+    committed_pages: list[int] = []  # pages a COMMIT names as written
     unknown: list[int] = []
     no_room: list[int] = []  # REJECTED by RESERVE: reserved room cannot be evicted; PUT may still find room
     on_chunk_error = chunk_error(conn, statuses)
@@ -324,8 +343,14 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
             for page in copied:
                 statuses[page] = Status.TIMED_OUT
         elif reservation_id != 0:  # 0 took nothing: nothing to commit
-            body = [struct.pack(">QI", reservation_id, len(group)), bytes(4 * len(group))]
-            commits[pipeline.send_one(conn, Op.COMMIT, body, call.deadline, protocol.COMMIT_NO_CHECKSUMS)] = group
+            if checksums:
+                crcs = [checksum_of_parts(conn.checksum, parts[p]) if p in copied else 0 for p in group]
+                body = [struct.pack(f">QI{len(group)}I", reservation_id, len(group), *crcs)]
+            else:
+                body = [struct.pack(">QI", reservation_id, len(group)), bytes(4 * len(group))]
+            flags = 0 if checksums else protocol.COMMIT_NO_CHECKSUMS
+            commits[pipeline.send_one(conn, Op.COMMIT, body, call.deadline, flags)] = group
+            committed_pages.extend(copied)
             reservations[-1].committed = True
 
     def on_error(group: list[int], code: int, message: str) -> None:
@@ -345,6 +370,9 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
                               call.io_deadline)
         committed = True
         release(conn, [r.reservation_id for r in reservations if r.reservation_id != 0 and not r.committed], call)
+        if not checksums and committed_pages and all(statuses[p] == Status.FAILED for p in committed_pages):
+            note_checksums(True)  # a daemon that predates COMMIT's flag: PUT these, send checksums from now on
+            return sorted(no_room + committed_pages)
         return sorted(no_room)
     finally:
         if not committed:

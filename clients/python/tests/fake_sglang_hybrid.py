@@ -164,6 +164,28 @@ class FakeDSAIndexerPoolHost:
         self.buffer[p * self.page_bytes:(p + 1) * self.page_bytes] = data
 
 
+class FakeHostPoolGroup:
+    """Mirrors what ``HostPoolGroup`` (``pool_host/group.py``) passes on of its anchor KV pool, in the versions that
+    pass on little: layout, page size, size and the flat-page calls, no ``get_page_buffer_meta`` and no dtype.
+    Whether ``attach_storage_backend`` gives ``register_mem_pool_host`` the group or its anchor differs between
+    the SGLang versions read; the backend takes the KV pool from ``register_mem_host_pool_v2`` either way."""
+
+    def __init__(self, anchor):
+        self.anchor = anchor
+        self.layout = anchor.layout
+        self.page_size = anchor.page_size
+        self.size = anchor.size
+
+    def get_data_page(self, index, flat: bool = True):
+        return self.anchor.get_data_page(index, flat)
+
+    def get_dummy_flat_data_page(self):
+        return self.anchor.get_dummy_flat_data_page()
+
+    def set_from_flat_data_page(self, index, data_page) -> None:
+        self.anchor.set_from_flat_data_page(index, data_page)
+
+
 class FakeHybridController:
     """The backend calls of ``HybridCacheController`` (``hybrid_cache_controller.py``) for one TP rank: pools
     registered as ``attach_storage_backend`` does, the storage hit query of ``_storage_hit_query``, the backup of

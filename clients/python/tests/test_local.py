@@ -4,7 +4,7 @@ import ctypes
 import time
 import unittest
 
-from hicache import HiCacheClient, Status
+from hicache import HiCacheClient, Status, protocol
 
 from .support import (DaemonModule, address_of, ctypes_buffer, namespace_for, random_hashes, random_pages,
                       request_count)
@@ -75,6 +75,27 @@ class LocalPathTest(unittest.TestCase):
         # A page stored already is EXISTS, through RESERVE as through PUT.
         fresh = random_hashes(1)
         self.assertEqual(self.local.put(self.ns, hashes[:1] + fresh, [pages[0], b"new"]), [Status.EXISTS, Status.OK])
+
+    def test_a_daemon_that_ignores_commits_without_checksums_gets_them_and_loses_nothing(self):
+        # A daemon older than COMMIT's flag 0x01 ignores it and compares the 0s sent: every page FAILED. Simulated
+        # with a flag bit this daemon does not know (ignored the same way).
+        pages = random_pages(4096, 5000)
+        hashes = random_hashes(len(pages))
+        puts = self.requests("put")
+        original = protocol.COMMIT_NO_CHECKSUMS
+        protocol.COMMIT_NO_CHECKSUMS = 0x80
+        try:
+            self.assertEqual(self.local.put(self.ns, hashes, pages), [Status.OK] * 2, "retried over PUT")
+            self.assertGreater(self.requests("put") - puts, 0)
+            more = random_hashes(2)
+            reserves = self.requests("reserve")
+            self.assertEqual(self.local.put(self.ns, more, pages), [Status.OK] * 2, "committed with checksums")
+            self.assertEqual(self.requests("reserve") - reserves, 1)
+        finally:
+            protocol.COMMIT_NO_CHECKSUMS = original
+        targets = [bytearray(len(p)) for p in pages]
+        self.assertEqual(self.tcp.get(self.ns, more, targets), [Status.OK] * 2)
+        self.assertEqual([bytes(t) for t in targets], pages)
 
     def test_a_reservation_larger_than_the_slab_falls_back_to_put_for_what_found_no_room(self):
         # 72 MiB of pages through a 64 MiB slab: room reserved cannot be evicted, so RESERVE refuses the tail; those

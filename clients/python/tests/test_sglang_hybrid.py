@@ -70,7 +70,8 @@ class HybridBackendTest(BackendTestCase):
         registered as the hybrid controller registers them."""
         kv = (fake.FakeMLATokenToKVPoolHost if mla else fake.FakeMHATokenToKVPoolHost)("page_first",
                                                                                       page_size=self.PAGE)
-        swa = fake.FakeMHATokenToKVPoolHost("page_first", layer_num=1, page_size=self.PAGE)
+        swa = (fake.FakeMLATokenToKVPoolHost if mla else fake.FakeMHATokenToKVPoolHost)("page_first", layer_num=1,
+                                                                                       page_size=self.PAGE)
         mamba = hybrid.FakeMambaPoolHost()
         indexer = hybrid.FakeDSAIndexerPoolHost(page_size=self.PAGE) if with_indexer else None
         if indexer is not None and not meta:
@@ -177,16 +178,53 @@ class HybridBackendTest(BackendTestCase):
         hashes = random_keys(2)
         for ctl in (rank0, rank1):
             self.fill(ctl, [0, 1], 3, [0, 1])
-        rank1.backup(hashes, [0, 1], 3, [0, 1])
+        self.assertEqual({"mamba": 1, "swa": 2, "kv": 2}, rank1.backup(hashes, [0, 1], 3, [0, 1]),
+                         "rank 1 answers True for the parts rank 0 writes")
         self.assertEqual(0, rank1.storage_hit_query(hashes), "rank 1 wrote its state only: no KV yet")
         rank0.backup(hashes, [0, 1], 3, [0, 1])
         self.assertEqual(2, rank1.storage_hit_query(hashes), "rank 0's KV and window, rank 1's own state")
-        self.assertNotEqual(rank0.backend._parts().of("mamba"), rank1.backend._parts().of("mamba"))
-        self.assertEqual(rank0.backend._parts().of("swa"), rank1.backend._parts().of("swa"))
+        self.assertNotEqual(rank0.backend._part_namespace("mamba"), rank1.backend._part_namespace("mamba"))
+        self.assertEqual(rank0.backend._part_namespace("swa"), rank1.backend._part_namespace("swa"))
         reader = self.engine(mla=True, tp_rank=1, tp_size=2)
         reader.prefetch(hashes, [2, 3], 7, [2, 3])
         self.assertEqual(rank1.pools[hybrid.PoolName.MAMBA].slot(3), reader.pools[hybrid.PoolName.MAMBA].slot(7))
         self.assertEqual(self.kv_bytes(rank0, [0, 1]), self.kv_bytes(reader, [2, 3]))
+
+    def test_the_kv_pool_registered_through_v2_is_the_one_used(self):
+        kv = fake.FakeMHATokenToKVPoolHost("page_first", page_size=self.PAGE, dtype=fake.FLOAT8_E4M3FN)
+        backend = self.backend(pool=hybrid.FakeHostPoolGroup(kv))  # no page addresses, no dtype
+        self.assertEqual("bfloat16", backend.namespace.dtype, "the group alone says nothing of fp8")
+        backend.register_mem_host_pool_v2(kv, hybrid.PoolName.KV)
+        self.assertEqual("fp8_e4m3", backend.namespace.dtype)
+        kv.fill_page(0, RNG)
+        self.assertEqual([True], backend.batch_set_v1(random_keys(1), fake.FakeIndices(range(self.PAGE))))
+        self.assertIs(True, backend._pool.zero_copy, "pages moved straight from the KV pool's memory")
+
+    def test_an_mha_pool_beside_an_mla_model_is_per_rank(self):
+        ctl = self.engine(mla=True, tp_rank=1, tp_size=2)
+        swa = ctl.backend._part_namespace("swa")
+        self.assertEqual((0, 1), (swa.tp_rank, swa.tp_size), "an MLA-shaped window: the same on every rank")
+        self.assertEqual(1, ctl.backend._part_namespace("mamba").tp_rank)
+        transfer = hybrid.PoolTransfer(hybrid.PoolName.SWA, host_indices=fake.FakeIndices(range(self.PAGE)),
+                                       keys=random_keys(1), hit_policy=hybrid.PoolHitPolicy.TRAILING_PAGES)
+        self.assertEqual({hybrid.PoolName.SWA: [True]}, ctl.backend.batch_set_v2([transfer]),
+                         "rank 1 does not write a part every rank shares: True without sending")
+        self.assertEqual({hybrid.PoolName.SWA: [False]}, ctl.backend.batch_get_v2([transfer]), "nothing was sent")
+        mha_window = fake.FakeMHATokenToKVPoolHost("page_first", layer_num=1, page_size=self.PAGE)
+        ctl.backend.register_mem_host_pool_v2(mha_window, hybrid.PoolName.SWA)
+        self.assertEqual(1, ctl.backend._part_namespace("swa").tp_rank, "an MHA-shaped window splits heads by rank")
+        self.assertEqual({hybrid.PoolName.SWA: [True]}, ctl.backend.batch_set_v2([transfer]))
+        self.assertEqual({hybrid.PoolName.SWA: [True]}, ctl.backend.batch_get_v2([transfer]), "written by rank 1")
+
+    def test_a_state_pool_without_addresses_is_copied_through_flat_pages(self):
+        writer, reader = self.engine(), self.engine()
+        for ctl in (writer, reader):
+            ctl.pools[hybrid.PoolName.MAMBA].get_page_buffer_meta = None
+        hashes = random_keys(2)
+        self.fill(writer, [0, 1], 4, [0, 1])
+        self.assertEqual(1, writer.backup(hashes, [0, 1], 4, [0, 1])["mamba"])
+        self.assertEqual(1, reader.prefetch(hashes, [2, 3], 6, [2, 3])["mamba"])
+        self.assertEqual(writer.pools[hybrid.PoolName.MAMBA].slot(4), reader.pools[hybrid.PoolName.MAMBA].slot(6))
 
     def test_registration_refuses_a_kv_shaped_pool_it_cannot_address(self):
         backend = self.backend(pool=fake.FakeMHATokenToKVPoolHost("page_first", page_size=self.PAGE))

@@ -144,17 +144,24 @@ class PartNamespaces:
     tp_size: int
     is_mla: bool
 
-    def of(self, part: str) -> Namespace:
+    def per_rank(self, part: str, override: Optional[bool] = None) -> bool:
+        """Whether each TP rank has its own ``part``: always on MHA models; on MLA models only the Mamba state, or
+        a pool whose own shape says so (``override``: an MHA-shaped pool beside an MLA model)."""
+        if override is not None:
+            return override
+        return not self.is_mla or part in PER_RANK_UNDER_MLA
+
+    def of(self, part: str, per_rank: Optional[bool] = None) -> Namespace:
         if part == KV:
             return self.kv
-        per_rank = not self.is_mla or part in PER_RANK_UNDER_MLA
+        own = self.per_rank(part, per_rank)
         return Namespace(model=self.kv.model, dtype=self.kv.dtype, order=self.kv.order,
-                         tp_rank=self.tp_rank if per_rank else 0, tp_size=self.tp_size if per_rank else 1,
+                         tp_rank=self.tp_rank if own else 0, tp_size=self.tp_size if own else 1,
                          extra=part_extra(self.kv.extra, part))
 
-    def writes(self, part: str) -> bool:
+    def writes(self, part: str, per_rank: Optional[bool] = None) -> bool:
         """Whether this rank stores ``part``: always, but for a part every MLA rank shares (rank 0 writes it)."""
-        return not self.is_mla or part in PER_RANK_UNDER_MLA or self.tp_rank == 0
+        return self.per_rank(part, per_rank) or self.tp_rank == 0
 
 
 __all__ = ["ALL_PAGES", "KV", "PartNamespaces", "SidePool", "TRAILING_PAGES", "hit_policy", "part_extra",

@@ -131,6 +131,11 @@ class HiCacheDaemonStorage(HiCacheStorage):
         """Checks the host pool (layout ``layer_first``, ``page_first`` or ``page_first_direct``; MHA or MLA),
         keeps it, and fixes the namespace's byte order and KV dtype from it. Raises ValueError for a pool this
         backend cannot serve (SGLang then fails at start, with the message)."""
+        self._adopt_kv_pool(mem_pool_host)
+        super().register_mem_pool_host(mem_pool_host)
+
+    def _adopt_kv_pool(self, mem_pool_host: Any) -> None:
+        """Makes ``mem_pool_host`` the KV pool pages are read from and written to (see register_mem_pool_host)."""
         pool = HostPool(mem_pool_host, self.is_mla)
         if pool.asymmetric and not self.settings.interface_v1:
             # SGLang's pool for such models has no flat pages: its copying path raises in the prefetch and backup
@@ -152,7 +157,6 @@ class HiCacheDaemonStorage(HiCacheStorage):
         elif pool.dtype is not None and pool.dtype != dtype:
             logger.warning("HiCache daemon backend: extra_config dtype %s differs from the host pool's %s; pages are "
                            "named %s", dtype, pool.dtype_said, dtype)
-        super().register_mem_pool_host(mem_pool_host)
         self._pool = pool
         self._dtype = dtype
         self._order = pool.order
@@ -357,18 +361,33 @@ class HiCacheDaemonStorage(HiCacheStorage):
         """Keeps a pool SGLang's ``HybridCacheController`` registers (each pool of a hybrid model, the KV too).
         Raises ValueError, naming the pool, for one the backend cannot serve (SGLang's start then fails)."""
         name = pool_name(host_pool_name)
+        if name == KV and host_pool is not getattr(self, "mem_pool_host", None):
+            # SGLang's hybrid controller gives register_mem_pool_host its pool group, which may not pass on the KV
+            # pool's page addresses and dtype; the KV pool itself comes here: it is the one to read and write.
+            self._adopt_kv_pool(host_pool)
         side = SidePool(name, host_pool)
         super().register_mem_host_pool_v2(host_pool, host_pool_name)
         with self._components_lock:
             self._side_pools[name] = side
         logger.info("HiCache daemon backend: %s pool registered (namespace extra %r)", side.describe(),
-                    self._parts().of(name).extra)
+                    self._part_namespace(name).extra)
 
     def _is_mla(self) -> bool:
         return self.is_mla or (self._pool is not None and self._pool.is_mla)
 
     def _parts(self) -> PartNamespaces:
         return PartNamespaces(self.namespace, self.tp_rank, self.tp_size, self._is_mla())
+
+    def _per_rank(self, part: str) -> Optional[bool]:
+        """Whether ``part`` is per TP rank though the model is MLA: a KV-shaped pool of MHA shape (an MHA draft or
+        window beside an MLA model) splits heads across ranks. None: as the model says."""
+        side = self._side_pools.get(part)
+        if side is not None and side.kv_shaped is not None and not side.kv_shaped.is_mla:
+            return True
+        return None
+
+    def _part_namespace(self, part: str) -> Namespace:
+        return self._parts().of(part, self._per_rank(part))
 
     def batch_exists_v2(self, keys: List[str], pool_transfers: Optional[List[Any]] = None,
                         extra_info: Optional[HiCacheStorageExtraInfo] = None) -> Any:
@@ -390,10 +409,19 @@ class HiCacheDaemonStorage(HiCacheStorage):
                 name = pool_name(transfer.name)
                 if name == KV:
                     continue
-                namespace = parts.of(name)
+                namespace = self._part_namespace(name)
                 if hit_policy(transfer) == TRAILING_PAGES:
-                    def present(lo: int, hi: int, ns: Namespace = namespace) -> int:
-                        return self._leading_hits(ns, hashes[lo:hi], deadline)
+                    # Which of the KV's pages the part holds, asked once (one pipelined round trip); a state kept
+                    # only at a node's end would otherwise cost a round trip per page the search walks back.
+                    flags = self._client.held(namespace, hashes[:kv_pages],
+                                              timeout_s=self._remaining(deadline)) if kv_pages else []
+
+                    def present(lo: int, hi: int, flags: list[bool] = flags) -> int:
+                        n = 0
+                        while lo + n < hi and flags[lo + n]:
+                            n += 1
+                        return n
+
                     window = max(1, len(transfer.keys or []))
                     trailing.append((window, present))
                     each[name] = restorable_pages(kv_pages, [], [(window, present)])
@@ -431,7 +459,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
         pages = len(keys)
         operation = f"{'set' if write else 'get'}_{name}"
         parts = self._parts()
-        if write and not parts.writes(name):
+        if write and not parts.writes(name, self._per_rank(name)):
             self._counters.add(**{f"{operation}_pages_skipped_rank": pages})
             return [True] * pages
         side = self._side_pools.get(name)
@@ -439,7 +467,7 @@ class HiCacheDaemonStorage(HiCacheStorage):
         try:
             if side is None:
                 raise RuntimeError(f"no {name} host pool registered (register_mem_host_pool_v2)")
-            namespace = parts.of(name)
+            namespace = parts.of(name, self._per_rank(name))
             hashes = self._hashes(keys)
             slots = side.slots(transfer.host_indices, pages)
             direct = side.parts(transfer.host_indices, pages)

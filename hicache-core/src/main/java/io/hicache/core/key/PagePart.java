@@ -20,7 +20,13 @@ public enum PagePart {
     /** A recurrent state (Mamba, linear attention) after a page: a prefix needs the one at its end. */
     RECURRENT_STATE("mamba", Restore.TRAILING_PAGES),
     /** Sparse attention's indexer keys (DeepSeek's DSA): every page of a prefix needs its own. */
-    SPARSE_INDEXER("indexer", Restore.ALL_PAGES);
+    SPARSE_INDEXER("indexer", Restore.ALL_PAGES),
+    /** A standalone speculative-decoding draft model's KV page. */
+    DRAFT("draft", Restore.ALL_PAGES),
+    /** The draft model's sliding-window KV. */
+    DRAFT_SLIDING_WINDOW("draft_swa", Restore.TRAILING_PAGES),
+    /** The draft model's indexer keys. */
+    DRAFT_SPARSE_INDEXER("draft_indexer", Restore.ALL_PAGES);
 
     /** Which pages of a prefix a part must hold for the prefix to be restored. */
     public enum Restore {
@@ -38,7 +44,7 @@ public enum PagePart {
         this.restore = restore;
     }
 
-    /** The name in namespaces and in SGLang ({@code "kv"}, {@code "swa"}, {@code "mamba"}, {@code "indexer"}). */
+    /** The name in namespaces and in SGLang ({@code "kv"}, {@code "swa"}, {@code "mamba"}, {@code "indexer"}...). */
     public String wireName() {
         return wireName;
     }
@@ -60,6 +66,7 @@ public enum PagePart {
                 return p;
             }
         }
-        throw new IllegalArgumentException("no page part '" + wireName + "' (kv, swa, mamba, indexer)");
+        throw new IllegalArgumentException(
+                "no page part '" + wireName + "' (kv, swa, mamba, indexer, draft, draft_swa, draft_indexer)");
     }
 }

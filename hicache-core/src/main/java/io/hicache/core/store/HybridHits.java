@@ -6,10 +6,13 @@ import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.PagePart;
+import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.HybridGeometry;
 import io.hicache.core.util.Checks;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -83,10 +86,19 @@ public final class HybridHits {
      *
      * @param part        the part
      * @param windowPages for a trailing part, its window in pages (ignored for an all-pages part)
+     * @param namespace   where the part is, if not {@code kv.forPart(part)}: an MLA model shares its KV across TP
+     *                    ranks (rank 0 of 1) but keeps its recurrent state per rank, so that part's namespace starts
+     *                    from the rank's own ({@code kv.withTensorParallel(rank, size).forPart(part)})
      */
-    public record PartQuery(PagePart part, int windowPages) {
+    public record PartQuery(PagePart part, int windowPages, Optional<Namespace> namespace) {
+        /** A part in {@code kv.forPart(part)}. */
+        public PartQuery(PagePart part, int windowPages) {
+            this(part, windowPages, Optional.empty());
+        }
+
         public PartQuery {
             Checks.checkNotNull(part, "part");
+            Checks.checkNotNull(namespace, "namespace");
             Checks.requireArgument(part != PagePart.KV, "the KV is always asked; name the other parts");
             Checks.requireArgument(
                     part.restore() == PagePart.Restore.ALL_PAGES || windowPages > 0,
@@ -120,26 +132,51 @@ public final class HybridHits {
         Checks.checkNotNull(hashes, "hashes");
         Checks.checkNotNull(parts, "parts");
         Checks.checkNotNull(deadline, "deadline");
-        int kvPages = held(store, kv, hashes, deadline);
+        int kvPages = await(store.leadingHits(keys(kv, hashes), deadline), deadline);
         List<Integer> bounds = new ArrayList<>();
         List<Trailing> trailing = new ArrayList<>();
         for (PartQuery q : parts) {
-            Namespace ns = kv.forPart(q.part());
+            Namespace ns = q.namespace().orElseGet(() -> kv.forPart(q.part()));
+            List<PageHash> prefix = hashes.subList(0, kvPages);
             if (q.part().restore() == PagePart.Restore.ALL_PAGES) {
-                bounds.add(kvPages == 0 ? 0 : held(store, ns, hashes.subList(0, kvPages), deadline));
+                bounds.add(kvPages == 0 ? 0 : await(store.leadingHits(keys(ns, prefix), deadline), deadline));
             } else {
-                trailing.add(new Trailing(
-                        q.windowPages(), (from, to) -> held(store, ns, hashes.subList(from, to), deadline)));
+                // Which pages the part holds, asked of every page at once: a state kept only at a node's end would
+                // otherwise cost the search a query per page it walks back.
+                boolean[] has = heldEach(store, ns, prefix, deadline);
+                trailing.add(new Trailing(q.windowPages(), (from, to) -> {
+                    int n = 0;
+                    while (from + n < to && has[from + n]) {
+                        n++;
+                    }
+                    return n;
+                }));
             }
         }
         return restorablePages(
                 kvPages, bounds.stream().mapToInt(Integer::intValue).toArray(), trailing);
     }
 
-    private static int held(PageStore store, Namespace ns, List<PageHash> hashes, Deadline deadline) {
+    private static List<StoreKey> keys(Namespace ns, List<PageHash> hashes) {
+        return hashes.stream().map(ns::key).toList();
+    }
+
+    /** Per page, whether the store holds it: one single-page query each, all in flight together. */
+    private static boolean[] heldEach(PageStore store, Namespace ns, List<PageHash> hashes, Deadline deadline) {
+        List<CompletableFuture<Integer>> each = new ArrayList<>(hashes.size());
+        for (PageHash h : hashes) {
+            each.add(store.leadingHits(List.of(ns.key(h)), deadline));
+        }
+        boolean[] has = new boolean[hashes.size()];
+        for (int i = 0; i < has.length; i++) {
+            has[i] = await(each.get(i), deadline) == 1;
+        }
+        return has;
+    }
+
+    private static int await(CompletableFuture<Integer> call, Deadline deadline) {
         try {
-            return store.leadingHits(hashes.stream().map(ns::key).toList(), deadline)
-                    .get(Math.max(1, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
+            return call.get(Math.max(1, deadline.remainingNanos()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             throw new HiCacheException(ErrorCode.STORE_IO, "the store did not answer before the deadline", e);
         } catch (InterruptedException e) {
