@@ -65,7 +65,6 @@ def run(conn: Connection, op: Op, groups: list[list[int]],
     """
     outstanding: dict[int, tuple[list[int], int]] = {}
     in_window = 0
-    answer_op = op | protocol.ANSWER_FLAG
 
     def read_one() -> None:
         nonlocal in_window
@@ -81,18 +80,7 @@ def run(conn: Connection, op: Op, groups: list[list[int]],
             return  # an answer nobody waits for any more
         pages, window = entry
         in_window -= window
-        if frame.op == Op.ERROR:
-            code, message = protocol.parse_error(conn.read_payload(frame, io_deadline))
-            on_error(pages, code, message)
-        elif frame.op == answer_op:
-            try:
-                on_answer(pages, frame)
-            except (ValueError, struct.error, UnicodeDecodeError) as e:
-                conn.broken = True
-                raise HiCacheProtocolError(f"an answer to request 0x{op:x} that does not parse: {e}") from None
-        else:
-            conn.broken = True
-            raise HiCacheProtocolError(f"request 0x{op:x} was answered with op 0x{frame.op:x}")
+        _handle(conn, op, frame, pages, on_answer, on_error, io_deadline)
 
     for pages in groups:
         payload, window = build(pages)
@@ -126,7 +114,6 @@ def send_one(conn: Connection, op: Op, payload: Sequence[Bytes], deadline: float
 def read_answers(conn: Connection, op: Op, waiting: dict[int, list[int]], on_answer: AnswerHandler,
                  on_error: ErrorHandler, io_deadline: float) -> None:
     """Reads the answers to the ``op`` frames sent with :func:`send_one` (request id -> pages), in any order."""
-    answer_op = op | protocol.ANSWER_FLAG
     while waiting:
         frame = conn.read_frame(io_deadline)
         pages = waiting.pop(frame.request_id, None)
@@ -136,18 +123,24 @@ def read_answers(conn: Connection, op: Op, waiting: dict[int, list[int]], on_ans
             if payload is not None and frame.request_id == 0:
                 raise error_from_frame(*protocol.parse_error(payload))  # about the connection (BUSY, TOO_LARGE)
             raise HiCacheProtocolError(f"an answer to request {frame.request_id}, which was not sent")
-        if frame.op == Op.ERROR:
-            code, message = protocol.parse_error(conn.read_payload(frame, io_deadline))
-            on_error(pages, code, message)
-        elif frame.op == answer_op:
-            try:
-                on_answer(pages, frame)
-            except (ValueError, struct.error, UnicodeDecodeError) as e:
-                conn.broken = True
-                raise HiCacheProtocolError(f"an answer to request 0x{op:x} that does not parse: {e}") from None
-        else:
+        _handle(conn, op, frame, pages, on_answer, on_error, io_deadline)
+
+
+def _handle(conn: Connection, op: Op, frame: Frame, pages: list[int], on_answer: AnswerHandler,
+            on_error: ErrorHandler, io_deadline: float) -> None:
+    """One answer to an ``op`` frame of ``pages``: an ERROR to ``on_error``, the answer to ``on_answer``."""
+    if frame.op == Op.ERROR:
+        code, message = protocol.parse_error(conn.read_payload(frame, io_deadline))
+        on_error(pages, code, message)
+    elif frame.op == op | protocol.ANSWER_FLAG:
+        try:
+            on_answer(pages, frame)
+        except (ValueError, struct.error, UnicodeDecodeError) as e:
             conn.broken = True
-            raise HiCacheProtocolError(f"request 0x{op:x} was answered with op 0x{frame.op:x}")
+            raise HiCacheProtocolError(f"an answer to request 0x{op:x} that does not parse: {e}") from None
+    else:
+        conn.broken = True
+        raise HiCacheProtocolError(f"request 0x{op:x} was answered with op 0x{frame.op:x}")
 
 
 def exchange(conn: Connection, op: Op, payload: bytes, deadline: float, io_deadline: float) -> bytearray:
