@@ -400,7 +400,6 @@ class HiCacheDaemonStorage(HiCacheStorage):
         deadline = time.monotonic() + self.settings.timeout_s
         try:
             hashes = self._hashes(keys)
-            parts = self._parts()
             kv_pages = self._leading_hits(self.namespace, hashes, deadline)
             each = {KV: kv_pages}
             bounds: list[int] = []
@@ -445,7 +444,8 @@ class HiCacheDaemonStorage(HiCacheStorage):
     def batch_set_v2(self, transfers: List[Any],
                      extra_info: Optional[HiCacheStorageExtraInfo] = None) -> dict[Any, List[bool]]:
         """Stores each transfer's pages from its pool's slots; per pool, one bool per page (True: stored, or
-        already there, or a part this rank does not write: MLA ranks other than 0 write only ``mamba``)."""
+        already there, or a part this rank does not write: MLA ranks other than 0 write only their own parts, the
+        ``mamba`` state and pools of MHA shape)."""
         return {transfer.name: self._move_part(transfer, write=True) for transfer in transfers}
 
     def _move_part(self, transfer: Any, write: bool) -> List[bool]:
