@@ -287,11 +287,7 @@ class ConformanceHandshakeTest {
          */
         @BeforeEach
         void slotFree() throws InterruptedException {
-            long settle = System.nanoTime() + 5_000_000_000L;
-            while (d.server.metrics.connections.get() > 0 && System.nanoTime() < settle) {
-                Thread.sleep(10);
-            }
-            assertEquals(0, d.server.metrics.connections.get(), "the previous case's connection is still open");
+            d.awaitNoConnections();
         }
 
         // §2 "a connection with no HELLO within server.handshake-timeout (default 5 s) is answered ERROR AUTH

@@ -35,6 +35,20 @@ final class TestDaemon implements AutoCloseable {
         this.fileRoot = fileRoot;
     }
 
+    /**
+     * Waits (up to 5 s) until the daemon has no connection open, and fails if one stays: a test with few connection
+     * slots starts from none, as a connection closed by the test before may still be closing on the daemon's side.
+     */
+    void awaitNoConnections() throws InterruptedException {
+        long settle = System.nanoTime() + 5_000_000_000L;
+        while (server.metrics.connections.get() > 0 && System.nanoTime() < settle) {
+            Thread.sleep(10);
+        }
+        if (server.metrics.connections.get() > 0) {
+            throw new AssertionError(server.metrics.connections.get() + " connections of earlier cases still open");
+        }
+    }
+
     /** A daemon with {@code settings} over the test defaults (a 256 MiB slab, the file store). */
     static TestDaemon start(Map<String, String> settings) throws IOException {
         Path hostDir = Files.createTempDirectory(
