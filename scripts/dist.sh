@@ -93,9 +93,10 @@ found=$("$jdk/bin/jdeps" --print-module-deps --ignore-missing-deps --multi-relea
 # the like) and a Chronicle CPU "cooler" that writes XML through java.beans; neither runs headless, every command ran
 # without it (docs/install.md), and it costs 15 MB and libawt_xawt.so, which links against X11 libraries that the image
 # would otherwise have to carry.
-# Added: jdk.compiler, found by running `hicache pd`: the host tier's Chronicle Map loads Chronicle's CompilerUtils,
-# whose static initialiser asks for the system Java compiler and fails (AssertionError: ClassNotFoundException
-# com.sun.tools.javac.api.JavacTool) without it, even though hicache-core ships the class it would compile. 13 MB.
+# Added: jdk.compiler (and java.compiler with it), 13 MB: the host tier's Chronicle Map loads Chronicle's
+# CompilerUtils, whose static initialiser needs javax.tools even though hicache-core ships the class it would compile.
+# Checked with the README's QuickStart on the archive's jars under --limit-modules: without them
+# NoClassDefFoundError javax/tools/JavaFileManager, with them it runs.
 modules=$( (tr ',' '\n' <<<"$found" | grep -vx java.desktop; echo jdk.compiler) | sort -u | paste -sd, -)
 "$jdk/bin/jlink" --add-modules "$modules" --strip-debug --no-man-pages --no-header-files --compress=zip-6 \
   --output "$stage/runtime"

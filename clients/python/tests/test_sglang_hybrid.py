@@ -165,13 +165,14 @@ class HybridBackendTest(BackendTestCase):
         self.assertEqual(3, hits["kv"])
         self.assertEqual(0, ctl.storage_hit_query(hashes), "KV and SWA without the state restore nothing")
 
-    def test_trailing_pools_are_read_only_after_every_kv_page_came(self):
+    def test_a_prefetch_past_the_stored_prefix_gets_the_stored_kv_pages_only(self):
+        # (That the window and state are then not read is the fake controller's rule, SGLang's, not the backend's.)
         writer, reader = self.engine(), self.engine()
         hashes = random_keys(3)
         self.fill(writer, [0, 1, 2], 0, [1, 2])
         writer.backup(hashes, [0, 1, 2], 0, [1, 2])
         got = reader.prefetch(hashes + random_keys(1), [4, 5, 6, 7], 2, [6, 7])
-        self.assertEqual({"kv": 3}, got, "the fourth KV page is missing: no sidecar transfer")
+        self.assertEqual({"kv": 3}, got, "the fourth KV page is missing: three come, in order")
 
     def test_mla_ranks_share_all_but_the_state(self):
         rank0, rank1 = self.engine(mla=True, tp_rank=0, tp_size=2), self.engine(mla=True, tp_rank=1, tp_size=2)

@@ -31,7 +31,7 @@ import dataclasses
 from typing import Any, Callable, Optional, Sequence
 
 from ..namespace import Namespace
-from .pool import HostPool, ZeroCopyUnavailable, to_int_list
+from .pool import HostPool, ZeroCopyUnavailable, split_meta, to_int_list
 
 KV = "kv"
 ALL_PAGES = "all_pages"
@@ -117,7 +117,7 @@ class SidePool:
         if not callable(getter) or not pages:
             return None
         try:
-            ptrs, sizes = HostPool._split_meta(getter(host_indices))
+            ptrs, sizes = split_meta(getter(host_indices))
         except Exception:  # no meta for this pool or these indices (ZeroCopyUnavailable included): copy instead
             return None
         if len(ptrs) % pages:

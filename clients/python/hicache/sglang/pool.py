@@ -162,7 +162,7 @@ class HostPool:
             meta = getter(host_indices)
         except Exception as e:  # SGLang raises ValueError for layouts it has no meta for
             raise ZeroCopyUnavailable(f"get_page_buffer_meta failed: {type(e).__name__}: {e}") from None
-        ptrs, sizes = self._split_meta(meta)
+        ptrs, sizes = split_meta(meta)
         if not pages or len(ptrs) % pages:
             raise ZeroCopyUnavailable(f"get_page_buffer_meta gave {len(ptrs)} buffers for {pages} pages")
         per_page = len(ptrs) // pages
@@ -177,28 +177,6 @@ class HostPool:
                                           f"{self.page_bytes}")
             result.append(_merge_adjacent(parts))
         return result
-
-    @staticmethod
-    def _split_meta(meta: Any) -> tuple[list[int], list[int]]:
-        if meta is None:
-            raise ZeroCopyUnavailable("get_page_buffer_meta returned None")
-        if isinstance(meta, tuple) and len(meta) == 2 and not isinstance(meta[0], (int, tuple)):
-            ptrs = to_int_list(meta[0])
-            sizes = meta[1]
-            sizes = [int(sizes)] * len(ptrs) if isinstance(sizes, int) else to_int_list(sizes)
-        else:  # a list of (ptr, size) pairs
-            try:
-                pairs = [(int(p), int(s)) for p, s in meta]
-            except (TypeError, ValueError):
-                raise ZeroCopyUnavailable(f"get_page_buffer_meta returned {type(meta).__name__}, not "
-                                          "(pointers, sizes)") from None
-            ptrs = [p for p, _ in pairs]
-            sizes = [s for _, s in pairs]
-        if len(ptrs) != len(sizes):
-            raise ZeroCopyUnavailable(f"get_page_buffer_meta gave {len(ptrs)} pointers and {len(sizes)} sizes")
-        if any(p <= 0 for p in ptrs) or any(s <= 0 for s in sizes):
-            raise ZeroCopyUnavailable("get_page_buffer_meta gave a null pointer or an empty buffer")
-        return ptrs, sizes
 
     def _reorder(self, per_page: int) -> list[int]:
         """Indices of a page's meta buffers in wire order."""
@@ -227,6 +205,29 @@ class HostPool:
     def store_flat_page(self, start: int, flat: Any) -> None:
         """Copies a flat page into the host slots from ``start`` (``set_from_flat_data_page``)."""
         self.pool.set_from_flat_data_page(start, flat)
+
+
+def split_meta(meta: Any) -> tuple[list[int], list[int]]:
+    """``get_page_buffer_meta``'s answer as (pointers, sizes); raises ZeroCopyUnavailable for one of another shape."""
+    if meta is None:
+        raise ZeroCopyUnavailable("get_page_buffer_meta returned None")
+    if isinstance(meta, tuple) and len(meta) == 2 and not isinstance(meta[0], (int, tuple)):
+        ptrs = to_int_list(meta[0])
+        sizes = meta[1]
+        sizes = [int(sizes)] * len(ptrs) if isinstance(sizes, int) else to_int_list(sizes)
+    else:  # a list of (ptr, size) pairs
+        try:
+            pairs = [(int(p), int(s)) for p, s in meta]
+        except (TypeError, ValueError):
+            raise ZeroCopyUnavailable(f"get_page_buffer_meta returned {type(meta).__name__}, not "
+                                      "(pointers, sizes)") from None
+        ptrs = [p for p, _ in pairs]
+        sizes = [s for _, s in pairs]
+    if len(ptrs) != len(sizes):
+        raise ZeroCopyUnavailable(f"get_page_buffer_meta gave {len(ptrs)} pointers and {len(sizes)} sizes")
+    if any(p <= 0 for p in ptrs) or any(s <= 0 for s in sizes):
+        raise ZeroCopyUnavailable("get_page_buffer_meta gave a null pointer or an empty buffer")
+    return ptrs, sizes
 
 
 def _merge_adjacent(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -85,56 +85,32 @@ public final class PythonSuite implements BenchSuite {
             rows.addAll(sglangBackupPath(python, java, daemon, comparison, arena));
             for (int pageBytes : PAGE_BYTES) {
                 String size = pageBytes == 1 << 20 ? "1m" : "64k";
-                List<StoreKey> stored = new ArrayList<>();
-                for (String hex : python.call("fill " + pageBytes + " " + PAGES)
-                        .substring(3)
-                        .split(",")) {
-                    stored.add(NAMESPACE.key(PageHash.fromHex(hex)));
-                }
-                List<MemorySegment> pages = new ArrayList<>();
-                for (int i = 0; i < PAGES; i++) {
-                    MemorySegment page = arena.allocate(pageBytes, 4096);
-                    page.fill((byte) i);
-                    pages.add(page);
-                }
+                List<StoreKey> stored = keys(NAMESPACE, python.call("fill " + pageBytes + " " + PAGES));
+                List<MemorySegment> pages = pages(arena, pageBytes, PAGES);
                 Comparison.Workload javaGet =
                         () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
-                Comparison.Workload javaPut =
-                        () -> javaCall(java.put(PageBatch.of(freshKeys(), pages), deadline()), pageBytes);
+                Comparison.Workload javaPut = () ->
+                        javaCall(java.put(PageBatch.of(freshKeys(NAMESPACE, PAGES), pages), deadline()), pageBytes);
                 Comparison.Workload tcpGet = () -> Long.parseLong(python.call("get tcp " + pageBytes));
                 Comparison.Workload tcpPut = () -> Long.parseLong(python.call("put tcp " + pageBytes));
                 Comparison.Workload localGet = () -> Long.parseLong(python.call("get local " + pageBytes));
                 Comparison.Workload localPut = () -> Long.parseLong(python.call("put local " + pageBytes));
                 // Gets first: the puts that follow fill the slab, whose eviction (no L3: dropping) would take the
                 // pages stored for the gets.
-                rows.add(BenchRow.higherIsBetter(
-                                "python_tcp_get_" + size,
-                                "GB/s",
-                                "java_remote_get",
-                                comparison.measure(tcpGet, javaGet),
-                                1e-9)
-                        .withAim(TCP_AIM));
-                rows.add(BenchRow.higherIsBetter(
-                                "python_local_get_" + size,
-                                "GB/s",
-                                "python_tcp_get",
-                                comparison.measure(localGet, tcpGet),
-                                1e-9)
-                        .withAim(SAME_HOST_AIM));
-                rows.add(BenchRow.higherIsBetter(
-                                "python_tcp_put_" + size,
-                                "GB/s",
-                                "java_remote_put",
-                                comparison.measure(tcpPut, javaPut),
-                                1e-9)
-                        .withAim(TCP_AIM));
-                rows.add(BenchRow.higherIsBetter(
-                                "python_local_put_" + size,
-                                "GB/s",
-                                "python_tcp_put",
-                                comparison.measure(localPut, tcpPut),
-                                1e-9)
-                        .withAim(SAME_HOST_AIM));
+                rows.add(gbps(
+                        "python_tcp_get_" + size, "java_remote_get", comparison.measure(tcpGet, javaGet), TCP_AIM));
+                rows.add(gbps(
+                        "python_local_get_" + size,
+                        "python_tcp_get",
+                        comparison.measure(localGet, tcpGet),
+                        SAME_HOST_AIM));
+                rows.add(gbps(
+                        "python_tcp_put_" + size, "java_remote_put", comparison.measure(tcpPut, javaPut), TCP_AIM));
+                rows.add(gbps(
+                        "python_local_put_" + size,
+                        "python_tcp_put",
+                        comparison.measure(localPut, tcpPut),
+                        SAME_HOST_AIM));
             }
         }
         return rows;
@@ -151,76 +127,75 @@ public final class PythonSuite implements BenchSuite {
             throws Exception {
         int pageBytes = SGLANG_PAGE_BYTES;
         Namespace ns = Namespace.of("bench/sglang", KvDtype.BFLOAT16, PageByteOrder.TOKEN_MAJOR, 0, 1);
-        List<StoreKey> stored = new ArrayList<>();
-        for (String hex : python.call("sglang " + daemon.port + " " + pageBytes + " " + SGLANG_PAGES)
-                .substring(3)
-                .split(",")) {
-            stored.add(ns.key(PageHash.fromHex(hex)));
-        }
-        List<MemorySegment> pages = new ArrayList<>();
-        for (int i = 0; i < SGLANG_PAGES; i++) {
-            MemorySegment page = arena.allocate(pageBytes, 4096);
-            page.fill((byte) i);
-            pages.add(page);
-        }
+        List<StoreKey> stored = keys(ns, python.call("sglang " + daemon.port + " " + pageBytes + " " + SGLANG_PAGES));
+        List<MemorySegment> pages = pages(arena, pageBytes, SGLANG_PAGES);
         Comparison.Workload memcpy = () -> Long.parseLong(python.call("memcpy"));
         Comparison.Workload javaGet = () -> javaCall(java.get(PageBatch.of(stored, pages), deadline()), pageBytes);
-        Comparison.Workload javaPut = () -> {
-            List<StoreKey> keys = new ArrayList<>();
-            for (StoreKey k : freshKeys(SGLANG_PAGES)) {
-                keys.add(ns.key(k.hash()));
-            }
-            return javaCall(java.put(PageBatch.of(keys, pages), deadline()), pageBytes);
-        };
+        Comparison.Workload javaPut =
+                () -> javaCall(java.put(PageBatch.of(freshKeys(ns, SGLANG_PAGES), pages), deadline()), pageBytes);
         Comparison.Workload localGet = () -> Long.parseLong(python.call("sglang_get local"));
         Comparison.Workload tcpGet = () -> Long.parseLong(python.call("sglang_get tcp"));
         Comparison.Workload localSet = () -> Long.parseLong(python.call("sglang_set local"));
         Comparison.Workload tcpSet = () -> Long.parseLong(python.call("sglang_set tcp"));
         return List.of(
-                BenchRow.higherIsBetter(
-                                "python_sglang_get_v1_8m",
-                                "GB/s",
-                                "python_memcpy",
-                                comparison.measure(localGet, memcpy),
-                                1e-9)
-                        .withAim(SGLANG_SAME_HOST_AIM),
-                BenchRow.higherIsBetter(
-                                "python_sglang_tcp_get_v1_8m",
-                                "GB/s",
-                                "java_remote_get",
-                                comparison.measure(tcpGet, javaGet),
-                                1e-9)
-                        .withAim(SGLANG_TCP_AIM),
-                BenchRow.higherIsBetter(
-                                "python_sglang_set_v1_8m",
-                                "GB/s",
-                                "python_memcpy",
-                                comparison.measure(localSet, memcpy),
-                                1e-9)
-                        .withAim(SGLANG_SAME_HOST_AIM),
-                BenchRow.higherIsBetter(
-                                "python_sglang_tcp_set_v1_8m",
-                                "GB/s",
-                                "java_remote_put",
-                                comparison.measure(tcpSet, javaPut),
-                                1e-9)
-                        .withAim(SGLANG_TCP_AIM));
+                gbps(
+                        "python_sglang_get_v1_8m",
+                        "python_memcpy",
+                        comparison.measure(localGet, memcpy),
+                        SGLANG_SAME_HOST_AIM),
+                gbps(
+                        "python_sglang_tcp_get_v1_8m",
+                        "java_remote_get",
+                        comparison.measure(tcpGet, javaGet),
+                        SGLANG_TCP_AIM),
+                gbps(
+                        "python_sglang_set_v1_8m",
+                        "python_memcpy",
+                        comparison.measure(localSet, memcpy),
+                        SGLANG_SAME_HOST_AIM),
+                gbps(
+                        "python_sglang_tcp_set_v1_8m",
+                        "java_remote_put",
+                        comparison.measure(tcpSet, javaPut),
+                        SGLANG_TCP_AIM));
+    }
+
+    /** A row in GB/s, higher better, with its aim. */
+    private static BenchRow gbps(String metric, String reference, Comparison.Result result, double aim) {
+        return BenchRow.higherIsBetter(metric, "GB/s", reference, result, 1e-9).withAim(aim);
+    }
+
+    /** The keys of the worker's answer {@code ok HEX,HEX,...} in {@code ns}. */
+    private static List<StoreKey> keys(Namespace ns, String answer) {
+        List<StoreKey> keys = new ArrayList<>();
+        for (String hex : answer.substring(3).split(",")) {
+            keys.add(ns.key(PageHash.fromHex(hex)));
+        }
+        return keys;
+    }
+
+    /** {@code count} pages of {@code pageBytes}, page {@code i} filled with byte {@code i}. */
+    private static List<MemorySegment> pages(Arena arena, int pageBytes, int count) {
+        List<MemorySegment> pages = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            MemorySegment page = arena.allocate(pageBytes, 4096);
+            page.fill((byte) i);
+            pages.add(page);
+        }
+        return pages;
     }
 
     private static Deadline deadline() {
         return Deadline.after(Duration.ofSeconds(60));
     }
 
-    private static List<StoreKey> freshKeys() {
-        return freshKeys(PAGES);
-    }
-
-    private static List<StoreKey> freshKeys(int count) {
+    /** {@code count} keys of random hashes in {@code ns}. */
+    private static List<StoreKey> freshKeys(Namespace ns, int count) {
         List<StoreKey> keys = new ArrayList<>(count);
         byte[] hash = new byte[PageHash.BYTES];
         for (int i = 0; i < count; i++) {
             ThreadLocalRandom.current().nextBytes(hash);
-            keys.add(NAMESPACE.key(PageHash.fromBytes(hash, 0)));
+            keys.add(ns.key(PageHash.fromBytes(hash, 0)));
         }
         return keys;
     }
