@@ -20,6 +20,7 @@ import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.PageAllocator;
 import io.hicache.core.memory.WaitMode;
 import io.hicache.core.page.HostLayout;
+import io.hicache.core.page.HybridGeometry;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
@@ -27,6 +28,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -588,6 +590,50 @@ public abstract class DeviceRuntimeConformanceKit {
 
     private static PageFormat formatFor(HostLayout layout) {
         return new PageFormat(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16), 4, layout);
+    }
+
+    /** A hybrid model's parts: window layers of 2 pages of 16 tokens, and a recurrent state of 96 KiB per checkpoint. */
+    static Stream<Arguments> hybridParts() {
+        HybridGeometry model = HybridGeometry.fullAttention(KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16))
+                .withWindow(KvGeometry.mha(2, 4, 128, KvDtype.BFLOAT16), 32)
+                .withState(96 * 1024);
+        List<Arguments> all = new ArrayList<>();
+        for (HostLayout layout : HostLayout.values()) {
+            all.add(Arguments.of("window", model.windowFormat(16, layout)));
+            all.add(Arguments.of("state", model.stateFormat(layout)));
+        }
+        return all.stream();
+    }
+
+    /**
+     * A hybrid model's window pages and state checkpoints (issue 38) live in device pools of their own formats: a page
+     * per window page, a page per state slot. Saved to host slots and restored into other device slots, each is the
+     * same bytes, and no other slot changes.
+     */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("hybridParts")
+    void hybridWindowPagesAndStateSlotsRoundTripThroughTheHost(String name, PageFormat format) throws Exception {
+        int slots = 8;
+        try (KvPool pool = runtime.createPool(format, slots)) {
+            HostSlab host = newSlab(format, slots);
+            fillDevice(pool, range(slots));
+            fillHostSentinel(host);
+            int[] saved = {5, 2, 7};
+            int[] hostSlots = {1, 6, 3};
+            assertTrue(pool.backup(saved, host, hostSlots).await(Deadline.after(copyTimeout())), "save timed out");
+            for (int i = 0; i < saved.length; i++) {
+                assertHostPage(host, hostSlots[i], DEVICE_SIDE + saved[i]);
+            }
+            assertUntouchedHostSlots(host, hostSlots);
+            int[] restoredInto = {0, 4, 6};
+            assertTrue(
+                    pool.load(host, hostSlots, restoredInto).await(Deadline.after(copyTimeout())), "restore timed out");
+            int layers = format.geometry().layers();
+            for (int page = 0; page < slots; page++) {
+                int at = Arrays.binarySearch(new int[] {0, 4, 6}, page);
+                assertDevicePage(pool, page, DEVICE_SIDE + (at >= 0 ? saved[at] : page), layers);
+            }
+        }
     }
 
     /** A host slab in fresh off-heap memory, registered with the runtime for the case. */

@@ -4,11 +4,15 @@ import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.events.Medium;
+import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHashes;
+import io.hicache.core.key.PagePart;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.util.Checks;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -61,6 +65,9 @@ public final class CacheAdmin {
                     hostFreed = h.freedSlots().length;
                 }
                 freedAny = e.freedPages().length > 0 || hostFreed > 0;
+            }
+            if (cache.parts != null) {
+                cache.parts.clear(); // a hybrid model's prefix ends: what requests pin stays, as their pages do
             }
             return new Flushed(device - cache.tree.devicePages(), host - cache.tree.hostPages() + leftovers);
         } finally {
@@ -144,8 +151,15 @@ public final class CacheAdmin {
         if (store != null) {
             try {
                 long leftMillis = Math.max(1, (end - System.nanoTime()) / 1_000_000);
-                store.clear(cache.namespace, Deadline.after(Duration.ofMillis(leftMillis)))
-                        .get(leftMillis + 5_000, TimeUnit.MILLISECONDS);
+                List<Namespace> namespaces = new ArrayList<>(List.of(cache.namespace));
+                if (cache.parts != null) {
+                    namespaces.add(cache.partNamespace(PagePart.SLIDING_WINDOW));
+                    namespaces.add(cache.partNamespace(PagePart.RECURRENT_STATE));
+                }
+                for (Namespace ns : namespaces) {
+                    store.clear(ns, Deadline.after(Duration.ofMillis(leftMillis)))
+                            .get(leftMillis + 5_000, TimeUnit.MILLISECONDS);
+                }
             } catch (ExecutionException | TimeoutException e) {
                 throw new HiCacheException(
                         ErrorCode.STORE_IO,

@@ -6,11 +6,15 @@ import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.events.KvEventSink;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHashes;
+import io.hicache.core.key.PagePart;
 import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.KvPool;
 import io.hicache.core.memory.host.HostPagePool;
 import io.hicache.core.page.AttentionKind;
+import io.hicache.core.page.HybridGeometry;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.rank.RankGroup;
@@ -20,6 +24,7 @@ import io.hicache.core.store.PageStores;
 import io.hicache.core.store.StoreConfig;
 import io.hicache.core.store.StoreSlot;
 import io.hicache.core.tree.RadixTree;
+import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.lang.System.Logger.Level;
@@ -86,6 +91,11 @@ final class CacheCore implements AutoCloseable {
     /** Keeps this rank's tree the same as the other tensor-parallel ranks' (does nothing for one rank). */
     final RankAgreement agreement;
 
+    /** A hybrid model's parts in host memory (see {@link HostParts}); null for full-attention layers only. */
+    final @Nullable HostParts parts;
+    /** This rank's own namespace: a recurrent state is per rank even where an MLA model's KV is shared. */
+    private final Namespace rankNamespace;
+
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -96,12 +106,15 @@ final class CacheCore implements AutoCloseable {
             KvPool device,
             DevicePageAllocator pageAllocator,
             @Nullable HostPagePool host,
+            @Nullable HostParts parts,
             Optional<PageStore> store,
             PrometheusRegistry registry,
             KvEventSink sink,
             @Nullable RankGroup ranks,
             @Nullable RankGroup queryRanks) {
         this.config = config;
+        this.parts = parts;
+        this.rankNamespace = namespace;
         this.agreement = new RankAgreement(ranks, queryRanks, config.rankTimeout());
         boolean mla = format.geometry().attention() == AttentionKind.MLA;
         // MLA pages are the same bytes on every rank: one copy in the page store, written by one rank
@@ -143,6 +156,7 @@ final class CacheCore implements AutoCloseable {
             HiCacheConfig config,
             Namespace namespace,
             KvGeometry geometry,
+            @Nullable HybridGeometry hybrid,
             DeviceSetup setup,
             DeviceRuntime runtime,
             @Nullable PageStore store,
@@ -193,6 +207,7 @@ final class CacheCore implements AutoCloseable {
             throw e;
         }
         HostPagePool host = null;
+        HostParts parts = null;
         PageStore configured = null;
         try {
             Checks.requireArgument(
@@ -201,6 +216,12 @@ final class CacheCore implements AutoCloseable {
             if (config.tiers() == Tiers.ALL) {
                 host = HostPagePool.open(
                         config.host(), format, HostPagePool.slotsFor(config.host(), format, devicePages), runtime);
+            }
+            if (hybrid != null) {
+                Checks.requireArgument(
+                        hybrid.full().equals(geometry),
+                        "the hybrid model's full-attention layers are not the geometry");
+                parts = new HostParts(hybrid, config.pageSizeTokens(), config.hybridHostBytes());
             }
             if (store == null) {
                 configured = config.storageBackend()
@@ -214,6 +235,7 @@ final class CacheCore implements AutoCloseable {
                     pool,
                     setup.allocator() != null ? setup.allocator() : pool.allocator(),
                     host,
+                    parts,
                     Optional.ofNullable(store != null ? store : configured),
                     registry,
                     sink,
@@ -227,6 +249,9 @@ final class CacheCore implements AutoCloseable {
             if (host != null) {
                 host.close();
             }
+            if (parts != null) {
+                parts.close();
+            }
             pool.close();
             throw e;
         }
@@ -235,6 +260,24 @@ final class CacheCore implements AutoCloseable {
     /** The host pool, for work that only runs with one (backups, prefetches, host eviction). */
     HostPagePool host() {
         return Checks.checkNotNull(host, "the host pool (hicache-tiers device-only has none)");
+    }
+
+    /** The page hashes of the path from the root to {@code last}, in order; call with the lock held. */
+    static List<PageHash> pathHashes(TreeNode last) {
+        List<PageHashes> runs = new ArrayList<>();
+        for (TreeNode n = last; !n.isRoot(); n = n.parent()) {
+            runs.add(n.hashes());
+        }
+        List<PageHash> hashes = new ArrayList<>();
+        for (int i = runs.size() - 1; i >= 0; i--) {
+            hashes.addAll(runs.get(i).asList());
+        }
+        return hashes;
+    }
+
+    /** Where {@code part} of this cache's pages is in the page store. */
+    Namespace partNamespace(PagePart part) {
+        return part == PagePart.RECURRENT_STATE ? rankNamespace.forPart(part) : namespace.forPart(part);
     }
 
     /* ---------------------------------------------------------------- the page store */
@@ -538,6 +581,9 @@ final class CacheCore implements AutoCloseable {
         events.close(); // after the loops and requests, so that their last events go out
         if (host != null) {
             host.close();
+        }
+        if (parts != null) {
+            parts.close();
         }
         device.close();
     }

@@ -2,6 +2,7 @@ package io.hicache.core.cache;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.events.Medium;
+import io.hicache.core.key.PageHash;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
@@ -45,6 +46,14 @@ public final class CacheRequest implements AutoCloseable {
     /** The node whose path this request pins on the device; the root when none. */
     private TreeNode locked;
 
+    /**
+     * For a hybrid model: the end of the device prefix whose parts are pinned in the host ({@link HostParts}), null
+     * when no end of it can be restored; what {@link #prefixPages()} and {@link #restoreParts} give.
+     */
+    private HostParts.@Nullable Hold partsPin;
+    /** For a hybrid model: the greatest end the device and host prefix can be restored to (a load-back's worth). */
+    private int reachablePages;
+
     private final Set<Integer> owned = new LinkedHashSet<>();
     private final List<KvCopy> loads = new ArrayList<>();
     Prefetcher.@Nullable Op prefetch;
@@ -72,13 +81,14 @@ public final class CacheRequest implements AutoCloseable {
             m = tree.match(extraKey, tokens); // the warm host pages an earlier run left are host hits now
         }
         this.match = m;
-        this.deviceHitPages = match.devicePages();
         this.locked = match.lastDeviceNode();
         tree.lock(locked);
+        clampToParts();
+        this.deviceHitPages = usableDevicePages();
         int page = cache.config.pageSizeTokens();
         cache.metrics.promptTokens.add(tokens.length);
-        cache.metrics.deviceHitTokens.add((long) match.devicePages() * page);
-        cache.metrics.hostHitTokens.add((long) match.hostPages() * page);
+        cache.metrics.deviceHitTokens.add((long) deviceHitPages * page);
+        cache.metrics.hostHitTokens.add((long) usableHostPages() * page);
         this.prefetch = cache.prefetcher.maybeStart(this, match);
         if (prefetch != null) {
             prefetchState = new PrefetchOutcome(PrefetchOutcome.State.RUNNING, Optional.empty(), 0, prefetch.pages);
@@ -135,7 +145,7 @@ public final class CacheRequest implements AutoCloseable {
     public int deviceTokens() {
         cache.lock.lock();
         try {
-            return match.devicePages() * cache.config.pageSizeTokens();
+            return usableDevicePages() * cache.config.pageSizeTokens();
         } finally {
             cache.lock.unlock();
         }
@@ -145,7 +155,7 @@ public final class CacheRequest implements AutoCloseable {
     public int hostTokens() {
         cache.lock.lock();
         try {
-            return match.hostPages() * cache.config.pageSizeTokens();
+            return usableHostPages() * cache.config.pageSizeTokens();
         } finally {
             cache.lock.unlock();
         }
@@ -196,7 +206,12 @@ public final class CacheRequest implements AutoCloseable {
             }
             int page = cache.config.pageSizeTokens();
             int tokensToLoad = pages * page;
-            if (pages > 0 && tokensToLoad >= cache.config.loadBackThresholdTokens() && tokensToLoad <= budgetTokens) {
+            // a hybrid model's host pages are worth loading only up to an end every part restores
+            boolean useful = cache.parts == null || reachablePages > usableDevicePages();
+            if (useful
+                    && pages > 0
+                    && tokensToLoad >= cache.config.loadBackThresholdTokens()
+                    && tokensToLoad <= budgetTokens) {
                 // Taking device pages may evict host pages (a backup needing room, the high-water mark at a settle):
                 // not these. Protecting the path's last node keeps the whole path, as host eviction takes leaves.
                 TreeNode end = path.getLast();
@@ -238,7 +253,7 @@ public final class CacheRequest implements AutoCloseable {
                 relock(last);
                 rematch();
             }
-            return new LoadBack(pendingLoads(), match.devicePages() * page);
+            return new LoadBack(pendingLoads(), usableDevicePages() * page);
         } finally {
             cache.lock.unlock();
         }
@@ -283,7 +298,8 @@ public final class CacheRequest implements AutoCloseable {
         cache.lock.lock();
         try {
             checkOpen();
-            return locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
+            int[] pages = locked.isRoot() ? new int[0] : cache.tree.devicePagesTo(locked);
+            return pages.length == usableDevicePages() ? pages : Arrays.copyOf(pages, usableDevicePages());
         } finally {
             cache.lock.unlock();
         }
@@ -324,12 +340,41 @@ public final class CacheRequest implements AutoCloseable {
      * @throws IllegalArgumentException when any of these does not hold; the message says which
      */
     public void commit(int[] tokens, int[] pages, boolean finished) {
+        commit(tokens, pages, finished, null);
+    }
+
+    /**
+     * As {@link #commit(int[], int[], boolean)} for a hybrid model ({@link HiCacheBuilder#hybrid}), with the parts
+     * at the end of {@code tokens}' whole pages: the window KV of their last pages and the recurrent state after the
+     * last one. The cache keeps them in host memory and writes them to the page store, so that a later prompt sharing
+     * this prefix can be restored to its end. An engine gives parts where it has a state at a page boundary (the end
+     * of a finished request, of a chunk); commits without parts cache the KV only. When the host memory for parts is
+     * full of ends that requests are using, the parts are not kept (counted in {@link HiCache#stats()}).
+     *
+     * @throws IllegalArgumentException as the three-argument commit, and when the parts do not have the model's
+     *     shape for this end, when a model with recurrent layers commits tokens that do not end at a page boundary
+     *     (a state belongs to the end of a whole page), or when the cache has no hybrid model
+     */
+    public void commit(int[] tokens, int[] pages, boolean finished, @Nullable PrefixParts parts) {
         Checks.checkNotNull(tokens, "tokens");
         Checks.checkNotNull(pages, "pages");
         cache.lock.lock();
         try {
             checkOpen();
             int page = cache.config.pageSizeTokens();
+            HostParts hostParts = cache.parts;
+            if (parts != null) {
+                Checks.requireArgument(
+                        hostParts != null, "parts were given, but the cache was opened without a hybrid model");
+                Checks.requireArgument(tokens.length >= page, "parts belong to the end of at least one whole page");
+                hostParts.checkShape(parts, tokens.length / page);
+                Checks.requireArgument(
+                        parts.state().isEmpty() || tokens.length % page == 0,
+                        "%s tokens do not end at a page boundary (page %s): the state after them is not the state "
+                                + "after their last whole page",
+                        tokens.length,
+                        page);
+            }
             Checks.requireArgument(
                     pages.length == tokens.length / page,
                     "%d pages for %d whole pages of tokens",
@@ -391,6 +436,42 @@ public final class CacheRequest implements AutoCloseable {
             }
             relock(r.last());
             match = cache.tree.match(extraKey, this.tokens);
+            if (parts != null && hostParts != null) {
+                List<PageHash> hashes = CacheCore.pathHashes(match.lastNode()).subList(0, tokens.length / page);
+                if (hostParts.put(hashes, parts)) {
+                    StoreParts.upload(cache, hostParts, hashes);
+                } else {
+                    cache.metrics.fail("commit: no host room for a hybrid prefix end (every end in use)");
+                }
+            }
+            clampToParts();
+        } finally {
+            cache.lock.unlock();
+        }
+    }
+
+    /**
+     * Copies the parts of the end of {@link #prefixPages()} (a hybrid model's window pages of that end, and the state
+     * after it) into {@code targets}, to go with the prefix's KV; returns the pages of that prefix. Nothing is copied
+     * for an empty prefix (0). The parts stay pinned in the host until the prefix changes or the request closes.
+     *
+     * @throws IllegalStateException when the cache has no hybrid model
+     * @throws IllegalArgumentException when {@code targets} do not have the shape of that end's parts
+     */
+    public int restoreParts(PrefixParts targets) {
+        Checks.checkNotNull(targets, "targets");
+        cache.lock.lock();
+        try {
+            checkOpen();
+            HostParts parts = cache.parts;
+            Checks.requireState(parts != null, "the cache was opened without a hybrid model: it keeps no parts");
+            HostParts.Hold pin = partsPin;
+            if (pin == null) {
+                return 0;
+            }
+            parts.checkShape(targets, pin.endPage);
+            parts.copyOut(pin, targets);
+            return pin.endPage;
         } finally {
             cache.lock.unlock();
         }
@@ -422,6 +503,10 @@ public final class CacheRequest implements AutoCloseable {
             prefetch = null;
         }
         cache.tree.unlock(locked);
+        if (cache.parts != null) {
+            cache.parts.release(partsPin);
+            partsPin = null;
+        }
         int[] mine = owned.stream().mapToInt(Integer::intValue).toArray();
         owned.clear();
         cache.deviceTier.free(mine);
@@ -446,6 +531,37 @@ public final class CacheRequest implements AutoCloseable {
     private void rematch() {
         match = cache.tree.match(extraKey, tokens);
         relock(match.lastDeviceNode());
+        clampToParts();
+    }
+
+    /**
+     * For a hybrid model: pins the greatest end of the device prefix that every part restores, and finds how far the
+     * host prefix would restore (SGLang's hybrid radix caches match only to where the window and state are whole).
+     */
+    private void clampToParts() {
+        HostParts parts = cache.parts;
+        if (parts == null) {
+            return;
+        }
+        List<PageHash> hashes = CacheCore.pathHashes(match.lastNode());
+        HostParts.Hold old = partsPin;
+        partsPin = parts.pinRestorable(hashes, match.devicePages());
+        parts.release(old); // after the new pin, so that what both share stays
+        reachablePages = parts.restorablePages(hashes, match.matchedPages());
+    }
+
+    /** Device pages of the prefix the engine may reuse: all of them, or for a hybrid model up to the pinned end. */
+    private int usableDevicePages() {
+        if (cache.parts == null) {
+            return match.devicePages();
+        }
+        HostParts.Hold pin = partsPin;
+        return pin == null ? 0 : pin.endPage;
+    }
+
+    /** Host-only pages a load-back would make usable. */
+    private int usableHostPages() {
+        return cache.parts == null ? match.hostPages() : Math.max(0, reachablePages - usableDevicePages());
     }
 
     private void relock(TreeNode to) {

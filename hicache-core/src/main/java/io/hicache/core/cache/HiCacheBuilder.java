@@ -4,6 +4,7 @@ import io.hicache.core.events.KvEventPublisher;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.DevicePageAllocator;
 import io.hicache.core.memory.DeviceRuntime;
+import io.hicache.core.page.HybridGeometry;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
@@ -30,6 +31,7 @@ public final class HiCacheBuilder {
     private @Nullable HiCacheConfig config;
     private @Nullable Namespace namespace;
     private @Nullable KvGeometry geometry;
+    private @Nullable HybridGeometry hybrid;
     private int devicePages;
     private @Nullable DeviceRuntime runtime;
     private @Nullable PageStore store;
@@ -60,8 +62,32 @@ public final class HiCacheBuilder {
 
     /** The KV geometry of one rank (layers, heads, head size, dtype). Required. */
     public HiCacheBuilder geometry(KvGeometry value) {
-        Checks.requireState(geometry == null, "geometry was already set to %s", geometry);
+        Checks.requireState(geometry == null || hybrid != null, "geometry was already set to %s", geometry);
+        Checks.requireArgument(
+                hybrid == null || hybrid.full().equals(value),
+                "the hybrid model's full-attention layers are %s, the geometry %s",
+                hybrid == null ? null : hybrid.full(),
+                value);
         geometry = Checks.checkNotNull(value, "geometry");
+        return this;
+    }
+
+    /**
+     * A hybrid model (sliding-window or recurrent layers beside full attention): the cache also keeps the parts each
+     * cached prefix's end needs, in {@code hicache-hybrid-host-bytes} of host memory and in the page store, and a
+     * request's hit is only what every part can restore (docs/embedding.md, "Hybrid models"). Sets the geometry to
+     * the full-attention layers' when it is not set; when it is, they must be the same.
+     */
+    public HiCacheBuilder hybrid(HybridGeometry value) {
+        Checks.requireState(hybrid == null, "hybrid was already set to %s", hybrid);
+        Checks.checkNotNull(value, "hybrid");
+        Checks.requireArgument(
+                geometry == null || geometry.equals(value.full()),
+                "the geometry is %s, the hybrid model's full-attention layers %s",
+                geometry,
+                value.full());
+        hybrid = value;
+        geometry = value.full();
         return this;
     }
 
@@ -184,6 +210,7 @@ public final class HiCacheBuilder {
                     config,
                     namespace,
                     geometry,
+                    hybrid != null && hybrid.hybrid() ? hybrid : null,
                     new CacheCore.DeviceSetup(devicePages, deviceAddress, deviceBytes, pageAllocator),
                     runtime,
                     store,

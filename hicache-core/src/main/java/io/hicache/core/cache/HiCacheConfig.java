@@ -110,6 +110,13 @@ public final class HiCacheConfig {
             "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
 
+    public static final Setting<Long> HYBRID_HOST_BYTES = Setting.bytes(
+            "hicache-hybrid-host-bytes",
+            "256MiB",
+            "for a hybrid model (HiCacheBuilder.hybrid): host memory for the ends of cached prefixes, their window "
+                    + "pages and recurrent states (half each when the model has both); ends past it are evicted "
+                    + "least recently used first");
+
     public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting(
             "kv-events-config",
             "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the cache "
@@ -142,6 +149,7 @@ public final class HiCacheConfig {
                 CLOSE_TIMEOUT,
                 RANK_TIMEOUT,
                 TIERS,
+                HYBRID_HOST_BYTES,
                 KV_EVENTS));
         all.addAll(HostPoolConfig.SETTINGS);
         SETTINGS = List.copyOf(all);
@@ -169,6 +177,7 @@ public final class HiCacheConfig {
     private final Duration closeTimeout;
     private final Duration rankTimeout;
     private final Tiers tiers;
+    private final long hybridHostBytes;
     private final HostPoolConfig host;
     private final KvEventsConfig kvEvents;
     private final Settings settings;
@@ -196,6 +205,7 @@ public final class HiCacheConfig {
             Duration closeTimeout,
             Duration rankTimeout,
             Tiers tiers,
+            long hybridHostBytes,
             HostPoolConfig host,
             KvEventsConfig kvEvents,
             Settings settings) {
@@ -241,6 +251,7 @@ public final class HiCacheConfig {
         this.closeTimeout = closeTimeout;
         this.rankTimeout = rankTimeout;
         this.tiers = tiers;
+        this.hybridHostBytes = hybridHostBytes;
         this.host = host;
         this.kvEvents = kvEvents;
         this.settings = settings;
@@ -277,6 +288,7 @@ public final class HiCacheConfig {
                     s.get(CLOSE_TIMEOUT),
                     s.get(RANK_TIMEOUT),
                     s.get(TIERS),
+                    s.get(HYBRID_HOST_BYTES),
                     HostPoolConfig.from(s),
                     s.get(KV_EVENTS),
                     s);
@@ -442,7 +454,12 @@ public final class HiCacheConfig {
         return tiers;
     }
 
-    /** The host pool's configuration. */
+    /** Host memory for a hybrid model's parts ({@code hicache-hybrid-host-bytes}). */
+    public long hybridHostBytes() {
+        return hybridHostBytes;
+    }
+
+    /** The host pool's settings. */
     public HostPoolConfig host() {
         return host;
     }

@@ -123,6 +123,10 @@ final class Prefetcher implements AutoCloseable {
         /** The deadline of the store call in flight (query or get), cancelled when the operation ends. */
         @Nullable
         Deadline callDeadline;
+        /** For a hybrid model: the page hashes of the matched prefix, which the parts' search may end in. */
+        @Nullable
+        List<PageHash> prefixHashes;
+
         /** The query's count, once it answered (ranks that agree reduce counts in the order queries started). */
         int queryHits = -1;
 
@@ -241,6 +245,9 @@ final class Prefetcher implements AutoCloseable {
         }
         Op op = new Op(
                 r, anchor, m.matchedPages() * pageSize, pages, slots, admission == TimedPageStore.Admission.TRIAL);
+        if (cache.parts != null) {
+            op.prefixHashes = CacheCore.pathHashes(anchor);
+        }
         heldPages.addAndGet(pages);
         active.incrementAndGet();
         busy.incrementAndGet();
@@ -374,7 +381,13 @@ final class Prefetcher implements AutoCloseable {
     }
 
     /** On the query loop: ends the query (for ranks that agree, in the order the queries started). */
-    private void queryAnswered(Op op, PageHashes hashes, int hits) {
+    private void queryAnswered(Op op, PageHashes hashes, int found) {
+        int hits = found;
+        List<PageHash> prefix = op.prefixHashes;
+        HostParts parts = cache.parts;
+        if (parts != null && prefix != null && hits > 0) {
+            hits = hybridHits(op, parts, prefix, hashes, hits);
+        }
         synchronized (op) {
             op.hashes = hashes;
             op.queryHits = hits;
@@ -391,6 +404,28 @@ final class Prefetcher implements AutoCloseable {
                 }
             }
             endQuery(pendingQueries.poll());
+        }
+    }
+
+    /**
+     * Of the {@code hits} pages the store has past the matched prefix, those every part of a hybrid model can restore
+     * (with the end's parts brought to the host): the KV past that end would be fetched for nothing.
+     */
+    private int hybridHits(Op op, HostParts parts, List<PageHash> prefix, PageHashes tail, int hits) {
+        PageStore store = cache.stores.acquire();
+        if (store == null) {
+            return 0;
+        }
+        try {
+            List<PageHash> all = new ArrayList<>(prefix);
+            all.addAll(tail.asList().subList(0, hits));
+            int end = StoreParts.fetchEnd(cache, parts, store, all, all.size(), deadline());
+            return Math.max(0, end - prefix.size());
+        } catch (RuntimeException e) {
+            cache.metrics.fail("prefetch: hybrid parts " + e.getClass().getSimpleName());
+            return 0;
+        } finally {
+            cache.stores.release(store);
         }
     }
 

@@ -74,6 +74,34 @@ public record HybridGeometry(KvGeometry full, Optional<SlidingWindow> window, Op
         return window.map(w -> w.layers().tokenBytes() * pageTokens).orElse(0L);
     }
 
+    /**
+     * The page format of the window layers' KV, for a device pool of window pages: the window geometry in pages of
+     * {@code pageTokens}.
+     *
+     * @throws IllegalStateException without window layers
+     */
+    public PageFormat windowFormat(int pageTokens, HostLayout layout) {
+        SlidingWindow w = window.orElseThrow(() -> new IllegalStateException("the model has no sliding-window layers"));
+        return new PageFormat(w.layers(), pageTokens, layout);
+    }
+
+    /**
+     * A page format whose page is one recurrent-state checkpoint, for a device pool of state slots (one slot a
+     * page): one MLA-shaped layer of bytes, as many "tokens" of rows as the state needs. The row is the greatest power
+     * of two up to 64 KiB that divides the state (states are arrays of floats: a multiple of 64 bytes), within
+     * {@link PageFormat}'s limits.
+     *
+     * @throws IllegalStateException without recurrent layers
+     * @throws IllegalArgumentException when the state is not a multiple of 64 bytes
+     */
+    public PageFormat stateFormat(HostLayout layout) {
+        long bytes = stateBytes.orElseThrow(() -> new IllegalStateException("the model has no recurrent layers"));
+        Checks.requireArgument(bytes % 64 == 0, "a recurrent state of %d bytes is not a multiple of 64 bytes", bytes);
+        int row = (int) Math.min(1L << 16, Long.lowestOneBit(bytes));
+        KvGeometry rows = new KvGeometry(AttentionKind.MLA, 1, 1, row, KvDtype.FP8_E4M3);
+        return new PageFormat(rows, Math.toIntExact(bytes / row), layout);
+    }
+
     /** Whether the model has layers beyond full attention. */
     public boolean hybrid() {
         return window.isPresent() || stateBytes.isPresent();

@@ -7,6 +7,7 @@ import io.hicache.core.key.PageHasher;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.HybridGeometry;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
@@ -81,6 +82,24 @@ final class TestEngine implements AutoCloseable {
             Namespace namespace,
             RankGroup ranks,
             RankGroup prefetchRanks) {
+        this(settings, devicePages, store, events, geometry, namespace, ranks, prefetchRanks, null);
+    }
+
+    /** An engine for the hybrid model {@code hybrid} (its full-attention layers are the geometry). */
+    static TestEngine hybrid(Map<String, String> settings, int devicePages, PageStore store, HybridGeometry hybrid) {
+        return new TestEngine(settings, devicePages, store, null, hybrid.full(), NS, null, null, hybrid);
+    }
+
+    private TestEngine(
+            Map<String, String> settings,
+            int devicePages,
+            PageStore store,
+            KvEventPublisher events,
+            KvGeometry geometry,
+            Namespace namespace,
+            RankGroup ranks,
+            RankGroup prefetchRanks,
+            HybridGeometry hybrid) {
         Path shm = Path.of("/dev/shm");
         try {
             hostDir = Files.createTempDirectory(
@@ -93,7 +112,8 @@ final class TestEngine implements AutoCloseable {
         HiCacheConfig config = HiCacheConfig.from(b.build());
         this.runtime = new EmulatedDeviceRuntime(64L << 20, 2);
         try {
-            this.cache = open(config, devicePages, runtime, store, events, geometry, namespace, ranks, prefetchRanks);
+            this.cache = open(
+                    config, devicePages, runtime, store, events, geometry, namespace, ranks, prefetchRanks, hybrid);
         } catch (RuntimeException e) {
             runtime.close();
             deleteHostDir();
@@ -114,7 +134,8 @@ final class TestEngine implements AutoCloseable {
             KvGeometry geometry,
             Namespace namespace,
             RankGroup ranks,
-            RankGroup prefetchRanks) {
+            RankGroup prefetchRanks,
+            HybridGeometry hybrid) {
         HiCacheBuilder b = HiCache.builder()
                 .config(config)
                 .namespace(namespace)
@@ -123,6 +144,9 @@ final class TestEngine implements AutoCloseable {
                 .runtime(runtime);
         if (ranks != null) {
             b.rankGroup(ranks);
+        }
+        if (hybrid != null) {
+            b.hybrid(hybrid);
         }
         if (prefetchRanks != null) {
             b.prefetchRankGroup(prefetchRanks);
