@@ -122,7 +122,9 @@ final class ReadHandler {
             int crc = 0;
             if (p != null && !noChecksums) {
                 crc = p.crc;
-                if (call.checksum() != WireChecksum.CRC32C) {
+                if (call.checksum() == WireChecksum.CRC32 && p.crc32Memo != 0) {
+                    crc = (int) p.crc32Memo;
+                } else if (call.checksum() != WireChecksum.CRC32C) {
                     // The slab keeps CRC-32C. A checksum computed from the bytes as they are now would vouch for
                     // bytes damaged in the slab (a same-host writer past its reservation), so they are checked
                     // against the kept CRC-32C first.
@@ -132,6 +134,9 @@ final class ReadHandler {
                         crc = 0;
                     } else {
                         crc = call.checksum().of(bytes);
+                        if (call.checksum() == WireChecksum.CRC32) {
+                            p.crc32Memo = 1L << 32 | (crc & 0xFFFF_FFFFL);
+                        }
                     }
                 }
             }

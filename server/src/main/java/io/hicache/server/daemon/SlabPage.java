@@ -27,6 +27,14 @@ final class SlabPage {
     final int length;
     /** The page's CRC-32C, what the daemon keeps whatever a connection's checksum. */
     final int crc;
+    /**
+     * The page's CRC-32 (version 2's wire checksum), once a GET computed it from bytes that matched {@link #crc}:
+     * {@code 1L << 32 | crc32}, 0 until then. Later GETs send it without two more passes over the page (on a host of
+     * few cores those passes held the daemon's sends back); the client's check of what arrives still catches bytes
+     * damaged in the slab since.
+     */
+    volatile long crc32Memo;
+
     /** Users of the page's memory (readers, lease holders, the write-behind): it is freed when the last goes. */
     final AtomicInteger pins = new AtomicInteger();
 

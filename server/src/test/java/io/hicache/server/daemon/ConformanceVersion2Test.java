@@ -287,6 +287,34 @@ class ConformanceVersion2Test {
         }
     }
 
+    // §2 a CRC-32 connection's GET: the daemon checks the slab's bytes against the page's CRC-32C the first time and
+    // keeps the CRC-32 it computed; bytes damaged in the slab later arrive with that kept checksum, which the client's
+    // check of what it received then fails (the damage is caught at one end or the other, never vouched for)
+    @Test
+    void aKeptCrc32NeverVouchesForBytesDamagedInTheSlabSince() throws IOException {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(40_000);
+        MappedByteBuffer slab = mapSlab(slabPath());
+        try (DocWireClient c = open2(CRC_32)) {
+            Reservation res = reserve(c, ns, List.of(page), 10_000);
+            int at = (int) res.offsets()[0];
+            slab.put(at, page.body());
+            assertArrayEquals(new int[] {OK}, commit(c, res.id(), new int[] {crc32(page.body())}));
+            for (int i = 0; i < 2; i++) { // the first GET computes the CRC-32, the second sends the kept one
+                PageAnswer got =
+                        getAnswer(c.call(GET, 0, getPayload(ns, List.of(page)))).getFirst();
+                assertEquals(crc32(page.body()), got.crc());
+                assertEquals(crc32(got.body()), got.crc(), "what arrived matches its checksum");
+            }
+            slab.put(at + 100, (byte) ~page.body()[100]);
+            PageAnswer damaged =
+                    getAnswer(c.call(GET, 0, getPayload(ns, List.of(page)))).getFirst();
+            assertEquals(OK, damaged.status(), "sent with the checksum kept from the bytes as stored");
+            assertEquals(crc32(page.body()), damaged.crc());
+            assertTrue(crc32(damaged.body()) != damaged.crc(), "so the client's check of what arrived fails");
+        }
+    }
+
     // §3 "A reservation not committed ..., or whose connection closes first, is abandoned: its room is freed";
     // RELEASE abandons at once; a COMMIT of another connection's reservation is MALFORMED
     @Test
