@@ -1,5 +1,7 @@
 package io.hicache.server.daemon;
 
+import io.hicache.cluster.ClusterConfig;
+import io.hicache.cluster.MemberRegistration;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
@@ -83,6 +85,8 @@ public final class HiCacheServer implements AutoCloseable {
     final StoreAdmin stores;
 
     private final NettyTransport transport;
+    /** This daemon's record in its cluster's etcd, kept alive; null when it runs alone (no cluster.etcd). */
+    private volatile @Nullable MemberRegistration membership;
 
     private HiCacheServer(ServerConfig config, SlabCache cache) throws Exception {
         this.config = config;
@@ -207,6 +211,16 @@ public final class HiCacheServer implements AutoCloseable {
             }
             cache = new SlabCache(config, store, sink); // from here the slab cache owns the store and the sink
             HiCacheServer server = new HiCacheServer(config, cache);
+            if (ClusterConfig.requested(config.settings())) {
+                try {
+                    server.membership = MemberRegistration.start(
+                            ClusterConfig.from(config.settings()),
+                            ClusterConfig.self(config.settings(), config.bind(), server.port(), config.hostBytes()));
+                } catch (RuntimeException e) {
+                    server.close();
+                    throw e;
+                }
+            }
             LOG.log(Level.DEBUG, server::describe); // the caller prints describe() where its users look
             return server;
         } catch (Exception e) {
@@ -243,7 +257,22 @@ public final class HiCacheServer implements AutoCloseable {
                 + " workers; transport "
                 + transport.describe(config.transport()) + "; metrics: "
                 + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics")
-                + "; KV events: " + describeEvents(config.kvEventsPublished());
+                + "; KV events: " + describeEvents(config.kvEventsPublished())
+                + describeCluster();
+    }
+
+    private String describeCluster() {
+        MemberRegistration m = membership;
+        return m == null
+                ? ""
+                : "; cluster member " + m.self().id()
+                        + (m.registered() ? "" : " (not registered yet: etcd does not answer)");
+    }
+
+    /** Whether this daemon is registered in its cluster now; false when it runs alone. */
+    public boolean clusterRegistered() {
+        MemberRegistration m = membership;
+        return m != null && m.registered();
     }
 
     private static String describeEvents(KvEventsConfig events) {
@@ -287,6 +316,10 @@ public final class HiCacheServer implements AutoCloseable {
             return;
         }
         long timeoutMillis = config.shutdownTimeout().toMillis();
+        MemberRegistration m = membership;
+        if (m != null) {
+            m.close(); // leave the cluster first: clients stop sending here while requests in flight finish
+        }
         listener.close().awaitUninterruptibly(timeoutMillis);
         long end = System.currentTimeMillis() + timeoutMillis;
         while (inFlight.get() > 0 && System.currentTimeMillis() < end) {

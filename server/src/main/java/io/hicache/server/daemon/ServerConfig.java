@@ -1,5 +1,6 @@
 package io.hicache.server.daemon;
 
+import io.hicache.cluster.ClusterConfig;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
@@ -15,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * The daemon's configuration, read and checked once. Its L3 store reads its own settings ({@code file.root}, ...)
@@ -188,32 +190,35 @@ public record ServerConfig(
     }
 
     /** Every setting read here. */
-    public static final List<Setting<?>> SETTINGS = List.of(
-            BIND,
-            PORT,
-            AUTH_TOKEN,
-            ADMIN_TOKEN,
-            STORE_ROOT,
-            MAX_LEASES_PER_CONNECTION,
-            MAX_CONNECTIONS,
-            MAX_FRAME,
-            MAX_PAGE,
-            MAX_IN_FLIGHT,
-            HOST_DIR,
-            HOST_SIZE,
-            MIN_BLOCK,
-            STORE,
-            NAMESPACE_QUOTA,
-            METRICS_PORT,
-            IO_THREADS,
-            WORKERS,
-            SHUTDOWN_TIMEOUT,
-            MAX_LEASE,
-            HANDSHAKE_TIMEOUT,
-            MAX_PARTIAL_FRAMES,
-            WRITE_BEHIND_MAX_TRIES,
-            KV_EVENTS,
-            TRANSPORT);
+    public static final List<Setting<?>> SETTINGS = Stream.concat(
+                    Stream.of(
+                            BIND,
+                            PORT,
+                            AUTH_TOKEN,
+                            ADMIN_TOKEN,
+                            STORE_ROOT,
+                            MAX_LEASES_PER_CONNECTION,
+                            MAX_CONNECTIONS,
+                            MAX_FRAME,
+                            MAX_PAGE,
+                            MAX_IN_FLIGHT,
+                            HOST_DIR,
+                            HOST_SIZE,
+                            MIN_BLOCK,
+                            STORE,
+                            NAMESPACE_QUOTA,
+                            METRICS_PORT,
+                            IO_THREADS,
+                            WORKERS,
+                            SHUTDOWN_TIMEOUT,
+                            MAX_LEASE,
+                            HANDSHAKE_TIMEOUT,
+                            MAX_PARTIAL_FRAMES,
+                            WRITE_BEHIND_MAX_TRIES,
+                            KV_EVENTS,
+                            TRANSPORT),
+                    ClusterConfig.DAEMON_SETTINGS.stream()) // a daemon joins a cluster with cluster.etcd set
+            .toList();
 
     public ServerConfig {
         Checks.requireArgument(
