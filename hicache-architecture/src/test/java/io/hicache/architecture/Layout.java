@@ -64,6 +64,9 @@ final class Layout {
             // storage-remote
             pkg("io.hicache.storage.remote.protocol", "storage-remote", 0, Kind.API),
             pkg("io.hicache.storage.remote", "storage-remote", 1, Kind.API),
+            // cluster: etcd's gateway below membership, placement and the cluster store
+            pkg("io.hicache.cluster.etcd", "cluster", 0, Kind.INTERNAL),
+            pkg("io.hicache.cluster", "cluster", 1, Kind.API),
             // events-zmq
             pkg("io.hicache.events.zmq", "events-zmq", 0, Kind.API),
             // transfer: the SPI below everything, the engine above the control connection, never on a transport
@@ -103,6 +106,7 @@ final class Layout {
             Map.entry("storage-s3", Set.of("hicache-core")),
             Map.entry("storage-nixl", Set.of("hicache-core", "storage-s3")),
             Map.entry("storage-remote", Set.of("hicache-core")),
+            Map.entry("cluster", Set.of("hicache-core", "storage-remote")),
             Map.entry("events-zmq", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
@@ -116,7 +120,7 @@ final class Layout {
                             "transfer-cuda",
                             "hicache-testkit",
                             "transfer-kit")),
-            Map.entry("server", Set.of("hicache-core", "storage-remote")),
+            Map.entry("server", Set.of("hicache-core", "storage-remote", "cluster")),
             Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "transfer")),
             Map.entry(
                     "hicache-bench",

@@ -25,7 +25,16 @@ public final class ChildJvm {
 
     private ChildJvm(Process process) {
         this.process = process;
-        this.reader = CompletableFuture.runAsync(this::collect);
+        // a thread of its own: on the common pool (one thread on 2 cores) a second child's output would wait for the
+        // first child to end
+        this.reader = new CompletableFuture<>();
+        Thread.ofPlatform().name("child-jvm-output-" + process.pid()).daemon().start(() -> {
+            try {
+                collect();
+            } finally {
+                reader.complete(null);
+            }
+        });
     }
 
     /** Starts {@code mainClass} with {@code args}; its standard error goes to this JVM's. */
@@ -116,6 +125,29 @@ public final class ChildJvm {
         }
         reader.get(30, TimeUnit.SECONDS);
         return process.exitValue();
+    }
+
+    /** The child's process id. */
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Sends the child {@code signal} ({@code STOP}, {@code CONT}...) with {@code kill}: for tests of a process that
+     * stops answering without dying.
+     */
+    public void signal(String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid()))
+                .inheritIO()
+                .start();
+        if (kill.waitFor() != 0) {
+            throw new IOException("kill -" + signal + " " + process.pid() + " failed");
+        }
+    }
+
+    /** Whether the child still runs. */
+    public boolean alive() {
+        return process.isAlive();
     }
 
     /** Writes {@code line} and a newline to the child's standard input, for children that take commands. */
