@@ -23,7 +23,8 @@ DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_POOL_SIZE = 4
 DEFAULT_DTYPE = "bfloat16"
 
-OWN_KEYS = ("host", "port", "token", "timeout_s", "pool_size", "local", "model", "dtype", "extra")
+OWN_KEYS = ("host", "port", "token", "timeout_s", "pool_size", "local", "model", "dtype", "extra", "cluster_etcd",
+            "cluster_name")
 """The extra_config keys this backend reads."""
 SGLANG_KEYS = frozenset({
     # the dynamic backend's own keys
@@ -94,6 +95,9 @@ class BackendSettings:
     interface_v1: bool = False
     interface_v1_note: str = ""
     """Why ``interface_v1`` may not be what was meant (a string such as ``"0"``), else empty."""
+    cluster_etcd: tuple[str, ...] = ()
+    """etcd's endpoints when the daemons form a cluster (docs/cluster.md); empty: the one daemon at host:port."""
+    cluster_name: str = "hicache"
 
     @classmethod
     def from_extra_config(cls, extra_config: Optional[Mapping[str, Any]]) -> "BackendSettings":
@@ -142,10 +146,19 @@ class BackendSettings:
         if not isinstance(token, str):
             raise ValueError("extra_config 'token' must be a string")
         interface_v1, interface_v1_note = read_interface_v1(config)
+        etcd = get("cluster_etcd", "")
+        if isinstance(etcd, str):
+            etcd = [e.strip() for e in etcd.split(",") if e.strip()]
+        if not isinstance(etcd, (list, tuple)) or not all(isinstance(e, str) for e in etcd):
+            raise ValueError(f"extra_config 'cluster_etcd' must be endpoints (\"http://h:2379,...\"), was {etcd!r}")
+        cluster_name = get("cluster_name", "hicache")
+        if not isinstance(cluster_name, str) or not cluster_name:
+            raise ValueError(f"extra_config 'cluster_name' must be a non-empty string, was {cluster_name!r}")
         unknown = tuple(sorted(k for k in config if k not in OWN_KEYS and k not in SGLANG_KEYS))
         return cls(host=host, port=port, token=token, timeout_s=timeout_s, pool_size=pool_size,
                    local=_parse_local(config.get("local")), model=model, dtype=dtype, extra=extra,
-                   unknown_keys=unknown, interface_v1=interface_v1, interface_v1_note=interface_v1_note)
+                   unknown_keys=unknown, interface_v1=interface_v1, interface_v1_note=interface_v1_note,
+                   cluster_etcd=tuple(etcd), cluster_name=cluster_name)
 
 
 _FALSE_LOOKING = frozenset({"0", "false", "no", "off", "none", "null"})

@@ -23,9 +23,10 @@ import logging
 import threading
 import time
 import types
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Union
 
 from ..client import HiCacheClient
+from ..cluster import HiCacheClusterClient
 from ..errors import HiCacheAuthError
 from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from ..protocol import Status
@@ -83,17 +84,26 @@ class HiCacheDaemonStorage(HiCacheStorage):
             logger.warning("HiCache daemon backend: extra_config keys %s are not known and were ignored; known: %s",
                            ", ".join(self.settings.unknown_keys), ", ".join(("host", "port", "token", "timeout_s",
                                                                             "pool_size", "local", "model", "dtype",
-                                                                            "extra")))
+                                                                            "extra", "cluster_etcd", "cluster_name")))
         if self.settings.interface_v1_note:
             logger.warning("HiCache daemon backend: %s", self.settings.interface_v1_note)
         if not self.settings.interface_v1:
             logger.info("HiCache daemon backend: extra_config has no \"interface_v1\": 1, so SGLang moves pages "
                         "through flat copies (batch_get/batch_set) instead of zero copy")
         s = self.settings
-        self._client = client if client is not None else HiCacheClient(
-            s.host, s.port, token=s.token, pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
+        self._client: Union[HiCacheClient, HiCacheClusterClient]
+        if client is not None:
+            self._client = client
+        elif s.cluster_etcd:
+            self._client = HiCacheClusterClient(list(s.cluster_etcd), s.cluster_name, token=s.token,
+                                                pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
+        else:
+            self._client = HiCacheClient(
+                s.host, s.port, token=s.token, pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
         self._check_daemon()
-        logger.info("HiCache daemon backend: %s:%d, namespace %s, %s", s.host, s.port, self._describe_namespace(),
+        where = (f"cluster {s.cluster_name!r} at {','.join(s.cluster_etcd)}" if s.cluster_etcd
+                 else f"{s.host}:{s.port}")
+        logger.info("HiCache daemon backend: %s, namespace %s, %s", where, self._describe_namespace(),
                     "writes" if self.writes else "reads only (MLA: rank 0 writes)")
 
     # -------------------------------------------------------------------------------------------- configuration

@@ -106,6 +106,22 @@ public record ClusterConfig(List<URI> etcd, String name, Duration leaseTtl, Dura
         });
     }
 
+    /**
+     * A daemon's member id as far as it is known before its port is bound: {@code cluster.member-id}, or its
+     * {@code host:port} when the port is fixed; empty for port 0 without an id.
+     */
+    public static java.util.Optional<String> memberIdBeforeBinding(Settings settings, String bind, int port) {
+        return settings.read(s -> {
+            if (!s.get(MEMBER_ID).isBlank()) {
+                return java.util.Optional.of(s.get(MEMBER_ID).trim());
+            }
+            String host = s.get(ADVERTISE_HOST).isBlank()
+                    ? bind
+                    : s.get(ADVERTISE_HOST).trim();
+            return port == 0 ? java.util.Optional.<String>empty() : java.util.Optional.of(host + ":" + port);
+        });
+    }
+
     /** The etcd prefix of the members' records. */
     public String membersPrefix() {
         return "/hicache/" + name + "/members/";

@@ -24,7 +24,7 @@ import java.util.List;
  * A join takes to the new member only the slots it now weighs most for (about 1/N of them) and a leave moves only the
  * leaver's; no data moves (a page whose slot moved is a miss, or comes from a shared L3). Slots are many (2^20) so
  * that they spread evenly: with 100 members the fullest holds about 3% over the mean (a Redis-sized 16,384 slots
- * would leave it about 20% over: see docs/benchmarks.md, cluster).
+ * would leave it about 18% over: see docs/benchmarks.md, cluster).
  *
  * <p>Immutable as seen from outside; thread-safe. A slot's first owner is computed when first asked and kept (an
  * idempotent race: any thread computes the same).

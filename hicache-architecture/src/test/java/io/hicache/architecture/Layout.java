@@ -121,7 +121,9 @@ final class Layout {
                             "hicache-testkit",
                             "transfer-kit")),
             Map.entry("server", Set.of("hicache-core", "storage-remote", "cluster")),
-            Map.entry("hicache-cli", Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "transfer")),
+            Map.entry(
+                    "hicache-cli",
+                    Set.of("hicache-core", "hicache-testkit", "server", "storage-remote", "cluster", "transfer")),
             Map.entry(
                     "hicache-bench",
                     Set.of(
@@ -134,6 +136,7 @@ final class Layout {
                             "storage-s3",
                             "storage-nixl",
                             "storage-remote",
+                            "cluster",
                             "transfer",
                             "server",
                             "hicache-cli",

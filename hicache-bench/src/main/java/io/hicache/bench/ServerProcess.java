@@ -228,6 +228,12 @@ public final class ServerProcess implements AutoCloseable {
         });
     }
 
+    /** Kills the process with SIGKILL and waits for it (its scratch folder goes at {@link #close()}). */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+    }
+
     @Override
     public void close() throws IOException {
         process.destroy();

@@ -1,6 +1,7 @@
 package io.hicache.cli;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -29,6 +30,22 @@ record DaemonMetrics(Map<String, Double> series, Map<String, Double> byName, lon
             byName.merge(brace < 0 ? key : key.substring(0, brace), value, Double::sum);
         }
         return new DaemonMetrics(Map.copyOf(series), Map.copyOf(byName), atNanos);
+    }
+
+    /**
+     * Several daemons' readings as one (a cluster's): each series and each name summed, counters and gauges alike (a
+     * cluster's slab is the sum of its members'); taken at the latest reading's time.
+     */
+    static DaemonMetrics sum(List<DaemonMetrics> readings) {
+        Map<String, Double> series = new HashMap<>();
+        Map<String, Double> byName = new HashMap<>();
+        long at = 0;
+        for (DaemonMetrics m : readings) {
+            m.series.forEach((k, v) -> series.merge(k, v, Double::sum));
+            m.byName.forEach((k, v) -> byName.merge(k, v, Double::sum));
+            at = Math.max(at, m.atNanos);
+        }
+        return new DaemonMetrics(Map.copyOf(series), Map.copyOf(byName), at);
     }
 
     /** The sum of metric {@code name} over its label sets, or 0 if absent. */

@@ -1,14 +1,23 @@
 package io.hicache.cli;
 
+import io.hicache.cluster.ClusterConfig;
+import io.hicache.cluster.ClusterMember;
+import io.hicache.cluster.Membership;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.core.config.Settings;
 import io.hicache.core.config.Units;
 import io.hicache.storage.remote.RemotePageStore;
+import io.hicache.storage.remote.RemoteStoreConfig;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.time.LocalTime;
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -60,10 +69,28 @@ public final class TopCommand implements Subcommand {
             description = "stop after N refreshes (default 0: until interrupted)")
     int count;
 
+    @Option(
+            names = "--cluster.etcd",
+            paramLabel = "ENDPOINTS",
+            description = "show a whole cluster (docs/cluster.md) instead of one daemon: etcd's client endpoints; its "
+                    + "members' figures are summed, and the title says which answer")
+    @Nullable
+    String clusterEtcd;
+
+    @Option(
+            names = "--cluster.name",
+            paramLabel = "NAME",
+            defaultValue = "hicache",
+            description = "the cluster's name, with --cluster.etcd (default ${DEFAULT-VALUE})")
+    String clusterName;
+
     @Override
     public Integer call() throws Exception {
         if (interval.isNegative() || interval.isZero()) {
             throw new picocli.CommandLine.ParameterException(spec.commandLine(), "--interval must be positive");
+        }
+        if (clusterEtcd != null) {
+            return cluster(clusterEtcd);
         }
         PrintWriter out = spec.commandLine().getOut();
         boolean terminal = Progress.isTerminal();
@@ -90,6 +117,65 @@ public final class TopCommand implements Subcommand {
             }
         }
         return OK;
+    }
+
+    /** {@code top --cluster.etcd}: every member read each refresh, their figures summed. */
+    private int cluster(String etcd) throws Exception {
+        ClusterConfig config = ClusterConfig.from(
+                Settings.empty().with(ClusterConfig.ETCD.key(), etcd).with(ClusterConfig.NAME.key(), clusterName));
+        PrintWriter out = spec.commandLine().getOut();
+        boolean terminal = Progress.isTerminal();
+        Map<String, RemotePageStore> clients = new HashMap<>();
+        try (Membership members = Membership.open(config);
+                KeyPresses keys = KeyPresses.open()) {
+            DaemonMetrics before = readMembers(members, clients, new ArrayList<>());
+            for (int shown = 0; count == 0 || shown < count; shown++) {
+                if (keys.quitWithin(interval)) {
+                    break;
+                }
+                List<String> missing = new ArrayList<>();
+                DaemonMetrics now = readMembers(members, clients, missing);
+                int listed = members.view().members().size();
+                out.print(terminal ? CLEAR : "");
+                out.println("hicache top: cluster '" + clusterName + "', " + (listed - missing.size()) + " of " + listed
+                        + " members answering"
+                        + (missing.isEmpty() ? "" : " (missing: " + String.join(", ", missing) + ")")
+                        + (members.etcdReachable() ? "" : "; etcd does not answer, last view") + " at "
+                        + LocalTime.now().format(DateTimeFormatter.ofPattern("HH:mm:ss")));
+                TopView.rates(before, now).forEach(out::println);
+                if (!terminal) {
+                    out.println();
+                }
+                out.flush();
+                before = now;
+            }
+        } finally {
+            clients.values().forEach(RemotePageStore::close);
+        }
+        return OK;
+    }
+
+    /** Every member's reading, summed; members that do not answer are named in {@code missing}. */
+    private DaemonMetrics readMembers(Membership members, Map<String, RemotePageStore> clients, List<String> missing) {
+        List<DaemonMetrics> readings = new ArrayList<>();
+        for (ClusterMember m : members.view().members()) {
+            try {
+                RemotePageStore c = clients.get(m.id());
+                if (c == null) {
+                    c = RemotePageStore.open(
+                            new RemoteStoreConfig(m.host(), m.port(), daemon.authToken, 1, Duration.ofSeconds(2)));
+                    clients.put(m.id(), c);
+                }
+                readings.add(DaemonAddress.read(c));
+            } catch (Exception e) {
+                missing.add(m.id());
+                RemotePageStore dead = clients.remove(m.id());
+                if (dead != null) {
+                    dead.close();
+                }
+            }
+        }
+        return DaemonMetrics.sum(readings);
     }
 
     /** A reading; a daemon that stops answering ends top with one line saying so, not a stack trace. */

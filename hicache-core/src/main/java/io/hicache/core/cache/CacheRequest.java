@@ -438,10 +438,11 @@ public final class CacheRequest implements AutoCloseable {
             match = cache.tree.match(extraKey, this.tokens);
             if (parts != null && hostParts != null) {
                 List<PageHash> hashes = CacheCore.pathHashes(match.lastNode()).subList(0, tokens.length / page);
-                if (hostParts.put(hashes, parts)) {
-                    StoreParts.upload(cache, hostParts, hashes);
-                } else {
-                    cache.metrics.fail("commit: no host room for a hybrid prefix end (every end in use)");
+                switch (hostParts.put(hashes, parts)) {
+                    case KEPT -> StoreParts.upload(cache, hostParts, hashes);
+                    case ALREADY_KEPT -> {}
+                    case NO_ROOM ->
+                        cache.metrics.fail("commit: no host room for a hybrid prefix end (every end in use)");
                 }
             }
             clampToParts();

@@ -207,20 +207,32 @@ final class HostParts implements AutoCloseable {
         }
     }
 
+    /** What {@link #put} did. */
+    enum Put {
+        /** The endpoint is kept now: the caller writes it to the page store. */
+        KEPT,
+        /** It was kept already (and is touched): nothing to write. */
+        ALREADY_KEPT,
+        /** No room (every endpoint pinned): nothing kept; the prefix is restored only where other endpoints allow. */
+        NO_ROOM
+    }
+
     /**
-     * Keeps {@code parts} as the endpoint of {@code hashes.size()} pages. False when it could not make room (every
-     * endpoint pinned): nothing was kept, and the prefix is restored only where other endpoints allow.
+     * Keeps {@code parts} as the endpoint of {@code hashes.size()} pages.
      *
      * @throws IllegalArgumentException when the parts do not have the model's shape for this endpoint (nothing kept)
      */
-    synchronized boolean put(List<PageHash> hashes, PrefixParts parts) {
+    synchronized Put put(List<PageHash> hashes, PrefixParts parts) {
         checkOpen();
         int end = hashes.size();
         Checks.requireArgument(end > 0, "parts belong to the end of a prefix of at least one page");
         checkShape(parts, end);
+        if (endpoints.get(hashes.get(end - 1)) != null) { // the get is the touch
+            return Put.ALREADY_KEPT;
+        }
         Fill fill = beginFill(hashes, end);
         if (fill == null) {
-            return false;
+            return Put.NO_ROOM;
         }
         for (int i = 0; i < fill.parts().size(); i++) {
             PageHash h = fill.hashes().get(i);
@@ -230,7 +242,7 @@ final class HostParts implements AutoCloseable {
             fill.targets().get(i).copyFrom(source);
         }
         finishFill(fill, true);
-        return true;
+        return Put.KEPT;
     }
 
     /** Checks that {@code parts} are the shape of the endpoint of {@code end} pages. */

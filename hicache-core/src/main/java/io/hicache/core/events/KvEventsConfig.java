@@ -95,6 +95,20 @@ public record KvEventsConfig(
                 Optional.of(host));
     }
 
+    /** This configuration with {@code topic} as the topic frame of every message. */
+    public KvEventsConfig withTopic(String topic) {
+        return new KvEventsConfig(
+                publisher,
+                endpoint,
+                replayEndpoint,
+                replayBufferBatches,
+                sendHighWaterMarkMessages,
+                maxQueueEvents,
+                topic,
+                attnDpRank,
+                bindHost);
+    }
+
     /** SGLang's defaults, with {@code publisher}. */
     public static KvEventsConfig defaults(String publisher) {
         return new KvEventsConfig(

@@ -142,6 +142,11 @@ class HybridCacheTest {
             Served again = serve(e, "b", concat(a, prompt(5000, 8)));
             assertEquals(40, again.deviceTokens());
             assertEquals(10, again.restoredPages());
+            assertEquals(10, serve(e, "c", a).restoredPages(), "the same end committed again is kept once");
+            assertEquals(2, e.cache.core().parts.endpoints());
+            assertTrue(
+                    e.cache.stats().failures().isEmpty(),
+                    () -> e.cache.stats().failures().toString());
             e.quiesce();
             e.cache.core().checkConsistency();
         }

@@ -205,7 +205,7 @@ public final class HiCacheServer implements AutoCloseable {
             sink = kvEvents != null
                     ? KvEventSink.over(
                             "server-kv-events", kvEvents, config.kvEvents().maxQueueEvents())
-                    : KvEventSink.open("server-kv-events", config.kvEventsPublished());
+                    : KvEventSink.open("server-kv-events", eventsOf(config));
             if (!config.store().isEmpty()) {
                 store = Optional.of(StoreAdmin.open(config, config.store(), Map.of()));
             }
@@ -213,9 +213,12 @@ public final class HiCacheServer implements AutoCloseable {
             HiCacheServer server = new HiCacheServer(config, cache);
             if (ClusterConfig.requested(config.settings())) {
                 try {
-                    server.membership = MemberRegistration.start(
-                            ClusterConfig.from(config.settings()),
+                    ClusterConfig cluster = ClusterConfig.from(config.settings());
+                    MemberRegistration m = MemberRegistration.start(
+                            cluster,
                             ClusterConfig.self(config.settings(), config.bind(), server.port(), config.hostBytes()));
+                    server.membership = m;
+                    server.metrics.exportCluster(cluster.name(), m.self().id(), m::registered);
                 } catch (RuntimeException e) {
                     server.close();
                     throw e;
@@ -239,6 +242,21 @@ public final class HiCacheServer implements AutoCloseable {
             }
             throw new HiCacheException(ErrorCode.STORE_UNAVAILABLE, "the daemon could not start: " + e, e);
         }
+    }
+
+    /**
+     * The KV events' configuration: a cluster member's events carry its id as their topic (when none is set and the id
+     * is known before the port is bound: {@code cluster.member-id}, or a fixed {@code server.port}), so that a router
+     * subscribed to every member tells them apart.
+     */
+    static KvEventsConfig eventsOf(ServerConfig config) {
+        KvEventsConfig events = config.kvEventsPublished();
+        if (!events.enabled() || !events.topic().isEmpty() || !ClusterConfig.requested(config.settings())) {
+            return events;
+        }
+        return ClusterConfig.memberIdBeforeBinding(config.settings(), config.bind(), config.port())
+                .map(events::withTopic)
+                .orElse(events);
     }
 
     /** One line saying what it runs: address, slab, store, limits, threads. */

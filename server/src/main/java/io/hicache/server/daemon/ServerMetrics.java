@@ -180,6 +180,20 @@ final class ServerMetrics {
                 .register(registry);
     }
 
+    /**
+     * A cluster member's gauge: {@code hicache_server_cluster_registered{cluster, member}}, 1 while its record is in
+     * etcd as far as it knows, 0 while etcd does not answer or its lease was lost.
+     */
+    void exportCluster(String cluster, String member, java.util.function.BooleanSupplier registered) {
+        GaugeWithCallback.builder()
+                .name("hicache_server_cluster_registered")
+                .help("1 while this member's record is in etcd (its lease renewed), 0 while etcd does not answer or "
+                        + "the lease was lost (the daemon serves either way)")
+                .labelNames("cluster", "member")
+                .callback(cb -> cb.call(registered.getAsBoolean() ? 1 : 0, cluster, member))
+                .register(registry);
+    }
+
     /** Everything, in Prometheus' text format (what /metrics serves to a scraper that asks for text). */
     String render() {
         ByteArrayOutputStream out = new ByteArrayOutputStream(8192);

@@ -159,6 +159,21 @@ class ClusterTest {
         }
     }
 
+    /** A daemon's metric, from its STATS answer; -1 when it cannot be read. */
+    private static double metric(RemotePageStore daemon, String name) {
+        try {
+            for (String line :
+                    daemon.daemonMetrics(Deadline.after(DEADLINE)).get().split("\n")) {
+                if (line.startsWith(name + " ")) {
+                    return Double.parseDouble(line.substring(name.length() + 1).trim());
+                }
+            }
+        } catch (Exception e) {
+            return -1;
+        }
+        return -1;
+    }
+
     private static String ownerOf(ClusterPageStore s, StoreKey k) {
         return s.membership().view().placement().ownerOf(k.hash()).id();
     }
@@ -289,6 +304,40 @@ class ClusterTest {
                         () -> store.membership().view().members().size() == 4,
                         Duration.ofSeconds(15),
                         "every member is registered again");
+            }
+        }
+    }
+
+    @Test
+    void aMemberRestartedUnderItsIdServesWhatItsOwnL3Kept() throws Exception {
+        try (EtcdProcess etcd = EtcdProcess.start()) {
+            int port = freePort();
+            Path l3 = folder("hicache-cluster-own-l3-", false).resolve("store");
+            String[] ownL3 = {"server.store=file", "file.root=" + l3};
+            daemon(etcd, "rejoin", "r0", port, folder("hicache-cluster-slab-", true), ownL3);
+            daemon(etcd, "rejoin", "r1", freePort(), folder("hicache-cluster-slab-", true));
+            try (ClusterPageStore store = client(etcd, "rejoin")) {
+                await(() -> store.membership().view().members().size() == 2, Duration.ofSeconds(10), "2 members");
+                List<StoreKey> keys = keys(200, 4);
+                assertEquals(200, put(store, keys).successCount());
+                List<StoreKey> mine = keys.stream()
+                        .filter(k -> ownerOf(store, k).equals("r0"))
+                        .toList();
+                // r0 writes its pages behind to its own file store: wait until it has, then SIGKILL it
+                try (RemotePageStore r0 = RemotePageStore.open(RemoteStoreConfig.local(port, ""))) {
+                    await(
+                            () -> metric(r0, "hicache_server_write_behind_pages_total") >= mine.size()
+                                    && metric(r0, "hicache_server_write_behind_pending_pages") == 0,
+                            Duration.ofSeconds(20),
+                            "r0 wrote its pages behind");
+                }
+                daemons.get("r0").kill();
+                await(() -> store.membership().view().members().size() == 1, Duration.ofSeconds(6), "r0 left");
+                // the same id and port, its slab new, its L3 the same folder: a new epoch that owns the same slots
+                daemon(etcd, "rejoin", "r0", port, folder("hicache-cluster-slab-", true), ownL3);
+                await(() -> store.membership().view().members().size() == 2, Duration.ofSeconds(10), "r0 rejoined");
+                BatchResult r = get(store, mine);
+                assertEquals(mine.size(), r.count(PageStatus.OK), "served from what its L3 kept: " + r);
             }
         }
     }
