@@ -90,9 +90,23 @@ public final class BenchCommand implements Subcommand {
     @Option(names = "--list", description = "list the suites")
     boolean list;
 
+    @Option(
+            names = "--trace",
+            paramLabel = "FILE",
+            description = "trace: replay this trace (Mooncake's JSON lines, plain or .xz) instead of the conversation "
+                    + "trace shipped with the testkit")
+    @Nullable
+    Path trace;
+
     @Override
     public Integer call() throws Exception {
         PrintStream print = HiCacheCli.out(spec);
+        if (trace != null) {
+            if (!Files.isRegularFile(trace)) {
+                throw usage("--trace " + trace + ": no such file");
+            }
+            System.setProperty(TraceSuite.TRACE_PROPERTY, trace.toAbsolutePath().toString()); // the forks get it too
+        }
         Map<String, BenchSuite> suites = suites();
         if (list) {
             suites.values().forEach(s -> print.printf("%-10s %s%n", s.name(), s.description()));

@@ -53,6 +53,10 @@ final class Forks {
                 .command()
                 .orElseThrow(() -> new IOException("cannot tell which java runs this process")));
         command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        String trace = System.getProperty(TraceSuite.TRACE_PROPERTY);
+        if (trace != null) {
+            command.add("-D" + TraceSuite.TRACE_PROPERTY + "=" + trace);
+        }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), Forks.class.getName(), suite));
         if (quick) {
             command.add("--quick");

@@ -88,6 +88,31 @@ final class BuddyAllocator {
         free.get(o).add(block);
     }
 
+    /**
+     * Takes the block of {@code order} at {@code at} (a warm restart puts each kept page back where it was): the free
+     * block holding it is split down to it. False when no free block holds it (the index named overlapping pages).
+     */
+    synchronized boolean allocateAt(long at, int order) {
+        if (order < 0 || order > maxOrder || at < 0 || at % (minBlock << order) != 0) {
+            return false;
+        }
+        for (int o = order; o <= maxOrder; o++) {
+            long holder = at & ~((minBlock << o) - 1);
+            if (free.get(o).remove(holder)) {
+                while (o > order) {
+                    o--;
+                    long half = minBlock << o;
+                    // the half that does not hold the block stays free
+                    free.get(o).add((at & half) == 0 ? holder + half : holder);
+                    holder = (at & half) == 0 ? holder : holder + half;
+                }
+                freeBytes -= minBlock << order;
+                return true;
+            }
+        }
+        return false;
+    }
+
     synchronized long freeBytes() {
         return freeBytes;
     }

@@ -167,6 +167,14 @@ public record ServerConfig(
             1_000,
             "tries to write a page behind to L3 (with backoff) before it is given up, logged and reported");
 
+    public static final Setting<Boolean> HOST_KEEP = Setting.bool(
+            "server.host-keep",
+            false,
+            "keep the host slab and its index when the daemon stops gracefully, so that the next daemon started with "
+                    + "the same server.host-dir and server.host-size serves its pages at once (a warm restart; each "
+                    + "page's checksum is checked as it is taken back). A daemon that is killed leaves no index: its "
+                    + "slab is removed at the next start as before");
+
     public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting(
             "server.kv-events-config",
             "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the "
@@ -215,6 +223,7 @@ public record ServerConfig(
                             HANDSHAKE_TIMEOUT,
                             MAX_PARTIAL_FRAMES,
                             WRITE_BEHIND_MAX_TRIES,
+                            HOST_KEEP,
                             KV_EVENTS,
                             TRANSPORT),
                     ClusterConfig.DAEMON_SETTINGS.stream()) // a daemon joins a cluster with cluster.etcd set
@@ -343,6 +352,11 @@ public record ServerConfig(
             b <<= 1;
         }
         return b;
+    }
+
+    /** {@code server.host-keep}: whether a graceful stop keeps the slab and its index for the next start. */
+    public boolean hostKeep() {
+        return settings.get(HOST_KEEP);
     }
 
     /**

@@ -1,9 +1,12 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.events.KvEventSink;
+import io.hicache.core.store.PageChecksum;
+import io.hicache.core.store.PageStatus;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.StoreSlot;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -66,6 +69,39 @@ final class SlabCache implements AutoCloseable {
         this.reads = new ReadThrough(config, space, pages, eviction, this.l3, clears, this.events, counters);
         this.removals = new Removals(pages, this.l3, writeBehind, clears, this.events);
         this.flush = new SlabFlush(pages, writeBehind, this.events);
+        takeBackKept();
+    }
+
+    /**
+     * A warm start ({@code server.host-keep}): the pages a kept slab's index lists, each back in its block once its
+     * bytes match its CRC-32C; one that does not (or whose block the index named twice) is dropped, a miss.
+     */
+    private void takeBackKept() {
+        List<SlabSpace.KeptPage> kept = space.takeKept();
+        int taken = 0;
+        for (SlabSpace.KeptPage k : kept) {
+            if (!space.allocateAt(k.offset(), k.order())) {
+                continue;
+            }
+            Room room = new Room(k.key(), k.offset(), k.order(), k.length());
+            space.charge(k.key().namespace(), space.blockBytes(k.order()));
+            if (PageChecksum.of(space.bytes(room)) != k.crc()) {
+                space.free(room); // its block and its charge
+                continue;
+            }
+            SlabWrites.Stored done = writes.commit(room, k.crc());
+            if (done.pinned() != null) {
+                pages.unpin(done.pinned());
+            }
+            taken += done.status() == PageStatus.OK ? 1 : 0;
+        }
+        if (!kept.isEmpty()) {
+            System.getLogger(SlabCache.class.getName())
+                    .log(
+                            System.Logger.Level.INFO,
+                            "warm start: " + taken + " of " + kept.size() + " kept pages taken back"
+                                    + (taken < kept.size() ? " (the others failed their checksum or overlapped)" : ""));
+        }
     }
 
     /** Pages in the slab now. */
@@ -82,6 +118,9 @@ final class SlabCache implements AutoCloseable {
         clears.close(config.shutdownTimeout());
         writeBehind.close(Duration.ofMillis(config.shutdownTimeout().toMillis()));
         l3.close();
+        if (config.hostKeep()) {
+            space.keep(pages.snapshot()); // nothing writes to the slab any more
+        }
         space.close();
         events.close();
     }

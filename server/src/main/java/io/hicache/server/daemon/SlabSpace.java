@@ -4,6 +4,7 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.StoreKey;
 import io.hicache.core.memory.MappedFiles;
 import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
@@ -39,6 +40,7 @@ final class SlabSpace implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SlabSpace.class.getName());
     static final String SLAB_PREFIX = "hicache-server-";
     static final String SLAB_SUFFIX = ".slab";
+    static final String INDEX_SUFFIX = ".index";
     /** The slabs of the daemons in this JVM (tests run several), which {@link #removeLeftSlabs} must not open. */
     private static final Set<Path> LIVE_SLABS = ConcurrentHashMap.newKeySet();
 
@@ -56,6 +58,13 @@ final class SlabSpace implements AutoCloseable {
      * namespace holds something.
      */
     private final NamespaceBytes namespaceBytes = new NamespaceBytes();
+    /** The pages a warm start found in a kept slab's index, until {@link #takeKept} hands them over. */
+    private List<KeptPage> kept = List.of();
+    /** Set by {@link #keep}: close leaves the file (and its index) for the next daemon. */
+    private volatile boolean keeping;
+
+    /** A page a kept slab's index lists: where it is and its CRC-32C. */
+    record KeptPage(StoreKey key, long offset, int order, int length, int crc) {}
 
     private SlabSpace(
             Path file, FileChannel lockChannel, Arena arena, MemorySegment slab, BuddyAllocator allocator, long quota) {
@@ -84,6 +93,13 @@ final class SlabSpace implements AutoCloseable {
         } catch (IOException e) {
             throw new HiCacheException(
                     ErrorCode.HOST_POOL_UNAVAILABLE, "cannot make server.host-dir " + dir + ": " + e, e);
+        }
+        if (config.hostKeep()) {
+            SlabSpace warm = adoptKept(config, dir, bytes, top);
+            if (warm != null) {
+                removeLeftSlabs(dir);
+                return warm;
+            }
         }
         removeLeftSlabs(dir);
         long free = MappedFiles.usableBytes(dir);
@@ -126,6 +142,103 @@ final class SlabSpace implements AutoCloseable {
         }
     }
 
+    /** The index file a graceful stop with {@code server.host-keep} writes beside its slab. */
+    static Path indexOf(Path slab) {
+        return slab.resolveSibling(slab.getFileName() + INDEX_SUFFIX);
+    }
+
+    /**
+     * A slab a daemon kept (its index beside it, its lock free, its size this daemon's), mapped and locked again with
+     * its pages to be taken back ({@link #takeKept}); null when there is none. The index is deleted once read: if this
+     * daemon is killed, the next start must not trust it.
+     */
+    private static @Nullable SlabSpace adoptKept(ServerConfig config, Path dir, long bytes, long top) {
+        List<Path> indexes;
+        try (Stream<Path> files = Files.list(dir)) {
+            indexes = files.filter(f -> f.getFileName().toString().endsWith(SLAB_SUFFIX + INDEX_SUFFIX))
+                    .toList();
+        } catch (IOException e) {
+            return null;
+        }
+        for (Path index : indexes) {
+            String name = index.getFileName().toString();
+            Path slabFile = index.resolveSibling(name.substring(0, name.length() - INDEX_SUFFIX.length()));
+            if (LIVE_SLABS.contains(slabFile.toAbsolutePath()) || !Files.isRegularFile(slabFile)) {
+                deleteQuietly(index);
+                continue;
+            }
+            List<KeptPage> pages;
+            try {
+                if (Files.size(slabFile) != bytes) {
+                    LOG.log(
+                            Level.WARNING,
+                            "not reusing the kept slab " + slabFile + ": it is " + Files.size(slabFile)
+                                    + " bytes, server.host-size makes " + bytes);
+                    deleteQuietly(index);
+                    continue;
+                }
+                pages = SlabIndexFile.read(index, bytes);
+            } catch (IOException | RuntimeException e) {
+                LOG.log(
+                        Level.WARNING,
+                        "not reusing the kept slab " + slabFile + ": its index is unreadable (" + e + ")");
+                deleteQuietly(index);
+                continue;
+            }
+            deleteQuietly(index);
+            Arena arena = Arena.ofShared();
+            FileChannel lockChannel = null;
+            try {
+                MemorySegment slab = MappedFiles.open(slabFile, bytes, arena);
+                LIVE_SLABS.add(slabFile.toAbsolutePath());
+                lockChannel = FileChannel.open(slabFile, StandardOpenOption.WRITE);
+                if (lockChannel.tryLock() == null) {
+                    throw new IOException("another daemon holds it");
+                }
+                BuddyAllocator allocator = new BuddyAllocator(
+                        bytes, config.minBlockBytes(), Long.numberOfTrailingZeros(top / config.minBlockBytes()));
+                SlabSpace space = new SlabSpace(slabFile, lockChannel, arena, slab, allocator, config.namespaceQuota());
+                space.kept = pages;
+                LOG.log(Level.INFO, "reusing the kept slab " + slabFile + " with " + pages.size() + " pages");
+                return space;
+            } catch (IOException | RuntimeException e) {
+                arena.close();
+                closeQuietly(lockChannel);
+                LIVE_SLABS.remove(slabFile.toAbsolutePath());
+                LOG.log(Level.WARNING, "not reusing the kept slab " + slabFile + ": " + e);
+            }
+        }
+        return null;
+    }
+
+    /** The pages a warm start found, once (then none); the caller takes each back or drops it. */
+    List<KeptPage> takeKept() {
+        List<KeptPage> out = kept;
+        kept = List.of();
+        return out;
+    }
+
+    /**
+     * Takes a kept page's block back: true when it was free (the index named no block twice) and is the caller's now.
+     */
+    boolean allocateAt(long offset, int order) {
+        return allocator.allocateAt(offset, order);
+    }
+
+    /**
+     * Writes the index of {@code pages} beside the slab and leaves the file at close, for the next daemon
+     * ({@code server.host-keep}). Call once nothing writes to the slab any more (after the write-behind stopped).
+     */
+    void keep(List<SlabPage> pages) {
+        try {
+            SlabIndexFile.write(indexOf(file), slab.byteSize(), pages);
+            keeping = true;
+            LOG.log(Level.INFO, "kept the host slab " + file + " with " + pages.size() + " pages for the next start");
+        } catch (IOException e) {
+            LOG.log(Level.WARNING, "could not keep the host slab (" + e + "); it is removed as usual");
+        }
+    }
+
     /**
      * Removes the slabs in {@code dir} that daemons which stopped without closing (killed, crashed) left behind, saying
      * so: a slab's index lived in its daemon's memory, so no later daemon can serve from it, and on tmpfs it holds
@@ -157,6 +270,7 @@ final class SlabSpace implements AutoCloseable {
                     continue; // a daemon in another process holds it
                 }
                 long size = channel.size();
+                Files.deleteIfExists(indexOf(slab));
                 Files.delete(slab);
                 LOG.log(
                         Level.WARNING,
@@ -299,7 +413,9 @@ final class SlabSpace implements AutoCloseable {
     @Override
     public void close() {
         arena.close();
-        deleteQuietly(file);
+        if (!keeping) {
+            deleteQuietly(file);
+        }
         closeQuietly(lockChannel);
         LIVE_SLABS.remove(file.toAbsolutePath());
     }

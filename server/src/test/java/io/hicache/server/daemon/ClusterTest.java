@@ -309,6 +309,31 @@ class ClusterTest {
     }
 
     @Test
+    void aMemberStoppedAndStartedUnderItsIdServesItsWarmSlab() throws Exception {
+        try (EtcdProcess etcd = EtcdProcess.start()) {
+            int port = freePort();
+            Path slab = folder("hicache-cluster-slab-", true);
+            daemon(etcd, "warm", "w0", port, slab, "server.host-keep=true");
+            daemon(etcd, "warm", "w1", freePort(), folder("hicache-cluster-slab-", true));
+            try (ClusterPageStore store = client(etcd, "warm")) {
+                await(() -> store.membership().view().members().size() == 2, Duration.ofSeconds(10), "2 members");
+                List<StoreKey> keys = keys(200, 5);
+                assertEquals(200, put(store, keys).successCount());
+                List<StoreKey> mine = keys.stream()
+                        .filter(k -> ownerOf(store, k).equals("w0"))
+                        .toList();
+                int exit = daemons.get("w0").terminate(Duration.ofSeconds(30));
+                assertTrue(exit == 0 || exit == 143, "a graceful stop (SIGTERM: 143), was " + exit);
+                await(() -> store.membership().view().members().size() == 1, Duration.ofSeconds(3), "w0 left at once");
+                daemon(etcd, "warm", "w0", port, slab, "server.host-keep=true"); // no L3: only the slab can serve
+                await(() -> store.membership().view().members().size() == 2, Duration.ofSeconds(10), "w0 rejoined");
+                BatchResult r = get(store, mine);
+                assertEquals(mine.size(), r.count(PageStatus.OK), "its warm slab serves them: " + r);
+            }
+        }
+    }
+
+    @Test
     void aMemberRestartedUnderItsIdServesWhatItsOwnL3Kept() throws Exception {
         try (EtcdProcess etcd = EtcdProcess.start()) {
             int port = freePort();
