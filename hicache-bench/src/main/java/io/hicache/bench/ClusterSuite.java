@@ -15,6 +15,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.testkit.EtcdProcess;
+import io.hicache.testkit.RandomKeys;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -308,14 +309,7 @@ public final class ClusterSuite implements BenchSuite {
     }
 
     private static List<StoreKey> keys(int n) {
-        Random r = new Random(39);
-        List<StoreKey> keys = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            byte[] b = new byte[32];
-            r.nextBytes(b);
-            keys.add(NS.key(PageHash.fromBytes(b, 0)));
-        }
-        return keys;
+        return RandomKeys.of(NS, n, 39);
     }
 
     /** Gets one batch of {@link #PAGES} of the stored pages (a different batch each time); returns its bytes. */

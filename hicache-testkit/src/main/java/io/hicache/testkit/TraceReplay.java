@@ -17,6 +17,7 @@ public final class TraceReplay {
     private long lookedUp;
     private long hits;
     private long requests;
+    private long tooLarge;
 
     /** Replays every request of {@code trace} on {@code cache}, whose page size must divide the trace's blocks. */
     public TraceReplay run(HiCache cache, Trace trace) throws InterruptedException {
@@ -42,12 +43,16 @@ public final class TraceReplay {
             Checks.requireState(lb.await(Duration.ofSeconds(30)), "a load-back of request %s never ended", id);
             int[] prefix = r.prefixPages();
             int whole = tokens.length / page;
+            lookedUp += blocks;
+            hits += Math.min(blocks, (long) prefix.length * page / Trace.BLOCK_TOKENS);
+            if (whole > cache.room().devicePages()) {
+                tooLarge++; // no engine could hold this prompt's KV on this device: served, not cached
+                return;
+            }
             int[] fresh = r.allocate(whole - prefix.length);
             int[] all = Arrays.copyOf(prefix, whole);
             System.arraycopy(fresh, 0, all, prefix.length, fresh.length);
             r.commit(Arrays.copyOf(tokens, whole * page), all, true);
-            lookedUp += blocks;
-            hits += Math.min(blocks, (long) prefix.length * page / Trace.BLOCK_TOKENS);
         }
     }
 
@@ -59,6 +64,11 @@ public final class TraceReplay {
     /** Blocks looked up. */
     public long lookedUp() {
         return lookedUp;
+    }
+
+    /** Requests whose prompt needs more pages than the device pool has: looked up, not cached. */
+    public long tooLarge() {
+        return tooLarge;
     }
 
     /** Blocks hit. */

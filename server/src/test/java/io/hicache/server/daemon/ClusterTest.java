@@ -7,7 +7,6 @@ import io.hicache.cluster.ClusterConfig;
 import io.hicache.cluster.ClusterPageStore;
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
-import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
@@ -19,6 +18,7 @@ import io.hicache.storage.remote.RemoteStoreConfig;
 import io.hicache.testkit.ChildJvm;
 import io.hicache.testkit.EtcdProcess;
 import io.hicache.testkit.PagePattern;
+import io.hicache.testkit.RandomKeys;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -32,7 +32,6 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
@@ -115,14 +114,7 @@ class ClusterTest {
     }
 
     private static List<StoreKey> keys(int n, long seed) {
-        Random r = new Random(seed);
-        List<StoreKey> keys = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            byte[] b = new byte[32];
-            r.nextBytes(b);
-            keys.add(NS.key(PageHash.fromBytes(b, 0)));
-        }
-        return keys;
+        return RandomKeys.of(NS, n, seed);
     }
 
     private BatchResult put(ClusterPageStore store, List<StoreKey> keys) throws Exception {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.Deadline;
 import io.hicache.core.key.Namespace;
-import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
@@ -14,6 +13,7 @@ import io.hicache.core.store.PageBatch;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.testkit.PagePattern;
+import io.hicache.testkit.RandomKeys;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -25,7 +25,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -39,14 +38,7 @@ class WarmSlabTest {
     private static final Map<String, String> KEEP = Map.of("server.store", "none", "server.host-keep", "true");
 
     private static List<StoreKey> keys(int n) {
-        Random r = new Random(7);
-        List<StoreKey> keys = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            byte[] b = new byte[32];
-            r.nextBytes(b);
-            keys.add(NS.key(PageHash.fromBytes(b, 0)));
-        }
-        return keys;
+        return RandomKeys.of(NS, n, 7);
     }
 
     private static BatchResult get(RemotePageStore client, List<StoreKey> keys, Arena arena) throws Exception {
