@@ -280,30 +280,67 @@ public final class ClusterPageStore extends AbstractPageStore {
 
     @Override
     protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+        // a page is stored when any of its owners stored it
+        return onEveryOwner(
+                sources.keys(),
+                deadline,
+                PageStatus.FAILED,
+                (store, idx) -> {
+                    PageBatch.Builder sub = PageBatch.builder(idx.size());
+                    for (int i : idx) {
+                        sub.add(sources.key(i), sources.page(i));
+                    }
+                    return store.put(sub.build(), deadline);
+                },
+                (sofar, got) -> !sofar.isSuccess() && (got.isSuccess() || sofar == PageStatus.FAILED));
+    }
+
+    @Override
+    protected CompletableFuture<BatchResult> doDelete(List<StoreKey> keys, Deadline deadline) {
+        // removed when any owner removed it; a miss only where every owner missed it
+        return onEveryOwner(
+                keys,
+                deadline,
+                PageStatus.MISS,
+                (store, idx) -> store.delete(idx.stream().map(keys::get).toList(), deadline),
+                (sofar, got) -> sofar != PageStatus.OK && got != PageStatus.MISS);
+    }
+
+    /** Whether an owner's status for a page replaces what the page's other owners said so far. */
+    @FunctionalInterface
+    private interface Merge {
+        boolean replaces(PageStatus sofar, PageStatus got);
+    }
+
+    /**
+     * {@code call} on every owner of the pages of {@code keys} (each replica rank, each member's part at once), the
+     * statuses merged page by page; {@code initial} for a page no owner answered (no members: FAILED with a reason).
+     */
+    private CompletableFuture<BatchResult> onEveryOwner(
+            List<StoreKey> keys,
+            Deadline deadline,
+            PageStatus initial,
+            java.util.function.BiFunction<RemotePageStore, List<Integer>, CompletableFuture<BatchResult>> call,
+            Merge merge) {
         Placement p = membership.view().placement();
-        PageStatus[] out = new PageStatus[sources.size()];
-        String[] detail = new String[sources.size()];
-        java.util.Arrays.fill(out, PageStatus.FAILED);
+        PageStatus[] out = new PageStatus[keys.size()];
+        String[] detail = new String[keys.size()];
+        java.util.Arrays.fill(out, initial);
         java.util.Arrays.fill(detail, "the cluster has no members");
         List<CompletableFuture<Void>> parts = new ArrayList<>();
         for (int r = 0; r < p.replicas(); r++) {
-            int[] rank = new int[sources.size()];
+            int[] rank = new int[keys.size()];
             java.util.Arrays.fill(rank, r);
             for (Map.Entry<Integer, List<Integer>> g :
-                    byOwner(p, sources.keys(), rank, null).entrySet()) {
+                    byOwner(p, keys, rank, null).entrySet()) {
                 ClusterMember m = p.members().get(g.getKey());
                 List<Integer> idx = g.getValue();
-                PageBatch.Builder sub = PageBatch.builder(idx.size());
-                for (int i : idx) {
-                    sub.add(sources.key(i), sources.page(i));
-                }
-                PageBatch batch = sub.build();
-                parts.add(onMember(m, deadline, s -> s.put(batch, deadline)).handle((res, e) -> {
-                    synchronized (out) { // a page is stored when any owner stored it
+                parts.add(onMember(m, deadline, s -> call.apply(s, idx)).handle((res, e) -> {
+                    synchronized (out) {
                         for (int j = 0; j < idx.size(); j++) {
                             int i = idx.get(j);
                             PageStatus st = e != null ? PageStatus.FAILED : res.status(j);
-                            if (!out[i].isSuccess() && (st.isSuccess() || out[i] == PageStatus.FAILED)) {
+                            if (merge.replaces(out[i], st)) {
                                 out[i] = st;
                                 detail[i] = e != null
                                         ? "member " + m.id() + " (" + m.address() + ") unreachable: " + rootMessage(e)
@@ -318,41 +355,11 @@ public final class ClusterPageStore extends AbstractPageStore {
         return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> {
             BatchResult.Builder b = BatchResult.builder(out.length);
             for (int i = 0; i < out.length; i++) {
-                b.set(i, out[i], out[i].isSuccess() ? null : detail[i]);
+                boolean plain = out[i].isSuccess() || out[i] == PageStatus.MISS;
+                b.set(i, out[i], plain ? null : detail[i]);
             }
             return b.build();
         });
-    }
-
-    @Override
-    protected CompletableFuture<BatchResult> doDelete(List<StoreKey> keys, Deadline deadline) {
-        Placement p = membership.view().placement();
-        PageStatus[] out = new PageStatus[keys.size()];
-        java.util.Arrays.fill(out, PageStatus.MISS);
-        List<CompletableFuture<Void>> parts = new ArrayList<>();
-        for (int r = 0; r < p.replicas(); r++) {
-            int[] rank = new int[keys.size()];
-            java.util.Arrays.fill(rank, r);
-            for (Map.Entry<Integer, List<Integer>> g :
-                    byOwner(p, keys, rank, null).entrySet()) {
-                List<Integer> idx = g.getValue();
-                List<StoreKey> sub = idx.stream().map(keys::get).toList();
-                parts.add(onMember(p.members().get(g.getKey()), deadline, s -> s.delete(sub, deadline))
-                        .handle((res, e) -> {
-                            synchronized (out) {
-                                for (int j = 0; j < idx.size(); j++) {
-                                    PageStatus st = e != null ? PageStatus.FAILED : res.status(j);
-                                    int i = idx.get(j);
-                                    if (out[i] != PageStatus.OK && st != PageStatus.MISS) {
-                                        out[i] = st;
-                                    }
-                                }
-                            }
-                            return null;
-                        }));
-            }
-        }
-        return CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenApply(v -> BatchResult.of(out));
     }
 
     @Override
