@@ -184,6 +184,29 @@ class FilePageStoreTest {
         }
     }
 
+    /**
+     * Issue 40, part 4: a page whose file vanished behind the store's back (an operator's cleanup, a disk replaced) is a
+     * miss, never FAILED bytes, and its index entry goes with it: the next query says it is not stored, the store's
+     * count drops, and the page can be stored again.
+     */
+    @Test
+    void aPageWhoseFileVanishedIsAMissAndLeavesTheIndex() throws IOException {
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(dir.resolve("store")))) {
+            List<StoreKey> keys = keys(9, 3);
+            put(store, keys, 8192);
+            assertEquals(3, store.stats().storedPages());
+            Files.delete(store.fileOf(keys.get(1)));
+            BatchResult got = get(store, keys, pages(3, 8192));
+            assertEquals(PageStatus.OK, got.status(0));
+            assertEquals(PageStatus.MISS, got.status(1), got::toString);
+            assertEquals(PageStatus.OK, got.status(2));
+            assertEquals(2, store.stats().storedPages(), "the entry went with the file");
+            assertEquals(1, hits(store, keys), "the prefix ends at the page that vanished");
+            assertEquals(PageStatus.OK, put(store, keys.subList(1, 2), 8192).status(0), "stored again");
+            assertEquals(3, hits(store, keys));
+        }
+    }
+
     @Test
     void aPageLargerThanTheCapacityIsRejectedAndTheBatchStoresNothing() {
         try (FilePageStore store =
