@@ -25,7 +25,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -51,7 +50,6 @@ public final class ClusterPageStore extends AbstractPageStore {
     private final RemoteStoreConfig remote;
     private final Map<String, Link> links = new ConcurrentHashMap<>();
     private final ExecutorService connector;
-    private final AtomicLong unreachableCalls = new AtomicLong();
 
     /** One member's connection: opened on first use, off the caller's thread. */
     private final class Link {
@@ -129,11 +127,6 @@ public final class ClusterPageStore extends AbstractPageStore {
         return membership;
     }
 
-    /** Store calls that found a member unreachable since opening (each counts once per member per call). */
-    public long unreachableCalls() {
-        return unreachableCalls.get();
-    }
-
     private void membershipChanged(Membership.View view) {
         Set<String> live = new HashSet<>();
         for (ClusterMember m : view.members()) {
@@ -183,12 +176,7 @@ public final class ClusterPageStore extends AbstractPageStore {
         return link(m).store()
                 .copy()
                 .orTimeout(ms, TimeUnit.MILLISECONDS) // a stopped member must not hold a call past its deadline
-                .thenCompose(call)
-                .whenComplete((v, e) -> {
-                    if (e != null) {
-                        unreachableCalls.incrementAndGet();
-                    }
-                });
+                .thenCompose(call);
     }
 
     @Override

@@ -17,7 +17,6 @@ public final class TraceReplay {
     private long lookedUp;
     private long hits;
     private long requests;
-    private long tooLarge;
 
     /** Replays every request of {@code trace} on {@code cache}, whose page size must divide the trace's blocks. */
     public TraceReplay run(HiCache cache, Trace trace) throws InterruptedException {
@@ -46,8 +45,7 @@ public final class TraceReplay {
             lookedUp += blocks;
             hits += Math.min(blocks, (long) prefix.length * page / Trace.BLOCK_TOKENS);
             if (whole > cache.room().devicePages()) {
-                tooLarge++; // no engine could hold this prompt's KV on this device: served, not cached
-                return;
+                return; // no engine could hold this prompt's KV on this device: served, not cached
             }
             int[] fresh = r.allocate(whole - prefix.length);
             int[] all = Arrays.copyOf(prefix, whole);
@@ -64,11 +62,6 @@ public final class TraceReplay {
     /** Blocks looked up. */
     public long lookedUp() {
         return lookedUp;
-    }
-
-    /** Requests whose prompt needs more pages than the device pool has: looked up, not cached. */
-    public long tooLarge() {
-        return tooLarge;
     }
 
     /** Blocks hit. */

@@ -85,8 +85,6 @@ final class HostParts implements AutoCloseable {
     /** Pins per end: an end that is pinned is not evicted. */
     private final Map<PageHash, Integer> pins = new HashMap<>();
 
-    private long evictedEndpoints;
-    private long refusedEndpoints;
     private boolean closed;
 
     /**
@@ -302,14 +300,12 @@ final class HostParts implements AutoCloseable {
                 continue; // in use: evicting it would free nothing now and lose it later
             }
             lru.remove();
-            evictedEndpoints++;
             releaseEndpoint(victim);
         }
         if (freeWindow.size() < needWindow || freeState.size() < needState) {
             for (PageHash p : retained) {
                 unref(window, freeWindow, p);
             }
-            refusedEndpoints++;
             return null;
         }
         List<PagePart> parts = new ArrayList<>();
@@ -392,11 +388,6 @@ final class HostParts implements AutoCloseable {
     /** Endpoints kept now. */
     synchronized int endpoints() {
         return endpoints.size();
-    }
-
-    /** Endpoints evicted for room, and endpoints not kept for want of it, since opening. */
-    synchronized long[] evictedAndRefused() {
-        return new long[] {evictedEndpoints, refusedEndpoints};
     }
 
     private Hold holdOf(List<PageHash> hashes, int end, boolean pin) {

@@ -287,12 +287,6 @@ public final class HiCacheServer implements AutoCloseable {
                         + (m.registered() ? "" : " (not registered yet: etcd does not answer)");
     }
 
-    /** Whether this daemon is registered in its cluster now; false when it runs alone. */
-    public boolean clusterRegistered() {
-        MemberRegistration m = membership;
-        return m != null && m.registered();
-    }
-
     private static String describeEvents(KvEventsConfig events) {
         if (!events.enabled()) {
             return "off";
