@@ -75,7 +75,7 @@ def _batch_of(ns: Namespace, hashes: Sequence[PageHash], buffers: Sequence[PageM
     for i, length in enumerate(lengths):
         if length == 0:
             raise ValueError(f"{what} {i} is empty; a page has at least 1 byte")
-    return Batch(ns.encode() if keys else b"", keys, parts, lengths, [None] * len(keys))
+    return Batch(ns, keys, parts, lengths, [None] * len(keys))
 
 
 class HiCacheClient:
@@ -93,17 +93,18 @@ class HiCacheClient:
     only); False always uses TCP; None (the default) uses the slab file when ``host`` is a loopback name and the
     file named in the handshake can be mapped.
 
-    ``max_version``: the protocol version asked for first (2: CRC-32 at C speed, RESERVE/COMMIT). A daemon that
-    refuses it (ERROR VERSION) is asked again for version 1, with pure-Python CRC-32C; the client remembers that.
+    ``max_version``: the protocol version asked for first (3: whole namespaces, CRC-32 at C speed, RESERVE/COMMIT).
+    A daemon that refuses it (ERROR VERSION) is asked again for the version below (2: namespaces without revision,
+    quantization, page size or tenant; 1: pure-Python CRC-32C); the client remembers that.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = protocol.DEFAULT_PORT, token: str = "",
                  pool_size: int = 4, timeout_s: float = 10.0, local: Optional[bool] = None,
-                 max_version: int = protocol.VERSION_2) -> None:
+                 max_version: int = protocol.VERSION_3) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, was {timeout_s}")
-        if max_version not in (protocol.VERSION_1, protocol.VERSION_2):
-            raise ValueError(f"max_version must be 1 or 2, was {max_version}")
+        if max_version not in (protocol.VERSION_1, protocol.VERSION_2, protocol.VERSION_3):
+            raise ValueError(f"max_version must be 1, 2 or 3, was {max_version}")
         protocol.encode_string(token)  # refuses a token the protocol cannot carry, now rather than per call
         self.host = host
         self.port = port
@@ -139,7 +140,7 @@ class HiCacheClient:
 
     @property
     def protocol_version(self) -> int:
-        """The version this client asks for on new connections: 2, or 1 once a daemon refused 2."""
+        """The version this client asks for on new connections: 3, or lower once a daemon refused a higher one."""
         return self._version
 
     @property
@@ -178,10 +179,10 @@ class HiCacheClient:
                 conn = Connection.open(self.host, self.port, self._token, version, checksum, deadline)
             except VersionRefused as refusal:
                 if version == protocol.VERSION_1:
-                    raise HiCacheServerError(f"the daemon speaks neither protocol version 2 nor 1: {refusal.message}",
-                                             ErrorCode.VERSION) from None
+                    raise HiCacheServerError(f"the daemon speaks none of protocol versions 3, 2 and 1: "
+                                             f"{refusal.message}", ErrorCode.VERSION) from None
                 with self._lock:
-                    self._version = protocol.VERSION_1  # and CRC-32C with it: remembered for the client's life
+                    self._version = version - 1  # (CRC-32C with version 1): remembered for the client's life
                 continue
             self._note_slab(conn.hello.slab_path)
             return conn
@@ -323,7 +324,7 @@ class HiCacheClient:
         call = Call(self.timeout_s if timeout_s is None else timeout_s)
 
         def work(conn: Connection) -> None:
-            alone_in_a_frame = (conn.hello.max_frame_bytes - protocol.HEADER_BYTES - len(batch.ns_bytes) - 4
+            alone_in_a_frame = (conn.hello.max_frame_bytes - protocol.HEADER_BYTES - len(batch.ns.encode(conn.version)) - 4
                                 - transfers.PUT_ENTRY.size)
             largest = min(conn.hello.max_page_bytes, alone_in_a_frame)
             pages = []
@@ -360,9 +361,8 @@ class HiCacheClient:
         if not keys:
             return []
         call = Call(self.timeout_s if timeout_s is None else timeout_s)
-        ns_bytes = ns.encode()
-
         def work(conn: Connection) -> None:
+            ns_bytes = ns.encode(conn.version)
             groups = pipeline.group_pages(range(len(keys)), len(ns_bytes) + 4, lambda p: protocol.HASH_BYTES,
                                           lambda p: 1, conn.hello.max_frame_bytes)
             pipeline.run(conn, Op.DELETE, groups,
@@ -401,9 +401,8 @@ class HiCacheClient:
         keys = _page_hashes(hashes)
         if not keys:
             return 0
-        ns_bytes = ns.encode()
-
         def work(conn: Connection, call: Call) -> int:
+            ns_bytes = ns.encode(conn.version)
             per_frame = max(1, (conn.hello.max_frame_bytes - protocol.HEADER_BYTES - len(ns_bytes) - 4)
                             // protocol.HASH_BYTES)
             hits = 0
@@ -426,9 +425,8 @@ class HiCacheClient:
         keys = _page_hashes(hashes)
         if not keys:
             return []
-        ns_bytes = ns.encode()
-
         def work(conn: Connection, call: Call) -> list[bool]:
+            ns_bytes = ns.encode(conn.version)
             found = [False] * len(keys)
 
             def on_answer(pages: list[int], frame: Frame) -> None:
@@ -447,7 +445,9 @@ class HiCacheClient:
     def clear(self, ns: Namespace, timeout_s: Optional[float] = None) -> None:
         """Removes every page of ``ns`` from both tiers. Raises HiCacheTimeoutError if that did not finish in time
         (its message says whether anything was removed), HiCacheServerError(INTERNAL) if L3 failed."""
-        self._exchange(Op.CLEAR, ns.encode(), timeout_s)
+        self._on_connection("clear", timeout_s,
+                            lambda conn, call: pipeline.exchange(conn, Op.CLEAR, ns.encode(conn.version),
+                                                                 call.deadline, call.io_deadline))
 
     def clear_all(self, timeout_s: Optional[float] = None) -> None:
         """Removes every page of every namespace from both tiers; raises as :meth:`clear` does."""

@@ -1,4 +1,4 @@
-"""The HiCache wire protocol (HCWP) versions 1 and 2, as docs/protocol.md defines it: constants and encoding.
+"""The HiCache wire protocol (HCWP) versions 1 to 3, as docs/protocol.md defines it: constants and encoding.
 
 Every integer is big-endian. Every message is one frame::
 
@@ -23,6 +23,7 @@ MAGIC = 0x48435750
 """The first field of HELLO: "HCWP"."""
 VERSION_1 = 1
 VERSION_2 = 2
+VERSION_3 = 3  # version 2 with whole namespaces (docs/keys.md)
 HASH_BYTES = 32
 MAX_STRING_BYTES = 2048
 DEFAULT_PORT = 7370

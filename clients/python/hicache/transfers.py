@@ -18,6 +18,7 @@ from . import answers, pipeline, protocol
 from .buffers import copy_into_parts
 from .checksums import checksum_later, checksum_of_parts
 from .connection import Connection, Frame, remaining_s
+from .namespace import Namespace
 from .errors import HiCacheError, HiCacheProtocolError, HiCacheTimeoutError, error_from_frame
 from .pipeline import AnswerHandler, ErrorHandler
 from .protocol import Bytes, ErrorCode, Op, Status
@@ -57,7 +58,7 @@ class Call:
 class Batch:
     """The pages of a batched call (arguments checked) and their statuses so far, ``None`` while unknown."""
 
-    ns_bytes: bytes
+    ns: Namespace
     keys: list[bytes]
     parts: list[list[memoryview]]
     lengths: list[int]
@@ -105,14 +106,14 @@ def get_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
     """GET over TCP: bodies are received straight into the targets' parts."""
     keys, parts, lengths, statuses = batch.keys, batch.parts, batch.lengths, batch.statuses
     max_page = conn.hello.max_page_bytes
-    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 4, lambda p: _GET_REQUEST_ENTRY.size,
+    groups = pipeline.group_pages(pages, len(batch.ns.encode(conn.version)) + 4, lambda p: _GET_REQUEST_ENTRY.size,
                                   lambda p: protocol.GET_ENTRY.size + min(lengths[p], max_page),
                                   conn.hello.max_frame_bytes)
 
     def build(group: list[int]) -> tuple[list[Bytes], int]:
         table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
         window = sum(protocol.GET_ENTRY.size + min(lengths[p], max_page) for p in group)
-        return [batch.ns_bytes, protocol.U32.pack(len(group)), table], window
+        return [batch.ns.encode(conn.version), protocol.U32.pack(len(group)), table], window
 
     # Each page's checksum is taken while the next one arrives (checksum_later); checked once all have come.
     sums: list[tuple[int, concurrent.futures.Future[int], int]] = []
@@ -150,14 +151,14 @@ def lease_into(conn: Connection, slab: SlabMapping, batch: Batch, pages: list[in
     copied: dict[int, list[int]] = {}  # lease id -> pages copied under it
     hold_ms = _hold_ms(call)
     hold_until = _copy_until(hold_ms)
-    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
+    groups = pipeline.group_pages(pages, len(batch.ns.encode(conn.version)) + 8, lambda p: _GET_REQUEST_ENTRY.size,
                                   lambda p: protocol.LEASE_ENTRY.size, conn.hello.max_frame_bytes)
     lease_ids: list[int] = []
     rejected: list[int] = []
 
     def build(group: list[int]) -> tuple[list[Bytes], int]:
         table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
-        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
+        return [batch.ns.encode(conn.version), protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
 
     def on_answer(group: list[int], frame: Frame) -> None:
         payload = conn.read_payload(frame, call.io_deadline)
@@ -229,7 +230,7 @@ def _checksum(crc: "concurrent.futures.Future[int]", call: Call) -> int:
 def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -> None:
     """PUT over TCP: the header and table, then the pages' parts, gathered by ``sendmsg``."""
     keys, parts, lengths = batch.keys, batch.parts, batch.lengths
-    groups = pipeline.group_pages(pages, len(batch.ns_bytes) + 4, lambda p: PUT_ENTRY.size + lengths[p],
+    groups = pipeline.group_pages(pages, len(batch.ns.encode(conn.version)) + 4, lambda p: PUT_ENTRY.size + lengths[p],
                                   lambda p: lengths[p], conn.hello.max_frame_bytes)
 
     # Every page's checksum starts now, side by side; a frame waits only for its own pages' while earlier ones send.
@@ -239,7 +240,7 @@ def put_over_tcp(conn: Connection, batch: Batch, pages: list[int], call: Call) -
         table = b"".join(PUT_ENTRY.pack(keys[p], lengths[p], _checksum(crcs[p], call))
                          for p in group)
         bodies = [part for p in group for part in parts[p]]
-        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, *bodies], sum(lengths[p] for p in group)
+        return [batch.ns.encode(conn.version), protocol.U32.pack(len(group)), table, *bodies], sum(lengths[p] for p in group)
 
     try:
         pipeline.run(conn, Op.PUT, groups, build, status_answer(conn, batch.statuses, call),
@@ -297,7 +298,7 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
     # Reservations of about RESERVE_GROUP_BYTES each: every RESERVE goes out at once (they hold no bytes), and each
     # COMMIT right after its pages are copied, so the daemon checksums one group while this thread copies the next.
     groups = _split_by_bytes(
-        pipeline.group_pages(pages, len(batch.ns_bytes) + 8, lambda p: _GET_REQUEST_ENTRY.size,
+        pipeline.group_pages(pages, len(batch.ns.encode(conn.version)) + 8, lambda p: _GET_REQUEST_ENTRY.size,
                              lambda p: protocol.RESERVE_ENTRY.size, conn.hello.max_frame_bytes), lengths)
     reservations: list[_Reservation] = []
     commits: dict[int, list[int]] = {}  # COMMIT request id -> its reservation's pages
@@ -308,7 +309,7 @@ def reserve_from(conn: Connection, slab: SlabMapping, writable: memoryview, batc
 
     def build(group: list[int]) -> tuple[list[Bytes], int]:
         table = b"".join(_GET_REQUEST_ENTRY.pack(keys[p], lengths[p]) for p in group)
-        return [batch.ns_bytes, protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
+        return [batch.ns.encode(conn.version), protocol.U32.pack(len(group)), table, protocol.U32.pack(hold_ms)], 0
 
     def on_answer(group: list[int], frame: Frame) -> None:
         payload = conn.read_payload(frame, call.io_deadline)

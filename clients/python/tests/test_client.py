@@ -1,6 +1,7 @@
 """The client over TCP (local=False) against a real daemon: every call, every kind of page memory."""
 
 import array
+import dataclasses
 import mmap
 import threading
 import unittest
@@ -27,9 +28,9 @@ class TcpClientTest(unittest.TestCase):
         self.assertEqual(self.client.put(self.ns, hashes, pages), [Status.OK] * len(pages))
         return hashes
 
-    def test_speaks_version_2_with_crc32(self):
+    def test_speaks_version_3_with_crc32(self):
         hello = self.client.handshake()
-        self.assertEqual((hello.version, hello.checksum), (2, 1))
+        self.assertEqual((hello.version, hello.checksum), (3, 1))
         self.assertGreater(hello.max_page_bytes, 0)
 
     def test_round_trip_of_buffers_of_several_sizes(self):
@@ -195,6 +196,21 @@ class TcpClientTest(unittest.TestCase):
             targets = [bytearray(3000), bytearray(5000)]
             self.assertEqual(client.get(self.ns, hashes, targets), [Status.OK] * 2)
             self.assertEqual([bytes(t) for t in targets], pages)
+
+    def test_every_namespace_field_keeps_pages_apart_and_version_2_clients_share_the_neutral_ones(self):
+        v2 = HiCacheClient(port=MODULE.port, local=False, max_version=2)
+        self.addCleanup(v2.close)
+        self.assertEqual(v2.handshake().version, 2)
+        page, hashes = random_pages(4096)[0], random_hashes(1)
+        self.assertEqual(v2.put(self.ns, hashes, [page]), [Status.OK])
+        target = bytearray(4096)
+        self.assertEqual(self.client.get(self.ns, hashes, [target]), [Status.OK], "neutral fields: one namespace")
+        self.assertEqual(bytes(target), page)
+        for field, value in (("revision", "r2"), ("quantization", "kivi"), ("page_tokens", 16), ("tenant", "t"),
+                             ("format_version", 1)):
+            other = dataclasses.replace(self.ns, **{field: value})
+            self.assertEqual(self.client.get(other, hashes, [bytearray(4096)]), [Status.MISS], field)
+            self.assertEqual(self.client.leading_hits(other, hashes), 0, field)
 
     def test_arguments_are_checked(self):
         with self.assertRaises(ValueError):

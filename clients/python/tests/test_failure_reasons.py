@@ -114,7 +114,8 @@ class OutageTest(unittest.TestCase):
     def setUp(self):
         self.daemon = SwitchableDaemon(self)
         self.address = f"127.0.0.1:{self.daemon.fake.port}"
-        self.client = HiCacheClient(port=self.daemon.fake.port, local=False, timeout_s=2.0, pool_size=1)
+        # The fake daemon answers HELLO as a version 2 daemon does.
+        self.client = HiCacheClient(port=self.daemon.fake.port, local=False, timeout_s=2.0, pool_size=1, max_version=2)
         self.addCleanup(self.client.close)
 
     def test_a_success_clears_the_reason_and_the_next_outage_is_logged_again(self):

@@ -1,6 +1,7 @@
 """Wire format and client behaviour against scripted fake daemons: version fallback, answers out of order,
 checksum failures, silent and broken connections. No real daemon needed."""
 
+import dataclasses
 import os
 import struct
 import tempfile
@@ -22,8 +23,10 @@ NS = Namespace("m")
 class WireFormatTest(unittest.TestCase):
     def test_namespace_and_get_frame_of_the_documents_example(self):
         # docs/protocol.md §6: a GET of one 4-byte page, request id 7, namespace m / bfloat16 / 0 / 0 of 1 / "".
-        self.assertEqual(NS.encode().hex(), "0001" "6d" "0008" + b"bfloat16".hex() + "00" "0000" "0001" "0000")
-        payload = NS.encode() + struct.pack(">I", 1) + bytes(32) + struct.pack(">I", 4)
+        self.assertEqual(NS.encode(2).hex(), "0001" "6d" "0008" + b"bfloat16".hex() + "00" "0000" "0001" "0000")
+        # Version 3 adds format 2, no revision, no quantization, page size 0, no tenant.
+        self.assertEqual(NS.encode().hex(), NS.encode(2).hex() + "0002" "0000" "0000" "00000000" "0000")
+        payload = NS.encode(2) + struct.pack(">I", 1) + bytes(32) + struct.pack(">I", 4)
         frame = protocol.frame_prefix(protocol.Op.GET, 7, 0, len(payload)) + payload
         self.assertEqual(frame[:20].hex(), "0000004c" "11" "00" "0000" "0000000000000007" "00000000")
         self.assertEqual(len(frame), 4 + 76)
@@ -74,6 +77,7 @@ class FakeDaemonTest(unittest.TestCase):
         return daemon
 
     def client(self, daemon: FakeDaemon, local: bool = False, **kwargs) -> HiCacheClient:
+        kwargs.setdefault("max_version", 2)  # the handlers answer HELLO as a version 2 daemon does
         client = HiCacheClient(port=daemon.port, local=local, **kwargs)
         self.addCleanup(client.close)
         return client
@@ -98,6 +102,30 @@ class FakeDaemonTest(unittest.TestCase):
         self.assertEqual(client.protocol_version, 1)
         self.assertEqual(client.handshake().checksum, protocol.CHECKSUM_CRC32C)
         self.assertEqual(versions, [2, 1])
+
+    def test_a_daemon_refusing_version_3_is_spoken_to_in_version_2_and_namespaces_it_cannot_carry_are_refused(self):
+        versions = []
+
+        def handler(sock):
+            op, request_id, payload = read_frame(sock)
+            versions.append(hello_version(payload))
+            if versions[-1] != 2:
+                send_frame(sock, 0xFF, request_id, error_payload(2, "protocol version 3 is not spoken here"))
+                return
+            send_frame(sock, 0x81, request_id, hello_answer(2))
+            while True:
+                op, request_id, payload = read_frame(sock)
+                self.assertEqual(op, protocol.Op.DELETE)
+                self.assertEqual(payload[:len(NS.encode(2))], NS.encode(2))
+                send_frame(sock, 0x93, request_id, struct.pack(">IB", 1, 0))
+
+        client = self.client(self.serve(handler), pool_size=1, max_version=3)
+        self.assertEqual(client.delete(NS, [bytes(32)]), [Status.OK])
+        self.assertEqual(client.protocol_version, 2)
+        self.assertEqual(versions, [3, 2])
+        revised = dataclasses.replace(NS, revision="r2")
+        with self.assertRaisesRegex(ValueError, "cannot carry"):
+            client.delete(revised, [bytes(32)])
 
     def test_health_is_a_health_state_and_an_undefined_state_is_a_protocol_error(self):
         states = [1, 2]

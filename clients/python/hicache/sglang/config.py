@@ -24,7 +24,7 @@ DEFAULT_POOL_SIZE = 4
 DEFAULT_DTYPE = "bfloat16"
 
 OWN_KEYS = ("host", "port", "token", "timeout_s", "pool_size", "local", "model", "dtype", "extra", "cluster_etcd",
-            "cluster_name")
+            "cluster_name", "weights_revision", "quantization", "tenant")
 """The extra_config keys this backend reads."""
 SGLANG_KEYS = frozenset({
     # the dynamic backend's own keys
@@ -91,6 +91,12 @@ class BackendSettings:
     model: Optional[str] = None
     dtype: Optional[str] = None
     extra: str = ""
+    weights_revision: str = ""
+    """The weights' revision (a commit, a checkpoint digest): SGLang does not tell it, so pages of two checkpoints
+    served under one model name are told apart only when this is set (docs/keys.md)."""
+    quantization: str = ""
+    """The KV quantization scheme when the dtype does not say it all; empty for none."""
+    tenant: str = ""
     unknown_keys: tuple[str, ...] = ()
     interface_v1: bool = False
     interface_v1_note: str = ""
@@ -154,11 +160,17 @@ class BackendSettings:
         cluster_name = get("cluster_name", "hicache")
         if not isinstance(cluster_name, str) or not cluster_name:
             raise ValueError(f"extra_config 'cluster_name' must be a non-empty string, was {cluster_name!r}")
+        texts = {}
+        for key in ("weights_revision", "quantization", "tenant"):
+            value = get(key, "")
+            if not isinstance(value, str):
+                raise ValueError(f"extra_config {key!r} must be a string, was {value!r}")
+            texts[key] = value
         unknown = tuple(sorted(k for k in config if k not in OWN_KEYS and k not in SGLANG_KEYS))
         return cls(host=host, port=port, token=token, timeout_s=timeout_s, pool_size=pool_size,
                    local=_parse_local(config.get("local")), model=model, dtype=dtype, extra=extra,
                    unknown_keys=unknown, interface_v1=interface_v1, interface_v1_note=interface_v1_note,
-                   cluster_etcd=tuple(etcd), cluster_name=cluster_name)
+                   cluster_etcd=tuple(etcd), cluster_name=cluster_name, **texts)
 
 
 _FALSE_LOOKING = frozenset({"0", "false", "no", "off", "none", "null"})
@@ -194,13 +206,16 @@ def extra_key(extra: str, pp_rank: int, pp_size: int, cp_rank: int, cp_size: int
 
 def build_namespace(model: str, dtype: str, order: int, tp_rank: int, tp_size: int, is_mla: bool,
                     extra: str = "", pp_rank: int = 0, pp_size: int = 1, cp_rank: int = 0,
-                    cp_size: int = 1) -> Namespace:
-    """The namespace of one rank's pages, as ``Namespace.of(model, dtype, order, tpRank, tpSize)
-    .withExtraKey(extra)`` names them in Java. MLA pages are the same on every TP rank: rank 0 of 1."""
+                    cp_size: int = 1, revision: str = "", quantization: str = "", page_tokens: int = 0,
+                    tenant: str = "") -> Namespace:
+    """The namespace of one rank's pages, as ``Namespace.builder(model)`` with the same fields names them in Java
+    (a Java cache states its page size, so ``page_tokens`` must be the pool's for the two to share pages). MLA pages
+    are the same on every TP rank: rank 0 of 1."""
     if is_mla:
         tp_rank, tp_size = 0, 1
     return Namespace(model=model, dtype=dtype, order=order, tp_rank=tp_rank, tp_size=tp_size,
-                     extra=extra_key(extra, pp_rank, pp_size, cp_rank, cp_size))
+                     extra=extra_key(extra, pp_rank, pp_size, cp_rank, cp_size), revision=revision,
+                     quantization=quantization, page_tokens=page_tokens, tenant=tenant)
 
 
 def page_hash(key: Any) -> Optional[bytes]:

@@ -155,9 +155,8 @@ class PartNamespaces:
         if part == KV:
             return self.kv
         own = self.per_rank(part, per_rank)
-        return Namespace(model=self.kv.model, dtype=self.kv.dtype, order=self.kv.order,
-                         tp_rank=self.tp_rank if own else 0, tp_size=self.tp_size if own else 1,
-                         extra=part_extra(self.kv.extra, part))
+        return dataclasses.replace(self.kv, tp_rank=self.tp_rank if own else 0, tp_size=self.tp_size if own else 1,
+                                   extra=part_extra(self.kv.extra, part))
 
     def writes(self, part: str, per_rank: Optional[bool] = None) -> bool:
         """Whether this rank stores ``part``: always, but for a part every MLA rank shares (rank 0 writes it)."""

@@ -32,7 +32,7 @@ from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from ..protocol import Status
 from ._compat import HiCacheStorage, HiCacheStorageExtraInfo, new_pool_transfer_result, new_storage_metrics
 from ._support import Counters, RateLimitedLog
-from .config import DEFAULT_DTYPE, BackendSettings, build_namespace, component_key, fallback_hash, page_hash
+from .config import DEFAULT_DTYPE, OWN_KEYS, BackendSettings, build_namespace, component_key, fallback_hash, page_hash
 from .hybrid import KV, TRAILING_PAGES, PartNamespaces, SidePool, hit_policy, pool_name, restorable_pages
 from .pool import HostPool, ZeroCopyUnavailable, buffer_spec
 
@@ -82,9 +82,11 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self._closed = False
         if self.settings.unknown_keys:
             logger.warning("HiCache daemon backend: extra_config keys %s are not known and were ignored; known: %s",
-                           ", ".join(self.settings.unknown_keys), ", ".join(("host", "port", "token", "timeout_s",
-                                                                            "pool_size", "local", "model", "dtype",
-                                                                            "extra", "cluster_etcd", "cluster_name")))
+                           ", ".join(self.settings.unknown_keys), ", ".join(OWN_KEYS))
+        if not self.settings.weights_revision:
+            logger.warning("HiCache daemon backend: extra_config has no 'weights_revision': pages stored by another "
+                           "checkpoint under the model name %r would be served as this one's; set it to the weights' "
+                           "commit or digest (docs/keys.md)", self.model)
         if self.settings.interface_v1_note:
             logger.warning("HiCache daemon backend: %s", self.settings.interface_v1_note)
         if not self.settings.interface_v1:
@@ -115,13 +117,20 @@ class HiCacheDaemonStorage(HiCacheStorage):
 
     def _namespace(self) -> Namespace:
         is_mla = self.is_mla or (self._pool is not None and self._pool.is_mla)
+        s = self.settings
         return build_namespace(self.model, self._dtype, self._order, self.tp_rank, self.tp_size, is_mla,
-                               self.settings.extra, self.pp_rank, self.pp_size, self.cp_rank, self.cp_size)
+                               s.extra, self.pp_rank, self.pp_size, self.cp_rank, self.cp_size,
+                               revision=s.weights_revision, quantization=s.quantization,
+                               page_tokens=self._pool.page_size if self._pool is not None else 0, tenant=s.tenant)
 
     def _describe_namespace(self) -> str:
         ns = self.namespace
-        return (f"[model={ns.model!r}, dtype={ns.dtype}, order={'token' if ns.order else 'layer'}_major, "
-                f"tp={ns.tp_rank}/{ns.tp_size}" + (f", extra={ns.extra!r}" if ns.extra else "") + "]")
+        return (f"[model={ns.model!r}" + (f", revision={ns.revision!r}" if ns.revision else "")
+                + f", dtype={ns.dtype}" + (f", quantization={ns.quantization!r}" if ns.quantization else "")
+                + f", order={'token' if ns.order else 'layer'}_major"
+                + (f", page={ns.page_tokens}" if ns.page_tokens else "") + f", tp={ns.tp_rank}/{ns.tp_size}"
+                + (f", tenant={ns.tenant!r}" if ns.tenant else "") + (f", extra={ns.extra!r}" if ns.extra else "")
+                + "]")
 
     def _check_daemon(self) -> None:
         """Says early whether the daemon answers; only a refused token fails the start (a daemon that is down may

@@ -154,7 +154,7 @@ final class CacheCore implements AutoCloseable {
      */
     static CacheCore open(
             HiCacheConfig config,
-            Namespace namespace,
+            Namespace asked,
             KvGeometry geometry,
             @Nullable HybridGeometry hybrid,
             DeviceSetup setup,
@@ -167,6 +167,20 @@ final class CacheCore implements AutoCloseable {
         int devicePages = setup.pages();
         PageFormat format =
                 new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
+        // The key-identity contract (docs/keys.md): what the cache knows of its pages' bytes must be in their keys.
+        Checks.requireArgument(
+                asked.kvDtype() == geometry.dtype(),
+                "the namespace says %s KV, the geometry %s",
+                asked.kvDtype(),
+                geometry.dtype());
+        Checks.requireArgument(
+                asked.pageTokens() == 0 || asked.pageTokens() == format.pageSizeTokens(),
+                "the namespace says pages of %s tokens, the cache has pages of %s",
+                asked.pageTokens(),
+                format.pageSizeTokens());
+        Namespace namespace = asked.pageTokens() == 0 && asked.formatVersion() > 1
+                ? asked.withPageTokens(format.pageSizeTokens())
+                : asked;
         Checks.requireArgument(
                 geometry.attention() != AttentionKind.MLA || config.mlaUploadRank() < namespace.tpSize(),
                 "hicache-mla-upload-rank is %s, but the model has %s tensor-parallel ranks",

@@ -122,7 +122,10 @@ public final class HiCache implements AutoCloseable {
         return core.format;
     }
 
-    /** The namespace the cache's page keys carry. */
+    /**
+     * The namespace the cache's page keys carry: the builder's, with the page size filled in from the cache's page
+     * format where the builder's left it unstated.
+     */
     public Namespace namespace() {
         return core.namespace;
     }

@@ -53,7 +53,11 @@ public final class HiCacheBuilder {
         return this;
     }
 
-    /** The model, dtype, ranks and extra key the cache's page keys carry. Required. */
+    /**
+     * What the cache's page keys carry besides tokens (docs/keys.md): model and weights revision, dtype, ranks, tenant,
+     * extra key. Required. Its dtype must be the geometry's and its page size the cache's (or unstated: the cache fills
+     * it in, see {@link HiCache#namespace()}).
+     */
     public HiCacheBuilder namespace(Namespace value) {
         Checks.requireState(namespace == null, "namespace was already set to %s", namespace);
         namespace = Checks.checkNotNull(value, "namespace");

@@ -108,7 +108,7 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         answer.writeInt(server.config.maxFrameBytes());
         answer.writeInt(server.config.maxPageBytes());
         Codec.writeString(answer, server.cache.space.file().toString());
-        if (session.version() == Wire.VERSION_2) {
+        if (session.version() >= Wire.VERSION_2) {
             answer.writeByte(session.checksum().code());
         }
         out.send(answer);

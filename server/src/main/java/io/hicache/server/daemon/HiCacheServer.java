@@ -262,7 +262,7 @@ public final class HiCacheServer implements AutoCloseable {
     /** One line saying what it runs: address, slab, store, limits, threads. */
     public String describe() {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
-                + Wire.VERSION + " and " + Wire.VERSION_2
+                + Wire.VERSION + " to " + Wire.VERSION_3
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
                 + (config.adminToken().isEmpty()
                         ? ", admin operations from loopback only"

@@ -13,12 +13,18 @@ import org.jspecify.annotations.Nullable;
  * not. One per connection; confined to its event loop.
  */
 final class NamespaceCache {
+    private final int version;
     private ByteBuf lastBytes = Unpooled.EMPTY_BUFFER;
     /** Null until the first namespace is read. */
     private @Nullable Namespace last;
 
+    /** A cache for a connection of protocol {@code version}, whose namespaces are encoded as that version says. */
+    NamespaceCache(int version) {
+        this.version = version;
+    }
+
     /**
-     * Reads a namespace like {@link Codec#readNamespace}, returning the previous one's object when the bytes are the
+     * Reads a namespace like {@link Codec#readNamespace(ByteBuf, int)}, returning the previous one's object when the bytes are the
      * same.
      *
      * @throws io.hicache.storage.remote.protocol.ProtocolException if the namespace is malformed
@@ -30,7 +36,7 @@ final class NamespaceCache {
             in.skipBytes(length);
             return last;
         }
-        Namespace ns = Codec.readNamespace(in);
+        Namespace ns = Codec.readNamespace(in, version);
         byte[] bytes = new byte[in.readerIndex() - start];
         in.getBytes(start, bytes);
         lastBytes = Unpooled.wrappedBuffer(bytes);

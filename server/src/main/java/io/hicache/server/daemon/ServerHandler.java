@@ -52,7 +52,6 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     private final HiCacheServer server;
     private final Responder out;
-    private final NamespaceCache namespaces = new NamespaceCache();
     /** The connection's HELLO's outcome, and the decoder it implies; null until the handshake is accepted. */
     private @Nullable Session session;
 
@@ -74,7 +73,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     /** The handshake was accepted: requests may come. */
     void accepted(Session session) {
         this.session = session;
-        this.decoder = new RequestDecoder(session.version(), server.config.maxFrameBytes(), namespaces::read);
+        this.decoder = new RequestDecoder(
+                session.version(), server.config.maxFrameBytes(), new NamespaceCache(session.version())::read);
     }
 
     @Override

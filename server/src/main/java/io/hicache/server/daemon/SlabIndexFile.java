@@ -3,6 +3,7 @@ package io.hicache.server.daemon;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
 import io.hicache.storage.remote.protocol.Codec;
+import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -20,7 +21,10 @@ import java.util.zip.CRC32C;
  * half-written index is never read. Stateless.
  */
 final class SlabIndexFile {
-    private static final long MAGIC = 0x4843534C49445831L; // "HCSLIDX1"
+    /** "HCSLIDX2": namespaces as protocol version 3 writes them, whole (docs/keys.md). */
+    private static final long MAGIC = 0x4843534C49445832L;
+    /** "HCSLIDX1", of releases before key format 2: its pages were named by another key format, so none is kept. */
+    private static final long MAGIC_FORMAT_1 = 0x4843534C49445831L;
 
     private SlabIndexFile() {}
 
@@ -36,7 +40,7 @@ final class SlabIndexFile {
                 if (!p.inSlab() || p.removed) {
                     continue;
                 }
-                Codec.writeNamespace(out, p.key.namespace());
+                Codec.writeNamespace(out, p.key.namespace(), Wire.VERSION_3);
                 p.key.hash().writeTo(hash, 0);
                 out.writeBytes(hash)
                         .writeLong(p.offset)
@@ -76,14 +80,18 @@ final class SlabIndexFile {
             throw new IOException("its checksum does not match");
         }
         in.writerIndex(bytes.length - 4);
-        if (in.readLong() != MAGIC || in.readLong() != slabBytes) {
+        long magic = in.readLong();
+        if (magic == MAGIC_FORMAT_1) {
+            throw new IOException("written by a release of key format 1 (its pages would be misnamed now)");
+        }
+        if (magic != MAGIC || in.readLong() != slabBytes) {
             throw new IOException("not an index of this slab");
         }
         int count = in.readInt();
         List<SlabSpace.KeptPage> pages = new ArrayList<>(count);
         byte[] hash = new byte[PageHash.BYTES];
         for (int i = 0; i < count; i++) {
-            Namespace ns = Codec.readNamespace(in);
+            Namespace ns = Codec.readNamespace(in, Wire.VERSION_3);
             in.readBytes(hash);
             pages.add(new SlabSpace.KeptPage(
                     ns.key(PageHash.fromBytes(hash, 0)), in.readLong(), in.readInt(), in.readInt(), in.readInt()));

@@ -85,17 +85,17 @@ class ConformanceHandshakeTest {
             }
         }
 
-        // §2 "another version (ERROR VERSION, naming the daemon's) ... close the connection." (it speaks 1 and 2)
+        // §2 "another version (ERROR VERSION, naming the daemon's) ... close the connection." (it speaks 1 to 3)
         @Test
         void otherVersionIsVersionNamingTheDaemonsAndCloses() throws IOException {
-            for (int v : new int[] {0, 3, 0xFFFF}) {
+            for (int v : new int[] {0, 4, 0xFFFF}) {
                 try (DocWireClient c = connect(d.port())) {
                     long id = nextId();
                     c.write(frame(HELLO, id, 0, helloPayload(MAGIC, v, new byte[0])));
                     Frame f = c.expectError(E_VERSION, id);
                     assertTrue(
-                            f.errorMessage().contains("1") && f.errorMessage().contains("2"),
-                            "the message names versions 1 and 2: " + f.errorMessage());
+                            f.errorMessage().contains("1") && f.errorMessage().contains("3"),
+                            "the message names versions 1 to 3: " + f.errorMessage());
                     c.expectClosed();
                 }
             }

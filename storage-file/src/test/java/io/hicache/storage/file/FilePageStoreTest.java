@@ -2,6 +2,7 @@ package io.hicache.storage.file;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -204,6 +205,39 @@ class FilePageStoreTest {
             assertEquals(1, hits(store, keys), "the prefix ends at the page that vanished");
             assertEquals(PageStatus.OK, put(store, keys.subList(1, 2), 8192).status(0), "stored again");
             assertEquals(3, hits(store, keys));
+        }
+    }
+
+    /**
+     * The key-identity contract's upgrade rule (docs/keys.md): pages a release of key format 1 stored are misses for
+     * the same model after the upgrade, never hits, and a format 1 page file put where a current key's file goes is
+     * refused by its header (which holds the format 1 namespace id), never served.
+     */
+    @Test
+    void pagesStoredUnderAnOlderKeyFormatAreMissesAfterAnUpgrade() throws IOException {
+        Namespace formatOne = NS.toBuilder().formatVersion(1).build();
+        List<StoreKey> current = keys(40, 3);
+        List<StoreKey> older =
+                current.stream().map(k -> formatOne.key(k.hash())).toList();
+        Path root = dir.resolve("store");
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(root))) {
+            assertEquals(3, put(store, older, 8192).count(PageStatus.OK));
+        }
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(root))) {
+            assertEquals(3, store.openReport().pages(), "the older pages are still there ...");
+            assertEquals(0, hits(store, current), "... but no current key finds them");
+            assertEquals(3, get(store, current, pages(3, 8192)).count(PageStatus.MISS));
+            assertEquals(3, get(store, older, pages(3, 8192)).count(PageStatus.OK), "their own keys still do");
+
+            Path target = store.fileOf(current.get(0));
+            Files.createDirectories(target.getParent());
+            Files.copy(store.fileOf(older.get(0)), target);
+        }
+        try (FilePageStore store = FilePageStore.open(FileStoreConfig.at(root))) {
+            MemorySegment[] targets = pages(1, 8192);
+            assertNotEquals(
+                    PageStatus.OK, get(store, current.subList(0, 1), targets).status(0));
+            assertEquals(0, hits(store, current), "the misnamed file was removed");
         }
     }
 

@@ -147,15 +147,18 @@ final class RemoteConnection {
     }
 
     private void handshake(RemoteStoreConfig config, CompletableFuture<RemoteConnection> ready) {
-        Hello hello = new Hello(Wire.VERSION, config.authToken(), WireChecksum.CRC32C);
+        // Version 3: the only one that carries whole namespaces (weights revision, page size, tenant: docs/keys.md).
+        Hello hello = new Hello(Wire.VERSION_3, config.authToken(), WireChecksum.CRC32C);
         send(hello, Deadline.after(config.connectTimeout()), new Reply<HelloAnswer>() {
                     @Override
                     public HelloAnswer answer(ByteBuf in) {
-                        return new HelloAnswer(
+                        HelloAnswer answer = new HelloAnswer(
                                 Codec.readUnsignedShort(in),
                                 (int) Codec.readUnsignedInt(in),
                                 (int) Codec.readUnsignedInt(in),
                                 Codec.readString(in));
+                        Codec.readUnsignedByte(in); // the checksum, CRC-32C as asked
+                        return answer;
                     }
 
                     @Override

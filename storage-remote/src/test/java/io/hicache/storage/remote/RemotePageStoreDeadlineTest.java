@@ -18,6 +18,7 @@ import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WireChecksum;
 import io.hicache.testkit.PagePattern;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -98,11 +99,12 @@ class RemotePageStoreDeadlineTest {
                 if (op == Wire.HELLO) {
                     ByteBuf out = Unpooled.buffer();
                     Codec.beginFrame(out, Wire.HELLO | Wire.RESPONSE, id, 0);
-                    out.writeShort(Wire.VERSION).writeInt(4 << 20).writeInt(1 << 20);
+                    out.writeShort(Wire.VERSION_3).writeInt(4 << 20).writeInt(1 << 20);
                     Codec.writeString(out, "/nonexistent/slab");
+                    out.writeByte(WireChecksum.CRC32C.code());
                     write(ch, Codec.endFrame(out));
                 } else if (op == Wire.GET) {
-                    Namespace ns = Codec.readNamespace(frame);
+                    Namespace ns = Codec.readNamespace(frame, Wire.VERSION_3);
                     int n = frame.readInt();
                     ByteBuf out = Unpooled.buffer();
                     Codec.beginFrame(out, Wire.GET | Wire.RESPONSE, id, 0);

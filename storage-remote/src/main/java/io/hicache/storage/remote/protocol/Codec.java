@@ -4,6 +4,7 @@ import io.hicache.core.key.Namespace;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.util.Checks;
 import io.netty.buffer.ByteBuf;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -75,8 +76,40 @@ public final class Codec {
         return s;
     }
 
-    /** model id, dtype name, byte order, TP rank and size, extra key. */
+    /**
+     * A namespace as versions 1 and 2 write it: model id, dtype name, byte order, TP rank and size, extra key. These
+     * versions cannot say a weights revision, quantization, page size or tenant: a namespace with any of them is
+     * refused.
+     *
+     * @throws IllegalArgumentException for a namespace these versions cannot say
+     */
     public static void writeNamespace(ByteBuf out, Namespace ns) {
+        Checks.requireArgument(
+                ns.formatVersion() == Namespace.FORMAT_VERSION
+                        && ns.weightsRevision().isEmpty()
+                        && ns.quantization().isEmpty()
+                        && ns.pageTokens() == 0
+                        && ns.tenant().isEmpty(),
+                "protocol versions 1 and 2 cannot carry %s: speak version 3",
+                ns);
+        writeCommonFields(out, ns);
+    }
+
+    /** A namespace as a connection of protocol {@code version} writes it. */
+    public static void writeNamespace(ByteBuf out, Namespace ns, int version) {
+        if (version < Wire.VERSION_3) {
+            writeNamespace(out, ns);
+            return;
+        }
+        writeCommonFields(out, ns);
+        out.writeShort(ns.formatVersion());
+        writeString(out, ns.weightsRevision());
+        writeString(out, ns.quantization());
+        out.writeInt(ns.pageTokens());
+        writeString(out, ns.tenant());
+    }
+
+    private static void writeCommonFields(ByteBuf out, Namespace ns) {
         writeString(out, ns.modelId());
         writeString(out, ns.kvDtype().configName());
         out.writeByte(ns.pageByteOrder() == PageByteOrder.LAYER_MAJOR ? 0 : 1);
@@ -85,7 +118,21 @@ public final class Codec {
         writeString(out, ns.extraKey());
     }
 
+    /**
+     * A namespace as versions 1 and 2 write it: of the current key format, with no weights revision, quantization, page
+     * size or tenant.
+     */
     public static Namespace readNamespace(ByteBuf in) {
+        return readNamespace(in, Wire.VERSION_2);
+    }
+
+    /**
+     * A namespace as a connection of protocol {@code version} writes it; version 3 adds {@code format:u16
+     * revision:string quant:string page_tokens:u32 tenant:string} after the extra key.
+     *
+     * @throws ProtocolException when the bytes are cut short or name no namespace ("bad namespace: ...")
+     */
+    public static Namespace readNamespace(ByteBuf in, int version) {
         String model = readString(in);
         String dtype = readString(in);
         need(in, 5, "namespace");
@@ -96,14 +143,36 @@ public final class Codec {
         if (order > 1) {
             throw new ProtocolException("page byte order " + order + " is not defined");
         }
+        Namespace.Builder b;
         try {
-            return Namespace.of(
-                            model,
-                            KvDtype.parse(dtype),
-                            order == 0 ? PageByteOrder.LAYER_MAJOR : PageByteOrder.TOKEN_MAJOR,
-                            rank,
-                            size)
-                    .withExtraKey(extra);
+            b = Namespace.builder(model)
+                    .kvDtype(KvDtype.parse(dtype))
+                    .pageByteOrder(order == 0 ? PageByteOrder.LAYER_MAJOR : PageByteOrder.TOKEN_MAJOR)
+                    .tensorParallel(rank, size)
+                    .extraKey(extra);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException("bad namespace: " + e.getMessage());
+        }
+        if (version >= Wire.VERSION_3) {
+            need(in, 2, "namespace");
+            int format = in.readUnsignedShort();
+            String revision = readString(in);
+            String quantization = readString(in);
+            need(in, 4, "namespace");
+            long pageTokens = in.readUnsignedInt();
+            String tenant = readString(in);
+            if (pageTokens > Namespace.MAX_PAGE_TOKENS) {
+                throw new ProtocolException("bad namespace: pages of " + pageTokens + " tokens (at most "
+                        + Namespace.MAX_PAGE_TOKENS + ", 0: not stated)");
+            }
+            b.formatVersion(format)
+                    .weightsRevision(revision)
+                    .quantization(quantization)
+                    .pageTokens((int) pageTokens)
+                    .tenant(tenant);
+        }
+        try {
+            return b.build();
         } catch (IllegalArgumentException e) {
             throw new ProtocolException("bad namespace: " + e.getMessage());
         }

@@ -5,27 +5,24 @@ import io.netty.buffer.ByteBuf;
 
 /**
  * HELLO (docs/protocol.md §2): {@code magic:u32 version:u16 token:string [checksum:u8]}, the checksum byte in version 2
- * only. The first frame of every connection. Immutable.
+ * and 3. The first frame of every connection. Immutable.
  *
- * @param version  the protocol version the client speaks ({@link Wire#VERSION} or {@link Wire#VERSION_2})
+ * @param version  the protocol version the client speaks (1 to {@link Wire#VERSION_3})
  * @param token    {@code server.auth-token} or {@code server.admin-token}, or empty
  * @param checksum the page checksum of the connection; version 1's is always CRC-32C
  */
 public record Hello(int version, String token, WireChecksum checksum) implements Request {
     public Hello {
-        Checks.requireArgument(
-                version == Wire.VERSION || version == Wire.VERSION_2,
-                "protocol version %d is not " + "defined",
-                version);
+        Checks.requireArgument(Wire.spoken(version), "protocol version %d is not " + "defined", version);
         Checks.checkNotNull(token, "token");
         Checks.requireArgument(
-                version == Wire.VERSION_2 || checksum == WireChecksum.CRC32C,
+                version >= Wire.VERSION_2 || checksum == WireChecksum.CRC32C,
                 "version 1 carries " + "CRC-32C only, not %s",
                 checksum);
     }
 
     /**
-     * Reads a HELLO as the daemon does, which speaks versions 1 and 2, checking in the order §2 gives the errors.
+     * Reads a HELLO as the daemon does, which speaks versions 1 to 3, checking in the order §2 gives the errors.
      *
      * @throws ProtocolException {@link Wire#E_MALFORMED} for a bad magic, a payload cut short, a token that is not
      *     UTF-8, an undefined checksum or bytes after the end; {@link Wire#E_VERSION} for another version (naming the
@@ -37,11 +34,11 @@ public record Hello(int version, String token, WireChecksum checksum) implements
         if (magic != Wire.MAGIC) {
             throw new ProtocolException("not a HiCache client (bad magic)");
         }
-        if (asked != Wire.VERSION && asked != Wire.VERSION_2) {
+        if (!Wire.spoken(asked)) {
             throw new ProtocolException(
                     Wire.E_VERSION,
-                    "protocol version " + asked + " is not spoken here (this " + "daemon: " + Wire.VERSION + " and "
-                            + Wire.VERSION_2 + ")");
+                    "protocol version " + asked + " is not spoken here (this " + "daemon: " + Wire.VERSION + " to "
+                            + Wire.VERSION_3 + ")");
         }
         // A token is a string, at most 2,048 bytes; a longer one makes the HELLO too large, whichever version (a
         // version 1 HELLO with a 2,049-byte token still fits the daemon's pre-HELLO frame limit, which counts version
@@ -54,7 +51,7 @@ public record Hello(int version, String token, WireChecksum checksum) implements
         }
         String token = Codec.readString(in);
         WireChecksum sum =
-                asked == Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in)) : WireChecksum.CRC32C;
+                asked >= Wire.VERSION_2 ? WireChecksum.ofCode(Codec.readUnsignedByte(in)) : WireChecksum.CRC32C;
         if (in.isReadable()) {
             throw new ProtocolException(in.readableBytes() + " bytes after the end of the HELLO");
         }
@@ -71,7 +68,7 @@ public record Hello(int version, String token, WireChecksum checksum) implements
         out.writeInt(Wire.MAGIC);
         out.writeShort(version);
         Codec.writeString(out, token);
-        if (version == Wire.VERSION_2) {
+        if (version >= Wire.VERSION_2) {
             out.writeByte(checksum.code());
         }
     }

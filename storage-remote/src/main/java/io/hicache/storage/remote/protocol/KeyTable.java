@@ -41,7 +41,7 @@ final class KeyTable {
 
     /** Writes the table: {@code ns}, the count, and each key's hash with its length and checksum where given. */
     static void write(ByteBuf out, Namespace ns, List<StoreKey> keys, int @Nullable [] lengths, int @Nullable [] crcs) {
-        Codec.writeNamespace(out, ns);
+        Codec.writeNamespace(out, ns, Wire.VERSION_3);
         out.writeInt(keys.size());
         for (int i = 0; i < keys.size(); i++) {
             Codec.writeHash(out, keys.get(i).hash());

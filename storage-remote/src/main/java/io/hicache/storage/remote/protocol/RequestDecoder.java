@@ -26,17 +26,14 @@ public final class RequestDecoder {
      * @param namespaces    reads a namespace like {@link Codec#readNamespace} (or a cache of its last one)
      */
     public RequestDecoder(int version, int maxFrameBytes, Function<ByteBuf, Namespace> namespaces) {
-        Checks.requireArgument(
-                version == Wire.VERSION || version == Wire.VERSION_2,
-                "protocol version %d is not " + "defined",
-                version);
+        Checks.requireArgument(Wire.spoken(version), "protocol version %d is not " + "defined", version);
         this.version = version;
         this.maxItems = maxFrameBytes / Wire.HASH_BYTES;
         this.namespaces = Checks.checkNotNull(namespaces, "namespaces");
     }
 
     /**
-     * Whether this connection's version defines request {@code op} (HELLO aside): RESERVE and COMMIT are version 2's;
+     * Whether this connection's version defines request {@code op} (HELLO aside): RESERVE and COMMIT are version 2's (and 3's);
      * any other op, an answer's included, is ERROR UNKNOWN_OP whatever its payload.
      */
     public boolean defines(int op) {
@@ -81,7 +78,7 @@ public final class RequestDecoder {
     public Request decode(FrameHeader header, ByteBuf payload) {
         Checks.requireArgument(
                 defines(header.op()), "%s is not a request of protocol version %d", Wire.opName(header.op()), version);
-        int flags = version == Wire.VERSION_2 ? header.flags() : 0; // version 1 ignores every flag
+        int flags = version >= Wire.VERSION_2 ? header.flags() : 0; // version 1 ignores every flag
         Request request = switch (header.op()) {
             case Wire.LEADING_HITS -> ReadRequest.LeadingHits.read(payload, this);
             case Wire.GET -> ReadRequest.Get.read(payload, this);

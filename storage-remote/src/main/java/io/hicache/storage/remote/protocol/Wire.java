@@ -14,10 +14,20 @@ import io.hicache.core.store.PageStatus;
 public final class Wire {
     /** The first four bytes of a HELLO payload: "HCWP". */
     public static final int MAGIC = 0x48435750;
-    /** The protocol version this build's client speaks. */
+    /** The first protocol version. */
     public static final short VERSION = 1;
-    /** The newest version the daemon speaks: version 2 agrees on a page checksum and adds RESERVE and COMMIT. */
+    /** Version 2 agrees on a page checksum and adds RESERVE and COMMIT. */
     public static final short VERSION_2 = 2;
+    /**
+     * The newest version, which the Java client speaks: version 2 with whole namespaces (key format version, weights
+     * revision, quantization, page size, tenant; docs/keys.md).
+     */
+    public static final short VERSION_3 = 3;
+    /** Whether the daemon speaks protocol {@code version}: 1, 2 and 3. */
+    public static boolean spoken(int version) {
+        return version >= VERSION && version <= VERSION_3;
+    }
+
     /** Bytes of the header after the length field. */
     public static final int HEADER_BYTES = 16;
     /** Bytes of a page hash on the wire. */

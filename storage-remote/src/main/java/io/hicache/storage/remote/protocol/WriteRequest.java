@@ -122,7 +122,7 @@ public sealed interface WriteRequest extends Request {
 
         @Override
         public void writeTo(ByteBuf out) {
-            Codec.writeNamespace(out, namespace);
+            Codec.writeNamespace(out, namespace, Wire.VERSION_3);
         }
     }
 

@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -27,6 +28,8 @@ import org.junit.jupiter.api.Test;
  * payload serves both. Also the decoder's refusals: bytes left over, versions, and HELLO's error codes.
  */
 class RequestCodecTest {
+    private static final Function<ByteBuf, Namespace> V3_NAMESPACES = in -> Codec.readNamespace(in, Wire.VERSION_3);
+
     private static final Namespace NS =
             Namespace.of("m", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1).withExtraKey("x");
 
@@ -51,7 +54,8 @@ class RequestCodecTest {
             if (r instanceof Hello) {
                 return Hello.read(frame);
             }
-            return new RequestDecoder(version, 68 << 20, Codec::readNamespace).decode(h, frame);
+            // The client writes namespaces as version 3 does; the decoder's version decides the ops and flags.
+            return new RequestDecoder(version, 68 << 20, V3_NAMESPACES).decode(h, frame);
         } finally {
             frame.release();
         }
@@ -108,6 +112,7 @@ class RequestCodecTest {
         assertEquals(
                 new Hello(1, "token", WireChecksum.CRC32C), roundTrip(new Hello(1, "token", WireChecksum.CRC32C), 1));
         assertEquals(new Hello(2, "", WireChecksum.CRC32), roundTrip(new Hello(2, "", WireChecksum.CRC32), 2));
+        assertEquals(new Hello(3, "t", WireChecksum.CRC32C), roundTrip(new Hello(3, "t", WireChecksum.CRC32C), 3));
     }
 
     @Test
@@ -120,7 +125,7 @@ class RequestCodecTest {
             frame.skipBytes(4);
             FrameHeader h = FrameHeader.read(frame);
             WriteRequest.Put put = assertInstanceOf(
-                    WriteRequest.Put.class, new RequestDecoder(1, 68 << 20, Codec::readNamespace).decode(h, frame));
+                    WriteRequest.Put.class, new RequestDecoder(1, 68 << 20, V3_NAMESPACES).decode(h, frame));
             assertEquals(keys, put.keys());
             assertArrayEquals(new int[] {2, 4}, put.lengths());
             assertArrayEquals(new int[] {11, 22}, put.crcs());
@@ -134,8 +139,8 @@ class RequestCodecTest {
 
     @Test
     void theDecoderRefusesWhatTheProtocolDoesNot() {
-        RequestDecoder v1 = new RequestDecoder(1, 68 << 20, Codec::readNamespace);
-        RequestDecoder v2 = new RequestDecoder(2, 68 << 20, Codec::readNamespace);
+        RequestDecoder v1 = new RequestDecoder(1, 68 << 20, V3_NAMESPACES);
+        RequestDecoder v2 = new RequestDecoder(2, 68 << 20, V3_NAMESPACES);
         assertFalse(v1.defines(Wire.RESERVE));
         assertFalse(v1.defines(Wire.COMMIT));
         assertTrue(v2.defines(Wire.RESERVE));
@@ -154,7 +159,7 @@ class RequestCodecTest {
         assertFalse(v1Lease.noChecksums(), "version 1 ignores every flag");
 
         ByteBuf shortPut = Unpooled.buffer();
-        Codec.writeNamespace(shortPut, NS);
+        Codec.writeNamespace(shortPut, NS, Wire.VERSION_3);
         shortPut.writeInt(1).writeBytes(new byte[32]).writeInt(8).writeInt(0).writeByte(1);
         e = assertThrows(ProtocolException.class, () -> v1.decode(new FrameHeader(Wire.PUT, 0, 1, 0), shortPut));
         assertTrue(e.getMessage().contains("the page lengths add up to 8 bytes, the frame has 1"), e.getMessage());
@@ -169,10 +174,10 @@ class RequestCodecTest {
 
     @Test
     void helloErrorsCarryTheirCodes() {
-        ByteBuf version3 = Unpooled.buffer().writeInt(Wire.MAGIC).writeShort(3);
+        ByteBuf version4 = Unpooled.buffer().writeInt(Wire.MAGIC).writeShort(4);
         assertEquals(
                 Wire.E_VERSION,
-                assertThrows(ProtocolException.class, () -> Hello.read(version3))
+                assertThrows(ProtocolException.class, () -> Hello.read(version4))
                         .code());
         ByteBuf badMagic = Unpooled.buffer().writeInt(1).writeShort(1);
         assertEquals(
