@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from types import TracebackType
 from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
@@ -310,7 +311,20 @@ class HiCacheClient:
             if pages:
                 transfers.get_over_tcp(conn, batch, pages, call)
 
-        return self._batched("get", batch.statuses, call, work)
+        statuses = self._batched("get", batch.statuses, call, work)
+        corrupt = [batch.keys[i] for i, st in enumerate(statuses) if st is Status.CORRUPT]
+        if corrupt:
+            # A page whose bytes fail their checksum is removed, so that later reads miss it rather than fail it
+            # again (docs/keys.md, read-side integrity). Best effort, within what is left of the call's time.
+            left = call.deadline - time.monotonic()
+            logger.warning("HiCache client: %d page(s) failed their checksum (e.g. %s); removing them from the daemon",
+                         len(corrupt), corrupt[0].hex())
+            if left > 0:
+                try:
+                    self.delete(ns, corrupt, timeout_s=left)
+                except HiCacheError:
+                    pass
+        return statuses
 
     def put(self, ns: Namespace, hashes: Sequence[PageHash], sources: Sequence[PageMemory],
             timeout_s: Optional[float] = None) -> list[Status]:

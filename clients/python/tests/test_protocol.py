@@ -159,12 +159,18 @@ class FakeDaemonTest(unittest.TestCase):
                 body = pages[key]
                 crc = zlib.crc32(body) ^ (1 if key == corrupt else 0)
                 send_frame(sock, 0x91, request_id, struct.pack(">IBII", 1, 0, len(body), crc) + body)
+            # The page that failed its checksum is deleted, so that later reads miss it.
+            op, request_id, payload = read_frame(sock)
+            deleted.append((op, payload[len(NS.encode(2)) + 4:]))
+            send_frame(sock, 0x93, request_id, struct.pack(">IB", 1, 0))
 
-        client = self.client(self.serve(handler))
+        deleted = []
+        client = self.client(self.serve(handler), pool_size=1)
         targets = [bytearray(len(body)) for body in pages.values()]
         statuses = client.get(NS, list(pages), targets)
         expected = [Status.CORRUPT if key == corrupt else Status.OK for key in pages]
         self.assertEqual(statuses, expected)
+        self.assertEqual(deleted, [(protocol.Op.DELETE, corrupt)])
         for key, target in zip(pages, targets):
             if key != corrupt:
                 self.assertEqual(bytes(target), pages[key])

@@ -252,7 +252,9 @@ public final class ClusterPageStore extends AbstractPageStore {
                     detail[i] = e != null
                             ? "member " + m.id() + " (" + m.address() + ") unreachable: " + rootMessage(e)
                             : r.detail(j).orElse(st.name());
-                    if ((st == PageStatus.FAILED || st == PageStatus.TIMED_OUT) && !deadline.isOver()) {
+                    // A corrupt copy (which its member removed) is a reason to ask the next replica, as a failure is.
+                    if ((st == PageStatus.FAILED || st == PageStatus.TIMED_OUT || st == PageStatus.CORRUPT)
+                            && !deadline.isOver()) {
                         rank[i]++;
                         retry.add(i);
                     }
@@ -367,6 +369,12 @@ public final class ClusterPageStore extends AbstractPageStore {
             all.add(onMember(m, deadline, call));
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+    }
+
+    /** False: each member removes its own corrupt copy; the other replicas are good. */
+    @Override
+    protected boolean removesCorruptPages() {
+        return false;
     }
 
     @Override

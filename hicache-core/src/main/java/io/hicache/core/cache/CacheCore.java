@@ -381,7 +381,9 @@ final class CacheCore implements AutoCloseable {
                 Math.min(Integer.MAX_VALUE, events.sink().stats().queuedEvents()));
         lock.lock();
         try {
-            return metrics.snapshot(depths, tree.devicePages(), tree.hostPages(), tree.nodes());
+            long corruptInStore =
+                    stores.current().map(s -> s.stats().corruptPages()).orElse(0L);
+            return metrics.snapshot(depths, tree.devicePages(), tree.hostPages(), tree.nodes(), corruptInStore);
         } finally {
             lock.unlock();
         }

@@ -18,6 +18,7 @@ final class CacheMetrics {
     final LongAdder deviceEvictedPages = new LongAdder();
     final LongAdder deviceDeletedPages = new LongAdder();
     final LongAdder hostEvictedPages = new LongAdder();
+    final LongAdder corruptHostPages = new LongAdder();
     final LongAdder hostAdoptedPages = new LongAdder();
     final LongAdder backupsStarted = new LongAdder();
     final LongAdder backupsCompleted = new LongAdder();
@@ -47,7 +48,12 @@ final class CacheMetrics {
         failures.computeIfAbsent(cause, c -> new LongAdder()).increment();
     }
 
-    CacheStats snapshot(Map<String, Integer> queueDepths, long devicePages, long hostPages, long treeNodes) {
+    CacheStats snapshot(
+            Map<String, Integer> queueDepths,
+            long devicePages,
+            long hostPages,
+            long treeNodes,
+            long corruptStorePages) {
         return new CacheStats(
                 promptTokens.sum(),
                 deviceHitTokens.sum(),
@@ -57,6 +63,8 @@ final class CacheMetrics {
                 deviceEvictedPages.sum(),
                 deviceDeletedPages.sum(),
                 hostEvictedPages.sum(),
+                corruptHostPages.sum(),
+                corruptStorePages,
                 hostAdoptedPages.sum(),
                 backupsStarted.sum(),
                 backupsCompleted.sum(),

@@ -148,6 +148,10 @@ final class CacheMetricsExport implements AutoCloseable {
                 Map.entry("hicache_cache_moved_bytes", "bytes copied between tiers, by direction"),
                 Map.entry("hicache_cache_failures", "failures, by cause"),
                 Map.entry("hicache_cache_queue_depth", "entries waiting in each background loop's queue"),
+                Map.entry(
+                        "hicache_cache_corrupt_pages",
+                        "pages found misnamed or damaged by their tier's read check, never used: host (load-back, "
+                                + "upload) and store (the page store's get); each was removed"),
                 Map.entry("hicache_cache_pages", "pages the tree holds, by tier"),
                 Map.entry("hicache_cache_tree_nodes", "nodes in the radix tree"));
 
@@ -175,6 +179,11 @@ final class CacheMetricsExport implements AutoCloseable {
                     base.add("tier", "host").add("how", "deleted"),
                     s.hostEvictedPages());
             counter("hicache_cache_adopted_pages", base, s.hostAdoptedPages());
+            counter("hicache_cache_corrupt_pages", base.add("tier", "host"), s.corruptHostPages());
+            counter(
+                    "hicache_cache_corrupt_pages",
+                    base.add("tier", "store").add("store", store),
+                    s.corruptStorePages());
             counter("hicache_cache_backups", base.add("outcome", "started"), s.backupsStarted());
             counter("hicache_cache_backups", base.add("outcome", "completed"), s.backupsCompleted());
             counter("hicache_cache_backups", base.add("outcome", "skipped"), s.backupsSkipped());

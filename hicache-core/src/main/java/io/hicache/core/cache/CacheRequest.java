@@ -3,11 +3,13 @@ package io.hicache.core.cache;
 import io.hicache.core.Deadline;
 import io.hicache.core.events.Medium;
 import io.hicache.core.key.PageHash;
+import io.hicache.core.key.PageHashes;
 import io.hicache.core.memory.KvCopy;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
 import io.hicache.core.util.Checks;
+import io.hicache.core.util.RateLimitedLog;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -33,6 +35,8 @@ import org.jspecify.annotations.Nullable;
  * the device pages it allocated until they are committed or it closes.
  */
 public final class CacheRequest implements AutoCloseable {
+    private static final RateLimitedLog CORRUPT_LOG = new RateLimitedLog(
+            System.getLogger(CacheRequest.class.getName()), System.Logger.Level.WARNING, Duration.ofSeconds(10));
     private final CacheCore cache;
     private final String id;
     /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
@@ -189,6 +193,39 @@ public final class CacheRequest implements AutoCloseable {
     }
 
     /**
+     * The nodes of {@code path} before the first whose host pages fail their identity check (always) or their CRC-32C
+     * ({@code hicache-verify-host-checksums}): bytes that would be loaded as another page's KV. That node and what
+     * hangs below it leave the tree, counted and reported as removed; the request computes those tokens instead.
+     */
+    private List<TreeNode> intactPrefix(List<TreeNode> path) {
+        boolean checksums = cache.config.verifyHostChecksums();
+        for (int k = 0; k < path.size(); k++) {
+            TreeNode n = path.get(k);
+            int[] slots = Checks.checkNotNull(n.hostSlots(), "the host slots of a node on the evicted path");
+            PageHashes hashes = n.hashes();
+            for (int i = 0; i < n.pages(); i++) {
+                if (!cache.host().holdsIntact(slots[i], cache.namespace.key(hashes.get(i)), checksums)) {
+                    cache.metrics.corruptHostPages.increment();
+                    RadixTree.HostEviction dropped = cache.tree.dropHostWithSubtree(n);
+                    if (dropped != null) {
+                        cache.host().release(dropped.freedSlots());
+                        for (PageHashes run : dropped.removed()) {
+                            cache.events.removed(run, Medium.CPU);
+                        }
+                    }
+                    CORRUPT_LOG.log("host page " + i + " of " + n + " fails its " + (checksums ? "checksum or " : "")
+                            + "identity check: not loaded back; "
+                            + (dropped != null
+                                    ? dropped.freedSlots().length + " host pages dropped"
+                                    : "left in place (in use)"));
+                    return path.subList(0, k);
+                }
+            }
+        }
+        return path;
+    }
+
+    /**
      * Loads the host-only part of the cached prefix to the device, all or nothing: nothing when it is shorter than
      * {@code load-back-threshold} tokens or longer than {@code budgetTokens}. The returned copy signals each layer as
      * it lands; it also waits for loads of the same pages that other requests started. Pages come from the device
@@ -199,7 +236,7 @@ public final class CacheRequest implements AutoCloseable {
         try {
             checkOpen();
             rematch();
-            List<TreeNode> path = cache.tree.evictedPath(match.lastDeviceNode(), match.lastNode());
+            List<TreeNode> path = intactPrefix(cache.tree.evictedPath(match.lastDeviceNode(), match.lastNode()));
             int pages = 0;
             for (TreeNode n : path) {
                 pages += n.pages();

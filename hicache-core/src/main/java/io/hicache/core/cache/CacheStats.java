@@ -13,6 +13,10 @@ import java.util.Map;
  * @param deviceEvictedPages  device pages freed by demoting backed-up nodes to host-only
  * @param deviceDeletedPages  device pages freed by removing nodes that were not backed up
  * @param hostEvictedPages    host slots freed by host eviction
+ * @param corruptHostPages    host pages found misnamed or damaged at a load-back or upload (docs/keys.md): never
+ *                            loaded or uploaded, dropped from the tree with what hangs below them
+ * @param corruptStorePages   pages the page store found damaged or misnamed on a get (and removed), since it was
+ *                            attached
  * @param hostAdoptedPages    host pages an earlier run left (a warm host tier after a restart) that requests found
  *                            and took into the tree
  * @param backupsStarted      device-to-host backups started
@@ -50,6 +54,8 @@ public record CacheStats(
         long deviceEvictedPages,
         long deviceDeletedPages,
         long hostEvictedPages,
+        long corruptHostPages,
+        long corruptStorePages,
         long hostAdoptedPages,
         long backupsStarted,
         long backupsCompleted,

@@ -49,6 +49,12 @@ public final class HiCacheConfig {
             Setting.duration("prefetch-timeout-per-ki-token", "250ms", "the timeout policy's part per 1024 tokens");
     public static final Setting<Integer> LOAD_BACK_THRESHOLD = Setting.integer(
             "load-back-threshold", 10, 0, Integer.MAX_VALUE, "the fewest host tokens worth loading back to the device");
+    public static final Setting<Boolean> VERIFY_HOST_CHECKSUMS = Setting.bool(
+            "hicache-verify-host-checksums",
+            false,
+            "check each host page's CRC-32C before loading it back to the device (its identity is always checked; "
+                    + "uploads to the page store always check both): one CPU pass per page, which a GPU's link outruns"
+                    + " several times (docs/keys.md)");
     public static final Setting<String> STORAGE_BACKEND = Setting.string(
             "hicache-storage-backend", "", "the page store (L3) by name: file, rocksdb, s3, ...; empty for none");
     public static final Setting<Integer> STORAGE_BATCH =
@@ -135,6 +141,7 @@ public final class HiCacheConfig {
                 PREFETCH_TIMEOUT_BASE,
                 PREFETCH_TIMEOUT_PER_KI_TOKEN,
                 LOAD_BACK_THRESHOLD,
+                VERIFY_HOST_CHECKSUMS,
                 STORAGE_BACKEND,
                 STORAGE_BATCH,
                 STORAGE_TIMEOUT,
@@ -382,6 +389,11 @@ public final class HiCacheConfig {
     /** The fewest host tokens worth loading back to the device. */
     public int loadBackThresholdTokens() {
         return loadBackThresholdTokens;
+    }
+
+    /** Whether a load-back checks each host page's CRC-32C, not only its identity ({@link #VERIFY_HOST_CHECKSUMS}). */
+    public boolean verifyHostChecksums() {
+        return settings.read(s -> s.get(VERIFY_HOST_CHECKSUMS));
     }
 
     /** The page store's name, or empty for none. */

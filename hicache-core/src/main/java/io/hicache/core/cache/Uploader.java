@@ -16,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -423,8 +424,17 @@ final class Uploader implements AutoCloseable {
         boolean direct = cache.format.layout() != HostLayout.LAYER_FIRST;
         PageBatch.Builder batch =
                 PageBatch.builder(parts.stream().mapToInt(Uploader::size).sum());
+        Map<Part, boolean[]> damaged = new HashMap<>();
         for (Part part : parts) {
             for (int i = part.from; i < part.to; i++) {
+                // Damaged host bytes must not reach the store under a fresh, valid checksum: one CRC pass per page,
+                // small next to the store's write.
+                if (!cache.host().holdsIntact(part.upload.slots[i], part.keys.get(i), true)) {
+                    damaged.computeIfAbsent(part, p -> new boolean[size(p)])[i - part.from] = true;
+                    cache.metrics.corruptHostPages.increment();
+                    cache.host().condemn(part.upload.slots[i]); // dropped from the tree at its next load-back
+                    continue;
+                }
                 MemorySegment page;
                 if (direct) {
                     page = cache.host().slab().page(part.upload.slots[i]);
@@ -456,15 +466,18 @@ final class Uploader implements AutoCloseable {
             int[] w = written.computeIfAbsent(part.upload, u -> new int[3]);
             int ok = 0;
             int runFrom = -1; // a run of pages written (OK), announced when it ends
-            for (int i = 0; i < size(part); i++, at++) {
-                PageStatus status = r == null ? PageStatus.FAILED : r.status(at);
+            boolean[] bad = damaged.get(part);
+            for (int i = 0; i < size(part); i++) {
+                PageStatus status = bad != null && bad[i]
+                        ? PageStatus.CORRUPT // not sent
+                        : r == null ? PageStatus.FAILED : r.status(at++);
                 if (status == PageStatus.OK) {
                     ok++;
                     runFrom = runFrom < 0 ? part.from + i : runFrom;
                     continue;
                 }
-                if (status == PageStatus.EXISTS) {
-                    w[1]++;
+                if (status == PageStatus.EXISTS || status == PageStatus.CORRUPT) {
+                    w[1]++; // the store has it, or (damaged on the host) it must never go there: not retried
                 } else {
                     w[2]++;
                 }

@@ -7,8 +7,11 @@ import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.util.Checks;
+import io.hicache.core.util.RateLimitedLog;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -33,6 +36,7 @@ public abstract class AbstractPageStore implements PageStore {
     private final StoreCapabilities capabilities;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Counters counters = new Counters();
+    private final RateLimitedLog corruptLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofSeconds(10));
 
     protected AbstractPageStore(String name, String location, StoreCapabilities capabilities) {
         this.name = Checks.checkNotNull(name, "name");
@@ -128,7 +132,44 @@ public abstract class AbstractPageStore implements PageStore {
         }
         checkOpen();
         return run(targets.size(), deadline, "get", () -> doGet(targets, deadline))
-                .thenApply(result -> counters.countGet(targets, result));
+                .thenApply(result -> counters.countGet(targets, result))
+                .thenCompose(result -> removeCorrupt(targets, result, deadline));
+    }
+
+    /**
+     * Whether a page a get found CORRUPT is deleted by this skeleton before the get completes (the default), so that
+     * later reads miss it and leading-hit queries stop counting it (docs/keys.md, "read-side integrity"). A store
+     * that removes such pages itself while reading, or whose pages live in other stores that do (a cluster's members),
+     * says false.
+     */
+    protected boolean removesCorruptPages() {
+        return true;
+    }
+
+    private CompletableFuture<BatchResult> removeCorrupt(PageBatch targets, BatchResult result, Deadline deadline) {
+        List<StoreKey> corrupt = new ArrayList<>();
+        for (int i = 0; i < result.size(); i++) {
+            if (result.status(i) == PageStatus.CORRUPT) {
+                corrupt.add(targets.key(i));
+            }
+        }
+        if (corrupt.isEmpty()) {
+            return CompletableFuture.completedFuture(result);
+        }
+        corruptLog.log("page store '" + name + "' at " + location + ": " + corrupt.size() + " page(s) failed their "
+                + "checksum or identity check, e.g. " + corrupt.getFirst() + "; served as misses"
+                + (removesCorruptPages() ? " and removed" : ""));
+        if (!removesCorruptPages() || deadline.isOver() || closed.get()) {
+            return CompletableFuture.completedFuture(result);
+        }
+        return call(() -> doDelete(corrupt, deadline)).handle((deleted, error) -> {
+            if (error != null) {
+                report("removal of corrupt pages", error);
+            } else {
+                counters.countDelete(deleted);
+            }
+            return result;
+        });
     }
 
     @Override

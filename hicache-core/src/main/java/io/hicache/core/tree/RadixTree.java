@@ -532,6 +532,40 @@ public final class RadixTree {
         return new Dropped(pages, slots, n.hashes(), hostRuns);
     }
 
+    /**
+     * Removes {@code n}, a host-only node whose host pages were found damaged or misnamed, with its descendants (no
+     * prefix reaches them without {@code n}): the host slots to free and the runs that left the host. Null, with nothing
+     * changed, when {@code n} is not host-only or it or a descendant is in use or on the device.
+     */
+    public @Nullable HostEviction dropHostWithSubtree(TreeNode n) {
+        if (n == root || n.device != null || n.host == null || n.lockRef > 0 || n.pending != null || n.hostRef > 0) {
+            return null;
+        }
+        List<TreeNode> all = new ArrayList<>();
+        collectPostOrder(n, all);
+        int slotCount = 0;
+        for (TreeNode d : all) {
+            if (d.device != null || d.lockRef > 0 || d.pending != null || d.hostRef > 0) {
+                return null;
+            }
+            slotCount += d.host == null ? 0 : d.pages;
+        }
+        int[] slots = new int[slotCount];
+        int at = 0;
+        List<PageHashes> runs = new ArrayList<>();
+        for (TreeNode d : all) { // post-order: children before their parent
+            if (d.host != null) {
+                System.arraycopy(d.host, 0, slots, at, d.pages);
+                at += d.pages;
+                hostPages -= d.pages;
+                d.host = null;
+                runs.add(d.hashes);
+            }
+            remove(d);
+        }
+        return new HostEviction(slots, runs);
+    }
+
     private static void collectPostOrder(TreeNode n, List<TreeNode> out) {
         for (TreeNode c : n.children()) {
             collectPostOrder(c, out);

@@ -142,6 +142,19 @@ final class PageIndex {
         return true;
     }
 
+    /**
+     * Removes {@code p}, found damaged (its bytes fail its CRC-32C), if it is still the page of its key: it is not
+     * written behind, and its memory goes when its last user lets go. True if it was taken out here.
+     */
+    boolean discardCorrupt(SlabPage p) {
+        if (takeOut(p.key, p, false) == null) {
+            return false;
+        }
+        p.dirty = false;
+        freeIfUnused(p);
+        return true;
+    }
+
     /** Removes {@code p} (flush) if it is still the page of its key, L3 has it (or there is none), and nobody uses it. */
     boolean drop(SlabPage p) {
         if (takeOut(p.key, p, true) == null) {

@@ -132,6 +132,9 @@ final class ReadHandler {
                     if (PageChecksum.of(bytes) != p.crc) {
                         status = status == PageStatus.OK ? PageStatus.CORRUPT : status;
                         crc = 0;
+                        if (cache.pages.discardCorrupt(p)) { // later reads miss it, or read L3's copy through
+                            cache.counters.corruptPages.increment();
+                        }
                     } else {
                         crc = call.checksum().of(bytes);
                         if (call.checksum() == WireChecksum.CRC32) {

@@ -101,6 +101,23 @@ final class ServerMetrics {
         counted("hicache_server_hits_host", "pages served from the host slab", counters.hostHits);
         counted("hicache_server_hits_store", "pages served from the L3 store (and promoted)", counters.storeHits);
         counted("hicache_server_misses", "pages found in no tier", counters.misses);
+        CounterWithCallback.builder()
+                .name("hicache_server_corrupt_pages")
+                .help(
+                        "pages found damaged (bytes failing their checksum or identity header) and removed, by tier: the "
+                                + "slab's by the daemon's own checks (write-behind, CRC-32 conversion, warm restart), the "
+                                + "store's by the L3 store's reads; each was answered as CORRUPT or read as a miss, never served")
+                .labelNames("tier")
+                .callback(cb -> {
+                    cb.call(counters.corruptPages.sum(), "slab");
+                    cb.call(
+                            cache.l3
+                                    .current()
+                                    .map(s -> s.stats().corruptPages())
+                                    .orElse(0L),
+                            "store");
+                })
+                .register(registry);
         counted("hicache_server_evicted_pages", "pages evicted from the host slab", counters.evictedPages);
         counted("hicache_server_rejected_puts", "puts refused (full, over quota, too large)", counters.rejectedPuts);
         CounterWithCallback.builder()

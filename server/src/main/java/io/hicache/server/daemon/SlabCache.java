@@ -87,6 +87,7 @@ final class SlabCache implements AutoCloseable {
             space.charge(k.key().namespace(), space.blockBytes(k.order()));
             if (PageChecksum.of(space.bytes(room)) != k.crc()) {
                 space.free(room); // its block and its charge
+                counters.corruptPages.increment();
                 continue;
             }
             SlabWrites.Stored done = writes.commit(room, k.crc());

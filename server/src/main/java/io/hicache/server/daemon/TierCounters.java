@@ -21,4 +21,9 @@ final class TierCounters {
     final LongAdder sameHostReadBytes = new LongAdder();
 
     final LongAdder sameHostWrittenBytes = new LongAdder();
+    /**
+     * Pages of the slab found damaged (bytes failing their CRC-32C) by the daemon's own checks: before a write-behind,
+     * converting a checksum for a CRC-32 connection, on a warm restart. Each was removed.
+     */
+    final LongAdder corruptPages = new LongAdder();
 }

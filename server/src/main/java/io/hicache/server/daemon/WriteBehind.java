@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.BatchResult;
 import io.hicache.core.store.PageBatch;
+import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
 import io.hicache.core.util.RateLimitedLog;
@@ -46,6 +47,8 @@ import org.jspecify.annotations.Nullable;
 final class WriteBehind {
     private static final System.Logger LOG = System.getLogger(WriteBehind.class.getName());
     private static final int BATCH = 128;
+    private final RateLimitedLog corruptLog =
+            new RateLimitedLog(LOG, System.Logger.Level.WARNING, Duration.ofSeconds(10));
     /** Put in the queue to wake the thread (a clear ended); not a page. */
     @SuppressWarnings("NullAway") // no key, which every page has: a sentinel, only compared by identity
     private static final SlabPage WAKE = new SlabPage(null, -1, -1, 0, 0);
@@ -238,9 +241,22 @@ final class WriteBehind {
                 continue;
             }
             cache.pages.retain(e);
+            MemorySegment bytes = cache.space.bytes(e);
+            // Damaged slab bytes must not reach L3 under a fresh, valid checksum: checked here, where one pass over
+            // the page costs little next to the store's write.
+            if (PageChecksum.of(bytes) != e.crc) {
+                if (cache.pages.discardCorrupt(e)) {
+                    cache.counters.corruptPages.increment();
+                    corruptLog.log("the slab page " + e.key + " fails its CRC-32C (damaged in memory since it was "
+                            + "stored): removed, not written to L3");
+                }
+                pending.decrementAndGet();
+                cache.pages.release(e);
+                continue;
+            }
             live.add(e);
             keys.add(e.key);
-            pages.add(cache.space.bytes(e));
+            pages.add(bytes);
         }
         if (live.isEmpty()) {
             return;

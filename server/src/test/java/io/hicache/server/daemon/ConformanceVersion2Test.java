@@ -11,6 +11,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.CRC32;
@@ -312,6 +313,34 @@ class ConformanceVersion2Test {
             assertEquals(OK, damaged.status(), "sent with the checksum kept from the bytes as stored");
             assertEquals(crc32(page.body()), damaged.crc());
             assertTrue(crc32(damaged.body()) != damaged.crc(), "so the client's check of what arrived fails");
+        }
+    }
+
+    // Read-side integrity (issue 40, part 2): bytes damaged in the slab before a CRC-32 was ever computed from them
+    // are answered CORRUPT and the page is removed (a later GET misses it, or reads L3's good copy through); the
+    // daemon counts it in hicache_server_corrupt_pages{tier="slab"}
+    @Test
+    void aPageDamagedInTheSlabIsCorruptOnceAndThenGone() throws IOException {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(40_000);
+        MappedByteBuffer slab = mapSlab(slabPath());
+        long corruptBefore = d.server.cache.counters.corruptPages.sum();
+        try (DocWireClient c = open2(CRC_32)) {
+            Reservation res = reserve(c, ns, List.of(page), 10_000);
+            int at = (int) res.offsets()[0];
+            slab.put(at, page.body());
+            assertArrayEquals(new int[] {OK}, commit(c, res.id(), new int[] {crc32(page.body())}));
+            slab.put(at + 100, (byte) ~page.body()[100]);
+            PageAnswer damaged =
+                    getAnswer(c.call(GET, 0, getPayload(ns, List.of(page)))).getFirst();
+            // CORRUPT here, or MISS if the write-behind's own check found the damage first and removed the page
+            assertTrue(damaged.status() == CORRUPT || damaged.status() == MISS, "status " + damaged.status());
+            assertEquals(corruptBefore + 1, d.server.cache.counters.corruptPages.sum(), "counted once");
+            PageAnswer again =
+                    getAnswer(c.call(GET, 0, getPayload(ns, List.of(page)))).getFirst();
+            assertTrue(
+                    again.status() == MISS || (again.status() == OK && Arrays.equals(page.body(), again.body())),
+                    "after the damage: a miss or L3's good copy, never the damaged bytes (" + again.status() + ")");
         }
     }
 

@@ -105,19 +105,36 @@ final class TestDaemon implements AutoCloseable {
      */
     PageCorrupter corrupter() {
         return (store, key) -> {
-            SlabPage e = server.cache.pages.pin(key);
-            if (e != null) {
-                try {
-                    MemorySegment page = server.cache.space.bytes(e);
-                    long middle = page.byteSize() / 2;
-                    page.set(ValueLayout.JAVA_BYTE, middle, (byte) ~page.get(ValueLayout.JAVA_BYTE, middle));
-                } finally {
-                    server.cache.pages.unpin(e);
-                }
-                return;
+            if (!flipInSlab(key)) {
+                flipInFile((FilePageStore) server.cache.l3.current().orElseThrow(), key);
             }
-            flipInFile((FilePageStore) server.cache.l3.current().orElseThrow(), key);
         };
+    }
+
+    /** Flips a byte in the middle of {@code key}'s page in the slab; false when the slab does not hold it. */
+    boolean flipInSlab(StoreKey key) {
+        SlabPage e = server.cache.pages.pin(key);
+        if (e == null) {
+            return false;
+        }
+        try {
+            MemorySegment page = server.cache.space.bytes(e);
+            long middle = page.byteSize() / 2;
+            page.set(ValueLayout.JAVA_BYTE, middle, (byte) ~page.get(ValueLayout.JAVA_BYTE, middle));
+        } finally {
+            server.cache.pages.unpin(e);
+        }
+        return true;
+    }
+
+    /** Whether the slab holds {@code key}'s page. */
+    boolean holds(StoreKey key) {
+        SlabPage e = server.cache.pages.pin(key);
+        if (e == null) {
+            return false;
+        }
+        server.cache.pages.unpin(e);
+        return true;
     }
 
     private static void flipInFile(FilePageStore store, StoreKey key) throws IOException {

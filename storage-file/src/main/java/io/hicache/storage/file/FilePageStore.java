@@ -487,6 +487,12 @@ public final class FilePageStore extends AbstractPageStore {
         return gate.capacityBytes();
     }
 
+    /** False: a corrupt page file is deleted while it is read. */
+    @Override
+    protected boolean removesCorruptPages() {
+        return false;
+    }
+
     @Override
     protected void doClose() {
         ioThreads.shutdown();

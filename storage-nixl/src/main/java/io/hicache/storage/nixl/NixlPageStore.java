@@ -471,6 +471,12 @@ public final class NixlPageStore extends AbstractPageStore {
         return gate == null ? -1 : gate.capacityBytes();
     }
 
+    /** False: a page whose trailer fails is discarded while it is read. */
+    @Override
+    protected boolean removesCorruptPages() {
+        return false;
+    }
+
     @Override
     protected void doClose() {
         if (gate != null) {

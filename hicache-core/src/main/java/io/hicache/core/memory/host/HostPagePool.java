@@ -448,6 +448,33 @@ public final class HostPagePool implements AutoCloseable {
         return slot >= 0 && SlotStates.state(states.word(slot)) == SlotStates.READY && journal.hasKey(slot, k);
     }
 
+    /**
+     * Whether {@code slot} holds page {@code key} intact now: ready, its journal record naming {@code key} (the
+     * identity check, a 48-byte compare), and, with {@code checksum}, its bytes matching the CRC-32C recorded at commit
+     * (one pass over the page). The caller keeps the slot from being released meanwhile (the tree's load-back path, an
+     * upload's pin).
+     */
+    public boolean holdsIntact(int slot, StoreKey key, boolean checksum) {
+        checkOpen();
+        if (slot < 0 || slot >= capacity() || !isReady(slot, HostIndex.key(key))) {
+            return false;
+        }
+        return !checksum || checksum(slot) == journal.checksum(slot);
+    }
+
+    /**
+     * Takes the name away from a ready page found damaged: no lookup finds it any more and {@link #holdsIntact} fails
+     * for it, so the cache drops it (and what hangs below it) at its next load-back; the slot itself goes back to the
+     * pool through {@link #release} as usual.
+     */
+    public void condemn(int slot) {
+        checkOpen();
+        if (SlotStates.state(states.word(slot)) == SlotStates.READY) {
+            index.remove(journal.key(slot));
+            journal.forgetKey(slot);
+        }
+    }
+
     /** How many of {@code keys}, from the first, are ready here: stops at the first that is not. */
     public int leadingReady(List<StoreKey> keys) {
         checkOpen();

@@ -47,6 +47,11 @@ final class SlotJournal {
         PageRecordDescriptor.setTagAndCrcRelease(records, base(slot), SlotStates.READY, checksum);
     }
 
+    /** Overwrites {@code slot}'s recorded key with zeros, a key no page has: the slot no longer names its page. */
+    void forgetKey(int slot) {
+        PageRecordDescriptor.writeKey(records, base(slot), new byte[PageRecordDescriptor.KEY_LENGTH]);
+    }
+
     /** Records that {@code slot} holds nothing. */
     void free(int slot) {
         PageRecordDescriptor.setTagAndCrcRelease(records, base(slot), SlotStates.FREE, 0);
