@@ -30,6 +30,7 @@ class LocalPathTest(unittest.TestCase):
         hashes = random_hashes(len(pages))
         self.assertEqual(self.tcp.put(self.ns, hashes, pages), [Status.OK] * 4)
         leases, gets = self.requests("lease"), self.requests("get")
+        read_before = self.same_host_bytes("read")
         k_part, raw_page = ctypes_buffer(30000), ctypes_buffer(4096)  # memory addressed by (address, length)
         targets = [bytearray(1), address_of(raw_page), [address_of(k_part), bytearray(40001)], bytearray(1 << 20)]
         self.assertEqual(self.local.get(self.ns, hashes, targets), [Status.OK] * 4)
@@ -40,6 +41,14 @@ class LocalPathTest(unittest.TestCase):
         self.assertEqual(self.local.local_slab_path, self.local.handshake().slab_path)
         self.assertEqual(self.requests("lease") - leases, 1)
         self.assertEqual(self.requests("get") - gets, 0)
+        # the tier's own counter of bytes read without the socket moved by the pages' bytes (issue 40, part 4)
+        self.assertEqual(self.same_host_bytes("read") - read_before, sum(len(p) for p in pages))
+
+    def same_host_bytes(self, direction: str) -> float:
+        for line in self.tcp.stats().splitlines():
+            if line.startswith(f'hicache_server_same_host_bytes_total{{direction="{direction}"}} '):
+                return float(line.split()[-1])
+        raise AssertionError("hicache_server_same_host_bytes_total is not in the daemon's metrics")
 
     def test_lease_statuses_of_missing_and_mis_sized_pages(self):
         hashes = random_hashes(3)

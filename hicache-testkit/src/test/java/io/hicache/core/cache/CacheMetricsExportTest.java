@@ -22,7 +22,8 @@ import org.junit.jupiter.api.Test;
 
 /** The cache's metrics as a scraper reads them from a Prometheus registry: the default one, or the engine's. */
 class CacheMetricsExportTest {
-    private static final String NS = TestEngine.NS.id();
+    // the cache fills in its page size (4 tokens here), which the builder's namespace left unstated
+    private static final String NS = TestEngine.NS.withPageTokens(4).id();
 
     @Test
     void theDefaultRegistryCountsWhatTheCacheDid() throws Exception {

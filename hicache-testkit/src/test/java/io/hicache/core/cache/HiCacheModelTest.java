@@ -183,7 +183,7 @@ class HiCacheModelTest {
         int[] fresh = o.r.allocate(upTo - prefix.length);
         PageHashes hashes = hasher.hashPages(o.prompt);
         for (int i = 0; i < fresh.length; i++) {
-            PagePattern.fill(flat, TestEngine.NS.key(hashes.get(prefix.length + i)));
+            PagePattern.fill(flat, cache.namespace().key(hashes.get(prefix.length + i)));
             cache.device().writePage(fresh[i], flat);
         }
         int[] all = Arrays.copyOf(prefix, upTo);

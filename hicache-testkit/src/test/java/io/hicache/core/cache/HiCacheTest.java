@@ -116,6 +116,11 @@ class HiCacheTest {
             first.serve("a", p);
             first.quiesce();
             assertEquals(16, first.cache.stats().uploadedPages());
+            // every tier's own counters moved (issue 40, part 4: a tier that silently did nothing fails here)
+            long bytes = 16 * first.cache.format().pageBytes();
+            assertEquals(bytes, first.cache.stats().bytesDeviceToHost(), "device to host");
+            assertEquals(bytes, first.cache.stats().bytesHostToStore(), "host to store");
+            assertEquals(bytes, shared.stats().bytesWritten(), "the store's own count of bytes written");
         }
         try (TestEngine second =
                 new TestEngine(settings("hicache-storage-prefetch-policy", "wait_complete"), 64, unclosable(shared))) {
@@ -135,6 +140,10 @@ class HiCacheTest {
                     "the request's own account: every token from L3");
             second.quiesce();
             assertEquals(64, second.cache.stats().storageHitTokens());
+            long bytes = 16 * second.cache.format().pageBytes();
+            assertEquals(bytes, second.cache.stats().bytesStoreToHost(), "store to host");
+            assertEquals(bytes, second.cache.stats().bytesHostToDevice(), "host to device");
+            assertEquals(bytes, shared.stats().bytesRead(), "the store's own count of bytes read");
             second.cache.core().checkConsistency();
         } finally {
             shared.close();

@@ -9,7 +9,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * Whether puts are failing for a reason the daemon knows, for {@code /health} (503) and the
  * {@code hicache_server_healthy} gauge: the slab has had no room for a put (every page pinned, or not yet written to
- * L3, so none can be evicted), or the L3 store fails the write-behind. Each is a state, not an event: it holds from a
+ * L3, so none can be evicted), the L3 store fails the write-behind, or a background loop failed a round. Each is a state, not an event: it holds from a
  * failure until the next success of the same kind, and lapses after {@link #WINDOW} without a failure (a daemon nobody
  * writes to is not failing). Entering either state is logged once, then at most once a minute.
  *
@@ -25,6 +25,9 @@ final class Health {
     private final AtomicLong lastStoreFailureNanos = new AtomicLong(NEVER);
     private final AtomicLong lastStoreWriteNanos = new AtomicLong(NEVER);
     private volatile String lastStoreFailure = "";
+    private final AtomicLong lastLoopFailureNanos = new AtomicLong(NEVER);
+    private volatile String lastLoopFailure = "";
+    private final RateLimitedLog loopLog = new RateLimitedLog(LOG, Level.ERROR, Duration.ofMinutes(1));
     private final RateLimitedLog noRoomLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofMinutes(1));
     private final RateLimitedLog storeLog = new RateLimitedLog(LOG, Level.WARNING, Duration.ofMinutes(1));
 
@@ -55,6 +58,17 @@ final class Health {
         lastStoreWriteNanos.set(System.nanoTime());
     }
 
+    /**
+     * A background loop's round failed with {@code error} (a bug, a store breaking its contract): the loop goes on
+     * with its next round, and the daemon says it is failing for {@link #WINDOW} after the latest such failure.
+     */
+    void loopFailed(String loop, Throwable error) {
+        lastLoopFailure = loop + " (" + error + ")";
+        lastLoopFailureNanos.set(System.nanoTime());
+        loopLog.log("the " + loop + " loop failed a round (" + error + "); it goes on, and /health says failing for "
+                + WINDOW.toSeconds() + " s after the latest such failure");
+    }
+
     /** Why puts are failing now, or null when they are not. */
     @Nullable
     String failing() {
@@ -64,6 +78,9 @@ final class Health {
         }
         if (current(lastStoreFailureNanos.get(), lastStoreWriteNanos.get(), now)) {
             return "failing: the L3 store fails the write-behind: " + lastStoreFailure;
+        }
+        if (current(lastLoopFailureNanos.get(), NEVER, now)) {
+            return "failing: a background loop failed: " + lastLoopFailure;
         }
         return null;
     }

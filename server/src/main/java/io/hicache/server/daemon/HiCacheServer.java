@@ -95,6 +95,7 @@ public final class HiCacheServer implements AutoCloseable {
         metrics.export(cache);
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
         this.leases = new Leases(cache.pages, cache.space, config.maxLeasesPerConnection());
+        metrics.exportHeld(leases, partialFrames);
         this.readHandler = new ReadHandler(config, cache, leases);
         this.writeHandler = new WriteHandler(config, cache, leases);
         this.adminHandler = new AdminHandler(this);

@@ -133,6 +133,11 @@ final class ServerMetrics {
                 .register(registry);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted(
+                "hicache_server_write_behind_loop_failures",
+                "rounds of the write-behind loop that failed unexpectedly (a bug, a store breaking its contract) and "
+                        + "were survived; /health says failing for a minute after each",
+                cache.writeBehind.loopFailures);
+        counted(
                 "hicache_server_write_behind_failures",
                 "failed tries to write a page behind to L3",
                 cache.writeBehind.failures);
@@ -195,6 +200,25 @@ final class ServerMetrics {
                 .help(help)
                 .callback(cb -> cb.call(value.getAsLong()))
                 .register(registry);
+    }
+
+    /**
+     * What connections hold now: leases, reservations, and bytes of frames still arriving. All three go back to 0 when
+     * the clients holding them go, however they go (a client killed mid-lease, mid-reserve or mid-put included).
+     */
+    void exportHeld(Leases leases, FrameDecoder.Budget partialFrames) {
+        gauge(
+                "hicache_server_leases",
+                "leases held by connections now (pages pinned for same-host reads)",
+                leases::active);
+        gauge(
+                "hicache_server_reservations",
+                "reservations held by connections now (slab rooms for same-host writes)",
+                leases::reserved);
+        gauge(
+                "hicache_server_partial_frame_bytes",
+                "bytes of frames still arriving, held against server.max-partial-frame-bytes",
+                partialFrames::heldBytes);
     }
 
     /**

@@ -87,6 +87,11 @@ final class WriteBehind {
     private final ArrayDeque<String> abandonedNames = new ArrayDeque<>();
 
     private final Thread thread;
+    /** Run at the start of each round when set: how tests make a round fail. Null in service. */
+    volatile @Nullable Runnable faultForTests;
+    /** Rounds of the loop that failed with an unexpected throwable (and were survived). */
+    final LongAdder loopFailures = new LongAdder();
+
     final LongAdder written = new LongAdder();
     /** Failed tries, counted per page. */
     final LongAdder failures = new LongAdder();
@@ -164,6 +169,10 @@ final class WriteBehind {
     private void run() {
         while (!stopped && (!stopping || pending.get() > 0)) {
             try {
+                Runnable fault = faultForTests;
+                if (fault != null) {
+                    fault.run();
+                }
                 List<SlabPage> batch = nextBatch();
                 if (batch.isEmpty()) {
                     continue;
@@ -179,7 +188,10 @@ final class WriteBehind {
             } catch (InterruptedException e) {
                 // closing: the loop's condition decides
             } catch (Throwable t) {
-                // write() handles every page of its batch before anything can throw here; keep the thread alive.
+                // A bug, or a store breaking its contract: the thread lives on (a dead write-behind would freeze the
+                // slab full of unwritten pages), and the failure is counted and shows in /health.
+                loopFailures.increment();
+                cache.health.loopFailed("write-behind", t);
                 LOG.log(Level.ERROR, "write-behind: unexpected failure; going on", t);
             }
         }
@@ -292,6 +304,10 @@ final class WriteBehind {
         try {
             r = store.put(PageBatch.of(keys, pages), Deadline.after(Duration.ofSeconds(30)))
                     .get(60, TimeUnit.SECONDS);
+            if (r.size() != live.size()) { // a store breaking its contract: a failed batch, retried
+                batchFailure = "the store answered " + r.size() + " statuses for " + live.size() + " pages";
+                r = null;
+            }
         } catch (Throwable t) {
             batchFailure = t.toString();
         }

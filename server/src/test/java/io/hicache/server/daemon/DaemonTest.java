@@ -295,6 +295,13 @@ class DaemonTest {
             for (String name : List.of("hicache_server_connections", "hicache_server_slab_bytes")) {
                 assertTrue(ProtocolConformanceTest.metric(metrics.body(), name) > 0, name + " in:\n" + metrics.body());
             }
+            // the tier's own I/O counters moved by at least the pages' bytes (issue 40, part 4)
+            for (String name : List.of("hicache_server_received_bytes_total", "hicache_server_sent_bytes_total")) {
+                assertTrue(
+                        ProtocolConformanceTest.metric(metrics.body(), name) >= 4 * 4 * KIB,
+                        name + " in:\n" + metrics.body());
+            }
+            assertEquals(0, ProtocolConformanceTest.metric(metrics.body(), "hicache_server_misses_total"));
             HttpResponse<String> health = http.send(
                     HttpRequest.newBuilder(URI.create(base + "/health")).build(), HttpResponse.BodyHandlers.ofString());
             assertEquals(200, health.statusCode());

@@ -112,6 +112,46 @@ class WriteBehindFailuresTest {
         }
     }
 
+    /**
+     * Issue 40, part 4: a round of the write-behind loop that throws (a bug: here an injected error) does not kill the
+     * loop: it is counted ({@code hicache_server_write_behind_loop_failures_total}), /health says failing, and pages
+     * put afterwards still reach L3 (nothing freezes behind a dead thread, LMCache #4817's failure).
+     */
+    @Test
+    void aWriteBehindRoundThatThrowsIsCountedShownAndSurvived() throws Exception {
+        try (TestDaemon daemon = start("0", "5", "20s");
+                RemotePageStore client = daemon.client();
+                Pages pages = new Pages()) {
+            WriteBehind wb = daemon.server.cache.writeBehind;
+            java.util.concurrent.atomic.AtomicInteger thrown = new java.util.concurrent.atomic.AtomicInteger();
+            wb.faultForTests = () -> {
+                if (thrown.getAndIncrement() < 3) {
+                    throw new AssertionError("injected: a bug in the write-behind's round");
+                }
+            };
+            await(() -> wb.loopFailures.sum() == 3, "three rounds failed");
+            HttpResponse<String> health = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(
+                                            URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/health"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, health.statusCode());
+            assertTrue(health.body().contains("a background loop failed: write-behind"), health.body());
+            HttpResponse<String> metrics = HttpClient.newHttpClient()
+                    .send(
+                            HttpRequest.newBuilder(
+                                            URI.create("http://127.0.0.1:" + daemon.server.metricsPort() + "/metrics"))
+                                    .build(),
+                            HttpResponse.BodyHandlers.ofString());
+            assertTrue(metrics.body().contains("hicache_server_write_behind_loop_failures_total 3"), "metric");
+            List<StoreKey> keys = pages.keys(Pages.namespace("after-a-failed-round"), 2);
+            assertEquals(2, Pages.put(client, pages.filled(keys, 4096)).count(PageStatus.OK));
+            await(() -> wb.pendingPages() == 0, "the loop lives: pages put afterwards reach L3");
+            assertTrue(wb.written.sum() >= 2);
+        }
+    }
+
     /** A store that fails and then recovers: /health is red while it fails, and green again once a write succeeds. */
     @Test
     void healthIsRedWhileTheStoreFailsAndGreenOnceItWrites() throws Exception {
