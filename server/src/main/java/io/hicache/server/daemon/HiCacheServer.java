@@ -76,6 +76,10 @@ public final class HiCacheServer implements AutoCloseable {
     private final EventLoopGroup loops;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final Channel listener;
+    /** The Redis protocol's listener (docs/resp.md), or null when {@code server.resp-port} is -1. */
+    private final @Nullable Channel respListener;
+
+    private final RespLengths respLengths = new RespLengths();
     /** Null when off ({@code server.metrics-port} -1). */
     private final @Nullable MetricsEndpoint endpoint;
 
@@ -132,6 +136,7 @@ public final class HiCacheServer implements AutoCloseable {
                     }
                 });
         this.listener = bind(b, config);
+        this.respListener = config.respPort() < 0 ? null : bindResp(config);
         MetricsEndpoint http = null;
         if (config.metricsPort() >= 0) {
             try {
@@ -154,6 +159,49 @@ public final class HiCacheServer implements AutoCloseable {
             }
         }
         this.endpoint = http;
+    }
+
+    /** Binds the Redis protocol's port, on the same event loops as the binary protocol. */
+    private Channel bindResp(ServerConfig config) throws InterruptedException {
+        ServerBootstrap b = new ServerBootstrap()
+                .group(acceptor, loops)
+                .channel(transport.serverChannel())
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        ch.closeFuture().addListener(f -> metrics.connections.decrementAndGet());
+                        if (metrics.connections.incrementAndGet() > config.maxConnections()) {
+                            ch.close(); // server.max-connections counts both protocols' connections
+                            return;
+                        }
+                        ch.pipeline()
+                                .addLast(new FlushConsolidationHandler(
+                                        FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
+                        ch.pipeline().addLast(new RespDecoder(Math.max(config.maxPageBytes(), 64 * 1024)));
+                        ch.pipeline().addLast(new RespHandler(HiCacheServer.this, respLengths));
+                    }
+                });
+        try {
+            return b.bind(config.bind(), config.respPort()).sync().channel();
+        } catch (Exception e) {
+            listener.close().sync();
+            throw new HiCacheException(
+                    ErrorCode.CONFIG_INVALID,
+                    "cannot serve the Redis protocol on " + config.bind() + ":" + config.respPort()
+                            + " (server.resp-port): " + e.getMessage() + "; give it a free port, 0 for any, or -1 for "
+                            + "none",
+                    e);
+        }
+    }
+
+    /** The Redis protocol's port, or -1 when it is off. */
+    public int respPort() {
+        Channel ch = respListener;
+        return ch == null ? -1 : ((InetSocketAddress) ch.localAddress()).getPort();
     }
 
     /** Binds the protocol port; a port in use or an address not of this host is said in words, with the setting. */
@@ -265,6 +313,7 @@ public final class HiCacheServer implements AutoCloseable {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
                 + Wire.VERSION + " to " + Wire.VERSION_3
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
+                + (respPort() >= 0 ? "; Redis protocol on port " + respPort() : "")
                 + (config.adminToken().isEmpty()
                         ? ", admin operations from loopback only"
                         : ", admin token required for " + "admin operations")
@@ -334,6 +383,9 @@ public final class HiCacheServer implements AutoCloseable {
             m.close(); // leave the cluster first: clients stop sending here while requests in flight finish
         }
         listener.close().awaitUninterruptibly(timeoutMillis);
+        if (respListener != null) {
+            respListener.close().awaitUninterruptibly(timeoutMillis);
+        }
         long end = System.currentTimeMillis() + timeoutMillis;
         while (inFlight.get() > 0 && System.currentTimeMillis() < end) {
             try {

@@ -167,6 +167,13 @@ public record ServerConfig(
             1_000,
             "tries to write a page behind to L3 (with backoff) before it is given up, logged and reported");
 
+    public static final Setting<Integer> RESP_PORT = Setting.integer(
+            "server.resp-port",
+            -1,
+            -1,
+            65535,
+            "the port of the Redis protocol (RESP2/RESP3; docs/resp.md) on server.bind, over the same slab, L3, auth "
+                    + "and metrics (-1: off; 0: any free one)");
     public static final Setting<Boolean> HOST_KEEP = Setting.bool(
             "server.host-keep",
             false,
@@ -224,6 +231,7 @@ public record ServerConfig(
                             MAX_PARTIAL_FRAMES,
                             WRITE_BEHIND_MAX_TRIES,
                             HOST_KEEP,
+                            RESP_PORT,
                             KV_EVENTS,
                             TRANSPORT),
                     ClusterConfig.DAEMON_SETTINGS.stream()) // a daemon joins a cluster with cluster.etcd set
@@ -352,6 +360,11 @@ public record ServerConfig(
             b <<= 1;
         }
         return b;
+    }
+
+    /** {@link #RESP_PORT}: -1 when the Redis protocol is off. */
+    public int respPort() {
+        return settings.get(RESP_PORT);
     }
 
     /** {@code server.host-keep}: whether a graceful stop keeps the slab and its index for the next start. */

@@ -91,6 +91,29 @@ final class ServerMetrics {
         point.observe(nanos / 1e9);
     }
 
+    /** Redis commands RESP connections ran, by command (the ones docs/resp.md lists; others as "other"). */
+    private final Counter respCommands = Counter.builder()
+            .name("hicache_server_resp_commands")
+            .help("commands run on RESP connections (server.resp-port), by command")
+            .labelNames("command")
+            .register(registry);
+
+    private static final java.util.Set<String> RESP_COMMANDS = java.util.Set.of(
+            "PING", "ECHO", "QUIT", "AUTH", "HELLO", "SELECT", "GET", "SET", "MGET", "MSET", "EXISTS", "DEL", "UNLINK",
+            "STRLEN", "TYPE", "TTL", "PTTL", "EXPIRE", "PEXPIRE", "DBSIZE", "SCAN", "INFO", "CLIENT", "COMMAND");
+
+    /** A RESP command done in {@code nanos}: counted, and timed with the binary protocol's ops as {@code resp_<name>}. */
+    void resp(String command, long nanos) {
+        String name = RESP_COMMANDS.contains(command) ? command : "OTHER";
+        respCommands.labelValues(name.toLowerCase(Locale.ROOT)).inc();
+        latency.labelValues("resp_" + name.toLowerCase(Locale.ROOT)).observe(nanos / 1e9);
+    }
+
+    /** Open connections, both protocols. */
+    int connections() {
+        return connections.get();
+    }
+
     void error(String code) {
         errors.labelValues(code).inc();
     }
