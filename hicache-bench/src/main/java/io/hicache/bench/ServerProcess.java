@@ -27,6 +27,8 @@ public final class ServerProcess implements AutoCloseable {
     public final String name;
     public final String version;
     public final int port;
+    /** The daemon's Redis protocol port ({@code --server.resp-port} among the flags), else -1. */
+    public int respPort = -1;
     /** The daemon's metrics endpoint's port (Prometheus text at {@code /metrics}), or -1 when off or not the daemon. */
     public final int metricsPort;
 
@@ -90,7 +92,9 @@ public final class ServerProcess implements AutoCloseable {
         String start = awaitLine(p, scratch, line -> line.contains("HiCache daemon on 127.0.0.1:"));
         int port = portAfter(start, "HiCache daemon on 127.0.0.1:");
         int metricsPort = start.contains("metrics: http://") ? portAfter(start, "metrics: http://127.0.0.1:") : -1;
-        return new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p, scratch);
+        ServerProcess daemon = new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p, scratch);
+        daemon.respPort = start.contains("Redis protocol on port ") ? portAfter(start, "Redis protocol on port ") : -1;
+        return daemon;
     }
 
     private static int portAfter(String line, String marker) {

@@ -62,6 +62,10 @@ public final class ServerSuite implements BenchSuite {
             EvictingRows.run(quick, rows);
             return rows;
         }
+        if (RespRows.only()) {
+            RespRows.run(quick, rows);
+            return rows;
+        }
         int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis();
                 ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
@@ -81,6 +85,7 @@ public final class ServerSuite implements BenchSuite {
             }
             SameHostRows.run(daemon.port, quick, rows);
         }
+        RespRows.run(quick, rows); // the daemon's Redis protocol against Redis, by the generator and redis-benchmark
         EvictingRows.run(quick, rows); // after the servers above are gone: its slab wants their memory
         return rows;
     }

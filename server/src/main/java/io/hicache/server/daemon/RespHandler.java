@@ -40,6 +40,8 @@ import org.jspecify.annotations.Nullable;
 final class RespHandler extends ChannelInboundHandlerAdapter {
     private static final AtomicLong IDS = new AtomicLong();
     private static final Duration DEADLINE = Duration.ofSeconds(30);
+    /** Values from this size on are checksummed and copied into the slab on a worker. */
+    private static final int OFFLOADED_BYTES = 256 * 1024;
     /** Queued commands past which the connection stops reading until they are answered. */
     private static final int MAX_QUEUED = 1024;
     /** Commands of Redis's other data types: {@code -WRONGTYPE} on a key that exists, as Redis answers them. */
@@ -81,6 +83,8 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
     private final ArrayDeque<RespDecoder.Command> queue = new ArrayDeque<>();
     private boolean busy;
     private boolean authed;
+    private boolean isAdmin;
+    private boolean lastPasswordWasAdmin;
     private int protocol = 2;
     private String user = "default";
     private int db;
@@ -246,6 +250,8 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
             case "DBSIZE" -> integer(pagesOf(ns).size());
             case "SCAN" -> scan(a);
             case "INFO" -> info(a.size() > 1 ? a.get(1).toString(StandardCharsets.UTF_8) : "default");
+            case "FLUSHDB" -> arity(a, 1, 2) ? flush(false) : wrongArgs(name);
+            case "FLUSHALL" -> arity(a, 1, 2) ? flush(true) : wrongArgs(name);
             case "CLIENT" -> client(a);
             case "COMMAND" -> command(a);
             default ->
@@ -277,12 +283,13 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
         byte[] given = password.getBytes(StandardCharsets.UTF_8);
         String token = server.config.authToken();
         String admin = server.config.adminToken();
-        return MessageDigest.isEqual(given, token.getBytes(StandardCharsets.UTF_8))
-                || (!admin.isEmpty() && MessageDigest.isEqual(given, admin.getBytes(StandardCharsets.UTF_8)));
+        lastPasswordWasAdmin = !admin.isEmpty() && MessageDigest.isEqual(given, admin.getBytes(StandardCharsets.UTF_8));
+        return lastPasswordWasAdmin || MessageDigest.isEqual(given, token.getBytes(StandardCharsets.UTF_8));
     }
 
     private void authenticate(String name) {
         authed = true;
+        isAdmin = !server.config.adminToken().isEmpty() && lastPasswordWasAdmin;
         user = name;
         ns = namespace();
     }
@@ -585,7 +592,9 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
         if (xx && !exists && !cache.l3.attached()) {
             return nil();
         }
-        if (!exists && !xx) {
+        // A small value is stored here; a large one's checksum and copy go to a worker, so that this event loop goes
+        // on reading other connections meanwhile (this connection's later commands wait: replies stay in order).
+        if (!exists && !xx && length < OFFLOADED_BYTES) {
             SlabWrites.PutOutcome o = cache.writes.put(key, value, length, crc32c(value), EvictionChoice.NONE);
             if (!(o instanceof SlabWrites.Deferred)) {
                 return stored(key, length, o, nx);
@@ -693,6 +702,39 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
     }
 
     /* ---------------------------------------------------------------- keyspace */
+
+    /**
+     * FLUSHDB (the connection's namespace) or FLUSHALL (every namespace, an admin operation as the binary protocol's
+     * CLEAR_ALL: with the admin token, or from loopback when none is set), from the slab and L3; answered when L3's
+     * part is done, or an error at the deadline saying what was done.
+     */
+    private Object flush(boolean all) {
+        if (all
+                && !HandshakeHandler.mayAdminister(
+                        isAdmin,
+                        !server.config.adminToken().isEmpty(),
+                        ctx().channel().remoteAddress())) {
+            return error("NOPERM FLUSHALL is an admin operation: AUTH with server.admin-token");
+        }
+        Namespace namespace = ns;
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    Removals.Clearing c = all ? cache.removals.clearAll() : cache.removals.clear(namespace);
+                    if (all) {
+                        lengths.clear();
+                    }
+                    if (c.inL3() != null) {
+                        try {
+                            c.inL3().get(DEADLINE.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+                        } catch (Exception e) {
+                            return error("ERR the slab's pages are removed (" + c.removedHere() + "); L3's clear did "
+                                    + "not finish (" + c.describeL3() + "): " + e);
+                        }
+                    }
+                    return simple("OK");
+                },
+                server.workers);
+    }
 
     private List<SlabPage> pagesOf(Namespace namespace) {
         List<SlabPage> out = new ArrayList<>();

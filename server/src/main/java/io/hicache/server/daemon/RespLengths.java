@@ -33,4 +33,8 @@ final class RespLengths {
     void remove(StoreKey key) {
         lengths.remove(key);
     }
+
+    void clear() {
+        lengths.clear();
+    }
 }

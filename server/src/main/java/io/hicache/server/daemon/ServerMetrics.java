@@ -99,8 +99,32 @@ final class ServerMetrics {
             .register(registry);
 
     private static final java.util.Set<String> RESP_COMMANDS = java.util.Set.of(
-            "PING", "ECHO", "QUIT", "AUTH", "HELLO", "SELECT", "GET", "SET", "MGET", "MSET", "EXISTS", "DEL", "UNLINK",
-            "STRLEN", "TYPE", "TTL", "PTTL", "EXPIRE", "PEXPIRE", "DBSIZE", "SCAN", "INFO", "CLIENT", "COMMAND");
+            "PING",
+            "ECHO",
+            "QUIT",
+            "AUTH",
+            "HELLO",
+            "SELECT",
+            "GET",
+            "SET",
+            "MGET",
+            "MSET",
+            "EXISTS",
+            "DEL",
+            "UNLINK",
+            "STRLEN",
+            "TYPE",
+            "TTL",
+            "PTTL",
+            "EXPIRE",
+            "PEXPIRE",
+            "DBSIZE",
+            "SCAN",
+            "INFO",
+            "CLIENT",
+            "COMMAND",
+            "FLUSHDB",
+            "FLUSHALL");
 
     /** A RESP command done in {@code nanos}: counted, and timed with the binary protocol's ops as {@code resp_<name>}. */
     void resp(String command, long nanos) {
