@@ -84,9 +84,12 @@ class BenchJsonTest {
     }
 
     /** Results written by Python scripts on the GPU machine (clients/python/interop), not by a bench suite. */
-    private static final Set<String> PYTHON_SCRIPTS_RESULTS =
-            Set.of("gpu_roundtrip.json", "gpu_hybrid.json", "gpu_hybrid_before_3ae6f48.json", "gpu_transformer.json",
-                    "gpu_vllm.json");
+    private static final Set<String> PYTHON_SCRIPTS_RESULTS = Set.of(
+            "gpu_roundtrip.json",
+            "gpu_hybrid.json",
+            "gpu_hybrid_before_3ae6f48.json",
+            "gpu_transformer.json",
+            "gpu_vllm.json");
 
     @Test
     void everyCommittedResultReadsBackAndIsWrittenAgainUnchanged() throws IOException {

@@ -426,9 +426,8 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
                 () -> {
                     ReadThrough.Pinned got =
                             cache.reads.pinAll(List.of(key), new int[] {length}, Deadline.after(DEADLINE));
-                    SlabPage page = got.pages()[0];
+                    SlabPage page = got.pages()[0]; // hits and misses counted by the read-through
                     if (page == null) {
-                        cache.counters.misses.increment();
                         return nil();
                     }
                     return pageReply(page);
@@ -473,15 +472,14 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
         SlabPage[] pages = new SlabPage[keys.size()];
         for (int i = 0; i < keys.size(); i++) {
             SlabPage p = cache.pages.pin(keys.get(i));
-            if (p == null && cache.l3.attached() && lengths.get(keys.get(i)) > 0) {
+            if (p != null) {
+                cache.counters.hostHits.increment();
+            } else if (cache.l3.attached() && lengths.get(keys.get(i)) > 0) { // the read-through counts what it finds
                 p = cache.reads.pinAll(
                                 List.of(keys.get(i)), new int[] {lengths.get(keys.get(i))}, Deadline.after(DEADLINE))
                         .pages()[0];
-            }
-            if (p == null) {
-                cache.counters.misses.increment();
             } else {
-                cache.counters.hostHits.increment();
+                cache.counters.misses.increment();
             }
             pages[i] = p;
         }

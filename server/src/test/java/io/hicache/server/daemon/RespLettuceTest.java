@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.hicache.core.key.StoreKey;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.KeyValue;
 import io.lettuce.core.LettuceFutures;
@@ -19,6 +20,7 @@ import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.protocol.ProtocolVersion;
+import io.netty.buffer.Unpooled;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -137,6 +139,36 @@ class RespLettuceTest {
             }
         } finally {
             connections.forEach(StatefulRedisConnection::close);
+        }
+    }
+
+    /**
+     * Values the slab evicted (24 of 1 MiB through an 8 MiB slab over a file L3) come back through L3, byte for byte:
+     * the daemon remembers the lengths RESP SETs stored, which a GET does not say.
+     */
+    @Test
+    void valuesTheSlabEvictedAreReadThroughL3() throws Exception {
+        try (TestDaemon small = TestDaemon.start(Map.of("server.resp-port", "0", "server.host-size", "8MiB"))) {
+            RedisClient c = RedisClient.create(RedisURI.create("127.0.0.1", small.server.respPort()));
+            try (StatefulRedisConnection<byte[], byte[]> conn = c.connect(ByteArrayCodec.INSTANCE)) {
+                RedisCommands<byte[], byte[]> r = conn.sync();
+                byte[][] values = new byte[24][];
+                for (int i = 0; i < values.length; i++) {
+                    values[i] = new byte[1 << 20];
+                    new Random(i).nextBytes(values[i]);
+                    assertEquals("OK", r.set(b("l3-" + i), values[i]));
+                }
+                StoreKey first = RespHandler.keyOf(
+                        io.hicache.core.key.Namespace.builder("resp").build(), Unpooled.wrappedBuffer(b("l3-0")));
+                assertTrue(!small.holds(first), "the first value left the slab");
+                long fromStore = small.server.cache.counters.storeHits.sum();
+                for (int i = 0; i < values.length; i++) {
+                    assertArrayEquals(values[i], r.get(b("l3-" + i)), "value " + i);
+                }
+                assertTrue(small.server.cache.counters.storeHits.sum() > fromStore, "some came from L3");
+            } finally {
+                c.shutdown(0, 2, TimeUnit.SECONDS);
+            }
         }
     }
 
