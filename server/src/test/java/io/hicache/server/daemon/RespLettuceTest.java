@@ -148,7 +148,8 @@ class RespLettuceTest {
      */
     @Test
     void valuesTheSlabEvictedAreReadThroughL3() throws Exception {
-        try (TestDaemon small = TestDaemon.start(Map.of("server.resp-port", "0", "server.host-size", "8MiB"))) {
+        try (TestDaemon small = TestDaemon.start(
+                Map.of("server.resp-port", "0", "server.host-size", "8MiB", "server.max-page-bytes", "2MiB"))) {
             RedisClient c = RedisClient.create(RedisURI.create("127.0.0.1", small.server.respPort()));
             try (StatefulRedisConnection<byte[], byte[]> conn = c.connect(ByteArrayCodec.INSTANCE)) {
                 RedisCommands<byte[], byte[]> r = conn.sync();
