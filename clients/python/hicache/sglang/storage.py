@@ -31,7 +31,8 @@ from ..errors import HiCacheAuthError
 from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
 from ..protocol import Status
 from ._compat import HiCacheStorage, HiCacheStorageExtraInfo, new_pool_transfer_result, new_storage_metrics
-from ._support import Counters, RateLimitedLog
+from .._logs import RateLimitedLog
+from ._support import Counters
 from .config import DEFAULT_DTYPE, OWN_KEYS, BackendSettings, build_namespace, component_key, fallback_hash, page_hash
 from .hybrid import KV, TRAILING_PAGES, PartNamespaces, SidePool, hit_policy, pool_name, restorable_pages
 from .pool import HostPool, ZeroCopyUnavailable, buffer_spec

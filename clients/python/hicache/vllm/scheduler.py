@@ -26,7 +26,8 @@ from typing import Any, Optional, Protocol, Sequence
 from ..errors import HiCacheAuthError, HiCacheError
 from ..namespace import Namespace
 from ._compat import KVConnectorMetadata
-from ._support import Counters, RateLimitedLog
+from .._logs import RateLimitedLog
+from ._support import Counters
 from .config import ConnectorSettings, EngineIdentity, block_keys, page_key
 
 logger = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ from typing import Any, Optional, Protocol, Sequence
 from ..errors import HiCacheError
 from ..namespace import Namespace
 from ..protocol import HelloAnswer, Status
-from ._support import Counters, RateLimitedLog
+from .._logs import RateLimitedLog
+from ._support import Counters
 from .config import ConnectorSettings, EngineIdentity
 from .layout import DeviceMover, KVLayout
 from .scheduler import BlockTransfer, HiCacheConnectorMetadata

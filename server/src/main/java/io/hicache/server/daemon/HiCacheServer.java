@@ -109,32 +109,26 @@ public final class HiCacheServer implements AutoCloseable {
         this.loops = new MultiThreadIoEventLoopGroup(config.eventLoops(), transport.ioHandlerFactory());
         this.sweeper = Executors.newSingleThreadScheduledExecutor(r -> Threads.unstarted("server-lease-sweeper", r));
         sweeper.scheduleAtFixedRate(leases::expire, 1, 1, TimeUnit.SECONDS);
-        ServerBootstrap b = new ServerBootstrap()
-                .group(acceptor, loops)
-                .channel(transport.serverChannel())
-                .option(ChannelOption.SO_BACKLOG, 1024)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        channels.add(ch);
-                        // Answers to a pipelined batch of requests leave in one write, not one syscall each.
-                        ch.pipeline()
-                                .addLast(new FlushConsolidationHandler(
-                                        FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
-                        // The declared length is checked against the limit before a byte of the frame is buffered;
-                        // until a HELLO is accepted the limit is a HELLO's size (HandshakeHandler widens it then).
-                        ch.pipeline()
-                                .addLast(
-                                        HandshakeHandler.FRAMES,
-                                        new FrameDecoder(HandshakeHandler.HELLO_FRAME_BYTES, partialFrames));
-                        Responder out = new Responder(ch, metrics);
-                        ServerHandler requests = new ServerHandler(HiCacheServer.this, out);
-                        ch.pipeline().addLast(new HandshakeHandler(HiCacheServer.this, out, requests));
-                        ch.pipeline().addLast(requests);
-                    }
-                });
+        ServerBootstrap b = listening(config).childHandler(new ChannelInitializer<SocketChannel>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                channels.add(ch);
+                // Answers to a pipelined batch of requests leave in one write, not one syscall each.
+                ch.pipeline()
+                        .addLast(new FlushConsolidationHandler(
+                                FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
+                // The declared length is checked against the limit before a byte of the frame is buffered;
+                // until a HELLO is accepted the limit is a HELLO's size (HandshakeHandler widens it then).
+                ch.pipeline()
+                        .addLast(
+                                HandshakeHandler.FRAMES,
+                                new FrameDecoder(HandshakeHandler.HELLO_FRAME_BYTES, partialFrames));
+                Responder out = new Responder(ch, metrics);
+                ServerHandler requests = new ServerHandler(HiCacheServer.this, out);
+                ch.pipeline().addLast(new HandshakeHandler(HiCacheServer.this, out, requests));
+                ch.pipeline().addLast(requests);
+            }
+        });
         this.listener = bind(b, config);
         this.respListener = config.respPort() < 0 ? null : bindResp(config);
         MetricsEndpoint http = null;
@@ -161,30 +155,34 @@ public final class HiCacheServer implements AutoCloseable {
         this.endpoint = http;
     }
 
-    /** Binds the Redis protocol's port, on the same event loops as the binary protocol. */
-    private Channel bindResp(ServerConfig config) throws InterruptedException {
-        ServerBootstrap b = new ServerBootstrap()
+    /** A listener on the daemon's event loops with its socket options: both protocols' listeners are made so. */
+    private ServerBootstrap listening(ServerConfig config) {
+        return new ServerBootstrap()
                 .group(acceptor, loops)
                 .channel(transport.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()))
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        channels.add(ch);
-                        ch.closeFuture().addListener(f -> metrics.connections.decrementAndGet());
-                        if (metrics.connections.incrementAndGet() > config.maxConnections()) {
-                            ch.close(); // server.max-connections counts both protocols' connections
-                            return;
-                        }
-                        ch.pipeline()
-                                .addLast(new FlushConsolidationHandler(
-                                        FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
-                        ch.pipeline().addLast(new RespDecoder(Math.max(config.maxPageBytes(), 64 * 1024)));
-                        ch.pipeline().addLast(new RespHandler(HiCacheServer.this, respLengths));
-                    }
-                });
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(config.maxInFlightBytes()));
+    }
+
+    /** Binds the Redis protocol's port, on the same event loops as the binary protocol. */
+    private Channel bindResp(ServerConfig config) throws InterruptedException {
+        ServerBootstrap b = listening(config).childHandler(new ChannelInitializer<SocketChannel>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+                channels.add(ch);
+                ch.closeFuture().addListener(f -> metrics.connections.decrementAndGet());
+                if (metrics.connections.incrementAndGet() > config.maxConnections()) {
+                    ch.close(); // server.max-connections counts both protocols' connections
+                    return;
+                }
+                ch.pipeline()
+                        .addLast(new FlushConsolidationHandler(
+                                FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
+                ch.pipeline().addLast(new RespDecoder(Math.max(config.maxPageBytes(), 64 * 1024)));
+                ch.pipeline().addLast(new RespHandler(HiCacheServer.this, respLengths));
+            }
+        });
         try {
             return b.bind(config.bind(), config.respPort()).sync().channel();
         } catch (Exception e) {
