@@ -248,7 +248,7 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
             case "EXPIRE", "PEXPIRE" ->
                 arity(a, 3, 4) ? integer(lengthOf(keyOf(ns, a.get(1))) > 0 ? 1 : 0) : wrongArgs(name);
             case "DBSIZE" -> integer(pagesOf(ns).size());
-            case "SCAN" -> scan(a);
+            case "SCAN" -> a.size() >= 2 ? scan(a) : wrongArgs(name);
             case "INFO" -> info(a.size() > 1 ? a.get(1).toString(StandardCharsets.UTF_8) : "default");
             case "FLUSHDB" -> arity(a, 1, 2) ? flush(false) : wrongArgs(name);
             case "FLUSHALL" -> arity(a, 1, 2) ? flush(true) : wrongArgs(name);
