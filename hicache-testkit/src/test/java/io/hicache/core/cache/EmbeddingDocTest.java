@@ -117,6 +117,9 @@ class EmbeddingDocTest {
     }
 
     private Run run(List<String> command) throws Exception {
+        // Chronicle Map keeps scratch files in <working directory>/target, or else in <java.io.tmpdir>/target, which
+        // would outlive the test: give it the first, inside the folder the test deletes.
+        Files.createDirectories(dir.resolve("target"));
         ProcessBuilder builder =
                 new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
         // Nothing but the command line: no options slipped in through the environment.
