@@ -3,7 +3,8 @@
 from typing import Any
 
 from .checksums import crc32c
-from .client import HiCacheClient
+from .answers import PrefixHits
+from .client import HiCacheClient, tls_context
 from .errors import (HiCacheAuthError, HiCacheConnectionError, HiCacheError, HiCacheProtocolError,
                      HiCacheServerError, HiCacheTimeoutError)
 from .namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
@@ -12,7 +13,7 @@ from .protocol import ErrorCode, HealthState, Status
 __all__ = [
     "HiCacheClient", "Namespace", "Status", "ErrorCode", "HealthState", "LAYER_MAJOR", "TOKEN_MAJOR",
     "HiCacheError", "HiCacheConnectionError", "HiCacheTimeoutError", "HiCacheServerError", "HiCacheAuthError",
-    "HiCacheProtocolError", "page_hashes", "get_hash_str", "crc32c",
+    "HiCacheProtocolError", "page_hashes", "get_hash_str", "crc32c", "PrefixHits", "tls_context",
 ]
 __version__ = "0.1.0"
 

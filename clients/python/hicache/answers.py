@@ -132,6 +132,33 @@ def leading_hits(payload: Payload) -> int:
     return int(hits)
 
 
+@dataclasses.dataclass(frozen=True)
+class PrefixHits:
+    """A PREFIX_HITS answer: the longest leading run of the pages the host slab holds, L3 holds, and either holds.
+
+    ``l3_state``: ``"none"`` (no L3 attached), ``"answered"``, ``"late"`` (L3 did not answer before the deadline) or
+    ``"failed"``; unless ``"answered"``, ``l3`` is 0 and ``any`` counts the slab alone."""
+
+    slab: int
+    l3: int
+    any: int
+    l3_state: str
+
+
+_L3_STATES = ("none", "answered", "late", "failed")
+
+
+def prefix_hits(payload: Payload) -> PrefixHits:
+    """A PREFIX_HITS answer (``slab:u32 l3:u32 any:u32 l3_state:u8``)."""
+    if len(payload) != 13:
+        raise HiCacheProtocolError(f"a PREFIX_HITS answer of {len(payload)} bytes (13 expected)")
+    slab, l3, any_tier = struct.unpack_from(">III", payload, 0)
+    state = payload[12]
+    if state >= len(_L3_STATES):
+        raise HiCacheProtocolError(f"a PREFIX_HITS answer with l3_state {state}")
+    return PrefixHits(int(slab), int(l3), int(any_tier), _L3_STATES[state])
+
+
 def stats_text(payload: Payload) -> str:
     """The Prometheus text of a STATS answer (``length:u32 text[length]``)."""
     (length,) = protocol.U32.unpack_from(payload, 0)

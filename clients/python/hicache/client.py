@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import ssl
+import struct
 import threading
 import time
 from types import TracebackType
@@ -79,6 +81,23 @@ def _batch_of(ns: Namespace, hashes: Sequence[PageHash], buffers: Sequence[PageM
     return Batch(ns, keys, parts, lengths, [None] * len(keys))
 
 
+def tls_context(ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                key_file: Optional[str] = None) -> ssl.SSLContext:
+    """A client TLS context for :class:`HiCacheClient`: trusting the PEM authorities in ``ca_file`` (the system's when
+    None), checking the daemon's host name, TLS 1.2 at least, presenting a client certificate when ``cert_file`` is
+    given (a daemon with ``server.tls-client-ca`` wants one; its common name may name a tenant)."""
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if cert_file is not None:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def _need_version(conn: Connection, version: int, what: str) -> None:
+    if conn.version < version:
+        raise HiCacheProtocolError(f"{what} needs protocol version {version}; this daemon speaks {conn.version}")
+
+
 class HiCacheClient:
     """A client of one HiCache daemon. Thread-safe: any number of threads may share one client.
 
@@ -94,6 +113,9 @@ class HiCacheClient:
     only); False always uses TCP; None (the default) uses the slab file when ``host`` is a loopback name and the
     file named in the handshake can be mapped.
 
+    ``tls``: an :class:`ssl.SSLContext` to speak TLS to a daemon that serves it (``server.tls-cert``), e.g.
+    :func:`tls_context`; the daemon's certificate must name ``host``. None: plaintext.
+
     ``max_version``: the protocol version asked for first (3: whole namespaces, CRC-32 at C speed, RESERVE/COMMIT).
     A daemon that refuses it (ERROR VERSION) is asked again for the version below (2: namespaces without revision,
     quantization, page size or tenant; 1: pure-Python CRC-32C); the client remembers that.
@@ -101,7 +123,7 @@ class HiCacheClient:
 
     def __init__(self, host: str = "127.0.0.1", port: int = protocol.DEFAULT_PORT, token: str = "",
                  pool_size: int = 4, timeout_s: float = 10.0, local: Optional[bool] = None,
-                 max_version: int = protocol.VERSION_3) -> None:
+                 max_version: int = protocol.VERSION_3, tls: Optional[ssl.SSLContext] = None) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be positive, was {timeout_s}")
         if max_version not in (protocol.VERSION_1, protocol.VERSION_2, protocol.VERSION_3):
@@ -111,7 +133,9 @@ class HiCacheClient:
         self.port = port
         self.timeout_s = timeout_s
         self._token = token
-        self._local = local
+        self._tls = tls
+        # Over TLS the bytes are meant to cross a network: no same-host path unless asked for.
+        self._local = local if tls is None or local is not None else False
         self._lock = threading.Lock()
         self._version = max_version
         self._reserve_supported: Optional[bool] = None
@@ -177,7 +201,7 @@ class HiCacheClient:
             version = self._version
             checksum = CHECKSUM_CRC32 if version >= protocol.VERSION_2 else CHECKSUM_CRC32C
             try:
-                conn = Connection.open(self.host, self.port, self._token, version, checksum, deadline)
+                conn = Connection.open(self.host, self.port, self._token, version, checksum, deadline, self._tls)
             except VersionRefused as refusal:
                 if version == protocol.VERSION_1:
                     raise HiCacheServerError(f"the daemon speaks none of protocol versions 3, 2 and 1: "
@@ -432,6 +456,65 @@ class HiCacheClient:
             return hits
 
         return self._on_connection("leading_hits", timeout_s, work)
+
+    def prefix_hits(self, ns: Namespace, hashes: Sequence[PageHash],
+                    timeout_s: Optional[float] = None) -> answers.PrefixHits:
+        """Per tier, the longest leading run of the pages the daemon holds: its host slab, L3, and either (what a GET
+        could serve), in one round trip (protocol version 3; one frame of up to ~2 million keys). Changes no page and
+        no page's recency: a router's question. L3 that does not answer in time gives ``l3_state`` ``"late"``, not an
+        error."""
+        keys = _page_hashes(hashes)
+        if not keys:
+            return answers.PrefixHits(0, 0, 0, "none")
+
+        def work(conn: Connection, call: Call) -> answers.PrefixHits:
+            _need_version(conn, 3, "PREFIX_HITS")
+            payload = ns.encode(conn.version) + protocol.U32.pack(len(keys)) + b"".join(keys)
+            return answers.prefix_hits(pipeline.exchange(conn, Op.PREFIX_HITS, payload, call.deadline,
+                                                          call.io_deadline))
+
+        return self._on_connection("prefix_hits", timeout_s, work)
+
+    def retain(self, ns: Namespace, chain: Sequence[PageHash], priority: int, retention_s: float,
+               timeout_s: Optional[float] = None) -> list[Status]:
+        """Gives the stored pages of one chain (``chain`` from its first page: pass the prefix's keys too) a retention
+        ``priority`` (0-99) that holds for ``retention_s`` seconds after each use, then decays to 0. Applied last page
+        first, so that the daemon evicts the chain's suffix before its prefix. Per page: ``OK``, or ``MISS`` when the
+        host slab does not hold it (protocol version 3)."""
+        if not 0 <= priority <= 99:
+            raise ValueError(f"priority {priority} is not within 0-99")
+        if not 0 <= retention_s <= 0xFFFFFFFF / 1000:
+            raise ValueError(f"retention {retention_s} s is not within 0-{0xFFFFFFFF // 1000} s")
+        return self._retain(ns, chain, priority, int(retention_s * 1000), 0, "retain", timeout_s)
+
+    def demote(self, ns: Namespace, hashes: Sequence[PageHash], timeout_s: Optional[float] = None) -> list[Status]:
+        """Makes the pages the first the daemon evicts (a superseded session's), until they are used again. Per page:
+        ``OK``, or ``MISS`` when the host slab does not hold it (protocol version 3)."""
+        return self._retain(ns, hashes, 0, 0, 0x01, "demote", timeout_s)
+
+    def _retain(self, ns: Namespace, hashes: Sequence[PageHash], priority: int, retention_ms: int, flags: int,
+                what: str, timeout_s: Optional[float]) -> list[Status]:
+        keys = _page_hashes(hashes)
+        if not keys:
+            return []
+
+        def work(conn: Connection, call: Call) -> list[Status]:
+            _need_version(conn, 3, "RETAIN")
+            payload = (ns.encode(conn.version) + struct.pack(">BI", priority, retention_ms)
+                       + protocol.U32.pack(len(keys)) + b"".join(keys))
+            out: list[list[Status]] = []
+
+            def on_answer(_pages: list[int], frame: Frame) -> None:
+                out.append(list(answers.page_statuses(conn.read_payload(frame, call.io_deadline), len(keys))))
+
+            def on_error(_pages: list[int], code: int, message: str) -> None:
+                raise error_from_frame(code, message)
+
+            pipeline.run(conn, Op.RETAIN, [[0]], lambda _p: ([payload], flags), on_answer, on_error,
+                         call.deadline, call.io_deadline)
+            return out[0]
+
+        return self._on_connection(what, timeout_s, work)
 
     def held(self, ns: Namespace, hashes: Sequence[PageHash], timeout_s: Optional[float] = None) -> list[bool]:
         """Per page, whether it is stored (host slab or L3): one LEADING_HITS of one page each, pipelined on one

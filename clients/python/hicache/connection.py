@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import select
 import socket
+import ssl
 import time
 from typing import Optional, Sequence
 
@@ -97,13 +98,21 @@ class Connection:
         return request_id
 
     @classmethod
-    def open(cls, host: str, port: int, token: str, version: int, checksum: int, deadline: float) -> "Connection":
-        """Connects and shakes hands; raises VersionRefused on ERROR VERSION, HiCacheAuthError on a wrong token."""
+    def open(cls, host: str, port: int, token: str, version: int, checksum: int, deadline: float,
+             tls: Optional[ssl.SSLContext] = None) -> "Connection":
+        """Connects (over TLS with ``tls``) and shakes hands; raises VersionRefused on ERROR VERSION,
+        HiCacheAuthError on a wrong token, HiCacheConnectionError on a certificate either side refuses."""
         where = address(host, port)
         budget = 0.0
         try:
             budget = remaining_s(deadline)
             sock = socket.create_connection((host, port), timeout=budget)
+            if tls is not None:
+                try:
+                    sock = tls.wrap_socket(sock, server_hostname=host)
+                except (ssl.SSLError, ssl.CertificateError) as e:
+                    sock.close()
+                    raise HiCacheConnectionError(f"the TLS handshake with the daemon at {where} failed: {e}") from None
         except HiCacheTimeoutError:
             raise HiCacheTimeoutError(f"the deadline passed before connecting to the daemon at {where}") from None
         except socket.timeout:
@@ -148,6 +157,8 @@ class Connection:
         """True if an idle connection has something to read: the daemon closed it (or sent what nobody asked)."""
         if self.broken:
             return True
+        if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            return True
         try:
             readable, _, _ = select.select([self.sock], [], [], 0)
         except (OSError, ValueError):
@@ -181,6 +192,11 @@ class Connection:
         views = [v if v.format == "B" and v.ndim == 1 else v.cast("B") for v in views if v.nbytes]
         first = 0
         try:
+            if isinstance(self.sock, ssl.SSLSocket):  # TLS has no sendmsg: one record stream per buffer
+                for view in views:
+                    self._wait_budget(deadline)
+                    self.sock.sendall(view)
+                return
             while first < len(views):
                 self._wait_budget(deadline)
                 sent = self.sock.sendmsg(views[first:first + _IOV_MAX])

@@ -65,6 +65,10 @@ class Op(enum.IntEnum):
     RELEASE = 0x19
     RESERVE = 0x1A  # version 2
     COMMIT = 0x1B  # version 2
+    FLUSH = 0x1C
+    STORE = 0x1D
+    PREFIX_HITS = 0x1E  # version 3
+    RETAIN = 0x1F  # version 3
     ERROR = 0xFF
 
 

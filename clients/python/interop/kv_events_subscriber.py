@@ -17,6 +17,8 @@ What it does, as a router must:
   a tagged array: ``["BlockStored", hashes, parent|None, token_ids, block_size, lora_id|None, medium]``,
   ``["BlockRemoved", hashes, medium]``, ``["AllBlocksCleared"]``. Anything else is an error (exit status 2).
 * It keeps a router's view: which media hold each block.
+* A daemon's events carry one more trailing field, HiCache's placement ``{"tier", "store", "namespace"}``
+  (docs/kv-events.md); SGLang's decoders skip it, this one checks it.
 
 Control on stdin: ``STOP <seq>`` ends the run once every batch up to ``<seq>`` was applied (replaying what is
 missing). It prints ``READY`` when its sockets are connected, then at the end, one line per item:
@@ -54,6 +56,17 @@ def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def placement(event, index):
+    """HiCache's trailing field, when there is one: {"tier": "slab"|"l3", "store": name, "namespace": id}."""
+    if len(event) <= index:
+        return None
+    p = event[index]
+    check(isinstance(p, dict) and set(p) == {"tier", "store", "namespace"}, "a placement map: %r" % (p,))
+    check(p["tier"] in ("slab", "l3") and isinstance(p["store"], str), "a placement's tier and store: %r" % (p,))
+    check(isinstance(p["namespace"], str) and len(p["namespace"]) == 32, "a placement's namespace id: %r" % (p,))
+    return p
+
+
 def decode(payload):
     """SGLang's EventBatch, checked field by field as msgspec's typed decoder would."""
     batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
@@ -68,8 +81,8 @@ def decode(payload):
         check(isinstance(e, list) and e and isinstance(e[0], str), "an event is a tagged array: %r" % (e,))
         tag = e[0]
         if tag == "BlockStored":
-            check(len(e) == 7, "BlockStored has 6 fields after its tag: %r" % (e,))
-            _, hashes, parent, tokens, block_size, lora, medium = e
+            check(len(e) in (7, 8), "BlockStored has 6 fields after its tag (7 with HiCache's placement): %r" % (e,))
+            _, hashes, parent, tokens, block_size, lora, medium = e[:7]
             check(isinstance(hashes, list) and hashes and all(is_int(h) for h in hashes), "block_hashes")
             check(all(-2**63 <= h < 2**63 for h in hashes), "block hashes are int64")
             check(parent is None or (is_int(parent) and -2**63 <= parent < 2**63), "parent_block_hash")
@@ -78,13 +91,13 @@ def decode(payload):
             check(not tokens or len(tokens) == len(hashes) * block_size, "a block_size of tokens per block")
             check(lora is None or is_int(lora), "lora_id")
             check(medium in MEDIA, "medium: %r" % (medium,))
-            out.append(("STORED", medium, parent, block_size, lora, hashes, tokens))
+            out.append(("STORED", medium, parent, block_size, lora, hashes, tokens, placement(e, 7)))
         elif tag == "BlockRemoved":
-            check(len(e) == 3, "BlockRemoved has 2 fields after its tag: %r" % (e,))
-            _, hashes, medium = e
+            check(len(e) in (3, 4), "BlockRemoved has 2 fields after its tag (3 with HiCache's placement): %r" % (e,))
+            _, hashes, medium = e[:3]
             check(isinstance(hashes, list) and hashes and all(is_int(h) for h in hashes), "block_hashes")
             check(medium in MEDIA, "medium: %r" % (medium,))
-            out.append(("REMOVED", medium, hashes))
+            out.append(("REMOVED", medium, hashes, placement(e, 3)))
         elif tag == "AllBlocksCleared":
             check(len(e) == 1, "AllBlocksCleared has no fields")
             out.append(("CLEARED",))
@@ -182,7 +195,7 @@ class Subscriber:
             print("BATCH %d %s %r %s" % (seq, source, ts, "-" if rank is None else rank))
             for e in events:
                 if e[0] == "STORED":
-                    _, medium, parent, size, lora, hashes, tokens = e
+                    _, medium, parent, size, lora, hashes, tokens, _placement = e
                     print("STORED %s %s %d %s %s %s" % (medium, "-" if parent is None else parent, size,
                                                         "-" if lora is None else lora, join(hashes),
                                                         join(tokens) if tokens else "-"))

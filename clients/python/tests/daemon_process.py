@@ -65,8 +65,11 @@ def missing_daemon() -> str | None:
 class DaemonProcess:
     """One daemon process and its temporary folder. Not thread-safe: the test module drives it."""
 
-    def __init__(self, *extra_args: str, token: str = "", host_size: str = "64MiB"):
+    def __init__(self, *extra_args: str, token: str = "", host_size: str = "64MiB", store: str = "none",
+                 metrics: bool = False):
         self.extra_args = list(extra_args)
+        self.store = store  # the L3 store; "file" keeps its pages in the temporary folder (cwd)
+        self.metrics = metrics
         self.token = token
         self.host_size = host_size
         self.port = 0
@@ -81,7 +84,8 @@ class DaemonProcess:
         else:
             command = [str(REPO_ROOT / "hicache"), "serve"]
             env["HICACHE_SKIP_BUILD"] = "1"
-        command += ["--server.port", "0", "--server.metrics-port", "-1", "--server.store", "none",
+        command += ["--server.port", "0", "--server.metrics-port", "0" if self.metrics else "-1",
+                    "--server.store", self.store,
                     "--server.host-dir", os.path.join(self.folder, "host"), "--server.host-size", self.host_size]
         if self.token:
             command += ["--server.auth-token", self.token]
@@ -144,6 +148,14 @@ class DaemonProcess:
                     raise _BuildUnderWay(text)
                 raise RuntimeError(f"the daemon ({' '.join(command)}) did not start within {STARTUP_TIMEOUT_S} s; "
                                    f"it printed:\n{text}")
+
+    def metrics_port(self) -> int:
+        """The metrics (HTTP) port the start line names; the daemon must have been made with ``metrics=True``."""
+        for line in self.output:
+            match = re.search(r"metrics: https?://[^ ]*:(\d+)/metrics", line)
+            if match:
+                return int(match.group(1))
+        raise AssertionError(f"the daemon did not say its metrics port: {self.output[:3]}")
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""

@@ -5,8 +5,10 @@ import io.hicache.core.events.BlockRemoved;
 import io.hicache.core.events.BlockStored;
 import io.hicache.core.events.KvEvent;
 import io.hicache.core.events.KvEventBatch;
+import io.hicache.core.events.Placement;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import org.jspecify.annotations.Nullable;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
@@ -21,6 +23,9 @@ import org.msgpack.core.MessagePack;
  * BlockRemoved:     ["BlockRemoved", [block_hash, ...], medium (str)]
  * AllBlocksCleared: ["AllBlocksCleared"]
  * </pre>
+ *
+ * <p>An event with a {@link Placement} (the daemon's) has one more trailing field, a map {@code {"tier": "slab" | "l3",
+ * "store": name, "namespace": id}}, which SGLang's decoders skip.
  *
  * <p>Token ids go out as their unsigned values. Stateless.
  */
@@ -51,7 +56,7 @@ final class BatchEncoder {
     }
 
     private static void stored(MessageBufferPacker p, BlockStored s) throws IOException {
-        p.packArrayHeader(7);
+        p.packArrayHeader(s.placement() == null ? 7 : 8);
         p.packString("BlockStored");
         p.packArrayHeader(s.blockCount());
         for (int i = 0; i < s.blockCount(); i++) {
@@ -73,15 +78,31 @@ final class BatchEncoder {
             p.packNil();
         }
         p.packString(s.medium().wireName());
+        placement(p, s.placement());
     }
 
     private static void removed(MessageBufferPacker p, BlockRemoved r) throws IOException {
-        p.packArrayHeader(3);
+        p.packArrayHeader(r.placement() == null ? 3 : 4);
         p.packString("BlockRemoved");
         p.packArrayHeader(r.blockCount());
         for (int i = 0; i < r.blockCount(); i++) {
             p.packLong(r.blockHash(i));
         }
         p.packString(r.medium().wireName());
+        placement(p, r.placement());
+    }
+
+    /** HiCache's trailing field: {"tier": ..., "store": ..., "namespace": ...}, written only when there is one. */
+    private static void placement(MessageBufferPacker p, @Nullable Placement placement) throws IOException {
+        if (placement == null) {
+            return;
+        }
+        p.packMapHeader(3);
+        p.packString("tier");
+        p.packString(placement.tier());
+        p.packString("store");
+        p.packString(placement.store());
+        p.packString("namespace");
+        p.packString(placement.namespaceId());
     }
 }

@@ -2,6 +2,8 @@ package io.hicache.core.events;
 
 import io.hicache.core.util.Checks;
 import java.util.Arrays;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Pages removed from one tier, as SGLang's {@code BlockRemoved}: their block ids (see {@link BlockIds}) and the tier.
@@ -10,8 +12,15 @@ import java.util.Arrays;
  *
  * @param blockHashes the pages' block ids; not empty
  * @param medium      the tier they left
+ * @param placement   HiCache's tier and namespace of the pages (all of one namespace), or null
  */
-public record BlockRemoved(long[] blockHashes, Medium medium) implements KvEvent {
+public record BlockRemoved(
+        long[] blockHashes, Medium medium, @Nullable Placement placement) implements KvEvent {
+    /** Pages removed from {@code medium}, with no placement. */
+    public BlockRemoved(long[] blockHashes, Medium medium) {
+        this(blockHashes, medium, null);
+    }
+
     public BlockRemoved {
         Checks.checkNotNull(blockHashes, "blockHashes");
         Checks.requireArgument(blockHashes.length > 0, "a BlockRemoved names at least one block");
@@ -37,16 +46,20 @@ public record BlockRemoved(long[] blockHashes, Medium medium) implements KvEvent
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof BlockRemoved r && Arrays.equals(r.blockHashes, blockHashes) && r.medium == medium;
+        return o instanceof BlockRemoved r
+                && Arrays.equals(r.blockHashes, blockHashes)
+                && r.medium == medium
+                && Objects.equals(r.placement, placement);
     }
 
     @Override
     public int hashCode() {
-        return Arrays.hashCode(blockHashes) * 31 + medium.hashCode();
+        return (Arrays.hashCode(blockHashes) * 31 + medium.hashCode()) * 31 + Objects.hashCode(placement);
     }
 
     @Override
     public String toString() {
-        return "BlockRemoved[" + medium + ", blocks " + Arrays.toString(blockHashes) + "]";
+        return "BlockRemoved[" + medium + (placement == null ? "" : ", " + placement) + ", blocks "
+                + Arrays.toString(blockHashes) + "]";
     }
 }

@@ -2,8 +2,10 @@ package io.hicache.core.events;
 
 import io.hicache.core.util.Checks;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A run of pages stored in one tier, in prefix order, as SGLang's {@code BlockStored}: each page's block id (see
@@ -18,6 +20,7 @@ import java.util.OptionalLong;
  * @param blockSize       tokens per page (0 when unknown to the publisher: the daemon)
  * @param loraId          the LoRA adapter's id, if any
  * @param medium          the tier the pages are now in
+ * @param placement       HiCache's tier and namespace of the pages, or null
  */
 public record BlockStored(
         long[] blockHashes,
@@ -25,8 +28,20 @@ public record BlockStored(
         int[] tokenIds,
         int blockSize,
         OptionalInt loraId,
-        Medium medium)
+        Medium medium,
+        @Nullable Placement placement)
         implements KvEvent {
+    /** A run stored in {@code medium}, with no placement. */
+    public BlockStored(
+            long[] blockHashes,
+            OptionalLong parentBlockHash,
+            int[] tokenIds,
+            int blockSize,
+            OptionalInt loraId,
+            Medium medium) {
+        this(blockHashes, parentBlockHash, tokenIds, blockSize, loraId, medium, null);
+    }
+
     public BlockStored {
         Checks.checkNotNull(blockHashes, "blockHashes");
         Checks.requireArgument(blockHashes.length > 0, "a BlockStored names at least one block");
@@ -85,7 +100,8 @@ public record BlockStored(
                 && Arrays.equals(s.tokenIds, tokenIds)
                 && s.blockSize == blockSize
                 && s.loraId.equals(loraId)
-                && s.medium == medium;
+                && s.medium == medium
+                && Objects.equals(s.placement, placement);
     }
 
     @Override
@@ -95,7 +111,8 @@ public record BlockStored(
 
     @Override
     public String toString() {
-        return "BlockStored[" + medium + ", blocks " + Arrays.toString(blockHashes) + ", parent "
+        return "BlockStored[" + medium + (placement == null ? "" : ", " + placement) + ", blocks "
+                + Arrays.toString(blockHashes) + ", parent "
                 + (parentBlockHash.isPresent() ? parentBlockHash.getAsLong() : "none") + ", " + tokenIds.length
                 + " tokens of " + blockSize + " per block, lora " + (loraId.isPresent() ? loraId.getAsInt() : "none")
                 + "]";

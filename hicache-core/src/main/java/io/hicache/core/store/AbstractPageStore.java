@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.util.Checks;
@@ -146,6 +147,25 @@ public abstract class AbstractPageStore implements PageStore {
         return true;
     }
 
+    private volatile DroppedPages droppedPages = DroppedPages.NONE;
+
+    @Override
+    public final void onDropped(DroppedPages listener) {
+        this.droppedPages = Checks.checkNotNull(listener, "listener");
+    }
+
+    /**
+     * Tells the {@link #onDropped} listener that this store removed a page on its own (evicted it for capacity, or
+     * found it damaged); a listener that throws is logged, never passed on.
+     */
+    protected final void dropped(String namespaceId, PageHash hash) {
+        try {
+            droppedPages.dropped(namespaceId, hash);
+        } catch (RuntimeException e) {
+            report("a dropped-pages listener", e);
+        }
+    }
+
     private CompletableFuture<BatchResult> removeCorrupt(PageBatch targets, BatchResult result, Deadline deadline) {
         List<StoreKey> corrupt = new ArrayList<>();
         for (int i = 0; i < result.size(); i++) {
@@ -167,6 +187,11 @@ public abstract class AbstractPageStore implements PageStore {
                 report("removal of corrupt pages", error);
             } else {
                 counters.countDelete(deleted);
+                for (int i = 0; i < deleted.size(); i++) {
+                    if (deleted.status(i) == PageStatus.OK) {
+                        dropped(corrupt.get(i).namespace().id(), corrupt.get(i).hash());
+                    }
+                }
             }
             return result;
         });

@@ -79,4 +79,9 @@ public abstract class ForwardingPageStore implements PageStore {
     public String toString() {
         return delegate.toString();
     }
+
+    @Override
+    public void onDropped(DroppedPages listener) {
+        delegate.onDropped(listener);
+    }
 }

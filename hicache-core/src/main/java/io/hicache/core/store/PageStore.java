@@ -67,6 +67,13 @@ public interface PageStore extends AutoCloseable {
     /** Removes every page of every namespace: what SGLang's flush does to L3. */
     CompletableFuture<Void> clearAll(Deadline deadline);
 
+    /**
+     * Sets who is told of the pages this store removes on its own (capacity eviction, damaged pages), replacing the
+     * previous listener ({@link DroppedPages#NONE} to stop). Stores that never drop pages on their own, or cannot say
+     * which (a remote daemon's own eviction), tell nobody: the default.
+     */
+    default void onDropped(DroppedPages listener) {}
+
     /** Counters since opening, and what the store holds now. Cheap; callable at any time, also after close. */
     StoreStats stats();
 

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BooleanSupplier;
+import java.util.function.Predicate;
 
 /**
  * Makes room in the slab by evicting pages: the least recently used ones that L3 already has and nobody uses (all
@@ -38,10 +39,18 @@ final class Eviction {
     private final WriteBehind writeBehind;
     private final ServerEvents events;
     private final LongAdder evictedPages;
+    private final Retention retention;
     private final Object lock = new Object();
 
-    Eviction(SlabSpace space, PageIndex pages, WriteBehind writeBehind, ServerEvents events, LongAdder evictedPages) {
+    Eviction(
+            SlabSpace space,
+            PageIndex pages,
+            WriteBehind writeBehind,
+            ServerEvents events,
+            LongAdder evictedPages,
+            Retention retention) {
         this.space = space;
+        this.retention = retention;
         this.pages = pages;
         this.writeBehind = writeBehind;
         this.events = events;
@@ -78,6 +87,18 @@ final class Eviction {
     }
 
     /**
+     * Evicts pages of tenant {@code tenant}'s namespaces until they hold at most {@code quota} bytes of the slab; false
+     * if they cannot by {@code deadline}.
+     */
+    boolean fitTenantQuota(String tenant, long quota, Deadline deadline) {
+        Candidates<StoreKey> clean = Candidates.<StoreKey>any()
+                .onlyFlagged()
+                .matching(key -> key.namespace().tenant().equals(tenant));
+        long over = space.tenantBytes(tenant) - quota;
+        return evictUntil(clean, true, Math.max(1, over), () -> space.tenantBytes(tenant) <= quota, deadline);
+    }
+
+    /**
      * Evicts {@code which} pages, oldest first, until {@code done} holds, and then on to the low-water mark of free slab
      * unless {@code oneNamespace}; when only pages not yet in L3 are left, waits for the write-behind. False if
      * {@code done} cannot be had by the deadline. {@code wantedBytes} is a first guess of what {@code done} needs, to
@@ -94,7 +115,7 @@ final class Eviction {
             synchronized (lock) {
                 met = done.getAsBoolean();
                 if (!met) {
-                    met = evictBatches(oneNamespace, wantedBytes, which, done);
+                    met = evictByRetention(oneNamespace, wantedBytes, which, done);
                 }
             }
             if (met || done.getAsBoolean()) {
@@ -105,6 +126,35 @@ final class Eviction {
             }
             writeBehind.awaitProgress(Waits.pollMillis(deadline));
         }
+    }
+
+    /**
+     * {@link #evictBatches} in one pass, or, once retention priorities are in use, in {@link Retention#firstPasses} and {@link Retention#priorityPasses}: the
+     * lowest effective priority first, each least recently used first; a later pass runs only while {@code done} does
+     * not hold, so that the low-water mark alone never evicts a page of a higher priority.
+     */
+    private boolean evictByRetention(
+            boolean oneNamespace, long wantedBytes, Candidates<StoreKey> which, BooleanSupplier done) {
+        if (!retention.inUse()) {
+            return evictBatches(oneNamespace, wantedBytes, which, done);
+        }
+        for (Predicate<StoreKey> pass : retention.firstPasses()) {
+            if (evictBatches(oneNamespace, wantedBytes, both(which, pass), done)) {
+                return true;
+            }
+        }
+        for (Predicate<StoreKey> pass : retention.priorityPasses()) {
+            if (evictBatches(oneNamespace, wantedBytes, both(which, pass), done)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code which}, narrowed to the keys {@code pass} accepts too. */
+    private static Candidates<StoreKey> both(Candidates<StoreKey> which, Predicate<StoreKey> pass) {
+        Predicate<? super StoreKey> first = which.filter();
+        return which.matching(first == null ? pass : key -> first.test(key) && pass.test(key));
     }
 
     /**

@@ -87,27 +87,48 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         }
         byte[] given = hello.token().getBytes(StandardCharsets.UTF_8);
         String adminToken = server.config.adminToken();
+        Tenants tenants = server.tenants;
         boolean isAdmin =
                 !adminToken.isEmpty() && MessageDigest.isEqual(given, adminToken.getBytes(StandardCharsets.UTF_8));
-        if (!isAdmin && !MessageDigest.isEqual(given, server.config.authToken().getBytes(StandardCharsets.UTF_8))) {
+        String tokenTenant = isAdmin ? null : tenants.tenantOf(given);
+        // A TLS client certificate whose common name is a tenant's authenticates as that tenant.
+        String certTenant = Tls.peerName(ctx.channel()).filter(tenants::has).orElse(null);
+        boolean sharedToken =
+                MessageDigest.isEqual(given, server.config.authToken().getBytes(StandardCharsets.UTF_8));
+        if (!isAdmin && tokenTenant == null && !sharedToken && !(certTenant != null && given.length == 0)) {
             out.failAndClose(
                     id,
                     Wire.E_AUTH,
-                    server.config.authToken().isEmpty() && adminToken.isEmpty()
+                    server.config.authToken().isEmpty() && adminToken.isEmpty() && !tenants.any()
                             ? "this daemon has no auth token, and the HELLO carried one"
                             : "wrong auth token");
             return;
         }
+        if (tokenTenant != null && certTenant != null && !tokenTenant.equals(certTenant)) {
+            out.failAndClose(id, Wire.E_AUTH, "the token is another tenant's than the client certificate");
+            return;
+        }
+        String tenant = tokenTenant != null ? tokenTenant : isAdmin ? null : certTenant;
+        Tenants.Access access =
+                isAdmin ? tenants.everything() : tenant != null ? Tenants.tenant(tenant) : tenants.shared();
+        SocketAddress peer = ctx.channel().remoteAddress();
+        boolean loopback = peer instanceof InetSocketAddress a
+                && a.getAddress() != null
+                && a.getAddress().isLoopbackAddress();
         accepted = true;
         Session session = new Session(
                 hello.version(),
                 hello.checksum(),
-                mayAdminister(isAdmin, !adminToken.isEmpty(), ctx.channel().remoteAddress()));
+                tenant == null && mayAdminister(isAdmin, !adminToken.isEmpty(), peer),
+                access,
+                loopback && tenant == null);
+        server.metrics.tenantConnection(access.label());
         ByteBuf answer = out.begin(Wire.HELLO, id);
         answer.writeShort(session.version());
         answer.writeInt(server.config.maxFrameBytes());
         answer.writeInt(server.config.maxPageBytes());
-        Codec.writeString(answer, server.cache.space.file().toString());
+        // The slab file holds every namespace's pages: only same-host clients that are no tenant learn where it is.
+        Codec.writeString(answer, session.sameHost() ? server.cache.space.file().toString() : "");
         if (session.version() >= Wire.VERSION_2) {
             answer.writeByte(session.checksum().code());
         }

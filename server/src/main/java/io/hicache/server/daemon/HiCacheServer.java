@@ -29,6 +29,9 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -66,6 +69,11 @@ public final class HiCacheServer implements AutoCloseable {
     final WriteHandler writeHandler;
     final AdminHandler adminHandler;
     final ServerMetrics metrics = new ServerMetrics();
+    /** The tenants of {@code server.tenants-file}, or {@link Tenants#NONE}. */
+    final Tenants tenants;
+    /** TLS on every port, or null for plaintext ({@code server.tls-cert}). */
+    final @Nullable Tls tls;
+
     final ExecutorService workers;
     final AtomicInteger inFlight = new AtomicInteger();
     /** Bytes of frames still arriving, over all connections. */
@@ -96,6 +104,11 @@ public final class HiCacheServer implements AutoCloseable {
         this.config = config;
         this.cache = cache;
         this.stores = new StoreAdmin(cache, config, this::port);
+        this.tenants = config.tenantsFile().isEmpty()
+                ? Tenants.NONE
+                : Tenants.load(Path.of(config.tenantsFile()), config.authToken(), config.adminToken());
+        this.tls = Tls.of(config.tls()).orElse(null);
+        metrics.exportTenants(tenants, cache.space);
         metrics.export(cache);
         this.partialFrames = new FrameDecoder.Budget(config.maxPartialFrameBytes());
         this.leases = new Leases(cache.pages, cache.space, config.maxLeasesPerConnection());
@@ -113,6 +126,9 @@ public final class HiCacheServer implements AutoCloseable {
             @Override
             protected void initChannel(SocketChannel ch) {
                 channels.add(ch);
+                if (tls != null) {
+                    ch.pipeline().addLast(tls.handler(ch));
+                }
                 // Answers to a pipelined batch of requests leave in one write, not one syscall each.
                 ch.pipeline()
                         .addLast(new FlushConsolidationHandler(
@@ -140,7 +156,9 @@ public final class HiCacheServer implements AutoCloseable {
                         metrics.registry,
                         () -> !closing.get(),
                         cache.health::failing,
-                        cache.writeBehind::degraded);
+                        cache.writeBehind::degraded,
+                        tls == null ? null : tls.jdkContext(),
+                        new PrefixQueryEndpoint(cache.reads, this::httpAccess));
             } catch (IOException e) {
                 listener.close().sync();
                 throw new HiCacheException(
@@ -175,6 +193,9 @@ public final class HiCacheServer implements AutoCloseable {
                 if (metrics.connections.incrementAndGet() > config.maxConnections()) {
                     ch.close(); // server.max-connections counts both protocols' connections
                     return;
+                }
+                if (tls != null) {
+                    ch.pipeline().addLast(tls.handler(ch));
                 }
                 ch.pipeline()
                         .addLast(new FlushConsolidationHandler(
@@ -311,6 +332,11 @@ public final class HiCacheServer implements AutoCloseable {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
                 + Wire.VERSION + " to " + Wire.VERSION_3
                 + (config.authToken().isEmpty() ? ", no auth token" : ", auth token required")
+                + (tenants.any() ? ", tenants " + String.join(" ", tenants.names()) : "")
+                + (tls == null
+                        ? ", plaintext"
+                        : ", TLS by " + tls.provider()
+                                + (config.tls().clientCa().isEmpty() ? "" : " with client certificates"))
                 + (respPort() >= 0 ? "; Redis protocol on port " + respPort() : "")
                 + (config.adminToken().isEmpty()
                         ? ", admin operations from loopback only"
@@ -322,7 +348,9 @@ public final class HiCacheServer implements AutoCloseable {
                 + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers()
                 + " workers; transport "
                 + transport.describe(config.transport()) + "; metrics: "
-                + (endpoint == null ? "off" : "http://" + config.bind() + ":" + endpoint.port() + "/metrics")
+                + (endpoint == null
+                        ? "off"
+                        : (tls == null ? "http://" : "https://") + config.bind() + ":" + endpoint.port() + "/metrics")
                 + "; KV events: " + describeEvents(config.kvEventsPublished())
                 + describeCluster();
     }
@@ -348,6 +376,26 @@ public final class HiCacheServer implements AutoCloseable {
     /** The socket transport the daemon runs on: {@code server.transport} resolved (never {@code AUTO}). */
     public NettyTransport transport() {
         return transport;
+    }
+
+    /**
+     * What an HTTP request with bearer token {@code token} (null: none) may ask about: as a HELLO with that token
+     * would; a daemon without any token answers everyone (it serves loopback only).
+     */
+    Optional<Tenants.Access> httpAccess(@Nullable String token) {
+        byte[] given = (token == null ? "" : token).getBytes(StandardCharsets.UTF_8);
+        String admin = config.adminToken();
+        if (!admin.isEmpty() && MessageDigest.isEqual(given, admin.getBytes(StandardCharsets.UTF_8))) {
+            return Optional.of(tenants.everything());
+        }
+        String tenant = tenants.tenantOf(given);
+        if (tenant != null) {
+            return Optional.of(Tenants.tenant(tenant));
+        }
+        if (MessageDigest.isEqual(given, config.authToken().getBytes(StandardCharsets.UTF_8))) {
+            return Optional.of(tenants.shared());
+        }
+        return Optional.empty();
     }
 
     /** The port the daemon listens on. */

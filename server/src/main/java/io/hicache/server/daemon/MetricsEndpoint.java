@@ -2,6 +2,8 @@ package io.hicache.server.daemon;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import io.hicache.core.util.Threads;
 import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -12,11 +14,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import javax.net.ssl.SSLContext;
 import org.jspecify.annotations.Nullable;
 
 /**
- * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks) and
- * {@code /health} over HTTP, on the JDK's HTTP server with one daemon thread ({@code hicache-server-metrics}).
+ * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks),
+ * {@code /health} and {@code POST /v1/prefix-hits} ({@link PrefixQueryEndpoint}) over HTTP, or HTTPS with the daemon's
+ * TLS certificate, on the JDK's HTTP server with two daemon threads ({@code hicache-server-http}).
  * {@code /health} answers {@code 200 ok}; {@code 200 degraded: ...} when acknowledged pages could not be written to L3;
  * {@code 503 failing: ...} while puts fail for a reason the daemon knows ({@link Health}); {@code 503 shutting down}
  * during a graceful shutdown. Thread-safe; the server stops it.
@@ -30,10 +34,20 @@ final class MetricsEndpoint implements AutoCloseable {
             PrometheusRegistry metrics,
             BooleanSupplier serving,
             Supplier<@Nullable String> failing,
-            Supplier<@Nullable String> degraded)
+            Supplier<@Nullable String> degraded,
+            @Nullable SSLContext tls,
+            PrefixQueryEndpoint prefixQueries)
             throws IOException {
-        http = HttpServer.create(new InetSocketAddress(bind, port), 16);
-        http.setExecutor(Executors.newSingleThreadExecutor(r -> Threads.unstarted("server-metrics", r)));
+        if (tls != null) {
+            HttpsServer https = HttpsServer.create(new InetSocketAddress(bind, port), 16);
+            https.setHttpsConfigurator(new HttpsConfigurator(tls));
+            http = https;
+        } else {
+            http = HttpServer.create(new InetSocketAddress(bind, port), 16);
+        }
+        // Two threads: a prefix query waiting for L3 does not hold up a scrape.
+        http.setExecutor(Executors.newFixedThreadPool(2, r -> Threads.unstarted("server-http", r)));
+        http.createContext("/v1/prefix-hits", prefixQueries);
         http.createContext("/metrics", new MetricsHandler(metrics));
         http.createContext("/health", ex -> {
             if (!serving.getAsBoolean()) {

@@ -32,8 +32,15 @@ final class PageIndex {
             .namespaces(key -> key.namespace().id())
             .build();
 
+    /** Told of every use of a page, once retention is in use; set once by the slab cache. */
+    private volatile @Nullable Retention retention;
+
     PageIndex(SlabSpace space) {
         this.space = space;
+    }
+
+    void retention(Retention retention) {
+        this.retention = retention;
     }
 
     /** Pages here now. */
@@ -81,6 +88,27 @@ final class PageIndex {
             return null;
         }
         usage.touchEntry(p.usage);
+        return p;
+    }
+
+    /** The page of {@code key}, neither pinned nor used, or null: for eviction's filters, which must not touch. */
+    @Nullable
+    SlabPage peek(StoreKey key) {
+        return pages.get(key);
+    }
+
+    /** A use of {@code key}'s page without pinning it (a RETAIN): it becomes the most recently used. Null if absent. */
+    @Nullable
+    SlabPage touch(StoreKey key) {
+        SlabPage p = pages.get(key);
+        if (p == null || p.removed) {
+            return null;
+        }
+        usage.touchEntry(p.usage);
+        Retention r = retention;
+        if (r != null && r.inUse()) {
+            r.used(p);
+        }
         return p;
     }
 

@@ -7,6 +7,7 @@ import io.hicache.storage.remote.protocol.ReadRequest;
 import io.hicache.storage.remote.protocol.ReadRequest.Get;
 import io.hicache.storage.remote.protocol.ReadRequest.LeadingHits;
 import io.hicache.storage.remote.protocol.ReadRequest.Lease;
+import io.hicache.storage.remote.protocol.ReadRequest.PrefixHits;
 import io.hicache.storage.remote.protocol.ReadRequest.Release;
 import io.hicache.storage.remote.protocol.Wire;
 import io.hicache.storage.remote.protocol.WireChecksum;
@@ -21,7 +22,7 @@ import java.util.OptionalInt;
 import org.jspecify.annotations.Nullable;
 
 /**
- * The reads' work (docs/protocol.md §3: LEADING_HITS, GET, LEASE, RELEASE): on the event loop when every page is in
+ * The reads' work (docs/protocol.md §3: LEADING_HITS, PREFIX_HITS, GET, LEASE, RELEASE): on the event loop when every page is in
  * the slab (or there is no L3), else on a worker that reads through to L3 ({@link ReadThrough}). A GET's pages leave
  * for the socket without a copy: the answer wraps the slab's memory, and each page stays pinned until the socket has
  * taken its bytes. A LEASE's pins pass to the lease ({@link Leases}), which gives them back when it ends.
@@ -43,6 +44,7 @@ final class ReadHandler {
     Work work(Call call, ReadRequest request) {
         return switch (request) {
             case LeadingHits h -> leadingHits(call, h.keys());
+            case PrefixHits h -> prefixHits(call, h.keys());
             case Get g -> pages(call, g.keys(), g.lengths(), null);
             case Lease l -> pages(call, l.keys(), l.lengths(), l);
             case Release r ->
@@ -70,6 +72,25 @@ final class ReadHandler {
                         call.fail(Wire.E_TIMED_OUT, e.getMessage());
                     }
                 });
+    }
+
+    private Work prefixHits(Call call, List<StoreKey> keys) {
+        return new Work(
+                () -> {
+                    Optional<ReadThrough.PrefixRuns> here = cache.reads.prefixHitsHere(keys);
+                    here.ifPresent(runs -> runs(call, runs));
+                    return here.isPresent();
+                },
+                () -> runs(call, cache.reads.prefixHits(keys, call.deadline())));
+    }
+
+    private static void runs(Call call, ReadThrough.PrefixRuns runs) {
+        ByteBuf answer = call.begin();
+        answer.writeInt(runs.slab());
+        answer.writeInt(runs.l3());
+        answer.writeInt(runs.any());
+        answer.writeByte(runs.l3State());
+        call.send(answer);
     }
 
     private static void count(Call call, int hits) {

@@ -14,6 +14,7 @@ import io.netty.buffer.ByteBufAllocator;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -95,12 +96,13 @@ final class ReadThrough {
     Optional<Pinned> pinAllHere(List<StoreKey> keys) {
         SlabPage[] out = new SlabPage[keys.size()];
         int found = 0;
-        for (int i = 0; i < keys.size(); i++) {
+        // Last page first, so that a chain's first pages are its most recently used and its suffix goes first.
+        for (int i = keys.size() - 1; i >= 0; i--) {
             out[i] = pages.pin(keys.get(i));
             if (out[i] != null) {
                 found++;
             } else if (l3.attached()) {
-                for (int j = 0; j < i; j++) {
+                for (int j = i + 1; j < keys.size(); j++) {
                     if (out[j] != null) {
                         pages.unpin(out[j]);
                     }
@@ -123,7 +125,7 @@ final class ReadThrough {
         List<Integer> absent = new ArrayList<>();
         PageStore store = l3.acquire();
         try {
-            for (int i = 0; i < keys.size(); i++) {
+            for (int i = keys.size() - 1; i >= 0; i--) { // last first, as in pinAllHere
                 out[i] = pages.pin(keys.get(i));
                 if (out[i] != null) {
                     counters.hostHits.increment();
@@ -132,6 +134,7 @@ final class ReadThrough {
                     why[i] = store != null ? PageStatus.stoppedBy(deadline) : PageStatus.MISS;
                 }
             }
+            Collections.reverse(absent);
             if (!absent.isEmpty() && store != null && !deadline.isOver()) {
                 promote(store, keys, lengths, absent, out, deadline, why);
             }
@@ -312,5 +315,84 @@ final class ReadThrough {
             throw new NotDoneInTime("leading hits: " + here + " pages here, and L3 did not finish before the deadline");
         }
         return inL3 >= absent.size() ? keys.size() : absent.get(inL3);
+    }
+
+    /**
+     * Per tier, the longest leading run of {@code keys} held: the slab's, L3's and either's (as {@link #leadingHits}).
+     * A router's question: touches no page. L3 is asked at most twice (its own run, then the pages after it that the
+     * slab lacks); where it does not answer in time, or fails, its run is 0 and {@code any} counts the slab alone, and
+     * the state says so rather than failing the question.
+     */
+    PrefixRuns prefixHits(List<StoreKey> keys, Deadline deadline) {
+        if (!l3.attached()) {
+            return slabRun(keys);
+        }
+        int slab = 0;
+        while (slab < keys.size() && pages.contains(keys.get(slab))) {
+            slab++;
+        }
+        PageStore store = l3.acquire();
+        if (store == null) {
+            return new PrefixRuns(slab, 0, slab, PrefixRuns.NO_L3);
+        }
+        try {
+            int inL3 = store.leadingHits(keys, deadline).get(Waits.l3Millis(deadline), TimeUnit.MILLISECONDS);
+            if (inL3 < keys.size() && deadline.isOver()) {
+                return new PrefixRuns(
+                        slab, 0, slab, PrefixRuns.L3_LATE); // a short count after the deadline proves nothing
+            }
+            // Either tier's run goes on while the slab or L3's run holds a page; past L3's run L3 is not known to lack
+            // a page, so the pages from there on that the slab lacks are asked of it again.
+            int any = 0;
+            while (any < keys.size() && (any < inL3 || pages.contains(keys.get(any)))) {
+                any++;
+            }
+            if (any < keys.size() && any > inL3) {
+                List<StoreKey> rest = new ArrayList<>();
+                List<Integer> restAt = new ArrayList<>();
+                for (int i = any; i < keys.size(); i++) {
+                    if (!pages.contains(keys.get(i))) {
+                        rest.add(keys.get(i));
+                        restAt.add(i);
+                    }
+                }
+                int more = store.leadingHits(rest, deadline).get(Waits.l3Millis(deadline), TimeUnit.MILLISECONDS);
+                any = more >= rest.size() ? keys.size() : restAt.get(more);
+            }
+            return new PrefixRuns(slab, inL3, any, PrefixRuns.ANSWERED);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new PrefixRuns(slab, 0, slab, PrefixRuns.L3_FAILED);
+        } catch (ExecutionException | TimeoutException e) {
+            return new PrefixRuns(slab, 0, slab, deadline.isOver() ? PrefixRuns.L3_LATE : PrefixRuns.L3_FAILED);
+        } finally {
+            l3.release(store);
+        }
+    }
+
+    /** {@link #prefixHits} without L3: for the event loop, which must not block; empty when L3 is attached. */
+    Optional<PrefixRuns> prefixHitsHere(List<StoreKey> keys) {
+        return l3.attached() ? Optional.empty() : Optional.of(slabRun(keys));
+    }
+
+    private PrefixRuns slabRun(List<StoreKey> keys) {
+        int slab = 0;
+        while (slab < keys.size() && pages.contains(keys.get(slab))) {
+            slab++;
+        }
+        return new PrefixRuns(slab, 0, slab, PrefixRuns.NO_L3);
+    }
+
+    /**
+     * A PREFIX_HITS answer: the leading runs of the slab, of L3 and of either tier, and what became of L3's part.
+     *
+     * @param l3State {@link #NO_L3}, {@link #ANSWERED}, {@link #L3_LATE} or {@link #L3_FAILED} (then {@code l3} is 0 and
+     *                {@code any} counts the slab alone)
+     */
+    record PrefixRuns(int slab, int l3, int any, int l3State) {
+        static final int NO_L3 = 0;
+        static final int ANSWERED = 1;
+        static final int L3_LATE = 2;
+        static final int L3_FAILED = 3;
     }
 }

@@ -272,11 +272,31 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
         }
         String password = a.getLast().toString(StandardCharsets.UTF_8);
         String name = a.size() == 3 ? a.get(1).toString(StandardCharsets.UTF_8) : "default";
-        if (!tokenMatches(password)) {
+        String as = login(name, password);
+        if (as == null) {
             return error("WRONGPASS invalid username-password pair or user is disabled.");
         }
-        authenticate(name);
+        authenticate(as);
         return simple("OK");
+    }
+
+    /**
+     * Who {@code user} with {@code password} logs in as, or null if refused. The user name is the namespace's tenant:
+     * with tenants configured (docs/security.md) a tenant's token logs in as that tenant (user {@code default} or the
+     * tenant's name), and the shared token only as {@code default} or as a name that is no tenant's; the admin token
+     * as anyone.
+     */
+    private @Nullable String login(String user, String password) {
+        byte[] given = password.getBytes(StandardCharsets.UTF_8);
+        String tenant = server.tenants.tenantOf(given);
+        if (tenant != null) {
+            lastPasswordWasAdmin = false;
+            return user.equals("default") || user.equals(tenant) ? tenant : null;
+        }
+        if (!tokenMatches(password)) {
+            return null;
+        }
+        return !lastPasswordWasAdmin && server.tenants.has(user) ? null : user;
     }
 
     private boolean tokenMatches(String password) {
@@ -312,8 +332,10 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
         for (; i < a.size(); i++) {
             String opt = a.get(i).toString(StandardCharsets.UTF_8).toUpperCase(Locale.ROOT);
             if (opt.equals("AUTH") && i + 2 < a.size()) {
-                String u = a.get(i + 1).toString(StandardCharsets.UTF_8);
-                if (!tokenMatches(a.get(i + 2).toString(StandardCharsets.UTF_8))) {
+                String u = login(
+                        a.get(i + 1).toString(StandardCharsets.UTF_8),
+                        a.get(i + 2).toString(StandardCharsets.UTF_8));
+                if (u == null) {
                     return error("WRONGPASS invalid username-password pair or user is disabled.");
                 }
                 authenticate(u);

@@ -182,6 +182,30 @@ public record ServerConfig(
                     + "page's checksum is checked as it is taken back). A daemon that is killed leaves no index: its "
                     + "slab is removed at the next start as before");
 
+    public static final Setting<String> TENANTS_FILE = Setting.string(
+            "server.tenants-file",
+            "",
+            "a file of tenants, one `name token` a line (docs/security.md): a connection presenting a tenant's token "
+                    + "(or a TLS client certificate whose common name is the tenant's) reaches that tenant's namespaces "
+                    + "only; empty: no tenants");
+    public static final Setting<Long> TENANT_QUOTA = Setting.bytes(
+            "server.tenant-quota",
+            "0",
+            "the most host-slab bytes one tenant's namespaces may hold together (0: no limit); a put over it evicts "
+                    + "the tenant's own pages first, as a namespace quota does");
+    public static final Setting<String> TLS_CERT = Setting.string(
+            "server.tls-cert",
+            "",
+            "a PEM certificate chain: with server.tls-key, the protocol port, the Redis port and the metrics port "
+                    + "speak TLS only (docs/security.md); empty: plaintext");
+    public static final Setting<String> TLS_KEY =
+            Setting.string("server.tls-key", "", "the PEM private key (PKCS#8) of server.tls-cert");
+    public static final Setting<String> TLS_CLIENT_CA = Setting.string(
+            "server.tls-client-ca",
+            "",
+            "PEM certificates of the authorities whose client certificates are accepted: with it set, every TLS "
+                    + "client must present one, and one whose subject's common name is a tenant's name is that tenant");
+
     public static final Setting<KvEventsConfig> KV_EVENTS = KvEventsConfig.setting(
             "server.kv-events-config",
             "SGLang's --kv-events-config JSON, e.g. {\"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\"}: where the "
@@ -232,6 +256,11 @@ public record ServerConfig(
                             WRITE_BEHIND_MAX_TRIES,
                             HOST_KEEP,
                             RESP_PORT,
+                            TENANTS_FILE,
+                            TENANT_QUOTA,
+                            TLS_CERT,
+                            TLS_KEY,
+                            TLS_CLIENT_CA,
                             KV_EVENTS,
                             TRANSPORT),
                     ClusterConfig.DAEMON_SETTINGS.stream()) // a daemon joins a cluster with cluster.etcd set
@@ -365,6 +394,38 @@ public record ServerConfig(
     /** {@link #RESP_PORT}: -1 when the Redis protocol is off. */
     public int respPort() {
         return settings.get(RESP_PORT);
+    }
+
+    /** {@link #TENANTS_FILE}: empty when there are no tenants. */
+    public String tenantsFile() {
+        return settings.get(TENANTS_FILE).trim();
+    }
+
+    /** {@link #TENANT_QUOTA}: 0 for none. */
+    public long tenantQuota() {
+        return settings.get(TENANT_QUOTA);
+    }
+
+    /** {@link #TLS_CERT}, {@link #TLS_KEY} and {@link #TLS_CLIENT_CA}: where TLS's files are (empty: not used). */
+    public TlsFiles tls() {
+        return new TlsFiles(
+                settings.get(TLS_CERT).trim(),
+                settings.get(TLS_KEY).trim(),
+                settings.get(TLS_CLIENT_CA).trim());
+    }
+
+    /**
+     * The daemon's TLS files.
+     *
+     * @param cert     a PEM certificate chain, empty for plaintext
+     * @param key      its PEM private key
+     * @param clientCa PEM authorities of client certificates, empty to ask for none
+     */
+    public record TlsFiles(String cert, String key, String clientCa) {
+        /** Whether TLS is on. */
+        public boolean on() {
+            return !cert.isEmpty();
+        }
     }
 
     /** {@code server.host-keep}: whether a graceful stop keeps the slab and its index for the next start. */

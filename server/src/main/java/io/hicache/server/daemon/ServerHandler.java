@@ -74,7 +74,9 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
     void accepted(Session session) {
         this.session = session;
         this.decoder = new RequestDecoder(
-                session.version(), server.config.maxFrameBytes(), new NamespaceCache(session.version())::read);
+                session.version(),
+                server.config.maxFrameBytes(),
+                new NamespaceCache(session.version(), session.access())::read);
     }
 
     @Override
@@ -174,6 +176,13 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
                                             + "peers, and this connection comes from "
                                             + out.channel().remoteAddress()
                                     : "this connection's HELLO did not carry server.admin-token"));
+        }
+        if (!session.sameHost() && (op == Wire.LEASE || op == Wire.RESERVE || op == Wire.COMMIT)) {
+            // A lease or a reservation hands out places in the slab file, which holds every namespace's pages.
+            return new Refusal(
+                    Wire.E_AUTH,
+                    Wire.opName(op) + " is for same-host clients that are no tenant (a loopback peer); GET and PUT "
+                            + "serve this connection");
         }
         if (!decoder.defines(op)) {
             return new Refusal(

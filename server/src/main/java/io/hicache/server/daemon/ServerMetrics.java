@@ -282,6 +282,35 @@ final class ServerMetrics {
                 .register(registry);
     }
 
+    private final Counter tenantConnections = Counter.builder()
+            .name("hicache_server_tenant_connections")
+            .help("connections accepted, by the tenant they authenticated as (\"\" for none)")
+            .labelNames("tenant")
+            .register(registry);
+
+    /** A connection authenticated as {@code tenant} ("" for none). */
+    void tenantConnection(String tenant) {
+        tenantConnections.labelValues(tenant).inc();
+    }
+
+    /** {@code hicache_server_tenant_bytes{tenant}}: host-slab bytes each configured tenant's namespaces hold. */
+    void exportTenants(Tenants tenants, SlabSpace space) {
+        if (!tenants.any()) {
+            return;
+        }
+        GaugeWithCallback.builder()
+                .name("hicache_server_tenant_bytes")
+                .unit(Unit.BYTES)
+                .help("host-slab bytes held by each tenant's namespaces (server.tenant-quota bounds them)")
+                .labelNames("tenant")
+                .callback(cb -> {
+                    for (String t : tenants.names()) {
+                        cb.call(space.tenantBytes(t), t);
+                    }
+                })
+                .register(registry);
+    }
+
     /** Everything, in Prometheus' text format (what /metrics serves to a scraper that asks for text). */
     String render() {
         ByteArrayOutputStream out = new ByteArrayOutputStream(8192);

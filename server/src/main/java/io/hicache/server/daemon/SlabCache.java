@@ -43,6 +43,7 @@ final class SlabCache implements AutoCloseable {
     final ReadThrough reads;
     final Removals removals;
     final SlabFlush flush;
+    final Retention retention;
 
     /**
      * A host tier in front of {@code l3} (if any), publishing KV events to {@code events}, which it owns once made (the
@@ -53,9 +54,11 @@ final class SlabCache implements AutoCloseable {
     SlabCache(ServerConfig config, Optional<PageStore> l3, KvEventSink events) {
         this.config = config;
         this.l3 = new StoreSlot(l3.orElse(null));
-        this.events = new ServerEvents(events, ServerEvents.mediumOf(l3.orElse(null)));
+        this.events = new ServerEvents(events, l3.orElse(null));
         this.space = SlabSpace.create(config);
         this.pages = new PageIndex(space);
+        this.retention = new Retention(pages, System::nanoTime);
+        pages.retention(retention);
         this.clears = new L3Clears(this);
         try {
             this.writeBehind = new WriteBehind(this, config.writeBehindMaxTries());
@@ -63,7 +66,7 @@ final class SlabCache implements AutoCloseable {
             space.close();
             throw e;
         }
-        this.eviction = new Eviction(space, pages, writeBehind, this.events, counters.evictedPages);
+        this.eviction = new Eviction(space, pages, writeBehind, this.events, counters.evictedPages, retention);
         this.writes = new SlabWrites(
                 config, space, pages, eviction, this.l3, writeBehind, this.events, counters.rejectedPuts, health);
         this.reads = new ReadThrough(config, space, pages, eviction, this.l3, clears, this.events, counters);

@@ -45,6 +45,14 @@ final class SlabPage {
     volatile boolean dirty;
     /** Out of the index (deleted, cleared, evicted, flushed, or never in it): freed when unused. */
     volatile boolean removed;
+    /** Its retention priority, 0-99 ({@link Retention}); 0 unless a RETAIN named it. */
+    volatile int priority;
+    /** How long its priority holds after each use, in nanoseconds; 0 for none. */
+    volatile long retentionNanos;
+    /** When its priority lapses ({@link System#nanoTime} scale) unless it is used again. */
+    volatile long retainUntilNanos;
+    /** Demoted by a RETAIN: the first to go, until it is used again. */
+    volatile boolean demoted;
     /** Failed tries to write it behind; touched by the write-behind thread only. */
     int writeTries;
 

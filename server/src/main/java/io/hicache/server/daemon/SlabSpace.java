@@ -22,6 +22,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 
@@ -58,6 +59,8 @@ final class SlabSpace implements AutoCloseable {
      * namespace holds something.
      */
     private final NamespaceBytes namespaceBytes = new NamespaceBytes();
+    /** Slab bytes per tenant, for {@code server.tenant-quota} and the per-tenant gauge. */
+    private final ConcurrentHashMap<String, AtomicLong> tenantBytes = new ConcurrentHashMap<>();
     /** The pages a warm start found in a kept slab's index, until {@link #takeKept} hands them over. */
     private List<KeptPage> kept = List.of();
     /** Set by {@link #keep}: close leaves the file (and its index) for the next daemon. */
@@ -347,7 +350,7 @@ final class SlabSpace implements AutoCloseable {
     /** Gives back the block of a page that held {@code order} at {@code offset}, and its bytes to the namespace. */
     void free(Namespace ns, long offset, int order) {
         allocator.free(offset, order);
-        namespaceBytes.discharge(ns, allocator.blockBytes(order));
+        discharge(ns, allocator.blockBytes(order));
     }
 
     /** Gives back a block no namespace was charged for (a promotion's, before its page is admitted). */
@@ -364,12 +367,30 @@ final class SlabSpace implements AutoCloseable {
 
     /** Charges {@code bytes} to {@code ns}; returns what it holds now (compared with {@link #quota} by the caller). */
     long charge(Namespace ns, long bytes) {
+        if (!ns.tenant().isEmpty()) {
+            tenantBytes.computeIfAbsent(ns.tenant(), t -> new AtomicLong()).addAndGet(bytes);
+        }
         return namespaceBytes.charge(ns, bytes);
     }
 
     /** Gives back bytes {@link #charge}d to {@code ns}. */
     void discharge(Namespace ns, long bytes) {
+        if (!ns.tenant().isEmpty()) {
+            AtomicLong t = tenantBytes.get(ns.tenant());
+            if (t != null) {
+                t.addAndGet(-bytes);
+            }
+        }
         namespaceBytes.discharge(ns, bytes);
+    }
+
+    /**
+     * Slab bytes held by the namespaces of tenant {@code tenant} together (docs/security.md); tenants' entries stay
+     * (a daemon has the few its tenants file names).
+     */
+    long tenantBytes(String tenant) {
+        AtomicLong t = tenantBytes.get(tenant);
+        return t == null ? 0 : t.get();
     }
 
     /** Slab bytes held by a namespace's pages (blocks, so a little more than the pages' lengths). */

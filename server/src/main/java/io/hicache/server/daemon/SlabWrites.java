@@ -113,6 +113,16 @@ final class SlabWrites {
             space.discharge(ns, block);
             return noRoom(choice, false); // the namespace's quota, not the slab
         }
+        long tenantQuota = config.tenantQuota();
+        if (tenantQuota > 0 && !ns.tenant().isEmpty()) {
+            long tenantUsed = space.tenantBytes(ns.tenant());
+            if (tenantUsed > tenantQuota
+                    && !(choice instanceof EvictionChoice.Until until
+                            && eviction.fitTenantQuota(ns.tenant(), tenantQuota, until.deadline()))) {
+                space.discharge(ns, block);
+                return noRoom(choice, false); // the tenant's quota
+            }
+        }
         long offset = choice instanceof EvictionChoice.Until until
                 ? eviction.allocate(order, until.deadline())
                 : space.allocate(order);

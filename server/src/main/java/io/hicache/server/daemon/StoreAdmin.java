@@ -130,7 +130,7 @@ final class StoreAdmin {
             throw new Refused("cannot open store '" + name + "': " + e.getMessage(), e);
         }
         cache.l3.attach(store); // cannot be refused: attaches and detaches hold this monitor
-        cache.events.l3Medium(ServerEvents.mediumOf(store));
+        cache.events.l3Attached(store);
         Named now = Named.of(store);
         LOG.log(Level.INFO, "attached the L3 store '" + now.name() + "' at " + now.location());
         return now;

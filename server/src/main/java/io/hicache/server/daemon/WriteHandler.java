@@ -12,6 +12,7 @@ import io.hicache.storage.remote.protocol.WriteRequest.Commit;
 import io.hicache.storage.remote.protocol.WriteRequest.Delete;
 import io.hicache.storage.remote.protocol.WriteRequest.Put;
 import io.hicache.storage.remote.protocol.WriteRequest.Reserve;
+import io.hicache.storage.remote.protocol.WriteRequest.Retain;
 import io.netty.buffer.ByteBuf;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -64,6 +65,10 @@ final class WriteHandler {
                 Work.deferred(() ->
                         clear(call, "namespace " + clear.namespace(), () -> cache.removals.clear(clear.namespace())));
             case ClearAll all -> Work.deferred(() -> clear(call, "every namespace", cache.removals::clearAll));
+            // On the event loop: a touch and a few fields per page, no I/O.
+            case Retain retain ->
+                Work.quick(() -> call.statuses(cache.retention.retain(
+                        retain.keys(), retain.priority(), retain.retentionMillis(), retain.demote())));
         };
     }
 

@@ -24,7 +24,7 @@ class NamespaceCacheTest {
             Codec.writeNamespace(in, ns, Wire.VERSION_3);
             in.writeInt(0x5EED); // what follows a namespace must be left where it was
         }
-        NamespaceCache cache = new NamespaceCache(Wire.VERSION_3);
+        NamespaceCache cache = new NamespaceCache(Wire.VERSION_3, Tenants.NONE.everything());
         Namespace first = cache.read(in);
         assertEquals(0x5EED, in.readInt());
         assertEquals(a, first);

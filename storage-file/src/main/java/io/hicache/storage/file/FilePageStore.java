@@ -353,7 +353,9 @@ public final class FilePageStore extends AbstractPageStore {
     /** Eviction: the gate claimed the least recently used pages, skipping pages being read. */
     private void evict(List<PageUsageIndex.Claimed<PageId>> pages) throws IOException {
         for (PageUsageIndex.Claimed<PageId> page : pages) {
-            discard(page.key(), page.entry());
+            if (discard(page.key(), page.entry())) {
+                dropped(page.key().namespaceId(), page.key().hash());
+            }
         }
     }
 

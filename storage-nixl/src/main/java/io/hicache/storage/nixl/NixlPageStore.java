@@ -5,6 +5,7 @@ import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Units;
 import io.hicache.core.key.Namespace;
+import io.hicache.core.key.PageHash;
 import io.hicache.core.key.StoreKey;
 import io.hicache.core.page.PageFormat;
 import io.hicache.core.store.AbstractPageStore;
@@ -412,7 +413,17 @@ public final class NixlPageStore extends AbstractPageStore {
         for (PageUsageIndex.Claimed<String> page : pages) {
             registrations.invalidate(page.key());
             layout.delete(page.key());
-            index.removeEntry(page.entry());
+            if (index.removeEntry(page.entry()) >= 0) {
+                droppedByName(page.key());
+            }
+        }
+    }
+
+    /** Tells the dropped-pages listener of a page named as {@link StoreKey#toString} names it. */
+    private void droppedByName(String name) {
+        int slash = name.indexOf('/');
+        if (slash > 0 && name.length() - slash - 1 == PageHash.HEX_LENGTH) {
+            dropped(name.substring(0, slash), PageHash.fromHex(name.substring(slash + 1)));
         }
     }
 

@@ -27,6 +27,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.ssl.SslHandler;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -118,6 +119,9 @@ final class RemoteConnection {
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
+                        if (config.tls().on()) {
+                            ch.pipeline().addLast(config.tls().handler(ch, config.host(), config.port()));
+                        }
                         LengthFieldBasedFrameDecoder frames =
                                 new LengthFieldBasedFrameDecoder(MAX_INBOUND_FRAME, 0, 4, 0, 4, true);
                         // A GET answer of many pages is tens of MiB: merging reads into one buffer would grow it
@@ -133,6 +137,17 @@ final class RemoteConnection {
                 return;
             }
             c.channel = f.channel();
+            SslHandler ssl = f.channel().pipeline().get(SslHandler.class);
+            if (ssl != null) {
+                // A refused certificate, either way, is said as such rather than as a closed connection.
+                ssl.handshakeFuture().addListener(h -> {
+                    if (!h.isSuccess()) {
+                        ready.completeExceptionally(unavailable(
+                                c.address,
+                                "the TLS handshake failed: " + h.cause().getMessage()));
+                    }
+                });
+            }
             c.sweep = f.channel()
                     .eventLoop()
                     .scheduleAtFixedRate(c::sweep, SWEEP_MILLIS, SWEEP_MILLIS, TimeUnit.MILLISECONDS);

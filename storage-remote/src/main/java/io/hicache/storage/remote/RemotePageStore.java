@@ -305,6 +305,67 @@ public final class RemotePageStore extends AbstractPageStore {
                 }));
     }
 
+    /**
+     * PREFIX_HITS: per tier, the longest leading run of {@code keys} (one namespace, one frame) the daemon holds. Changes
+     * no page and no recency: a router's question.
+     *
+     * @throws IllegalArgumentException for keys of several namespaces, or more than one frame can carry
+     */
+    public CompletableFuture<PrefixHits> prefixHits(List<StoreKey> keys, Deadline deadline) {
+        Namespace ns = oneFrame(keys, Wire.HASH_BYTES);
+        checkOpen();
+        return call(new ReadRequest.PrefixHits(ns, List.copyOf(keys)), deadline, Answers.read("prefix hits", in -> {
+            Codec.need(in, 13, "prefix hits answer");
+            int slab = (int) Codec.readUnsignedInt(in);
+            int l3 = (int) Codec.readUnsignedInt(in);
+            int any = (int) Codec.readUnsignedInt(in);
+            return new PrefixHits(slab, l3, any, PrefixHits.L3State.of(in.readUnsignedByte()));
+        }));
+    }
+
+    /**
+     * RETAIN: gives the stored pages of one chain ({@code chain}, from its first page) a retention {@code priority}
+     * (0-99) that holds for {@code retention} after each use, applied last page first so that the chain's suffix goes
+     * before its prefix. Completes with OK per page the daemon's host slab holds, MISS for the others.
+     */
+    public CompletableFuture<BatchResult> retain(
+            List<StoreKey> chain, int priority, Duration retention, Deadline deadline) {
+        Namespace ns = oneFrame(chain, Wire.HASH_BYTES);
+        Checks.requireArgument(!retention.isNegative(), "retention must not be negative, was %s", retention);
+        long millis = Math.min(0xFFFF_FFFFL, retention.toMillis());
+        return statuses(
+                new WriteRequest.Retain(ns, List.copyOf(chain), priority, millis, false), chain.size(), deadline);
+    }
+
+    /** RETAIN with the demote flag: the pages of {@code keys} the slab holds become the first to be evicted. */
+    public CompletableFuture<BatchResult> demote(List<StoreKey> keys, Deadline deadline) {
+        Namespace ns = oneFrame(keys, Wire.HASH_BYTES);
+        return statuses(new WriteRequest.Retain(ns, List.copyOf(keys), 0, 0, true), keys.size(), deadline);
+    }
+
+    private CompletableFuture<BatchResult> statuses(Request request, int n, Deadline deadline) {
+        checkOpen();
+        BatchResult.Builder out = BatchResult.builder(n);
+        int[] all = new int[n];
+        Arrays.setAll(all, i -> i);
+        return call(request, deadline, new Answers.Statuses(all, out)).thenApply(v -> out.build());
+    }
+
+    /** The one namespace of {@code keys}, which must fit one frame at {@code bytesPerKey}. */
+    private Namespace oneFrame(List<StoreKey> keys, int bytesPerKey) {
+        Checks.checkNotNull(keys, "keys");
+        Checks.requireArgument(!keys.isEmpty(), "at least one key");
+        Namespace ns = keys.getFirst().namespace();
+        for (StoreKey k : keys) {
+            Checks.requireArgument(k.namespace().equals(ns), "one namespace; %s is in another", k);
+        }
+        Checks.requireArgument(
+                (long) keys.size() * bytesPerKey + Requests.OVERHEAD_BYTES <= hello.maxFrameBytes(),
+                "%d keys do not fit one frame",
+                keys.size());
+        return ns;
+    }
+
     /** The daemon's metrics, in Prometheus' text format. */
     public CompletableFuture<String> daemonMetrics(Deadline deadline) {
         checkOpen();

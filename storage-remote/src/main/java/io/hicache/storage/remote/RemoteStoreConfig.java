@@ -18,9 +18,16 @@ import java.util.List;
  * @param connections    connections kept open and used in turn; each carries many requests at once
  * @param connectTimeout the most connecting and the handshake may take
  * @param transport      Netty's socket transport ({@code auto}: epoll where it loads, NIO otherwise)
+ * @param tls            TLS to the daemon, or {@link ClientTls#NONE}
  */
 public record RemoteStoreConfig(
-        String host, int port, String authToken, int connections, Duration connectTimeout, NettyTransport transport) {
+        String host,
+        int port,
+        String authToken,
+        int connections,
+        Duration connectTimeout,
+        NettyTransport transport,
+        ClientTls tls) {
     public static final Setting<String> HOST = Setting.string("remote.host", "127.0.0.1", "the daemon's address");
     public static final Setting<Integer> PORT = Setting.integer("remote.port", 7370, 1, 65535, "the daemon's port");
     public static final Setting<String> AUTH_TOKEN =
@@ -42,13 +49,37 @@ public record RemoteStoreConfig(
             "Netty's socket transport: auto (epoll where its native library loads, nio otherwise), nio or epoll");
 
     /** Every setting read here. */
+    public static final Setting<Boolean> TLS =
+            Setting.bool("remote.tls", false, "speak TLS to the daemon (its server.tls-cert; docs/security.md)");
+
+    public static final Setting<String> TLS_CA = Setting.string(
+            "remote.tls-ca", "", "PEM authorities the daemon's certificate must chain to (empty: the JDK's)");
+    public static final Setting<String> TLS_CERT = Setting.string(
+            "remote.tls-cert",
+            "",
+            "a PEM client certificate chain, for a daemon that asks for one (server.tls-client-ca)");
+    public static final Setting<String> TLS_KEY =
+            Setting.string("remote.tls-key", "", "the PEM (PKCS#8) key of remote.tls-cert");
+
     public static final List<Setting<?>> SETTINGS =
-            List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT, TRANSPORT);
+            List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT, TRANSPORT, TLS, TLS_CA, TLS_CERT, TLS_KEY);
 
     public RemoteStoreConfig {
         Checks.requireArgument(host != null && !host.isBlank(), "remote.host must be set");
         Checks.checkPositive(connections, "connections");
         Checks.checkNotNull(transport, "transport");
+        Checks.checkNotNull(tls, "tls");
+    }
+
+    /** A plaintext configuration. */
+    public RemoteStoreConfig(
+            String host,
+            int port,
+            String authToken,
+            int connections,
+            Duration connectTimeout,
+            NettyTransport transport) {
+        this(host, port, authToken, connections, connectTimeout, transport, ClientTls.NONE);
     }
 
     /** A configuration on the {@code auto} transport. */
@@ -69,7 +100,12 @@ public record RemoteStoreConfig(
                     s.get(AUTH_TOKEN),
                     s.get(CONNECTIONS),
                     s.get(CONNECT_TIMEOUT),
-                    s.get(TRANSPORT));
+                    s.get(TRANSPORT),
+                    new ClientTls(
+                            s.get(TLS),
+                            s.get(TLS_CA).trim(),
+                            s.get(TLS_CERT).trim(),
+                            s.get(TLS_KEY).trim()));
         });
     }
 
@@ -80,6 +116,11 @@ public record RemoteStoreConfig(
 
     /** This configuration on {@code transport}. */
     public RemoteStoreConfig withTransport(NettyTransport transport) {
-        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport);
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls);
+    }
+
+    /** This configuration speaking {@code tls}. */
+    public RemoteStoreConfig withTls(ClientTls tls) {
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls);
     }
 }

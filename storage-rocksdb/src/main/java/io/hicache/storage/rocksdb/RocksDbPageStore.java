@@ -392,7 +392,13 @@ public final class RocksDbPageStore extends AbstractPageStore {
 
     /** Oldest-first deletion: the gate claimed the pages, in one write batch. */
     private void evict(List<PageUsageIndex.Claimed<PageId>> pages) throws RocksDBException {
-        remove(pages.stream().map(PageUsageIndex.Claimed::key).toList());
+        List<PageId> ids = pages.stream().map(PageUsageIndex.Claimed::key).toList();
+        boolean[] removed = remove(ids);
+        for (int i = 0; i < ids.size(); i++) {
+            if (removed[i]) {
+                dropped(ids.get(i).namespaceId(), ids.get(i).hash());
+            }
+        }
     }
 
     @Override

@@ -7,7 +7,7 @@ import io.netty.buffer.ByteBuf;
 import java.util.List;
 
 /**
- * The reads (docs/protocol.md §3): LEADING_HITS, GET, LEASE and RELEASE. They change no page, so a connection's reads
+ * The reads (docs/protocol.md §3): LEADING_HITS, PREFIX_HITS, GET, LEASE and RELEASE. They change no page, so a connection's reads
  * may overlap one another and be answered out of order. Immutable records (see {@link Request}).
  */
 public sealed interface ReadRequest extends Request {
@@ -30,6 +30,35 @@ public sealed interface ReadRequest extends Request {
         @Override
         public int op() {
             return Wire.LEADING_HITS;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            KeyTable.write(out, namespace, keys, null, null);
+        }
+    }
+
+    /**
+     * PREFIX_HITS (version 3): {@code namespace n:u32 hash[n]}. Per tier (host slab, L3, either), the longest leading
+     * run of the pages held; answered {@code slab:u32 l3:u32 any:u32 l3_state:u8}. A router's question: it changes no
+     * page and no page's recency.
+     *
+     * @param namespace the pages' namespace
+     * @param keys      the pages, in order, all of {@code namespace}
+     */
+    record PrefixHits(Namespace namespace, List<StoreKey> keys) implements ReadRequest {
+        public PrefixHits {
+            KeyTable.check(namespace, keys);
+        }
+
+        static PrefixHits read(ByteBuf in, RequestDecoder d) {
+            Namespace ns = d.namespace(in);
+            return new PrefixHits(ns, KeyTable.read(in, ns, d.count(in, Wire.HASH_BYTES), null, null));
+        }
+
+        @Override
+        public int op() {
+            return Wire.PREFIX_HITS;
         }
 
         @Override

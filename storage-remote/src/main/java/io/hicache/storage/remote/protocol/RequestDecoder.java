@@ -33,7 +33,7 @@ public final class RequestDecoder {
     }
 
     /**
-     * Whether this connection's version defines request {@code op} (HELLO aside): RESERVE and COMMIT are version 2's (and 3's);
+     * Whether this connection's version defines request {@code op} (HELLO aside): RESERVE and COMMIT are version 2's (and 3's), PREFIX_HITS and RETAIN version 3's;
      * any other op, an answer's included, is ERROR UNKNOWN_OP whatever its payload.
      */
     public boolean defines(int op) {
@@ -51,6 +51,7 @@ public final class RequestDecoder {
                     Wire.FLUSH,
                     Wire.STORE -> true;
             case Wire.RESERVE, Wire.COMMIT -> version >= Wire.VERSION_2;
+            case Wire.PREFIX_HITS, Wire.RETAIN -> version >= Wire.VERSION_3;
             default -> false;
         };
     }
@@ -81,6 +82,8 @@ public final class RequestDecoder {
         int flags = version >= Wire.VERSION_2 ? header.flags() : 0; // version 1 ignores every flag
         Request request = switch (header.op()) {
             case Wire.LEADING_HITS -> ReadRequest.LeadingHits.read(payload, this);
+            case Wire.PREFIX_HITS -> ReadRequest.PrefixHits.read(payload, this);
+            case Wire.RETAIN -> WriteRequest.Retain.read(payload, this, flags);
             case Wire.GET -> ReadRequest.Get.read(payload, this);
             case Wire.LEASE -> ReadRequest.Lease.read(payload, this, flags);
             case Wire.RELEASE -> ReadRequest.Release.read(payload);

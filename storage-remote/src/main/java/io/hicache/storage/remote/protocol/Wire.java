@@ -53,6 +53,10 @@ public final class Wire {
     public static final byte FLUSH = 0x1C;
     /** Admin: shows, detaches or attaches the L3 store; its first payload byte is one of the {@code STORE_*}. */
     public static final byte STORE = 0x1D;
+    /** Version 3: per tier (slab, L3), the longest leading run of the pages held; changes no page and no recency. */
+    public static final byte PREFIX_HITS = 0x1E;
+    /** Version 3: a priority and retention for stored pages of one chain (or a demotion), applied leaf-first. */
+    public static final byte RETAIN = 0x1F;
     /** STORE sub-operations. */
     public static final byte STORE_SHOW = 0;
 
@@ -159,6 +163,8 @@ public final class Wire {
             case COMMIT -> "COMMIT";
             case FLUSH -> "FLUSH";
             case STORE -> "STORE";
+            case PREFIX_HITS -> "PREFIX_HITS";
+            case RETAIN -> "RETAIN";
             default -> (op & 0xFF) == (ERROR & 0xFF) ? "ERROR" : "op 0x" + Integer.toHexString(op & 0xFF);
         };
     }

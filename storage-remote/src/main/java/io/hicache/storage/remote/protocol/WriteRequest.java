@@ -7,7 +7,8 @@ import io.netty.buffer.ByteBuf;
 import java.util.List;
 
 /**
- * The writes (docs/protocol.md §3): PUT, DELETE, CLEAR, CLEAR_ALL, and version 2's RESERVE and COMMIT. A connection's
+ * The writes (docs/protocol.md §3): PUT, DELETE, CLEAR, CLEAR_ALL, version 2's RESERVE and COMMIT, and version 3's
+ * RETAIN. A connection's
  * writes take effect in the order it sent them (§1). Immutable records (see {@link Request}).
  */
 public sealed interface WriteRequest extends Request {
@@ -71,6 +72,73 @@ public sealed interface WriteRequest extends Request {
         @Override
         public void writeTo(ByteBuf out) {
             KeyTable.write(out, namespace, keys, lengths, crcs);
+        }
+    }
+
+    /**
+     * RETAIN (version 3): {@code namespace priority:u8 retention_ms:u32 n:u32 hash[n]}. Gives the stored pages of one
+     * chain, named from its first page (prefix keys included) to its last, a retention priority (0-99) that holds for
+     * {@code retention_ms} after each use and then decays to 0; with the header flag {@link #DEMOTE}, makes them the
+     * first pages to go instead (priority 0, no retention). Answered {@code n:u32 status[n]}: OK, or MISS for a page
+     * not in the host slab. A write, so that a PUT pipelined before it has stored its pages when it runs.
+     *
+     * @param namespace       the pages' namespace
+     * @param keys            the chain's pages in order, all of {@code namespace}
+     * @param priority        0 to {@link #MAX_PRIORITY}
+     * @param retentionMillis how long the priority holds after each use (u32)
+     * @param demote          the flag {@link #DEMOTE}: the pages go first (then priority and retention are 0)
+     */
+    record Retain(Namespace namespace, List<StoreKey> keys, int priority, long retentionMillis, boolean demote)
+            implements WriteRequest {
+        /** The highest priority: SGLang's priority classes are 0-99. */
+        public static final int MAX_PRIORITY = 99;
+        /** The header flag of a RETAIN that demotes its pages. */
+        public static final int DEMOTE = 0x01;
+
+        public Retain {
+            KeyTable.check(namespace, keys);
+            Checks.checkInRange(priority, 0, MAX_PRIORITY, "priority");
+            Checks.checkInRange(retentionMillis, 0, 0xFFFF_FFFFL, "retentionMillis");
+            Checks.requireArgument(
+                    !demote || (priority == 0 && retentionMillis == 0),
+                    "a demotion carries priority 0 and no retention");
+        }
+
+        static Retain read(ByteBuf in, RequestDecoder d, int flags) {
+            Namespace ns = d.namespace(in);
+            Codec.need(in, 5, "retain priority and retention");
+            int priority = in.readUnsignedByte();
+            long retention = Codec.readUnsignedInt(in);
+            boolean demote = (flags & DEMOTE) != 0;
+            if (priority > MAX_PRIORITY) {
+                throw new ProtocolException("priority " + priority + " is over " + MAX_PRIORITY);
+            }
+            if (demote && (priority != 0 || retention != 0)) {
+                throw new ProtocolException("a demotion carries priority 0 and no retention");
+            }
+            List<StoreKey> keys = KeyTable.read(in, ns, d.count(in, Wire.HASH_BYTES), null, null);
+            return new Retain(ns, keys, priority, retention, demote);
+        }
+
+        @Override
+        public int op() {
+            return Wire.RETAIN;
+        }
+
+        @Override
+        public int flags() {
+            return demote ? DEMOTE : 0;
+        }
+
+        @Override
+        public void writeTo(ByteBuf out) {
+            Codec.writeNamespace(out, namespace, Wire.VERSION_3);
+            out.writeByte(priority);
+            out.writeInt((int) retentionMillis);
+            out.writeInt(keys.size());
+            for (StoreKey key : keys) {
+                Codec.writeHash(out, key.hash());
+            }
         }
     }
 
