@@ -24,7 +24,8 @@ DEFAULT_POOL_SIZE = 4
 DEFAULT_DTYPE = "bfloat16"
 
 OWN_KEYS = ("host", "port", "token", "timeout_s", "pool_size", "local", "model", "dtype", "extra", "cluster_etcd",
-            "cluster_name", "weights_revision", "quantization", "tenant")
+            "cluster_name", "weights_revision", "quantization", "tenant", "tls", "tls_ca", "tls_cert", "tls_key",
+            "retention_priority", "retention_s")
 """The extra_config keys this backend reads."""
 SGLANG_KEYS = frozenset({
     # the dynamic backend's own keys
@@ -104,6 +105,17 @@ class BackendSettings:
     cluster_etcd: tuple[str, ...] = ()
     """etcd's endpoints when the daemons form a cluster (docs/cluster.md); empty: the one daemon at host:port."""
     cluster_name: str = "hicache"
+    tls: bool = False
+    """Speak TLS to the daemon (its ``server.tls-cert``); ``tls_ca`` names the PEM authorities to trust (the
+    system's when empty), ``tls_cert``/``tls_key`` a client certificate (a daemon with ``server.tls-client-ca``)."""
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    retention_priority: int = 0
+    """The retention priority (0-99, docs/protocol.md RETAIN) given to the pages this engine stores, unless SGLang's
+    extra_info names a ``priority``; 0 with no prefix keys: no RETAIN is sent."""
+    retention_s: float = 0.0
+    """How long that priority holds after each use of a page."""
 
     @classmethod
     def from_extra_config(cls, extra_config: Optional[Mapping[str, Any]]) -> "BackendSettings":
@@ -166,11 +178,31 @@ class BackendSettings:
             if not isinstance(value, str):
                 raise ValueError(f"extra_config {key!r} must be a string, was {value!r}")
             texts[key] = value
+        for key in ("tls_ca", "tls_cert", "tls_key"):
+            value = get(key, "")
+            if not isinstance(value, str):
+                raise ValueError(f"extra_config {key!r} must be a path, was {value!r}")
+            texts[key] = value
+        tls = get("tls", bool(texts["tls_ca"] or texts["tls_cert"]))
+        if not isinstance(tls, bool):
+            raise ValueError(f"extra_config 'tls' must be true or false, was {tls!r}")
+        if bool(texts["tls_cert"]) != bool(texts["tls_key"]):
+            raise ValueError("extra_config 'tls_cert' and 'tls_key' go together")
+        try:
+            retention_priority = int(get("retention_priority", 0))
+            retention_s = float(get("retention_s", 0.0))
+        except (TypeError, ValueError):
+            raise ValueError("extra_config 'retention_priority' must be an integer and 'retention_s' a number") from None
+        if not 0 <= retention_priority <= 99:
+            raise ValueError(f"extra_config 'retention_priority' must be in [0, 99], was {retention_priority}")
+        if not 0 <= retention_s <= 4_000_000:
+            raise ValueError(f"extra_config 'retention_s' must be in [0, 4000000] seconds, was {retention_s}")
         unknown = tuple(sorted(k for k in config if k not in OWN_KEYS and k not in SGLANG_KEYS))
         return cls(host=host, port=port, token=token, timeout_s=timeout_s, pool_size=pool_size,
                    local=_parse_local(config.get("local")), model=model, dtype=dtype, extra=extra,
                    unknown_keys=unknown, interface_v1=interface_v1, interface_v1_note=interface_v1_note,
-                   cluster_etcd=tuple(etcd), cluster_name=cluster_name, **texts)
+                   cluster_etcd=tuple(etcd), cluster_name=cluster_name, tls=tls,
+                   retention_priority=retention_priority, retention_s=retention_s, **texts)
 
 
 _FALSE_LOOKING = frozenset({"0", "false", "no", "off", "none", "null"})

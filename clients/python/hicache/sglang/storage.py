@@ -25,7 +25,7 @@ import time
 import types
 from typing import Any, List, Optional, Sequence, Union
 
-from ..client import HiCacheClient
+from ..client import HiCacheClient, tls_context
 from ..cluster import HiCacheClusterClient
 from ..errors import HiCacheAuthError
 from ..namespace import LAYER_MAJOR, TOKEN_MAJOR, Namespace
@@ -101,8 +101,9 @@ class HiCacheDaemonStorage(HiCacheStorage):
             self._client = HiCacheClusterClient(list(s.cluster_etcd), s.cluster_name, token=s.token,
                                                 pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
         else:
+            tls = (tls_context(s.tls_ca or None, s.tls_cert or None, s.tls_key or None) if s.tls else None)
             self._client = HiCacheClient(
-                s.host, s.port, token=s.token, pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
+                s.host, s.port, token=s.token, pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local, tls=tls)
         self._check_daemon()
         where = (f"cluster {s.cluster_name!r} at {','.join(s.cluster_etcd)}" if s.cluster_etcd
                  else f"{s.host}:{s.port}")
@@ -373,7 +374,34 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self._counters.add(set_pages_present=have)
         self._count_statuses("set", statuses)
         self._counters.observe_backup(sum(stored), nbytes, time.monotonic() - started)
+        self._retain(namespace, hashes, stored, extra_info, deadline)
         return stored
+
+    def _retain(self, namespace: Namespace, hashes: Sequence[bytes], stored: Sequence[bool],
+                extra_info: Optional[HiCacheStorageExtraInfo], deadline: float) -> None:
+        """After a set: a RETAIN of the chain (SGLang's prefix keys, then the pages stored, up to the first that was
+        not), so that the daemon evicts the chain's suffix before its prefix and keeps the priority: SGLang's
+        ``extra_info["priority"]`` where it passes one, else ``retention_priority``. Sent only with prefix keys or a
+        priority; a failure is logged, never the set's."""
+        s = self.settings
+        prefix = list(getattr(extra_info, "prefix_keys", None) or [])
+        asked = getattr(extra_info, "extra_info", None)
+        priority = s.retention_priority
+        if isinstance(asked, dict) and isinstance(asked.get("priority"), int):
+            priority = max(0, min(99, asked["priority"]))
+        retain = getattr(self._client, "retain", None)
+        if retain is None or (not prefix and priority == 0):
+            return
+        run = 0
+        while run < len(stored) and stored[run]:
+            run += 1
+        if run == 0:
+            return
+        try:
+            chain = self._hashes(prefix) + list(hashes[:run])
+            retain(namespace, chain, priority, s.retention_s, timeout_s=self._remaining(deadline))
+        except Exception as e:  # the pages are stored; only their order of eviction is lost
+            self._log.warning("retain", "HiCache daemon backend: RETAIN after a set failed: %s", e)
 
     # --------------------------------------------------------------------- v2: hybrid models (see hybrid.py)
 

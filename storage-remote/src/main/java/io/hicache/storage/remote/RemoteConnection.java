@@ -187,7 +187,13 @@ final class RemoteConnection {
                                             + config.connectTimeout().toMillis() + " ms: is that the daemon's protocol "
                                             + "port (server.port, default 7370)? Its metrics port speaks HTTP");
                         }
-                        throw unavailable(address, "the handshake failed: " + detail);
+                        throw unavailable(
+                                address,
+                                "the handshake failed: " + detail
+                                        + (config.tls().on()
+                                                ? " (over TLS: a daemon that asks for client certificates closes "
+                                                        + "on one it does not accept, or on none: remote.tls-cert)"
+                                                : ""));
                     }
                 })
                 .whenComplete((h, e) -> {
