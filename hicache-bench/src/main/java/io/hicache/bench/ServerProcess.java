@@ -29,6 +29,8 @@ public final class ServerProcess implements AutoCloseable {
     public final int port;
     /** The daemon's Redis protocol port ({@code --server.resp-port} among the flags), else -1. */
     public int respPort = -1;
+    /** The daemon's start line (what it chose: transport, TLS, ...); empty for other servers. */
+    private String startLine = "";
     /** The daemon's metrics endpoint's port (Prometheus text at {@code /metrics}), or -1 when off or not the daemon. */
     public final int metricsPort;
 
@@ -94,7 +96,13 @@ public final class ServerProcess implements AutoCloseable {
         int metricsPort = start.contains("metrics: http://") ? portAfter(start, "metrics: http://127.0.0.1:") : -1;
         ServerProcess daemon = new ServerProcess("hicache", Wire.VERSION + "", port, metricsPort, p, scratch);
         daemon.respPort = start.contains("Redis protocol on port ") ? portAfter(start, "Redis protocol on port ") : -1;
+        daemon.startLine = start;
         return daemon;
+    }
+
+    /** The daemon's start line; empty for servers that are not a HiCache daemon. */
+    public String startLine() {
+        return startLine;
     }
 
     private static int portAfter(String line, String marker) {

@@ -3,6 +3,7 @@ package io.hicache.cli;
 import io.hicache.core.Deadline;
 import io.hicache.core.ErrorCode;
 import io.hicache.core.HiCacheException;
+import io.hicache.storage.remote.ClientTls;
 import io.hicache.storage.remote.RemotePageStore;
 import io.hicache.storage.remote.RemoteStoreConfig;
 import java.io.IOException;
@@ -39,6 +40,28 @@ final class DaemonAddress {
             description = "the daemon's token (default: HICACHE_SERVER_AUTH_TOKEN, else none)")
     String authToken;
 
+    @Option(
+            names = "--tls-ca",
+            paramLabel = "FILE",
+            defaultValue = "${env:HICACHE_TLS_CA:-}",
+            description = "speak TLS to a daemon with server.tls-cert, trusting these PEM authorities (default: "
+                    + "HICACHE_TLS_CA, else plaintext)")
+    String tlsCa;
+
+    @Option(
+            names = "--tls-cert",
+            paramLabel = "FILE",
+            defaultValue = "${env:HICACHE_TLS_CERT:-}",
+            description = "a PEM client certificate, for a daemon with server.tls-client-ca (with --tls-key)")
+    String tlsCert;
+
+    @Option(
+            names = "--tls-key",
+            paramLabel = "FILE",
+            defaultValue = "${env:HICACHE_TLS_KEY:-}",
+            description = "the PEM (PKCS#8) key of --tls-cert")
+    String tlsKey;
+
     /** Connects; the caller closes the client. */
     RemotePageStore connect() {
         return connect(authToken);
@@ -50,7 +73,11 @@ final class DaemonAddress {
      */
     RemotePageStore connect(String token) {
         try {
-            return RemotePageStore.open(new RemoteStoreConfig(host, port, token, 1, HANDSHAKE_WAIT));
+            RemoteStoreConfig config = new RemoteStoreConfig(host, port, token, 1, HANDSHAKE_WAIT);
+            if (!tlsCa.isEmpty() || !tlsCert.isEmpty()) {
+                config = config.withTls(new ClientTls(true, tlsCa, tlsCert, tlsKey));
+            }
+            return RemotePageStore.open(config);
         } catch (HiCacheException e) {
             if (speaksHttp(host, port)) {
                 throw new HiCacheException(

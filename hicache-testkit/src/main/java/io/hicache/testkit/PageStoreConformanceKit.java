@@ -645,6 +645,39 @@ public abstract class PageStoreConformanceKit {
     }
 
     @Test
+    void anEvictingStoreTakesAChainsSuffixBeforeItsPrefix() {
+        assumeTrue(store.capabilities().has(Capability.EVICTING), "store does not declare EVICTING");
+        assumeTrue(clearAllAllowed(), "this case fills the store, evicting pages it does not own");
+        long capacity = store.stats().capacityBytes();
+        assumeTrue(
+                capacity > 0 && capacity <= (256L << 20),
+                "the store's capacity is unknown or over 256 MiB: give the store under test 256 MiB or less");
+        int pageBytes = 64 * 1024;
+        int batch = 16;
+        // A chain in one batch, first page first, then read back in one batch (the way a cache reads a prefix).
+        List<StoreKey> chain = keys(ns, batch);
+        assertAllSucceed(put(chain, pageBytes), "put");
+        get(chain, sentinelPages(batch, pageBytes));
+        int held = batch;
+        int batches = (int) (3 * capacity / ((long) batch * pageBytes)) + 2;
+        for (int b = 0; b < batches && held > 0; b++) {
+            assertAllSucceed(put(keys(ns, batch), pageBytes), "put");
+            int run = hits(chain);
+            int count = 0;
+            for (StoreKey k : chain) {
+                count += hits(List.of(k));
+            }
+            assertEquals(
+                    run,
+                    count,
+                    "the store holds " + count + " of the chain's pages, but only a leading run of " + run
+                            + ": it evicted a page of the prefix before the suffix (leaf-first, docs/protocol.md RETAIN)");
+            held = run;
+        }
+        assertEquals(0, held, "three capacities later the chain is still there");
+    }
+
+    @Test
     void statsCountWhatHappened() {
         StoreStats before = store.stats();
         List<StoreKey> keys = keys(ns, 4);

@@ -66,6 +66,10 @@ public final class ServerSuite implements BenchSuite {
             RespRows.run(quick, rows);
             return rows;
         }
+        if (RouterRows.only()) {
+            RouterRows.run(quick, rows);
+            return rows;
+        }
         int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis();
                 ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
@@ -86,6 +90,7 @@ public final class ServerSuite implements BenchSuite {
             SameHostRows.run(daemon.port, quick, rows);
         }
         RespRows.run(quick, rows); // the daemon's Redis protocol against Redis, by the generator and redis-benchmark
+        RouterRows.run(quick, rows); // PREFIX_HITS against Redis's EXISTS; TLS against plaintext
         EvictingRows.run(quick, rows); // after the servers above are gone: its slab wants their memory
         return rows;
     }

@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Test;
 /**
  * PREFIX_HITS against what the daemon holds (docs/protocol.md §3): the slab's, L3's and either's leading runs when a
  * chain is in both tiers, only in L3 (flushed), only in the slab (put while no store was attached), split between them,
- * broken by a gap; a daemon without L3; the HTTP endpoint, which hashes token ids as SGLang does. The question touches
+ * broken by a gap; a daemon without L3; the HTTP endpoint of docs/routing.md, which hashes token ids as SGLang does. The question touches
  * no page: asking it does not change what eviction takes.
  */
 class PrefixHitsTest {

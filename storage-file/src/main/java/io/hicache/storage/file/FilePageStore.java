@@ -165,7 +165,23 @@ public final class FilePageStore extends AbstractPageStore {
 
     @Override
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
-        return inParallel(targets.size(), deadline, i -> read(targets.key(i), targets.page(i)), i -> {});
+        return inParallel(targets.size(), deadline, i -> read(targets.key(i), targets.page(i)), i -> {})
+                .thenApply(r -> lastFirst(targets, r));
+    }
+
+    /**
+     * Makes the pages of a batch (a chain's, first page first) used last page first, whatever order their reads and
+     * writes finished in: a chain's first pages are then its most recent, so eviction takes its suffix first and never
+     * leaves a hole in a cached prefix.
+     */
+    private BatchResult lastFirst(PageBatch batch, BatchResult result) {
+        PageUsageIndex<PageId> stored = index.stored();
+        for (int i = batch.size() - 1; i >= 0; i--) {
+            if (result.status(i) == PageStatus.OK || result.status(i) == PageStatus.EXISTS) {
+                stored.touch(PageId.of(batch.key(i)));
+            }
+        }
+        return result;
     }
 
     private PageOutcome read(StoreKey key, MemorySegment target) throws IOException, InterruptedException {
@@ -221,10 +237,11 @@ public final class FilePageStore extends AbstractPageStore {
         }
         // A page the deadline stops before it starts gives its reservation back.
         return inParallel(
-                sources.size(),
-                deadline,
-                i -> write(sources.key(i), sources.page(i), deadline),
-                i -> gate.release(io.fileBytes(sources.page(i).byteSize())));
+                        sources.size(),
+                        deadline,
+                        i -> write(sources.key(i), sources.page(i), deadline),
+                        i -> gate.release(io.fileBytes(sources.page(i).byteSize())))
+                .thenApply(r -> lastFirst(sources, r));
     }
 
     private BatchResult tooBig(PageBatch sources, int index) {

@@ -204,6 +204,28 @@ public final class NixlPageStore extends AbstractPageStore {
 
     @Override
     protected CompletableFuture<BatchResult> doGet(PageBatch targets, Deadline deadline) {
+        return getPages(targets, deadline).thenApply(r -> lastFirst(targets, r));
+    }
+
+    @Override
+    protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+        return putPages(sources, deadline).thenApply(r -> lastFirst(sources, r));
+    }
+
+    /**
+     * Makes the pages of a batch (a chain's, first page first) used last page first, whatever order their transfers
+     * finished in: eviction then takes a chain's suffix before its prefix, never leaving a hole in a cached prefix.
+     */
+    private BatchResult lastFirst(PageBatch batch, BatchResult result) {
+        for (int i = batch.size() - 1; i >= 0; i--) {
+            if (result.status(i) == PageStatus.OK || result.status(i) == PageStatus.EXISTS) {
+                index.touch(batch.key(i).toString());
+            }
+        }
+        return result;
+    }
+
+    private CompletableFuture<BatchResult> getPages(PageBatch targets, Deadline deadline) {
         int n = targets.size();
         MemorySegment trailers = Arena.ofAuto().allocate((long) PageTrailer.BYTES * n, 8);
         LocalPages local = LocalPages.register(agent, hostRegions, targets, trailers);
@@ -277,8 +299,7 @@ public final class NixlPageStore extends AbstractPageStore {
         }
     }
 
-    @Override
-    protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+    private CompletableFuture<BatchResult> putPages(PageBatch sources, Deadline deadline) {
         int n = sources.size();
         BatchResult.Builder early = BatchResult.builder(n);
         boolean[] skip = new boolean[n];

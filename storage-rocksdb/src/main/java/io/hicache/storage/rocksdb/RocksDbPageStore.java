@@ -292,6 +292,11 @@ public final class RocksDbPageStore extends AbstractPageStore {
         long chunkBytes = writeOnce ? Math.max(1L << 20, config.writeBufferBytes() / 8) : Long.MAX_VALUE;
         WriteOptions options = writeOnce ? rocks.unloggedWrites : rocks.writeOptions;
         writeLock.lock();
+        // A batch is a chain's pages, first page first; eviction goes in write order, so the batch is numbered last
+        // page
+        // first: a chain's suffix goes before its prefix, and a cached prefix keeps no hole (also after a restart,
+        // which orders by these numbers).
+        long newest = sequence.addAndGet(n);
         try (Arena arena = Arena.ofConfined();
                 WriteBatch batch = new WriteBatch()) {
             long inBatch = 0;
@@ -302,7 +307,7 @@ public final class RocksDbPageStore extends AbstractPageStore {
                     continue;
                 }
                 MemorySegment page = sources.page(i);
-                PageMeta m = new PageMeta(sequence.incrementAndGet(), page.byteSize(), PageChecksum.of(page));
+                PageMeta m = new PageMeta(newest - i, page.byteSize(), PageChecksum.of(page));
                 ByteBuffer key = keyBuffer(arena, id);
                 batch.put(rocks.pages, key, page.asByteBuffer());
                 key.rewind();
@@ -322,10 +327,12 @@ public final class RocksDbPageStore extends AbstractPageStore {
             if (writeOnce && !added.isEmpty()) {
                 rocks.db.flush(rocks.flushAndWait, rocks.pageFamilies);
             }
-            added.forEach((id, m) -> {
-                metas.put(id, m);
-                writeOrder.insert(id, m.length());
-            });
+            List<Map.Entry<PageId, PageMeta>> lastFirst = new ArrayList<>(added.entrySet());
+            Collections.reverse(lastFirst);
+            for (Map.Entry<PageId, PageMeta> e : lastFirst) {
+                metas.put(e.getKey(), e.getValue());
+                writeOrder.insert(e.getKey(), e.getValue().length());
+            }
         } finally {
             writeLock.unlock();
             // The pages written are in the index, which counts them now; the rest were not written.
