@@ -88,6 +88,10 @@ final class PageIndex {
             return null;
         }
         usage.touchEntry(p.usage);
+        Retention r = retention;
+        if (r != null && r.inUse()) {
+            r.used(p); // a hit: its retention starts again, and a demotion ends
+        }
         return p;
     }
 
@@ -105,10 +109,6 @@ final class PageIndex {
             return null;
         }
         usage.touchEntry(p.usage);
-        Retention r = retention;
-        if (r != null && r.inUse()) {
-            r.used(p);
-        }
         return p;
     }
 

@@ -11,6 +11,7 @@ import io.hicache.core.events.BlockStored;
 import io.hicache.core.events.KvEvent;
 import io.hicache.core.events.KvEventCollector;
 import io.hicache.core.events.Medium;
+import io.hicache.core.events.Placement;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.key.StoreKey;
 import io.hicache.storage.remote.RemotePageStore;
@@ -43,8 +44,13 @@ class DaemonKvEventsTest {
                 HexFormat.of().formatHex(key.hash().toBytes()).substring(0, 16), 16);
     }
 
+    /** The event of {@code key}'s page stored in {@code medium}, with the daemon's placement (docs/kv-events.md). */
     private static BlockStored storedPage(StoreKey key, Medium medium) {
-        return new BlockStored(new long[] {id(key)}, OptionalLong.empty(), new int[0], 0, OptionalInt.empty(), medium);
+        Placement placement = medium == Medium.CPU
+                ? new Placement("slab", "", key.namespace().id())
+                : new Placement("l3", "file", key.namespace().id());
+        return new BlockStored(
+                new long[] {id(key)}, OptionalLong.empty(), new int[0], 0, OptionalInt.empty(), medium, placement);
     }
 
     /** Waits until the collector got {@code count} events; returns them. */
