@@ -64,6 +64,8 @@ final class Layout {
             // storage-remote
             pkg("io.hicache.storage.remote.protocol", "storage-remote", 0, Kind.API),
             pkg("io.hicache.storage.remote", "storage-remote", 1, Kind.API),
+            // storage-crypt
+            pkg("io.hicache.storage.crypt", "storage-crypt", 0, Kind.API),
             // cluster: etcd's gateway below membership, placement and the cluster store
             pkg("io.hicache.cluster.etcd", "cluster", 0, Kind.INTERNAL),
             pkg("io.hicache.cluster", "cluster", 1, Kind.API),
@@ -106,6 +108,7 @@ final class Layout {
             Map.entry("storage-s3", Set.of("hicache-core")),
             Map.entry("storage-nixl", Set.of("hicache-core", "storage-s3")),
             Map.entry("storage-remote", Set.of("hicache-core")),
+            Map.entry("storage-crypt", Set.of("hicache-core")),
             Map.entry("cluster", Set.of("hicache-core", "storage-remote")),
             Map.entry("events-zmq", Set.of("hicache-core")),
             Map.entry("transfer", Set.of("hicache-core")),
@@ -136,6 +139,7 @@ final class Layout {
                             "storage-s3",
                             "storage-nixl",
                             "storage-remote",
+                            "storage-crypt",
                             "cluster",
                             "transfer",
                             "server",

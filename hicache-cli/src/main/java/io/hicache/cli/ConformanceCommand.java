@@ -62,9 +62,7 @@ public final class ConformanceCommand implements Subcommand {
 
     @Override
     public void addOptions(CommandSpec spec) {
-        for (PageStoreProvider p : PageStores.providers()) {
-            SettingOptions.add(spec, "%nStore '" + p.name() + "': " + p.description() + ":", p.settings(), Map.of());
-        }
+        SettingOptions.addStores(spec, p -> "%nStore '" + p.name() + "': " + p.description() + ":", Map.of());
     }
 
     @Override

@@ -2,7 +2,6 @@ package io.hicache.cli;
 
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
-import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
 import io.hicache.core.util.Threads;
 import io.hicache.server.daemon.HiCacheServer;
@@ -79,14 +78,11 @@ public final class ServeCommand implements Subcommand {
                 "%nDaemon settings:",
                 ServerConfig.SETTINGS,
                 Map.of("server.store-root", "./hicache-data with the default file.root"));
-        for (PageStoreProvider p : PageStores.providers()) {
-            // The daemon puts the file store under the working directory unless told otherwise: show that default.
-            SettingOptions.add(
-                    spec,
-                    "%nStore '" + p.name() + "' (server.store " + p.name() + "): " + p.description() + ":",
-                    p.settings(),
-                    Map.of("file.root", HiCacheServer.DEFAULT_FILE_ROOT));
-        }
+        // The daemon puts the file store under the working directory unless told otherwise: show that default.
+        SettingOptions.addStores(
+                spec,
+                p -> "%nStore '" + p.name() + "' (server.store " + p.name() + "): " + p.description() + ":",
+                Map.of("file.root", HiCacheServer.DEFAULT_FILE_ROOT));
     }
 
     @Override

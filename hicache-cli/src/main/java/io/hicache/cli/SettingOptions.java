@@ -3,6 +3,8 @@ package io.hicache.cli;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
+import io.hicache.core.store.PageStoreProvider;
+import io.hicache.core.store.PageStores;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -10,6 +12,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import picocli.CommandLine.Model.ArgGroupSpec;
 import picocli.CommandLine.Model.CommandSpec;
@@ -66,6 +69,25 @@ final class SettingOptions {
         }
         if (any) {
             spec.addArgGroup(group.build());
+        }
+    }
+
+    /**
+     * Adds every page store's settings, a group per store under {@code heading}: first each store's own (those named
+     * after it, {@code file.*}), then, where no group has them yet, those a store takes from another (cluster's
+     * {@code remote.*}; the encrypted store takes every other store's, for its inner store). So each setting is listed
+     * under the store it belongs to, not under the first store, by name, that also reads it.
+     */
+    static void addStores(CommandSpec spec, Function<PageStoreProvider, String> heading, Map<String, String> defaults) {
+        List<PageStoreProvider> providers = PageStores.providers();
+        for (PageStoreProvider p : providers) {
+            List<Setting<?>> own = p.settings().stream()
+                    .filter(s -> s.key().startsWith(p.name() + "."))
+                    .toList();
+            add(spec, heading.apply(p), own, defaults);
+        }
+        for (PageStoreProvider p : providers) {
+            add(spec, heading.apply(p), p.settings(), defaults);
         }
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.hicache.core.cache.HiCache;
 import io.hicache.core.cache.HiCacheConfig;
+import io.hicache.core.cache.Retention;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
@@ -12,9 +13,14 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.memory.InMemoryPageStore;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.Comparator;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -87,6 +93,53 @@ class TraceReplayTest {
                     Files.deleteIfExists(p);
                 }
             }
+        }
+    }
+
+    /**
+     * Issue 42: a tagged conversation comes back after a minute of others filling the device; made with a priority
+     * held 10 minutes of the trace's time, it is found whole, and without one it was evicted. The replay counts the
+     * tagged requests apart from the rest.
+     */
+    @Test
+    void aTaggedConversationIsKeptByItsRetentionOnTheTracesClock() throws Exception {
+        StringBuilder lines = new StringBuilder(request(0, 0, 10, 11));
+        for (int i = 0; i < 8; i++) {
+            lines.append(request(1_000 + i, 0, 100 + 10 * i + 1, 100 + 10 * i + 2));
+        }
+        lines.append(request(60_000, 0, 10, 11, 12)); // the tagged conversation's next turn
+        Trace trace = Trace.read(new ByteArrayInputStream(lines.toString().getBytes(StandardCharsets.UTF_8)));
+        Predicate<Trace.Request> tagged = r -> r.blocks()[1] == 10;
+        TraceReplay with =
+                replayDeviceOnly(trace, new TraceReplay().tag(tagged, Retention.of(50, Duration.ofMinutes(10))));
+        TraceReplay without = replayDeviceOnly(trace, new TraceReplay().tag(tagged, Retention.NONE));
+        assertEquals(7, with.taggedLookedUp(), "3 blocks, then 4");
+        assertEquals(3 / 7.0, with.taggedHitRate(), 1e-9, "the second turn found its first 3 blocks");
+        assertEquals(1 / 7.0, without.taggedHitRate(), 1e-9, "without a priority only the shared block 0 was left");
+        assertEquals(without.lookedUp(), with.lookedUp());
+        assertEquals(with.hits(), Math.round(with.taggedHitRate() * 7 + with.untaggedHitRate() * 24));
+    }
+
+    private static String request(long timestamp, int... blocks) {
+        return "{\"timestamp\": " + timestamp + ", \"input_length\": " + blocks.length * Trace.BLOCK_TOKENS
+                + ", \"output_length\": 1, \"hash_ids\": " + Arrays.toString(blocks) + "}\n";
+    }
+
+    /** {@code trace} through a device of 8 pages of one block each, on the replay's clock. */
+    private static TraceReplay replayDeviceOnly(Trace trace, TraceReplay replay) throws Exception {
+        try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(64L << 20, 1);
+                HiCache cache = HiCache.builder()
+                        .config(HiCacheConfig.from(Settings.builder()
+                                .flag("page-size", "512")
+                                .flag("hicache-tiers", "device-only")
+                                .build()))
+                        .namespace(NS)
+                        .geometry(TINY)
+                        .devicePages(8)
+                        .runtime(runtime)
+                        .clock(replay.clock())
+                        .open()) {
+            return replay.run(cache, trace);
         }
     }
 }

@@ -29,7 +29,9 @@ import io.hicache.core.util.Checks;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -96,6 +98,11 @@ final class CacheCore implements AutoCloseable {
     /** This rank's own namespace: a recurrent state is per rank even where an MLA model's KV is shared. */
     private final Namespace rankNamespace;
 
+    /** The clock retention deadlines are read from ({@link HiCacheBuilder#clock}). */
+    private final InstantSource clock;
+    /** {@link #clock}'s reading when the cache opened: the tree's time counts milliseconds from there. */
+    private final long openedMillis;
+
     private final Map<String, CacheRequest> requests = new LinkedHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -111,8 +118,11 @@ final class CacheCore implements AutoCloseable {
             PrometheusRegistry registry,
             KvEventSink sink,
             @Nullable RankGroup ranks,
-            @Nullable RankGroup queryRanks) {
+            @Nullable RankGroup queryRanks,
+            InstantSource clock) {
         this.config = config;
+        this.clock = clock;
+        this.openedMillis = clock.millis();
         this.parts = parts;
         this.rankNamespace = namespace;
         this.agreement = new RankAgreement(ranks, queryRanks, config.rankTimeout());
@@ -163,7 +173,8 @@ final class CacheCore implements AutoCloseable {
             PrometheusRegistry registry,
             @Nullable KvEventPublisher publisher,
             @Nullable RankGroup ranks,
-            @Nullable RankGroup queryRanks) {
+            @Nullable RankGroup queryRanks,
+            InstantSource clock) {
         int devicePages = setup.pages();
         PageFormat format =
                 new PageFormat(geometry, config.pageSizeTokens(), config.host().layout());
@@ -254,7 +265,8 @@ final class CacheCore implements AutoCloseable {
                     registry,
                     sink,
                     ranks,
-                    queryRanks);
+                    queryRanks,
+                    clock);
         } catch (RuntimeException e) {
             sink.close();
             if (configured != null) {
@@ -325,14 +337,14 @@ final class CacheCore implements AutoCloseable {
 
     /* ---------------------------------------------------------------- requests */
 
-    /** Opens request {@code id}; see {@link HiCache#request(String, String, int[])}. */
-    CacheRequest request(String id, String extraKey, int[] promptTokens) {
+    /** Opens request {@code id}; see {@link HiCache#request(String, String, int[], Retention)}. */
+    CacheRequest request(String id, String extraKey, int[] promptTokens, Retention retention) {
         lock.lock();
         try {
             checkOpen();
             Checks.requireArgument(!requests.containsKey(id), "request '%s' is already open", id);
             settle();
-            CacheRequest r = new CacheRequest(this, id, extraKey, promptTokens.clone());
+            CacheRequest r = new CacheRequest(this, id, extraKey, promptTokens.clone(), retention);
             requests.put(id, r);
             return r;
         } finally {
@@ -427,17 +439,56 @@ final class CacheCore implements AutoCloseable {
         }
     }
 
+    /** See {@link HiCache#demote}. */
+    int demote(String extraKey, int[] tokens, int keepTokens) {
+        lock.lock();
+        try {
+            checkOpen();
+            return tree.demotePriority(extraKey, tokens, keepTokens / config.pageSizeTokens());
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /* ---------------------------------------------------------------- plumbing */
 
     /**
      * Applies what finished in the background on every rank, then, for ranks that agree, evicts host pages past the
      * high-water mark here (where every rank does it at the same point). Returns {@code extra} reduced with MIN over
-     * the ranks. A no-op for one rank. Call with the lock held.
+     * the ranks. Moves the tree's time on ({@link #tickClock}): for ranks that agree, by the least any rank's clock
+     * has gone past it, carried in the same reduction, so that every rank's tree has the same time. Call with the
+     * lock held.
      */
     int[] settle(int... extra) {
-        int[] agreed = agreement.settle(extra);
+        if (!agreement.enabled()) {
+            int[] agreed = agreement.settle(extra);
+            tickClock();
+            hostTier.afterSettle();
+            return agreed;
+        }
+        int[] withTime = Arrays.copyOf(extra, extra.length + 1);
+        withTime[extra.length] = Math.clamp(localMillis() - tree.time(), 0, Integer.MAX_VALUE);
+        int[] agreed = agreement.settle(withTime);
+        tree.advanceTime(tree.time() + agreed[extra.length]);
         hostTier.afterSettle();
-        return agreed;
+        return Arrays.copyOf(agreed, extra.length);
+    }
+
+    /**
+     * Moves the tree's time, which retention is measured on, to this cache's clock: for one rank, before each
+     * eviction and at each settle. Ranks that agree move it only at their settles (each rank's own clock would make
+     * each rank evict differently), so their evictions go by the time agreed at the last engine call that settled.
+     * Call with the lock held.
+     */
+    void tickClock() {
+        if (!agreement.enabled()) {
+            tree.advanceTime(localMillis());
+        }
+    }
+
+    /** Milliseconds of {@link #clock} since the cache opened. */
+    private long localMillis() {
+        return clock.millis() - openedMillis;
     }
 
     /** Applies a copy's completion on the completion loop; never dropped (run here if the loop has closed). */

@@ -41,6 +41,8 @@ public final class CacheRequest implements AutoCloseable {
     private final String id;
     /** The extra key (LoRA adapter, cache salt) its tokens are matched and cached under; "" for none. */
     private final String extraKey;
+    /** The class the nodes it hits and caches take, and how long it holds after each hit. */
+    private final Retention retention;
 
     private int[] tokens;
     /** The longest tokens the request has stated (its prompt, or a longer commit): every commit must agree with them. */
@@ -73,20 +75,20 @@ public final class CacheRequest implements AutoCloseable {
 
     private long prefetchWaitNanos = -1;
 
-    CacheRequest(CacheCore cache, String id, String extraKey, int[] tokens) {
+    CacheRequest(CacheCore cache, String id, String extraKey, int[] tokens, Retention retention) {
         this.cache = cache;
         this.id = id;
         this.extraKey = extraKey;
+        this.retention = retention;
         this.tokens = tokens;
         this.stated = tokens;
-        RadixTree tree = cache.tree;
-        MatchResult m = tree.match(extraKey, tokens);
+        MatchResult m = matchTokens();
         if (cache.leftovers.adopt(tokens, m) > 0) {
-            m = tree.match(extraKey, tokens); // the warm host pages an earlier run left are host hits now
+            m = matchTokens(); // the warm host pages an earlier run left are host hits now
         }
         this.match = m;
         this.locked = match.lastDeviceNode();
-        tree.lock(locked);
+        cache.tree.lock(locked);
         clampToParts();
         this.deviceHitPages = usableDevicePages();
         int page = cache.config.pageSizeTokens();
@@ -139,6 +141,11 @@ public final class CacheRequest implements AutoCloseable {
     /** The extra key (LoRA adapter, cache salt) the request was made with; "" for none. */
     public String extraKey() {
         return extraKey;
+    }
+
+    /** The retention the request was made with ({@link Retention#NONE} when none was given). */
+    public Retention retention() {
+        return retention;
     }
 
     int[] tokens() {
@@ -451,7 +458,9 @@ public final class CacheRequest implements AutoCloseable {
                     extraKey,
                     tokens,
                     pages,
-                    finished ? cache.config.writePolicy().hitThreshold() : 0);
+                    finished ? cache.config.writePolicy().hitThreshold() : 0,
+                    retention.priority(),
+                    retention.millis());
             for (int p : pages) {
                 owned.remove(p);
             }
@@ -472,7 +481,7 @@ public final class CacheRequest implements AutoCloseable {
                 stated = this.tokens;
             }
             relock(r.last());
-            match = cache.tree.match(extraKey, this.tokens);
+            match = matchTokens();
             if (parts != null && hostParts != null) {
                 List<PageHash> hashes = CacheCore.pathHashes(match.lastNode()).subList(0, tokens.length / page);
                 switch (hostParts.put(hashes, parts)) {
@@ -567,9 +576,15 @@ public final class CacheRequest implements AutoCloseable {
 
     /** Matches again (after a prefetch landed or a load began): the pinned device part can only have grown. */
     private void rematch() {
-        match = cache.tree.match(extraKey, tokens);
+        match = matchTokens();
         relock(match.lastDeviceNode());
         clampToParts();
+    }
+
+    /** Matches the request's tokens, a hit of its retention on every node matched. */
+    private MatchResult matchTokens() {
+        cache.tickClock();
+        return cache.tree.match(extraKey, tokens, retention.priority(), retention.millis());
     }
 
     /**

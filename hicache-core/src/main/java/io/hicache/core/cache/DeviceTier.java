@@ -14,10 +14,11 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The device tier's policy: how device pages are taken for a request or a load-back, and what is evicted to free
- * them. Eviction goes leaf-first in the tree's order (LRU or LFU); a node the host has is demoted (it stays cached
- * there), one it has not is backed up first (write-back, or a node with host-only pages below it) or, when the host
- * has no room, gives way: it is removed with what hangs below it. Before an allocation gives up it applies the copies
- * that have finished and waits up to {@code hicache-allocate-wait} for those in flight.
+ * them. Eviction goes leaf-first in the tree's order (lowest effective retention priority, then LRU or LFU); a node
+ * the host has is demoted (it stays cached there), one it has not is backed up first (write-back, or a node with
+ * host-only pages below it) or, when the host has no room, gives way: it is removed with what hangs below it. Before
+ * an allocation gives up it applies the copies that have finished and waits up to {@code hicache-allocate-wait} for
+ * those in flight.
  *
  * <p>Not thread-safe: every method is called with the engine's lock held.
  */
@@ -105,6 +106,7 @@ final class DeviceTier {
      * staying least recently used and pinning the pool.
      */
     private void evict(int pages) {
+        core.tickClock(); // retention decays by the time of this eviction
         var allocator = core.pageAllocator;
         int wanted = allocator.available() + pages;
         Set<TreeNode> tried = Collections.newSetFromMap(new IdentityHashMap<>());

@@ -9,6 +9,7 @@ import io.hicache.core.util.Checks;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The three-tier prefix cache an engine embeds: HiRadixCache over a device KV pool (L1), the host page pool (L2)
@@ -61,6 +62,20 @@ public final class HiCache implements AutoCloseable {
      * hashes, so their keys in the page store, chain from the extra key's own root hash.
      */
     public CacheRequest request(String id, String extraKey, int[] promptTokens) {
+        return request(id, extraKey, promptTokens, Retention.NONE);
+    }
+
+    /**
+     * As {@link #request(String, String, int[])}, for a request whose prefix is worth keeping: the pages it hits and
+     * caches take {@code retention}'s priority class (the higher of theirs, while it holds, and its own), held for its
+     * duration after each hit; eviction on the device and the host takes the lowest effective priority first, then
+     * LRU or LFU, always leaf-first (see {@link Retention}; docs/embedding.md, "Retention, demote and prefix hits").
+     * For ranks that agree, every rank must give the same retention.
+     *
+     * @throws IllegalArgumentException when a request with this id is open
+     */
+    public CacheRequest request(String id, String extraKey, int[] promptTokens, Retention retention) {
+        Checks.checkNotNull(retention, "retention");
         Checks.checkNotNull(id, "id");
         Checks.checkNotNull(extraKey, "extraKey");
         Checks.checkNotNull(promptTokens, "promptTokens");
@@ -69,7 +84,72 @@ public final class HiCache implements AutoCloseable {
                 "extraKey is %d characters, over %d",
                 extraKey.length(),
                 Namespace.MAX_TEXT_LENGTH);
-        return core.request(id, extraKey, promptTokens);
+        return core.request(id, extraKey, promptTokens, retention);
+    }
+
+    /**
+     * Lowers the pages of a superseded prompt (an agent session whose context was rewritten, a conversation that
+     * ended): the cached pages of {@code tokens}' whole pages from page {@code keepTokens / pageSize} on (rounded
+     * down: a page only partly within the kept tokens is not kept), and every page cached below the end of
+     * {@code tokens} (runs that continue them), lose their priority class and become the first to go among pages of
+     * effective priority 0, before any that is less recently used. Pages of {@code tokens} before that are left as
+     * they are, and so are other runs that branch off from them: the prefix another prompt shares stays. Where
+     * {@code tokens} part from what is cached inside a run, only the matched part is lowered. Nothing is evicted
+     * now, and recency is not touched; a later request that hits such a page restores it to the normal order (and
+     * gives it its own class). Eviction stays leaf-first: a lowered page below which another run still hangs goes
+     * only after that run. For ranks that agree, call it on every rank at the same point between engine calls.
+     *
+     * @param extraKey   the extra key the pages were cached under ("" for none)
+     * @param tokens     the prompt (or conversation) to lower
+     * @param keepTokens how many leading tokens to leave as they are: 0 lowers the whole prompt; the length two
+     *                   prompts share keeps their common prefix
+     * @return the pages lowered, on whichever tiers they are
+     * @throws IllegalArgumentException when {@code keepTokens} is negative or beyond {@code tokens}
+     */
+    public int demote(String extraKey, int[] tokens, int keepTokens) {
+        Checks.checkNotNull(extraKey, "extraKey");
+        Checks.checkNotNull(tokens, "tokens");
+        Checks.requireArgument(
+                keepTokens >= 0 && keepTokens <= tokens.length,
+                "keepTokens must be within 0-%s (the tokens given), was %s",
+                tokens.length,
+                keepTokens);
+        return core.demote(extraKey, tokens, keepTokens);
+    }
+
+    /** As {@link #demote(String, int[], int)} with nothing kept: every cached page of {@code tokens} and below. */
+    public int demote(String extraKey, int[] tokens) {
+        return demote(extraKey, tokens, 0);
+    }
+
+    /**
+     * How much of {@code tokens} each tier holds, as a cache-aware router asks an engine: the longest leading run of
+     * whole pages on the device, in the host pool and in the page store, each counted from the first page. Changes
+     * nothing: no recency, no retention, no pin; the page store is asked for the leading hits of the pages' keys
+     * ({@code hicache-storage-batch-pages} at a time, each call by {@code storeTimeout}), without the cache's lock.
+     * The device and host parts are read at the call; the future completes when the store has answered, or at
+     * {@code storeTimeout} and a grace of a second after it with what it had counted
+     * ({@link PrefixHits.StoreAnswer#NO_ANSWER}); it never completes exceptionally. It completes on the store's
+     * thread (or this one): keep what depends on it short. For a hybrid model the counts are of the full-attention
+     * KV pages alone. Pages an earlier run left in the host pool that no request has taken up yet are not counted.
+     *
+     * @throws io.hicache.core.HiCacheException when the cache is closed
+     */
+    public CompletableFuture<PrefixHits> prefixHits(String extraKey, int[] tokens, Duration storeTimeout) {
+        Checks.checkNotNull(extraKey, "extraKey");
+        Checks.checkNotNull(tokens, "tokens");
+        Checks.checkNotNull(storeTimeout, "storeTimeout");
+        return PrefixQuery.withStore(core, extraKey, tokens, storeTimeout);
+    }
+
+    /**
+     * As {@link #prefixHits}, without asking the page store: the device and host parts, at once
+     * ({@link PrefixHits.StoreAnswer#NOT_ASKED}).
+     */
+    public PrefixHits prefixHitsInMemory(String extraKey, int[] tokens) {
+        Checks.checkNotNull(extraKey, "extraKey");
+        Checks.checkNotNull(tokens, "tokens");
+        return PrefixQuery.inMemory(core, extraKey, tokens);
     }
 
     /** The open request {@code id}, if any. */

@@ -10,6 +10,7 @@ import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.util.Checks;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.time.InstantSource;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -42,6 +43,7 @@ public final class HiCacheBuilder {
     private @Nullable DevicePageAllocator pageAllocator;
     private @Nullable RankGroup rankGroup;
     private @Nullable RankGroup prefetchRankGroup;
+    private @Nullable InstantSource clock;
     private boolean opened;
 
     HiCacheBuilder() {}
@@ -194,6 +196,18 @@ public final class HiCacheBuilder {
     }
 
     /**
+     * The clock that retention is measured on ({@link Retention}: a class holds until a deadline on it): a test's or a
+     * trace replay's own time, for instance. Optional: the system clock. Only its progress since the cache opened
+     * counts; a clock that goes back is taken as standing still. It is read under the cache's lock, so it must not
+     * block. Ranks that agree read their own clocks and agree on the least progress (docs/embedding.md).
+     */
+    public HiCacheBuilder clock(InstantSource value) {
+        Checks.requireState(clock == null, "clock was already set to %s", clock);
+        clock = Checks.checkNotNull(value, "clock");
+        return this;
+    }
+
+    /**
      * Opens the cache: a device pool, a host pool sized by {@code hicache-ratio} or {@code hicache-size}, and the page
      * store set here or named by {@code hicache-storage-backend}, if any.
      *
@@ -221,7 +235,8 @@ public final class HiCacheBuilder {
                     metrics,
                     kvEventPublisher,
                     rankGroup,
-                    prefetchRankGroup));
+                    prefetchRankGroup,
+                    clock != null ? clock : InstantSource.system()));
         } catch (RuntimeException e) {
             if (store != null) {
                 store.close();

@@ -7,9 +7,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The host tier's policy: how host slots are reserved (for a backup or a prefetch) and what is evicted to free them.
- * Leftovers of an earlier run go first, then host-only leaves of the tree. Past {@code hicache-host-high-water}, the
- * loop {@code hicache-host-evictor} evicts down to {@code hicache-host-low-water}; ranks that agree do it at their
- * settles instead, where every rank does it at the same point.
+ * Leftovers of an earlier run go first, then host-only leaves of the tree (lowest effective retention priority, then
+ * the policy's order). Past {@code hicache-host-high-water}, the loop {@code hicache-host-evictor} evicts down to
+ * {@code hicache-host-low-water}; ranks that agree do it at their settles instead, where every rank does it at the
+ * same point.
  *
  * <p>Every method but {@link #close} and {@link #ended} is called with the engine's lock held (the evictor loop takes
  * it). Owns the evictor loop.
@@ -79,6 +80,7 @@ final class HostTier {
 
     /** Frees up to {@code pages} host slots of host-only leaves of the tree. */
     private void evictTree(int pages) {
+        core.tickClock(); // retention decays by the time of this eviction
         RadixTree.HostEviction e = core.tree.evictHostReporting(pages);
         core.host().release(e.freedSlots());
         core.metrics.hostEvictedPages.add(e.freedSlots().length);

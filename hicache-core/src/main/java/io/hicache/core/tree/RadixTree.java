@@ -10,6 +10,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +25,12 @@ import org.jspecify.annotations.Nullable;
  * eviction removes H leaves nobody protects. Matching splits a node where a match ends inside it. Each page carries
  * its chained page hash, computed at insert.
  *
+ * <p>Eviction order, on either tier: among the leaves of that tier (leaf-first, so a cached prefix never has a hole),
+ * the lowest effective priority first (a request's priority class while its retention holds, else 0; see
+ * {@link TreeNode}), then demoted nodes, then the policy's order (LRU or LFU). Retention is measured on the tree's
+ * own clock ({@link #time()}), which only its owner moves ({@link #advanceTime}): the cache moves it at points where
+ * tensor-parallel ranks agree on the time, so that every rank evicts the same.
+ *
  * <p>A data structure only: it decides and records which slots belong to which node; the cache allocates slots,
  * copies bytes and frees what the tree hands back. Not thread-safe: its owner serialises every call (the cache's
  * lock). Token runs live off the heap, so the tree's heap use per cached page is the page's hash, its device page
@@ -33,6 +40,9 @@ public final class RadixTree {
     /** The child key of every extra key's root under the root (chained; matching never descends into them). */
     private static final long KEY_ROOT_CHILD_KEY = 0x6B6579526F6F7473L;
 
+    /** The highest retention priority a request may give (SGLang's range is 0-99). */
+    public static final int MAX_PRIORITY = 99;
+
     private final int pageSize;
     private final EvictionPolicy policy;
     private final PageHasher hasher;
@@ -40,7 +50,11 @@ public final class RadixTree {
     /** The roots of extra keys' runs, children of the root; one per extra key seen, never removed. */
     private final Map<String, TreeNode> keyRoots = new HashMap<>();
 
+    /** The recency counter: one tick per walk (match, insert), what LRU orders by. */
     private long clock;
+    /** The tree's time in milliseconds, which retention deadlines are measured on; moved only by its owner. */
+    private long timeMillis;
+
     private long devicePages;
     private long evictableDevicePages;
     private long hostPages;
@@ -89,6 +103,157 @@ public final class RadixTree {
         return r;
     }
 
+    /* ---------------------------------------------------------------- retention */
+
+    /** The tree's time in milliseconds: what retention deadlines are compared with. */
+    public long time() {
+        return timeMillis;
+    }
+
+    /** Moves the tree's time on to {@code millis}; a time earlier than the tree's is ignored (it never goes back). */
+    public void advanceTime(long millis) {
+        timeMillis = Math.max(timeMillis, millis);
+    }
+
+    /**
+     * A hit on {@code n} by a request of class {@code priority} retained for {@code retentionMillis}: a class that
+     * decayed is forgotten; then the node keeps the higher of the two classes and the longer of the two retentions,
+     * and in every case its deadline moves to now plus its retention (a hit refreshes); a demoted node is demoted no
+     * longer. So no request's class decays on a node sooner than that request asked. A class without retention never
+     * holds, so it counts as 0.
+     */
+    private void retain(TreeNode n, int priority, long retentionMillis) {
+        if (n.retainUntil <= timeMillis) {
+            n.priority = 0;
+            n.retentionMillis = 0;
+        }
+        if (priority > 0 && retentionMillis > 0) {
+            n.priority = Math.max(n.priority, priority);
+            n.retentionMillis = Math.max(n.retentionMillis, retentionMillis);
+        }
+        n.retainUntil = n.priority == 0 ? 0 : saturatedAdd(timeMillis, n.retentionMillis);
+        n.demoted = false;
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
+    }
+
+    /**
+     * The order leaves of a tier are evicted in, at the tree's time now: lowest effective priority first, then
+     * demoted nodes, then the policy's order.
+     */
+    private Comparator<TreeNode> evictionOrder() {
+        long now = timeMillis;
+        return Comparator.comparingInt((TreeNode n) -> n.effectivePriority(now))
+                .thenComparingInt(n -> n.demoted ? 0 : 1)
+                .thenComparingLong(policy::priority);
+    }
+
+    /**
+     * Demotes the cached pages of {@code tokens} past their first {@code keepPages} whole pages, and every page
+     * cached below the end of {@code tokens} (runs that continue them, which leaf-first eviction would otherwise keep
+     * in place above them): each such node's class is dropped to 0 and it goes first among nodes of effective
+     * priority 0, until a request hits it again. Where {@code tokens} part from the cache inside a node, only the
+     * matched part is demoted (the node is split there, as a match would), and nothing below it. The pages of
+     * {@code tokens} before {@code keepPages}, and runs that branch off before the end of {@code tokens}, are left
+     * alone. Counts as no hit: recency and deadlines are unchanged.
+     *
+     * @return the pages demoted (each node's pages, on whichever tiers it is)
+     */
+    public int demotePriority(String extraKey, int[] tokens, int keepPages) {
+        Checks.requireArgument(
+                keepPages >= 0 && keepPages <= tokens.length / pageSize,
+                "keepPages %s is not within the %s whole pages of tokens",
+                keepPages,
+                tokens.length / pageSize);
+        TreeNode start = extraKey.isEmpty() ? root : keyRoots.get(extraKey);
+        if (start == null) {
+            return 0; // no request ever used this extra key
+        }
+        MemorySegment query = MemorySegment.ofArray(tokens);
+        int total = tokens.length / pageSize;
+        TreeNode node = start;
+        int at = 0;
+        int demoted = 0;
+        while (at < total) {
+            TreeNode child = child(node, tokens, at);
+            if (child == null) {
+                break; // tokens part from the cache at a node's start
+            }
+            int same = samePages(child, query, at, total - at);
+            if (same < child.pages && same < total - at) {
+                child = split(child, same); // tokens part from it inside: only the matched part is theirs
+            }
+            // Either the whole node matched, or tokens end inside it and the rest of it continues them.
+            if (at < keepPages && at + child.pages > keepPages) {
+                child = split(child, keepPages - at); // the kept part; the next step finds the rest below it
+            }
+            if (at >= keepPages) {
+                demoted += demoteNode(child);
+            }
+            node = child;
+            at += Math.min(same, child.pages);
+        }
+        if (at == total && node != start) {
+            // every page of tokens is cached: what hangs below their end continues them, and goes with them
+            List<TreeNode> below = new ArrayList<>();
+            collectPostOrder(node, below);
+            below.remove(below.size() - 1); // the node itself, handled above
+            for (TreeNode d : below) {
+                demoted += demoteNode(d);
+            }
+        }
+        return demoted;
+    }
+
+    private static int demoteNode(TreeNode n) {
+        n.priority = 0;
+        n.retentionMillis = 0;
+        n.retainUntil = 0;
+        n.demoted = true;
+        return n.pages;
+    }
+
+    /**
+     * How many of {@code tokens}' whole pages, from the first, the device holds, and how many the host holds (a
+     * finished copy of each page): a read-only walk that splits nothing, touches no recency and pins nothing.
+     */
+    public record HeldPages(int devicePages, int hostPages) {}
+
+    /** See {@link HeldPages}; among the runs of {@code extraKey} ("" for none). */
+    public HeldPages heldPages(String extraKey, int[] tokens) {
+        TreeNode node = extraKey.isEmpty() ? root : keyRoots.get(extraKey);
+        if (node == null) {
+            return new HeldPages(0, 0);
+        }
+        MemorySegment query = MemorySegment.ofArray(tokens);
+        int total = tokens.length / pageSize;
+        int at = 0;
+        int device = 0;
+        int host = 0;
+        boolean onDevice = true;
+        boolean onHost = true;
+        while (at < total && (onDevice || onHost)) {
+            TreeNode child = child(node, tokens, at);
+            if (child == null) {
+                break;
+            }
+            int same = samePages(child, query, at, total - at);
+            onDevice &= child.device != null;
+            onHost &= child.backedUp();
+            device += onDevice ? same : 0;
+            host += onHost ? same : 0;
+            if (same < child.pages) {
+                break;
+            }
+            node = child;
+            at += same;
+        }
+        return new HeldPages(device, host);
+    }
+
     /* ---------------------------------------------------------------- match */
 
     /** The longest cached prefix of {@code tokens}' whole pages; splits the node where the match ends inside one. */
@@ -98,6 +263,15 @@ public final class RadixTree {
 
     /** As {@link #match(int[])}, among the runs of {@code extraKey} ("" for none). */
     public MatchResult match(String extraKey, int[] tokens) {
+        return match(extraKey, tokens, 0, 0);
+    }
+
+    /**
+     * As {@link #match(String, int[])} for a request of retention class {@code priority} held {@code retentionMillis}
+     * after each hit: a hit of that class on every matched node (the node keeps the higher class and the longer
+     * retention, and its deadline moves to now plus its retention; see {@link TreeNode}).
+     */
+    public MatchResult match(String extraKey, int[] tokens, int priority, long retentionMillis) {
         MemorySegment query = MemorySegment.ofArray(tokens);
         int total = tokens.length / pageSize;
         long now = ++clock;
@@ -109,7 +283,7 @@ public final class RadixTree {
         @Nullable int host = 0;
         int at = 0;
         while (at < total) {
-            TreeNode child = descend(node, tokens, query, at, total - at, now);
+            TreeNode child = descend(node, tokens, query, at, total - at, now, priority, retentionMillis);
             if (child == null) {
                 break;
             }
@@ -183,6 +357,16 @@ public final class RadixTree {
 
     /** As {@link #insert(int[], int[], int)}, among the runs of {@code extraKey} ("" for none). */
     public InsertResult insert(String extraKey, int[] tokens, int[] devicePages, int hitThreshold) {
+        return insert(extraKey, tokens, devicePages, hitThreshold, 0, 0);
+    }
+
+    /**
+     * As {@link #insert(String, int[], int[], int)} for a request of retention class {@code priority} held
+     * {@code retentionMillis} after each hit: a hit of that class on every node of the path and on the new leaf, as in
+     * {@link #match(String, int[], int, long)}.
+     */
+    public InsertResult insert(
+            String extraKey, int[] tokens, int[] devicePages, int hitThreshold, int priority, long retentionMillis) {
         int total = tokens.length / pageSize;
         Checks.requireArgument(
                 devicePages.length == total, "%d device pages for %d whole pages of tokens", devicePages.length, total);
@@ -195,7 +379,7 @@ public final class RadixTree {
         TreeNode node = rootFor(extraKey);
         int at = 0;
         while (at < total) {
-            TreeNode child = descend(node, tokens, query, at, total - at, now);
+            TreeNode child = descend(node, tokens, query, at, total - at, now, priority, retentionMillis);
             if (child == null) {
                 break;
             }
@@ -218,6 +402,7 @@ public final class RadixTree {
         if (at < total) {
             TreeNode leaf = newNode(tokens, at, total - at, node);
             leaf.lastAccess = now;
+            retain(leaf, priority, retentionMillis);
             giveDevice(leaf, Arrays.copyOfRange(devicePages, at, total));
             stored.add(leaf);
             added = leaf.pages;
@@ -266,7 +451,7 @@ public final class RadixTree {
         TreeNode node = anchor;
         int at = fromPage;
         while (at < end) {
-            TreeNode child = descend(node, tokens, query, at, end - at, now);
+            TreeNode child = descend(node, tokens, query, at, end - at, now, 0, 0);
             if (child == null) {
                 break;
             }
@@ -427,7 +612,8 @@ public final class RadixTree {
             int[] freedPages, List<TreeNode> needBackup, List<PageHashes> demoted, List<PageHashes> deleted) {}
 
     /**
-     * Frees at least {@code pages} device pages if it can: device leaves in policy order, skipping locked ones and
+     * Frees at least {@code pages} device pages if it can: device leaves in eviction order (effective priority,
+     * demoted first, then the policy), skipping locked ones and
      * those with a copy in flight; a backed-up leaf becomes host-only, one that is not is removed, or, when
      * {@code backupFirst} (write-back), is returned to be backed up before it can go.
      */
@@ -441,8 +627,7 @@ public final class RadixTree {
      * backup, so a node whose backup cannot start does not stop eviction of the others.
      */
     public DeviceEviction evictDevice(int pages, boolean backupFirst, Set<TreeNode> passOver) {
-        PriorityQueue<TreeNode> heap =
-                new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        PriorityQueue<TreeNode> heap = new PriorityQueue<>(evictionOrder());
         collectDeviceLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
         int count = 0;
@@ -586,8 +771,8 @@ public final class RadixTree {
     public record HostEviction(int[] freedSlots, List<PageHashes> removed) {}
 
     /**
-     * Frees at least {@code pages} host slots if it can: host-only leaves that nobody protects, in policy order; each
-     * is removed from the tree.
+     * Frees at least {@code pages} host slots if it can: host-only leaves that nobody protects, in eviction order
+     * (effective priority, demoted first, then the policy); each is removed from the tree.
      */
     public int[] evictHost(int pages) {
         return evictHostReporting(pages).freedSlots();
@@ -596,8 +781,7 @@ public final class RadixTree {
     /** As {@link #evictHost}, saying which runs went. */
     public HostEviction evictHostReporting(int pages) {
         List<PageHashes> removed = new ArrayList<>();
-        PriorityQueue<TreeNode> heap =
-                new PriorityQueue<>((a, b) -> Long.compare(policy.priority(a), policy.priority(b)));
+        PriorityQueue<TreeNode> heap = new PriorityQueue<>(evictionOrder());
         collectHostLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
         int count = 0;
@@ -661,7 +845,15 @@ public final class RadixTree {
      * {@code limit} pages), split where the match ends inside it, so the whole returned node matches; null when no
      * child's first page does.
      */
-    private @Nullable TreeNode descend(TreeNode node, int[] tokens, MemorySegment query, int at, int limit, long now) {
+    private @Nullable TreeNode descend(
+            TreeNode node,
+            int[] tokens,
+            MemorySegment query,
+            int at,
+            int limit,
+            long now,
+            int priority,
+            long retentionMillis) {
         TreeNode child = child(node, tokens, at);
         if (child == null) {
             return null;
@@ -671,6 +863,7 @@ public final class RadixTree {
             child = split(child, same);
         }
         child.lastAccess = now;
+        retain(child, priority, retentionMillis);
         return child;
     }
 
@@ -717,6 +910,10 @@ public final class RadixTree {
         upper.lockRef = node.lockRef;
         upper.hitCount = node.hitCount;
         upper.lastAccess = node.lastAccess;
+        upper.priority = node.priority;
+        upper.retentionMillis = node.retentionMillis;
+        upper.retainUntil = node.retainUntil;
+        upper.demoted = node.demoted;
         upper.pending = node.pending;
         if (node.pending != null) {
             node.pending.nodes.add(upper);
@@ -869,6 +1066,10 @@ public final class RadixTree {
                     "%s is on the device under an evicted parent",
                     c);
             Checks.requireState(c.lockRef >= 0 && c.hostRef >= 0, "%s has a negative pin", c);
+            Checks.requireState(
+                    c.priority >= 0 && c.priority <= MAX_PRIORITY && (c.priority > 0 || c.retainUntil == 0),
+                    "%s has a retention class out of range",
+                    c);
             Checks.requireState(n.isRoot() || n.lockRef >= c.lockRef, "%s is locked more than its parent", c);
             Checks.requireState(
                     c.pages > 0 && c.hashes().size() == c.pages,

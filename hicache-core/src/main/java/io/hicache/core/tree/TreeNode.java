@@ -22,8 +22,14 @@ import org.jspecify.annotations.Nullable;
  * <p>Pins: {@link #lockRef()} counts the requests and copies that need the device pages of this node (a lock on a
  * node is a lock on its whole path to the root); {@link #hostRef()} counts what needs its host slots (a prefetch
  * anchored here, an upload to the page store); a copy in flight ({@link #pending()}) also keeps the node on both
- * tiers. Not thread-safe: only the tree's owner touches it, under
- * the cache's lock.
+ * tiers.
+ *
+ * <p>Retention: a node holds a priority class ({@link #priority()}, 0-99) until {@link #retainUntil()} on the tree's
+ * clock, after which its effective priority is 0 ({@link #effectivePriority}); each hit moves that deadline on by the
+ * node's retention, so a class decays only when the node is idle (SGLang's priority and {@code retention_seconds}).
+ * A demoted node ({@link #demoted()}) goes first among nodes of effective priority 0, until its next hit.
+ *
+ * <p>Not thread-safe: only the tree's owner touches it, under the cache's lock.
  */
 public final class TreeNode {
     private static final AtomicLong NEXT_ID = new AtomicLong();
@@ -56,6 +62,14 @@ public final class TreeNode {
     int hostRef;
     int hitCount;
     long lastAccess;
+    /** The retention class; effective only while {@link #retainUntil} is ahead of the tree's time. */
+    int priority;
+    /** How long the class holds after a hit, in the tree's milliseconds. */
+    long retentionMillis;
+    /** The tree time (ms) up to which {@link #priority} holds. */
+    long retainUntil;
+    /** Superseded by the engine: the first to go among nodes of effective priority 0, until its next hit. */
+    boolean demoted;
     /** A device-to-host or host-to-device copy in flight over this node's pages (shared by split halves). */
     @Nullable
     PendingCopy pending;
@@ -177,6 +191,26 @@ public final class TreeNode {
         return lastAccess;
     }
 
+    /** The retention class this node was given (0-99), whether or not it still holds. */
+    public int priority() {
+        return priority;
+    }
+
+    /** The tree time (ms) up to which {@link #priority()} holds, unless a hit moves it on. */
+    public long retainUntil() {
+        return retainUntil;
+    }
+
+    /** The priority eviction goes by at tree time {@code now}: the class while it holds, else 0. */
+    public int effectivePriority(long now) {
+        return now < retainUntil ? priority : 0;
+    }
+
+    /** Whether the engine demoted this node and no request has hit it since. */
+    public boolean demoted() {
+        return demoted;
+    }
+
     /** The copy in flight over this node, or null. */
     public @Nullable PendingCopy pending() {
         return pending;
@@ -248,6 +282,7 @@ public final class TreeNode {
     public String toString() {
         return "TreeNode#" + id + "[" + pages + " pages, " + (device != null ? "device" : "-")
                 + (host != null ? (hostReady ? "+host" : "+host(pending)") : "") + ", lock " + lockRef + ", hostRef "
-                + hostRef + "]";
+                + hostRef + (priority > 0 ? ", priority " + priority + " until " + retainUntil : "")
+                + (demoted ? ", demoted" : "") + "]";
     }
 }
