@@ -120,13 +120,19 @@ class EventFollower:
                 self.drop.discard(seq)
                 self.dropped.append(seq)
                 continue
+            if seq == 0 and self.next_seq > 0:
+                self.view.forget()  # the daemon restarted: its numbering and its pages began again
+                self.next_seq = 0
             if seq < self.next_seq:
                 continue  # had it from a replay
             if seq > self.next_seq:
                 self.catch_up(below=seq)
-            if seq == self.next_seq:
-                self._apply(seq, payload)
-                applied += 1
+            if seq > self.next_seq:
+                # The replay could not fill the gap (aged out, or no answer): the view was forgotten; go on from here.
+                self.view.forget()
+                self.next_seq = seq
+            self._apply(seq, payload)
+            applied += 1
             timeout_ms = 0
         return applied
 

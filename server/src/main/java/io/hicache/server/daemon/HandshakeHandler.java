@@ -119,9 +119,10 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         Session session = new Session(
                 hello.version(),
                 hello.checksum(),
-                tenant == null && mayAdminister(isAdmin, !adminToken.isEmpty(), peer),
+                mayAdminister(tenants, tenant != null, isAdmin, !adminToken.isEmpty(), peer),
                 access,
-                loopback && tenant == null);
+                // The slab file holds every namespace's pages: with tenants, only the operator (admin token) maps it.
+                loopback && tenant == null && (!tenants.any() || isAdmin));
         server.metrics.tenantConnection(access.label());
         ByteBuf answer = out.begin(Wire.HELLO, id);
         answer.writeShort(session.version());
@@ -145,6 +146,26 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
      * without, when it comes from a loopback address.
      */
     static boolean mayAdminister(boolean helloCarriedAdminToken, boolean adminTokenSet, SocketAddress peer) {
+        return mayAdminister(Tenants.NONE, false, helloCarriedAdminToken, adminTokenSet, peer);
+    }
+
+    /**
+     * As {@link #mayAdminister(boolean, boolean, SocketAddress)}, for a daemon with {@code tenants}: a tenant never
+     * may, and once tenants exist only the admin token may (a loopback peer without it no longer does: every tenant's
+     * pages would be its to flush).
+     */
+    static boolean mayAdminister(
+            Tenants tenants,
+            boolean isTenant,
+            boolean helloCarriedAdminToken,
+            boolean adminTokenSet,
+            SocketAddress peer) {
+        if (isTenant) {
+            return false;
+        }
+        if (tenants.any()) {
+            return adminTokenSet && helloCarriedAdminToken;
+        }
         if (adminTokenSet) {
             return helloCarriedAdminToken;
         }

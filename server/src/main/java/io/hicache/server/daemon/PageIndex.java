@@ -1,6 +1,7 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.key.StoreKey;
+import io.hicache.core.store.PageStatus;
 import io.hicache.core.usage.PageUsageIndex;
 import io.hicache.core.usage.PageUsageIndex.Candidates;
 import io.hicache.core.usage.PageUsageIndex.Claimed;
@@ -110,6 +111,25 @@ final class PageIndex {
         }
         usage.touchEntry(p.usage);
         return p;
+    }
+
+    /**
+     * Makes the pages of {@code keys} that are here (status OK or EXISTS, or {@code statuses} null) the most recently
+     * used, last page first: a batch is a chain's pages, first page first, so its first pages end up the most recent
+     * and eviction takes the chain's suffix before its prefix. Nothing to do for one page.
+     */
+    void useLastFirst(List<StoreKey> keys, PageStatus @Nullable [] statuses) {
+        if (keys.size() < 2) {
+            return;
+        }
+        for (int i = keys.size() - 1; i >= 0; i--) {
+            if (statuses == null || statuses[i] == PageStatus.OK || statuses[i] == PageStatus.EXISTS) {
+                SlabPage p = pages.get(keys.get(i));
+                if (p != null && !p.removed) {
+                    usage.touchEntry(p.usage);
+                }
+            }
+        }
     }
 
     /** Lets go of a page {@link #pin} (or a read that fetched it from L3) handed out. */

@@ -40,7 +40,7 @@ import org.jspecify.annotations.Nullable;
  * server's threads.
  */
 final class PrefixQueryEndpoint implements HttpHandler {
-    /** Bodies larger than this are refused: 1 MiB holds about 15,000 hashes or 100,000 tokens. */
+    /** Bodies larger than this are refused: 8 MiB holds about 120,000 hashes or a million tokens. */
     static final int MAX_BODY_BYTES = 8 << 20;
 
     private static final JsonFactory JSON = JsonFactory.builder()
@@ -93,6 +93,9 @@ final class PrefixQueryEndpoint implements HttpHandler {
                 ns = access.get().confine(q.namespace);
             } catch (ProtocolException e) { // another tenant's namespace
                 error(ex, 403, e.getMessage());
+                return;
+            } catch (IllegalArgumentException e) {
+                error(ex, 400, String.valueOf(e.getMessage()));
                 return;
             }
             List<StoreKey> keys = new ArrayList<>(q.hashes.size());

@@ -137,6 +137,7 @@ final class ReadThrough {
             Collections.reverse(absent);
             if (!absent.isEmpty() && store != null && !deadline.isOver()) {
                 promote(store, keys, lengths, absent, out, deadline, why);
+                pages.useLastFirst(keys, null); // promotions were added first page first: last first again
             }
         } finally {
             if (store != null) {

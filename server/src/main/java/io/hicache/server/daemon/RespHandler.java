@@ -731,6 +731,8 @@ final class RespHandler extends ChannelInboundHandlerAdapter {
     private Object flush(boolean all) {
         if (all
                 && !HandshakeHandler.mayAdminister(
+                        server.tenants,
+                        server.tenants.has(user) && !isAdmin,
                         isAdmin,
                         !server.config.adminToken().isEmpty(),
                         ctx().channel().remoteAddress())) {

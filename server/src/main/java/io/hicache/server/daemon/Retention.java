@@ -15,8 +15,10 @@ import java.util.function.Predicate;
  * least recently used first ({@link #firstPasses}, {@link #priorityPasses}). Until the first RETAIN, eviction makes one pass, as it always did.
  *
  * <p>A RETAIN names a chain from its first page and is applied last page first, so that the chain's prefix is used
- * more recently than its suffix and outlives it; a prefix also keeps at least its suffix's priority and retention, so
- * that priorities cannot make a hole in a cached prefix either.
+ * more recently than its suffix and outlives it; the prefix's pages get the RETAIN's priority and a deadline no
+ * earlier than the suffix's. Later hits renew each page they read on its own: a client that reads only a chain's
+ * suffix (an engine reading past what its GPU holds) lets the prefix's priority lapse first, and should RETAIN the
+ * whole chain again when it matters.
  *
  * <p>Thread-safe: the page fields it sets are volatile, and a page's priority and deadline may be read a moment apart
  * (eviction is a heuristic; the worst case is one page evicted in the pass next to its own).
@@ -45,7 +47,13 @@ final class Retention {
     /** A use of {@code p} (a GET, LEASE or PUT of it): its retention starts again, and a demotion ends. */
     void used(SlabPage p) {
         if (p.retentionNanos > 0) {
-            p.retainUntilNanos = nanoClock.getAsLong() + p.retentionNanos;
+            long now = nanoClock.getAsLong();
+            if (now - p.retainUntilNanos >= 0) { // lapsed: the priority decayed to 0 and stays there
+                p.priority = 0;
+                p.retentionNanos = 0;
+            } else {
+                p.retainUntilNanos = now + p.retentionNanos;
+            }
         }
         p.demoted = false;
     }

@@ -135,6 +135,10 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
             frame.release();
             call.fail(e.code(), e.getMessage());
             return;
+        } catch (IllegalArgumentException e) { // a record's own check the wire format lets through
+            frame.release();
+            call.fail(Wire.E_MALFORMED, "bad request: " + e.getMessage());
+            return;
         }
         Work work = switch (request) {
             case ReadRequest r -> server.readHandler.work(call, r);

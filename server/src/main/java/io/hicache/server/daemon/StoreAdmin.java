@@ -4,6 +4,7 @@ import io.hicache.core.Deadline;
 import io.hicache.core.HiCacheException;
 import io.hicache.core.config.Setting;
 import io.hicache.core.config.Settings;
+import io.hicache.core.store.DroppedPages;
 import io.hicache.core.store.PageStore;
 import io.hicache.core.store.PageStoreProvider;
 import io.hicache.core.store.PageStores;
@@ -91,6 +92,8 @@ final class StoreAdmin {
         }
         long dropped = cache.writeBehind.pendingPages(); // the write-behind drops them once it finds no store
         cache.l3.detach(true); // closed by the slot once no request uses it
+        store.onDropped(DroppedPages.NONE); // its late drops are no longer this daemon's news
+        cache.events.cleared(); // its pages are no longer served: a router forgets what it knew (docs/kv-events.md)
         cache.l3.awaitUnused(store, System.nanoTime() + Math.max(0, deadline.remainingNanos()));
         Named was = Named.of(store);
         LOG.log(
@@ -129,8 +132,8 @@ final class StoreAdmin {
         } catch (RuntimeException e) {
             throw new Refused("cannot open store '" + name + "': " + e.getMessage(), e);
         }
+        cache.events.l3Attached(store); // before the attach: a drop in between is announced too
         cache.l3.attach(store); // cannot be refused: attaches and detaches hold this monitor
-        cache.events.l3Attached(store);
         Named now = Named.of(store);
         LOG.log(Level.INFO, "attached the L3 store '" + now.name() + "' at " + now.location());
         return now;

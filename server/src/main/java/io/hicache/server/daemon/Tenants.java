@@ -27,7 +27,8 @@ import org.jspecify.annotations.Nullable;
  * exist; the admin token reaches every namespace.
  *
  * <p>The file holds one tenant a line, {@code name token}; blank lines and lines starting with {@code #} are skipped;
- * names are 1-64 characters of letters, digits, {@code .-_}; tokens 16 to 2,048 bytes, each unique and unlike the auth
+ * names are 1-64 characters of letters, digits, {@code .-_} ({@code default} is the Redis protocol's user of no tenant);
+ * tokens 16 to 2,048 bytes, each unique and unlike the auth
  * and admin tokens. Immutable and thread-safe.
  */
 final class Tenants {
@@ -95,6 +96,11 @@ final class Tenants {
                         ErrorCode.CONFIG_INVALID,
                         where + "a tenant's token is 16 to 2,048 bytes (a random one: " + "`openssl rand -hex 32`)");
             }
+            if (name.equals("default")) {
+                throw new HiCacheException(
+                        ErrorCode.CONFIG_INVALID,
+                        where + "'default' is the Redis protocol's user of no tenant: give the tenant another name");
+            }
             if (out.containsKey(name)) {
                 throw new HiCacheException(ErrorCode.CONFIG_INVALID, where + "tenant " + name + " is named twice");
             }
@@ -150,6 +156,10 @@ final class Tenants {
         Namespace confine(Namespace ns) {
             if (tenant != null) {
                 if (ns.tenant().isEmpty()) {
+                    if (ns.formatVersion() < Namespace.FORMAT_VERSION) {
+                        // Key format 1 predates tenants: such pages cannot be a tenant's.
+                        throw refused("a namespace of key format " + ns.formatVersion() + " cannot be a tenant's");
+                    }
                     return ns.toBuilder().tenant(tenant).build();
                 }
                 if (!ns.tenant().equals(tenant)) {

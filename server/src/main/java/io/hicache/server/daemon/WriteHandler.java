@@ -1,6 +1,7 @@
 package io.hicache.server.daemon;
 
 import io.hicache.core.Deadline;
+import io.hicache.core.key.StoreKey;
 import io.hicache.core.store.PageChecksum;
 import io.hicache.core.store.PageStatus;
 import io.hicache.storage.remote.protocol.Wire;
@@ -188,6 +189,8 @@ final class WriteHandler {
                 statuses[next] = s;
                 at += lengths[next];
             }
+            // A PUT is a chain's pages, first page first: used last page first, its suffix goes before its prefix.
+            cache.pages.useLastFirst(put.keys(), statuses);
             // unpinned before the answer leaves: a client that puts again at once (on another pooled connection)
             // may need these pages evicted to make room, as a namespace at its quota does
             stored.forEach(cache.pages::unpin);
@@ -332,6 +335,7 @@ final class WriteHandler {
         }
         PageStatus[] statuses = new PageStatus[rooms.length];
         List<SlabPage> stored = new ArrayList<>();
+        List<StoreKey> committed = new ArrayList<>(); // the reservation's pages, in order, for useLastFirst
         WireChecksum sum = call.checksum();
         try {
             for (int i = 0; i < rooms.length; i++) {
@@ -340,6 +344,7 @@ final class WriteHandler {
                     statuses[i] = res.statuses()[i];
                     continue;
                 }
+                committed.add(room.key());
                 rooms[i] = null; // from here on this page is stored or abandoned, whatever happens to the rest
                 MemorySegment bytes = cache.space.bytes(room);
                 if (!commit.noChecksums() && sum.of(bytes) != crcs[i]) {
@@ -359,6 +364,7 @@ final class WriteHandler {
                     }
                 }
             }
+            cache.pages.useLastFirst(committed, null); // as a PUT's: the chain's suffix goes first
             call.statuses(statuses);
         } finally {
             for (Room room : rooms) {

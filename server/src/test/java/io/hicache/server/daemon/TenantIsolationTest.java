@@ -172,6 +172,13 @@ class TenantIsolationTest {
                         }
                     } else if (kind == 2) {
                         assertEquals(0, Pages.hits(a.store(), theirKeys), where + " counted another tenant's pages");
+                        // The question itself is refused (ERROR AUTH), not answered with a count of 0.
+                        ExecutionException e = assertThrows(
+                                ExecutionException.class,
+                                () -> a.store()
+                                        .prefixHits(theirKeys, Pages.deadline())
+                                        .get(10, TimeUnit.SECONDS));
+                        assertTrue(String.valueOf(e.getCause()).contains("auth"), where + " " + e.getCause());
                     } else {
                         assertThrows(
                                 ExecutionException.class,
@@ -228,6 +235,24 @@ class TenantIsolationTest {
             String metrics = alice.daemonMetrics(Pages.deadline()).get(10, TimeUnit.SECONDS);
             assertTrue(metrics.contains("hicache_server_tenant_bytes{tenant=\"bob\"}"), metrics);
             assertTrue(metrics.contains("hicache_server_tenant_connections_total{tenant=\"alice\"}"), metrics);
+        }
+    }
+
+    @Test
+    void overTheRedisProtocolATenantIsConfinedAndMayNotFlushAll() throws Exception {
+        try (TestDaemon d = daemon(Map.of("server.resp-port", "0"));
+                java.net.Socket s = new java.net.Socket("127.0.0.1", d.server.respPort())) {
+            s.setSoTimeout(10_000);
+            java.io.OutputStream out = s.getOutputStream();
+            java.io.BufferedReader in = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(s.getInputStream(), java.nio.charset.StandardCharsets.US_ASCII));
+            out.write(("AUTH bob " + SHARED + "\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            assertTrue(in.readLine().startsWith("-WRONGPASS"), "the shared token cannot name a tenant");
+            out.write(("AUTH alice " + ALICE + "\r\nSET k v\r\nFLUSHALL\r\n")
+                    .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            assertEquals("+OK", in.readLine());
+            assertEquals("+OK", in.readLine());
+            assertTrue(in.readLine().startsWith("-NOPERM"), "a tenant may not flush every tenant's pages");
         }
     }
 

@@ -26,6 +26,8 @@ final class TestCertificates {
         TestCertificates c = new TestCertificates(dir);
         c.authority("ca");
         c.signed("ca", "server", "hicache-test-daemon", "subjectAltName=IP:127.0.0.1,DNS:localhost");
+        // Trusted, but naming another host: the client's host-name check must refuse it.
+        c.signed("ca", "wrong-host", "hicache-test-daemon", "subjectAltName=DNS:elsewhere.example");
         c.authority("other-ca");
         c.signed("other-ca", "impostor", "hicache-test-daemon", "subjectAltName=IP:127.0.0.1,DNS:localhost");
         return c;

@@ -100,6 +100,17 @@ class TlsTest {
                     () -> RemotePageStore.open(client(d, "", ClientTls.NONE)).close(),
                     "a plaintext client of a TLS daemon");
         }
+        try (TestDaemon elsewhere = daemon(certs.pem("wrong-host"), certs.key("wrong-host"), Map.of())) {
+            HiCacheException wrongHost = assertThrows(
+                    HiCacheException.class,
+                    () -> RemotePageStore.open(client(
+                                    elsewhere,
+                                    "",
+                                    ClientTls.trusting(certs.pem("ca").toString())))
+                            .close(),
+                    "a certificate of the trusted authority that names another host");
+            assertTrue(wrongHost.getMessage().contains("TLS handshake failed"), wrongHost.getMessage());
+        }
         try (TestDaemon impostor = daemon(certs.pem("impostor"), certs.key("impostor"), Map.of())) {
             HiCacheException refused = assertThrows(
                     HiCacheException.class,
