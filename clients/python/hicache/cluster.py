@@ -14,6 +14,7 @@ import concurrent.futures
 import hashlib
 import json
 import logging
+import ssl
 import threading
 import time
 import urllib.error
@@ -236,9 +237,10 @@ class HiCacheClusterClient:
     every owner and a failed read asks the next. Thread-safe."""
 
     def __init__(self, etcd: Sequence[str], name: str = "hicache", token: str = "", replicas: int = 1,
-                 pool_size: int = 2, timeout_s: float = 10.0, local: Optional[bool] = None) -> None:
+                 pool_size: int = 2, timeout_s: float = 10.0, local: Optional[bool] = None,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
         self.timeout_s = timeout_s
-        self._token, self._pool_size, self._local = token, pool_size, local
+        self._token, self._pool_size, self._local, self._tls = token, pool_size, local, tls
         self.membership = Membership(etcd, name, replicas)
         self._clients: dict[str, tuple[ClusterMember, HiCacheClient]] = {}
         self._lock = threading.Lock()
@@ -253,7 +255,7 @@ class HiCacheClusterClient:
             if known is not None:
                 known[1].close()
             client = HiCacheClient(member.host, member.port, token=self._token, pool_size=self._pool_size,
-                                   timeout_s=self.timeout_s, local=self._local)
+                                   timeout_s=self.timeout_s, local=self._local, tls=self._tls)
             self._clients[member.id] = (member, client)
             return client
 

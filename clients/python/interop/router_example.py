@@ -207,20 +207,22 @@ def choose(candidates: dict[str, dict[str, int]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engine", action="append", required=True,
-                        help="name=host:port:metrics_port (asked over HTTP on its metrics port)")
+                        help="name=host:port:metrics_port (asked over HTTP on its metrics port; [v6]:port:port)")
     parser.add_argument("--model", required=True)
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--page-tokens", type=int, required=True)
     parser.add_argument("--tokens", required=True, help="the prompt's token ids, comma-separated")
     parser.add_argument("--token", default="", help="the daemons' auth (or tenant) token")
+    parser.add_argument("--https", action="store_true", help="the metrics ports speak HTTPS (daemons with TLS)")
     args = parser.parse_args()
     tokens = [int(t) for t in args.tokens.split(",") if t]
     namespace = {"model": args.model, "dtype": args.dtype, "page_tokens": args.page_tokens}
     answers = {}
     for spec in args.engine:
         name, _, where = spec.partition("=")
-        host, _port, metrics = where.split(":")
-        answers[name] = http_prefix_hits(f"http://{host}:{metrics}", namespace, tokens=tokens, token=args.token)
+        host, _port, metrics = where.rsplit(":", 2)  # an IPv6 host in brackets keeps its colons
+        scheme = "https" if args.https else "http"
+        answers[name] = http_prefix_hits(f"{scheme}://{host}:{metrics}", namespace, tokens=tokens, token=args.token)
     for name, runs in answers.items():
         print(f"{name}: slab {runs['slab']} l3 {runs['l3']} any {runs['any']} of {runs['pages']} pages, "
               f"score {score(runs):.1f}")

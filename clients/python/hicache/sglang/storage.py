@@ -99,9 +99,10 @@ class HiCacheDaemonStorage(HiCacheStorage):
             self._client = client
         elif s.cluster_etcd:
             self._client = HiCacheClusterClient(list(s.cluster_etcd), s.cluster_name, token=s.token,
-                                                pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local)
+                                                pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local,
+                                                tls=self._tls_context())
         else:
-            tls = (tls_context(s.tls_ca or None, s.tls_cert or None, s.tls_key or None) if s.tls else None)
+            tls = self._tls_context()
             self._client = HiCacheClient(
                 s.host, s.port, token=s.token, pool_size=s.pool_size, timeout_s=s.timeout_s, local=s.local, tls=tls)
         self._check_daemon()
@@ -376,6 +377,10 @@ class HiCacheDaemonStorage(HiCacheStorage):
         self._counters.observe_backup(sum(stored), nbytes, time.monotonic() - started)
         self._retain(namespace, hashes, stored, extra_info, deadline)
         return stored
+
+    def _tls_context(self) -> Optional[Any]:
+        s = self.settings
+        return tls_context(s.tls_ca or None, s.tls_cert or None, s.tls_key or None) if s.tls else None
 
     def _retain(self, namespace: Namespace, hashes: Sequence[bytes], stored: Sequence[bool],
                 extra_info: Optional[HiCacheStorageExtraInfo], deadline: float) -> None:

@@ -75,7 +75,8 @@ public final class ClusterPageStore extends AbstractPageStore {
                             remote.authToken(),
                             remote.connections(),
                             remote.connectTimeout(),
-                            remote.transport())),
+                            remote.transport(),
+                            remote.tls())), // remote.tls* apply to every member
                     connector);
             s.whenComplete((v, e) -> {
                 if (e != null) {

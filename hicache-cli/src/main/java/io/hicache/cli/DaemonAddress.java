@@ -41,6 +41,13 @@ final class DaemonAddress {
     String authToken;
 
     @Option(
+            names = "--tls",
+            defaultValue = "${env:HICACHE_TLS:-false}",
+            description = "speak TLS to a daemon with server.tls-cert, trusting the JDK's authorities unless --tls-ca "
+                    + "names others (default: HICACHE_TLS, else false; --tls-ca or --tls-cert imply it)")
+    boolean tls;
+
+    @Option(
             names = "--tls-ca",
             paramLabel = "FILE",
             defaultValue = "${env:HICACHE_TLS_CA:-}",
@@ -74,7 +81,7 @@ final class DaemonAddress {
     RemotePageStore connect(String token) {
         try {
             RemoteStoreConfig config = new RemoteStoreConfig(host, port, token, 1, HANDSHAKE_WAIT);
-            if (!tlsCa.isEmpty() || !tlsCert.isEmpty()) {
+            if (tls || !tlsCa.isEmpty() || !tlsCert.isEmpty()) {
                 config = config.withTls(new ClientTls(true, tlsCa, tlsCert, tlsKey));
             }
             return RemotePageStore.open(config);

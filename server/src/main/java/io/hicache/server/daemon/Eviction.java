@@ -110,12 +110,15 @@ final class Eviction {
             long wantedBytes,
             BooleanSupplier done,
             Deadline deadline) {
-        while (true) {
+        for (int round = 0; ; round++) {
             boolean met;
+            // Pages of a higher priority go only after one wait for the write-behind: pages of a lower one that are not
+            // in L3 yet become evictable by then, and go first (as long as the deadline allows the wait).
+            boolean higher = round > 0 || writeBehind.pendingPages() == 0 || deadline.isOver();
             synchronized (lock) {
                 met = done.getAsBoolean();
                 if (!met) {
-                    met = evictByRetention(oneNamespace, wantedBytes, which, done);
+                    met = evictByRetention(oneNamespace, wantedBytes, which, done, higher);
                 }
             }
             if (met || done.getAsBoolean()) {
@@ -129,12 +132,17 @@ final class Eviction {
     }
 
     /**
-     * {@link #evictBatches} in one pass, or, once retention priorities are in use, in {@link Retention#firstPasses} and {@link Retention#priorityPasses}: the
-     * lowest effective priority first, each least recently used first; a later pass runs only while {@code done} does
-     * not hold, so that the low-water mark alone never evicts a page of a higher priority.
+     * {@link #evictBatches} in one pass, or, once retention priorities are in use, in {@link Retention#firstPasses} and
+     * {@link Retention#priorityPasses}: the lowest effective priority first, each least recently used first; a later
+     * pass runs only while {@code done} does not hold, so that the low-water mark alone never evicts a page of a higher
+     * priority, and the priority passes only when {@code mayTakeHigher} (see {@link #evictUntil}).
      */
     private boolean evictByRetention(
-            boolean oneNamespace, long wantedBytes, Candidates<StoreKey> which, BooleanSupplier done) {
+            boolean oneNamespace,
+            long wantedBytes,
+            Candidates<StoreKey> which,
+            BooleanSupplier done,
+            boolean mayTakeHigher) {
         if (!retention.inUse()) {
             return evictBatches(oneNamespace, wantedBytes, which, done);
         }
@@ -142,6 +150,9 @@ final class Eviction {
             if (evictBatches(oneNamespace, wantedBytes, both(which, pass), done)) {
                 return true;
             }
+        }
+        if (!mayTakeHigher) {
+            return false;
         }
         for (Predicate<StoreKey> pass : retention.priorityPasses()) {
             if (evictBatches(oneNamespace, wantedBytes, both(which, pass), done)) {

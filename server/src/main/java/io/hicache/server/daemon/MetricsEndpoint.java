@@ -3,6 +3,7 @@ package io.hicache.server.daemon;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsParameters;
 import com.sun.net.httpserver.HttpsServer;
 import io.hicache.core.util.Threads;
 import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
@@ -15,12 +16,13 @@ import java.util.concurrent.Executors;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 import org.jspecify.annotations.Nullable;
 
 /**
  * {@code /metrics} (the Prometheus client's handler: text, OpenMetrics or protobuf as the scraper asks),
  * {@code /health} and {@code POST /v1/prefix-hits} ({@link PrefixQueryEndpoint}) over HTTP, or HTTPS with the daemon's
- * TLS certificate, on the JDK's HTTP server with two daemon threads ({@code hicache-server-http}).
+ * TLS certificate, on the JDK's HTTP server with four daemon threads ({@code hicache-server-http}).
  * {@code /health} answers {@code 200 ok}; {@code 200 degraded: ...} when acknowledged pages could not be written to L3;
  * {@code 503 failing: ...} while puts fail for a reason the daemon knows ({@link Health}); {@code 503 shutting down}
  * during a graceful shutdown. Thread-safe; the server stops it.
@@ -40,13 +42,20 @@ final class MetricsEndpoint implements AutoCloseable {
             throws IOException {
         if (tls != null) {
             HttpsServer https = HttpsServer.create(new InetSocketAddress(bind, port), 16);
-            https.setHttpsConfigurator(new HttpsConfigurator(tls));
+            https.setHttpsConfigurator(new HttpsConfigurator(tls) {
+                @Override
+                public void configure(HttpsParameters params) {
+                    SSLParameters p = tls.getDefaultSSLParameters();
+                    p.setProtocols(new String[] {"TLSv1.3", "TLSv1.2"}); // as the protocol ports
+                    params.setSSLParameters(p);
+                }
+            });
             http = https;
         } else {
             http = HttpServer.create(new InetSocketAddress(bind, port), 16);
         }
-        // Two threads: a prefix query waiting for L3 does not hold up a scrape.
-        http.setExecutor(Executors.newFixedThreadPool(2, r -> Threads.unstarted("server-http", r)));
+        // Four threads: prefix queries waiting for L3 (each at most 60 s) do not hold up a scrape or a health check.
+        http.setExecutor(Executors.newFixedThreadPool(4, r -> Threads.unstarted("server-http", r)));
         http.createContext("/v1/prefix-hits", prefixQueries);
         http.createContext("/metrics", new MetricsHandler(metrics));
         http.createContext("/health", ex -> {

@@ -190,7 +190,7 @@ final class PrefixQueryEndpoint implements HttpHandler {
                 || timeoutMillis < 1
                 || timeoutMillis > 600_000) {
             throw new IllegalArgumentException("a field out of range (order 0-1, 0 <= tp_rank < tp_size, page_tokens"
-                    + " 0-" + Namespace.MAX_PAGE_TOKENS + ", timeout_ms 1-600000)");
+                    + " 0-" + Namespace.MAX_PAGE_TOKENS + ", timeout_ms 1-60000)");
         }
         Namespace ns;
         try {

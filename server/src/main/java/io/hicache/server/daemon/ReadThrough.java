@@ -358,6 +358,9 @@ final class ReadThrough {
                     }
                 }
                 int more = store.leadingHits(rest, deadline).get(Waits.l3Millis(deadline), TimeUnit.MILLISECONDS);
+                if (more < rest.size() && deadline.isOver()) { // a short count after the deadline proves nothing
+                    return new PrefixRuns(slab, 0, slab, PrefixRuns.L3_LATE);
+                }
                 any = more >= rest.size() ? keys.size() : restAt.get(more);
             }
             return new PrefixRuns(slab, inL3, any, PrefixRuns.ANSWERED);

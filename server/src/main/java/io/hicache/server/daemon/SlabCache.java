@@ -56,6 +56,9 @@ final class SlabCache implements AutoCloseable {
         this.l3 = new StoreSlot(l3.orElse(null));
         this.events = new ServerEvents(events, l3.orElse(null));
         this.space = SlabSpace.create(config);
+        if (!config.tenantsFile().isEmpty()) {
+            space.countTenants(); // before any page, a kept slab's included
+        }
         this.pages = new PageIndex(space);
         this.retention = new Retention(pages, System::nanoTime);
         pages.retention(retention);

@@ -61,6 +61,11 @@ final class SlabSpace implements AutoCloseable {
     private final NamespaceBytes namespaceBytes = new NamespaceBytes();
     /** Slab bytes per tenant, for {@code server.tenant-quota} and the per-tenant gauge. */
     private final ConcurrentHashMap<String, AtomicLong> tenantBytes = new ConcurrentHashMap<>();
+    /**
+     * Whether tenants' bytes are counted: only on a daemon with tenants, whose names its file fixes (elsewhere a
+     * namespace's tenant is any text a client sends, and one entry each would be kept for good).
+     */
+    private volatile boolean countTenants;
     /** The pages a warm start found in a kept slab's index, until {@link #takeKept} hands them over. */
     private List<KeptPage> kept = List.of();
     /** Set by {@link #keep}: close leaves the file (and its index) for the next daemon. */
@@ -367,7 +372,7 @@ final class SlabSpace implements AutoCloseable {
 
     /** Charges {@code bytes} to {@code ns}; returns what it holds now (compared with {@link #quota} by the caller). */
     long charge(Namespace ns, long bytes) {
-        if (!ns.tenant().isEmpty()) {
+        if (countTenants && !ns.tenant().isEmpty()) {
             tenantBytes.computeIfAbsent(ns.tenant(), t -> new AtomicLong()).addAndGet(bytes);
         }
         return namespaceBytes.charge(ns, bytes);
@@ -375,13 +380,18 @@ final class SlabSpace implements AutoCloseable {
 
     /** Gives back bytes {@link #charge}d to {@code ns}. */
     void discharge(Namespace ns, long bytes) {
-        if (!ns.tenant().isEmpty()) {
+        if (countTenants && !ns.tenant().isEmpty()) {
             AtomicLong t = tenantBytes.get(ns.tenant());
             if (t != null) {
                 t.addAndGet(-bytes);
             }
         }
         namespaceBytes.discharge(ns, bytes);
+    }
+
+    /** Counts tenants' bytes from now on (set once at start, before any page: the daemon has tenants). */
+    void countTenants() {
+        countTenants = true;
     }
 
     /**
