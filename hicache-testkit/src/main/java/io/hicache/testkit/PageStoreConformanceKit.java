@@ -652,16 +652,19 @@ public abstract class PageStoreConformanceKit {
         assumeTrue(
                 capacity > 0 && capacity <= (256L << 20),
                 "the store's capacity is unknown or over 256 MiB: give the store under test 256 MiB or less");
-        int pageBytes = 64 * 1024;
+        // Pages of 1/32 of the capacity: the chain is half the store, more than one eviction takes at once (stores
+        // evict to a low-water mark), so an eviction that takes the chain's prefix first leaves a hole to be seen.
+        int pageBytes = (int) Math.max(
+                4096, Math.min(store.capabilities().maxPageBytes(), Math.min(4L << 20, capacity / 32)) & ~4095L);
         int batch = 16;
         // A chain in one batch, first page first, then read back in one batch (the way a cache reads a prefix).
         List<StoreKey> chain = keys(ns, batch);
         assertAllSucceed(put(chain, pageBytes), "put");
         get(chain, sentinelPages(batch, pageBytes));
         int held = batch;
-        int batches = (int) (3 * capacity / ((long) batch * pageBytes)) + 2;
-        for (int b = 0; b < batches && held > 0; b++) {
-            assertAllSucceed(put(keys(ns, batch), pageBytes), "put");
+        int puts = (int) (3 * capacity / pageBytes) + 2;
+        for (int b = 0; b < puts && held > 0; b++) {
+            assertAllSucceed(put(keys(ns, 1), pageBytes), "put");
             int run = hits(chain);
             int count = 0;
             for (StoreKey k : chain) {

@@ -159,6 +159,88 @@ final class BrokenStores {
         }
     }
 
+    /**
+     * An evicting store of 8 MiB that evicts pages in the order they were put, a batch first page first: a chain's
+     * prefix goes before its suffix, leaving a hole in a cached prefix.
+     */
+    static final class PrefixFirstEvictingStore extends Forwarding {
+        private static final long CAPACITY = 8L << 20;
+        private final java.util.LinkedHashMap<StoreKey, Long> order = new java.util.LinkedHashMap<>();
+        private long bytes;
+
+        PrefixFirstEvictingStore() {
+            super("prefix-first-evicting");
+        }
+
+        @Override
+        protected CompletableFuture<BatchResult> doPut(PageBatch sources, Deadline deadline) {
+            return inner.put(sources, deadline).thenApply(r -> {
+                synchronized (order) {
+                    for (int i = 0; i < sources.size(); i++) {
+                        if (r.status(i) == io.hicache.core.store.PageStatus.OK
+                                && order.putIfAbsent(
+                                                sources.key(i), sources.page(i).byteSize())
+                                        == null) {
+                            bytes += sources.page(i).byteSize();
+                        }
+                    }
+                    List<StoreKey> evict = new java.util.ArrayList<>();
+                    var it = order.entrySet().iterator();
+                    while (bytes > CAPACITY && it.hasNext()) {
+                        var e = it.next();
+                        evict.add(e.getKey());
+                        bytes -= e.getValue();
+                        it.remove();
+                    }
+                    if (!evict.isEmpty()) {
+                        inner.delete(evict, deadline).join();
+                    }
+                }
+                return r;
+            });
+        }
+
+        @Override
+        protected long capacityBytes() {
+            return CAPACITY;
+        }
+
+        @Override
+        protected long storedBytes() {
+            synchronized (order) {
+                return bytes;
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "prefix-first-evicting";
+        }
+    }
+
+    /** The kit against {@link PrefixFirstEvictingStore}, which declares {@code EVICTING}. */
+    static final class PrefixFirstEvictingKit extends PageStoreConformanceKit {
+        @Override
+        protected PageStore openStore() {
+            return new EvictingCapabilities(new PrefixFirstEvictingStore());
+        }
+    }
+
+    /** {@code store} declaring {@code EVICTING} as well. */
+    static final class EvictingCapabilities extends io.hicache.core.store.ForwardingPageStore {
+        EvictingCapabilities(PageStore store) {
+            super(store);
+        }
+
+        @Override
+        public io.hicache.core.store.StoreCapabilities capabilities() {
+            io.hicache.core.store.StoreCapabilities c = delegate.capabilities();
+            java.util.Set<io.hicache.core.store.Capability> features = new java.util.HashSet<>(c.features());
+            features.add(io.hicache.core.store.Capability.EVICTING);
+            return new io.hicache.core.store.StoreCapabilities(features, c.maxPageBytes(), c.preferredBatchKeys());
+        }
+    }
+
     /** The kit against {@link WrongBytesStore}. */
     static final class WrongBytesKit extends PageStoreConformanceKit {
         @Override

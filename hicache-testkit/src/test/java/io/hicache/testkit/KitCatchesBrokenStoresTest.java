@@ -64,6 +64,14 @@ class KitCatchesBrokenStoresTest {
     }
 
     @Test
+    void aStoreThatEvictsAPrefixBeforeItsSuffixIsCaught() {
+        ConformanceReport report =
+                ConformanceRunner.run(BrokenStores.PrefixFirstEvictingKit.class, "prefix-first-evicting");
+        assertTrue(failed(report).contains("anEvictingStoreTakesAChainsSuffixBeforeItsPrefix"), () -> print(report));
+        assertFalse(report.passed());
+    }
+
+    @Test
     void namespaceLeaksAreCaught() {
         ConformanceReport report = ConformanceRunner.run(BrokenStores.NamespaceLeakingKit.class, "namespace-leaking");
         assertTrue(failed(report).contains("namespacesAreIsolated"), () -> print(report));

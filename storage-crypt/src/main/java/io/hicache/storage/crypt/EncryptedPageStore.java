@@ -184,12 +184,18 @@ public final class EncryptedPageStore extends AbstractPageStore {
         PageOutcome[] outcomes = new PageOutcome[n];
         boolean[] retired = new boolean[n];
         CompletableFuture<?>[] parts = new CompletableFuture<?>[runs.length];
-        for (int r = 0; r < runs.length; r++) {
+        // The inner store is asked for the runs last run first, one after another, so that it uses a batch (a chain,
+        // first page first) last page first, as it does a batch of one run: its eviction then takes the chain's suffix
+        // first (leaf-first). Decryption of a run overlaps the inner read of the next.
+        CompletableFuture<?> turn = CompletableFuture.completedFuture(null);
+        for (int r = runs.length - 1; r >= 0; r--) {
             int from = bounds[r];
             int to = bounds[r + 1];
             PageBatch run = runs[r];
-            parts[r] = call(() -> inner.get(run, deadline))
-                    .thenCompose(found ->
+            CompletableFuture<BatchResult> read =
+                    turn.handle((v, e) -> null).thenCompose(v -> call(() -> inner.get(run, deadline)));
+            turn = read;
+            parts[r] = read.thenCompose(found ->
                             perPage(from, to, i -> open(targets, sealed, found, i - from, i, retired, deadline)))
                     .handle((opened, error) -> fill(outcomes, from, to, opened, error, "get"));
         }
@@ -334,12 +340,18 @@ public final class EncryptedPageStore extends AbstractPageStore {
         // Each run goes to the inner store as soon as it is encrypted, while the next ones are encrypted.
         PageOutcome[] outcomes = new PageOutcome[n];
         CompletableFuture<?>[] parts = new CompletableFuture<?>[bounds.length - 1];
-        for (int r = 0; r < parts.length; r++) {
+        // Runs are encrypted at once, and put into the inner store last run first, one after another (as reads are,
+        // for leaf-first eviction in the inner store).
+        CompletableFuture<?> turn = CompletableFuture.completedFuture(null);
+        for (int r = parts.length - 1; r >= 0; r--) {
             int from = bounds[r];
             int to = bounds[r + 1];
-            parts[r] = perPage(from, to, i -> seal(sources, sealed, i, deadline))
-                    .thenCompose(encrypted -> putSealed(sources, sealed, from, encrypted, deadline))
-                    .handle((put, error) -> fill(outcomes, from, to, put, error, "put"));
+            CompletableFuture<?> previous = turn.handle((v, e) -> null);
+            CompletableFuture<PageOutcome[]> put = perPage(from, to, i -> seal(sources, sealed, i, deadline))
+                    .thenCombine(previous, (encrypted, v) -> encrypted)
+                    .thenCompose(encrypted -> putSealed(sources, sealed, from, encrypted, deadline));
+            turn = put;
+            parts[r] = put.handle((done, error) -> fill(outcomes, from, to, done, error, "put"));
         }
         return CompletableFuture.allOf(parts)
                 .thenApply(v -> result(outcomes))
