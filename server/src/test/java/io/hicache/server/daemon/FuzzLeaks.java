@@ -89,7 +89,10 @@ final class FuzzLeaks {
     /** Samples {@link #usedDirectMemory} every 2 ms until stopped (or closed); {@link #peak} is the most seen. */
     static final class MemoryWatch implements AutoCloseable {
         private final AtomicBoolean stop = new AtomicBoolean();
-        private final AtomicLong peak = new AtomicLong(usedDirectMemory());
+        /** What the allocator held when the watch began: pool chunks earlier tests of this JVM left it. */
+        private final long start = usedDirectMemory();
+
+        private final AtomicLong peak = new AtomicLong(start);
         private final Thread thread = Thread.ofPlatform()
                 .daemon()
                 .name("fuzz-memory-watch")
@@ -106,6 +109,11 @@ final class FuzzLeaks {
 
         long peak() {
             return peak.get();
+        }
+
+        /** How far the peak rose above what the allocator held when the watch began. */
+        long rise() {
+            return peak.get() - start;
         }
 
         /** Stops sampling and returns the peak. */
