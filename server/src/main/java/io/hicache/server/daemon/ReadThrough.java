@@ -252,10 +252,7 @@ final class ReadThrough {
 
     /** Leading keys here, if that needs no L3: every key is here, or there is no L3; else empty. */
     OptionalInt leadingHitsHere(List<StoreKey> keys) {
-        int n = 0;
-        while (n < keys.size() && pages.contains(keys.get(n))) {
-            n++;
-        }
+        int n = slabRun(keys).slab();
         return n < keys.size() && l3.attached() ? OptionalInt.empty() : OptionalInt.of(n);
     }
 
@@ -325,16 +322,11 @@ final class ReadThrough {
      * the state says so rather than failing the question.
      */
     PrefixRuns prefixHits(List<StoreKey> keys, Deadline deadline) {
-        if (!l3.attached()) {
-            return slabRun(keys);
-        }
-        int slab = 0;
-        while (slab < keys.size() && pages.contains(keys.get(slab))) {
-            slab++;
-        }
+        PrefixRuns here = slabRun(keys);
+        int slab = here.slab();
         PageStore store = l3.acquire();
         if (store == null) {
-            return new PrefixRuns(slab, 0, slab, PrefixRuns.NO_L3);
+            return here;
         }
         try {
             int inL3 = store.leadingHits(keys, deadline).get(Waits.l3Millis(deadline), TimeUnit.MILLISECONDS);
