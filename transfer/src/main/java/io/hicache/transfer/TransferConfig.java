@@ -1,8 +1,12 @@
 package io.hicache.transfer;
 
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The transfer engine's settings, validated once here. Immutable; change with the {@code with...} methods.
@@ -21,6 +25,9 @@ import java.util.Objects;
  * @param heartbeatMillis      pings on the control connection; three missed pings declare a peer dead
  * @param sliceRetries         how often a slice is moved to another connection after its connection failed
  * @param transports           transport names in order of preference; the first both sides can use is taken
+ * @param transportOptions     settings of individual transports, each under {@code <transport>.<key>} (the UCX
+ *                             transport's {@code ucx.tls}, say); each transport reads and checks its own when the
+ *                             engine creates it
  */
 public record TransferConfig(
         String name,
@@ -35,13 +42,19 @@ public record TransferConfig(
         long connectTimeoutMillis,
         long heartbeatMillis,
         int sliceRetries,
-        List<String> transports) {
+        List<String> transports,
+        Map<String, String> transportOptions) {
+    private static final Pattern OPTION_KEY = Pattern.compile("[a-z0-9-]+\\.[a-z0-9.-]+");
 
     public TransferConfig {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(bindHost, "bindHost");
         Objects.requireNonNull(shmDir, "shmDir");
         transports = List.copyOf(transports);
+        transportOptions = Map.copyOf(transportOptions);
+        for (String key : transportOptions.keySet()) {
+            require(OPTION_KEY.matcher(key).matches(), "transport option '" + key + "' is not <transport>.<key>");
+        }
         require(!name.isBlank() && name.length() <= 200, "name must be 1..200 characters");
         require(port >= 0 && port <= 65535, "port must be 0..65535, got " + port);
         require(
@@ -58,6 +71,38 @@ public record TransferConfig(
         require(heartbeatMillis >= 10, "heartbeatMillis must be >= 10, got " + heartbeatMillis);
         require(sliceRetries >= 0 && sliceRetries <= 100, "sliceRetries must be 0..100, got " + sliceRetries);
         require(!transports.isEmpty(), "transports must name at least one transport");
+    }
+
+    /** The settings before {@code transportOptions} existed: no transport options. */
+    public TransferConfig(
+            String name,
+            String bindHost,
+            int port,
+            int connectionsPerPeer,
+            int sliceBytes,
+            long windowBytesPerConnection,
+            int ioThreads,
+            Path shmDir,
+            long sliceTimeoutMillis,
+            long connectTimeoutMillis,
+            long heartbeatMillis,
+            int sliceRetries,
+            List<String> transports) {
+        this(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports,
+                Map.of());
     }
 
     private static void require(boolean ok, String message) {
@@ -102,7 +147,8 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withSliceBytes(int bytes) {
@@ -119,7 +165,8 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withWindowBytesPerConnection(long bytes) {
@@ -136,7 +183,8 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withIoThreads(int n) {
@@ -153,7 +201,8 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withShmDir(Path dir) {
@@ -170,7 +219,8 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withTimeouts(long sliceMillis, long connectMillis, long heartbeatEveryMillis) {
@@ -187,7 +237,8 @@ public record TransferConfig(
                 connectMillis,
                 heartbeatEveryMillis,
                 sliceRetries,
-                transports);
+                transports,
+                transportOptions);
     }
 
     public TransferConfig withTransports(List<String> names) {
@@ -204,6 +255,35 @@ public record TransferConfig(
                 connectTimeoutMillis,
                 heartbeatMillis,
                 sliceRetries,
-                names);
+                names,
+                transportOptions);
+    }
+
+    /**
+     * With transport option {@code key} ({@code <transport>.<key>}) set to {@code value}, or removed when
+     * {@code value} is null.
+     */
+    public TransferConfig withTransportOption(String key, @Nullable String value) {
+        Map<String, String> options = new LinkedHashMap<>(transportOptions);
+        if (value == null) {
+            options.remove(key);
+        } else {
+            options.put(key, value);
+        }
+        return new TransferConfig(
+                name,
+                bindHost,
+                port,
+                connectionsPerPeer,
+                sliceBytes,
+                windowBytesPerConnection,
+                ioThreads,
+                shmDir,
+                sliceTimeoutMillis,
+                connectTimeoutMillis,
+                heartbeatMillis,
+                sliceRetries,
+                transports,
+                options);
     }
 }

@@ -82,7 +82,8 @@ public final class TransferEngine implements AutoCloseable {
                     config.connectTimeoutMillis(),
                     config.shmDir(),
                     timer,
-                    new Served());
+                    new Served(),
+                    config.transportOptions());
             for (String name : config.transports()) {
                 TransportProvider p = providers.get(name);
                 if (p == null) {

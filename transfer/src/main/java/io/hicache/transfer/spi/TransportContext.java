@@ -1,6 +1,8 @@
 package io.hicache.transfer.spi;
 
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
 
@@ -19,6 +21,7 @@ import java.util.concurrent.ScheduledExecutorService;
  *                                 peers open (sockets, handles)
  * @param timer                    the engine's timer thread, for sweeps and retries; tasks must be short
  * @param local                    this engine's regions, for serving peers' requests
+ * @param options                  transports' own settings, each under {@code <transport>.<key>}
  */
 public record TransportContext(
         String engineName,
@@ -30,12 +33,26 @@ public record TransportContext(
         long connectTimeoutMillis,
         Path shmDir,
         ScheduledExecutorService timer,
-        LocalSegment local) {
+        LocalSegment local,
+        Map<String, String> options) {
     public TransportContext {
         Objects.requireNonNull(engineName, "engineName");
         Objects.requireNonNull(bindHost, "bindHost");
         Objects.requireNonNull(shmDir, "shmDir");
         Objects.requireNonNull(timer, "timer");
         Objects.requireNonNull(local, "local");
+        options = Map.copyOf(options);
+    }
+
+    /** The options set for the transport named {@code transport}, without their prefix. */
+    public Map<String, String> optionsOf(String transport) {
+        String prefix = transport + ".";
+        Map<String, String> mine = new LinkedHashMap<>();
+        options.forEach((k, v) -> {
+            if (k.startsWith(prefix)) {
+                mine.put(k.substring(prefix.length()), v);
+            }
+        });
+        return Map.copyOf(mine);
     }
 }

@@ -266,10 +266,15 @@ public abstract class TransportConformanceKit {
     void aPeerKilledMidBatchFailsTheRestWithinTheDeadline() throws Exception {
         long peerBytes = 512L << 20;
         long size = 1 << 20;
-        List<String> transports = config("child", shmDir).transports();
+        TransferConfig childConfig = config("child", shmDir);
         ChildJvm child = ChildJvm.start(
                 TransferPeerMain.class,
-                List.of(String.join(",", transports), shmDir.toString(), Long.toString(peerBytes), "99"));
+                List.of(
+                        String.join(",", childConfig.transports()),
+                        shmDir.toString(),
+                        Long.toString(peerBytes),
+                        "99",
+                        TransferPeerMain.options(childConfig)));
         try {
             assertTrue(child.awaitLine("ready ", 60, TimeUnit.SECONDS), "child peer started");
             String address = child.lines().stream()

@@ -11,6 +11,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.kit.TransferPeerMain;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
@@ -23,6 +24,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -39,7 +41,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * released two-phase before its pages are freed; at the end no page, aux slot or room is left on the decode nor on
  * the surviving prefill.
  */
-class PdEndToEndTest {
+public class PdEndToEndTest {
     static final KvGeometry MODEL = KvGeometry.mha(3, 4, 16, KvDtype.BFLOAT16);
     static final PdConfig CONFIG = new PdConfig(5_000, 8_000, 5_000, 200, 2, 5_000, 2_000);
     private static final int REQUESTS = 300;
@@ -60,6 +62,11 @@ class PdEndToEndTest {
 
         Child(String name, String transport) throws Exception {
             this(name, PrefillProcessMain.class, List.of(name, "1024", transport));
+        }
+
+        /** A prefill child over {@code transport} with transport options ({@code k=v;k=v}). */
+        Child(String name, String transport, String options) throws Exception {
+            this(name, PrefillProcessMain.class, List.of(name, "1024", transport, options));
         }
 
         /** A child running {@code main} with {@code args}. */
@@ -151,12 +158,25 @@ class PdEndToEndTest {
     @ParameterizedTest(name = "over {0}")
     @ValueSource(strings = {"tcp"})
     void hundredsOfRequestsWithAbortsAndAKilledPrefill(String transport) throws Exception {
+        run(transport, Map.of());
+    }
+
+    /**
+     * The whole scenario over {@code transport}, with {@code options} (transport options, {@code ucx.tls} and the like)
+     * for the decode and both prefills: public so that a transport in another module runs it too.
+     */
+    public static void run(String transport, Map<String, String> options) throws Exception {
         SplittableRandom random = new SplittableRandom(2026);
-        try (Child a = new Child("prefill-a", transport);
-                Child b = new Child("prefill-b", transport);
-                TransferEngine engine = TransferEngine.open(TransferConfig.defaults("decode")
-                        .withTransports(List.of(transport))
-                        .withTimeouts(2_000, 500, 200));
+        TransferConfig decodeConfig = TransferConfig.defaults("decode")
+                .withTransports(List.of(transport))
+                .withTimeouts(2_000, 500, 200);
+        for (Map.Entry<String, String> o : options.entrySet()) {
+            decodeConfig = decodeConfig.withTransportOption(o.getKey(), o.getValue());
+        }
+        String childOptions = TransferPeerMain.options(decodeConfig);
+        try (Child a = new Child("prefill-a", transport, childOptions);
+                Child b = new Child("prefill-b", transport, childOptions);
+                TransferEngine engine = TransferEngine.open(decodeConfig);
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(512L << 20, 1);
                 Arena arena = Arena.ofShared()) {
             String[] urls = {

@@ -29,9 +29,18 @@ public final class PrefillProcessMain {
 
     public static void main(String[] args) throws Exception {
         int kvPages = Integer.parseInt(args[1]);
-        try (TransferEngine engine = TransferEngine.open(TransferConfig.defaults(args[0])
-                        .withTransports(List.of(args[2]))
-                        .withTimeouts(2_000, 500, 200));
+        TransferConfig config = TransferConfig.defaults(args[0])
+                .withTransports(List.of(args[2]))
+                .withTimeouts(2_000, 500, 200);
+        if (args.length > 3) {
+            for (String kv : args[3].split(";")) {
+                if (!kv.isEmpty()) {
+                    int eq = kv.indexOf('=');
+                    config = config.withTransportOption(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+            }
+        }
+        try (TransferEngine engine = TransferEngine.open(config);
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(512L << 20, 1);
                 Arena arena = Arena.ofShared();
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1)) {

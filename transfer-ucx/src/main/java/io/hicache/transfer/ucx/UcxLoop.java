@@ -1,0 +1,197 @@
+package io.hicache.transfer.ucx;
+
+import java.lang.System.Logger.Level;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.openucx.jucx.ucp.UcpContext;
+import org.openucx.jucx.ucp.UcpWorker;
+import org.openucx.jucx.ucp.UcpWorkerParams;
+
+/**
+ * One UCP worker and the named thread that owns it ({@code hicache-ucx-<engine>-<n>}): every call on the worker, its
+ * endpoints and their remote keys happens on that thread. Others hand it work with {@link #execute}, which wakes it.
+ * Idle, it sleeps in UCX's blocking wait on the worker's event descriptor (armed for RMA, send and receive events), not
+ * spinning; the transport's sweep wakes it periodically so that deadlines hold even when UCX reports nothing.
+ *
+ * <p>The loop never dies silently: a failing task or progress call is logged and the loop goes on. Thread-safe through
+ * {@link #execute}; closed by the transport, which waits for the thread to close the worker.
+ */
+final class UcxLoop implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(UcxLoop.class.getName());
+    private static final int FENCE_BUFFERS = 4096;
+
+    private final UcpWorker worker;
+    private final String address;
+    private final Thread thread;
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    /** Lanes with work to issue; touched on the loop thread only. */
+    private final Set<UcxLane> dirty = new LinkedHashSet<>();
+    /** Every lane on this loop; loop thread only. */
+    private final Set<UcxLane> lanes = new LinkedHashSet<>();
+
+    private final Arena arena = Arena.ofShared();
+    private final ArrayDeque<MemorySegment> fenceBuffers = new ArrayDeque<>();
+    private final CountDownLatch stopped = new CountDownLatch(1);
+    private volatile boolean running = true;
+
+    UcxLoop(UcpContext ucp, String engineName, int index) {
+        this.worker = ucp.newWorker(
+                new UcpWorkerParams().requestWakeupRMA().requestWakeupTX().requestWakeupRX());
+        this.address = UcxTransport.hex(worker.getAddress());
+        MemorySegment block = arena.allocate((long) FENCE_BUFFERS * Long.BYTES, 64);
+        for (int i = 0; i < FENCE_BUFFERS; i++) {
+            fenceBuffers.add(block.asSlice((long) i * Long.BYTES, Long.BYTES));
+        }
+        this.thread = Thread.ofPlatform()
+                .name("hicache-ucx-" + engineName + "-" + index)
+                .daemon(true)
+                .unstarted(this::run);
+        thread.start();
+    }
+
+    /** This worker's UCP address, hex: what peers connect to. */
+    String address() {
+        return address;
+    }
+
+    UcpWorker worker() {
+        return worker;
+    }
+
+    boolean onLoop() {
+        return Thread.currentThread() == thread;
+    }
+
+    /** Runs {@code task} on the loop thread, soon; a closed loop drops it (its owner fails what it carried). */
+    void execute(Runnable task) {
+        if (!running) {
+            return;
+        }
+        tasks.add(task);
+        try {
+            worker.signal();
+        } catch (RuntimeException e) {
+            // the worker is closing: the loop no longer waits
+        }
+    }
+
+    /** Loop thread: {@code lane} has work to issue after the current progress call returns. */
+    void markDirty(UcxLane lane) {
+        dirty.add(lane);
+    }
+
+    /** Loop thread: {@code lane} lives here until it closes. */
+    void attach(UcxLane lane) {
+        lanes.add(lane);
+    }
+
+    /** Loop thread. */
+    void detach(UcxLane lane) {
+        lanes.remove(lane);
+        dirty.remove(lane);
+    }
+
+    /** Loop thread: an 8-byte buffer for a fence read, or null when all are in use. */
+    MemorySegment takeFenceBuffer() {
+        return fenceBuffers.poll();
+    }
+
+    /** Loop thread. */
+    void giveFenceBuffer(MemorySegment b) {
+        fenceBuffers.add(b);
+    }
+
+    /** Loop thread: deadlines, dead peers and unwanted slices of every lane. */
+    void sweep() {
+        for (UcxLane lane : List.copyOf(lanes)) {
+            lane.sweep();
+        }
+    }
+
+    private void run() {
+        try {
+            while (running) {
+                try {
+                    boolean busy = false;
+                    for (Runnable t = tasks.poll(); t != null; t = tasks.poll()) {
+                        t.run();
+                        busy = true;
+                    }
+                    while (worker.progress() > 0) {
+                        busy = true;
+                    }
+                    while (!dirty.isEmpty()) {
+                        List<UcxLane> now = new ArrayList<>(dirty);
+                        dirty.clear();
+                        for (UcxLane lane : now) {
+                            lane.pump();
+                        }
+                        busy = true;
+                    }
+                    if (!busy && tasks.isEmpty() && running) {
+                        worker.waitForEvents(); // returns at once when an event or a signal came since the last arm
+                    }
+                } catch (Throwable e) {
+                    LOG.log(Level.WARNING, Thread.currentThread().getName() + ": step failed; the loop goes on", e);
+                    Thread.sleep(10);
+                }
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            shutdown();
+        }
+    }
+
+    private void shutdown() {
+        try {
+            for (Runnable t = tasks.poll(); t != null; t = tasks.poll()) {
+                try {
+                    t.run();
+                } catch (RuntimeException e) {
+                    LOG.log(Level.WARNING, "ucx task failed at close", e);
+                }
+            }
+            for (UcxLane lane : List.copyOf(lanes)) {
+                lane.closeOnLoop("the ucx transport closed");
+            }
+            for (int i = 0; i < 100 && worker.progress() > 0; i++) {
+                // let forced endpoint closes finish
+            }
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, "ucx worker did not close cleanly", e);
+        } finally {
+            try {
+                worker.close();
+            } finally {
+                arena.close();
+                stopped.countDown();
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        try {
+            worker.signal();
+        } catch (RuntimeException e) {
+            // already gone
+        }
+        try {
+            if (!stopped.await(10, TimeUnit.SECONDS)) {
+                LOG.log(Level.WARNING, thread.getName() + " did not stop within 10 s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
