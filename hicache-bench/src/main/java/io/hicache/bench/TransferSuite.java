@@ -46,6 +46,9 @@ public final class TransferSuite implements BenchSuite {
     @Override
     public List<BenchRow> run(boolean quick) throws Exception {
         List<BenchRow> rows = new ArrayList<>();
+        if (Boolean.getBoolean("hicache.bench.transfer.ucxOnly")) {
+            return UcxRows.run(quick);
+        }
         // issue 22 asks for the median of five alternating rounds, with their spread
         int rounds = quick ? 2 : 5;
         int roundSeconds = 1; // iperf3 takes whole seconds (-t 0 would run for ever)
@@ -58,6 +61,7 @@ public final class TransferSuite implements BenchSuite {
             }
         }
         rows.add(shmVsMemcpy(quick));
+        rows.addAll(UcxRows.run(quick));
         rows.addAll(HandoffBench.run(quick));
         return rows;
     }

@@ -184,8 +184,10 @@ final class UcxLane {
                     .newEndpoint(new UcpEndpointParams()
                             .setUcpAddress(UcxTransport.unhex(remoteWorker))
                             .setPeerErrorHandlingMode()
-                            .setErrorHandler((endpoint, status, message) ->
-                                    endpointFailed(generation, "ucx endpoint failed: " + message)));
+                            .setErrorHandler((endpoint, status, message) -> {
+                                link.sawPeerFailure(status);
+                                endpointFailed(generation, "ucx endpoint failed: " + message);
+                            }));
             ep = e;
             fenceKey = e.unpackRemoteKey(UcxTransport.unhex(link.fenceRkey()));
             backoffMillis = 20;
@@ -343,6 +345,7 @@ final class UcxLane {
 
             @Override
             public void onError(int status, String message) {
+                link.sawPeerFailure(status);
                 if (op.attempt == attempt && !op.finished) {
                     endpointFailed(generation, "ucx " + (read ? "get" : "put") + " failed: " + message);
                 }

@@ -73,6 +73,11 @@ final class UcxLink implements TransportLink {
         return transport.context().engineName();
     }
 
+    /** A UCX endpoint or request of this link failed with {@code status} (counted unless it was our own cancel). */
+    void sawPeerFailure(int status) {
+        transport.sawPeerFailure(status);
+    }
+
     /** True once: for the lane that first connects, to log the UCX transports it got. */
     boolean announce() {
         return announced.compareAndSet(false, true);

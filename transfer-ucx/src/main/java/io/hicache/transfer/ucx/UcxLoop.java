@@ -18,8 +18,10 @@ import org.openucx.jucx.ucp.UcpWorkerParams;
 /**
  * One UCP worker and the named thread that owns it ({@code hicache-ucx-<engine>-<n>}): every call on the worker, its
  * endpoints and their remote keys happens on that thread. Others hand it work with {@link #execute}, which wakes it.
- * Idle, it sleeps in UCX's blocking wait on the worker's event descriptor (armed for RMA, send and receive events), not
- * spinning; the transport's sweep wakes it periodically so that deadlines hold even when UCX reports nothing.
+ * After its last work it keeps polling for {@code spinNanos} (UCX's shared-memory and TCP transports emulate a peer's
+ * reads and writes in this worker, and a wake-up per message would cost more than the copy); idle longer, it sleeps in
+ * UCX's blocking wait on the worker's event descriptor (armed for RMA, send and receive events). The transport's sweep
+ * wakes it periodically so that deadlines hold even when UCX reports nothing.
  *
  * <p>The loop never dies silently: a failing task or progress call is logged and the loop goes on. Thread-safe through
  * {@link #execute}; closed by the transport, which waits for the thread to close the worker.
@@ -40,9 +42,11 @@ final class UcxLoop implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final ArrayDeque<MemorySegment> fenceBuffers = new ArrayDeque<>();
     private final CountDownLatch stopped = new CountDownLatch(1);
+    private final long spinNanos;
     private volatile boolean running = true;
 
-    UcxLoop(UcpContext ucp, String engineName, int index) {
+    UcxLoop(UcpContext ucp, String engineName, int index, long spinNanos) {
+        this.spinNanos = spinNanos;
         this.worker = ucp.newWorker(
                 new UcpWorkerParams().requestWakeupRMA().requestWakeupTX().requestWakeupRX());
         this.address = UcxTransport.hex(worker.getAddress());
@@ -117,6 +121,7 @@ final class UcxLoop implements AutoCloseable {
     }
 
     private void run() {
+        long lastWorkNanos = System.nanoTime();
         try {
             while (running) {
                 try {
@@ -136,8 +141,13 @@ final class UcxLoop implements AutoCloseable {
                         }
                         busy = true;
                     }
-                    if (!busy && tasks.isEmpty() && running) {
+                    if (busy) {
+                        lastWorkNanos = System.nanoTime();
+                    } else if (System.nanoTime() - lastWorkNanos < spinNanos) {
+                        Thread.onSpinWait();
+                    } else if (tasks.isEmpty() && running) {
                         worker.waitForEvents(); // returns at once when an event or a signal came since the last arm
+                        lastWorkNanos = System.nanoTime();
                     }
                 } catch (Throwable e) {
                     LOG.log(Level.WARNING, Thread.currentThread().getName() + ": step failed; the loop goes on", e);

@@ -13,20 +13,26 @@ import java.util.regex.Pattern;
  *                         shared memory only; {@code tcp}; {@code rc,sm}; {@code ^tcp} excludes one)
  * @param netDevices       UCX's {@code UCX_NET_DEVICES}: the network devices it may use ({@code all}, {@code lo},
  *                         {@code mlx5_0:1,mlx5_1:1})
- * @param workers          UCP workers, each progressed by its own thread; a link spreads a submission over all
+ * @param workers          UCP workers, each progressed by its own thread; a link spreads a submission over all.
+ *                         Default 1: one worker fills a NIC with large messages, and each more polls a core
  * @param unmapGraceMillis how long a region's registration outlives its last fence (see {@link UcxTransport}): a
  *                         request that passed the fence before it closed lands in still-mapped memory
  * @param shmErrorHandling let UCX's shared-memory transports serve endpoints that ask for peer-failure handling
  *                         (UCX 1.13 offers them only under {@code UCX_POSIX_ERROR_HANDLING=y},
  *                         {@code UCX_SYSV_ERROR_HANDLING=y}); without it a same-host peer falls back to TCP
+ * @param spinMicros       how long a worker's thread keeps polling after its last work before it sleeps; 0 sleeps at
+ *                         once (least CPU, most latency)
  */
-record UcxSettings(String tls, String netDevices, int workers, long unmapGraceMillis, boolean shmErrorHandling) {
+record UcxSettings(
+        String tls, String netDevices, int workers, long unmapGraceMillis, boolean shmErrorHandling, long spinMicros) {
     static final String TLS = "tls";
     static final String NET_DEVICES = "net-devices";
     static final String WORKERS = "workers";
     static final String UNMAP_GRACE_MS = "unmap-grace-ms";
     static final String SHM_ERROR_HANDLING = "shm-error-handling";
-    private static final Set<String> KEYS = Set.of(TLS, NET_DEVICES, WORKERS, UNMAP_GRACE_MS, SHM_ERROR_HANDLING);
+    static final String SPIN_US = "spin-us";
+    private static final Set<String> KEYS =
+            Set.of(TLS, NET_DEVICES, WORKERS, UNMAP_GRACE_MS, SHM_ERROR_HANDLING, SPIN_US);
     private static final Pattern TLS_LIST = Pattern.compile("\\^?[a-z0-9_]+(,[a-z0-9_]+)*");
     private static final Pattern DEVICE_LIST = Pattern.compile("[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*");
     /** UCX transport names and aliases that never leave the host. */
@@ -42,6 +48,7 @@ record UcxSettings(String tls, String netDevices, int workers, long unmapGraceMi
                 UNMAP_GRACE_MS,
                 Long.toString(unmapGraceMillis),
                 "0..60000");
+        require(spinMicros >= 0 && spinMicros <= 1_000_000, SPIN_US, Long.toString(spinMicros), "0..1000000");
     }
 
     private static void require(boolean ok, String key, String value, String expected) {
@@ -52,12 +59,11 @@ record UcxSettings(String tls, String netDevices, int workers, long unmapGraceMi
     }
 
     /**
-     * Reads {@code options} (the engine's {@code ucx.*} options without the prefix); {@code defaultWorkers} is the
-     * engine's I/O thread count.
+     * Reads {@code options} (the engine's {@code ucx.*} options without the prefix).
      *
      * @throws IllegalArgumentException naming the option that is unknown or bad
      */
-    static UcxSettings from(Map<String, String> options, int defaultWorkers) {
+    static UcxSettings from(Map<String, String> options) {
         for (String key : options.keySet()) {
             if (!KEYS.contains(key)) {
                 throw new IllegalArgumentException("transfer: unknown transport option ucx." + key + "; known: "
@@ -68,9 +74,10 @@ record UcxSettings(String tls, String netDevices, int workers, long unmapGraceMi
         return new UcxSettings(
                 o.getOrDefault(TLS, "all").strip(),
                 o.getOrDefault(NET_DEVICES, "all").strip(),
-                integer(o, WORKERS, Math.min(defaultWorkers, 64)),
+                integer(o, WORKERS, 1),
                 integer(o, UNMAP_GRACE_MS, 50),
-                bool(o, SHM_ERROR_HANDLING, true));
+                bool(o, SHM_ERROR_HANDLING, true),
+                integer(o, SPIN_US, 50));
     }
 
     private static int integer(Map<String, String> o, String key, int fallback) {

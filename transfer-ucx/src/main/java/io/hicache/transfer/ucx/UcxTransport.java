@@ -27,11 +27,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.openucx.jucx.UcxException;
 import org.openucx.jucx.ucp.UcpContext;
 import org.openucx.jucx.ucp.UcpMemMapParams;
 import org.openucx.jucx.ucp.UcpMemory;
 import org.openucx.jucx.ucp.UcpParams;
+import org.openucx.jucx.ucs.UcsConstants;
 
 /**
  * The UCX transport: one-sided RDMA-style reads and writes through UCX's UCP API (JUCX), which carries them over
@@ -58,6 +60,8 @@ final class UcxTransport implements Transport {
     static final int FENCE_SLOTS = 4096;
     private static final System.Logger LOG = System.getLogger(UcxTransport.class.getName());
     private static final HexFormat HEX = HexFormat.of();
+    /** Failures UCX reported in this process, over all UCX transports: for tests and diagnostics. */
+    private static final AtomicLong PEER_FAILURES = new AtomicLong();
 
     private final TransportContext context;
     private final UcxSettings settings;
@@ -76,7 +80,7 @@ final class UcxTransport implements Transport {
 
     UcxTransport(TransportContext context) {
         this.context = context;
-        this.settings = UcxSettings.from(context.optionsOf(NAME), context.ioThreads());
+        this.settings = UcxSettings.from(context.optionsOf(NAME));
         if (settings.shmErrorHandling()) {
             // before the first context reads UCX's environment: lets same-host peers use shared memory under
             // peer-failure handling (UCX 1.13 leaves these off; a user's own setting is kept)
@@ -103,7 +107,8 @@ final class UcxTransport implements Transport {
                     new UcpMemMapParams().setAddress(fences.address()).setLength(fences.byteSize()));
             this.fenceMemory = fm;
             for (int i = 0; i < settings.workers(); i++) {
-                loops.add(new UcxLoop(ucp, context.engineName(), i));
+                loops.add(new UcxLoop(
+                        ucp, context.engineName(), i, TimeUnit.MICROSECONDS.toNanos(settings.spinMicros())));
             }
             StringBuilder ep = new StringBuilder("1;")
                     .append(Long.toHexString(fences.address()))
@@ -162,6 +167,18 @@ final class UcxTransport implements Transport {
         } catch (IOException e) {
             return "unknown";
         }
+    }
+
+    /** An endpoint or request failed in UCX with {@code status}; our own cancels are not failures of the peer. */
+    void sawPeerFailure(int status) {
+        if (status != UcsConstants.STATUS.UCS_ERR_CANCELED) {
+            PEER_FAILURES.incrementAndGet();
+        }
+    }
+
+    /** How many times UCX itself reported a failed endpoint or request in this process. */
+    static long peerFailures() {
+        return PEER_FAILURES.get();
     }
 
     TransportContext context() {

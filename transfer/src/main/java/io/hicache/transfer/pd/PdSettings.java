@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -47,7 +48,12 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
         TCP(List.of("tcp")),
         SHM(List.of("shm")),
         /** CUDA IPC for device pools on this host, then shared memory and TCP: the engine fails to start without it. */
-        CUDA_IPC(List.of(CUDA_IPC_TRANSPORT, "shm", "tcp"));
+        CUDA_IPC(List.of(CUDA_IPC_TRANSPORT, "shm", "tcp")),
+        /**
+         * UCX (module hicache-transfer-ucx, Debian's libucx0): RDMA between hosts with a NIC, UCX's shared memory on one
+         * host; TCP to peers without UCX. The engine fails to start where UCX cannot load.
+         */
+        UCX(List.of("ucx", "tcp"));
 
         private final List<String> transports;
 
@@ -89,7 +95,7 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
             Backend::configName,
             Backend.AUTO,
             "auto (CUDA IPC between device pools where it can run, shared memory "
-                    + "on one host, TCP across hosts), tcp, shm or cuda-ipc");
+                    + "on one host, TCP across hosts), tcp, shm, cuda-ipc or ucx (RDMA through UCX)");
     public static final Setting<Boolean> DECODE_OFFLOAD = Setting.bool(
             "disaggregation-decode-enable-offload-kvcache",
             false,
@@ -134,6 +140,14 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
             "transfer-slice-timeout", "10s", "a slice on the wire longer than this fails its connection");
     public static final Setting<Duration> CONNECT_TIMEOUT =
             Setting.duration("transfer-connect-timeout", "2s", "one connection attempt");
+    public static final Setting<String> UCX_TLS = Setting.string(
+            "transfer-ucx-tls",
+            "all",
+            "the ucx backend's UCX transports (UCX_TLS): all (UCX chooses), sm, tcp, rc,sm, ...");
+    public static final Setting<String> UCX_NET_DEVICES = Setting.string(
+            "transfer-ucx-net-devices",
+            "all",
+            "the ucx backend's network devices (UCX_NET_DEVICES): all, mlx5_0:1, eth0, ...");
     public static final Setting<Duration> HEARTBEAT = Setting.duration(
             "transfer-heartbeat", "1s", "pings on the control connection; three missed declare a peer dead");
 
@@ -157,7 +171,9 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
             SHM_DIR,
             SLICE_TIMEOUT,
             CONNECT_TIMEOUT,
-            HEARTBEAT);
+            HEARTBEAT,
+            UCX_TLS,
+            UCX_NET_DEVICES);
 
     /**
      * Reads the settings for an engine named {@code engineName}.
@@ -185,7 +201,8 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
                     s.get(CONNECT_TIMEOUT).toMillis(),
                     s.get(HEARTBEAT).toMillis(),
                     defaults.sliceRetries(),
-                    s.get(BACKEND).transports());
+                    s.get(BACKEND).transports(),
+                    Map.of("ucx.tls", s.get(UCX_TLS), "ucx.net-devices", s.get(UCX_NET_DEVICES)));
             PdConfig pd = new PdConfig(
                     s.get(BOOTSTRAP_TIMEOUT).toMillis(),
                     s.get(WAITING_TIMEOUT).toMillis(),

@@ -53,6 +53,16 @@ class PdSettingsTest {
                         .transfer()
                         .transports(),
                 "asked for by name, cuda-ipc is listed whether or not it can run (the engine then says why not)");
+        PdSettings ucx = PdSettings.from(
+                Settings.builder()
+                        .flag("disaggregation-transfer-backend", "ucx")
+                        .flag("transfer-ucx-tls", "rc,sm")
+                        .flag("transfer-ucx-net-devices", "mlx5_0:1")
+                        .build(),
+                "n");
+        assertEquals(List.of("ucx", "tcp"), ucx.transfer().transports());
+        assertEquals("rc,sm", ucx.transfer().transportOptions().get("ucx.tls"));
+        assertEquals("mlx5_0:1", ucx.transfer().transportOptions().get("ucx.net-devices"));
         assertEquals(2, s.transfer().connectionsPerPeer());
         assertEquals(1 << 20, s.transfer().sliceBytes());
         assertEquals(20_000, s.pd().waitingTimeoutMillis());
