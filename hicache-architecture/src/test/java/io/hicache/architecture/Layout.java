@@ -85,6 +85,8 @@ final class Layout {
             // transfer-cuda: the cuda-ipc transport (a plug-in), and its kit in the test jar
             pkg("io.hicache.transfer.cuda", "transfer-cuda", 0, Kind.PLUGIN),
             pkg("io.hicache.transfer.cuda.kit", "transfer-cuda-kit", 0, Kind.API),
+            // transfer-ucx: the ucx transport (a plug-in)
+            pkg("io.hicache.transfer.ucx", "transfer-ucx", 0, Kind.PLUGIN),
             // server
             pkg("io.hicache.server.daemon", "server", 0, Kind.API),
             // hicache-cli
@@ -114,6 +116,7 @@ final class Layout {
             Map.entry("transfer", Set.of("hicache-core")),
             Map.entry("transfer-kit", Set.of("hicache-core", "transfer", "hicache-testkit")),
             Map.entry("transfer-cuda", Set.of("hicache-core", "transfer", "hicache-cuda")),
+            Map.entry("transfer-ucx", Set.of("hicache-core", "transfer")),
             Map.entry(
                     "transfer-cuda-kit",
                     Set.of(
@@ -146,6 +149,7 @@ final class Layout {
                             "hicache-cli",
                             "transfer-cuda",
                             "transfer-cuda-kit",
+                            "transfer-ucx",
                             "transfer-kit")));
 
     /**
