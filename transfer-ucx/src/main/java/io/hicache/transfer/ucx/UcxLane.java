@@ -89,6 +89,7 @@ final class UcxLane {
     private final Map<Integer, UcpRemoteKey> rkeys = new HashMap<>();
     private final Map<Integer, String> rkeyStrings = new HashMap<>();
     private long inFlightBytes;
+    private long unflushedBytes;
 
     @Nullable
     private UcpEndpoint ep;
@@ -276,6 +277,7 @@ final class UcxLane {
                         }
                     });
         } catch (UcxException ex) {
+            loop.giveFenceBuffer(buf); // refused at once: no callback will return it
             endpointFailed(generation, "ucx fence read failed: " + ex.getMessage());
         }
     }
@@ -314,6 +316,10 @@ final class UcxLane {
             } else {
                 e.putNonBlocking(local, op.bytes(), remote, rkey, callback(op, attempt, generation, false));
                 unflushed.add(op);
+                unflushedBytes += op.bytes();
+                if (unflushedBytes >= link.windowBytes() / 4) {
+                    flush(); // a flush per quarter window: completions come back while the rest still moves
+                }
             }
         } catch (UcxException ex) {
             endpointFailed(generation, "ucx " + op.slice.op() + " failed: " + ex.getMessage());
@@ -360,6 +366,7 @@ final class UcxLane {
         }
         List<Op> puts = List.copyOf(unflushed);
         unflushed.clear();
+        unflushedBytes = 0;
         int[] attempts = new int[puts.size()];
         for (int i = 0; i < attempts.length; i++) {
             attempts[i] = puts.get(i).attempt;
@@ -415,6 +422,7 @@ final class UcxLane {
         inFlight.clear();
         inFlightBytes = 0;
         unflushed.clear();
+        unflushedBytes = 0;
         for (Fence f : pendingFences) {
             f.state = Fence.NEW;
         }
@@ -515,6 +523,7 @@ final class UcxLane {
         inFlightBytes = 0;
         waiting.clear();
         unflushed.clear();
+        unflushedBytes = 0;
         pendingFences.clear();
         for (Op op : all) {
             op.attempt++;
