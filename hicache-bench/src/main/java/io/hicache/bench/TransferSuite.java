@@ -24,8 +24,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code transfer}: the transfer engine's TCP transport on loopback (writes of 1 MiB and 64 KiB requests, one and four
  * connections) against {@code iperf3} with one and four streams, in alternating rounds of about a second each; the
- * shared-memory transport against a plain single-threaded copy of the same bytes; and the handoff of one 4K-token
- * request's KV from prefill to decode ({@link HandoffBench}).
+ * shared-memory transport against a plain single-threaded copy of the same bytes; the UCX transport against
+ * {@code ucx_perftest} and the TCP transport ({@link UcxRows}; {@code -Dhicache.bench.transfer.ucxOnly=true} runs only
+ * those); and the handoff of one 4K-token request's KV from prefill to decode ({@link HandoffBench}).
  *
  * <p>Stateless; every engine, file and iperf3 process it starts is closed before it returns.
  */
@@ -40,7 +41,7 @@ public final class TransferSuite implements BenchSuite {
     @Override
     public String description() {
         return "TCP transport vs iperf3 (1 and 4 streams, 1 MiB and 64 KiB requests); shm transport vs memcpy; "
-                + "4K-token prefill-to-decode handoff";
+                + "ucx transport vs ucx_perftest and vs the TCP transport; 4K-token prefill-to-decode handoff";
     }
 
     @Override
