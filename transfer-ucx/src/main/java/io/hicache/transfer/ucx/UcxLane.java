@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.openucx.jucx.UcxCallback;
 import org.openucx.jucx.UcxException;
@@ -33,6 +34,8 @@ import org.openucx.jucx.ucp.UcpRequest;
  */
 final class UcxLane {
     private static final System.Logger LOG = System.getLogger(UcxLane.class.getName());
+    /** Slices moved to a new endpoint after theirs failed, in this process: for tests and diagnostics. */
+    private static final AtomicLong RETRIED = new AtomicLong();
 
     /** One slice's journey on this lane. */
     static final class Op {
@@ -67,6 +70,7 @@ final class UcxLane {
         final RegionDescriptor region;
         int state = NEW;
         long sentNanos;
+        long passedNanos;
 
         @Nullable
         String reason;
@@ -99,6 +103,9 @@ final class UcxLane {
 
     private int epGeneration;
     private long retryAtNanos;
+    /** Since when this lane has had no endpoint (reset whenever one opens). */
+    private long noEndpointSinceNanos = System.nanoTime();
+
     private long backoffMillis = 20;
 
     @Nullable
@@ -155,6 +162,9 @@ final class UcxLane {
                 break;
             }
             Fence f = op.fence;
+            if (f.state == Fence.PASSED && System.nanoTime() - f.passedNanos > link.fenceValidNanos()) {
+                f.state = Fence.NEW; // old news: the region may have closed since (the owner waits only so long)
+            }
             if (f.state == Fence.NEW) {
                 sendFence(f);
             }
@@ -191,6 +201,7 @@ final class UcxLane {
                             }));
             ep = e;
             fenceKey = e.unpackRemoteKey(UcxTransport.unhex(link.fenceRkey()));
+            noEndpointSinceNanos = System.nanoTime();
             backoffMillis = 20;
             if (link.announce()) {
                 List<String> lanes = UcxNative.lanes(e.getNativeId());
@@ -216,11 +227,12 @@ final class UcxLane {
             return null;
         }
         try {
-            return new RegionKeys(
+            RegionKeys keys = new RegionKeys(
                     rkey,
                     Long.parseLong(k.get("addr")),
                     Integer.parseInt(k.get("slot")),
                     Long.parseLong(k.get("token")));
+            return keys.slot() >= 0 && keys.slot() < UcxTransport.FENCE_SLOTS ? keys : null;
         } catch (RuntimeException e) {
             return null;
         }
@@ -241,13 +253,20 @@ final class UcxLane {
         f.sentNanos = System.nanoTime();
         pendingFences.add(f);
         buf.set(ValueLayout.JAVA_LONG, 0, 0L);
+        boolean[] returned = {false};
+        Runnable giveBack = () -> {
+            if (!returned[0]) { // JUCX may both throw and call onError for a request refused at once
+                returned[0] = true;
+                loop.giveFenceBuffer(buf);
+            }
+        };
         int generation = epGeneration;
         UcpEndpoint e = ep;
         UcpRemoteKey fk = fenceKey;
         if (e == null || fk == null) {
             f.state = Fence.NEW;
             pendingFences.remove(f);
-            loop.giveFenceBuffer(buf);
+            giveBack.run();
             return;
         }
         try {
@@ -256,13 +275,14 @@ final class UcxLane {
                         @Override
                         public void onSuccess(UcpRequest request) {
                             long seen = buf.get(ValueLayout.JAVA_LONG, 0);
-                            loop.giveFenceBuffer(buf);
+                            giveBack.run();
                             if (f.state != Fence.PENDING || generation != epGeneration) {
                                 return;
                             }
                             pendingFences.remove(f);
                             if (seen == k.token()) {
                                 f.state = Fence.PASSED;
+                                f.passedNanos = System.nanoTime();
                             } else {
                                 f.state = Fence.FAILED;
                                 f.reason = "region " + f.region.name() + " of " + link.peerName() + " was unregistered";
@@ -272,12 +292,12 @@ final class UcxLane {
 
                         @Override
                         public void onError(int status, String message) {
-                            loop.giveFenceBuffer(buf);
+                            giveBack.run();
                             endpointFailed(generation, "ucx fence read failed: " + message);
                         }
                     });
         } catch (UcxException ex) {
-            loop.giveFenceBuffer(buf); // refused at once: no callback will return it
+            giveBack.run();
             endpointFailed(generation, "ucx fence read failed: " + ex.getMessage());
         }
     }
@@ -429,6 +449,7 @@ final class UcxLane {
         pendingFences.clear();
         List<Op> again = new ArrayList<>();
         for (Op op : orphans) {
+            op.fence.state = Fence.NEW; // read the fence again before the retry moves bytes
             op.attempt++; // a late completion of the old attempt is ignored
             if (op.slice.takeRetry() < 0 || !op.slice.wanted() || !link.peer().alive()) {
                 finish(op, reason);
@@ -439,26 +460,30 @@ final class UcxLane {
         for (int i = again.size() - 1; i >= 0; i--) {
             waiting.addFirst(again.get(i));
         }
+        RETRIED.addAndGet(again.size());
         loop.markDirty(this);
     }
 
     private void closeEndpoint() {
+        UcpEndpoint e = ep;
+        if (e != null) {
+            noEndpointSinceNanos = System.nanoTime();
+        }
+        ep = null;
+        epGeneration++;
+        if (e != null) {
+            try {
+                e.closeNonBlockingForce(); // cancels what is outstanding; the keys go after it, never under it
+            } catch (RuntimeException ex) {
+                // already failed: nothing more to release
+            }
+        }
         rkeys.values().forEach(UcxLane::closeQuietly);
         rkeys.clear();
         rkeyStrings.clear();
         if (fenceKey != null) {
             closeQuietly(fenceKey);
             fenceKey = null;
-        }
-        UcpEndpoint e = ep;
-        ep = null;
-        epGeneration++;
-        if (e != null) {
-            try {
-                e.closeNonBlockingForce();
-            } catch (RuntimeException ex) {
-                // already failed: nothing more to release
-            }
         }
     }
 
@@ -468,6 +493,16 @@ final class UcxLane {
         } catch (RuntimeException e) {
             // destroyed with its endpoint
         }
+    }
+
+    /** Slices retried on a new endpoint in this process so far. */
+    static long retried() {
+        return RETRIED.get();
+    }
+
+    /** Loop thread: fails the endpoint now, as UCX's error handler would. */
+    void failEndpoint(String reason) {
+        endpointFailed(epGeneration, reason);
     }
 
     /** A slice its batch gave up on: closes the endpoint carrying it (which fails or moves the others). */
@@ -507,7 +542,7 @@ final class UcxLane {
             if (!op.slice.wanted()) {
                 it.remove();
                 finish(op, "not wanted any more");
-            } else if (ep == null && now - op.enqueuedNanos > timeout) {
+            } else if (ep == null && now - noEndpointSinceNanos > timeout && now - op.enqueuedNanos > timeout) {
                 it.remove();
                 finish(op, lastError != null ? lastError : "no ucx endpoint to " + link.peerName());
             }

@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -29,6 +31,9 @@ final class UcxLink implements TransportLink {
     private final UcxLane[] lanes;
     private final AtomicInteger next = new AtomicInteger();
     private final AtomicBoolean announced = new AtomicBoolean();
+    /** Open links of this process, so that a test can break their endpoints while the peer lives. */
+    private static final Set<UcxLink> OPEN = ConcurrentHashMap.newKeySet();
+
     private volatile boolean closed;
 
     UcxLink(UcxTransport transport, PeerContext peer) {
@@ -53,6 +58,19 @@ final class UcxLink implements TransportLink {
             UcxLane lane = new UcxLane(this, loops.get(i), workers[i % workers.length]);
             lanes[i] = lane;
             loops.get(i).execute(lane::attach);
+        }
+        OPEN.add(this);
+    }
+
+    /**
+     * Fails every endpoint of every open link in this process as UCX's error handler would (tests: the retry path with
+     * the peer alive).
+     */
+    static void failEndpointsForTest(String reason) {
+        for (UcxLink link : OPEN) {
+            for (UcxLane lane : link.lanes) {
+                lane.loop().execute(() -> lane.failEndpoint(reason));
+            }
         }
     }
 
@@ -95,6 +113,13 @@ final class UcxLink implements TransportLink {
         return transport.context().windowBytesPerConnection();
     }
 
+    /** How long a passed fence stays good for issuing: a quarter of the owner's unmap grace. */
+    long fenceValidNanos() {
+        return Math.max(
+                TimeUnit.MILLISECONDS.toNanos(1),
+                TimeUnit.MILLISECONDS.toNanos(transport.settings().unmapGraceMillis()) / 4);
+    }
+
     long sliceTimeoutMillis() {
         return transport.context().sliceTimeoutMillis();
     }
@@ -125,7 +150,9 @@ final class UcxLink implements TransportLink {
                 UcxLane.Fence f = fences.computeIfAbsent(s.region().id(), id -> new UcxLane.Fence(s.region()));
                 ops.add(new UcxLane.Op(s, f));
             }
-            lane.loop().execute(() -> lane.enqueue(ops));
+            if (!lane.loop().execute(() -> lane.enqueue(ops))) {
+                ops.forEach(o -> o.slice.done("the ucx transport is closed"));
+            }
         }
     }
 
@@ -142,15 +169,21 @@ final class UcxLink implements TransportLink {
             return;
         }
         closed = true;
+        OPEN.remove(this);
         CountDownLatch done = new CountDownLatch(lanes.length);
         for (UcxLane lane : lanes) {
-            lane.loop().execute(() -> {
+            Runnable closeLane = () -> {
                 try {
                     lane.closeOnLoop("the link to " + peerName() + " closed");
                 } finally {
                     done.countDown();
                 }
-            });
+            };
+            if (lane.loop().onLoop()) {
+                closeLane.run(); // closed from a completion callback on that loop: waiting for it would stall
+            } else if (!lane.loop().execute(closeLane)) {
+                done.countDown(); // the loop stopped: it failed what the lane held when it did
+            }
         }
         try {
             done.await(transport.context().connectTimeoutMillis() + 1_000, TimeUnit.MILLISECONDS);

@@ -43,7 +43,11 @@ final class UcxLoop implements AutoCloseable {
     private final ArrayDeque<MemorySegment> fenceBuffers = new ArrayDeque<>();
     private final CountDownLatch stopped = new CountDownLatch(1);
     private final long spinNanos;
+    /** Guards {@link #running} turning false, the last drain of the tasks and the worker's destruction. */
+    private final Object lifecycle = new Object();
+
     private volatile boolean running = true;
+    private boolean workerClosed;
 
     UcxLoop(UcpContext ucp, String engineName, int index, long spinNanos) {
         this.spinNanos = spinNanos;
@@ -74,16 +78,49 @@ final class UcxLoop implements AutoCloseable {
         return Thread.currentThread() == thread;
     }
 
-    /** Runs {@code task} on the loop thread, soon; a closed loop drops it (its owner fails what it carried). */
-    void execute(Runnable task) {
-        if (!running) {
-            return;
-        }
-        tasks.add(task);
-        try {
+    /**
+     * Runs {@code task} on the loop thread, soon. False when the loop has stopped: the task will never run, and the
+     * caller ends what it carried.
+     */
+    boolean execute(Runnable task) {
+        synchronized (lifecycle) {
+            if (!running) {
+                return false;
+            }
+            tasks.add(task);
             worker.signal();
-        } catch (RuntimeException e) {
-            // the worker is closing: the loop no longer waits
+            return true;
+        }
+    }
+
+    /**
+     * Waits (at most {@code millis}) until this loop ran its worker's progress to idle once more: what peers already
+     * sent into this worker (UCX's shared-memory and TCP transports apply peers' writes here) has landed. False when
+     * it did not happen in time or the loop has stopped.
+     */
+    boolean drain(long millis) {
+        if (onLoop()) {
+            return false;
+        }
+        CountDownLatch done = new CountDownLatch(1);
+        if (!execute(() -> {
+            try {
+                for (int i = 0; i < 10_000 && worker.progress() > 0; i++) {
+                    // until idle
+                }
+            } catch (Exception e) {
+                LOG.log(Level.WARNING, "ucx progress failed while draining", e);
+            } finally {
+                done.countDown();
+            }
+        })) {
+            return false;
+        }
+        try {
+            return done.await(millis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
         }
     }
 
@@ -163,7 +200,13 @@ final class UcxLoop implements AutoCloseable {
 
     private void shutdown() {
         try {
-            for (Runnable t = tasks.poll(); t != null; t = tasks.poll()) {
+            List<Runnable> last = new ArrayList<>();
+            synchronized (lifecycle) { // running is false: nothing is added after this
+                for (Runnable t = tasks.poll(); t != null; t = tasks.poll()) {
+                    last.add(t);
+                }
+            }
+            for (Runnable t : last) {
                 try {
                     t.run();
                 } catch (RuntimeException e) {
@@ -180,7 +223,10 @@ final class UcxLoop implements AutoCloseable {
             LOG.log(Level.WARNING, "ucx worker did not close cleanly", e);
         } finally {
             try {
-                worker.close();
+                synchronized (lifecycle) {
+                    workerClosed = true;
+                    worker.close();
+                }
             } finally {
                 arena.close();
                 stopped.countDown();
@@ -188,20 +234,27 @@ final class UcxLoop implements AutoCloseable {
         }
     }
 
-    @Override
-    public void close() {
-        running = false;
-        try {
-            worker.signal();
-        } catch (RuntimeException e) {
-            // already gone
+    /** Stops the loop and waits for it; false when it did not stop within 10 s (its worker is then left open). */
+    boolean stop() {
+        synchronized (lifecycle) {
+            running = false;
+            if (!workerClosed) {
+                worker.signal();
+            }
         }
         try {
-            if (!stopped.await(10, TimeUnit.SECONDS)) {
-                LOG.log(Level.WARNING, thread.getName() + " did not stop within 10 s");
+            if (stopped.await(10, TimeUnit.SECONDS)) {
+                return true;
             }
+            LOG.log(Level.WARNING, thread.getName() + " did not stop within 10 s");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        return false;
+    }
+
+    @Override
+    public void close() {
+        stop();
     }
 }

@@ -15,8 +15,9 @@ import java.util.regex.Pattern;
  *                         {@code mlx5_0:1,mlx5_1:1})
  * @param workers          UCP workers, each progressed by its own thread; a link spreads a submission over all.
  *                         Default 1: one worker fills a NIC with large messages, and each more polls a core
- * @param unmapGraceMillis how long a region's registration outlives its last fence (see {@link UcxTransport}): a
- *                         request that passed the fence before it closed lands in still-mapped memory
+ * @param unmapGraceMillis how long a region stays mapped after its fence closed (see {@link UcxTransport}); a peer
+ *                         trusts a fence it read for a quarter of this, so a request that passed the fence just before
+ *                         lands in still-mapped memory unless it is delayed by more than the rest (a time bound)
  * @param shmErrorHandling let UCX's shared-memory transports serve endpoints that ask for peer-failure handling
  *                         (UCX 1.13 offers them only under {@code UCX_POSIX_ERROR_HANDLING=y},
  *                         {@code UCX_SYSV_ERROR_HANDLING=y}); without it a same-host peer falls back to TCP

@@ -47,10 +47,12 @@ import org.openucx.jucx.ucs.UcsConstants;
  *
  * <p><b>Fences.</b> A one-sided request never reaches the owner's CPU, so the owner cannot refuse a stale key the way
  * the TCP transport's server does. Each region owns a slot in a small registered fence table holding a random token
- * while it is registered; a peer reads the slot once per submission and region before it moves bytes, and a zero or
- * different token fails the requests ("unregistered"). Unregistering zeroes the token, waits
- * {@link UcxSettings#unmapGraceMillis} for requests that passed the fence just before, then unmaps. With RDMA the NIC
- * refuses an unmapped key by itself; UCX's shared-memory and TCP emulations do not, which is what the fence is for.
+ * while it is registered; a peer reads the slot before it moves bytes (per run of slices, again when the reading is
+ * older than a quarter of {@link UcxSettings#unmapGraceMillis} or the endpoint failed), and a zero or different token
+ * fails the requests ("unregistered"). Unregistering zeroes the token, waits the grace, lets this process's workers
+ * apply what peers already sent into them, then unmaps: a time bound, not a guarantee (see docs/transfer.md). With RDMA
+ * the NIC refuses an unmapped key by itself; UCX's shared-memory and TCP emulations do not, which is what the fence is
+ * for.
  *
  * <p>Thread-safe. The UCP context is shared by the transport's workers, each progressed by its own named thread
  * ({@link UcxLoop}); the engine closes the transport, which stops them and unmaps everything still mapped.
@@ -120,7 +122,7 @@ final class UcxTransport implements Transport {
             }
             this.endpoint = ep.toString();
         } catch (RuntimeException e) {
-            loops.forEach(UcxLoop::close);
+            loops.forEach(UcxLoop::stop);
             if (fm != null) {
                 fm.deregister();
             }
@@ -134,6 +136,7 @@ final class UcxTransport implements Transport {
         this.sweep = context.timer()
                 .scheduleWithFixedDelay(
                         () -> loops.forEach(l -> l.execute(l::sweep)), every, every, TimeUnit.MILLISECONDS);
+        // (a stopped loop refuses the sweep: execute returns false, which is all there is to do)
         LOG.log(
                 Level.INFO,
                 () -> "ucx transport of " + context.engineName() + ": UCX " + UcxNative.version() + " through JUCX "
@@ -248,7 +251,15 @@ final class UcxTransport implements Transport {
         fences.setAtIndex(ValueLayout.JAVA_LONG, r.slot(), 0L);
         VarHandle.fullFence();
         graceSleep();
+        drainLoops();
         unmap(r);
+    }
+
+    /** After the grace: what peers already put into this process's workers lands before the memory goes. */
+    private void drainLoops() {
+        for (UcxLoop l : loops) {
+            l.drain(1_000);
+        }
     }
 
     private void unmap(Registration r) {
@@ -286,14 +297,23 @@ final class UcxTransport implements Transport {
     @Override
     public void close() {
         sweep.cancel(false);
-        loops.forEach(UcxLoop::close);
         if (!registrations.isEmpty()) {
             registrations.values().forEach(r -> fences.setAtIndex(ValueLayout.JAVA_LONG, r.slot(), 0L));
             VarHandle.fullFence();
             graceSleep();
-            registrations.values().forEach(this::unmap);
-            registrations.clear();
+            drainLoops();
         }
+        boolean allStopped = true;
+        for (UcxLoop l : loops) {
+            allStopped &= l.stop();
+        }
+        if (!allStopped) {
+            // a worker still in use by a stuck thread: unmapping under it could crash the process; leak instead
+            LOG.log(Level.WARNING, "ucx transport of " + context.engineName() + " left open: a worker did not stop");
+            return;
+        }
+        registrations.values().forEach(this::unmap);
+        registrations.clear();
         try {
             fenceMemory.deregister();
             ucp.close();

@@ -14,6 +14,7 @@ import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferRequest;
+import io.hicache.transfer.kit.TransferPatterns;
 import io.hicache.transfer.kit.TransferPeerMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -60,6 +61,52 @@ class UcxTransportTest {
                                 .withTransportOption("ucx.workers", "100"))
                         .close());
         assertTrue(e.getMessage().contains("ucx.workers"), e.getMessage());
+    }
+
+    /**
+     * Endpoints that fail while the peer lives (UCX's error handler, a failed request) are closed, their slices move
+     * to new endpoints and still arrive, every byte, with their fences read again.
+     */
+    @Test
+    void slicesOfAFailedEndpointRetryOnANewOne() throws Exception {
+        UcxAvailable.assumeUcx();
+        long bytes = 64L << 20;
+        int size = 256 << 10;
+        TransferConfig base = UcxAvailable.with(
+                TransferConfig.defaults("retry-local")
+                        .withTransports(List.of(UcxTransport.NAME))
+                        .withTimeouts(5_000, 1_000, 200),
+                UcxAvailable.SHM);
+        try (TransferEngine local = TransferEngine.open(base);
+                TransferEngine remote = TransferEngine.open(UcxAvailable.with(
+                        TransferConfig.defaults("retry-remote").withTransports(List.of(UcxTransport.NAME)),
+                        UcxAvailable.SHM));
+                Arena arena = Arena.ofShared()) {
+            LocalRegion into = local.register("into", arena.allocate(bytes, 4096));
+            LocalRegion from = remote.register("from", arena.allocate(bytes, 4096));
+            TransferPatterns.fill(from.memory(), 21);
+            RemoteSegment peer = local.openSegment(remote.address(), Duration.ofSeconds(10));
+            long retriedBefore = UcxLane.retried();
+            for (int round = 0; round < 3; round++) {
+                into.memory().fill((byte) 0);
+                List<TransferRequest> reqs = new ArrayList<>();
+                for (long off = 0; off < bytes; off += size) {
+                    reqs.add(TransferRequest.read(into.memory().asSlice(off, size), "from", off));
+                }
+                TransferBatch batch = local.submit(peer, reqs, Deadline.after(Duration.ofSeconds(30)));
+                while (batch.doneCount() < 8 && !batch.isDone()) {
+                    Thread.onSpinWait();
+                }
+                UcxLink.failEndpointsForTest("broken by the test");
+                assertTrue(batch.await(Duration.ofSeconds(30)), "the batch ends");
+                for (int i = 0; i < batch.size(); i++) {
+                    assertEquals(RequestState.DONE, batch.state(i), "request " + i + ": " + batch.reason(i));
+                }
+                assertTrue(TransferPatterns.matches(into.memory(), 21, 0, bytes), "every byte arrived, round " + round);
+            }
+            assertTrue(peer.alive());
+            assertTrue(UcxLane.retried() > retriedBefore, "slices in flight were moved to a new endpoint");
+        }
     }
 
     /**
