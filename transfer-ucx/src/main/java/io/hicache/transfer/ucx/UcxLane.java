@@ -27,8 +27,9 @@ import org.openucx.jucx.ucp.UcpRequest;
  * One link's endpoint on one {@link UcxLoop}: its slices waiting and in flight, the remote keys it unpacked and the
  * fences it read. Every method but construction runs on the loop's thread.
  *
- * <p>A write is done only when a flush of the endpoint after it completed (UCX completes a put locally as soon as its
- * buffer may be reused; the flush says the remote side has it). A read is done when its bytes arrived. A failed
+ * <p>Reads and writes are issued as UCX's implicit operations and are done when a flush of the endpoint after them
+ * completed: for a write, UCX's own completion says only that its buffer may be reused, the flush that the peer
+ * applied it; for a read, that its bytes arrived. A failed
  * endpoint (UCX's error handler, a request that failed, no completion within the slice timeout, an abandoned slice) is
  * closed at once, its slices retried on a new endpoint while they have retries, wanted, and the peer lives.
  */
@@ -322,7 +323,7 @@ final class UcxLane {
                     "cannot unpack the ucx key of region " + op.slice.region().name() + ": " + ex.getMessage());
             return;
         }
-        int attempt = ++op.attempt;
+        ++op.attempt;
         int generation = epGeneration;
         op.issuedNanos = System.nanoTime();
         op.error = null;
@@ -331,15 +332,16 @@ final class UcxLane {
         long local = op.slice.local().address();
         long remote = k.addr() + op.slice.remoteOffset();
         try {
+            // implicit operations: no request object or callback per slice; the flush after them completes them all
             if (op.slice.op() == TransferOp.READ) {
-                e.getNonBlocking(remote, rkey, local, op.bytes(), callback(op, attempt, generation, true));
+                e.getNonBlockingImplicit(remote, rkey, local, op.bytes());
             } else {
-                e.putNonBlocking(local, op.bytes(), remote, rkey, callback(op, attempt, generation, false));
-                unflushed.add(op);
-                unflushedBytes += op.bytes();
-                if (unflushedBytes >= link.windowBytes() / 4) {
-                    flush(); // a flush per quarter window: completions come back while the rest still moves
-                }
+                e.putNonBlockingImplicit(local, op.bytes(), remote, rkey);
+            }
+            unflushed.add(op);
+            unflushedBytes += op.bytes();
+            if (unflushedBytes >= link.windowBytes() / 4) {
+                flush(); // a flush per quarter window: completions come back while the rest still moves
             }
         } catch (UcxException ex) {
             endpointFailed(generation, "ucx " + op.slice.op() + " failed: " + ex.getMessage());
@@ -360,26 +362,10 @@ final class UcxLane {
         return k;
     }
 
-    private UcxCallback callback(Op op, int attempt, int generation, boolean read) {
-        return new UcxCallback() {
-            @Override
-            public void onSuccess(UcpRequest request) {
-                if (read && op.attempt == attempt && !op.finished) {
-                    completed(op, null);
-                }
-            }
-
-            @Override
-            public void onError(int status, String message) {
-                link.sawPeerFailure(status);
-                if (op.attempt == attempt && !op.finished) {
-                    endpointFailed(generation, "ucx " + (read ? "get" : "put") + " failed: " + message);
-                }
-            }
-        };
-    }
-
-    /** A flush after the puts issued since the last one: their completion says the remote side applied them. */
+    /**
+     * A flush after the operations issued since the last one: its completion says every write before it was applied
+     * at the peer and every read before it arrived here.
+     */
     private void flush() {
         if (unflushed.isEmpty() || ep == null) {
             return;
