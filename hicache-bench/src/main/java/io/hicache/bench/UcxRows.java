@@ -67,15 +67,20 @@ final class UcxRows {
         return Map.of("ucx.tls", TLS);
     }
 
-    /** An engine in a child JVM serving a shared region {@code peer} of {@code bytes}; closed by SIGTERM. */
+    /**
+     * An engine in a child JVM serving a shared region {@code peer} of {@code bytes} from a folder of its own under
+     * /dev/shm; closed by SIGTERM, after which the folder (and the region file the child could not delete) goes.
+     */
     private static final class Peer implements AutoCloseable {
         final ChildJvm child;
         final String address;
+        final Path shmDir;
 
         Peer(String transport, TransferConfig config, long bytes) throws Exception {
+            shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-bench-ucx");
             child = ChildJvm.start(
                     TransferPeerMain.class,
-                    List.of(transport, "/dev/shm", Long.toString(bytes), "5", TransferPeerMain.options(config)));
+                    List.of(transport, shmDir.toString(), Long.toString(bytes), "5", TransferPeerMain.options(config)));
             if (!child.awaitLine("ready ", 60, TimeUnit.SECONDS)) {
                 child.kill();
                 throw new IOException("the transfer peer did not start");
@@ -95,6 +100,13 @@ final class UcxRows {
                 throw e;
             } catch (Exception e) {
                 throw new IOException("the transfer peer did not stop", e);
+            } finally {
+                try (var files = Files.list(shmDir)) {
+                    for (Path f : files.toList()) {
+                        Files.deleteIfExists(f);
+                    }
+                }
+                Files.deleteIfExists(shmDir);
             }
         }
     }

@@ -18,11 +18,14 @@ import io.hicache.transfer.kit.TransferPatterns;
 import io.hicache.transfer.kit.TransferPeerMain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /** The UCX transport's settings, and a dead peer seen by UCX itself rather than by the engine's heartbeats. */
@@ -125,11 +128,12 @@ class UcxTransportTest {
                         .withTransports(List.of(UcxTransport.NAME))
                         .withTimeouts(20_000, 1_000, 10_000),
                 UcxAvailable.TCP);
+        Path shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-ucx-death");
         ChildJvm child = ChildJvm.start(
                 TransferPeerMain.class,
                 List.of(
                         UcxTransport.NAME,
-                        "/dev/shm",
+                        shmDir.toString(),
                         Long.toString(peerBytes),
                         "13",
                         TransferPeerMain.options(config)));
@@ -181,6 +185,12 @@ class UcxTransportTest {
             region.close();
         } finally {
             child.kill();
+            try (Stream<Path> files = Files.list(shmDir)) { // the killed child's region file
+                for (Path f : files.toList()) {
+                    Files.deleteIfExists(f);
+                }
+            }
+            Files.deleteIfExists(shmDir);
         }
     }
 }
