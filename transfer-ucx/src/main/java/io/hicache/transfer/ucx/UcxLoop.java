@@ -88,7 +88,11 @@ final class UcxLoop implements AutoCloseable {
                 return false;
             }
             tasks.add(task);
-            worker.signal();
+            try {
+                worker.signal();
+            } catch (RuntimeException e) {
+                // UCX refused the wake-up: the sweep wakes the loop within its period, and the task runs then
+            }
             return true;
         }
     }
@@ -239,7 +243,11 @@ final class UcxLoop implements AutoCloseable {
         synchronized (lifecycle) {
             running = false;
             if (!workerClosed) {
-                worker.signal();
+                try {
+                    worker.signal();
+                } catch (RuntimeException e) {
+                    // the loop may be busy; it sees running turn false at its next step
+                }
             }
         }
         try {
