@@ -130,6 +130,13 @@ public final class TransferSuite implements BenchSuite {
     /** Writes the batch again and again for about {@code seconds}; bytes per second. */
     private static double writeFor(
             TransferEngine engine, RemoteSegment peer, List<TransferRequest> batch, double seconds) throws Exception {
+        return repeatFor(engine, peer, batch, BATCH_BYTES, seconds);
+    }
+
+    /** Submits {@code batch} ({@code batchBytes} in all) again and again for about {@code seconds}; bytes per second. */
+    static double repeatFor(
+            TransferEngine engine, RemoteSegment peer, List<TransferRequest> batch, long batchBytes, double seconds)
+            throws Exception {
         long bytes = 0;
         long start = System.nanoTime();
         long end = start + (long) (seconds * 1e9);
@@ -138,7 +145,7 @@ public final class TransferSuite implements BenchSuite {
             if (!b.await(Duration.ofSeconds(70)) || !b.allDone()) {
                 throw new IllegalStateException("a benchmark batch failed: " + b.firstFailure());
             }
-            bytes += BATCH_BYTES;
+            bytes += batchBytes;
         } while (System.nanoTime() < end);
         return bytes * 1e9 / (System.nanoTime() - start);
     }

@@ -1,10 +1,8 @@
 package io.hicache.bench;
 
-import io.hicache.core.Deadline;
 import io.hicache.testkit.ChildJvm;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.RemoteSegment;
-import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferRequest;
@@ -143,17 +141,7 @@ final class UcxRows {
         }
 
         double runFor(double seconds) throws Exception {
-            long bytes = 0;
-            long start = System.nanoTime();
-            long end = start + (long) (seconds * 1e9);
-            do {
-                TransferBatch b = engine.submit(segment, batch, Deadline.after(Duration.ofSeconds(60)));
-                if (!b.await(Duration.ofSeconds(70)) || !b.allDone()) {
-                    throw new IllegalStateException("a benchmark batch failed: " + b.firstFailure());
-                }
-                bytes += batchBytes;
-            } while (System.nanoTime() < end);
-            return bytes * 1e9 / (System.nanoTime() - start);
+            return TransferSuite.repeatFor(engine, segment, batch, batchBytes, seconds);
         }
 
         @Override

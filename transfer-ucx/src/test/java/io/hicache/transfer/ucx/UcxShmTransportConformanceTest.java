@@ -1,27 +1,11 @@
 package io.hicache.transfer.ucx;
 
-import io.hicache.transfer.TransferConfig;
-import io.hicache.transfer.kit.TransportConformanceKit;
-import java.nio.file.Path;
-import java.util.List;
-import org.junit.jupiter.api.BeforeAll;
+import java.util.Map;
 
 /** The transport kit over UCX restricted to its shared-memory transports ({@code ucx.tls=sm}). */
-class UcxShmTransportConformanceTest extends TransportConformanceKit {
-    @BeforeAll
-    static void ucx() {
-        UcxAvailable.assumeUcx();
-    }
-
+class UcxShmTransportConformanceTest extends UcxKit {
     @Override
-    protected TransferConfig config(String name, Path shmDir) {
-        return testTimeouts(UcxAvailable.with(
-                TransferConfig.defaults(name).withShmDir(shmDir).withTransports(List.of(UcxTransport.NAME)),
-                UcxAvailable.SHM));
-    }
-
-    @Override
-    protected String transportName() {
-        return UcxTransport.NAME;
+    Map<String, String> options() {
+        return UcxAvailable.SHM;
     }
 }
