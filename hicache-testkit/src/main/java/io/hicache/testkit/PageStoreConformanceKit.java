@@ -101,6 +101,18 @@ public abstract class PageStoreConformanceKit {
         return Optional.empty();
     }
 
+    /**
+     * True where the store under test sits on a service whose overwrites of one key are not atomic (S3Proxy's
+     * filesystem backend writes an object's body and its metadata apart) and whose stored bytes for one key differ from
+     * put to put (the encrypted store seals each put under a fresh nonce): a get racing an overwrite of the same page
+     * may then read one put's body with another's checksum, which the store rightly reports CORRUPT. The concurrency
+     * case then accepts CORRUPT for such a get; it still never accepts wrong bytes as OK. Real S3 replaces an object
+     * whole, so this is for test servers only. Default false.
+     */
+    protected boolean tornOverwritesPossible() {
+        return false;
+    }
+
     /** Whether {@link #clearAllRemovesEverything} may wipe the whole store. */
     protected boolean clearAllAllowed() {
         return true;
@@ -342,7 +354,7 @@ public abstract class PageStoreConformanceKit {
                                     if (s == PageStatus.OK) {
                                         assertPattern(targets[i], picked.get(i));
                                         verified++;
-                                    } else {
+                                    } else if (s != PageStatus.CORRUPT || !tornOverwritesPossible()) {
                                         assertEquals(PageStatus.MISS, s, "concurrent get: " + got);
                                         assertTrue(PagePattern.isSentinel(targets[i]), "a missed get wrote its target");
                                     }

@@ -206,6 +206,16 @@ class EncryptedPageStoreConformanceTest {
         Path dir() {
             return dir;
         }
+
+        /**
+         * S3Proxy's filesystem backend writes a body and its metadata apart, and each put of a page seals it under a
+         * fresh nonce: a get racing an overwrite can pair one put's ciphertext with another's checksum (seen once in
+         * CI). Real S3 replaces an object whole.
+         */
+        @Override
+        protected boolean tornOverwritesPossible() {
+            return true;
+        }
     }
 
     /** A daemon in this JVM on 127.0.0.1 (an ephemeral port, its slab and file store in this class's folder). */
