@@ -293,6 +293,7 @@ final class UcxLane {
 
                         @Override
                         public void onError(int status, String message) {
+                            link.sawPeerFailure(status);
                             giveBack.run();
                             endpointFailed(generation, "ucx fence read failed: " + message);
                         }
@@ -392,6 +393,7 @@ final class UcxLane {
 
                 @Override
                 public void onError(int status, String message) {
+                    link.sawPeerFailure(status);
                     endpointFailed(generation, "ucx flush failed: " + message);
                 }
             });
