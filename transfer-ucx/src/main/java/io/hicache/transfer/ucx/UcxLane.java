@@ -46,9 +46,6 @@ final class UcxLane {
         long issuedNanos;
         int attempt;
 
-        @Nullable
-        String error;
-
         boolean finished;
 
         Op(Slice slice, Fence fence) {
@@ -327,7 +324,6 @@ final class UcxLane {
         ++op.attempt;
         int generation = epGeneration;
         op.issuedNanos = System.nanoTime();
-        op.error = null;
         inFlight.put(op.slice, op);
         inFlightBytes += op.bytes();
         long local = op.slice.local().address();

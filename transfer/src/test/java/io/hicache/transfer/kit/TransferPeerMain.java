@@ -16,6 +16,17 @@ import java.util.List;
 public final class TransferPeerMain {
     private TransferPeerMain() {}
 
+    /** {@code config} with the transport options of {@code encoded} ({@link #options}'s form) set. */
+    public static TransferConfig withOptions(TransferConfig config, String encoded) {
+        for (String kv : encoded.split(";")) {
+            if (!kv.isEmpty()) {
+                int eq = kv.indexOf('=');
+                config = config.withTransportOption(kv.substring(0, eq), kv.substring(eq + 1));
+            }
+        }
+        return config;
+    }
+
     /** {@code config}'s transport options as this program's last argument reads them. */
     public static String options(TransferConfig config) {
         StringBuilder out = new StringBuilder();
@@ -32,12 +43,7 @@ public final class TransferPeerMain {
                 .withTransports(List.of(args[0].split(",")))
                 .withShmDir(Path.of(args[1]));
         if (args.length > 4) {
-            for (String kv : args[4].split(";")) {
-                if (!kv.isEmpty()) {
-                    int eq = kv.indexOf('=');
-                    config = config.withTransportOption(kv.substring(0, eq), kv.substring(eq + 1));
-                }
-            }
+            config = withOptions(config, args[4]);
         }
         try (TransferEngine engine = TransferEngine.open(config)) {
             LocalRegion region = engine.registerShared("peer", Long.parseLong(args[2]));

@@ -5,6 +5,7 @@ import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.transfer.LocalRegion;
 import io.hicache.transfer.TransferConfig;
 import io.hicache.transfer.TransferEngine;
+import io.hicache.transfer.kit.TransferPeerMain;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -33,12 +34,7 @@ public final class PrefillProcessMain {
                 .withTransports(List.of(args[2]))
                 .withTimeouts(2_000, 500, 200);
         if (args.length > 3) {
-            for (String kv : args[3].split(";")) {
-                if (!kv.isEmpty()) {
-                    int eq = kv.indexOf('=');
-                    config = config.withTransportOption(kv.substring(0, eq), kv.substring(eq + 1));
-                }
-            }
+            config = TransferPeerMain.withOptions(config, args[3]);
         }
         try (TransferEngine engine = TransferEngine.open(config);
                 EmulatedDeviceRuntime device = new EmulatedDeviceRuntime(512L << 20, 1);
