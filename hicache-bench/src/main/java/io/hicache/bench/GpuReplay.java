@@ -97,6 +97,7 @@ final class GpuReplay {
                     contiguous,
                     tiers.failed(),
                     deviceOnly.failed());
+            System.err.println("gpu replay TP 1 page store: " + tiers.l3());
             rows.add(BenchRow.higherIsBetter(
                             "gpu_replay_cached_tokens_tp1",
                             tiers.served(),
@@ -174,6 +175,8 @@ final class GpuReplay {
                 o.turnsCompared(),
                 r.tiers().failed(),
                 r.deviceOnly().failed());
+        System.err.println("gpu replay TP 2 rank 0's page store: " + r.tiers().l3());
+        System.err.println("gpu replay TP 2 rank 1: " + o.rank1Tally());
         List<BenchRow> rows = new ArrayList<>();
         BenchRow cached = BenchRow.higherIsBetter(
                 "gpu_replay_cached_tokens" + tp,

@@ -35,7 +35,9 @@ import picocli.CommandLine.Option;
  * {@link CudaHugePageExperiment} ({@code cuda-hugepages.json}), {@code --experiment order} with
  * {@link CudaOrderExperiment} ({@code cuda-order.json}), {@code --experiment replay} with {@link GpuReplay}
  * ({@code gpu-replay.json}), {@code --experiment pd} with {@link PdHandoffGpu}, {@link NvlinkHandoffGpu}
- * and {@link RankIpcHandoffs} ({@code pd-gpu.json}; its kit is the cuda-ipc transport's, not the runtime kits). {@code --slab-dir DIR} puts the suite's pinned
+ * and {@link RankIpcHandoffs} ({@code pd-gpu.json}; its kit is the cuda-ipc transport's, not the runtime kits),
+ * {@code --experiment ttft} with {@link GpuTtft} ({@code ttft.json}, with {@code --python-results}: the JSON of
+ * {@code clients/python/interop/gpu_ttft.py} run just before). {@code --slab-dir DIR} puts the suite's pinned
  * slab in DIR instead of /dev/shm (a tmpfs or hugetlbfs folder); given several times, the huge page experiment
  * compares each against /dev/shm. {@code --no-kits} skips the kits (for experiments only: a suite run always runs
  * them). Exit status 0 when every kit passes and the suite runs, 1 otherwise, 2 without a usable GPU.
@@ -43,7 +45,7 @@ import picocli.CommandLine.Option;
  * <pre>
  * scripts/pack-gpu.sh
  * bash .gpu/java -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT [--quick] [--slab-dir DIR]...
- *     [--experiment tuning|latency|hugepages|order|replay|pd [--no-kits]]
+ *     [--experiment tuning|latency|hugepages|order|replay|pd|ttft [--no-kits]] [--python-results FILE]
  * </pre>
  */
 @Command(
@@ -61,7 +63,7 @@ public final class GpuRun implements Callable<Integer> {
     @Option(
             names = "--experiment",
             paramLabel = "NAME",
-            description = "run one experiment: tuning, latency, hugepages, " + "order, replay or pd")
+            description = "run one experiment: tuning, latency, hugepages, " + "order, replay, pd or ttft")
     @Nullable
     Experiment experiment;
 
@@ -74,6 +76,13 @@ public final class GpuRun implements Callable<Integer> {
             description = "a host slab folder instead of /dev/shm; repeatable")
     List<Path> slabDirs = new ArrayList<>();
 
+    @Option(
+            names = "--python-results",
+            paramLabel = "FILE",
+            description = "the ttft experiment: the JSON that clients/python/interop/gpu_ttft.py wrote in this run")
+    @Nullable
+    Path pythonResults;
+
     /** The experiments, by their command-line names. */
     enum Experiment {
         TUNING,
@@ -81,7 +90,8 @@ public final class GpuRun implements Callable<Integer> {
         HUGEPAGES,
         ORDER,
         REPLAY,
-        PD
+        PD,
+        TTFT
     }
 
     public static void main(String[] args) {
@@ -104,12 +114,19 @@ public final class GpuRun implements Callable<Integer> {
                     experiment == null ? null : experiment.name().toLowerCase(Locale.ROOT),
                     !noKits,
                     slabDirs,
+                    pythonResults,
                     log);
         }
     }
 
     private static int run(
-            Path out, boolean quick, @Nullable String experiment, boolean runKits, List<Path> slabDirs, PrintStream log)
+            Path out,
+            boolean quick,
+            @Nullable String experiment,
+            boolean runKits,
+            List<Path> slabDirs,
+            @Nullable Path pythonResults,
+            PrintStream log)
             throws IOException {
         Optional<String> why = new CudaDeviceRuntimeProvider().unavailableReason();
         if (why.isPresent()) {
@@ -154,6 +171,7 @@ public final class GpuRun implements Callable<Integer> {
                     + (Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly")
                             ? " -Dhicache.bench.pd.gpuToGpuOnly=true"
                             : "")
+                    + (Boolean.getBoolean("hicache.bench.pd.stagedOnly") ? " -Dhicache.bench.pd.stagedOnly=true" : "")
                     + " -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
             command.append(quick ? " --quick" : "");
             slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));
@@ -173,14 +191,27 @@ public final class GpuRun implements Callable<Integer> {
                 // of the two-GPU machine
                 boolean gpuToGpuOnly = Boolean.getBoolean("hicache.bench.pd.gpuToGpuOnly");
                 List<BenchRow> rows = new ArrayList<>();
+                List<PdHandoffGpu.Timing> shmStages = new ArrayList<>();
                 if (!gpuToGpuOnly) {
                     try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
-                        rows.addAll(PdHandoffGpu.run(runtime, quick, log));
+                        rows.addAll(PdHandoffGpu.run(runtime, quick, log, shmStages));
                     }
+                    // the staged path with prefill and decode in two processes, on two GPUs where there are two
+                    rows.addAll(RankIpcHandoffs.staged(quick, log, shmStages));
                 }
-                rows.addAll(NvlinkHandoffGpu.run(quick, log));
-                rows.addAll(RankIpcHandoffs.run(quick, log));
+                // -Dhicache.bench.pd.stagedOnly=true: the staged rows alone (one process, then across processes)
+                if (!Boolean.getBoolean("hicache.bench.pd.stagedOnly")) {
+                    rows.addAll(NvlinkHandoffGpu.run(quick, log));
+                    rows.addAll(RankIpcHandoffs.run(quick, log));
+                }
                 report = BenchReport.of(gpuToGpuOnly ? "pd-gpu-nvlink" : "pd-gpu", rows, command.toString(), 0);
+            } else if (experiment.equals("ttft")) {
+                if (pythonResults == null) {
+                    throw new IllegalArgumentException(
+                            "the ttft experiment needs --python-results (gpu_ttft.py's JSON)");
+                }
+                command.append(" --python-results ").append(pythonResults);
+                report = BenchReport.of("ttft", GpuTtft.run(quick, pythonResults, log), command.toString(), 0);
             } else if (experiment.equals("latency")) {
                 report = BenchReport.of("cuda-latency", CudaLatencyExperiment.run(quick), command.toString(), 0);
             } else {

@@ -34,7 +34,7 @@ import java.util.stream.IntStream;
  * {@code sentinel PAGES} (overwrites those pages; prints {@code sentinel done}),
  * {@code check PAGES} (compares the i-th of those pages with the prefill's pattern of its page i; prints
  * {@code wrong <pages>}). Exits when its input closes. Arguments: shared-memory folder,
- * bootstrap URL, pool pages, device ordinal, staging slots.
+ * bootstrap URL, pool pages, device ordinal, staging slots, transports (comma-separated).
  */
 public final class IpcDecodeMain {
     private IpcDecodeMain() {}
@@ -45,11 +45,13 @@ public final class IpcDecodeMain {
         int pages = Integer.parseInt(args[2]);
         int ordinal = Integer.parseInt(args[3]);
         int stagingSlots = Integer.parseInt(args[4]);
+        List<String> transports = List.of(args[5].split(","));
         PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
         try (CudaDeviceRuntime runtime =
                         new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(ordinal));
                 KvPool pool = runtime.createPool(format, pages);
-                TransferEngine engine = TransferEngine.open(RankIpcHandoffs.engineConfig("pd-ipc-decode", shmDir));
+                TransferEngine engine =
+                        TransferEngine.open(RankIpcHandoffs.engineConfig("pd-ipc-decode", shmDir, transports));
                 StagingArea staging =
                         StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format, stagingSlots)) {
             RankSpec spec = new RankSpec(
@@ -114,12 +116,14 @@ public final class IpcDecodeMain {
     }
 
     /** The child's command line as the parent starts it. */
-    static List<String> args(Path shmDir, String bootstrapUrl, int pages, int ordinal, int stagingSlots) {
+    static List<String> args(
+            Path shmDir, String bootstrapUrl, int pages, int ordinal, int stagingSlots, List<String> transports) {
         return List.of(
                 shmDir.toString(),
                 bootstrapUrl,
                 Integer.toString(pages),
                 Integer.toString(ordinal),
-                Integer.toString(stagingSlots));
+                Integer.toString(stagingSlots),
+                String.join(",", transports));
     }
 }

@@ -69,12 +69,25 @@ final class PdHandoffGpu {
     private PdHandoffGpu() {}
 
     /** The GPU run's sizes: 4K and 32K tokens of Llama-3.1-8B, three handoffs each (one with {@code quick}). */
-    static List<BenchRow> run(DeviceRuntime runtime, boolean quick, PrintStream log) throws Exception {
-        return run(runtime, LLAMA_3_1_8B, List.of(new Size("4k", 4096), new Size("32k", 32768)), quick ? 1 : 3, log);
+    static List<BenchRow> run(DeviceRuntime runtime, boolean quick, PrintStream log, List<Timing> shmTimings)
+            throws Exception {
+        return run(
+                runtime,
+                LLAMA_3_1_8B,
+                List.of(new Size("4k", 4096), new Size("32k", 32768)),
+                quick ? 1 : 3,
+                log,
+                shmTimings);
     }
 
+    /** As above for any sizes; {@code shmTimings} gets the {@code shm} timings, one per size, in order. */
     static List<BenchRow> run(
-            DeviceRuntime runtime, KvGeometry geometry, List<Size> sizes, int repeats, PrintStream log)
+            DeviceRuntime runtime,
+            KvGeometry geometry,
+            List<Size> sizes,
+            int repeats,
+            PrintStream log,
+            List<Timing> shmTimings)
             throws Exception {
         PageFormat format = new PageFormat(geometry, PAGE_TOKENS, HostLayout.PAGE_FIRST);
         int maxPages = sizes.stream().mapToInt(s -> pages(s)).max().orElseThrow();
@@ -125,6 +138,9 @@ final class PdHandoffGpu {
                                 t.mismatchedPages());
                         rows.addAll(rows(format, size, suffix, t));
                         timings.add(t);
+                        if (transport.equals("shm")) {
+                            shmTimings.add(t);
+                        }
                         if (Boolean.getBoolean("hicache.bench.pd.sweep")) {
                             // Diagnostic, not rows: how the bound on bytes on the wire moves the handoff.
                             log.println("pd " + transport + " " + size.label() + " by wire bound:"

@@ -30,6 +30,7 @@ import java.util.Locale;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.IntStream;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Prefill-to-decode handoffs through the PD ranks when both pools are CUDA pools in two processes of one host: the
@@ -42,7 +43,8 @@ import java.util.stream.IntStream;
  * send of the whole request as one chunk to its SUCCESS (every write done at the decode's GPU, the aux slot written,
  * the status sent), against one {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The
  * last handoff of each size and plan is checked page by page at the decode after its pages were overwritten with a
- * sentinel. Not thread-safe.
+ * sentinel. {@link #staged} runs the same two processes over {@code shm} alone with staging areas of a whole room: the
+ * staged path across processes and GPUs. Not thread-safe.
  */
 final class RankIpcHandoffs {
     static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
@@ -50,38 +52,64 @@ final class RankIpcHandoffs {
 
     private RankIpcHandoffs() {}
 
-    static TransferConfig engineConfig(String name, Path shmDir) {
-        return TransferConfig.defaults(name)
-                .withTransports(List.of("cuda-ipc", "shm"))
-                .withShmDir(shmDir)
-                .withTimeouts(30_000, 2_000, 1_000);
+    /**
+     * The engines' settings; without {@code cuda-ipc} (staged rooms) those of {@link PdHandoffGpu#engine}, whose stage
+     * timings are the staged rows' reference: four I/O threads, 1 MiB slices, 16 MiB windows.
+     */
+    static TransferConfig engineConfig(String name, Path shmDir, List<String> transports) {
+        TransferConfig base = TransferConfig.defaults(name);
+        if (!transports.contains("cuda-ipc")) {
+            base = base.withIoThreads(4).withSliceBytes(1 << 20).withWindowBytesPerConnection(16L << 20);
+        }
+        return base.withTransports(transports).withShmDir(shmDir).withTimeouts(30_000, 2_000, 1_000);
     }
 
+    /** The cuda-ipc rows: device to device, the staging areas too small for a room. */
     static List<BenchRow> run(boolean quick, PrintStream log) throws Exception {
+        return run(quick, log, null);
+    }
+
+    /**
+     * The staged path through the same two processes, each on its own GPU where there are two (issue 44, part 3):
+     * both engines with {@code shm} only and staging areas of the largest room, so every room goes device, pinned
+     * staging, wire, pinned staging, device. Rows {@code pd_rank_handoff_<size>_ms_two_gpus} (or
+     * {@code _two_processes_one_gpu}) against the slowest stage alone that {@link PdHandoffGpu} measured over
+     * {@code shm} in this run on the same bytes ({@code stages}, by size).
+     */
+    static List<BenchRow> staged(boolean quick, PrintStream log, List<PdHandoffGpu.Timing> stages) throws Exception {
+        return run(quick, log, stages);
+    }
+
+    private static List<BenchRow> run(boolean quick, PrintStream log, @Nullable List<PdHandoffGpu.Timing> stageTimings)
+            throws Exception {
+        boolean stagedMode = stageTimings != null;
+        List<PdHandoffGpu.Timing> stages = stageTimings == null ? List.of() : stageTimings;
         PageFormat format = new PageFormat(PdHandoffGpu.LLAMA_3_1_8B, PdHandoffGpu.PAGE_TOKENS, HostLayout.PAGE_FIRST);
         List<PdHandoffGpu.Size> sizes = List.of(new PdHandoffGpu.Size("4k", 4096), new PdHandoffGpu.Size("32k", 32768));
         int maxPages = PdHandoffGpu.pages(sizes.getLast());
         int poolPages = 2 * maxPages;
         int repeats = quick ? 2 : 5;
         int peerDevice = IpcPeer.peerDevice();
+        List<String> transports = stagedMode ? List.of("shm") : List.of("cuda-ipc", "shm");
+        int stagingSlots = stagedMode ? maxPages : STAGING_SLOTS;
         Path shmDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-pd-ipc");
         List<BenchRow> rows = new ArrayList<>();
         ChildJvm decode = null;
         try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults());
                 KvPool prefill = runtime.createPool(format, poolPages);
                 BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
-                TransferEngine engine = TransferEngine.open(engineConfig("pd-ipc-prefill", shmDir));
+                TransferEngine engine = TransferEngine.open(engineConfig("pd-ipc-prefill", shmDir, transports));
                 StagingArea staging =
-                        StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format, STAGING_SLOTS)) {
+                        StagingArea.open(engine, RankSpec.STAGING_REGION, runtime, format, stagingSlots)) {
             PdHandoffGpu.fillPattern(prefill, maxPages);
             RankSpec spec = new RankSpec(
                             format.geometry(), format.pageSizeTokens(), 1, 0, poolPages, 4, 64, engine.address())
-                    .withStaging(STAGING_SLOTS);
+                    .withStaging(stagingSlots);
             LocalRegion aux = engine.registerShared(RankSpec.AUX_REGION, spec.auxBytes());
             try (PrefillRank rank = PrefillRank.startStaged(engine, spec, prefill, staging, aux, boot.url(), CONFIG)) {
                 decode = ChildJvm.start(
                         IpcDecodeMain.class,
-                        IpcDecodeMain.args(shmDir, boot.url(), poolPages, peerDevice, STAGING_SLOTS));
+                        IpcDecodeMain.args(shmDir, boot.url(), poolPages, peerDevice, stagingSlots, transports));
                 if (!decode.awaitLine("ready ", 120, TimeUnit.SECONDS)) {
                     throw new IllegalStateException("the decode process did not start: " + decode.kill());
                 }
@@ -92,24 +120,25 @@ final class RankIpcHandoffs {
                         .substring(6);
                 log.printf(
                         Locale.ROOT,
-                        "pd ranks over cuda-ipc: prefill on device 0, decode process on device %d%s; "
+                        "pd ranks over %s: prefill on device 0, decode process on device %d%s; "
                                 + "pools registered as device memory: prefill %s, decode %s; staging areas of %d pages%n",
+                        String.join(",", transports),
                         peerDevice,
                         peerDevice == 0 ? " (one GPU: both processes on it)" : "",
                         rank.spec().deviceKv(),
                         decodeDeviceKv,
-                        STAGING_SLOTS);
+                        stagingSlots);
                 long room = 1;
                 Random random = new Random(7);
                 for (PdHandoffGpu.Size size : sizes) {
                     int pages = PdHandoffGpu.pages(size);
                     long bytes = PdHandoffGpu.bytes(format, pages);
-                    double referenceMs = peerCopyMs(bytes, peerDevice, repeats);
+                    double referenceMs = stagedMode ? 0 : peerCopyMs(bytes, peerDevice, repeats);
                     double referenceGbps = bytes / 1e9 / (referenceMs / 1e3);
                     List<Integer> shuffled = new ArrayList<>(
                             IntStream.range(0, poolPages).boxed().toList());
                     Collections.shuffle(shuffled, random);
-                    for (String plan : List.of("contiguous", "fragmented")) {
+                    for (String plan : stagedMode ? List.of("contiguous") : List.of("contiguous", "fragmented")) {
                         String target = IpcDecodeMain.list(
                                 plan.equals("contiguous")
                                         ? IntStream.range(maxPages, maxPages + pages)
@@ -131,6 +160,42 @@ final class RankIpcHandoffs {
                             room++;
                         }
                         double median = PdHandoffGpu.median(Arrays.copyOfRange(ms, 1, ms.length));
+                        if (stagedMode) {
+                            PdHandoffGpu.Timing alone = stages.stream()
+                                    .filter(t -> t.pages() == pages)
+                                    .findFirst()
+                                    .orElseThrow(() -> new IllegalStateException("no stage timing for " + pages));
+                            String where = peerDevice == 0 ? "_two_processes_one_gpu" : "_two_gpus";
+                            log.printf(
+                                    Locale.ROOT,
+                                    "pd ranks staged %s across processes%s: handoff %.1f ms; slowest stage alone %.1f"
+                                            + " ms (gather %.1f, wire %.1f, scatter %.1f); ratio %.2f; wrong pages %d%n",
+                                    size.label(),
+                                    peerDevice == 0 ? " (one GPU)" : " (GPU 0 to GPU " + peerDevice + ")",
+                                    median,
+                                    alone.slowestStageMs(),
+                                    alone.gatherMs(),
+                                    alone.wireMs(),
+                                    alone.scatterMs(),
+                                    median / alone.slowestStageMs(),
+                                    wrong);
+                            rows.add(BenchRow.lowerIsBetter(
+                                            "pd_rank_handoff_" + size.label() + "_ms" + where,
+                                            median,
+                                            "ms",
+                                            "slowest_single_stage_alone",
+                                            alone.slowestStageMs())
+                                    .withAim(1.3));
+                            rows.add(new BenchRow(
+                                    "pd_rank_pages_with_wrong_bytes_" + size.label() + where,
+                                    wrong,
+                                    "pages",
+                                    "pages_checked",
+                                    pages,
+                                    wrong / (double) pages,
+                                    "lower"));
+                            continue;
+                        }
                         double gbps = bytes / 1e9 / (median / 1e3);
                         log.printf(
                                 Locale.ROOT,

@@ -2,6 +2,7 @@ package io.hicache.bench;
 
 import io.hicache.core.HiCacheException;
 import io.hicache.core.cache.CacheRequest;
+import io.hicache.core.cache.CacheStats;
 import io.hicache.core.cache.HiCache;
 import io.hicache.core.cache.HiCacheBuilder;
 import io.hicache.core.cache.HiCacheConfig;
@@ -55,7 +56,7 @@ public final class ReplaySuite implements BenchSuite {
     }
 
     /** Prompt tokens by where they came from, and requests the cache failed. */
-    record Tally(long prompt, long device, long host, long storage, long failed, long adoptedPages) {
+    record Tally(long prompt, long device, long host, long storage, long failed, long adoptedPages, String l3) {
         long served() {
             return device + host + storage;
         }
@@ -299,6 +300,7 @@ public final class ReplaySuite implements BenchSuite {
             throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
         long adopted;
+        String l3;
         HiCache cache = open(settings, geometry, devicePages, runtime, store, group, queries);
         try {
             long storageBefore = cache.stats().storageHitTokens();
@@ -328,10 +330,20 @@ public final class ReplaySuite implements BenchSuite {
             }
             counts[3] += cache.stats().storageHitTokens() - storageBefore;
             adopted = cache.stats().hostAdoptedPages();
+            l3 = l3Summary(cache.stats());
         } finally {
             cache.close();
         }
-        return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted);
+        return new Tally(counts[0], counts[1], counts[2] - counts[3], counts[3], counts[4], adopted, l3);
+    }
+
+    /** What the page store did for a cache, for the log: uploads, prefetches by outcome, skips by reason, failures. */
+    static String l3Summary(CacheStats s) {
+        return "uploaded " + s.uploadedPages() + " pages (skipped " + s.uploadSkippedPages() + "), prefetches started "
+                + s.prefetchesStarted() + " (completed " + s.prefetchesCompleted() + ", revoked "
+                + s.prefetchesRevoked() + ", timed out " + s.prefetchesTimedOut() + ", empty " + s.prefetchesEmpty()
+                + ", " + s.prefetchedPages() + " pages), skipped " + s.prefetchesSkipped() + ", failures "
+                + s.failures();
     }
 
     private static HiCache open(

@@ -50,7 +50,8 @@ final class TpReplay {
             List<long[]> rank1DeviceOnly,
             List<long[]> rank1Tiers,
             int disagreements,
-            int turnsCompared) {}
+            int turnsCompared,
+            String rank1Tally) {}
 
     /**
      * Rank 0 on {@code runtime} here, rank 1 in a child JVM (on CUDA device {@code rank1Gpu}, or, for -1, on an
@@ -83,7 +84,11 @@ final class TpReplay {
             }
             List<long[]> deviceOnly = new ArrayList<>();
             List<long[]> tiers = new ArrayList<>();
+            String rank1Tally = "(none printed)";
             for (String line : child.lines()) {
+                if (line.startsWith("tally ")) {
+                    rank1Tally = line.substring(6);
+                }
                 String[] f = line.split(" ");
                 if (f[0].equals("turn")) {
                     long[] turn = Arrays.stream(f, 2, f.length)
@@ -94,7 +99,7 @@ final class TpReplay {
             }
             int compared = mine.deviceOnlyTurns().size() + mine.tierTurns().size();
             int differ = differences(mine.deviceOnlyTurns(), deviceOnly) + differences(mine.tierTurns(), tiers);
-            return new Outcome(mine, deviceOnly, tiers, differ, compared);
+            return new Outcome(mine, deviceOnly, tiers, differ, compared, rank1Tally);
         }
     }
 
@@ -191,6 +196,15 @@ final class TpReplay {
             for (long[] t : run.tierTurns()) {
                 out.append("turn all ").append(join(t)).append('\n');
             }
+            out.append("tally device ")
+                    .append(run.tiers().device())
+                    .append(" host ")
+                    .append(run.tiers().host())
+                    .append(" storage ")
+                    .append(run.tiers().storage())
+                    .append("; ")
+                    .append(run.tiers().l3())
+                    .append('\n');
             out.append(DONE).append(" served ").append(run.tiers().served()).append('\n');
             System.out.print(out);
             System.out.flush();

@@ -9,6 +9,7 @@ import io.hicache.core.page.KvGeometry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -25,7 +26,8 @@ class PdHandoffGpuTest {
                     KvGeometry.mha(4, 2, 64, KvDtype.BFLOAT16),
                     List.of(new PdHandoffGpu.Size("4k", 256), new PdHandoffGpu.Size("32k", 1024)),
                     2,
-                    p);
+                    p,
+                    new ArrayList<>());
         }
         String text = log.toString(StandardCharsets.UTF_8);
         assertTrue(text.contains("pd shm 32k (64 pages"), text);
