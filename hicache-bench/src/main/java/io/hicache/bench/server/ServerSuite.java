@@ -72,7 +72,7 @@ public final class ServerSuite implements BenchSuite {
         }
         int threads = daemonEventLoops();
         try (ServerProcess redis = ServerProcess.redis();
-                ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES);
+                ServerProcess daemon = ServerProcess.hicache(2 * ROUND_BYTES, daemonFlags());
                 ServerProcess memcached =
                         ServerProcess.memcached(threads, MEMCACHED_MEMORY_BYTES >> 20, MEMCACHED_MAX_ITEM_BYTES);
                 LoadGenerator toRedis = LoadGenerator.connect(new RespProtocol(), redis.port, CONNECTIONS, DEPTH);
@@ -87,12 +87,33 @@ public final class ServerSuite implements BenchSuite {
             for (int pageBytes : PAGE_BYTES) {
                 size(sides, pageBytes, quick, rows);
             }
+            if (peersOnly()) {
+                return rows;
+            }
             SameHostRows.run(daemon.port, quick, rows);
         }
         RespRows.run(quick, rows); // the daemon's Redis protocol against Redis, by the generator and redis-benchmark
         RouterRows.run(quick, rows); // PREFIX_HITS against Redis's EXISTS; TLS against plaintext
         EvictingRows.run(quick, rows); // after the servers above are gone: its slab wants their memory
         return rows;
+    }
+
+    /**
+     * {@code -Dhicache.bench.server.peersOnly=true}: only the rows against Redis and memcached (set and get of 64 KiB
+     * and 1 MiB), for a short run while working on the daemon's data path.
+     */
+    static boolean peersOnly() {
+        return Boolean.getBoolean("hicache.bench.server.peersOnly");
+    }
+
+    /**
+     * {@code -Dhicache.bench.server.daemonFlags="--server.put-into-slab false"}: settings added to the daemon's command
+     * line, for a diagnostic run against another setting (not for committed rows: their daemon runs its defaults).
+     */
+    private static List<String> daemonFlags() {
+        String flags =
+                System.getProperty("hicache.bench.server.daemonFlags", "").trim();
+        return flags.isEmpty() ? List.of() : List.of(flags.split("\\s+"));
     }
 
     /** The daemon's event loop threads at its defaults ({@code server.io-threads} 0: one per two cores). */

@@ -35,7 +35,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
             return heldBytes.get();
         }
 
-        private boolean take(long bytes) {
+        boolean take(long bytes) {
             long now;
             do {
                 now = heldBytes.get();
@@ -46,7 +46,7 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
             return true;
         }
 
-        private void giveBack(long bytes) {
+        void giveBack(long bytes) {
             heldBytes.addAndGet(-bytes);
         }
     }
@@ -105,6 +105,11 @@ final class FrameDecoder extends LengthFieldBasedFrameDecoder {
             charged = buffered;
         }
         return null;
+    }
+
+    /** The bytes held that make no whole frame yet (a view: valid until the decoder reads again). */
+    ByteBuf held() {
+        return internalBuffer();
     }
 
     @Override

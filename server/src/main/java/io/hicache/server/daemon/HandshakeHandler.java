@@ -4,6 +4,7 @@ import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.FrameHeader;
 import io.hicache.storage.remote.protocol.Hello;
 import io.hicache.storage.remote.protocol.ProtocolException;
+import io.hicache.storage.remote.protocol.RequestDecoder;
 import io.hicache.storage.remote.protocol.Wire;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -134,11 +135,20 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
             answer.writeByte(session.checksum().code());
         }
         out.send(answer);
-        requests.accepted(session);
+        RequestDecoder decoder = requests.accepted(session);
         ctx.pipeline().remove(this);
+        // PUT bodies straight into the slab (not through TLS records, which must be decrypted first): the lander goes
+        // before the decoder, told where the frames the decoder holds end.
+        FrameDecoder held = (FrameDecoder) ctx.pipeline().get(FRAMES);
+        PutLander lander = server.tls == null && server.config.putIntoSlab()
+                ? new PutLander(server.cache, server.config, server.partialFrames, decoder, held.held())
+                : null;
         // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
         // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.
         ctx.pipeline().replace(FRAMES, FRAMES, new FrameDecoder(server.config.maxFrameBytes(), server.partialFrames));
+        if (lander != null && ctx.channel().isActive()) {
+            ctx.pipeline().addBefore(FRAMES, PutLander.NAME, lander);
+        }
     }
 
     /**

@@ -70,13 +70,15 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         this.out = out;
     }
 
-    /** The handshake was accepted: requests may come. */
-    void accepted(Session session) {
+    /** The handshake was accepted: requests may come. Returns the connection's request decoder. */
+    RequestDecoder accepted(Session session) {
         this.session = session;
-        this.decoder = new RequestDecoder(
+        RequestDecoder d = new RequestDecoder(
                 session.version(),
                 server.config.maxFrameBytes(),
                 new NamespaceCache(session.version(), session.access())::read);
+        this.decoder = d;
+        return d;
     }
 
     @Override
@@ -106,7 +108,7 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        ByteBuf frame = (ByteBuf) msg;
+        ByteBuf frame = msg instanceof PutLander.LandedPut landed ? landed.frame() : (ByteBuf) msg;
         FrameHeader header = out.receive(frame);
         if (header == null) {
             return;
@@ -142,7 +144,8 @@ final class ServerHandler extends ChannelInboundHandlerAdapter {
         }
         Work work = switch (request) {
             case ReadRequest r -> server.readHandler.work(call, r);
-            case WriteRequest w -> server.writeHandler.work(call, w);
+            case WriteRequest w ->
+                server.writeHandler.work(call, w, frame instanceof PutLander.LandedFrame landed ? landed : null);
             case AdminRequest a -> server.adminHandler.work(call, a);
             case Hello h -> throw new IllegalStateException("a HELLO is refused before it is decoded");
         };

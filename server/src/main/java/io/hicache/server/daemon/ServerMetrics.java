@@ -178,6 +178,10 @@ final class ServerMetrics {
                     cb.call(counters.sameHostWrittenBytes.sum(), "write");
                 })
                 .register(registry);
+        counted(
+                "hicache_server_landed_pages",
+                "PUT pages received straight into their room in the host slab and stored (server.put-into-slab)",
+                counters.landedPages);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted(
                 "hicache_server_write_behind_loop_failures",

@@ -47,11 +47,14 @@ final class WriteHandler {
         this.leases = leases;
     }
 
-    /** The work of a write. */
-    Work work(Call call, WriteRequest request) {
+    /**
+     * The work of a write; {@code landed}: the frame of a PUT whose bodies the {@link PutLander} received into rooms,
+     * else null.
+     */
+    Work work(Call call, WriteRequest request, PutLander.@Nullable LandedFrame landed) {
         return switch (request) {
             case Put put -> {
-                PutInProgress p = new PutInProgress(call, put);
+                PutInProgress p = new PutInProgress(call, put, landed);
                 yield new Work(() -> p.advance(false), () -> p.advance(true));
             }
             case Reserve reserve -> {
@@ -133,10 +136,13 @@ final class WriteHandler {
         private int at;
 
         private int checkedUpTo;
+        /** Rooms that hold pages' bodies already (taken page by page), or null. */
+        private final PutLander.@Nullable LandedFrame landed;
 
-        PutInProgress(Call call, Put put) {
+        PutInProgress(Call call, Put put, PutLander.@Nullable LandedFrame landed) {
             this.call = call;
             this.put = put;
+            this.landed = landed;
             this.crcs = call.checksum() == WireChecksum.CRC32C
                     ? put.crcs()
                     : put.crcs().clone();
@@ -165,8 +171,14 @@ final class WriteHandler {
             for (; next < lengths.length; next++) {
                 ByteBuf body = put.bodies().slice(at, lengths[next]);
                 PageStatus s;
+                Room room = landed == null ? null : landed.take(next);
                 if (deadline.isOver()) {
+                    if (room != null) {
+                        cache.space.free(room);
+                    }
                     s = PageStatus.stoppedBy(deadline);
+                } else if (room != null) {
+                    s = storeLanded(room);
                 } else if (lengths[next] > config.maxPageBytes()) {
                     s = PageStatus.REJECTED;
                 } else if (checkedUpTo <= next && !checked(body)) {
@@ -197,6 +209,30 @@ final class WriteHandler {
             stored.clear();
             call.statuses(statuses);
             return true;
+        }
+
+        /**
+         * A page whose body was received into its room: checked where it lies (a damaged body frees the room: FAILED),
+         * then made a stored page, as a PUT's copied page is.
+         */
+        private PageStatus storeLanded(Room room) {
+            MemorySegment bytes = cache.space.bytes(room);
+            WireChecksum sum = call.checksum();
+            if (sum.of(bytes) != crcs[next]) {
+                cache.space.free(room);
+                return PageStatus.FAILED;
+            }
+            if (sum != WireChecksum.CRC32C) {
+                crcs[next] = PageChecksum.of(bytes);
+            }
+            SlabWrites.Stored done = cache.writes.commit(room, crcs[next]);
+            if (done.pinned() != null) {
+                stored.add(done.pinned());
+            }
+            if (done.status() == PageStatus.OK) {
+                cache.counters.landedPages.increment();
+            }
+            return done.status();
         }
 
         /**

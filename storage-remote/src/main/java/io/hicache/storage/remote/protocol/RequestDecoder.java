@@ -105,6 +105,16 @@ public final class RequestDecoder {
         return request;
     }
 
+    /**
+     * A PUT's table read from the start of its payload, which may hold only part of the bodies (or none): consumes
+     * the table.
+     *
+     * @throws ProtocolException if the bytes given do not hold a well-formed table (malformed, or not all there yet)
+     */
+    public WriteRequest.Put.Table putTable(ByteBuf payload) {
+        return WriteRequest.Put.Table.read(payload, this);
+    }
+
     /** Reads a namespace, through the connection's reader. */
     Namespace namespace(ByteBuf in) {
         return namespaces.apply(in);

@@ -42,17 +42,36 @@ public sealed interface WriteRequest extends Request {
         }
 
         static Put read(ByteBuf in, RequestDecoder d) {
-            Namespace ns = d.namespace(in);
-            int n = d.count(in, Wire.HASH_BYTES + 8);
-            int[] lengths = new int[n];
-            int[] crcs = new int[n];
-            List<StoreKey> keys = KeyTable.read(in, ns, n, lengths, crcs);
-            long total = sum(lengths);
+            Table t = Table.read(in, d);
+            long total = t.bodyBytes();
             if (total != in.readableBytes()) {
                 throw new ProtocolException(
                         "the page lengths add up to " + total + " bytes, the frame has " + in.readableBytes());
             }
-            return new Put(ns, keys, lengths, crcs, in.readSlice((int) total));
+            return new Put(t.namespace(), t.keys(), t.lengths(), t.crcs(), in.readSlice((int) total));
+        }
+
+        /**
+         * A PUT's table without its bodies, for a reader that puts each body in place as it arrives (the daemon lands
+         * them in the slab): read from the payload's start, before the bodies are there.
+         *
+         * @param tableBytes the table's bytes in the payload: the bodies start there
+         */
+        public record Table(Namespace namespace, List<StoreKey> keys, int[] lengths, int[] crcs, int tableBytes) {
+            static Table read(ByteBuf in, RequestDecoder d) {
+                int start = in.readerIndex();
+                Namespace ns = d.namespace(in);
+                int n = d.count(in, Wire.HASH_BYTES + 8);
+                int[] lengths = new int[n];
+                int[] crcs = new int[n];
+                List<StoreKey> keys = KeyTable.read(in, ns, n, lengths, crcs);
+                return new Table(ns, keys, lengths, crcs, in.readerIndex() - start);
+            }
+
+            /** The bodies' bytes: the lengths' sum. */
+            public long bodyBytes() {
+                return sum(lengths);
+            }
         }
 
         private static long sum(int[] lengths) {

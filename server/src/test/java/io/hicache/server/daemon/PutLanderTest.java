@@ -1,0 +1,195 @@
+package io.hicache.server.daemon;
+
+import static io.hicache.server.daemon.DocWireCodec.DELETE;
+import static io.hicache.server.daemon.DocWireCodec.GET;
+import static io.hicache.server.daemon.DocWireCodec.LEADING_HITS;
+import static io.hicache.server.daemon.DocWireCodec.OK;
+import static io.hicache.server.daemon.DocWireCodec.PUT;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.server.daemon.DocWireCodec.Frame;
+import io.hicache.server.daemon.DocWireCodec.Ns;
+import io.hicache.server.daemon.DocWireCodec.Page;
+import io.hicache.server.daemon.DocWireCodec.PageAnswer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * PUT bodies received straight into their slab rooms ({@link PutLander}): pages arrive whole whatever pieces the
+ * socket delivers them in, frames around them pass untouched, a damaged body is not stored and gives its room back, a
+ * connection that goes mid-page leaves no room taken, and a landed page still takes effect in the connection's order.
+ * Each case checks the landed-pages counter, so that a case passing on the buffered path instead does not pass.
+ */
+class PutLanderTest {
+    private static TestDaemon daemon;
+
+    @BeforeAll
+    static void start() throws Exception {
+        daemon = TestDaemon.start(
+                Map.of("server.store", "none", "server.host-size", "64MiB", "server.put-into-slab", "true"));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        daemon.close();
+    }
+
+    private static long landed() {
+        return daemon.server.cache.counters.landedPages.sum();
+    }
+
+    private static long freeBytes() {
+        return daemon.server.cache.space.freeBytes();
+    }
+
+    @Test
+    void pagesSentInOddPiecesLandWholeBesideSmallOnes() throws Exception {
+        Ns ns = Ns.fresh();
+        List<Page> pages =
+                List.of(Page.random(64 << 10), Page.random(1000), Page.random(200 << 10), Page.random(16 << 10));
+        byte[] frame = DocWireCodec.frame(PUT, DocWireClient.nextId(), 0, DocWireCodec.putPayload(ns, pages));
+        long before = landed();
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            // A length field cut in two, a header cut in two, the table cut in two, then bodies in uneven pieces:
+            // each piece is flushed and given time to arrive as its own read.
+            int[] cuts = {2, 7, 20, 61, 4_000, 70_000, 150_000, 230_000};
+            int from = 0;
+            for (int cut : cuts) {
+                c.write(Arrays.copyOfRange(frame, from, cut));
+                Thread.sleep(15);
+                from = cut;
+            }
+            c.write(Arrays.copyOfRange(frame, from, frame.length));
+            Frame answer = c.read();
+            int[] statuses = DocWireCodec.statuses(answer, PUT);
+            assertArrayEquals(new int[] {OK, OK, OK, OK}, statuses);
+            assertEquals(3, landed() - before, "the three pages of 16 KiB or more landed; the small one was copied");
+            List<PageAnswer> back = c.get(ns, pages.toArray(Page[]::new));
+            for (int i = 0; i < pages.size(); i++) {
+                assertEquals(OK, back.get(i).status(), "page " + i);
+                assertArrayEquals(pages.get(i).body(), back.get(i).body(), "page " + i + "'s bytes");
+            }
+        }
+    }
+
+    @Test
+    void framesPipelinedAroundALandedPutAreAnsweredInOrder() throws Exception {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(96 << 10);
+        long before = landed();
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            long hits = DocWireClient.nextId();
+            long put = DocWireClient.nextId();
+            long get = DocWireClient.nextId();
+            c.write(
+                    DocWireCodec.frame(LEADING_HITS, hits, 0, DocWireCodec.hashesPayload(ns, List.of(page.hash()))),
+                    DocWireCodec.frame(PUT, put, 0, DocWireCodec.putPayload(ns, List.of(page))),
+                    DocWireCodec.frame(GET, get, 0, DocWireCodec.getPayload(ns, List.of(page))));
+            Frame a = c.read();
+            assertEquals(hits, a.id());
+            Frame b = c.read();
+            assertEquals(put, b.id());
+            assertArrayEquals(new int[] {OK}, DocWireCodec.statuses(b, PUT));
+            Frame g = c.read();
+            assertEquals(get, g.id());
+            List<PageAnswer> back = DocWireCodec.getAnswer(g);
+            assertEquals(OK, back.getFirst().status(), "the GET behind the PUT sees its page");
+            assertArrayEquals(page.body(), back.getFirst().body());
+            assertEquals(1, landed() - before);
+        }
+    }
+
+    @Test
+    void aDamagedLandedBodyIsNotStoredAndItsRoomIsFreed() throws Exception {
+        Ns ns = Ns.fresh();
+        Page good = Page.random(64 << 10);
+        Page damaged = Page.random(64 << 10);
+        long freeBefore = freeBytes();
+        long before = landed();
+        byte[] payload = DocWireCodec.putPayload(ns, List.of(good, damaged));
+        payload[payload.length - 5] ^= 0x40; // in the second body, after its checksum was taken
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            c.write(DocWireCodec.frame(PUT, DocWireClient.nextId(), 0, payload));
+            int[] statuses = DocWireCodec.statuses(c.read(), PUT);
+            assertEquals(OK, statuses[0]);
+            assertEquals(DocWireCodec.FAILED, statuses[1], "the damaged page is FAILED");
+            assertEquals(1, landed() - before);
+            assertEquals(0, c.leadingHits(ns, List.of(damaged)), "the damaged page is not stored");
+            assertEquals(1, c.delete(ns, 0, List.of(good.hash())).length);
+        }
+        assertEquals(freeBefore, freeBytes(), "both rooms are free again (one stored then deleted, one refused)");
+    }
+
+    @Test
+    void aConnectionThatGoesMidPageLeavesNoRoomTaken() throws Exception {
+        Ns ns = Ns.fresh();
+        List<Page> pages = List.of(Page.random(128 << 10), Page.random(128 << 10));
+        byte[] frame = DocWireCodec.frame(PUT, DocWireClient.nextId(), 0, DocWireCodec.putPayload(ns, pages));
+        long freeBefore = freeBytes();
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            c.write(Arrays.copyOf(frame, frame.length / 2));
+            long end = System.nanoTime() + 5_000_000_000L;
+            while (freeBytes() == freeBefore && System.nanoTime() < end) {
+                Thread.sleep(5); // the rooms are taken once the table is in
+            }
+            assertTrue(freeBytes() < freeBefore, "the half-sent PUT holds rooms while it arrives");
+        }
+        long end = System.nanoTime() + 5_000_000_000L;
+        while (freeBytes() != freeBefore && System.nanoTime() < end) {
+            Thread.sleep(5);
+        }
+        assertEquals(freeBefore, freeBytes(), "the closed connection's rooms were freed");
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            assertEquals(0, c.leadingHits(ns, pages), "nothing of the half-sent PUT was stored");
+        }
+    }
+
+    @Test
+    void aLandedPutStillTakesEffectInTheConnectionsOrder() throws Exception {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(64 << 10);
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            assertArrayEquals(new int[] {OK}, c.put(ns, page));
+            // DELETE then PUT of the same page in one write: the PUT's room is taken while the DELETE is queued, and
+            // the page must be stored after the DELETE ran, not found "stored already" before it.
+            long del = DocWireClient.nextId();
+            long put = DocWireClient.nextId();
+            c.write(
+                    DocWireCodec.frame(DELETE, del, 0, DocWireCodec.hashesPayload(ns, List.of(page.hash()))),
+                    DocWireCodec.frame(PUT, put, 0, DocWireCodec.putPayload(ns, List.of(page))));
+            assertEquals(del, c.read().id());
+            Frame p = c.read();
+            assertEquals(put, p.id());
+            assertArrayEquals(new int[] {OK}, DocWireCodec.statuses(p, PUT), "stored anew after the delete");
+            assertEquals(1, c.leadingHits(ns, List.of(page)));
+            // PUT then DELETE: the page is gone.
+            Page other = Page.random(64 << 10);
+            c.write(
+                    DocWireCodec.frame(PUT, DocWireClient.nextId(), 0, DocWireCodec.putPayload(ns, List.of(other))),
+                    DocWireCodec.frame(
+                            DELETE, DocWireClient.nextId(), 0, DocWireCodec.hashesPayload(ns, List.of(other.hash()))));
+            c.read();
+            c.read();
+            assertEquals(0, c.leadingHits(ns, List.of(other)));
+        }
+    }
+
+    @Test
+    void theSamePageTwiceInOnePutIsStoredOnce() throws Exception {
+        Ns ns = Ns.fresh();
+        Page page = Page.random(32 << 10);
+        long freeBefore = freeBytes();
+        try (DocWireClient c = DocWireClient.open(daemon.port())) {
+            int[] statuses = c.put(ns, 0, List.of(page, page));
+            assertArrayEquals(new int[] {OK, DocWireCodec.EXISTS}, statuses);
+            assertEquals(1, c.delete(ns, 0, List.of(page.hash())).length);
+        }
+        assertEquals(freeBefore, freeBytes(), "the second room was freed");
+    }
+}
