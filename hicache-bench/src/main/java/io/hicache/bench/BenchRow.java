@@ -102,6 +102,11 @@ public record BenchRow(
         return new BenchRow(metric, value, unit, reference, referenceValue, value / referenceValue, "lower");
     }
 
+    /** The pages a check found with wrong bytes among those it checked (lower is better; none is the only aim). */
+    public static BenchRow wrongPages(String metric, long wrong, long checked) {
+        return new BenchRow(metric, wrong, "pages", "pages_checked", checked, wrong / (double) checked, "lower");
+    }
+
     /** This row with {@code ratio} as its aim: at least it where higher is better, at most where lower is. */
     public BenchRow withAim(double ratio) {
         return new BenchRow(

@@ -14,6 +14,7 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.core.store.PageStore;
+import io.hicache.core.util.Checks;
 import io.hicache.cuda.CudaDeviceRuntime;
 import io.hicache.cuda.CudaOptions;
 import io.hicache.storage.file.FilePageStore;
@@ -181,7 +182,7 @@ final class GpuTtft {
                     last = restore(cache, prompt, pages, "host");
                     host[i] = last.ms;
                 }
-                wrongHost = last == null ? -1 : last.wrongPages;
+                wrongHost = Checks.checkNotNull(last, "the host restores (repeats >= 1)").wrongPages;
                 cold = true;
                 for (int i = 0; i < repeats; i++) {
                     cache.admin().flush(Duration.ofMinutes(1));
@@ -189,7 +190,7 @@ final class GpuTtft {
                     last = restore(cache, prompt, pages, "l3");
                     l3[i] = last.ms;
                 }
-                wrongL3 = last == null ? -1 : last.wrongPages;
+                wrongL3 = Checks.checkNotNull(last, "the L3 restores (repeats >= 1)").wrongPages;
                 CacheStats s = cache.stats();
                 log.printf(
                         Locale.ROOT,
@@ -241,14 +242,8 @@ final class GpuTtft {
                             .withAim(tokens == 16384 ? 0.2 : 1.0));
             rows.add(BenchRow.lowerIsBetter("ttft_restore_l3_" + label, l3Ms, "ms", "prefill_same_prompt", prefillMs)
                     .withAim(1.0));
-            rows.add(new BenchRow(
-                    "ttft_restore_pages_with_wrong_bytes_" + label,
-                    Math.max(0, wrongHost) + Math.max(0, wrongL3),
-                    "pages",
-                    "pages_checked",
-                    2L * pages,
-                    (Math.max(0, wrongHost) + Math.max(0, wrongL3)) / (2.0 * pages),
-                    "lower"));
+            rows.add(BenchRow.wrongPages(
+                    "ttft_restore_pages_with_wrong_bytes_" + label, wrongHost + wrongL3, 2L * pages));
             // What the policy's choice cost (the restore, or the decision then the prefill) against the better of the
             // two measured without it.
             rows.add(BenchRow.lowerIsBetter(

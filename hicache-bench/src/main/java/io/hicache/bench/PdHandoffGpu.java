@@ -188,14 +188,7 @@ final class PdHandoffGpu {
                 "GB/s",
                 "pd_handoff_" + s,
                 gb / (t.handoffMs() / 1e3)));
-        rows.add(new BenchRow(
-                "pd_pages_with_wrong_bytes_" + s,
-                t.mismatchedPages(),
-                "pages",
-                "pages_checked",
-                t.pages(),
-                t.mismatchedPages() / (double) t.pages(),
-                "lower"));
+        rows.add(BenchRow.wrongPages("pd_pages_with_wrong_bytes_" + s, t.mismatchedPages(), t.pages()));
         return rows;
     }
 

@@ -123,14 +123,8 @@ final class RankHandoffs {
                                     "slowest_single_stage_alone",
                                     slowest)
                             .withAim(1.3));
-                    rows.add(new BenchRow(
-                            "pd_rank_pages_with_wrong_bytes_" + size.label() + suffix,
-                            wrong,
-                            "pages",
-                            "pages_checked",
-                            pages,
-                            wrong / (double) pages,
-                            "lower"));
+                    rows.add(BenchRow.wrongPages(
+                            "pd_rank_pages_with_wrong_bytes_" + size.label() + suffix, wrong, pages));
                 }
             }
         }

@@ -186,14 +186,8 @@ final class RankIpcHandoffs {
                                             "slowest_single_stage_alone",
                                             alone.slowestStageMs())
                                     .withAim(1.3));
-                            rows.add(new BenchRow(
-                                    "pd_rank_pages_with_wrong_bytes_" + size.label() + where,
-                                    wrong,
-                                    "pages",
-                                    "pages_checked",
-                                    pages,
-                                    wrong / (double) pages,
-                                    "lower"));
+                            rows.add(BenchRow.wrongPages(
+                                    "pd_rank_pages_with_wrong_bytes_" + size.label() + where, wrong, pages));
                             continue;
                         }
                         double gbps = bytes / 1e9 / (median / 1e3);
@@ -217,14 +211,8 @@ final class RankIpcHandoffs {
                                 "GB/s",
                                 "one_cuMemcpyPeer_same_bytes",
                                 referenceGbps));
-                        rows.add(new BenchRow(
-                                "pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix,
-                                wrong,
-                                "pages",
-                                "pages_checked",
-                                pages,
-                                wrong / (double) pages,
-                                "lower"));
+                        rows.add(BenchRow.wrongPages(
+                                "pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix, wrong, pages));
                     }
                 }
             }
