@@ -34,6 +34,15 @@ public final class ServerProcess implements AutoCloseable {
     /** The daemon's metrics endpoint's port (Prometheus text at {@code /metrics}), or -1 when off or not the daemon. */
     public final int metricsPort;
 
+    /** CPU time the server process has used so far, all its threads, or -1 where the platform does not say. */
+    public long cpuNanos() {
+        return process.toHandle()
+                .info()
+                .totalCpuDuration()
+                .map(d -> d.toNanos())
+                .orElse(-1L);
+    }
+
     private final Process process;
     private final Path scratch;
 

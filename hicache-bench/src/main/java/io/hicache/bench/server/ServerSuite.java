@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 
 /**
@@ -84,6 +85,10 @@ public final class ServerSuite implements BenchSuite {
                 new Side(redis, new RespProtocol(), toRedis),
                 new Side(memcached, new MemcacheProtocol(), toMemcached)
             };
+            if (Boolean.getBoolean("hicache.bench.server.cpuProbe")) {
+                cpuProbe(sides);
+                return rows;
+            }
             for (int pageBytes : PAGE_BYTES) {
                 size(sides, pageBytes, quick, rows);
             }
@@ -114,6 +119,83 @@ public final class ServerSuite implements BenchSuite {
         String flags =
                 System.getProperty("hicache.bench.server.daemonFlags", "").trim();
         return flags.isEmpty() ? List.of() : List.of(flags.split("\\s+"));
+    }
+
+    /**
+     * {@code -Dhicache.bench.server.cpuProbe=true}, a diagnostic (no rows): each server alone, rounds of 512 MiB of
+     * fresh 64 KiB and 1 MiB sets then gets, with the CPU time the server process and this (the generator's) process
+     * used in each phase: where the CPU of two shared cores goes for each server.
+     */
+    private static void cpuProbe(Side[] sides) throws Exception {
+        for (int pageBytes : PAGE_BYTES) {
+            int pages = (int) (ROUND_BYTES / pageBytes);
+            ByteBuf body = Unpooled.directBuffer(pageBytes);
+            SplittableRandom random = new SplittableRandom(pageBytes);
+            while (body.isWritable(8)) {
+                body.writeLong(random.nextLong());
+            }
+            int crc = PageChecksum.of(MemorySegment.ofBuffer(body.nioBuffer()));
+            try {
+                for (int r = 0; r < 6; r++) {
+                    for (Side s : sides) {
+                        long round = ((long) pageBytes << 20) | r;
+                        long server0 = s.server.cpuNanos();
+                        long me0 = ProcessHandle.current()
+                                .info()
+                                .totalCpuDuration()
+                                .orElseThrow()
+                                .toNanos();
+                        LoadGenerator.Phase set = s.load.run(
+                                pages,
+                                (alloc, id, index) -> s.protocol.set(
+                                        alloc,
+                                        id,
+                                        LoadProtocol.PageKey.of(round, index),
+                                        body.retainedDuplicate(),
+                                        crc));
+                        long server1 = s.server.cpuNanos();
+                        long me1 = ProcessHandle.current()
+                                .info()
+                                .totalCpuDuration()
+                                .orElseThrow()
+                                .toNanos();
+                        LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
+                            s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, index), pageBytes)
+                        });
+                        long server2 = s.server.cpuNanos();
+                        long me2 = ProcessHandle.current()
+                                .info()
+                                .totalCpuDuration()
+                                .orElseThrow()
+                                .toNanos();
+                        if (s.protocol instanceof MemcacheProtocol m) {
+                            s.load.run(pages, (alloc, id, index) ->
+                                    new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
+                        }
+                        s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
+                        double gb = (double) pages * pageBytes / 1e9;
+                        System.err.printf(
+                                Locale.ROOT,
+                                "cpu probe %s %d KiB round %d: set %.2f GB/s, server %.2f / generator %.2f CPU s per GB"
+                                        + " (wall %.2f s per GB); get %.2f GB/s, server %.2f / generator %.2f CPU s"
+                                        + " per GB (wall %.2f)%n",
+                                s.server.name,
+                                pageBytes >> 10,
+                                r,
+                                gb / (set.nanos() / 1e9),
+                                (server1 - server0) / 1e9 / gb,
+                                (me1 - me0) / 1e9 / gb,
+                                set.nanos() / 1e9 / gb,
+                                gb / (get.nanos() / 1e9),
+                                (server2 - server1) / 1e9 / gb,
+                                (me2 - me1) / 1e9 / gb,
+                                get.nanos() / 1e9 / gb);
+                    }
+                }
+            } finally {
+                body.release();
+            }
+        }
     }
 
     /** The daemon's event loop threads at its defaults ({@code server.io-threads} 0: one per two cores). */
