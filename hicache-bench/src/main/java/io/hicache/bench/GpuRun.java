@@ -204,7 +204,11 @@ public final class GpuRun implements Callable<Integer> {
                     rows.addAll(NvlinkHandoffGpu.run(quick, log));
                     rows.addAll(RankIpcHandoffs.run(quick, log));
                 }
-                report = BenchReport.of(gpuToGpuOnly ? "pd-gpu-nvlink" : "pd-gpu", rows, command.toString(), 0);
+                // the partial runs get their own suite names, so that they do not stand in for a full run's file
+                String suite = gpuToGpuOnly
+                        ? "pd-gpu-nvlink"
+                        : Boolean.getBoolean("hicache.bench.pd.stagedOnly") ? "pd-gpu-staged" : "pd-gpu";
+                report = BenchReport.of(suite, rows, command.toString(), 0);
             } else if (experiment.equals("ttft")) {
                 if (pythonResults == null) {
                     throw new IllegalArgumentException(

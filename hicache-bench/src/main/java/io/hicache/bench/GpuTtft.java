@@ -49,10 +49,12 @@ import java.util.concurrent.TimeUnit;
  * device ({@code device}); after another request's allocation pushed it off the device ({@code host}); after a
  * {@link io.hicache.core.cache.CacheAdmin#flush flush} left it in the file store only, with the OS page cache dropped
  * where this process may ({@code l3}). Then the cost-aware prefetch ({@code hicache-recompute-tokens-per-second} set to
- * the measured prefill rate at that length): over the file store it must keep restoring; over the same store made slow
- * ({@link SlowPageStore}, an L3 slower than prefill) it must choose recomputation once it has measured the store: the
- * {@code ttft_choice_*} rows compare what the policy's choice cost with the better of the two. The restored pages of
- * the last run of each tier are compared with the pattern, every page. Stateless.
+ * the measured prefill rate at that length), over the file store and over the same store made slow ({@link
+ * SlowPageStore}): the first request measures the store, the second is where the policy decides, restoring where that
+ * is faster than prefill and recomputing where it is not; the {@code ttft_choice_*} rows compare what its choice cost
+ * (the restore, or the decision then the prefill) with the better of the two. What is timed is the KV on the GPU: the
+ * one forward step an engine still runs over restored KV before the first token is not. The restored pages of the
+ * last run of each tier are compared with the pattern, every page. Stateless.
  */
 final class GpuTtft {
     private static final KvGeometry LLAMA_3_1_8B = KvGeometry.mha(32, 8, 128, KvDtype.BFLOAT16);

@@ -128,6 +128,9 @@ public final class HiCacheServer implements AutoCloseable {
                 channels.add(ch);
                 if (tls != null) {
                     ch.pipeline().addLast(tls.handler(ch));
+                } else if (config.putIntoSlab()) {
+                    // before the first read: Netty keeps the handle it makes then (PutLander.Allocator)
+                    ch.config().setRecvByteBufAllocator(new PutLander.Allocator());
                 }
                 // Answers to a pipelined batch of requests leave in one write, not one syscall each.
                 ch.pipeline()

@@ -20,7 +20,7 @@ import org.jspecify.annotations.Nullable;
  * socket wraps that room, so the kernel's copy out of the socket is the only copy of the page on its way in. Frames that
  * are not such PUTs pass on untouched, as slices of what was read, to the {@link FrameDecoder} behind it.
  *
- * <p>A PUT whose frame holds at least one page of {@link #MIN_LANDED_PAGE_BYTES}: its header and table are collected
+ * <p>A PUT with at least one page of {@link #MIN_LANDED_PAGE_BYTES} or more: its header and table are collected
  * first (reads between frames and of a table take {@value #HEAD_READ_BYTES} bytes, so at most that much of a body comes in
  * through a buffer and is copied); then each page gets a room as a PUT on the event loop would take it ({@link
  * SlabWrites#room} without eviction); a page that gets none (stored already, too large, the slab needs eviction, too
@@ -34,9 +34,8 @@ import org.jspecify.annotations.Nullable;
  * request is answered as any malformed one. Bytes of collected tables and bodies are charged to the partial-frame
  * budget as the frame decoder charges its own.
  *
- * <p>Installed with {@code server.put-into-slab true} (off by default: on the development machine, loopback and two
- * cores, it put pages 10-25% slower than buffering each frame and copying it, docs/benchmarks.md). One instance per
- * connection, without TLS; used on its event loop only. Rooms of a frame still arriving when the
+ * <p>Installed with {@code server.put-into-slab} (the default), on connections without TLS, whose channel got an
+ * {@link Allocator} when it started. One instance per connection; used on its event loop only. Rooms of a frame still arriving when the
  * connection goes are freed; a {@link LandedFrame} frees the rooms its PUT did not take when it is released.
  */
 final class PutLander extends ChannelInboundHandlerAdapter {
@@ -62,7 +61,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
     private final int maxFrameBytes;
 
     /** The first bytes of a frame that straddles reads, until they tell what it is (length field and op). */
-    private final ByteBuf head = Unpooled.directBuffer(5);
+    private ByteBuf head = Unpooled.EMPTY_BUFFER; // allocated once the lander is in the pipeline
     /** Bytes of the frame under way that go on untouched. */
     private long passRemaining;
 
@@ -99,7 +98,12 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        ctx.channel().config().setRecvByteBufAllocator(new Allocator());
+        head = Unpooled.directBuffer(5);
+        if (ctx.channel().config().getRecvByteBufAllocator() instanceof Allocator a) {
+            a.lander = this;
+        } else {
+            bypass = true; // no allocator of ours (installed at the channel's start): frames are only passed on
+        }
     }
 
     @Override
@@ -259,8 +263,10 @@ final class PutLander extends ChannelInboundHandlerAdapter {
         private @Nullable CompositeByteBuf @Nullable [] bodies;
         /** Pages whose destination is decided: {@code [0, decided)}. */
         private int decided;
-        /** The page being received, and its bytes so far. */
+        /** The page being received, and its bytes so far; the bodies' bytes still to come. */
         private int page;
+
+        private long bodyLeft;
 
         private int filled;
 
@@ -303,7 +309,12 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                 }
                 return;
             }
+            if (!anyWorthLanding(t)) {
+                passOn(ctx); // only small pages: buffered whole, as before
+                return;
+            }
             table = t;
+            bodyLeft = t.bodyBytes();
             rooms = new Room[t.keys().size()];
             bodies = new CompositeByteBuf[t.keys().size()];
             // Bytes of the first bodies that came with the table: copied once, as memcached copies from its buffer.
@@ -319,9 +330,20 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             }
         }
 
+        private boolean anyWorthLanding(WriteRequest.Put.Table t) {
+            for (int len : t.lengths()) {
+                if (len >= MIN_LANDED_PAGE_BYTES && len <= config.maxPageBytes()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
         /**
          * Decides where page {@code i}'s body goes, as its first byte is due: a room if it is worth one and one is free
-         * without eviction (taken late, so that a frame that stalls holds at most the room of the page it stalls in).
+         * without eviction. Taken late, so that a frame that stalls holds no room for pages it has not begun; the
+         * rooms of pages received stay taken until the frame is whole or its connection goes (bounded, with the
+         * bytes, by the partial-frame budget).
          */
         private void decide(int i) {
             WriteRequest.Put.Table t = table;
@@ -356,7 +378,9 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                 take(n);
                 Room room = r[page];
                 if (room != null) {
-                    if (!inPlace) {
+                    if (inPlace) {
+                        cache.counters.landedInPlaceBytes.add(n);
+                    } else {
                         MemorySegment target = cache.space.bytes(room);
                         MemorySegment.copy(
                                 MemorySegment.ofBuffer(in.nioBuffer(in.readerIndex(), n)), 0, target, filled, n);
@@ -371,6 +395,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                     body.addComponent(true, in.readRetainedSlice(n)); // the read's buffer, kept as it came
                 }
                 filled += n;
+                bodyLeft -= n;
                 if (filled == len) {
                     page++;
                     filled = 0;
@@ -401,15 +426,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
         /** Bytes still to come of the frame. */
         long remaining() {
-            WriteRequest.Put.Table t = table;
-            if (t == null) {
-                return 4L + length - prefix.writerIndex();
-            }
-            long left = -filled;
-            for (int i = page; i < t.keys().size(); i++) {
-                left += t.lengths()[i];
-            }
-            return left;
+            return table == null ? 4L + length - prefix.writerIndex() : bodyLeft;
         }
 
         /** The frame is whole: on to the decoder and the handler as a {@link LandedPut}. */
@@ -475,6 +492,9 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (ctx.channel().config().getRecvByteBufAllocator() instanceof Allocator a) {
+            a.lander = null;
+        }
         Landing l = landing;
         landing = null;
         if (l != null) {
@@ -484,6 +504,9 @@ final class PutLander extends ChannelInboundHandlerAdapter {
     }
 
     private ByteBuf nextBuffer(ByteBufAllocator alloc) {
+        if (bypass || refused) {
+            return alloc.directBuffer(PASS_READ_BYTES);
+        }
         Landing l = landing;
         if (l != null && !bypass && !refused) {
             MemorySegment room = l.roomAhead();
@@ -500,8 +523,15 @@ final class PutLander extends ChannelInboundHandlerAdapter {
         return alloc.directBuffer(HEAD_READ_BYTES);
     }
 
-    /** Hands out the buffers {@link #nextBuffer} chooses, with Netty's usual read loop accounting. */
-    private final class Allocator extends DefaultMaxMessagesRecvByteBufAllocator {
+    /**
+     * The receive buffer allocator of a connection that may land PUTs: installed when the channel starts (Netty keeps a
+     * channel's allocator handle from its first read on, so one set later would never be asked), it hands out what the
+     * connection's {@link PutLander} chooses once the lander is in the pipeline, and plain buffers before (the HELLO).
+     * Used on the channel's event loop only.
+     */
+    static final class Allocator extends DefaultMaxMessagesRecvByteBufAllocator {
+        private @Nullable PutLander lander;
+
         Allocator() {
             super(16);
         }
@@ -513,7 +543,8 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             return new MaxMessageHandle() {
                 @Override
                 public ByteBuf allocate(ByteBufAllocator alloc) {
-                    return nextBuffer(alloc);
+                    PutLander l = lander;
+                    return l == null ? alloc.directBuffer(HEAD_READ_BYTES) : l.nextBuffer(alloc);
                 }
 
                 @Override

@@ -182,6 +182,11 @@ final class ServerMetrics {
                 "hicache_server_landed_pages",
                 "PUT pages received straight into their room in the host slab and stored (server.put-into-slab)",
                 counters.landedPages);
+        counted(
+                "hicache_server_landed_in_place_bytes",
+                "bytes of landed pages the socket read straight into their room (the rest of them came in with a "
+                        + "PUT's table and were copied)",
+                counters.landedInPlaceBytes);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted(
                 "hicache_server_write_behind_loop_failures",

@@ -23,6 +23,8 @@ final class TierCounters {
     final LongAdder sameHostWrittenBytes = new LongAdder();
     /** PUT pages whose bodies were received straight into their room in the slab ({@link PutLander}) and stored. */
     final LongAdder landedPages = new LongAdder();
+    /** Of landed pages' bytes, those the socket read straight into their room (the rest came with a table, copied). */
+    final LongAdder landedInPlaceBytes = new LongAdder();
     /**
      * Pages of the slab found damaged (bytes failing their CRC-32C) by the daemon's own checks: before a write-behind,
      * converting a checksum for a CRC-32 connection, on a warm restart. Each was removed.

@@ -216,16 +216,22 @@ final class WriteHandler {
          * then made a stored page, as a PUT's copied page is.
          */
         private PageStatus storeLanded(Room room) {
-            MemorySegment bytes = cache.space.bytes(room);
-            WireChecksum sum = call.checksum();
-            if (sum.of(bytes) != crcs[next]) {
-                cache.space.free(room);
-                return PageStatus.FAILED;
+            SlabWrites.Stored done;
+            try {
+                MemorySegment bytes = cache.space.bytes(room);
+                WireChecksum sum = call.checksum();
+                if (sum.of(bytes) != crcs[next]) {
+                    cache.space.free(room);
+                    return PageStatus.FAILED;
+                }
+                if (sum != WireChecksum.CRC32C) {
+                    crcs[next] = PageChecksum.of(bytes);
+                }
+            } catch (RuntimeException e) {
+                cache.space.free(room); // the room is this page's alone now: nobody else would free it
+                throw e;
             }
-            if (sum != WireChecksum.CRC32C) {
-                crcs[next] = PageChecksum.of(bytes);
-            }
-            SlabWrites.Stored done = cache.writes.commit(room, crcs[next]);
+            done = cache.writes.commit(room, crcs[next]);
             if (done.pinned() != null) {
                 stored.add(done.pinned());
             }

@@ -55,6 +55,7 @@ class PutLanderTest {
                 List.of(Page.random(64 << 10), Page.random(1000), Page.random(200 << 10), Page.random(16 << 10));
         byte[] frame = DocWireCodec.frame(PUT, DocWireClient.nextId(), 0, DocWireCodec.putPayload(ns, pages));
         long before = landed();
+        long inPlaceBefore = daemon.server.cache.counters.landedInPlaceBytes.sum();
         try (DocWireClient c = DocWireClient.open(daemon.port())) {
             // A length field cut in two, a header cut in two, the table cut in two, then bodies in uneven pieces:
             // each piece is flushed and given time to arrive as its own read.
@@ -70,6 +71,10 @@ class PutLanderTest {
             int[] statuses = DocWireCodec.statuses(answer, PUT);
             assertArrayEquals(new int[] {OK, OK, OK, OK}, statuses);
             assertEquals(3, landed() - before, "the three pages of 16 KiB or more landed; the small one was copied");
+            long inPlace = daemon.server.cache.counters.landedInPlaceBytes.sum() - inPlaceBefore;
+            // Of the 280 KiB landed, all but what came in the reads that carried the table and the pieces' starts
+            // were read by the socket straight into the rooms.
+            assertTrue(inPlace >= 200 << 10, "bytes read in place: " + inPlace);
             List<PageAnswer> back = c.get(ns, pages.toArray(Page[]::new));
             for (int i = 0; i < pages.size(); i++) {
                 assertEquals(OK, back.get(i).status(), "page " + i);
