@@ -419,6 +419,11 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             return room == null ? null : cache.space.bytes(room).asSlice(filled);
         }
 
+        /** Bytes of the frame collected so far while its table is read. */
+        int collected() {
+            return prefix.writerIndex();
+        }
+
         /** Whether the table is still being collected. */
         boolean collectingTable() {
             return table == null;
@@ -514,8 +519,11 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                 handedOut = Unpooled.wrappedBuffer(room.asByteBuffer()).clear();
                 return handedOut;
             }
-            return alloc.directBuffer((int)
-                    Math.max(1024, Math.min(l.remaining(), l.collectingTable() ? HEAD_READ_BYTES : PASS_READ_BYTES)));
+            // A table is read in small reads first (the bodies after it should land in place); one that has not
+            // parsed within them is large or malformed: read on at full size, as the frame decoder would.
+            boolean smallReads = l.collectingTable() && l.collected() < HEAD_READ_BYTES;
+            return alloc.directBuffer(
+                    (int) Math.max(1024, Math.min(l.remaining(), smallReads ? HEAD_READ_BYTES : PASS_READ_BYTES)));
         }
         if (passRemaining > 0) {
             return alloc.directBuffer((int) Math.max(1024, Math.min(passRemaining, PASS_READ_BYTES)));
