@@ -140,11 +140,7 @@ public final class ServerSuite implements BenchSuite {
                     for (Side s : sides) {
                         long round = ((long) pageBytes << 20) | r;
                         long server0 = s.server.cpuNanos();
-                        long me0 = ProcessHandle.current()
-                                .info()
-                                .totalCpuDuration()
-                                .orElseThrow()
-                                .toNanos();
+                        long me0 = generatorCpuNanos();
                         LoadGenerator.Phase set = s.load.run(
                                 pages,
                                 (alloc, id, index) -> s.protocol.set(
@@ -154,20 +150,12 @@ public final class ServerSuite implements BenchSuite {
                                         body.retainedDuplicate(),
                                         crc));
                         long server1 = s.server.cpuNanos();
-                        long me1 = ProcessHandle.current()
-                                .info()
-                                .totalCpuDuration()
-                                .orElseThrow()
-                                .toNanos();
+                        long me1 = generatorCpuNanos();
                         LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
                             s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, index), pageBytes)
                         });
                         long server2 = s.server.cpuNanos();
-                        long me2 = ProcessHandle.current()
-                                .info()
-                                .totalCpuDuration()
-                                .orElseThrow()
-                                .toNanos();
+                        long me2 = generatorCpuNanos();
                         if (s.protocol instanceof MemcacheProtocol m) {
                             s.load.run(pages, (alloc, id, index) ->
                                     new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
@@ -196,6 +184,11 @@ public final class ServerSuite implements BenchSuite {
                 body.release();
             }
         }
+    }
+
+    /** CPU time this process (the load generator) has used so far, all its threads. */
+    private static long generatorCpuNanos() {
+        return ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
     }
 
     /** The daemon's event loop threads at its defaults ({@code server.io-threads} 0: one per two cores). */
