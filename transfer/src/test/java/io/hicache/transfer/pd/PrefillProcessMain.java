@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * server and one prefill rank. Reads {@code req <room> <pages>} lines: allocates the pages, waits for the decode's
  * destination, "computes" the KV chunk by chunk (a pattern of room and position) and sends each chunk, the aux data
  * (the room id) last; prints {@code done <room> <state>} and frees the pages. {@code check} prints the pool's free
- * pages and the rank's rooms. Prints {@code ready <bootstrap url>} when it serves.
+ * pages and the rank's rooms. Prints {@code ready <bootstrap url>} when it serves. Each request is served on its own
+ * thread, so one that waits out the bootstrap timeout delays no other.
  */
 public final class PrefillProcessMain {
     static final int CHUNK_PAGES = 4;
@@ -45,7 +46,10 @@ public final class PrefillProcessMain {
             LocalRegion kv =
                     engine.register(RankSpec.KV_REGION, pool.hostVisibleMemory().orElseThrow());
             LocalRegion aux = engine.register(RankSpec.AUX_REGION, arena.allocate(spec.auxBytes(), 64));
-            ExecutorService workers = Executors.newFixedThreadPool(4);
+            // a thread per request in flight: a request the decode aborted before its destination went out waits here
+            // for the bootstrap timeout (nothing tells this rank), and a small pool would queue the requests behind
+            // it past the test's final check (seen in CI: four such waits held all four workers and 95 pages)
+            ExecutorService workers = Executors.newCachedThreadPool();
             try (PrefillRank rank = PrefillRank.start(engine, spec, kv, aux, boot.url(), PdEndToEndTest.CONFIG)) {
                 say("ready " + boot.url());
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
