@@ -141,7 +141,8 @@ final class HandshakeHandler extends ChannelInboundHandlerAdapter {
         // before the decoder, told where the frames the decoder holds end.
         FrameDecoder held = (FrameDecoder) ctx.pipeline().get(FRAMES);
         PutLander lander = server.tls == null && server.config.putIntoSlab()
-                ? new PutLander(server.cache, server.config, server.partialFrames, decoder, held.held())
+                ? new PutLander(
+                        server.cache, server.config, server.partialFrames, decoder, session.checksum(), held.held())
                 : null;
         // Frames of any allowed size from now on. The old decoder hands the bytes it holds to the new one, which may
         // run requests pipelined behind the HELLO right here: hence after the HELLO's answer.

@@ -177,8 +177,8 @@ final class WriteHandler {
                         cache.space.free(room);
                     }
                     s = PageStatus.stoppedBy(deadline);
-                } else if (room != null) {
-                    s = storeLanded(room);
+                } else if (room != null && landed != null) {
+                    s = storeLanded(landed, room);
                 } else if (lengths[next] > config.maxPageBytes()) {
                     s = PageStatus.REJECTED;
                 } else if (checkedUpTo <= next && !checked(body)) {
@@ -212,26 +212,16 @@ final class WriteHandler {
         }
 
         /**
-         * A page whose body was received into its room: checked where it lies (a damaged body frees the room: FAILED),
-         * then made a stored page, as a PUT's copied page is.
+         * A page whose body was received into its room: checked by the checksums the lander computed as it landed (a
+         * damaged body frees the room: FAILED), then made a stored page, as a PUT's copied page is.
          */
-        private PageStatus storeLanded(Room room) {
-            SlabWrites.Stored done;
-            try {
-                MemorySegment bytes = cache.space.bytes(room);
-                WireChecksum sum = call.checksum();
-                if (sum.of(bytes) != crcs[next]) {
-                    cache.space.free(room);
-                    return PageStatus.FAILED;
-                }
-                if (sum != WireChecksum.CRC32C) {
-                    crcs[next] = PageChecksum.of(bytes);
-                }
-            } catch (RuntimeException e) {
-                cache.space.free(room); // the room is this page's alone now: nobody else would free it
-                throw e;
+        private PageStatus storeLanded(PutLander.LandedFrame frame, Room room) {
+            if (frame.wireSum(next) != crcs[next]) {
+                cache.space.free(room);
+                return PageStatus.FAILED;
             }
-            done = cache.writes.commit(room, crcs[next]);
+            crcs[next] = frame.slabSum(next); // CRC-32C, the slab's (the same number on a CRC-32C connection)
+            SlabWrites.Stored done = cache.writes.commit(room, crcs[next]);
             if (done.pinned() != null) {
                 stored.add(done.pinned());
             }

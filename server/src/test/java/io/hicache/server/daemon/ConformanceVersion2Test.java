@@ -42,7 +42,12 @@ class ConformanceVersion2Test {
 
     /** A connection that said a version 2 HELLO with {@code checksum}; the answer's fields are checked. */
     DocWireClient open2(int checksum) throws IOException {
-        DocWireClient c = DocWireClient.connect(d.port());
+        return open2(d.port(), checksum);
+    }
+
+    /** A connection to the daemon on {@code port} that said a version 2 HELLO with {@code checksum}. */
+    static DocWireClient open2(int port, int checksum) throws IOException {
+        DocWireClient c = DocWireClient.connect(port);
         Frame f = c.call(
                 HELLO, 0, new Buf().u32(MAGIC).u16(2).str("").u8(checksum).done());
         expectOp(f, HELLO);
