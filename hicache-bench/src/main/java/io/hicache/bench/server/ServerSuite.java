@@ -124,7 +124,9 @@ public final class ServerSuite implements BenchSuite {
     /**
      * {@code -Dhicache.bench.server.cpuProbe=true}, a diagnostic (no rows): each server alone, rounds of 512 MiB of
      * fresh 64 KiB and 1 MiB sets then gets, with the CPU time the server process and this (the generator's) process
-     * used in each phase: where the CPU of two shared cores goes for each server.
+     * used in each phase: where the CPU of two shared cores goes for each server. Each line ends with the phases' times
+     * on the monotonic clock ({@code System.nanoTime} on Linux), so that a profile taken with {@code perf record -k mono}
+     * can be cut by phase.
      */
     private static void cpuProbe(Side[] sides) throws Exception {
         for (int pageBytes : PAGE_BYTES) {
@@ -141,6 +143,7 @@ public final class ServerSuite implements BenchSuite {
                         long round = ((long) pageBytes << 20) | r;
                         long server0 = s.server.cpuNanos();
                         long me0 = generatorCpuNanos();
+                        long t0 = System.nanoTime();
                         LoadGenerator.Phase set = s.load.run(
                                 pages,
                                 (alloc, id, index) -> s.protocol.set(
@@ -151,11 +154,13 @@ public final class ServerSuite implements BenchSuite {
                                         crc));
                         long server1 = s.server.cpuNanos();
                         long me1 = generatorCpuNanos();
+                        long t1 = System.nanoTime();
                         LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
                             s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, index), pageBytes)
                         });
                         long server2 = s.server.cpuNanos();
                         long me2 = generatorCpuNanos();
+                        long t2 = System.nanoTime();
                         if (s.protocol instanceof MemcacheProtocol m) {
                             s.load.run(pages, (alloc, id, index) ->
                                     new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
@@ -166,7 +171,7 @@ public final class ServerSuite implements BenchSuite {
                                 Locale.ROOT,
                                 "cpu probe %s %d KiB round %d: set %.2f GB/s, server %.2f / generator %.2f CPU s per GB"
                                         + " (wall %.2f s per GB); get %.2f GB/s, server %.2f / generator %.2f CPU s"
-                                        + " per GB (wall %.2f)%n",
+                                        + " per GB (wall %.2f) [monotonic s: set %.3f-%.3f, get %.3f-%.3f]%n",
                                 s.server.name,
                                 pageBytes >> 10,
                                 r,
@@ -177,7 +182,11 @@ public final class ServerSuite implements BenchSuite {
                                 gb / (get.nanos() / 1e9),
                                 (server2 - server1) / 1e9 / gb,
                                 (me2 - me1) / 1e9 / gb,
-                                get.nanos() / 1e9 / gb);
+                                get.nanos() / 1e9 / gb,
+                                t0 / 1e9,
+                                t1 / 1e9,
+                                t1 / 1e9,
+                                t2 / 1e9);
                     }
                 }
             } finally {

@@ -51,6 +51,8 @@ final class SlabWrites {
     private final ServerEvents events;
     private final LongAdder rejectedPuts;
     private final Health health;
+    /** {@code server.tenant-quota}, read once: settings parse their text on each read, and every put asks. */
+    private final long tenantQuota;
 
     SlabWrites(
             ServerConfig config,
@@ -63,6 +65,7 @@ final class SlabWrites {
             LongAdder rejectedPuts,
             Health health) {
         this.config = config;
+        this.tenantQuota = config.tenantQuota();
         this.space = space;
         this.pages = pages;
         this.eviction = eviction;
@@ -113,7 +116,6 @@ final class SlabWrites {
             space.discharge(ns, block);
             return noRoom(choice, false); // the namespace's quota, not the slab
         }
-        long tenantQuota = config.tenantQuota();
         if (tenantQuota > 0 && !ns.tenant().isEmpty()) {
             long tenantUsed = space.tenantBytes(ns.tenant());
             if (tenantUsed > tenantQuota
