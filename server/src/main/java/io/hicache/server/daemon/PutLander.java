@@ -235,7 +235,8 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             return;
         }
         if (d == Decision.LAND) {
-            landing = new Landing((int) in.getUnsignedInt(in.readerIndex())); // takes the frame from its first byte
+            landing =
+                    new Landing(ctx, (int) in.getUnsignedInt(in.readerIndex())); // takes the frame from its first byte
         } else {
             head.writeBytes(in, Math.min(in.readableBytes(), head.writableBytes())); // the next read tells
         }
@@ -246,7 +247,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
         try {
             switch (d) {
                 case LAND -> {
-                    Landing l = new Landing((int) length);
+                    Landing l = new Landing(ctx, (int) length);
                     landing = l;
                     l.consume(ctx, start, false);
                 }
@@ -299,9 +300,9 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
         private int filled;
 
-        Landing(int length) {
+        Landing(ChannelHandlerContext ctx, int length) {
             this.length = length;
-            this.prefix = Unpooled.directBuffer(HEAD_BYTES + 256);
+            this.prefix = ctx.alloc().directBuffer(HEAD_BYTES + 256); // pooled: one per PUT
         }
 
         /** Charges {@code bytes} received to the budget (as the frame decoder charges what it buffers). */
