@@ -8,7 +8,8 @@
 #        (what GpuRun needs; the file store and the TCP rank group for --experiment replay). A run that also takes the daemon names e.g.
 #        hicache-cuda,hicache-testkit,storage-file,server. RocksDB (storage-rocksdb) and the AWS SDK (storage-s3) do not fit the 64 MiB the GPU machine
 #        takes; pack.sh warns when the pack grows past 60 MiB. HICACHE_GPU_PACK_NO_KITS=1 leaves the kits' jars out
-#        (for `GpuRun --experiment ... --no-kits`), which the replay needs to fit beside the working tree.
+#        (for `GpuRun --experiment ... --no-kits`), which the replay needs to fit beside the working tree, and JCuda's
+#        PTX compiler and NVRTC natives and tcnative, which a pack with server and transfer needs to fit.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
@@ -47,5 +48,15 @@ if [[ ${HICACHE_GPU_PACK_NO_KITS:-0} == 1 ]]; then
   rm -f .gpu/lib/junit-*.jar .gpu/lib/opentest4j-*.jar .gpu/lib/apiguardian-*.jar .gpu/lib/jnr-a64asm-*.jar \
     .gpu/lib/jna-platform-*.jar
   echo "HICACHE_GPU_PACK_NO_KITS=1: left out the kits' jars (run GpuRun with --no-kits)"
+  # With server and transfer packed, .gpu only fits beside the tree without JCuda's PTX compiler and NVRTC natives (the
+  # kernels are loaded as PTX through the driver; the ttft, replay and pd runs of 2026-11-28 ran without them) and
+  # without tcnative (no TLS on the GPU machine).
+  natives=$(ls .gpu/lib/jcuda-natives-*-linux-x86_64.jar 2>/dev/null || true)
+  if [[ -n $natives ]] && command -v zip > /dev/null; then
+    for n in $natives; do
+      zip -q -d "$n" 'lib/libJNvPTXCompiler-*' 'lib/libJNvrtc-*' 2>/dev/null || true
+    done
+  fi
+  rm -f .gpu/lib/netty-tcnative-boringssl-static-*.jar
 fi
 echo "added hicache-bench.jar, hicache-cuda-tests.jar, the cuda-ipc jars, the CLI jar, picocli and Jackson; .gpu is $(du -sm .gpu | cut -f1) MiB"
