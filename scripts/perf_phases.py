@@ -5,7 +5,8 @@ Takes a `perf script -F comm,tid,time,ip,sym` dump of `perf record -k mono -g -p
 `./hicache bench server` ran with -Dhicache.bench.server.cpuProbe=true, and the probe's log (its lines end with each
 phase's times on the monotonic clock). For rounds 3-5 of each phase (set or get, 64 KiB or 1 MiB) it counts each
 server's samples: on its serving thread (the daemon's event loop, memcached's worker) the kernel's socket copies, the
-rest of the kernel, CRC-32C (JIT stubs) and the rest of user space; the JIT compiler's threads; the other threads.
+rest of the kernel, the JIT's stubs (where the CRC-32C intrinsic runs; any other stub counts there too) and the rest of
+user space; the JIT compiler's threads; the other threads.
 Standard library only.
 
     python3 scripts/perf_phases.py PERF_SCRIPT_TXT PROBE_LOG
@@ -69,7 +70,7 @@ def main(perf_txt, probe_log):
         "memcached": (lambda c: c.startswith("mc-") or c == "memcached", "mc-worker"),
     }
     print("| phase (rounds 3-5) | daemon samples | memcached samples | ratio | socket copies | other kernel "
-          "| user space (+ CRC-32C) | JIT + other threads |")
+          "| user space (+ JIT stubs: CRC-32C) | JIT + other threads |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     w = windows(probe_log)
     for phase in ("set 64", "get 64", "set 1024", "get 1024"):

@@ -13,7 +13,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.DefaultMaxMessagesRecvByteBufAllocator;
 import java.lang.foreign.MemorySegment;
-import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
 import java.util.zip.Checksum;
 import org.jspecify.annotations.Nullable;
@@ -56,10 +55,11 @@ final class PutLander extends ChannelInboundHandlerAdapter {
     static final int HEAD_READ_BYTES = 4 << 10;
     /**
      * What one read takes of a body landing in its room: small enough that the bytes are still in this core's cache
-     * when the lander computes their checksum right after (with whole 1 MiB rooms, the CRC-32C took 0.25 of the
-     * socket's copy time in a profile of 1 MiB sets; 0.14 at 256 KiB, 0.10 at 64 KiB, where more reads cost more).
+     * when the lander computes their checksum right after (in profiles of the server suite's CPU probe the CRC-32C
+     * took 0.25 of the socket's receive copy time with whole-room reads, 0.14 at 256 KiB, 0.10 at 64 KiB, where the
+     * extra reads cost about what was saved: docs/benchmarks.md).
      */
-    static final int LAND_READ_BYTES = 256 << 10;
+    private static final int LAND_READ_BYTES = 256 << 10;
     /** What one read takes of a frame passed on, or of a body that has no room. */
     private static final int PASS_READ_BYTES = 64 << 10;
     /** A PUT's table that has not parsed after this many bytes is passed on with its frame. */
@@ -107,7 +107,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
         this.budget = budget;
         this.decoder = decoder;
         this.maxFrameBytes = config.maxFrameBytes();
-        this.wireSum = checksum == WireChecksum.CRC32C ? new CRC32C() : new CRC32();
+        this.wireSum = checksum.newChecksum();
         this.slabSum = checksum == WireChecksum.CRC32C ? null : new CRC32C();
         long at = held.readerIndex();
         long end = held.writerIndex();
@@ -302,7 +302,14 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
         Landing(ChannelHandlerContext ctx, int length) {
             this.length = length;
-            this.prefix = ctx.alloc().directBuffer(HEAD_BYTES + 256); // pooled: one per PUT
+            // from the channel's allocator (Netty's adaptive one pools), sized for the first read's bytes
+            this.prefix = ctx.alloc().directBuffer(HEAD_READ_BYTES);
+            // The running checksums start clean with every frame: a frame left mid-page closes its connection today,
+            // but this frame's sums should not depend on that.
+            wireSum.reset();
+            if (slabSum != null) {
+                slabSum.reset();
+            }
         }
 
         /** Charges {@code bytes} received to the budget (as the frame decoder charges what it buffers). */
@@ -501,17 +508,14 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             WriteRequest.Put.Table t = table;
             Room[] r = rooms;
             CompositeByteBuf[] b = bodies;
-            if (t == null || r == null || b == null) {
+            int[] w = wireSums;
+            int[] c = slabSums;
+            if (t == null || r == null || b == null || w == null || c == null) {
                 throw new IllegalStateException("finished before the table");
             }
             landing = null;
             budget.giveBack(charged); // a whole frame: the handler accounts for it from here, as for any frame
             charged = 0;
-            int[] w = wireSums;
-            int[] c = slabSums;
-            if (w == null || c == null) {
-                throw new IllegalStateException("finished before the table");
-            }
             LandedFrame frame = new LandedFrame(ctx.alloc(), r.length + 1, cache.space, r, w, c);
             frame.addComponent(true, prefix.retainedSlice(4, prefix.writerIndex() - 4));
             prefix.release();

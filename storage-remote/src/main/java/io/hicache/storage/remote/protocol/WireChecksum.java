@@ -59,7 +59,8 @@ public enum WireChecksum {
         return (int) sum.getValue();
     }
 
-    private Checksum newChecksum() {
+    /** A new running checksum of this kind, for bytes that arrive in pieces. */
+    public Checksum newChecksum() {
         return this == CRC32C ? new CRC32C() : new CRC32();
     }
 }
