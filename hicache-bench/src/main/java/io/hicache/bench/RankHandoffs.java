@@ -116,15 +116,7 @@ final class RankHandoffs {
                             slowest,
                             stages.get(s).handoffMs(),
                             wrong);
-                    rows.add(BenchRow.lowerIsBetter(
-                                    "pd_rank_handoff_" + size.label() + "_ms" + suffix,
-                                    median,
-                                    "ms",
-                                    "slowest_single_stage_alone",
-                                    slowest)
-                            .withAim(1.3));
-                    rows.add(BenchRow.wrongPages(
-                            "pd_rank_pages_with_wrong_bytes_" + size.label() + suffix, wrong, pages));
+                    addStagedRows(rows, size.label(), suffix, median, slowest, wrong, pages);
                 }
             }
         }
@@ -144,5 +136,21 @@ final class RankHandoffs {
             }
             Thread.sleep(1);
         }
+    }
+
+    /**
+     * The rows of a staged handoff through the ranks: its median against the slowest stage alone (aim 1.3), and its
+     * pages with wrong bytes; {@code suffix} says where it ran ({@code _two_gpus}), after the size's label.
+     */
+    static void addStagedRows(
+            List<BenchRow> rows, String size, String suffix, double medianMs, double slowestMs, long wrong, int pages) {
+        rows.add(BenchRow.lowerIsBetter(
+                        "pd_rank_handoff_" + size + "_ms" + suffix,
+                        medianMs,
+                        "ms",
+                        "slowest_single_stage_alone",
+                        slowestMs)
+                .withAim(1.3));
+        rows.add(BenchRow.wrongPages("pd_rank_pages_with_wrong_bytes_" + size + suffix, wrong, pages));
     }
 }

@@ -179,15 +179,8 @@ final class RankIpcHandoffs {
                                     alone.scatterMs(),
                                     median / alone.slowestStageMs(),
                                     wrong);
-                            rows.add(BenchRow.lowerIsBetter(
-                                            "pd_rank_handoff_" + size.label() + "_ms" + where,
-                                            median,
-                                            "ms",
-                                            "slowest_single_stage_alone",
-                                            alone.slowestStageMs())
-                                    .withAim(1.3));
-                            rows.add(BenchRow.wrongPages(
-                                    "pd_rank_pages_with_wrong_bytes_" + size.label() + where, wrong, pages));
+                            RankHandoffs.addStagedRows(
+                                    rows, size.label(), where, median, alone.slowestStageMs(), wrong, pages);
                             continue;
                         }
                         double gbps = bytes / 1e9 / (median / 1e3);

@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code server}: the daemon against Redis 7 and memcached on loopback, each in its own process with nothing written
@@ -131,12 +132,8 @@ public final class ServerSuite implements BenchSuite {
     private static void cpuProbe(Side[] sides) throws Exception {
         for (int pageBytes : PAGE_BYTES) {
             int pages = (int) (ROUND_BYTES / pageBytes);
-            ByteBuf body = Unpooled.directBuffer(pageBytes);
-            SplittableRandom random = new SplittableRandom(pageBytes);
-            while (body.isWritable(8)) {
-                body.writeLong(random.nextLong());
-            }
-            int crc = PageChecksum.of(MemorySegment.ofBuffer(body.nioBuffer()));
+            ByteBuf[] bodies = new ByteBuf[1];
+            int[] crcs = randomBodies(pageBytes, bodies);
             try {
                 for (int r = 0; r < 6; r++) {
                     for (Side s : sides) {
@@ -144,28 +141,15 @@ public final class ServerSuite implements BenchSuite {
                         long server0 = s.server.cpuNanos();
                         long me0 = generatorCpuNanos();
                         long t0 = System.nanoTime();
-                        LoadGenerator.Phase set = s.load.run(
-                                pages,
-                                (alloc, id, index) -> s.protocol.set(
-                                        alloc,
-                                        id,
-                                        LoadProtocol.PageKey.of(round, index),
-                                        body.retainedDuplicate(),
-                                        crc));
+                        LoadGenerator.Phase set = s.set(pages, round, bodies, crcs);
                         long server1 = s.server.cpuNanos();
                         long me1 = generatorCpuNanos();
                         long t1 = System.nanoTime();
-                        LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
-                            s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, index), pageBytes)
-                        });
+                        LoadGenerator.Phase get = s.get(pages, round, pageBytes, null);
                         long server2 = s.server.cpuNanos();
                         long me2 = generatorCpuNanos();
                         long t2 = System.nanoTime();
-                        if (s.protocol instanceof MemcacheProtocol m) {
-                            s.load.run(pages, (alloc, id, index) ->
-                                    new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
-                        }
-                        s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
+                        s.clear(pages, round);
                         double gb = (double) pages * pageBytes / 1e9;
                         System.err.printf(
                                 Locale.ROOT,
@@ -190,9 +174,23 @@ public final class ServerSuite implements BenchSuite {
                     }
                 }
             } finally {
-                body.release();
+                bodies[0].release();
             }
         }
+    }
+
+    /** Fills {@code bodies} with fresh direct buffers of random bytes (seeded by the page size); their CRC-32C. */
+    private static int[] randomBodies(int pageBytes, ByteBuf[] bodies) {
+        int[] crcs = new int[bodies.length];
+        SplittableRandom random = new SplittableRandom(pageBytes);
+        for (int b = 0; b < bodies.length; b++) {
+            bodies[b] = Unpooled.directBuffer(pageBytes);
+            while (bodies[b].isWritable(8)) {
+                bodies[b].writeLong(random.nextLong());
+            }
+            crcs[b] = PageChecksum.of(MemorySegment.ofBuffer(bodies[b].nioBuffer()));
+        }
+        return crcs;
     }
 
     /** CPU time this process (the load generator) has used so far, all its threads. */
@@ -221,6 +219,34 @@ public final class ServerSuite implements BenchSuite {
             this.load = load;
         }
 
+        /** Sets the round's {@code pages}, page i's body {@code bodies[i % bodies.length]}. */
+        LoadGenerator.Phase set(int pages, long round, ByteBuf[] bodies, int[] crcs) throws Exception {
+            return load.run(
+                    pages,
+                    (alloc, id, index) -> protocol.set(
+                            alloc,
+                            id,
+                            LoadProtocol.PageKey.of(round, index),
+                            bodies[index % bodies.length].retainedDuplicate(),
+                            crcs[index % bodies.length]));
+        }
+
+        /** Gets the round's {@code pages}, in {@code order} (page indexes), or in index order when it is null. */
+        LoadGenerator.Phase get(int pages, long round, int pageBytes, int @Nullable [] order) throws Exception {
+            return load.run(pages, (alloc, id, index) -> new ByteBuf[] {
+                protocol.get(alloc, id, LoadProtocol.PageKey.of(round, order == null ? index : order[index]), pageBytes)
+            });
+        }
+
+        /** Empties the server for the next round. */
+        void clear(int pages, long round) throws Exception {
+            if (protocol instanceof MemcacheProtocol m) { // flush_all would not give the memory back
+                load.run(pages, (alloc, id, index) ->
+                        new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
+            }
+            load.run(1, (alloc, id, index) -> new ByteBuf[] {protocol.flushAll(alloc, id)});
+        }
+
         void reset() {
             setGbps.clear();
             getGbps.clear();
@@ -234,15 +260,7 @@ public final class ServerSuite implements BenchSuite {
         int warmup = quick ? 1 : 8; // the daemon is a fresh JVM: its JIT needs several rounds
         int rounds = quick ? 1 : 6;
         ByteBuf[] bodies = new ByteBuf[BODIES];
-        int[] crcs = new int[BODIES];
-        SplittableRandom random = new SplittableRandom(pageBytes);
-        for (int b = 0; b < BODIES; b++) {
-            bodies[b] = Unpooled.directBuffer(pageBytes);
-            while (bodies[b].isWritable(8)) {
-                bodies[b].writeLong(random.nextLong());
-            }
-            crcs[b] = PageChecksum.of(MemorySegment.ofBuffer(bodies[b].nioBuffer()));
-        }
+        int[] crcs = randomBodies(pageBytes, bodies);
         try {
             for (Side s : sides) {
                 s.reset();
@@ -253,22 +271,9 @@ public final class ServerSuite implements BenchSuite {
                 int[] order = new SplittableRandom(round).ints(pages, 0, pages).toArray();
                 for (int i = 0; i < sides.length; i++) {
                     Side s = sides[(i + r) % sides.length]; // alternate who goes first
-                    LoadGenerator.Phase set = s.load.run(
-                            pages,
-                            (alloc, id, index) -> s.protocol.set(
-                                    alloc,
-                                    id,
-                                    LoadProtocol.PageKey.of(round, index),
-                                    bodies[index % BODIES].retainedDuplicate(),
-                                    crcs[index % BODIES]));
-                    LoadGenerator.Phase get = s.load.run(pages, (alloc, id, index) -> new ByteBuf[] {
-                        s.protocol.get(alloc, id, LoadProtocol.PageKey.of(round, order[index]), pageBytes)
-                    });
-                    if (s.protocol instanceof MemcacheProtocol m) { // flush_all would not give the memory back
-                        s.load.run(pages, (alloc, id, index) ->
-                                new ByteBuf[] {m.delete(alloc, id, LoadProtocol.PageKey.of(round, index))});
-                    }
-                    s.load.run(1, (alloc, id, index) -> new ByteBuf[] {s.protocol.flushAll(alloc, id)});
+                    LoadGenerator.Phase set = s.set(pages, round, bodies, crcs);
+                    LoadGenerator.Phase get = s.get(pages, round, pageBytes, order);
+                    s.clear(pages, round);
                     if (r >= warmup) {
                         s.setGbps.add((double) pages * pageBytes / set.nanos());
                         s.getGbps.add((double) pages * pageBytes / get.nanos());
