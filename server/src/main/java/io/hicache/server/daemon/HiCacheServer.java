@@ -150,6 +150,18 @@ public final class HiCacheServer implements AutoCloseable {
         });
         this.listener = bind(b, config);
         this.respListener = config.respPort() < 0 ? null : bindResp(config);
+        if (!config.tcpCongestion().isEmpty()) {
+            try {
+                // Accepted connections take the listener's choice (the kernel copies it to each child socket).
+                TcpCongestion.set(listener, config.tcpCongestion());
+                if (respListener != null) {
+                    TcpCongestion.set(respListener, config.tcpCongestion());
+                }
+            } catch (HiCacheException e) {
+                stopListening(respListener);
+                throw e;
+            }
+        }
         MetricsEndpoint http = null;
         if (config.metricsPort() >= 0) {
             try {
@@ -163,7 +175,7 @@ public final class HiCacheServer implements AutoCloseable {
                         tls == null ? null : tls.jdkContext(),
                         new PrefixQueryEndpoint(cache.reads, this::httpAccess));
             } catch (IOException e) {
-                listener.close().sync();
+                stopListening(respListener);
                 throw new HiCacheException(
                         ErrorCode.CONFIG_INVALID,
                         "cannot serve metrics on " + config.bind() + ":"
@@ -174,6 +186,16 @@ public final class HiCacheServer implements AutoCloseable {
             }
         }
         this.endpoint = http;
+    }
+
+    /** Undoes the listening part of a constructor that cannot finish: the listeners and their event loops. */
+    private void stopListening(@Nullable Channel resp) throws InterruptedException {
+        listener.close().sync();
+        if (resp != null) {
+            resp.close().sync();
+        }
+        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).sync();
+        acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).sync();
     }
 
     /** A listener on the daemon's event loops with its socket options: both protocols' listeners are made so. */
@@ -210,7 +232,7 @@ public final class HiCacheServer implements AutoCloseable {
         try {
             return b.bind(config.bind(), config.respPort()).sync().channel();
         } catch (Exception e) {
-            listener.close().sync();
+            stopListening(null);
             throw new HiCacheException(
                     ErrorCode.CONFIG_INVALID,
                     "cannot serve the Redis protocol on " + config.bind() + ":" + config.respPort()
@@ -218,6 +240,11 @@ public final class HiCacheServer implements AutoCloseable {
                             + "none",
                     e);
         }
+    }
+
+    /** The connections open now, both protocols' (for tests). */
+    ChannelGroup openConnections() {
+        return channels;
     }
 
     /** The Redis protocol's port, or -1 when it is off. */
@@ -330,6 +357,18 @@ public final class HiCacheServer implements AutoCloseable {
                 .orElse(events);
     }
 
+    /** What the start line says of the connections' congestion control: the one set, or a hint where BBR paces. */
+    private String congestionText() {
+        if (!config.tcpCongestion().isEmpty()) {
+            return " with TCP congestion control " + config.tcpCongestion();
+        }
+        return transport == NettyTransport.EPOLL
+                        && TcpCongestion.systemDefault().filter("bbr"::equals).isPresent()
+                ? " (the system's TCP congestion control bbr paces every send, even on loopback: "
+                        + "server.tcp-congestion cubic avoids that)"
+                : "";
+    }
+
     /** One line saying what it runs: address, slab, store, limits, threads. */
     public String describe() {
         return "HiCache daemon on " + config.bind() + ":" + port() + " (protocols "
@@ -350,7 +389,9 @@ public final class HiCacheServer implements AutoCloseable {
                 + "; pages up to " + Units.formatBytes(config.maxPageBytes()) + "; " + config.eventLoops()
                 + (config.eventLoops() == 1 ? " event loop, " : " event loops, ") + config.workers()
                 + " workers; transport "
-                + transport.describe(config.transport()) + "; metrics: "
+                + transport.describe(config.transport())
+                + congestionText()
+                + "; metrics: "
                 + (endpoint == null
                         ? "off"
                         : (tls == null ? "http://" : "https://") + config.bind() + ":" + endpoint.port() + "/metrics")

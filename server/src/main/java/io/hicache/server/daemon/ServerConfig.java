@@ -227,6 +227,14 @@ public record ServerConfig(
             "Netty's socket transport: auto (epoll where its native library loads, nio otherwise; the start line says "
                     + "which), nio or epoll (fails to start where epoll does not load)");
 
+    public static final Setting<String> TCP_CONGESTION = Setting.string(
+            "server.tcp-congestion",
+            "",
+            "the TCP congestion control of the daemon's connections (Linux, epoll transport), e.g. cubic; empty: the "
+                    + "system's (net.ipv4.tcp_congestion_control). BBR paces every send with a timer, which costs CPU "
+                    + "on loopback and in-rack links for nothing (docs/benchmarks.md); the name must be in "
+                    + "net.ipv4.tcp_allowed_congestion_control unless the daemon has CAP_NET_ADMIN");
+
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;
 
@@ -270,7 +278,8 @@ public record ServerConfig(
                             TLS_KEY,
                             TLS_CLIENT_CA,
                             KV_EVENTS,
-                            TRANSPORT),
+                            TRANSPORT,
+                            TCP_CONGESTION),
                     ClusterConfig.DAEMON_SETTINGS.stream()) // a daemon joins a cluster with cluster.etcd set
             .toList();
 
@@ -330,6 +339,12 @@ public record ServerConfig(
             Checks.requireArgument(
                     frame <= Integer.MAX_VALUE - 4 && page <= Integer.MAX_VALUE,
                     "server.max-frame-bytes and server.max-page-bytes must be below 2GiB");
+            String congestion = s.get(TCP_CONGESTION).trim();
+            Checks.requireArgument(
+                    congestion.matches("[A-Za-z0-9_-]{0,15}"),
+                    "server.tcp-congestion must be a congestion control's name (at most 15 letters, digits, _ or -), "
+                            + "was %s",
+                    congestion);
             String store = s.get(STORE).trim();
             Path storeRoot = STORE_ROOT
                     .find(s)
@@ -402,6 +417,11 @@ public record ServerConfig(
     /** {@link #RESP_PORT}: -1 when the Redis protocol is off. */
     public int respPort() {
         return settings.get(RESP_PORT);
+    }
+
+    /** {@link #TCP_CONGESTION}: empty for the system's default. */
+    public String tcpCongestion() {
+        return settings.get(TCP_CONGESTION).trim();
     }
 
     /** {@link #TENANTS_FILE}: empty when there are no tenants. */
