@@ -43,7 +43,7 @@ final class GpuReplay {
         List<BenchRow> rows = new ArrayList<>();
         Path hostDir = Files.createTempDirectory(Path.of("/dev/shm"), "hicache-gpu-replay");
         Path storeDir = Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "hicache-gpu-l3");
-        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(CudaOptions.defaults())) {
+        try (CudaDeviceRuntime runtime = new CudaDeviceRuntime(cudaOptions())) {
             ReplaySuite.Tally deviceOnly = ReplaySuite.replayOn(
                     runtime,
                     LLAMA_3_1_8B,
@@ -133,6 +133,21 @@ final class GpuReplay {
             FileSuite.deleteTree(storeDir);
         }
         return rows;
+    }
+
+    /**
+     * {@link CudaOptions#defaults()}, with {@code -Dhicache.bench.gpu-replay.layers-per-launch=N}: loads launched N
+     * layers at a time ({@link io.hicache.cuda.CudaTuning#layersPerLoadLaunch}), to measure fewer launches per
+     * load-back against one per layer. TP 2's second rank (a child JVM) inherits the property.
+     */
+    static CudaOptions cudaOptions() {
+        CudaOptions d = CudaOptions.defaults();
+        Integer layers = Integer.getInteger("hicache.bench.gpu-replay.layers-per-launch");
+        if (layers == null) {
+            return d;
+        }
+        System.err.println("gpu replay: " + layers + " layers per load launch");
+        return d.withTuning(d.tuning().withLayersPerLoadLaunch(layers));
     }
 
     private static boolean secondGpu() {

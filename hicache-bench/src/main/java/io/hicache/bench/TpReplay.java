@@ -7,7 +7,6 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.rank.RankGroup;
 import io.hicache.cuda.CudaDeviceRuntime;
-import io.hicache.cuda.CudaOptions;
 import io.hicache.storage.file.FilePageStore;
 import io.hicache.storage.file.FileStoreConfig;
 import io.hicache.testkit.ChildJvm;
@@ -186,7 +185,7 @@ final class TpReplay {
                 TcpRankGroup queries =
                         TcpRankGroup.join(GROUP + "-prefetch", 1, 2, "127.0.0.1", queryPort, Duration.ofSeconds(30));
                 DeviceRuntime runtime = gpu >= 0
-                        ? new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(gpu))
+                        ? new CudaDeviceRuntime(GpuReplay.cudaOptions().withOrdinal(gpu))
                         : new EmulatedDeviceRuntime(256L << 20, 2)) {
             RankRun run = runRank(runtime, geometry, group, queries, clients, rounds);
             StringBuilder out = new StringBuilder();

@@ -117,7 +117,10 @@ final class CudaKvPool extends AbstractKvPool {
         return byLayer(loads, devicePages, host, hostSlots, firstLayer, layerCount, false);
     }
 
-    /** One launch (or copy-engine batch) per layer on {@code stream}, each followed by its layer's event. */
+    /**
+     * One launch (or copy-engine batch) per layer on {@code stream}, each followed by its layer's event; a load groups
+     * {@link CudaTuning#layersPerLoadLaunch} layers per launch and event.
+     */
     private KvCopy byLayer(
             CudaStream stream,
             int[] devicePages,
@@ -128,13 +131,18 @@ final class CudaKvPool extends AbstractKvPool {
             boolean toHost) {
         String what = (toHost ? "copy to host" : "load") + " of layers " + firstLayer + "+" + layerCount + " of "
                 + devicePages.length + " pages";
+        // A load may launch several layers at once (CudaTuning.layersPerLoadLaunch): fewer launches and events, each
+        // group's layers signalled together when its launch ends.
+        int group = toHost ? 1 : Math.min(layerCount, tuning.layersPerLoadLaunch());
         return stream.submit(
                 layerCount,
                 pairs(devicePages, hostSlots),
                 (s, indexAddress, signals) -> {
-                    for (int j = 0; j < layerCount; j++) {
-                        copy(s.lane(j), host, devicePages, hostSlots, indexAddress, firstLayer + j, 1, toHost);
-                        s.recordLayer(signals, j, j, j == layerCount - 1, what);
+                    int launch = 0;
+                    for (int j = 0; j < layerCount; j += group, launch++) {
+                        int n = Math.min(group, layerCount - j);
+                        copy(s.lane(launch), host, devicePages, hostSlots, indexAddress, firstLayer + j, n, toHost);
+                        s.recordLayers(signals, j, n, launch, j + n == layerCount, what);
                     }
                 },
                 what);

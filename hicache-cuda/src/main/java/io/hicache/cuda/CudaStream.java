@@ -26,8 +26,15 @@ import org.jspecify.annotations.Nullable;
 final class CudaStream implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CudaStream.class.getName());
 
-    /** What one event completes: the layer (or -1: all; -2: nothing but itself), and whether it ends its copy. */
-    private record Pending(LayerSignals signals, int layer, boolean endsCopy, String what) {}
+    /**
+     * What one event completes: layers [layer, layer + layers) (or layer -1: all; -2: nothing but itself), and whether
+     * it ends its copy.
+     */
+    private record Pending(LayerSignals signals, int layer, int layers, boolean endsCopy, String what) {
+        Pending(LayerSignals signals, int layer, boolean endsCopy, String what) {
+            this(signals, layer, 1, endsCopy, what);
+        }
+    }
 
     /** Enqueues the launches of one copy; called with the stream lock held and the context current. */
     @FunctionalInterface
@@ -65,7 +72,7 @@ final class CudaStream implements AutoCloseable {
 
     /**
      * Submits one copy of {@code layers} layers whose page index list is {@code pairs} (device pages, then host
-     * slots); {@code launches} enqueues its work and calls {@link #recordLayer} or {@link #recordAll}.
+     * slots); {@code launches} enqueues its work and calls {@link #recordLayers} or {@link #recordAll}.
      */
     KvCopy submit(int layers, int[] pairs, Launches launches, String what) {
         LayerSignals signals = new LayerSignals(layers);
@@ -111,14 +118,14 @@ final class CudaStream implements AutoCloseable {
     }
 
     /**
-     * Records that layer {@code layer} of the copy, launched as launch number {@code launch}, is enqueued; {@code last}
-     * when it is the copy's last launch.
+     * Records that layers [{@code layer}, {@code layer + layers}) of the copy, launched as launch number {@code launch},
+     * are enqueued: one event signals them all; {@code last} when it is the copy's last launch.
      */
-    void recordLayer(LayerSignals signals, int layer, int launch, boolean last, String what) {
+    void recordLayers(LayerSignals signals, int layer, int layers, int launch, boolean last, String what) {
         if (last) {
             joinLanesInto(lane(launch), signals, what);
         }
-        record(lane(launch), new Pending(signals, layer, last, what));
+        record(lane(launch), new Pending(signals, layer, layers, last, what));
     }
 
     /**
@@ -160,7 +167,9 @@ final class CudaStream implements AutoCloseable {
             if (failure == null) {
                 try {
                     if (p.layer() >= 0) {
-                        p.signals().landed(p.layer());
+                        for (int l = p.layer(); l < p.layer() + p.layers(); l++) {
+                            p.signals().landed(l);
+                        }
                     } else if (p.layer() == -1) {
                         p.signals().allLanded();
                     }

@@ -14,10 +14,13 @@ import java.util.Locale;
  *     while the previous one drains
  * @param hostOrder true to walk each {@code page_first_direct} page part by part, layer by layer, as it lies in
  *     host memory; false to walk every layout layer by layer, part by part
+ * @param layersPerLoadLaunch layers one launch of a load copies, signalled together when it ends: 1 (the default)
+ *     lets an engine start on layer 0 once it alone has landed; more launch less often (each launch and its event
+ *     cost the calling thread tens of microseconds: docs/benchmarks.md, gpu-replay); not measured on a GPU yet
  */
-public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
+public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder, int layersPerLoadLaunch) {
     /** The shape the H200 measurements chose. */
-    public static final CudaTuning DEFAULT = new CudaTuning(Kernel.NARROW, 2, true);
+    public static final CudaTuning DEFAULT = new CudaTuning(Kernel.NARROW, 2, true, 1);
 
     /** The copy kernels in the PTX. */
     public enum Kernel {
@@ -54,11 +57,26 @@ public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
     public CudaTuning {
         Checks.checkNotNull(kernel, "kernel");
         Checks.requireArgument(loadLanes >= 1 && loadLanes <= 4, "loadLanes must be 1 to 4, was %d", loadLanes);
+        Checks.requireArgument(
+                layersPerLoadLaunch >= 1 && layersPerLoadLaunch <= 1024,
+                "layersPerLoadLaunch must be 1 to 1024, was %d",
+                layersPerLoadLaunch);
+    }
+
+    /** One layer per load launch. */
+    public CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
+        this(kernel, loadLanes, hostOrder, 1);
+    }
+
+    /** This shape with {@code layers} layers per load launch. */
+    public CudaTuning withLayersPerLoadLaunch(int layers) {
+        return new CudaTuning(kernel, loadLanes, hostOrder, layers);
     }
 
     @Override
     public String toString() {
         return kernel.name().toLowerCase(Locale.ROOT) + ", " + loadLanes + " load lane" + (loadLanes == 1 ? "" : "s")
-                + (hostOrder ? ", host order" : ", layer order");
+                + (hostOrder ? ", host order" : ", layer order")
+                + (layersPerLoadLaunch == 1 ? "" : ", " + layersPerLoadLaunch + " layers per load launch");
     }
 }

@@ -12,7 +12,7 @@ import java.util.Optional;
 
 /**
  * The device runtime kit against the CUDA copy kernel shaped unlike {@link CudaTuning#DEFAULT} in every respect
- * (another kernel, another number of load lanes, the other walk order), so that the paths the default does not take
+ * (another kernel, another number of load lanes, the other walk order, several layers per load launch), so that the paths the default does not take
  * are verified too. Skipped where CUDA cannot run.
  */
 public class CudaAlternateTuningRuntimeKit extends DeviceRuntimeConformanceKit {
@@ -22,7 +22,8 @@ public class CudaAlternateTuningRuntimeKit extends DeviceRuntimeConformanceKit {
         return new CudaTuning(
                 d.kernel() == CudaTuning.Kernel.WIDE ? CudaTuning.Kernel.NARROW : CudaTuning.Kernel.WIDE,
                 d.loadLanes() == 1 ? 2 : 1,
-                !d.hostOrder());
+                !d.hostOrder(),
+                d.layersPerLoadLaunch() == 1 ? 3 : 1); // 3: groups that do not divide the kit's layer counts evenly
     }
 
     @Override
