@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
@@ -71,12 +72,18 @@ final class Router {
         }
         if (!batch.isDone()) {
             long delay = Math.max(0, deadline.remainingNanos());
-            timer.schedule(batch::expire, delay, TimeUnit.NANOSECONDS);
+            ScheduledFuture<?> expiry = timer.schedule(batch::expire, delay, TimeUnit.NANOSECONDS);
             // the last resort, for a transport that failed to report a slice: far past every bound it has
-            timer.schedule(
+            ScheduledFuture<?> lastResort = timer.schedule(
                     () -> batch.forceFinal("the transport never reported; gave up"),
                     delay + TimeUnit.MILLISECONDS.toNanos(3 * config.sliceTimeoutMillis() + 1_000),
                     TimeUnit.NANOSECONDS);
+            // A finished batch takes its timers out of the queue: left there, each would hold the batch and all its
+            // requests and slices until its deadline (30 s by default), at whatever rate batches come.
+            batch.whenDone().whenComplete((b, e) -> {
+                expiry.cancel(false);
+                lastResort.cancel(false);
+            });
         }
         // each link takes its share of the submission at once (in order), so it may move many slices together
         Map<TransportLink, List<TransferBatch.SliceImpl>> byLink = new LinkedHashMap<>();

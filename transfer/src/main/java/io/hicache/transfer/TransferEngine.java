@@ -26,8 +26,8 @@ import java.util.ServiceLoader;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
@@ -63,7 +63,10 @@ public final class TransferEngine implements AutoCloseable {
     private TransferEngine(TransferConfig config) {
         this.config = config;
         this.hostId = HostIdentity.id();
-        this.timer = Executors.newSingleThreadScheduledExecutor(Threads.factory("transfer-timer-" + config.name()));
+        ScheduledThreadPoolExecutor timers =
+                new ScheduledThreadPoolExecutor(1, Threads.factory("transfer-timer-" + config.name()));
+        timers.setRemoveOnCancelPolicy(true); // a finished batch's timers leave the queue at once (Router)
+        this.timer = timers;
         ControlPlane plane = null;
         try {
             plane = ControlPlane.start(config.name(), config.bindHost(), config.port(), new Host());
@@ -357,6 +360,11 @@ public final class TransferEngine implements AutoCloseable {
         if (closed) {
             throw TransferException.unavailable("transfer engine " + config.name() + " is closed");
         }
+    }
+
+    /** Timer tasks waiting in this engine's queue: batches' deadlines and links' heartbeats (for tests). */
+    int queuedTimers() {
+        return ((ScheduledThreadPoolExecutor) timer).getQueue().size();
     }
 
     /** Closes opened segments, stops serving, unregisters every region and stops the threads. Idempotent. */

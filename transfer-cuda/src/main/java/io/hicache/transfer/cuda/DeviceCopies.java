@@ -74,35 +74,51 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
      * Enqueues {@code copies} on {@code device}'s stream (one kernel launch when there are enough), then one event;
      * {@code completed} gets them once it fired.
      *
-     * @throws CudaException         when they cannot be enqueued (none is reported then)
+     * @throws CudaException         when they cannot be enqueued (none is reported then; any enqueued before the failure
+     *                               have finished when it is thrown)
      * @throws IllegalStateException once this is closed
      */
     void enqueue(int device, List<T> copies) {
         Lane<T> lane = lane(device);
         CUstream stream = lane.stream();
         synchronized (lane) {
-            cuda.makeCurrent(device);
-            AddressCopyKernel kernel = copies.size() >= KERNEL_MIN_COPIES ? kernel(device) : null;
-            if (kernel != null) {
-                int n = copies.size();
-                long[] sources = new long[n];
-                long[] destinations = new long[n];
-                long[] lengths = new long[n];
-                for (int i = 0; i < n; i++) {
-                    T c = copies.get(i);
-                    sources[i] = c.source();
-                    destinations[i] = c.destination();
-                    lengths[i] = c.length();
+            try {
+                enqueueOn(device, stream, lane, copies);
+            } catch (RuntimeException e) {
+                // Copies enqueued before the failure still run; the caller ends their mappings when this throws, and a
+                // REVOKE may then let the exporter free memory they write: wait for them first (a failure path only).
+                try {
+                    JCudaDriver.cuStreamSynchronize(stream);
+                } catch (RuntimeException sync) {
+                    e.addSuppressed(sync);
                 }
-                kernel.enqueue(sources, destinations, lengths, n, stream);
-            } else {
-                for (T c : copies) {
-                    JCudaDriver.cuMemcpyAsync(
-                            DevicePointer.at(c.destination()), DevicePointer.at(c.source()), c.length(), stream);
-                }
+                throw e;
             }
-            lane.completions().record(stream, copies);
         }
+    }
+
+    private void enqueueOn(int device, CUstream stream, Lane<T> lane, List<T> copies) {
+        cuda.makeCurrent(device);
+        AddressCopyKernel kernel = copies.size() >= KERNEL_MIN_COPIES ? kernel(device) : null;
+        if (kernel != null) {
+            int n = copies.size();
+            long[] sources = new long[n];
+            long[] destinations = new long[n];
+            long[] lengths = new long[n];
+            for (int i = 0; i < n; i++) {
+                T c = copies.get(i);
+                sources[i] = c.source();
+                destinations[i] = c.destination();
+                lengths[i] = c.length();
+            }
+            kernel.enqueue(sources, destinations, lengths, n, stream);
+        } else {
+            for (T c : copies) {
+                JCudaDriver.cuMemcpyAsync(
+                        DevicePointer.at(c.destination()), DevicePointer.at(c.source()), c.length(), stream);
+            }
+        }
+        lane.completions().record(stream, copies);
     }
 
     /**
