@@ -40,8 +40,8 @@ import org.jspecify.annotations.Nullable;
  * one request, so a room that staged would fail. Two plans per size: {@code contiguous} (the decode's pages follow each
  * other, so one write per layer and part) and {@code fragmented} (the decode's pages shuffled over its pool, as an
  * allocator that has run a while hands them out: one 32 KiB write per page, layer and part). Timed from the prefill's
- * send of the whole request as one chunk to its SUCCESS (every write done at the decode's GPU, the aux slot written,
- * the status sent), against one {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The
+ * send of the whole request as one chunk to its SUCCESS (every write done at the decode's GPU, the aux slot written;
+ * the status to the decode goes out just after, outside the window), against one {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The
  * last handoff of each size and plan is checked page by page at the decode after its pages were overwritten with a
  * sentinel. {@link #staged} runs the same two processes over {@code shm} alone with staging areas of a whole room: the
  * staged path across processes and GPUs. Not thread-safe.

@@ -23,8 +23,8 @@ import jcuda.driver.JCudaDriver;
 /**
  * A KV pool in CUDA device memory ({@code cuMemAlloc}), laid out as {@link DeviceLayout} says. Copies to and from a
  * registered host slab run on two {@link CudaStream}s (loads, backups) either through the copy kernel (one launch
- * for a backup, one per layer for a load, each followed by an event; a load's layers alternate between the lanes
- * {@link CudaTuning#loadLanes()} asks for) or, as the fallback and the benchmark's reference,
+ * for a backup, one per layer for a load, or per {@link CudaTuning#layersPerLoadLaunch()} layers, each followed by an
+ * event; a load's launches alternate between the lanes {@link CudaTuning#loadLanes()} asks for) or, as the fallback and the benchmark's reference,
  * through the copy engine: one {@code cuMemcpy2DAsync} per page and part covering the layers of the launch (per
  * page, part and layer for {@code page_first}, whose host rows are strided).
  *
@@ -75,7 +75,7 @@ final class CudaKvPool extends AbstractKvPool {
         }
         long ring = Math.max(1 << 16, 8L * pages);
         String id = Integer.toHexString(System.identityHashCode(this));
-        // Loads launch once per layer: several lanes let a layer's launch overlap the previous layer's tail.
+        // Loads launch once per layer (or group of layers): several lanes let a launch overlap the previous one's tail.
         this.loads = new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring);
         this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
     }

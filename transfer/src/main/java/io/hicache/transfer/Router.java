@@ -80,7 +80,7 @@ final class Router {
                     TimeUnit.NANOSECONDS);
             // A finished batch takes its timers out of the queue: left there, each would hold the batch and all its
             // requests and slices until its deadline (30 s by default), at whatever rate batches come.
-            batch.whenDone().whenComplete((b, e) -> {
+            batch.onFinal(() -> {
                 expiry.cancel(false);
                 lastResort.cancel(false);
             });

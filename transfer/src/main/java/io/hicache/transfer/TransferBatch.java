@@ -89,9 +89,17 @@ public final class TransferBatch {
         return pending.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
-    /** Completes when every request is final. */
+    /**
+     * Completes when every request is final. A copy of the batch's own future each call: completing or cancelling it
+     * changes nothing of the batch.
+     */
     public CompletableFuture<TransferBatch> whenDone() {
-        return completion;
+        return completion.copy();
+    }
+
+    /** Runs {@code action} once every request is final (at once if they are), on the thread that finished the last. */
+    void onFinal(Runnable action) {
+        completion.whenComplete((b, e) -> action.run());
     }
 
     /**

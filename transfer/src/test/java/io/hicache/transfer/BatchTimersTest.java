@@ -38,13 +38,15 @@ class BatchTimersTest {
             }
             // Cancelled on completion, from the thread that completes the batch: give it a moment.
             long until = System.nanoTime() + 5_000_000_000L;
-            while (local.queuedTimers() > before && System.nanoTime() < until) {
+            while (local.queuedTimers() > before + 1 && System.nanoTime() < until) {
                 Thread.sleep(10);
             }
             int after = local.queuedTimers();
-            // Each batch scheduled two timers (its deadline and a last resort); none may stay. A heartbeat running at
-            // this moment is out of the queue, so after may be one below before.
-            assertTrue(after <= before, before + " timers queued before " + batches + " batches, " + after + " after");
+            // Each batch scheduled two timers (its deadline and a last resort); none may stay. A heartbeat running when
+            // either count is taken is out of the queue for that moment: one either way is the links', not the
+            // batches'.
+            assertTrue(
+                    after <= before + 1, before + " timers queued before " + batches + " batches, " + after + " after");
         }
     }
 }

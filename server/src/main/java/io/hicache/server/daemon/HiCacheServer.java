@@ -148,54 +148,74 @@ public final class HiCacheServer implements AutoCloseable {
                 ch.pipeline().addLast(requests);
             }
         });
-        this.listener = bind(b, config);
-        this.respListener = config.respPort() < 0 ? null : bindResp(config);
-        if (!config.tcpCongestion().isEmpty()) {
-            try {
-                // Accepted connections take the listener's choice (the kernel copies it to each child socket).
-                TcpCongestion.set(listener, config.tcpCongestion());
-                if (respListener != null) {
-                    TcpCongestion.set(respListener, config.tcpCongestion());
-                }
-            } catch (HiCacheException e) {
-                stopListening(respListener);
-                throw e;
-            }
-        }
+        Channel bound = null;
+        Channel resp = null;
         MetricsEndpoint http = null;
-        if (config.metricsPort() >= 0) {
-            try {
-                http = new MetricsEndpoint(
-                        config.bind(),
-                        config.metricsPort(),
-                        metrics.registry,
-                        () -> !closing.get(),
-                        cache.health::failing,
-                        cache.writeBehind::degraded,
-                        tls == null ? null : tls.jdkContext(),
-                        new PrefixQueryEndpoint(cache.reads, this::httpAccess));
-            } catch (IOException e) {
-                stopListening(respListener);
-                throw new HiCacheException(
-                        ErrorCode.CONFIG_INVALID,
-                        "cannot serve metrics on " + config.bind() + ":"
-                                + config.metricsPort() + " (" + e.getMessage()
-                                + "); set server.metrics-port to a free port, 0 "
-                                + "for any free one, or -1 for none",
-                        e);
+        try {
+            bound = bind(b, config);
+            resp = config.respPort() < 0 ? null : bindResp(config);
+            if (config.metricsPort() >= 0) {
+                try {
+                    http = new MetricsEndpoint(
+                            config.bind(),
+                            config.metricsPort(),
+                            metrics.registry,
+                            () -> !closing.get(),
+                            cache.health::failing,
+                            cache.writeBehind::degraded,
+                            tls == null ? null : tls.jdkContext(),
+                            new PrefixQueryEndpoint(cache.reads, this::httpAccess));
+                } catch (IOException e) {
+                    throw new HiCacheException(
+                            ErrorCode.CONFIG_INVALID,
+                            "cannot serve metrics on " + config.bind() + ":"
+                                    + config.metricsPort() + " (" + e.getMessage()
+                                    + "); set server.metrics-port to a free port, 0 "
+                                    + "for any free one, or -1 for none",
+                            e);
+                }
             }
+        } catch (Exception e) {
+            stopStarted(bound, resp);
+            throw e;
         }
+        this.listener = bound;
+        this.respListener = resp;
         this.endpoint = http;
     }
 
-    /** Undoes the listening part of a constructor that cannot finish: the listeners and their event loops. */
-    private void stopListening(@Nullable Channel resp) throws InterruptedException {
-        listener.close().sync();
-        if (resp != null) {
-            resp.close().sync();
+    /**
+     * Stops what a constructor that cannot finish had started (the caller closes the cache): the listeners bound so
+     * far, the event loops, the workers and the lease sweeper, whose threads would otherwise outlive the failed start.
+     */
+    private void stopStarted(@Nullable Channel bound, @Nullable Channel resp) {
+        for (Channel c : new Channel[] {bound, resp}) {
+            if (c != null) {
+                c.close().awaitUninterruptibly();
+            }
         }
-        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).sync();
-        acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).sync();
+        sweeper.shutdownNow();
+        workers.shutdownNow();
+        loops.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+        acceptor.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
+
+    /**
+     * Registers a listener, gives it {@code server.tcp-congestion} before it can accept anything (accepted connections
+     * take the listener's choice: the kernel copies it to each child socket), then binds it to {@code port}.
+     */
+    private static Channel listen(ServerBootstrap b, ServerConfig config, int port) throws Exception {
+        Channel ch = b.register().sync().channel();
+        try {
+            if (!config.tcpCongestion().isEmpty()) {
+                TcpCongestion.set(ch, config.tcpCongestion());
+            }
+            ch.bind(new InetSocketAddress(config.bind(), port)).sync();
+            return ch;
+        } catch (Exception e) {
+            ch.close().awaitUninterruptibly();
+            throw e;
+        }
     }
 
     /** A listener on the daemon's event loops with its socket options: both protocols' listeners are made so. */
@@ -209,7 +229,7 @@ public final class HiCacheServer implements AutoCloseable {
     }
 
     /** Binds the Redis protocol's port, on the same event loops as the binary protocol. */
-    private Channel bindResp(ServerConfig config) throws InterruptedException {
+    private Channel bindResp(ServerConfig config) {
         ServerBootstrap b = listening(config).childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
@@ -230,9 +250,10 @@ public final class HiCacheServer implements AutoCloseable {
             }
         });
         try {
-            return b.bind(config.bind(), config.respPort()).sync().channel();
+            return listen(b, config, config.respPort());
+        } catch (HiCacheException e) {
+            throw e;
         } catch (Exception e) {
-            stopListening(null);
             throw new HiCacheException(
                     ErrorCode.CONFIG_INVALID,
                     "cannot serve the Redis protocol on " + config.bind() + ":" + config.respPort()
@@ -254,9 +275,9 @@ public final class HiCacheServer implements AutoCloseable {
     }
 
     /** Binds the protocol port; a port in use or an address not of this host is said in words, with the setting. */
-    private static Channel bind(ServerBootstrap b, ServerConfig config) throws InterruptedException {
+    private static Channel bind(ServerBootstrap b, ServerConfig config) throws Exception {
         try {
-            return b.bind(config.bind(), config.port()).sync().channel();
+            return listen(b, config, config.port());
         } catch (Exception e) {
             // Netty's native transport throws its own IOException types, whose text carries the OS's.
             String text = String.valueOf(e.getMessage());

@@ -16,6 +16,7 @@ import io.hicache.storage.remote.RemotePageStore;
 import io.netty.channel.Channel;
 import io.netty.channel.epoll.Epoll;
 import java.io.IOException;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -43,15 +44,29 @@ class TcpCongestionTest {
                 .findFirst();
         assumeTrue(other.isPresent(), "no congestion control but the system's is allowed here");
         String chosen = other.orElseThrow();
-        try (TestDaemon d = TestDaemon.start(
-                        Map.of("server.store", "none", "server.transport", "epoll", "server.tcp-congestion", chosen));
+        try (TestDaemon d = TestDaemon.start(Map.of(
+                        "server.store",
+                        "none",
+                        "server.transport",
+                        "epoll",
+                        "server.resp-port",
+                        "0",
+                        "server.tcp-congestion",
+                        chosen));
                 Pages pages = new Pages();
-                RemotePageStore client = d.client()) {
+                RemotePageStore client = d.client();
+                Socket redis = new Socket("127.0.0.1", d.server.respPort())) {
             assertTrue(d.server.describe().contains("TCP congestion control " + chosen), d.server.describe());
             List<StoreKey> keys = pages.keys(Pages.namespace("congestion"), 2);
             assertEquals(2, Pages.put(client, pages.filled(keys, 64 * 1024)).count(PageStatus.OK));
+            // Both protocols' connections: the binary one and the Redis one (accepted on its own listener).
+            long until = System.nanoTime() + 5_000_000_000L;
+            while (d.server.openConnections().size() < 2 && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
             List<Channel> open = List.copyOf(d.server.openConnections());
-            assertFalse(open.isEmpty(), "the client's connection is open on the daemon");
+            assertEquals(2, open.size(), "the binary and the Redis connection are open on the daemon");
+            assertTrue(redis.isConnected());
             for (Channel c : open) {
                 assertEquals(chosen, TcpCongestion.get(c), "an accepted connection's congestion control");
             }
@@ -61,7 +76,9 @@ class TcpCongestionTest {
                 RemotePageStore client = d.client()) {
             List<StoreKey> keys = pages.keys(Pages.namespace("congestion"), 1);
             assertEquals(1, Pages.put(client, pages.filled(keys, 4096)).count(PageStatus.OK));
-            for (Channel c : List.copyOf(d.server.openConnections())) {
+            List<Channel> open = List.copyOf(d.server.openConnections());
+            assertFalse(open.isEmpty(), "the client's connection is open on the daemon");
+            for (Channel c : open) {
                 assertEquals(system, TcpCongestion.get(c), "unset: the system's");
                 assertNotEquals(chosen, TcpCongestion.get(c));
             }
@@ -74,8 +91,9 @@ class TcpCongestionTest {
     }
 
     @Test
-    void aNameTheKernelLacksIsRefusedAtStart() {
+    void aNameTheKernelLacksIsRefusedAtStart() throws InterruptedException {
         assumeTrue(Epoll.isAvailable(), "epoll does not load here");
+        long before = startedThreads();
         HiCacheException e = assertThrows(
                 HiCacheException.class,
                 () -> TestDaemon.start(Map.of(
@@ -83,6 +101,23 @@ class TcpCongestionTest {
         assertEquals(ErrorCode.CONFIG_INVALID, e.code());
         assertTrue(e.getMessage().contains("server.tcp-congestion nosuchcc refused"), e.getMessage());
         assertTrue(e.getMessage().contains("tcp_available_congestion_control"), e.getMessage());
+        // The refused start leaves none of its threads (event loops, workers, lease sweeper) behind.
+        long until = System.nanoTime() + 5_000_000_000L;
+        while (startedThreads() > before && System.nanoTime() < until) {
+            Thread.sleep(20);
+        }
+        assertEquals(before, startedThreads(), "threads of the daemon that did not start");
+    }
+
+    /** Live threads of the kinds a daemon starts: Netty's event loops, its workers and its lease sweeper. */
+    private static long startedThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(Thread::isAlive)
+                .map(Thread::getName)
+                .filter(n -> n.startsWith("multiThreadIoEventLoopGroup")
+                        || n.contains("server-worker")
+                        || n.contains("server-lease-sweeper"))
+                .count();
     }
 
     @Test

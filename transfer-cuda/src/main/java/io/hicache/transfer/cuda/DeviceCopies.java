@@ -74,8 +74,9 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
      * Enqueues {@code copies} on {@code device}'s stream (one kernel launch when there are enough), then one event;
      * {@code completed} gets them once it fired.
      *
-     * @throws CudaException         when they cannot be enqueued (none is reported then; any enqueued before the failure
-     *                               have finished when it is thrown)
+     * @throws CudaException         when they cannot be enqueued (none is reported then); any enqueued before the failure
+     *                               have finished when it is thrown, unless waiting for them failed too (that failure is
+     *                               suppressed in the one thrown, and the context is then broken anyway)
      * @throws IllegalStateException once this is closed
      */
     void enqueue(int device, List<T> copies) {
