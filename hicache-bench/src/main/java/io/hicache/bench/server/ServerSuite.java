@@ -30,8 +30,8 @@ import org.jspecify.annotations.Nullable;
  * (untimed; memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
  * ({@link SameHostRows}), and the scale rows: a daemon with an 8 GiB slab, evicting or not ({@link EvictingRows}).
  * Throughput is the median over rounds with the median of the paired rounds' ratios; latencies are percentiles over
- * every request of the measured rounds. Before timing, each server's answer to one get is checked byte for byte against what was set.
- * Stateless; the servers go when the suite ends.
+ * every request of the measured rounds. Before timing, each server's answer to one get is checked byte for byte
+ * against what was set. Stateless; the servers go when the suite ends.
  */
 public final class ServerSuite implements BenchSuite {
     static final int CONNECTIONS = 16;

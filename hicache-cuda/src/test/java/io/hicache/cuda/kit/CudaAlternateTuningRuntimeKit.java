@@ -12,8 +12,8 @@ import java.util.Optional;
 
 /**
  * The device runtime kit against the CUDA copy kernel shaped unlike {@link CudaTuning#DEFAULT} in every respect
- * (another kernel, another number of load lanes, the other walk order, several layers per load launch), so that the paths the default does not take
- * are verified too. Skipped where CUDA cannot run.
+ * (another kernel, another number of load lanes, the other walk order, several layers per load launch), so that the
+ * paths the default does not take are verified too. Skipped where CUDA cannot run.
  */
 public class CudaAlternateTuningRuntimeKit extends DeviceRuntimeConformanceKit {
     /** The shape this kit runs. */

@@ -54,7 +54,7 @@ final class TcpCongestion {
                 downcall(linker, libc, "getsockopt", ValueLayout.ADDRESS, errno)
             });
         } catch (RuntimeException | LinkageError e) {
-            return Optional.empty(); // not Linux, or no libc to link: fd() says so
+            return Optional.empty(); // no libc to link: calls() says so (elsewhere than Linux, fd() finds no epoll)
         }
     }
 
@@ -111,7 +111,14 @@ final class TcpCongestion {
             if (rc != 0) {
                 throw new IllegalStateException("getsockopt(TCP_CONGESTION) failed with errno " + ERRNO.get(state, 0L));
             }
-            return value.getString(0, StandardCharsets.US_ASCII);
+            // The kernel says how many bytes it wrote (its name, NUL-padded); read no further, stop at the first NUL.
+            byte[] bytes = value.asSlice(0, Math.min(NAME_MAX, Math.max(0, length.get(ValueLayout.JAVA_INT, 0))))
+                    .toArray(ValueLayout.JAVA_BYTE);
+            int end = 0;
+            while (end < bytes.length && bytes[end] != 0) {
+                end++;
+            }
+            return new String(bytes, 0, end, StandardCharsets.US_ASCII);
         } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
