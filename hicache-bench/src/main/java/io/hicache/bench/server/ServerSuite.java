@@ -342,40 +342,30 @@ public final class ServerSuite implements BenchSuite {
         for (String op : new String[] {"get", "set"}) {
             boolean get = op.equals("get");
             String metric = "server_vs_memcached_" + op + "_" + size;
-            rows.add(throughput(
-                            metric,
-                            get ? mine.getGbps : mine.setGbps,
-                            get ? memcached.getGbps : memcached.setGbps,
-                            reference)
-                    .withAim(PEER_AIM));
-            List<BenchRow> latencies = new ArrayList<>();
-            latency(
-                    metric,
-                    get ? mine.getLatency : mine.setLatency,
-                    get ? memcached.getLatency : memcached.setLatency,
-                    reference,
-                    latencies);
-            for (BenchRow r : latencies) {
-                rows.add(r.metric().endsWith("_p99") ? r.withAim(PEER_AIM) : r);
+            for (BenchRow r : againstPeer(metric, mine, memcached, get, reference)) {
+                rows.add(r.metric().endsWith("_p50") ? r : r.withAim(PEER_AIM));
             }
-            if (sides.length > 3) { // the daemon with TUNED_CONGESTION: no aims, the rows above carry them
-                Side tuned = sides[3];
-                String cc = metric + "_" + TUNED_CONGESTION;
-                rows.add(throughput(
-                        cc,
-                        get ? tuned.getGbps : tuned.setGbps,
-                        get ? memcached.getGbps : memcached.setGbps,
-                        reference));
-                List<BenchRow> tunedLatencies = new ArrayList<>();
-                latency(
-                        cc,
-                        get ? tuned.getLatency : tuned.setLatency,
-                        get ? memcached.getLatency : memcached.setLatency,
-                        reference,
-                        tunedLatencies);
-                rows.add(tunedLatencies.get(1)); // p99
+            if (sides.length > 3) { // the daemon with TUNED_CONGESTION: no aims, the rows above carry them; no p50
+                for (BenchRow r : againstPeer(metric + "_" + TUNED_CONGESTION, sides[3], memcached, get, reference)) {
+                    if (!r.metric().endsWith("_p50")) {
+                        rows.add(r);
+                    }
+                }
             }
         }
+    }
+
+    /** {@code mine} against {@code peer} in its gets or sets: throughput, then p50 and p99. */
+    private static List<BenchRow> againstPeer(String metric, Side mine, Side peer, boolean get, String reference) {
+        List<BenchRow> out = new ArrayList<>();
+        out.add(throughput(metric, get ? mine.getGbps : mine.setGbps, get ? peer.getGbps : peer.setGbps, reference));
+        latency(
+                metric,
+                get ? mine.getLatency : mine.setLatency,
+                get ? peer.getLatency : peer.setLatency,
+                reference,
+                out);
+        return out;
     }
 
     private static BenchRow throughput(String metric, List<Double> mine, List<Double> theirs, String reference) {
