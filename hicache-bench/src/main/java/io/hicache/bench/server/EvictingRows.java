@@ -3,11 +3,8 @@ package io.hicache.bench.server;
 import io.hicache.bench.BenchRow;
 import io.hicache.bench.Progress;
 import io.hicache.bench.ServerProcess;
-import io.hicache.core.store.PageChecksum;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -18,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.SplittableRandom;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -77,15 +73,7 @@ final class EvictingRows {
         int warmup = quick ? 2 : 8;
         int measured = quick ? 2 : 6;
         ByteBuf[] bodies = new ByteBuf[BODIES];
-        int[] crcs = new int[BODIES];
-        SplittableRandom random = new SplittableRandom(PAGE_BYTES + 7);
-        for (int b = 0; b < BODIES; b++) {
-            bodies[b] = Unpooled.directBuffer(PAGE_BYTES);
-            while (bodies[b].isWritable(8)) {
-                bodies[b].writeLong(random.nextLong());
-            }
-            crcs[b] = PageChecksum.of(MemorySegment.ofBuffer(bodies[b].nioBuffer()));
-        }
+        int[] crcs = ServerSuite.randomBodies(PAGE_BYTES, bodies);
         HcwpProtocol protocol = new HcwpProtocol();
         try (ServerProcess daemon = ServerProcess.hicache(SLAB_BYTES, List.of("--server.metrics-port", "0"));
                 LoadGenerator load =
@@ -98,7 +86,7 @@ final class EvictingRows {
             List<long[]> calmLatency = new ArrayList<>();
             double mostUsed = 0;
             for (int r = 0; r < warmup + measured; r++) {
-                LoadGenerator.Phase put = putRound(load, protocol, next[0]++, ROUND_PAGES, bodies, crcs);
+                LoadGenerator.Phase put = ServerSuite.setRound(load, protocol, next[0]++, ROUND_PAGES, bodies, crcs);
                 double slab = metrics.value("hicache_server_slab_bytes");
                 mostUsed = Math.max(mostUsed, (slab - metrics.value("hicache_server_slab_free_bytes")) / slab);
                 load.run(1, (alloc, id, index) -> new ByteBuf[] {protocol.flushAll(alloc, id)});
@@ -115,7 +103,8 @@ final class EvictingRows {
             }
             long fillStart = System.nanoTime();
             for (long put = 0; put < FILL_PAGES; put += ROUND_PAGES) {
-                putRound(load, protocol, next[0]++, (int) Math.min(ROUND_PAGES, FILL_PAGES - put), bodies, crcs);
+                ServerSuite.setRound(
+                        load, protocol, next[0]++, (int) Math.min(ROUND_PAGES, FILL_PAGES - put), bodies, crcs);
             }
             double fillSeconds = (System.nanoTime() - fillStart) / 1e9;
             Progress.roundDone(++done, total);
@@ -127,7 +116,7 @@ final class EvictingRows {
             List<Double> evicting = new ArrayList<>();
             List<long[]> evictingLatency = new ArrayList<>();
             for (int r = 0; r < measured; r++) {
-                LoadGenerator.Phase put = putRound(load, protocol, next[0]++, ROUND_PAGES, bodies, crcs);
+                LoadGenerator.Phase put = ServerSuite.setRound(load, protocol, next[0]++, ROUND_PAGES, bodies, crcs);
                 evicting.add(ROUND_PAGES * 1e9 / put.nanos());
                 evictingLatency.add(put.latencyNanos());
                 Progress.roundDone(++done, total);
@@ -210,19 +199,6 @@ final class EvictingRows {
             }
         }
         return -1;
-    }
-
-    private static LoadGenerator.Phase putRound(
-            LoadGenerator load, HcwpProtocol protocol, long round, int pages, ByteBuf[] bodies, int[] crcs)
-            throws Exception {
-        return load.run(
-                pages,
-                (alloc, id, index) -> protocol.set(
-                        alloc,
-                        id,
-                        LoadProtocol.PageKey.of(round, index),
-                        bodies[index % BODIES].retainedDuplicate(),
-                        crcs[index % BODIES]));
     }
 
     private static String tail(long[] sorted) {

@@ -41,10 +41,10 @@ public final class ServerSuite implements BenchSuite {
     private static final int BODIES = 8;
     /**
      * memcached's item memory: a round's pages of each size (memory a slab class once took stays with it) with room
-     * for its chunk rounding, and as much again: with 4 rounds' worth, one run in about ten lost a 1 MiB page between
+     * for its chunk rounding, and as much again: with 4 rounds' worth, one run of 15 in a sitting lost a page between
      * its get and its delete (memcached answered the delete NOT_FOUND: an eviction; likely its slab rebalancer, which
-     * evicts what lies in the slab pages it moves between classes, not confirmed). Memory memcached
-     * does not touch costs it nothing.
+     * evicts what lies in the slab pages it moves between classes, not confirmed). Memory memcached does not touch
+     * costs it nothing.
      */
     private static final long MEMCACHED_MEMORY_BYTES = 8 * ROUND_BYTES;
     /** memcached's largest item ({@code -I}): a 1 MiB page with its key and item header does not fit 1 MiB. */
@@ -202,8 +202,22 @@ public final class ServerSuite implements BenchSuite {
         }
     }
 
+    /** Sets {@code pages} pages of {@code round} through {@code load}, page i's body {@code bodies[i % length]}. */
+    static LoadGenerator.Phase setRound(
+            LoadGenerator load, LoadProtocol protocol, long round, int pages, ByteBuf[] bodies, int[] crcs)
+            throws Exception {
+        return load.run(
+                pages,
+                (alloc, id, index) -> protocol.set(
+                        alloc,
+                        id,
+                        LoadProtocol.PageKey.of(round, index),
+                        bodies[index % bodies.length].retainedDuplicate(),
+                        crcs[index % bodies.length]));
+    }
+
     /** Fills {@code bodies} with fresh direct buffers of random bytes (seeded by the page size); their CRC-32C. */
-    private static int[] randomBodies(int pageBytes, ByteBuf[] bodies) {
+    static int[] randomBodies(int pageBytes, ByteBuf[] bodies) {
         int[] crcs = new int[bodies.length];
         SplittableRandom random = new SplittableRandom(pageBytes);
         for (int b = 0; b < bodies.length; b++) {
@@ -262,14 +276,7 @@ public final class ServerSuite implements BenchSuite {
 
         /** Sets the round's {@code pages}, page i's body {@code bodies[i % bodies.length]}. */
         LoadGenerator.Phase set(int pages, long round, ByteBuf[] bodies, int[] crcs) throws Exception {
-            return load.run(
-                    pages,
-                    (alloc, id, index) -> protocol.set(
-                            alloc,
-                            id,
-                            LoadProtocol.PageKey.of(round, index),
-                            bodies[index % bodies.length].retainedDuplicate(),
-                            crcs[index % bodies.length]));
+            return setRound(load, protocol, round, pages, bodies, crcs);
         }
 
         /** Gets the round's {@code pages}, in {@code order} (page indexes), or in index order when it is null. */
