@@ -176,8 +176,8 @@ final class GpuReplay {
         System.err.printf(
                 "gpu replay TP 2 (" + (twoGpus ? "GPUs 0 and 1" : "both ranks on GPU 0")
                         + "): rank 0 served %d tokens (device %d, host %d, store %d) vs device-only %d;"
-                        + " loads %d bytes at %.2f GB/s vs contiguous %.2f; %d of %d turns differ between the ranks;"
-                        + " failed %d + %d%n",
+                        + " loads %d bytes at %.2f GB/s (%.1f ms, %.1f ms of it after the copies were submitted) vs"
+                        + " contiguous %.2f; %d of %d turns differ between the ranks; failed %d + %d%n",
                 r.tiers().served(),
                 r.tiers().device(),
                 r.tiers().host(),
@@ -185,6 +185,8 @@ final class GpuReplay {
                 r.deviceOnly().served(),
                 r.loads().bytes,
                 r.loads().gbps(),
+                r.loads().nanos / 1e6,
+                r.loads().copyNanos / 1e6,
                 contiguous,
                 o.disagreements(),
                 o.turnsCompared(),

@@ -146,14 +146,20 @@ public final class ReplaySuite implements BenchSuite {
 
     /** The replay's cache settings: pages of {@value #PAGE}, the host pool in {@code hostDir}, {@code tiers}. */
     static Settings settings(Path hostDir, String tiers) {
-        return Settings.builder()
+        Settings.Builder b = Settings.builder()
                 .flag("host.dir", hostDir.toString())
                 .flag("page-size", Integer.toString(PAGE))
                 .flag("hicache-ratio", "2")
                 .flag("hicache-storage-prefetch-policy", "wait_complete")
                 .flag("prefetch-threshold", "64")
-                .flag("hicache-tiers", tiers)
-                .build();
+                .flag("hicache-tiers", tiers);
+        // -Dhicache.bench.device-free-target=F: the replays with hicache-device-free-target F (a TP 2 run's child
+        // rank inherits it), to measure load-backs that find their pages free against the default
+        String freeTarget = System.getProperty("hicache.bench.device-free-target");
+        if (freeTarget != null && !tiers.equals("device-only")) {
+            b.flag("hicache-device-free-target", freeTarget);
+        }
+        return b.build();
     }
 
     /**

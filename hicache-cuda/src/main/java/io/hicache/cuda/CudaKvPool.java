@@ -304,18 +304,25 @@ final class CudaKvPool extends AbstractKvPool {
                 rows++;
             }
             if (first + width > sliceEnd) {
-                // One row straddles two slices: copy its two parts apart.
-                long head = sliceEnd - first;
-                memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, head, 1, toHost);
-                memcpy2d(
-                        stream,
-                        deviceOffset + row * devicePitch + head,
-                        devicePitch,
-                        sliceEnd,
-                        hostPitch,
-                        width - head,
-                        1,
-                        toHost);
+                // One row straddles slices (a row may be longer than a slice: a hybrid model's state): copy it in
+                // parts that each stay inside one.
+                long done = 0;
+                while (done < width) {
+                    long at = first + done;
+                    long end = runtime.sliceEnd(at);
+                    Checks.requireState(end > 0, "host memory at 0x%x is not registered", at);
+                    long part = Math.min(width - done, end - at);
+                    memcpy2d(
+                            stream,
+                            deviceOffset + row * devicePitch + done,
+                            devicePitch,
+                            at,
+                            hostPitch,
+                            part,
+                            1,
+                            toHost);
+                    done += part;
+                }
             } else {
                 memcpy2d(stream, deviceOffset + row * devicePitch, devicePitch, first, hostPitch, width, rows, toHost);
             }

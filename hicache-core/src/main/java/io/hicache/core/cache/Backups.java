@@ -139,6 +139,7 @@ final class Backups {
             op.commitOnce(); // done already, unless this runs first: then here
             op.committed.join();
             cache.tree.finishBackup(op.pending, op.node, true);
+            cache.deviceTier.maybeKeepFree(); // its device pages may now be demoted ahead of need
             cache.metrics.backupsCompleted.increment();
             cache.metrics.bytesDeviceToHost.add((long) op.slots.length * cache.format.pageBytes());
             for (TreeNode n : op.pending.nodes()) {

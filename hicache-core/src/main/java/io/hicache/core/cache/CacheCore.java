@@ -454,7 +454,8 @@ final class CacheCore implements AutoCloseable {
 
     /**
      * Applies what finished in the background on every rank, then, for ranks that agree, evicts host pages past the
-     * high-water mark here (where every rank does it at the same point). Returns {@code extra} reduced with MIN over
+     * high-water mark and demotes device pages short of the free target here (where every rank does it at the same
+     * point). Returns {@code extra} reduced with MIN over
      * the ranks. Moves the tree's time on ({@link #tickClock}): for ranks that agree, by the least any rank's clock
      * has gone past it, carried in the same reduction, so that every rank's tree has the same time. Call with the
      * lock held.
@@ -471,6 +472,7 @@ final class CacheCore implements AutoCloseable {
         int[] agreed = agreement.settle(withTime);
         tree.advanceTime(tree.time() + agreed[extra.length]);
         hostTier.afterSettle();
+        deviceTier.afterSettle();
         return Arrays.copyOf(agreed, extra.length);
     }
 
@@ -594,7 +596,12 @@ final class CacheCore implements AutoCloseable {
 
     /** Whether every thread the cache started has ended (after {@link #close}): for tests. */
     boolean threadsEnded() {
-        return prefetcher.ended() && uploader.ended() && backups.ended() && completions.ended() && hostTier.ended();
+        return prefetcher.ended()
+                && uploader.ended()
+                && backups.ended()
+                && completions.ended()
+                && hostTier.ended()
+                && deviceTier.ended();
     }
 
     /** Milliseconds left until {@code endNanos}, at least 1. */
@@ -622,6 +629,7 @@ final class CacheCore implements AutoCloseable {
         backups.close(leftMillis(end));
         completions.close(leftMillis(end));
         hostTier.close(leftMillis(end));
+        deviceTier.close(leftMillis(end));
         if (!uploader.idle() || uploader.depth() > 0) {
             LOG.log(
                     Level.WARNING,

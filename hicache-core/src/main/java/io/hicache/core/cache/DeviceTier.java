@@ -18,15 +18,69 @@ import java.util.concurrent.locks.LockSupport;
  * the host has is demoted (it stays cached there), one it has not is backed up first (write-back, or a node with
  * host-only pages below it) or, when the host has no room, gives way: it is removed with what hangs below it. Before
  * an allocation gives up it applies the copies that have finished and waits up to {@code hicache-allocate-wait} for
- * those in flight.
+ * those in flight. With {@code hicache-device-free-target} set, part of the pool is kept free ahead of need: device
+ * pages the host also holds are demoted by the loop {@code hicache-device-evictor} once an allocation or a finished
+ * backup leaves less free (for ranks that agree, at each settle instead, where every rank does it at the same point),
+ * so that a load-back finds its pages free and neither evicts nor waits for write-through backups.
  *
- * <p>Not thread-safe: every method is called with the engine's lock held.
+ * <p>Not thread-safe: every method but {@link #close} and {@link #ended} is called with the engine's lock held (the
+ * evictor loop takes it). Owns the evictor loop.
  */
 final class DeviceTier {
     private final CacheCore core;
+    private final Loop<Boolean> evictor;
 
     DeviceTier(CacheCore core) {
         this.core = core;
+        this.evictor = new Loop<>("device-evictor", 1, ignored -> keepFreeLocking(), core.metrics);
+    }
+
+    /** Device pages to keep free: the configured share of the pool, 0 when off. */
+    private int freeTarget() {
+        return (int) Math.ceil(core.pageAllocator.capacity() * core.config.deviceFreeTarget());
+    }
+
+    /** For one rank: asks the evictor loop to free pages ahead of need when fewer than the target are free. */
+    void maybeKeepFree() {
+        if (!core.agreement.enabled() && core.pageAllocator.available() < freeTarget() && evictor.depth() == 0) {
+            evictor.offer(Boolean.TRUE);
+        }
+    }
+
+    /** For ranks that agree, at a settle: frees pages ahead of need here, where every rank does it at once. */
+    void afterSettle() {
+        if (core.agreement.enabled()) {
+            keepFree();
+        }
+    }
+
+    private void keepFreeLocking() {
+        core.lock.lock();
+        try {
+            if (core.isOpen()) {
+                keepFree();
+            }
+        } finally {
+            core.lock.unlock();
+        }
+    }
+
+    /** Demotes device pages the host holds until the target is free, or none is left to demote. */
+    private void keepFree() {
+        int missing = freeTarget() - core.pageAllocator.available();
+        if (missing > 0) {
+            core.tickClock(); // retention decays by the time of this eviction
+            RadixTree.DeviceEviction e = core.tree.demoteDevice(missing);
+            applyEviction(e);
+        }
+    }
+
+    boolean ended() {
+        return evictor.ended();
+    }
+
+    void close(long waitMillis) {
+        evictor.close(waitMillis);
     }
 
     /**
@@ -86,6 +140,7 @@ final class DeviceTier {
             }
             LockSupport.parkNanos(200_000); // a copy finishing frees or unlocks pages
         }
+        maybeKeepFree();
         return pages;
     }
 

@@ -115,6 +115,14 @@ public final class HiCacheConfig {
             "hicache-allocate-wait",
             "500ms",
             "how long an allocation short of device pages waits for copies in flight before PAGES_EXHAUSTED");
+    public static final Setting<Double> DEVICE_FREE_TARGET = Setting.decimal(
+            "hicache-device-free-target",
+            0,
+            0,
+            0.5,
+            "share of the device pool kept free ahead of need by demoting device pages the host also holds (in the "
+                    + "loop hicache-device-evictor; for ranks that agree, at each settle), so that a load-back or an "
+                    + "allocation takes free pages without evicting or waiting for backups; 0: off");
 
     public static final Setting<Long> HYBRID_HOST_BYTES = Setting.bytes(
             "hicache-hybrid-host-bytes",
@@ -150,6 +158,7 @@ public final class HiCacheConfig {
                 HOST_LOW_WATER,
                 QUEUE_CAPACITY,
                 ALLOCATE_WAIT,
+                DEVICE_FREE_TARGET,
                 UPLOAD_QUEUE_BYTES,
                 UPLOAD_THREADS,
                 MLA_UPLOAD_RANK,
@@ -178,6 +187,7 @@ public final class HiCacheConfig {
     private final double hostLowWater;
     private final int queueCapacity;
     private final Duration allocateWait;
+    private final double deviceFreeTarget;
     private final long uploadQueueBytes;
     private final int uploadThreads;
     private final int mlaUploadRank;
@@ -206,6 +216,7 @@ public final class HiCacheConfig {
             double hostLowWater,
             int queueCapacity,
             Duration allocateWait,
+            double deviceFreeTarget,
             long uploadQueueBytes,
             int uploadThreads,
             int mlaUploadRank,
@@ -252,6 +263,7 @@ public final class HiCacheConfig {
         this.hostLowWater = hostLowWater;
         this.queueCapacity = queueCapacity;
         this.allocateWait = allocateWait;
+        this.deviceFreeTarget = deviceFreeTarget;
         this.uploadQueueBytes = uploadQueueBytes;
         this.uploadThreads = uploadThreads;
         this.mlaUploadRank = mlaUploadRank;
@@ -289,6 +301,7 @@ public final class HiCacheConfig {
                     s.get(HOST_LOW_WATER),
                     s.get(QUEUE_CAPACITY),
                     s.get(ALLOCATE_WAIT),
+                    s.get(DEVICE_FREE_TARGET),
                     s.get(UPLOAD_QUEUE_BYTES),
                     s.get(UPLOAD_THREADS),
                     s.get(MLA_UPLOAD_RANK),
@@ -434,6 +447,11 @@ public final class HiCacheConfig {
     /** How long an allocation short of device pages waits for copies in flight to finish (and free or unlock pages) before it fails with PAGES_EXHAUSTED. */
     public Duration allocateWait() {
         return allocateWait;
+    }
+
+    /** {@code hicache-device-free-target}: the share of the device pool kept free ahead of need (0: off). */
+    public double deviceFreeTarget() {
+        return deviceFreeTarget;
     }
 
     /** Page bytes waiting for upload to the page store at most; more is skipped (counted). */

@@ -627,6 +627,20 @@ public final class RadixTree {
      * backup, so a node whose backup cannot start does not stop eviction of the others.
      */
     public DeviceEviction evictDevice(int pages, boolean backupFirst, Set<TreeNode> passOver) {
+        return evictDeviceLeaves(pages, backupFirst, passOver, false);
+    }
+
+    /**
+     * Demotes device leaves the host also holds, in eviction order, until at least {@code pages} device pages are
+     * freed or none is left: what keeps part of the device pool free ahead of need. Removes nothing and asks for no
+     * backup: a leaf not backed up yet (or locked, or with a copy in flight) is passed over.
+     */
+    public DeviceEviction demoteDevice(int pages) {
+        return evictDeviceLeaves(pages, false, Set.of(), true);
+    }
+
+    private DeviceEviction evictDeviceLeaves(
+            int pages, boolean backupFirst, Set<TreeNode> passOver, boolean demoteOnly) {
         PriorityQueue<TreeNode> heap = new PriorityQueue<>(evictionOrder());
         collectDeviceLeaves(root, heap);
         int[] freed = new int[Math.max(0, pages)];
@@ -637,7 +651,11 @@ public final class RadixTree {
         int promised = 0;
         while (count + promised < pages && !heap.isEmpty()) {
             TreeNode n = heap.poll();
-            if (n.lockRef > 0 || n.pending != null || n.device == null || passOver.contains(n)) {
+            if (n.lockRef > 0
+                    || n.pending != null
+                    || n.device == null
+                    || passOver.contains(n)
+                    || (demoteOnly && !n.backedUp())) {
                 continue;
             }
             if (!n.backedUp() && (backupFirst || n.hasChildren())) {

@@ -106,6 +106,11 @@ final class TinyCache implements AutoCloseable {
         return new TinyCache(devicePages, true, store, null, settings);
     }
 
+    /** A cache with a host tier, one of the tensor-parallel ranks of {@code ranks}, and {@code settings}. */
+    static TinyCache withHostAsRank(int devicePages, RankGroup ranks, String... settings) throws IOException {
+        return new TinyCache(devicePages, true, null, ranks, settings);
+    }
+
     /** {@code pages} whole pages of tokens {@code base, base + 1, ...}. */
     static int[] prompt(int base, int pages) {
         int[] t = new int[pages * PAGE];

@@ -110,29 +110,25 @@ final class IpcLink implements TransportLink {
     }
 
     /**
-     * Small slices of one submission go to their device in one launch of the address-copy kernel (a fragmented plan
-     * is thousands of 32 KiB requests: one {@code cuMemcpyAsync} each costs microseconds apiece); large ones, which the
-     * copy engine moves at full speed, one {@code cuMemcpyAsync} each.
+     * The slices of one submission go to each device as one list with one event after it: the small ones in one launch
+     * of the address-copy kernel (a fragmented plan is thousands of 32 KiB requests: one {@code cuMemcpyAsync} each
+     * costs microseconds apiece), the large ones, which the copy engine moves at full speed, one
+     * {@code cuMemcpyAsync} each.
      */
     @Override
     public void submitAll(List<? extends Slice> slices) {
-        if (slices.size() < DeviceCopies.KERNEL_MIN_COPIES) {
-            slices.forEach(this::submit);
+        if (slices.size() == 1) {
+            submit(slices.getFirst());
             return;
         }
-        Map<Integer, List<Target>> small = new HashMap<>();
+        Map<Integer, List<Target>> byDevice = new HashMap<>();
         for (Slice slice : slices) {
             Target t = target(slice);
-            if (t == null) {
-                continue;
-            }
-            if (t.length() > DeviceCopies.KERNEL_MAX_BYTES) {
-                enqueue(t.device(), List.of(t));
-            } else {
-                small.computeIfAbsent(t.device(), d -> new ArrayList<>()).add(t);
+            if (t != null) {
+                byDevice.computeIfAbsent(t.device(), d -> new ArrayList<>()).add(t);
             }
         }
-        small.forEach(this::enqueue);
+        byDevice.forEach(this::enqueue);
     }
 
     /** A slice checked and mapped: its device, both addresses and its length; the mapping counts it as a copy. */

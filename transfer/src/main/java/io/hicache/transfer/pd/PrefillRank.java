@@ -25,14 +25,17 @@ import org.jspecify.annotations.Nullable;
 /**
  * One prefill rank: registers with its instance's bootstrap server, takes each request's destination from the
  * decode ranks (INFO messages), and sends the request's KV as it is computed through {@link KvSender}s: chunk by
- * chunk, only the pages the decode does not hold, by the {@link DeliveryPath} each decode rank chose, aux data last,
- * then a SUCCESS status. An abort is acknowledged once no write of the room is in flight.
+ * chunk, only the pages the decode does not hold, by the {@link DeliveryPath} each decode rank chose, the aux data
+ * beside the last chunk, then a SUCCESS status once every write is done. An abort is acknowledged once no write of
+ * the room is in flight.
  *
  * <p>Thread-safe. All protocol state changes run on one named thread ({@code pd-prefill-<rank>}), which also runs
  * the bootstrap-timeout sweep. The starter closes it (the engine and regions stay the starter's).
  */
 public final class PrefillRank implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(PrefillRank.class.getName());
+    /** {@code -Dhicache.pd.trace=true}: each room that succeeds logs where its last chunk's time went (a diagnosis). */
+    private static final boolean TRACE = Boolean.getBoolean("hicache.pd.trace");
 
     private final TransferEngine engine;
     private final RankSpec spec;
@@ -174,7 +177,10 @@ public final class PrefillRank implements AutoCloseable {
     // ---- called by KvSender, from any thread
 
     void send(PrefillRoom room, int[] srcPages, boolean last, byte @Nullable [] auxData) {
+        long sent = System.nanoTime();
         worker.post(() -> {
+            room.marks[0] = sent;
+            room.marks[1] = System.nanoTime();
             try {
                 sendChunk(room, srcPages, last, auxData);
             } catch (RuntimeException e) {
@@ -282,9 +288,9 @@ public final class PrefillRank implements AutoCloseable {
         }
         int from = room.cursor;
         room.cursor += srcPages.length;
-        if (room.state == KvPoll.WAITING_FOR_INPUT) {
+        boolean first = room.state == KvPoll.WAITING_FOR_INPUT;
+        if (first) {
             room.advance(KvPoll.TRANSFERRING);
-            status(room, KvPoll.TRANSFERRING, "");
         }
         for (Recipient r : room.recipients) {
             if (r.dummy()) {
@@ -306,6 +312,13 @@ public final class PrefillRank implements AutoCloseable {
         }
         if (last) {
             room.lastAux = auxData == null ? new byte[0] : auxData;
+            sendAux(room);
+        }
+        room.marks[2] = System.nanoTime();
+        if (first && room.state == KvPoll.TRANSFERRING) {
+            status(room, KvPoll.TRANSFERRING, ""); // after the writes are on their way: it only informs
+        }
+        if (last) {
             maybeFinish(room);
         }
     }
@@ -313,12 +326,18 @@ public final class PrefillRank implements AutoCloseable {
     private void submit(PrefillRoom room, Recipient to, List<TransferRequest> writes) {
         room.inFlight++;
         TransferBatch batch = engine.submit(to.segment(), writes, chunkDeadline());
-        batch.whenDone()
-                .whenComplete((b, e) -> worker.post(() -> writeOver(
+        batch.whenDone().whenComplete((b, e) -> {
+            long done = System.nanoTime();
+            worker.post(() -> {
+                room.marks[3] = Math.max(room.marks[3], done);
+                room.marks[4] = System.nanoTime();
+                writeOver(
                         room,
                         b.allDone()
                                 ? null
-                                : "transfer to decode " + to.spec().engineAddress() + " failed: " + b.firstFailure())));
+                                : "transfer to decode " + to.spec().engineAddress() + " failed: " + b.firstFailure());
+            });
+        });
     }
 
     private void forgetIfIdle(PrefillRoom room) {
@@ -328,39 +347,57 @@ public final class PrefillRank implements AutoCloseable {
         }
     }
 
-    /** Once the last chunk's pages are all written: the aux data, into each decode's aux slot; then SUCCESS. */
-    private void maybeFinish(PrefillRoom room) {
-        if (room.lastAux == null || room.inFlight > 0 || room.state != KvPoll.TRANSFERRING) {
+    /**
+     * The aux data, into each decode's aux slot, beside the last chunk's pages rather than after them: a decode reads
+     * its slot only once the room's SUCCESS came, which waits for every write of the room.
+     */
+    private void sendAux(PrefillRoom room) {
+        if (room.state != KvPoll.TRANSFERRING || room.auxSent) {
             return;
         }
-        if (!room.auxSent) {
-            room.auxSent = true;
-            AuxSlots.Slot slot = aux.stage(room.lastAux);
-            if (slot == null) {
-                fail(room, "no free aux staging slot (" + spec.auxSlots() + " in use)");
-                return;
+        room.auxSent = true;
+        AuxSlots.Slot slot = aux.stage(Checks.checkNotNull(room.lastAux, "the aux data of the last chunk"));
+        if (slot == null) {
+            fail(room, "no free aux staging slot (" + spec.auxSlots() + " in use)");
+            return;
+        }
+        room.auxSlot = slot.index();
+        for (Recipient r : room.recipients) {
+            if (!r.dummy()) {
+                submit(
+                        room,
+                        r,
+                        List.of(TransferRequest.write(
+                                slot.memory(),
+                                RankSpec.AUX_REGION,
+                                (long) r.destination().auxSlot() * r.spec().auxSlotBytes())));
             }
-            room.auxSlot = slot.index();
-            boolean any = false;
-            for (Recipient r : room.recipients) {
-                if (!r.dummy()) {
-                    any = true;
-                    submit(
-                            room,
-                            r,
-                            List.of(TransferRequest.write(
-                                    slot.memory(),
-                                    RankSpec.AUX_REGION,
-                                    (long) r.destination().auxSlot() * r.spec().auxSlotBytes())));
-                }
-            }
-            if (any) {
-                return; // finishes when the aux writes are done
-            }
+        }
+    }
+
+    /** Once the last chunk's pages and the aux data are all written: SUCCESS. */
+    private void maybeFinish(PrefillRoom room) {
+        if (!room.auxSent || room.inFlight > 0 || room.state != KvPoll.TRANSFERRING) {
+            return;
         }
         freeAux(room);
         room.advance(KvPoll.SUCCESS);
         status(room, KvPoll.SUCCESS, "");
+        if (TRACE) {
+            long[] m = room.marks;
+            long end = System.nanoTime();
+            LOG.log(
+                    Level.INFO,
+                    "pd trace room {0}: to the worker {1} us, plan and submit {2} us, writes {3} us, back to the worker"
+                            + " {4} us, SUCCESS {5} us; {6} us in all",
+                    room.id,
+                    (m[1] - m[0]) / 1000,
+                    (m[2] - m[1]) / 1000,
+                    (m[3] - m[2]) / 1000,
+                    (m[4] - m[3]) / 1000,
+                    (end - m[4]) / 1000,
+                    (end - m[0]) / 1000);
+        }
     }
 
     private void freeAux(PrefillRoom room) {

@@ -27,7 +27,7 @@ final class PrefillRoom extends RoomState {
     int inFlight;
     /** The last chunk's aux data, once it came; null before. */
     byte @Nullable [] lastAux;
-
+    /** The aux writes were submitted (or staging them failed the room). */
     boolean auxSent;
     /** This rank's aux slot holding the aux data while it is written, or -1. */
     int auxSlot = -1;
@@ -35,6 +35,11 @@ final class PrefillRoom extends RoomState {
     boolean released;
     /** Whether the engine asked for the room's sender; a room only a decode named is dropped after a while. */
     volatile boolean claimed;
+    /**
+     * Times (nanoTime) of the room's last chunk: sent by the engine, taken by the worker, its writes submitted, the
+     * last write done (on the transport's thread), that seen by the worker, SUCCESS. For {@code -Dhicache.pd.trace}.
+     */
+    final long[] marks = new long[6];
     /** The staged path's sends of this room still running ({@link StagedPath}'s). */
     final List<StagedSend> stagedSends = new ArrayList<>();
 
