@@ -119,6 +119,12 @@ public final class GpuRun implements Callable<Integer> {
         }
     }
 
+    /** {@code " -Dname=value"} when the property is set (the result files' command repeats it), else "". */
+    private static String property(String name) {
+        String value = System.getProperty(name);
+        return value == null ? "" : " -D" + name + "=" + value;
+    }
+
     private static int run(
             Path out,
             boolean quick,
@@ -172,6 +178,9 @@ public final class GpuRun implements Callable<Integer> {
                             ? " -Dhicache.bench.pd.gpuToGpuOnly=true"
                             : "")
                     + (Boolean.getBoolean("hicache.bench.pd.stagedOnly") ? " -Dhicache.bench.pd.stagedOnly=true" : "")
+                    + property("hicache.bench.device-free-target")
+                    + property("hicache.bench.gpu-replay.layers-per-launch")
+                    + property("hicache.pd.trace")
                     + " -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
             command.append(quick ? " --quick" : "");
             slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));
