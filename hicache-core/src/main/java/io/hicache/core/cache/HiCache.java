@@ -18,8 +18,9 @@ import java.util.concurrent.CompletableFuture;
  * commit, close. The device pool is reached through {@link #device()}, the operator's calls through {@link #admin()}.
  *
  * <p>Background work runs on named loops with bounded queues ({@code hicache-completions}, {@code -host-commit},
- * {@code -upload}, {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}, {@code -device-evictor}); a failed copy or store call
- * becomes a miss or a skipped backup, counted in {@link #stats()}, never a dead thread or a damaged tree.
+ * {@code -upload}, {@code -prefetch-query}, {@code -prefetch-io}, {@code -host-evictor}, {@code -device-evictor}); a
+ * failed copy or store call becomes a miss or a skipped backup, counted in {@link #stats()}, never a dead thread or a
+ * damaged tree.
  *
  * <p>With {@code kv-events-config} set (or a publisher given to the builder) the cache publishes SGLang's KV events
  * on {@code hicache-kv-events}: a BlockStored per run of pages reaching the device (insert, load-back), the host

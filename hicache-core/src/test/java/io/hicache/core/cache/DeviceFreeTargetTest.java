@@ -4,14 +4,9 @@ import static io.hicache.core.cache.TinyCache.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.hicache.core.rank.LocalRankGroup;
 import io.hicache.core.rank.RankGroup;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -77,21 +72,11 @@ class DeviceFreeTargetTest {
 
     @Test
     void ranksThatAgreeFreeTheSamePagesAtTheirSettles() throws Exception {
-        List<RankGroup> groups = LocalRankGroup.create("device-free-target", 2);
-        ExecutorService threads = Executors.newFixedThreadPool(2);
-        try {
-            List<Future<String>> said = new ArrayList<>();
-            for (RankGroup g : groups) {
-                said.add(threads.submit(() -> serveAsRank(g)));
-            }
-            String rank0 = said.get(0).get(60, TimeUnit.SECONDS);
-            int free = Integer.parseInt(rank0.substring("free ".length(), rank0.indexOf(',')));
-            assertTrue(free >= 4, "the target is kept at a settle: " + rank0);
-            assertEquals(rank0, said.get(1).get(60, TimeUnit.SECONDS), "both ranks demoted the same pages");
-        } finally {
-            threads.shutdownNow();
-            groups.forEach(RankGroup::close);
-        }
+        List<String> said = TinyCache.onRanks("device-free-target", 2, DeviceFreeTargetTest::serveAsRank);
+        String rank0 = said.get(0);
+        int free = Integer.parseInt(rank0.substring("free ".length(), rank0.indexOf(',')));
+        assertTrue(free >= 4, "the target is kept at a settle: " + rank0);
+        assertEquals(rank0, said.get(1), "both ranks demoted the same pages");
     }
 
     private static String serveAsRank(RankGroup group) throws Exception {

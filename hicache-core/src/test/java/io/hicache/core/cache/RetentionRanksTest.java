@@ -3,15 +3,9 @@ package io.hicache.core.cache;
 import static io.hicache.core.cache.TinyCache.prompt;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.hicache.core.rank.LocalRankGroup;
 import io.hicache.core.rank.RankGroup;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,22 +16,11 @@ import org.junit.jupiter.api.Test;
 class RetentionRanksTest {
     @Test
     void ranksWhoseClocksDisagreeEvictTheSame() throws Exception {
-        List<RankGroup> groups = LocalRankGroup.create("retention-ranks", 2);
-        ExecutorService threads = Executors.newFixedThreadPool(2);
-        try {
-            List<Future<String>> said = new ArrayList<>();
-            for (RankGroup g : groups) {
-                // rank 1's clock runs 2 s ahead: by it, the class of the first prompt has decayed when the pool fills
-                Duration idle = Duration.ofSeconds(g.rank() == 0 ? 59 : 61);
-                said.add(threads.submit(() -> serve(g, idle)));
-            }
-            String rank0 = said.get(0).get(60, TimeUnit.SECONDS);
-            assertEquals("time 59000, retained 8, other 0", rank0, "rank 0's clock, the least moved, is the time");
-            assertEquals(rank0, said.get(1).get(60, TimeUnit.SECONDS), "both ranks evicted the same");
-        } finally {
-            threads.shutdownNow();
-            groups.forEach(RankGroup::close);
-        }
+        // rank 1's clock runs 2 s ahead: by it, the class of the first prompt has decayed when the pool fills
+        List<String> said =
+                TinyCache.onRanks("retention-ranks", 2, g -> serve(g, Duration.ofSeconds(g.rank() == 0 ? 59 : 61)));
+        assertEquals("time 59000, retained 8, other 0", said.get(0), "rank 0's clock, the least moved, is the time");
+        assertEquals(said.get(0), said.get(1), "both ranks evicted the same");
     }
 
     private static String serve(RankGroup group, Duration idle) throws Exception {

@@ -6,6 +6,7 @@ import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.core.page.PageByteOrder;
+import io.hicache.core.rank.LocalRankGroup;
 import io.hicache.core.rank.RankGroup;
 import io.hicache.core.store.PageStore;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -15,8 +16,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.jspecify.annotations.Nullable;
 
@@ -109,6 +116,34 @@ final class TinyCache implements AutoCloseable {
     /** A cache with a host tier, one of the tensor-parallel ranks of {@code ranks}, and {@code settings}. */
     static TinyCache withHostAsRank(int devicePages, RankGroup ranks, String... settings) throws IOException {
         return new TinyCache(devicePages, true, null, ranks, settings);
+    }
+
+    /** What one rank of {@link #onRanks} does, and says. */
+    interface RankBody {
+        String run(RankGroup group) throws Exception;
+    }
+
+    /**
+     * Runs {@code body} on each of {@code count} in-process ranks at once (each its own thread, all one rank group);
+     * returns what each said, in rank order.
+     */
+    static List<String> onRanks(String name, int count, RankBody body) throws Exception {
+        List<RankGroup> groups = LocalRankGroup.create(name, count);
+        ExecutorService threads = Executors.newFixedThreadPool(count);
+        try {
+            List<Future<String>> said = new ArrayList<>();
+            for (RankGroup g : groups) {
+                said.add(threads.submit(() -> body.run(g)));
+            }
+            List<String> out = new ArrayList<>();
+            for (Future<String> f : said) {
+                out.add(f.get(60, TimeUnit.SECONDS));
+            }
+            return out;
+        } finally {
+            threads.shutdownNow();
+            groups.forEach(RankGroup::close);
+        }
     }
 
     /** {@code pages} whole pages of tokens {@code base, base + 1, ...}. */

@@ -19,9 +19,10 @@ import jcuda.driver.JCudaDriver;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Copies between device addresses, enqueued per local device: on that device's non-blocking stream, the copies of up to
- * {@value #KERNEL_MAX_BYTES} bytes in a list go in one launch of the address-copy kernel when there are
- * {@value #KERNEL_MIN_COPIES} or more of them, the others one {@code cuMemcpyAsync} each; then one event is recorded on the device's {@link CompletionQueue} (hicache-cuda's, the
+ * Copies between device addresses, enqueued per local device: on that device's non-blocking stream, the copies of up
+ * to {@value #KERNEL_MAX_BYTES} bytes in a list go in one launch of the address-copy kernel when there are
+ * {@value #KERNEL_MIN_COPIES} or more of them, the others to the copy engines (a strided run as one 2D copy, else one
+ * {@code cuMemcpyAsync} each); then one event is recorded on the device's {@link CompletionQueue} (hicache-cuda's, the
  * one a pool's copies use), whose thread hands each list back, in the order it was enqueued, once its event fired (a
  * stream runs in order: every earlier copy on it has ended too).
  *
@@ -37,7 +38,7 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     private static final int EVENT_FLAGS = CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING;
     /** A list of at least this many copies for one device goes in one kernel launch. */
     static final int KERNEL_MIN_COPIES = 4;
-    /** Copies larger than this are for the copy engine, one {@code cuMemcpyAsync} each. */
+    /** Copies larger than this are for the copy engines. */
     static final long KERNEL_MAX_BYTES = 1L << 20;
     /** Copies one launch takes; longer lists go in several. */
     private static final int KERNEL_CAPACITY = 1 << 16;
@@ -109,8 +110,8 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     private void enqueueOn(int device, CUstream stream, Lane<T> lane, List<T> copies) {
         cuda.makeCurrent(device);
         // The small copies, when there are enough, in one kernel launch; the large ones to the copy engine. One event
-        // after all of them: an event and a completion hand-off per copy cost more than the copies at 4K tokens (64
-        // copies of 8 MiB over NVLink take about 20 microseconds each).
+        // after all of them: a copy of 8 MiB over NVLink takes about 20 microseconds, not much more than an event and
+        // a completion hand-off of its own would.
         int small = 0;
         for (T c : copies) {
             if (c.length() <= KERNEL_MAX_BYTES) {
@@ -146,7 +147,8 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     /**
      * One {@code cuMemcpyAsync} each, except that a run of copies of one length whose addresses step by the same
      * amounts on both sides (a layer-major pool's layers: 64 copies at 4K tokens of Llama-3.1-8B) goes as one 2D
-     * copy: enqueueing a peer copy costs the calling thread about 15 microseconds, which a handoff of 1.4 ms felt.
+     * copy: one driver call instead of 64, in a handoff of 1.4 ms whose submitting thread was traced at 0.9 ms and
+     * more (docs/benchmarks.md, pd-gpu-nvlink).
      */
     private void copyEngine(CUstream stream, List<T> large) {
         int n = large.size();
