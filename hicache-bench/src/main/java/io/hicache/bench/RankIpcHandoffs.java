@@ -41,8 +41,9 @@ import org.jspecify.annotations.Nullable;
  * other, so one write per layer and part) and {@code fragmented} (the decode's pages shuffled over its pool, as an
  * allocator that has run a while hands them out: one 32 KiB write per page, layer and part). Timed from the prefill's
  * send of the whole request as one chunk to its SUCCESS (every write done at the decode's GPU, the aux slot written;
- * the status to the decode goes out just after, outside the window), against one {@code cuMemcpyPeer} of the same bytes between the same devices in this run. The
- * last handoff of each size and plan is checked page by page at the decode after its pages were overwritten with a
+ * the status to the decode goes out just after, outside the window), against one {@code cuMemcpyPeer} of the same
+ * bytes between the same devices in this run; a cuda-ipc case times its rooms after {@value #WARM_UP_ROOMS} untimed
+ * ones. The last handoff of each size and plan is checked page by page at the decode after its pages were overwritten with a
  * sentinel. {@link #staged} runs the same two processes over {@code shm} alone with staging areas of a whole room: the
  * staged path across processes and GPUs. Not thread-safe.
  */

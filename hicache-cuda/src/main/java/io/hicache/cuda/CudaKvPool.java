@@ -24,8 +24,8 @@ import jcuda.driver.JCudaDriver;
  * A KV pool in CUDA device memory ({@code cuMemAlloc}), laid out as {@link DeviceLayout} says. Copies to and from a
  * registered host slab run on two {@link CudaStream}s (loads, backups) either through the copy kernel (one launch
  * for a backup, one per layer for a load, or per {@link CudaTuning#layersPerLoadLaunch()} layers, each followed by an
- * event; a load's launches alternate between the lanes {@link CudaTuning#loadLanes()} asks for) or, as the fallback and the benchmark's reference,
- * through the copy engine: one {@code cuMemcpy2DAsync} per page and part covering the layers of the launch (per
+ * event; a load's launches alternate between the lanes {@link CudaTuning#loadLanes()} asks for) or, as the fallback
+ * and the benchmark's reference, through the copy engine: one {@code cuMemcpy2DAsync} per page and part covering the layers of the launch (per
  * page, part and layer for {@code page_first}, whose host rows are strided).
  *
  * <p>Thread-safe. Owns its device memory, streams and launch arguments; {@link #close()} waits for its copies and

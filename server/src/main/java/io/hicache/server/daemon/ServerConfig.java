@@ -232,8 +232,8 @@ public record ServerConfig(
             "",
             "the TCP congestion control of the daemon's connections (Linux, epoll transport), e.g. cubic; empty: the "
                     + "system's (net.ipv4.tcp_congestion_control). BBR paces every send with a timer, which costs the "
-                    + "daemon CPU on loopback for nothing (measured: docs/benchmarks.md), and likely on short in-rack links; the name must be in "
-                    + "net.ipv4.tcp_allowed_congestion_control unless the daemon has CAP_NET_ADMIN");
+                    + "daemon CPU on loopback for nothing (measured there: docs/benchmarks.md; not measured across "
+                    + "hosts); the name must be in net.ipv4.tcp_allowed_congestion_control unless the daemon has CAP_NET_ADMIN");
 
     /** How much larger than the largest page a frame must be allowed to be: a request's header, namespace and keys. */
     static final int FRAME_SLACK_BYTES = 64 * 1024;

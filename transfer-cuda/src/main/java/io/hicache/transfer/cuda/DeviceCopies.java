@@ -80,12 +80,11 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
 
     /**
      * Enqueues {@code copies} on {@code device}'s stream (the small ones in one kernel launch when there are enough),
-     * then one event;
-     * {@code completed} gets them once it fired.
+     * then one event; {@code completed} gets them once it fired.
      *
-     * @throws CudaException         when they cannot be enqueued (none is reported then); any enqueued before the failure
-     *                               have finished when it is thrown, unless waiting for them failed too (that failure is
-     *                               suppressed in the one thrown, and the context is then broken anyway)
+     * @throws CudaException when they cannot be enqueued (none is reported then); any enqueued before the failure have
+     *     finished when it is thrown, unless waiting for them failed too (that failure is suppressed in the one thrown,
+     *     and the context is then broken anyway)
      * @throws IllegalStateException once this is closed
      */
     void enqueue(int device, List<T> copies) {
@@ -109,36 +108,28 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
 
     private void enqueueOn(int device, CUstream stream, Lane<T> lane, List<T> copies) {
         cuda.makeCurrent(device);
-        // The small copies, when there are enough, in one kernel launch; the large ones to the copy engine. One event
-        // after all of them: a copy of 8 MiB over NVLink takes about 20 microseconds, not much more than an event and
-        // a completion hand-off of its own would.
-        int small = 0;
-        for (T c : copies) {
-            if (c.length() <= KERNEL_MAX_BYTES) {
-                small++;
-            }
-        }
-        AddressCopyKernel kernel = small >= KERNEL_MIN_COPIES ? kernel(device) : null;
-        if (kernel != null) {
-            long[] sources = new long[small];
-            long[] destinations = new long[small];
-            long[] lengths = new long[small];
-            int i = 0;
-            for (T c : copies) {
-                if (c.length() <= KERNEL_MAX_BYTES) {
-                    sources[i] = c.source();
-                    destinations[i] = c.destination();
-                    lengths[i] = c.length();
-                    i++;
-                }
-            }
-            kernel.enqueue(sources, destinations, lengths, small, stream);
-        }
+        // The small copies, when there are enough, in one kernel launch; the others to the copy engines. One event
+        // after all of them: the stream runs in order, so it reports every copy of the list.
+        List<T> small = new ArrayList<>();
         List<T> large = new ArrayList<>();
         for (T c : copies) {
-            if (kernel == null || c.length() > KERNEL_MAX_BYTES) {
-                large.add(c);
+            (c.length() <= KERNEL_MAX_BYTES ? small : large).add(c);
+        }
+        AddressCopyKernel kernel = small.size() >= KERNEL_MIN_COPIES ? kernel(device) : null;
+        if (kernel != null) {
+            int n = small.size();
+            long[] sources = new long[n];
+            long[] destinations = new long[n];
+            long[] lengths = new long[n];
+            for (int i = 0; i < n; i++) {
+                T c = small.get(i);
+                sources[i] = c.source();
+                destinations[i] = c.destination();
+                lengths[i] = c.length();
             }
+            kernel.enqueue(sources, destinations, lengths, n, stream);
+        } else {
+            large.addAll(small);
         }
         copyEngine(stream, large);
         lane.completions().record(stream, copies);

@@ -117,10 +117,6 @@ final class IpcLink implements TransportLink {
      */
     @Override
     public void submitAll(List<? extends Slice> slices) {
-        if (slices.size() == 1) {
-            submit(slices.getFirst());
-            return;
-        }
         Map<Integer, List<Target>> byDevice = new HashMap<>();
         for (Slice slice : slices) {
             Target t = target(slice);
