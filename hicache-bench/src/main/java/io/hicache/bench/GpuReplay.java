@@ -6,6 +6,7 @@ import io.hicache.core.page.KvGeometry;
 import io.hicache.cuda.ContiguousCopy;
 import io.hicache.cuda.CudaDeviceRuntime;
 import io.hicache.cuda.CudaOptions;
+import io.hicache.cuda.CudaTuning;
 import io.hicache.storage.file.FilePageStore;
 import io.hicache.storage.file.FileStoreConfig;
 import java.io.IOException;
@@ -98,6 +99,7 @@ final class GpuReplay {
                     tiers.failed(),
                     deviceOnly.failed());
             System.err.println("gpu replay TP 1 page store: " + tiers.l3());
+            System.err.println("gpu replay TP 1 " + loads.sizes());
             rows.add(BenchRow.higherIsBetter(
                             "gpu_replay_cached_tokens_tp1",
                             tiers.served(),
@@ -137,17 +139,27 @@ final class GpuReplay {
 
     /**
      * {@link CudaOptions#defaults()}, with {@code -Dhicache.bench.gpu-replay.layers-per-launch=N}: loads launched N
-     * layers at a time ({@link io.hicache.cuda.CudaTuning#layersPerLoadLaunch}), to measure fewer launches per
-     * load-back against one per layer. TP 2's second rank (a child JVM) inherits the property.
+     * layers at a time ({@link CudaTuning#layersPerLoadLaunch}), to measure fewer launches per load-back against one
+     * per layer; and {@code -Dhicache.bench.gpu-replay.backup-blocks-per-sm=N} with {@code
+     * -Dhicache.bench.gpu-replay.prioritize-loads=BOOL}: how backups share the device with loads
+     * ({@link CudaTuning#backupBlocksPerMultiprocessor}; 8 and false were the shape before). TP 2's second rank (a
+     * child JVM) inherits the properties.
      */
     static CudaOptions cudaOptions() {
         CudaOptions d = CudaOptions.defaults();
+        CudaTuning t = d.tuning();
         Integer layers = Integer.getInteger("hicache.bench.gpu-replay.layers-per-launch");
-        if (layers == null) {
-            return d;
+        if (layers != null) {
+            t = t.withLayersPerLoadLaunch(layers);
         }
-        System.err.println("gpu replay: " + layers + " layers per load launch");
-        return d.withTuning(d.tuning().withLayersPerLoadLaunch(layers));
+        Integer backupBlocks = Integer.getInteger("hicache.bench.gpu-replay.backup-blocks-per-sm");
+        if (backupBlocks != null) {
+            t = t.withBackupShare(
+                    backupBlocks,
+                    Boolean.parseBoolean(System.getProperty("hicache.bench.gpu-replay.prioritize-loads", "true")));
+        }
+        System.err.println("gpu replay: CUDA tuning " + t);
+        return d.withTuning(t);
     }
 
     private static boolean secondGpu() {
@@ -193,6 +205,7 @@ final class GpuReplay {
                 r.tiers().failed(),
                 r.deviceOnly().failed());
         System.err.println("gpu replay TP 2 rank 0's page store: " + r.tiers().l3());
+        System.err.println("gpu replay TP 2 rank 0: " + r.loads().sizes());
         System.err.println("gpu replay TP 2 rank 1: " + o.rank1Tally());
         List<BenchRow> rows = new ArrayList<>();
         BenchRow cached = BenchRow.higherIsBetter(

@@ -180,7 +180,12 @@ public final class GpuRun implements Callable<Integer> {
                     + (Boolean.getBoolean("hicache.bench.pd.stagedOnly") ? " -Dhicache.bench.pd.stagedOnly=true" : "")
                     + property("hicache.bench.device-free-target")
                     + property("hicache.bench.gpu-replay.layers-per-launch")
+                    + property("hicache.bench.gpu-replay.backup-blocks-per-sm")
+                    + property("hicache.bench.gpu-replay.prioritize-loads")
                     + property("hicache.pd.trace")
+                    + property("hicache.cuda-ipc.trace")
+                    + property("hicache.cuda-ipc.blocking-wait")
+                    + property("hicache.bench.pd.worker-spin-micros")
                     + " -cp '.gpu/lib/*' io.hicache.bench.GpuRun --out $OUT");
             command.append(quick ? " --quick" : "");
             slabDirs.forEach(d -> command.append(" --slab-dir ").append(d));

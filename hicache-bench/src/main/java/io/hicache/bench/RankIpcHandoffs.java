@@ -48,9 +48,15 @@ import org.jspecify.annotations.Nullable;
  * staged path across processes and GPUs. Not thread-safe.
  */
 final class RankIpcHandoffs {
-    static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
+    /**
+     * The ranks' timeouts; {@code -Dhicache.bench.pd.worker-spin-micros=N} sets the prefill thread's spin for a device
+     * handoff's end ({@link PdConfig#workerSpinMicros}; 0: it sleeps), to measure it against the default.
+     */
+    static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000)
+            .withWorkerSpinMicros(
+                    Long.getLong("hicache.bench.pd.worker-spin-micros", PdConfig.DEFAULT_WORKER_SPIN_MICROS));
     /** Untimed rooms before the timed ones of a cuda-ipc case. */
-    private static final int WARM_UP_ROOMS = 20;
+    private static final int WARM_UP_ROOMS = 100;
 
     private static final int STAGING_SLOTS = 8;
 
@@ -150,10 +156,9 @@ final class RankIpcHandoffs {
                                         : shuffled.subList(0, pages).stream()
                                                 .mapToInt(Integer::intValue)
                                                 .toArray());
-                        // Warm-up rooms first (links, IPC mappings, and the JIT: a traced run's planning and submitting
-                        // fell from 1.7 to 0.6 ms over the 5 rooms after a single warm-up), as an engine that has
-                        // served
-                        // a few requests; a staged room takes tens of milliseconds, and one warms it.
+                        // Warm-up rooms first (links, IPC mappings, and the JIT: a traced run's planning fell from
+                        // 0.9 ms to 60 us over its first 20 rooms), as an engine that has served a hundred requests; a
+                        // staged room takes tens of milliseconds, and one warms it.
                         int warmUps = stagedMode ? 1 : WARM_UP_ROOMS;
                         double[] ms = new double[warmUps + repeats];
                         long wrong = -1;

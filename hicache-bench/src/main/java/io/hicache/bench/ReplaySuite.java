@@ -260,8 +260,37 @@ public final class ReplaySuite implements BenchSuite {
         @Nullable
         CallSampler sampler;
 
+        /** Load-backs timed, and by size: fewer than 8 pages, 8 to 31, 32 or more (count, bytes, nanos each). */
+        long count;
+
+        final long[][] bySize = new long[3][3];
+
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
+        }
+
+        void add(long pages, long loadBytes, long loadNanos, long afterSubmitNanos) {
+            count++;
+            bytes += loadBytes;
+            nanos += loadNanos;
+            copyNanos += afterSubmitNanos;
+            long[] bin = bySize[pages < 8 ? 0 : pages < 32 ? 1 : 2];
+            bin[0]++;
+            bin[1] += loadBytes;
+            bin[2] += loadNanos;
+        }
+
+        /** How many load-backs of each size, their bytes and rate: where the time per byte goes. */
+        String sizes() {
+            String[] names = {"under 8 pages", "8-31 pages", "32+ pages"};
+            StringBuilder b = new StringBuilder(count + " load-backs");
+            for (int i = 0; i < 3; i++) {
+                long[] bin = bySize[i];
+                b.append(String.format(
+                        "; %s: %d, %.2f GB in %.1f ms (%.1f GB/s)",
+                        names[i], bin[0], bin[1] / 1e9, bin[2] / 1e6, bin[2] == 0 ? 0 : bin[1] / (double) bin[2]));
+            }
+            return b.toString();
         }
     }
 
@@ -410,9 +439,8 @@ public final class ReplaySuite implements BenchSuite {
             out[2] = lb.deviceTokens() - onDevice;
             if (loads != null && out[2] > 0) {
                 long end = System.nanoTime();
-                loads.nanos += end - loadStart;
-                loads.copyNanos += end - submitted;
-                loads.bytes += out[2] / PAGE * cache.format().pageBytes();
+                long pages = out[2] / PAGE;
+                loads.add(pages, pages * cache.format().pageBytes(), end - loadStart, end - submitted);
             }
             int[] prefix = r.prefixPages();
             int whole = turn.length / PAGE;

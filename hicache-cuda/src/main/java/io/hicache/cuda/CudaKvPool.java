@@ -35,6 +35,8 @@ final class CudaKvPool extends AbstractKvPool {
     private static final int THREADS = 256;
     /** The 32-bit kernels' index arithmetic holds a launch's vectors plus one grid stride of loads below this. */
     private static final long NARROW_LIMIT = 1L << 31;
+    /** A load's launch takes up to this many blocks per multiprocessor (2048 resident threads of 256). */
+    private static final int MAX_BLOCKS_PER_MULTIPROCESSOR = 8;
 
     private final CudaDeviceRuntime runtime;
     private final DevicePointer memory;
@@ -76,8 +78,9 @@ final class CudaKvPool extends AbstractKvPool {
         long ring = Math.max(1 << 16, 8L * pages);
         String id = Integer.toHexString(System.identityHashCode(this));
         // Loads launch once per layer (or group of layers): several lanes let a launch overlap the previous one's tail.
-        this.loads = new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring);
-        this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring);
+        this.loads =
+                new CudaStream(runtime.context(), "load-" + id, tuning.loadLanes(), ring, tuning.prioritizeLoads());
+        this.backups = new CudaStream(runtime.context(), "backup-" + id, 1, ring, false);
     }
 
     @Override
@@ -192,11 +195,12 @@ final class CudaKvPool extends AbstractKvPool {
         int parts = format.geometry().attention().parts();
         long vectors = (long) pairs * layerCount * parts * (DeviceLayout.chunkBytes(format) / 16);
         CudaTuning.Kernel kernel = tuning.kernel();
-        int blocks = blocks(vectors, kernel.unroll());
+        int perMultiprocessor = toHost ? tuning.backupBlocksPerMultiprocessor() : MAX_BLOCKS_PER_MULTIPROCESSOR;
+        int blocks = blocks(vectors, kernel.unroll(), perMultiprocessor);
         if (kernel != CudaTuning.Kernel.WIDE
                 && (vectors >= NARROW_LIMIT || (long) blocks * THREADS * kernel.unroll() >= NARROW_LIMIT)) {
             kernel = CudaTuning.Kernel.WIDE;
-            blocks = blocks(vectors, kernel.unroll());
+            blocks = blocks(vectors, kernel.unroll(), perMultiprocessor);
         }
         // Walking a page in host order only changes anything for page_first_direct, whose pages are contiguous.
         boolean partOuter = tuning.hostOrder() && host.layout() == HostLayout.PAGE_FIRST_DIRECT;
@@ -221,10 +225,13 @@ final class CudaKvPool extends AbstractKvPool {
                 runtime.kernel(kernel), blocks, 1, 1, THREADS, 1, 1, 0, stream, a.kernelParams, null);
     }
 
-    /** Enough blocks for one pass, at most eight per multiprocessor: beyond that threads loop over the rest. */
-    private int blocks(long vectors, int unroll) {
+    /**
+     * Enough blocks for one pass, at most {@code perMultiprocessor} per multiprocessor: beyond that threads loop over
+     * the rest.
+     */
+    private int blocks(long vectors, int unroll, int perMultiprocessor) {
         long wanted = (vectors + (long) THREADS * unroll - 1) / ((long) THREADS * unroll);
-        return (int) Math.max(1, Math.min(wanted, 8L * runtime.multiprocessors()));
+        return (int) Math.max(1, Math.min(wanted, (long) perMultiprocessor * runtime.multiprocessors()));
     }
 
     private static int layoutCode(HostLayout layout) {

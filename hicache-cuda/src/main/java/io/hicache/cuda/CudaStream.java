@@ -52,13 +52,21 @@ final class CudaStream implements AutoCloseable {
     private final CompletionQueue<Pending> completions;
     private volatile boolean closed;
 
-    CudaStream(CUcontext context, String name, int laneCount, long indexCapacityInts) {
+    /** Lanes of the device's default priority, or of its greatest where {@code prioritized}. */
+    CudaStream(CUcontext context, String name, int laneCount, long indexCapacityInts, boolean prioritized) {
         this.context = context;
         JCudaDriver.cuCtxSetCurrent(context);
+        int priority = 0;
+        if (prioritized) {
+            int[] least = new int[1];
+            int[] greatest = new int[1];
+            JCudaDriver.cuCtxGetStreamPriorityRange(least, greatest);
+            priority = greatest[0]; // numerically the lowest
+        }
         this.lanes = new CUstream[laneCount];
         for (int i = 0; i < laneCount; i++) {
             lanes[i] = new CUstream();
-            JCudaDriver.cuStreamCreate(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING);
+            JCudaDriver.cuStreamCreateWithPriority(lanes[i], CUstream_flags.CU_STREAM_NON_BLOCKING, priority);
         }
         this.indices = new IndexRing(indexCapacityInts);
         this.completions =

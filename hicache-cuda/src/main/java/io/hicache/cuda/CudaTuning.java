@@ -16,11 +16,26 @@ import java.util.Locale;
  *     host memory; false to walk every layout layer by layer, part by part
  * @param layersPerLoadLaunch layers one launch of a load copies, signalled together when it ends: 1 (the default)
  *     lets an engine start on layer 0 once it alone has landed; more launch less often (each launch and its event
- *     cost the calling thread tens of microseconds: docs/benchmarks.md, gpu-replay); not measured on a GPU yet
+ *     cost the calling thread tens of microseconds: docs/benchmarks.md, gpu-replay)
+ * @param backupBlocksPerMultiprocessor blocks per multiprocessor a backup's launch takes at most, 1 to 8 (a load's
+ *     take up to 8; default 8): a backup's grid-stride launch holds its blocks until it ends, so fewer leave room for
+ *     a load launched meanwhile. Measured in the GPU replay (2 with loads prioritized against 8 without): no
+ *     difference beyond the runs' spread (docs/benchmarks.md, gpu-replay), so the default stays
+ * @param prioritizeLoads whether loads run on streams of the device's greatest priority, so that the block scheduler
+ *     starts a load's blocks before a backup's waiting ones (default false; see above)
  */
-public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder, int layersPerLoadLaunch) {
+public record CudaTuning(
+        Kernel kernel,
+        int loadLanes,
+        boolean hostOrder,
+        int layersPerLoadLaunch,
+        int backupBlocksPerMultiprocessor,
+        boolean prioritizeLoads) {
+    private static final int DEFAULT_BACKUP_BLOCKS_PER_MULTIPROCESSOR = 8;
+
     /** The shape the H200 measurements chose. */
-    public static final CudaTuning DEFAULT = new CudaTuning(Kernel.NARROW, 2, true, 1);
+    public static final CudaTuning DEFAULT =
+            new CudaTuning(Kernel.NARROW, 2, true, 1, DEFAULT_BACKUP_BLOCKS_PER_MULTIPROCESSOR, false);
 
     /** The copy kernels in the PTX. */
     public enum Kernel {
@@ -61,22 +76,33 @@ public record CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder, int la
                 layersPerLoadLaunch >= 1 && layersPerLoadLaunch <= 1024,
                 "layersPerLoadLaunch must be 1 to 1024, was %d",
                 layersPerLoadLaunch);
+        Checks.requireArgument(
+                backupBlocksPerMultiprocessor >= 1 && backupBlocksPerMultiprocessor <= 8,
+                "backupBlocksPerMultiprocessor must be 1 to 8, was %d",
+                backupBlocksPerMultiprocessor);
     }
 
-    /** One layer per load launch. */
+    /** One layer per load launch; backups and loads share the device as in {@link #DEFAULT}. */
     public CudaTuning(Kernel kernel, int loadLanes, boolean hostOrder) {
-        this(kernel, loadLanes, hostOrder, 1);
+        this(kernel, loadLanes, hostOrder, 1, DEFAULT_BACKUP_BLOCKS_PER_MULTIPROCESSOR, false);
     }
 
     /** This shape with {@code layers} layers per load launch. */
     public CudaTuning withLayersPerLoadLaunch(int layers) {
-        return new CudaTuning(kernel, loadLanes, hostOrder, layers);
+        return new CudaTuning(kernel, loadLanes, hostOrder, layers, backupBlocksPerMultiprocessor, prioritizeLoads);
+    }
+
+    /** This shape with backups taking at most {@code blocks} blocks per multiprocessor and loads prioritized or not. */
+    public CudaTuning withBackupShare(int blocks, boolean prioritize) {
+        return new CudaTuning(kernel, loadLanes, hostOrder, layersPerLoadLaunch, blocks, prioritize);
     }
 
     @Override
     public String toString() {
         return kernel.name().toLowerCase(Locale.ROOT) + ", " + loadLanes + " load lane" + (loadLanes == 1 ? "" : "s")
                 + (hostOrder ? ", host order" : ", layer order")
-                + (layersPerLoadLaunch == 1 ? "" : ", " + layersPerLoadLaunch + " layers per load launch");
+                + (layersPerLoadLaunch == 1 ? "" : ", " + layersPerLoadLaunch + " layers per load launch")
+                + ", backups at most " + backupBlocksPerMultiprocessor + " blocks per multiprocessor"
+                + (prioritizeLoads ? ", loads prioritized" : "");
     }
 }

@@ -198,6 +198,7 @@ public final class HiCacheConfig {
     private final HostPoolConfig host;
     private final KvEventsConfig kvEvents;
     private final Settings settings;
+    private final boolean verifyHostChecksums;
 
     private HiCacheConfig(
             int pageSizeTokens,
@@ -274,6 +275,8 @@ public final class HiCacheConfig {
         this.host = host;
         this.kvEvents = kvEvents;
         this.settings = settings;
+        // read once: a load-back asks for it every time, and a lookup by name costs more than the question
+        this.verifyHostChecksums = settings.read(s -> s.get(VERIFY_HOST_CHECKSUMS));
     }
 
     /**
@@ -406,7 +409,7 @@ public final class HiCacheConfig {
 
     /** Whether a load-back checks each host page's CRC-32C, not only its identity ({@link #VERIFY_HOST_CHECKSUMS}). */
     public boolean verifyHostChecksums() {
-        return settings.read(s -> s.get(VERIFY_HOST_CHECKSUMS));
+        return verifyHostChecksums;
     }
 
     /** The page store's name, or empty for none. */

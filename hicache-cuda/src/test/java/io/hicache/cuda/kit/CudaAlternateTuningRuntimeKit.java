@@ -23,7 +23,9 @@ public class CudaAlternateTuningRuntimeKit extends DeviceRuntimeConformanceKit {
                 d.kernel() == CudaTuning.Kernel.WIDE ? CudaTuning.Kernel.NARROW : CudaTuning.Kernel.WIDE,
                 d.loadLanes() == 1 ? 2 : 1,
                 !d.hostOrder(),
-                d.layersPerLoadLaunch() == 1 ? 3 : 1); // 3: groups that do not divide the kit's layer counts evenly
+                d.layersPerLoadLaunch() == 1 ? 3 : 1, // 3: groups that do not divide the kit's layer counts evenly
+                d.backupBlocksPerMultiprocessor() == 8 ? 1 : 8, // the fewest, or the most, blocks for a backup
+                !d.prioritizeLoads());
     }
 
     @Override

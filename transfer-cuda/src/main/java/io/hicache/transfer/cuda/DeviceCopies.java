@@ -34,8 +34,16 @@ import org.jspecify.annotations.Nullable;
  */
 final class DeviceCopies<T extends DeviceCopies.Copy> {
     private static final System.Logger LOG = System.getLogger(DeviceCopies.class.getName());
-    /** The completion thread sleeps while it waits (copies take microseconds to milliseconds); no timing. */
-    private static final int EVENT_FLAGS = CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING;
+    /** {@code -Dhicache.cuda-ipc.trace=true}: each list logs where enqueueing it spent its time (a diagnosis). */
+    private static final boolean TRACE = Boolean.getBoolean("hicache.cuda-ipc.trace");
+    /**
+     * The completion thread spins while copies are in flight (the driver's default for a context with fewer than a
+     * core each), as the pool's copies do: the end of a handoff waits for this thread to notice it.
+     * {@code -Dhicache.cuda-ipc.blocking-wait=true} has it sleep instead. No timing either way.
+     */
+    private static final int EVENT_FLAGS = Boolean.getBoolean("hicache.cuda-ipc.blocking-wait")
+            ? CUevent_flags.CU_EVENT_BLOCKING_SYNC | CUevent_flags.CU_EVENT_DISABLE_TIMING
+            : CUevent_flags.CU_EVENT_DISABLE_TIMING;
     /** A list of at least this many copies for one device goes in one kernel launch. */
     static final int KERNEL_MIN_COPIES = 4;
     /** Copies larger than this are for the copy engines. */
@@ -107,6 +115,7 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
     }
 
     private void enqueueOn(int device, CUstream stream, Lane<T> lane, List<T> copies) {
+        long start = TRACE ? System.nanoTime() : 0;
         cuda.makeCurrent(device);
         // The small copies, when there are enough, in one kernel launch; the others to the copy engines. One event
         // after all of them: the stream runs in order, so it reports every copy of the list.
@@ -131,8 +140,21 @@ final class DeviceCopies<T extends DeviceCopies.Copy> {
         } else {
             large.addAll(small);
         }
+        long launched = TRACE ? System.nanoTime() : 0;
         copyEngine(stream, large);
+        long copied = TRACE ? System.nanoTime() : 0;
         lane.completions().record(stream, copies);
+        if (TRACE) {
+            long end = System.nanoTime();
+            LOG.log(
+                    Level.INFO,
+                    "cuda-ipc trace: {0} copies ({1} small): context and kernel {2} us, copy engines {3} us, event {4} us",
+                    copies.size(),
+                    kernel == null ? 0 : small.size(),
+                    (launched - start) / 1000,
+                    (copied - launched) / 1000,
+                    (end - copied) / 1000);
+        }
     }
 
     /**

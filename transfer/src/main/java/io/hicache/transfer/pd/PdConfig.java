@@ -11,6 +11,10 @@ package io.hicache.transfer.pd;
  * @param abortAckTimeoutMillis    decode: how long an abort waits for the prefill's acknowledgement before the
  *                                 pages are quarantined rather than released
  * @param lookupTimeoutMillis      one bootstrap request or segment open
+ * @param workerSpinMicros         prefill: how long the rank's thread spins, once a room's last chunk went out on
+ *                                 the device path, for the news that its writes ended (0: it sleeps at once): such a
+ *                                 handoff takes about a millisecond, and a thread woken from a sleep sees its end tens
+ *                                 of microseconds late; the spin ends as soon as any other work is due, 0 to 100,000
  */
 public record PdConfig(
         long bootstrapTimeoutMillis,
@@ -19,7 +23,11 @@ public record PdConfig(
         long heartbeatMillis,
         int heartbeatMaxFailures,
         long abortAckTimeoutMillis,
-        long lookupTimeoutMillis) {
+        long lookupTimeoutMillis,
+        long workerSpinMicros) {
+    /** The default of {@link #workerSpinMicros}. */
+    public static final long DEFAULT_WORKER_SPIN_MICROS = 2_000;
+
     public PdConfig {
         positive(bootstrapTimeoutMillis, "bootstrapTimeoutMillis");
         positive(waitingTimeoutMillis, "waitingTimeoutMillis");
@@ -28,6 +36,42 @@ public record PdConfig(
         positive(heartbeatMaxFailures, "heartbeatMaxFailures");
         positive(abortAckTimeoutMillis, "abortAckTimeoutMillis");
         positive(lookupTimeoutMillis, "lookupTimeoutMillis");
+        if (workerSpinMicros < 0 || workerSpinMicros > 100_000) {
+            throw new IllegalArgumentException("pd: workerSpinMicros must be 0 to 100000, got " + workerSpinMicros);
+        }
+    }
+
+    /** These timeouts, with the default {@link #workerSpinMicros}. */
+    public PdConfig(
+            long bootstrapTimeoutMillis,
+            long waitingTimeoutMillis,
+            long chunkDeadlineMillis,
+            long heartbeatMillis,
+            int heartbeatMaxFailures,
+            long abortAckTimeoutMillis,
+            long lookupTimeoutMillis) {
+        this(
+                bootstrapTimeoutMillis,
+                waitingTimeoutMillis,
+                chunkDeadlineMillis,
+                heartbeatMillis,
+                heartbeatMaxFailures,
+                abortAckTimeoutMillis,
+                lookupTimeoutMillis,
+                DEFAULT_WORKER_SPIN_MICROS);
+    }
+
+    /** This configuration with the rank's thread spinning {@code micros} for a device handoff's end. */
+    public PdConfig withWorkerSpinMicros(long micros) {
+        return new PdConfig(
+                bootstrapTimeoutMillis,
+                waitingTimeoutMillis,
+                chunkDeadlineMillis,
+                heartbeatMillis,
+                heartbeatMaxFailures,
+                abortAckTimeoutMillis,
+                lookupTimeoutMillis,
+                micros);
     }
 
     private static void positive(long v, String name) {
@@ -36,7 +80,10 @@ public record PdConfig(
         }
     }
 
-    /** SGLang's defaults: 300 s bootstrap and waiting timeouts, 5 s heartbeat, 2 failures; 30 s chunks. */
+    /**
+     * SGLang's defaults: 300 s bootstrap and waiting timeouts, 5 s heartbeat, 2 failures; 30 s chunks; the worker spins
+     * up to {@value #DEFAULT_WORKER_SPIN_MICROS} us.
+     */
     public static PdConfig defaults() {
         return new PdConfig(300_000, 300_000, 30_000, 5_000, 2, 45_000, 5_000);
     }

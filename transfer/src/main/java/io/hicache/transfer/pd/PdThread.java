@@ -1,6 +1,7 @@
 package io.hicache.transfer.pd;
 
 import io.hicache.core.util.Threads;
+import java.util.concurrent.Delayed;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -30,6 +31,14 @@ final class PdThread implements AutoCloseable {
         } catch (RejectedExecutionException closed) {
             // closed
         }
+    }
+
+    /**
+     * Whether a task is due now (posted, or scheduled for a time that has come): a task that spins on the thread stops
+     * when one is, so the spin never delays other work.
+     */
+    boolean hasDueTask() {
+        return executor.getQueue().peek() instanceof Delayed head && head.getDelay(TimeUnit.NANOSECONDS) <= 0;
     }
 
     /** Runs {@code task} every {@code millis}. */

@@ -179,8 +179,8 @@ public final class PrefillRank implements AutoCloseable {
     void send(PrefillRoom room, int[] srcPages, boolean last, byte @Nullable [] auxData) {
         long sent = System.nanoTime();
         worker.post(() -> {
-            room.marks[0] = sent;
-            room.marks[1] = System.nanoTime();
+            room.marks[PrefillRoom.MARK_SENT] = sent;
+            room.marks[PrefillRoom.MARK_TAKEN] = System.nanoTime();
             try {
                 sendChunk(room, srcPages, last, auxData);
             } catch (RuntimeException e) {
@@ -208,11 +208,11 @@ public final class PrefillRank implements AutoCloseable {
 
     /** Writes pages {@code src} of {@code pool} into {@code to}'s positions {@code [position, ..)}, one batch. */
     void writePages(PrefillRoom room, Recipient to, LocalRegion pool, int[] src, int position) {
-        submit(
-                room,
-                to,
-                KvPlan.writes(
-                        spec, pool.memory(), to.spec(), src, to.destination().pages(position, src.length)));
+        List<TransferRequest> writes = KvPlan.writes(
+                spec, pool.memory(), to.spec(), src, to.destination().pages(position, src.length));
+        room.marks[PrefillRoom.MARK_PLANNED] = System.nanoTime();
+        submit(room, to, writes);
+        room.marks[PrefillRoom.MARK_KV_SUBMITTED] = System.nanoTime();
     }
 
     /**
@@ -227,6 +227,7 @@ public final class PrefillRank implements AutoCloseable {
         maybeAck(room);
         maybeFinish(room);
         forgetIfIdle(room);
+        spinForDeviceWrites(room);
     }
 
     /** {@code count} writes of the room were dropped before they started (it failed). */
@@ -314,13 +315,41 @@ public final class PrefillRank implements AutoCloseable {
             room.lastAux = auxData == null ? new byte[0] : auxData;
             sendAux(room);
         }
-        room.marks[2] = System.nanoTime();
+        room.marks[PrefillRoom.MARK_AUX_SUBMITTED] = System.nanoTime();
         if (first && room.state == KvPoll.TRANSFERRING) {
             status(room, KvPoll.TRANSFERRING, ""); // after the writes are on their way: it only informs
         }
         if (last) {
             maybeFinish(room);
+            spinForDeviceWrites(room);
         }
+    }
+
+    /**
+     * A room whose last chunk went out device to device ends within about a millisecond: rather than sleep, the thread
+     * spins until the room's writes are reported, or other work is due, so that SUCCESS is not held up by the thread's
+     * wake-up; again after each of its writes that ends before the last, within one deadline per room
+     * ({@code workerSpinMicros} after the last chunk). Posted, so that work already queued goes first.
+     */
+    private void spinForDeviceWrites(PrefillRoom room) {
+        long spinNanos = TimeUnit.MICROSECONDS.toNanos(config.workerSpinMicros());
+        if (spinNanos == 0
+                || room.inFlight == 0
+                || !room.auxSent
+                || room.state != KvPoll.TRANSFERRING
+                || room.recipients.stream()
+                        .map(Recipient::path)
+                        .noneMatch(p -> p != null && p.kind() == DeliveryPath.Kind.DEVICE)) {
+            return;
+        }
+        if (room.spinUntilNanos == 0) {
+            room.spinUntilNanos = System.nanoTime() + spinNanos;
+        }
+        worker.post(() -> {
+            while (room.inFlight > 0 && !worker.hasDueTask() && System.nanoTime() - room.spinUntilNanos < 0) {
+                Thread.onSpinWait();
+            }
+        });
     }
 
     private void submit(PrefillRoom room, Recipient to, List<TransferRequest> writes) {
@@ -329,8 +358,8 @@ public final class PrefillRank implements AutoCloseable {
         batch.whenDone().whenComplete((b, e) -> {
             long done = System.nanoTime();
             worker.post(() -> {
-                room.marks[3] = Math.max(room.marks[3], done);
-                room.marks[4] = System.nanoTime();
+                room.marks[PrefillRoom.MARK_WRITES_DONE] = Math.max(room.marks[PrefillRoom.MARK_WRITES_DONE], done);
+                room.marks[PrefillRoom.MARK_SEEN] = System.nanoTime();
                 writeOver(
                         room,
                         b.allDone()
@@ -384,20 +413,31 @@ public final class PrefillRank implements AutoCloseable {
         room.advance(KvPoll.SUCCESS);
         status(room, KvPoll.SUCCESS, "");
         if (TRACE) {
-            long[] m = room.marks;
-            long end = System.nanoTime();
-            LOG.log(
-                    Level.INFO,
-                    "pd trace room {0}: to the worker {1} us, plan and submit {2} us, writes {3} us, back to the worker"
-                            + " {4} us, SUCCESS {5} us; {6} us in all",
-                    room.id,
-                    (m[1] - m[0]) / 1000,
-                    (m[2] - m[1]) / 1000,
-                    (m[3] - m[2]) / 1000,
-                    (m[4] - m[3]) / 1000,
-                    (end - m[4]) / 1000,
-                    (end - m[0]) / 1000);
+            trace(room);
         }
+    }
+
+    private static void trace(PrefillRoom room) {
+        long[] m = room.marks;
+        long end = System.nanoTime();
+        boolean device = m[PrefillRoom.MARK_KV_SUBMITTED] >= m[PrefillRoom.MARK_TAKEN];
+        LOG.log(
+                Level.INFO,
+                "pd trace room {0}: to the worker {1} us, KV plan {2} us, KV submit {3} us, aux {4} us, writes {5} us,"
+                        + " back to the worker {6} us, SUCCESS {7} us; {8} us in all",
+                room.id,
+                us(m, PrefillRoom.MARK_SENT, PrefillRoom.MARK_TAKEN),
+                device ? us(m, PrefillRoom.MARK_TAKEN, PrefillRoom.MARK_PLANNED) : "-",
+                device ? us(m, PrefillRoom.MARK_PLANNED, PrefillRoom.MARK_KV_SUBMITTED) : "-",
+                us(m, device ? PrefillRoom.MARK_KV_SUBMITTED : PrefillRoom.MARK_TAKEN, PrefillRoom.MARK_AUX_SUBMITTED),
+                us(m, PrefillRoom.MARK_AUX_SUBMITTED, PrefillRoom.MARK_WRITES_DONE),
+                us(m, PrefillRoom.MARK_WRITES_DONE, PrefillRoom.MARK_SEEN),
+                (end - m[PrefillRoom.MARK_SEEN]) / 1000,
+                (end - m[PrefillRoom.MARK_SENT]) / 1000);
+    }
+
+    private static long us(long[] marks, int from, int to) {
+        return (marks[to] - marks[from]) / 1000;
     }
 
     private void freeAux(PrefillRoom room) {

@@ -31,15 +31,34 @@ final class PrefillRoom extends RoomState {
     boolean auxSent;
     /** This rank's aux slot holding the aux data while it is written, or -1. */
     int auxSlot = -1;
+    /** Until when (nanoTime) the thread may spin for this room's device writes; 0 before its last chunk went out. */
+    long spinUntilNanos;
     /** The engine closed its sender: the room is forgotten once no write is in flight. */
     boolean released;
     /** Whether the engine asked for the room's sender; a room only a decode named is dropped after a while. */
     volatile boolean claimed;
     /**
-     * Times (nanoTime) of the room's last chunk: sent by the engine, taken by the worker, its writes submitted, the
-     * last write done (on the transport's thread), that seen by the worker, SUCCESS. For {@code -Dhicache.pd.trace}.
+     * Times (nanoTime) of the room's last chunk, indexed by the {@code MARK_} constants. For {@code -Dhicache.pd.trace}.
      */
-    final long[] marks = new long[6];
+    final long[] marks = new long[MARKS];
+
+    /** The engine sent the chunk (its thread). */
+    static final int MARK_SENT = 0;
+    /** The worker took it. */
+    static final int MARK_TAKEN = 1;
+    /** The KV writes of the chunk were planned (the last recipient's). */
+    static final int MARK_PLANNED = 2;
+    /** The engine accepted the KV writes (the last recipient's). */
+    static final int MARK_KV_SUBMITTED = 3;
+    /** The aux data was staged and its writes submitted. */
+    static final int MARK_AUX_SUBMITTED = 4;
+    /** The last write of the room was done (the transport's thread). */
+    static final int MARK_WRITES_DONE = 5;
+    /** The worker saw that. */
+    static final int MARK_SEEN = 6;
+
+    private static final int MARKS = 7;
+
     /** The staged path's sends of this room still running ({@link StagedPath}'s). */
     final List<StagedSend> stagedSends = new ArrayList<>();
 
