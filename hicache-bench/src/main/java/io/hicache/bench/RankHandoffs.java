@@ -46,7 +46,8 @@ final class RankHandoffs {
             throws Exception {
         String suffix = transport.equals("shm") ? "" : "_tcp";
         int maxPages = sizes.stream().mapToInt(PdHandoffGpu::pages).max().orElseThrow();
-        PdConfig config = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000);
+        PdConfig config =
+                new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000, PdConfig.DEFAULT_WORKER_SPIN_MICROS);
         List<BenchRow> rows = new ArrayList<>();
         try (BootstrapServer boot = BootstrapServer.start("127.0.0.1", 0, 1);
                 TransferEngine prefillEngine = PdHandoffGpu.engine("pd-rank-prefill", transport);

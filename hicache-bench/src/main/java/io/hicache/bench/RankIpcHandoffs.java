@@ -52,9 +52,15 @@ final class RankIpcHandoffs {
      * The ranks' timeouts; {@code -Dhicache.bench.pd.worker-spin-micros=N} sets the prefill thread's spin for a device
      * handoff's end ({@link PdConfig#workerSpinMicros}; 0: it sleeps), to measure it against the default.
      */
-    static final PdConfig CONFIG = new PdConfig(60_000, 120_000, 120_000, 5_000, 2, 30_000, 10_000)
-            .withWorkerSpinMicros(
-                    Long.getLong("hicache.bench.pd.worker-spin-micros", PdConfig.DEFAULT_WORKER_SPIN_MICROS));
+    static final PdConfig CONFIG = new PdConfig(
+            60_000,
+            120_000,
+            120_000,
+            5_000,
+            2,
+            30_000,
+            10_000,
+            Long.getLong("hicache.bench.pd.worker-spin-micros", PdConfig.DEFAULT_WORKER_SPIN_MICROS));
     /** Untimed rooms before the timed ones of a cuda-ipc case. */
     private static final int WARM_UP_ROOMS = 100;
 
@@ -212,12 +218,14 @@ final class RankIpcHandoffs {
                                 gbps / referenceGbps,
                                 wrong);
                         String suffix = plan.equals("contiguous") ? "" : "_fragmented";
-                        rows.add(BenchRow.higherIsBetter(
+                        BenchRow row = BenchRow.higherIsBetter(
                                 "pd_rank_nvlink_handoff_" + size.label() + suffix + "_gbps",
                                 gbps,
                                 "GB/s",
                                 "one_cuMemcpyPeer_same_bytes",
-                                referenceGbps));
+                                referenceGbps);
+                        // issue 44 asks 0.8 of the peer copy through the ranks at 4K, contiguous
+                        rows.add(plan.equals("contiguous") && size.label().equals("4k") ? row.withAim(0.8) : row);
                         rows.add(BenchRow.wrongPages(
                                 "pd_rank_nvlink_pages_with_wrong_bytes_" + size.label() + suffix, wrong, pages));
                     }

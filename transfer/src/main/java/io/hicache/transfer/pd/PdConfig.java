@@ -41,39 +41,6 @@ public record PdConfig(
         }
     }
 
-    /** These timeouts, with the default {@link #workerSpinMicros}. */
-    public PdConfig(
-            long bootstrapTimeoutMillis,
-            long waitingTimeoutMillis,
-            long chunkDeadlineMillis,
-            long heartbeatMillis,
-            int heartbeatMaxFailures,
-            long abortAckTimeoutMillis,
-            long lookupTimeoutMillis) {
-        this(
-                bootstrapTimeoutMillis,
-                waitingTimeoutMillis,
-                chunkDeadlineMillis,
-                heartbeatMillis,
-                heartbeatMaxFailures,
-                abortAckTimeoutMillis,
-                lookupTimeoutMillis,
-                DEFAULT_WORKER_SPIN_MICROS);
-    }
-
-    /** This configuration with the rank's thread spinning {@code micros} for a device handoff's end. */
-    public PdConfig withWorkerSpinMicros(long micros) {
-        return new PdConfig(
-                bootstrapTimeoutMillis,
-                waitingTimeoutMillis,
-                chunkDeadlineMillis,
-                heartbeatMillis,
-                heartbeatMaxFailures,
-                abortAckTimeoutMillis,
-                lookupTimeoutMillis,
-                micros);
-    }
-
     private static void positive(long v, String name) {
         if (v <= 0) {
             throw new IllegalArgumentException("pd: " + name + " must be > 0, got " + v);
@@ -85,6 +52,6 @@ public record PdConfig(
      * up to {@value #DEFAULT_WORKER_SPIN_MICROS} us.
      */
     public static PdConfig defaults() {
-        return new PdConfig(300_000, 300_000, 30_000, 5_000, 2, 45_000, 5_000);
+        return new PdConfig(300_000, 300_000, 30_000, 5_000, 2, 45_000, 5_000, DEFAULT_WORKER_SPIN_MICROS);
     }
 }

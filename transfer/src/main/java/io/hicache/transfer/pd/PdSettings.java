@@ -210,7 +210,8 @@ public record PdSettings(Mode mode, int bootstrapPort, boolean decodeOffload, Tr
                     s.get(HEARTBEAT_INTERVAL).toMillis(),
                     s.get(HEARTBEAT_MAX_FAILURE),
                     s.get(ABORT_ACK_TIMEOUT).toMillis(),
-                    PdConfig.defaults().lookupTimeoutMillis());
+                    PdConfig.defaults().lookupTimeoutMillis(),
+                    PdConfig.DEFAULT_WORKER_SPIN_MICROS);
             return new PdSettings(s.get(MODE), s.get(BOOTSTRAP_PORT), s.get(DECODE_OFFLOAD), transfer, pd);
         });
     }

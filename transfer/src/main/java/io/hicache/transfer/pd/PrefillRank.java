@@ -9,6 +9,7 @@ import io.hicache.transfer.TransferBatch;
 import io.hicache.transfer.TransferEngine;
 import io.hicache.transfer.TransferException;
 import io.hicache.transfer.TransferRequest;
+import io.hicache.transfer.pd.PrefillRoom.Mark;
 import io.hicache.transfer.staged.StagingArea;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -179,8 +180,8 @@ public final class PrefillRank implements AutoCloseable {
     void send(PrefillRoom room, int[] srcPages, boolean last, byte @Nullable [] auxData) {
         long sent = System.nanoTime();
         worker.post(() -> {
-            room.marks[PrefillRoom.MARK_SENT] = sent;
-            room.marks[PrefillRoom.MARK_TAKEN] = System.nanoTime();
+            room.mark(Mark.SENT, sent);
+            room.mark(Mark.TAKEN, System.nanoTime());
             try {
                 sendChunk(room, srcPages, last, auxData);
             } catch (RuntimeException e) {
@@ -210,9 +211,9 @@ public final class PrefillRank implements AutoCloseable {
     void writePages(PrefillRoom room, Recipient to, LocalRegion pool, int[] src, int position) {
         List<TransferRequest> writes = KvPlan.writes(
                 spec, pool.memory(), to.spec(), src, to.destination().pages(position, src.length));
-        room.marks[PrefillRoom.MARK_PLANNED] = System.nanoTime();
+        room.mark(Mark.PLANNED, System.nanoTime());
         submit(room, to, writes);
-        room.marks[PrefillRoom.MARK_KV_SUBMITTED] = System.nanoTime();
+        room.mark(Mark.KV_SUBMITTED, System.nanoTime());
     }
 
     /**
@@ -315,7 +316,7 @@ public final class PrefillRank implements AutoCloseable {
             room.lastAux = auxData == null ? new byte[0] : auxData;
             sendAux(room);
         }
-        room.marks[PrefillRoom.MARK_AUX_SUBMITTED] = System.nanoTime();
+        room.mark(Mark.AUX_SUBMITTED, System.nanoTime());
         if (first && room.state == KvPoll.TRANSFERRING) {
             status(room, KvPoll.TRANSFERRING, ""); // after the writes are on their way: it only informs
         }
@@ -358,8 +359,8 @@ public final class PrefillRank implements AutoCloseable {
         batch.whenDone().whenComplete((b, e) -> {
             long done = System.nanoTime();
             worker.post(() -> {
-                room.marks[PrefillRoom.MARK_WRITES_DONE] = Math.max(room.marks[PrefillRoom.MARK_WRITES_DONE], done);
-                room.marks[PrefillRoom.MARK_SEEN] = System.nanoTime();
+                room.mark(Mark.WRITES_DONE, Math.max(room.at(Mark.WRITES_DONE), done));
+                room.mark(Mark.SEEN, System.nanoTime());
                 writeOver(
                         room,
                         b.allDone()
@@ -418,26 +419,25 @@ public final class PrefillRank implements AutoCloseable {
     }
 
     private static void trace(PrefillRoom room) {
-        long[] m = room.marks;
         long end = System.nanoTime();
-        boolean device = m[PrefillRoom.MARK_KV_SUBMITTED] >= m[PrefillRoom.MARK_TAKEN];
+        boolean device = room.at(Mark.KV_SUBMITTED) >= room.at(Mark.TAKEN); // else the chunk went another way
         LOG.log(
                 Level.INFO,
                 "pd trace room {0}: to the worker {1} us, KV plan {2} us, KV submit {3} us, aux {4} us, writes {5} us,"
                         + " back to the worker {6} us, SUCCESS {7} us; {8} us in all",
                 room.id,
-                us(m, PrefillRoom.MARK_SENT, PrefillRoom.MARK_TAKEN),
-                device ? us(m, PrefillRoom.MARK_TAKEN, PrefillRoom.MARK_PLANNED) : "-",
-                device ? us(m, PrefillRoom.MARK_PLANNED, PrefillRoom.MARK_KV_SUBMITTED) : "-",
-                us(m, device ? PrefillRoom.MARK_KV_SUBMITTED : PrefillRoom.MARK_TAKEN, PrefillRoom.MARK_AUX_SUBMITTED),
-                us(m, PrefillRoom.MARK_AUX_SUBMITTED, PrefillRoom.MARK_WRITES_DONE),
-                us(m, PrefillRoom.MARK_WRITES_DONE, PrefillRoom.MARK_SEEN),
-                (end - m[PrefillRoom.MARK_SEEN]) / 1000,
-                (end - m[PrefillRoom.MARK_SENT]) / 1000);
+                us(room, Mark.SENT, Mark.TAKEN),
+                device ? us(room, Mark.TAKEN, Mark.PLANNED) : "-",
+                device ? us(room, Mark.PLANNED, Mark.KV_SUBMITTED) : "-",
+                us(room, device ? Mark.KV_SUBMITTED : Mark.TAKEN, Mark.AUX_SUBMITTED),
+                us(room, Mark.AUX_SUBMITTED, Mark.WRITES_DONE),
+                us(room, Mark.WRITES_DONE, Mark.SEEN),
+                (end - room.at(Mark.SEEN)) / 1000,
+                (end - room.at(Mark.SENT)) / 1000);
     }
 
-    private static long us(long[] marks, int from, int to) {
-        return (marks[to] - marks[from]) / 1000;
+    private static long us(PrefillRoom room, Mark from, Mark to) {
+        return (room.at(to) - room.at(from)) / 1000;
     }
 
     private void freeAux(PrefillRoom room) {

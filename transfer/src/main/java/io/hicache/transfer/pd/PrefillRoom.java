@@ -37,33 +37,42 @@ final class PrefillRoom extends RoomState {
     boolean released;
     /** Whether the engine asked for the room's sender; a room only a decode named is dropped after a while. */
     volatile boolean claimed;
-    /**
-     * Times (nanoTime) of the room's last chunk, indexed by the {@code MARK_} constants. For {@code -Dhicache.pd.trace}.
-     */
-    final long[] marks = new long[MARKS];
+    /** Where the room's last chunk is, for {@code -Dhicache.pd.trace}. */
+    enum Mark {
+        /** The engine sent the chunk (its thread). */
+        SENT,
+        /** The worker took it. */
+        TAKEN,
+        /** The KV writes of the chunk were planned (the last recipient's). */
+        PLANNED,
+        /** The engine accepted the KV writes (the last recipient's). */
+        KV_SUBMITTED,
+        /** The aux data was staged and its writes submitted. */
+        AUX_SUBMITTED,
+        /** The last write of the room was done (the transport's thread). */
+        WRITES_DONE,
+        /** The worker saw that. */
+        SEEN
+    }
 
-    /** The engine sent the chunk (its thread). */
-    static final int MARK_SENT = 0;
-    /** The worker took it. */
-    static final int MARK_TAKEN = 1;
-    /** The KV writes of the chunk were planned (the last recipient's). */
-    static final int MARK_PLANNED = 2;
-    /** The engine accepted the KV writes (the last recipient's). */
-    static final int MARK_KV_SUBMITTED = 3;
-    /** The aux data was staged and its writes submitted. */
-    static final int MARK_AUX_SUBMITTED = 4;
-    /** The last write of the room was done (the transport's thread). */
-    static final int MARK_WRITES_DONE = 5;
-    /** The worker saw that. */
-    static final int MARK_SEEN = 6;
-
-    private static final int MARKS = 7;
+    /** When (nanoTime) the last chunk passed each {@link Mark}. */
+    private final long[] marks = new long[Mark.values().length];
 
     /** The staged path's sends of this room still running ({@link StagedPath}'s). */
     final List<StagedSend> stagedSends = new ArrayList<>();
 
     PrefillRoom(long id) {
         super(id);
+    }
+
+    /** Notes that the last chunk passed {@code mark} at {@code nanos}. */
+    void mark(Mark mark, long nanos) {
+        marks[mark.ordinal()] = nanos;
+    }
+
+    /** When the last chunk passed {@code mark} (0: not yet). */
+    long at(Mark mark) {
+        return marks[mark.ordinal()];
     }
 
     /** The paths the room's recipients take, each once. */

@@ -43,7 +43,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 public class PdEndToEndTest {
     static final KvGeometry MODEL = KvGeometry.mha(3, 4, 16, KvDtype.BFLOAT16);
-    static final PdConfig CONFIG = new PdConfig(5_000, 8_000, 5_000, 200, 2, 5_000, 2_000);
+    static final PdConfig CONFIG =
+            new PdConfig(5_000, 8_000, 5_000, 200, 2, 5_000, 2_000, PdConfig.DEFAULT_WORKER_SPIN_MICROS);
     private static final int REQUESTS = 300;
     private static final int IN_FLIGHT = 24;
     private static final int DECODE_PAGES = 2048;

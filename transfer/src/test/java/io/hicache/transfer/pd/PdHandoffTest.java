@@ -24,7 +24,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 /** Prefill and decode ranks in this JVM, over TCP: chunked handoffs, heterogeneous TP, refusals, abort, timeouts. */
 class PdHandoffTest {
     static final KvGeometry MODEL = KvGeometry.mha(3, 4, 16, KvDtype.BFLOAT16);
-    static final PdConfig FAST = new PdConfig(1_500, 3_000, 5_000, 200, 2, 3_000, 2_000);
+    static final PdConfig FAST =
+            new PdConfig(1_500, 3_000, 5_000, 200, 2, 3_000, 2_000, PdConfig.DEFAULT_WORKER_SPIN_MICROS);
 
     private final List<AutoCloseable> open = new ArrayList<>();
     private final Arena arena = Arena.ofShared();

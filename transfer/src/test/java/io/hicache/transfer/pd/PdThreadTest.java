@@ -38,8 +38,12 @@ class PdThreadTest {
     @Test
     void theSpinIsBoundedAndDefaultsOn() {
         assertEquals(PdConfig.DEFAULT_WORKER_SPIN_MICROS, PdConfig.defaults().workerSpinMicros());
-        assertEquals(0, PdConfig.defaults().withWorkerSpinMicros(0).workerSpinMicros());
-        assertThrows(IllegalArgumentException.class, () -> PdConfig.defaults().withWorkerSpinMicros(-1));
-        assertThrows(IllegalArgumentException.class, () -> PdConfig.defaults().withWorkerSpinMicros(100_001));
+        assertEquals(0, spinning(0).workerSpinMicros());
+        assertThrows(IllegalArgumentException.class, () -> spinning(-1));
+        assertThrows(IllegalArgumentException.class, () -> spinning(100_001));
+    }
+
+    private static PdConfig spinning(long micros) {
+        return new PdConfig(1_000, 1_000, 1_000, 1_000, 1, 1_000, 1_000, micros);
     }
 }
