@@ -18,8 +18,8 @@ import org.jspecify.annotations.Nullable;
  * ("hicache-cuda-NAME", a {@link CompletionQueue}) waits on the events in the order they were recorded and signals the
  * copy's layers (one event may signal a group of them). With several lanes a copy's launches alternate between them,
  * so one launch overlaps the previous one's tail; each copy's index list is uploaded on the first lane once the
- * previous copy's last event has fired, and the other lanes wait for that upload, so copies still run in submission order. The thread never dies on a
- * failed copy: it fails that copy's signals, logs and counts, and goes on.
+ * previous copy's last event has fired, and the other lanes wait for that upload, so copies still run in submission
+ * order. The thread never dies on a failed copy: it fails that copy's signals, logs and counts, and goes on.
  *
  * <p>Thread-safe. The owning pool closes it after its copies are done.
  */

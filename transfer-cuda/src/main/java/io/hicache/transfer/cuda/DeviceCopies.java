@@ -34,7 +34,10 @@ import org.jspecify.annotations.Nullable;
  */
 final class DeviceCopies<T extends DeviceCopies.Copy> {
     private static final System.Logger LOG = System.getLogger(DeviceCopies.class.getName());
-    /** {@code -Dhicache.cuda-ipc.trace=true}: each list logs where enqueueing it spent its time (a diagnosis). */
+    /**
+     * {@code -Dhicache.cuda-ipc.trace=true}: each list logs where enqueueing it spent its time (a diagnosis). Logged
+     * after the list's event is recorded, so the line costs the submitting thread but not the copies.
+     */
     private static final boolean TRACE = Boolean.getBoolean("hicache.cuda-ipc.trace");
     /**
      * The completion thread spins while copies are in flight (the driver's default for a context with fewer than a

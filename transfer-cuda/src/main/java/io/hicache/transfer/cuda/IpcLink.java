@@ -36,8 +36,6 @@ import org.jspecify.annotations.Nullable;
  */
 final class IpcLink implements TransportLink {
     private static final System.Logger LOG = System.getLogger(IpcLink.class.getName());
-    /** {@code -Dhicache.cuda-ipc.trace=true}: each submission logs where it spent its time (a diagnosis). */
-    private static final boolean TRACE = Boolean.getBoolean("hicache.cuda-ipc.trace");
 
     private final TransportContext context;
     private final CudaContexts cuda;
@@ -119,7 +117,6 @@ final class IpcLink implements TransportLink {
      */
     @Override
     public void submitAll(List<? extends Slice> slices) {
-        long start = TRACE ? System.nanoTime() : 0;
         Map<Integer, List<Target>> byDevice = new HashMap<>();
         for (Slice slice : slices) {
             Target t = target(slice);
@@ -127,17 +124,7 @@ final class IpcLink implements TransportLink {
                 byDevice.computeIfAbsent(t.device(), d -> new ArrayList<>()).add(t);
             }
         }
-        long mapped = TRACE ? System.nanoTime() : 0;
         byDevice.forEach(this::enqueue);
-        if (TRACE) {
-            long end = System.nanoTime();
-            LOG.log(
-                    Level.INFO,
-                    "cuda-ipc trace: {0} slices: checked and mapped in {1} us, enqueued in {2} us",
-                    slices.size(),
-                    (mapped - start) / 1000,
-                    (end - mapped) / 1000);
-        }
     }
 
     /** A slice checked and mapped: its device, both addresses and its length; the mapping counts it as a copy. */
