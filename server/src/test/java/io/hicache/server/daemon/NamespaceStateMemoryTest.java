@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.function.IntFunction;
@@ -16,16 +17,24 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The daemon keeps nothing for a namespace that holds nothing: clients that use a fresh namespace per request (a unique
- * cache salt in {@code extra}) do not grow its heap. 100,000 namespaces get a page each and are cleared, twice, with
- * other namespaces the second time; the heap after a full collection is then where it was after the first time, give
- * or take a little. The first round sets the high-water marks (the slab's page map, the usage index's per-namespace
- * arrays and its name table keep the size their most pages and namespaces at once gave them, bounded by the slab);
- * what is compared is what namespaces leave behind. It was 22.9 MB (228 bytes a namespace) before they were freed.
+ * cache salt in {@code extra}) do not grow its heap. 100,000 namespaces get a page each and are cleared, three times,
+ * with other namespaces each time; the heap after a full collection must stay where it was, give or take a little, in
+ * at least one of the two later rounds. One round may grow it once: alone, six rounds gave 27.1, 26.0, 29.0, 28.6,
+ * 28.4 and 28.3 MB, and CI (other tests share this JVM) once saw 2.7 MB more after the second round. The first round
+ * sets the high-water marks (the slab's page map, the usage index's per-namespace arrays and its name table keep the
+ * size their most pages and namespaces at once gave them, bounded by the slab); what is compared is what namespaces
+ * leave behind. It was 22.9 MB (228 bytes a namespace) each round before they were freed.
  */
 @Timeout(180)
 class NamespaceStateMemoryTest {
     private static final int NAMESPACES = 100_000;
     private static final int PER_PUT = 1_000;
+    /**
+     * Rounds after the first: state kept per namespace grows the heap in each of them, whereas what else runs in the
+     * test JVM (an earlier test's threads winding down, a pool growing once) grows it in one at most. The least growth
+     * is compared.
+     */
+    private static final int ROUNDS = 3;
     /** What may remain: the noise of a full collection. */
     private static final long SLACK_BYTES = 2L << 20;
 
@@ -38,21 +47,26 @@ class NamespaceStateMemoryTest {
             // One PUT of one page per namespace, pipelined by the thousand: every namespace is new.
             putPipelined(c, i -> Ns.of("model").extra("first-" + salt + "-" + i));
             clearAll(c);
-            long before = usedHeapAfterFullCollections();
-
-            putPipelined(c, i -> Ns.of("model").extra("second-" + salt + "-" + i));
-            assertEquals(NAMESPACES, d.server.cache.space.namespacesHeld());
-            clearAll(c);
-            assertEquals(0, d.server.cache.pageCount());
-            assertEquals(0, d.server.cache.space.namespacesHeld(), "no namespace holds anything");
-            long after = usedHeapAfterFullCollections();
-            System.out.println("heap after " + NAMESPACES + " more namespaces put and cleared: " + (after - before)
-                    + " bytes more than before");
+            long[] heap = new long[ROUNDS];
+            heap[0] = usedHeapAfterFullCollections();
+            long leastGrowth = Long.MAX_VALUE;
+            for (int round = 1; round < ROUNDS; round++) {
+                String tag = "round" + round + "-" + salt + "-";
+                putPipelined(c, i -> Ns.of("model").extra(tag + i));
+                assertEquals(NAMESPACES, d.server.cache.space.namespacesHeld());
+                clearAll(c);
+                assertEquals(0, d.server.cache.pageCount());
+                assertEquals(0, d.server.cache.space.namespacesHeld(), "no namespace holds anything");
+                heap[round] = usedHeapAfterFullCollections();
+                leastGrowth = Math.min(leastGrowth, heap[round] - heap[round - 1]);
+            }
+            System.out.println("heap after each round of " + NAMESPACES + " namespaces put and cleared: "
+                    + Arrays.toString(heap) + " bytes");
             assertTrue(
-                    after - before < SLACK_BYTES,
-                    "the heap grew by " + (after - before) + " bytes for "
-                            + NAMESPACES + " namespaces that hold nothing any more (" + (after - before) / NAMESPACES
-                            + " bytes each)");
+                    leastGrowth < SLACK_BYTES,
+                    "the heap grew by at least " + leastGrowth + " bytes in every round of "
+                            + NAMESPACES + " namespaces that hold nothing any more (" + leastGrowth / NAMESPACES
+                            + " bytes each): " + Arrays.toString(heap));
         }
     }
 
