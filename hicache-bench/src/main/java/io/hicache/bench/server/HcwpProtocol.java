@@ -5,13 +5,16 @@ import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.PageByteOrder;
 import io.hicache.storage.remote.protocol.Codec;
 import io.hicache.storage.remote.protocol.Wire;
+import io.hicache.storage.remote.protocol.WireChecksum;
+import io.hicache.storage.remote.protocol.WriteRequest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.nio.charset.StandardCharsets;
 
 /**
  * The daemon's protocol ({@code docs/protocol.md}): one-page PUT and GET frames in one namespace, CLEAR_ALL to flush.
- * Answers carry their request ids. Stateless.
+ * Answers carry their request ids. Version 1, or (for PUTs flagged {@code UNCHECKED}, §3 PUT) version 2 with CRC-32C.
+ * Stateless.
  */
 final class HcwpProtocol implements LoadProtocol {
     static final Namespace NAMESPACE = Namespace.of("bench/server", KvDtype.BFLOAT16, PageByteOrder.LAYER_MAJOR, 0, 1);
@@ -19,6 +22,18 @@ final class HcwpProtocol implements LoadProtocol {
     private static final int ANSWER_HEAD = 4 + Wire.HEADER_BYTES + 5;
 
     private static final long TIMEOUT_MILLIS = 60_000;
+
+    private final boolean unchecked;
+
+    /** Version 1: the daemon checks every PUT's body. */
+    HcwpProtocol() {
+        this(false);
+    }
+
+    /** With {@code unchecked}, version 2, and PUTs flagged {@code UNCHECKED}: stored with the sent checksums. */
+    HcwpProtocol(boolean unchecked) {
+        this.unchecked = unchecked;
+    }
 
     @Override
     public String name() {
@@ -28,14 +43,20 @@ final class HcwpProtocol implements LoadProtocol {
     @Override
     public ByteBuf hello(ByteBufAllocator alloc) {
         ByteBuf out = Codec.beginFrame(alloc.directBuffer(64), Wire.HELLO, 0, TIMEOUT_MILLIS);
-        out.writeInt(Wire.MAGIC).writeShort(Wire.VERSION);
+        out.writeInt(Wire.MAGIC).writeShort(unchecked ? Wire.VERSION_2 : Wire.VERSION);
         Codec.writeString(out, "");
+        if (unchecked) {
+            out.writeByte(WireChecksum.CRC32C.code());
+        }
         return Codec.endFrame(out);
     }
 
     @Override
     public ByteBuf[] set(ByteBufAllocator alloc, long requestId, PageKey key, ByteBuf body, int crc) {
         ByteBuf head = Codec.beginFrame(alloc.directBuffer(128), Wire.PUT, requestId, TIMEOUT_MILLIS);
+        if (unchecked) {
+            head.setByte(4 + 1, WriteRequest.Put.UNCHECKED); // the header's flags, after the length and the op
+        }
         Codec.writeNamespace(head, NAMESPACE);
         head.writeInt(1).writeBytes(key.hash()).writeInt(body.readableBytes()).writeInt(crc);
         head.setInt(0, head.readableBytes() - 4 + body.readableBytes());

@@ -24,7 +24,8 @@ import org.jspecify.annotations.Nullable;
  * with 4 requests in flight on each. memcached runs with as many threads ({@code -t}) as the daemon has event loops,
  * items up to 2 MiB and 4 GiB of memory. Where the system's TCP congestion control is not cubic and cubic may be
  * chosen, a second daemon with {@code --server.tcp-congestion cubic} runs the same rounds, for the {@code _cubic}
- * rows against the same memcached ({@link #TUNED_CONGESTION}). For 64 KiB and 1 MiB pages, after eight warm-up rounds
+ * rows against the same memcached ({@link #TUNED_CONGESTION}); the daemon's sets run again on connections whose PUTs are
+ * flagged {@code UNCHECKED}, for the {@code _unchecked} rows ({@link #UNCHECKED}). For 64 KiB and 1 MiB pages, after eight warm-up rounds
  * (the daemon is a fresh JVM whose JIT compiler needs them; the peers get the same rounds), six rounds rotate which
  * server goes first; a round sets 512 MiB of fresh pages, gets as many at random among them, and flushes the server
  * (untimed; memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
@@ -54,6 +55,11 @@ public final class ServerSuite implements BenchSuite {
      * on loopback, which costs the daemon's batched answers more than memcached's (docs/benchmarks.md).
      */
     static final String TUNED_CONGESTION = "cubic";
+    /**
+     * The variant of the daemon's sets whose PUTs are flagged {@code UNCHECKED} (docs/protocol.md §3 PUT: stored with
+     * the client's CRC-32C, readers check): the same daemon, its own connections, sets only.
+     */
+    static final String UNCHECKED = "unchecked";
     /** Against memcached: at least its throughput, at most its p99. */
     private static final double PEER_AIM = 1.0;
 
@@ -100,13 +106,18 @@ public final class ServerSuite implements BenchSuite {
                         LoadGenerator.connect(new MemcacheProtocol(), memcached.port, CONNECTIONS, DEPTH);
                 LoadGenerator toTuned = tuned == null
                         ? null
-                        : LoadGenerator.connect(new HcwpProtocol(), tuned.port, CONNECTIONS, DEPTH)) {
+                        : LoadGenerator.connect(new HcwpProtocol(), tuned.port, CONNECTIONS, DEPTH);
+                LoadGenerator toUnchecked =
+                        probe ? null : LoadGenerator.connect(new HcwpProtocol(true), daemon.port, CONNECTIONS, DEPTH)) {
             List<Side> all = new ArrayList<>(List.of(
-                    new Side(daemon, new HcwpProtocol(), toDaemon),
-                    new Side(redis, new RespProtocol(), toRedis),
-                    new Side(memcached, new MemcacheProtocol(), toMemcached)));
+                    new Side(daemon, new HcwpProtocol(), toDaemon, ""),
+                    new Side(redis, new RespProtocol(), toRedis, ""),
+                    new Side(memcached, new MemcacheProtocol(), toMemcached, "")));
             if (tuned != null && toTuned != null) {
-                all.add(new Side(tuned, new HcwpProtocol(), toTuned));
+                all.add(new Side(tuned, new HcwpProtocol(), toTuned, TUNED_CONGESTION));
+            }
+            if (toUnchecked != null) {
+                all.add(new Side(daemon, new HcwpProtocol(true), toUnchecked, UNCHECKED));
             }
             Side[] sides = all.toArray(Side[]::new);
             if (probe) {
@@ -263,15 +274,19 @@ public final class ServerSuite implements BenchSuite {
         final ServerProcess server;
         final LoadProtocol protocol;
         final LoadGenerator load;
+        /** "" for the three servers; else the suffix of the daemon's extra rows ({@code _cubic}, {@code _unchecked}). */
+        final String variant;
+
         final List<Double> setGbps = new ArrayList<>();
         final List<Double> getGbps = new ArrayList<>();
         final List<long[]> setLatency = new ArrayList<>();
         final List<long[]> getLatency = new ArrayList<>();
 
-        Side(ServerProcess server, LoadProtocol protocol, LoadGenerator load) {
+        Side(ServerProcess server, LoadProtocol protocol, LoadGenerator load, String variant) {
             this.server = server;
             this.protocol = protocol;
             this.load = load;
+            this.variant = variant;
         }
 
         /** Sets the round's {@code pages}, page i's body {@code bodies[i % bodies.length]}. */
@@ -320,13 +335,16 @@ public final class ServerSuite implements BenchSuite {
                 for (int i = 0; i < sides.length; i++) {
                     Side s = sides[(i + r) % sides.length]; // alternate who goes first
                     LoadGenerator.Phase set = s.set(pages, round, bodies, crcs);
-                    LoadGenerator.Phase get = s.get(pages, round, pageBytes, order);
+                    LoadGenerator.Phase get =
+                            s.variant.equals(UNCHECKED) ? null : s.get(pages, round, pageBytes, order);
                     s.clear(pages, round);
                     if (r >= warmup) {
                         s.setGbps.add((double) pages * pageBytes / set.nanos());
-                        s.getGbps.add((double) pages * pageBytes / get.nanos());
                         s.setLatency.add(set.latencyNanos());
-                        s.getLatency.add(get.latencyNanos());
+                        if (get != null) {
+                            s.getGbps.add((double) pages * pageBytes / get.nanos());
+                            s.getLatency.add(get.latencyNanos());
+                        }
                     }
                 }
                 Progress.roundDone(r + 1, warmup + rounds);
@@ -352,8 +370,13 @@ public final class ServerSuite implements BenchSuite {
             for (BenchRow r : againstPeer(metric, mine, memcached, get, reference)) {
                 rows.add(r.metric().endsWith("_p50") ? r : r.withAim(PEER_AIM));
             }
-            if (sides.length > 3) { // the daemon with TUNED_CONGESTION: no aims, the rows above carry them; no p50
-                for (BenchRow r : againstPeer(metric + "_" + TUNED_CONGESTION, sides[3], memcached, get, reference)) {
+            // The daemon's variants: no aims (the rows above carry them), no p50. UNCHECKED changes only sets.
+            for (int i = 3; i < sides.length; i++) {
+                Side variant = sides[i];
+                if (get && variant.variant.equals(UNCHECKED)) {
+                    continue;
+                }
+                for (BenchRow r : againstPeer(metric + "_" + variant.variant, variant, memcached, get, reference)) {
                     if (!r.metric().endsWith("_p50")) {
                         rows.add(r);
                     }

@@ -33,8 +33,9 @@ import org.jspecify.annotations.Nullable;
  * checksum is not stored, and its room is freed). The checksums of a landed page are computed here, read by read, while
  * the bytes the kernel just copied are still in this core's cache: checked later, a page is read again from memory,
  * which costs several times more (CRC-32C runs at about 90 GB/s over cached bytes on the development machine's Xeon,
- * 10 GB/s out of memory: `java scripts/CrcVsCopy.java`). Rooms are taken early, stored in order: a page is
- * visible only when its PUT runs, behind the connection's earlier writes (docs/protocol.md §1).
+ * 10 GB/s out of memory: `java scripts/CrcVsCopy.java`); a PUT flagged {@code UNCHECKED} on a CRC-32C connection is
+ * not summed at all (docs/protocol.md §3 PUT). Rooms are taken early, stored in order: a page is visible only when its
+ * PUT runs, behind the connection's earlier writes (docs/protocol.md §1).
  *
  * <p>A table that does not parse within {@value #MAX_TABLE_BYTES} bytes (or the frame) is passed on whole, and the
  * request is answered as any malformed one. Bytes of collected tables and bodies are charged to the partial-frame
@@ -289,6 +290,11 @@ final class PutLander extends ChannelInboundHandlerAdapter {
         private int @Nullable [] wireSums;
 
         private int @Nullable [] slabSums;
+        /**
+         * Whether the landed pages' checksums are computed: not for a PUT flagged {@code UNCHECKED} on a CRC-32C
+         * connection, which {@link WriteHandler} stores with the client's checksums unchecked.
+         */
+        private boolean summing = true;
 
         private @Nullable CompositeByteBuf @Nullable [] bodies;
         /** Pages whose destination is decided: {@code [0, decided)}. */
@@ -351,6 +357,8 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                 return;
             }
             table = t;
+            int flags = decoder.flags(prefix.getUnsignedByte(4 + 1)); // after the length field and the op
+            summing = slabSum != null || (flags & WriteRequest.Put.UNCHECKED) == 0;
             bodyLeft = t.bodyBytes();
             rooms = new Room[t.keys().size()];
             bodies = new CompositeByteBuf[t.keys().size()];
@@ -423,7 +431,9 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                     } else {
                         MemorySegment.copy(MemorySegment.ofBuffer(in.nioBuffer(in.readerIndex(), n)), 0, landed, 0, n);
                     }
-                    sum(landed);
+                    if (summing) {
+                        sum(landed);
+                    }
                     in.skipBytes(n);
                 } else {
                     CompositeByteBuf body = b[page];
@@ -436,7 +446,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
                 filled += n;
                 bodyLeft -= n;
                 if (filled == len) {
-                    if (room != null) {
+                    if (room != null && summing) {
                         sumsOf(page);
                     }
                     page++;
@@ -516,7 +526,7 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             landing = null;
             budget.giveBack(charged); // a whole frame: the handler accounts for it from here, as for any frame
             charged = 0;
-            LandedFrame frame = new LandedFrame(ctx.alloc(), r.length + 1, cache.space, r, w, c);
+            LandedFrame frame = new LandedFrame(ctx.alloc(), r.length + 1, cache.space, r, summing ? w : null, c);
             frame.addComponent(true, prefix.retainedSlice(4, prefix.writerIndex() - 4));
             prefix.release();
             for (int i = 0; i < r.length; i++) {
@@ -639,17 +649,22 @@ final class PutLander extends ChannelInboundHandlerAdapter {
 
     /**
      * The frame of a landed PUT (header, table, bodies): the rooms' memory where a page has one, with the checksums its
-     * bytes had as they landed (no one writes into a room between its landing and its commit). Released, it frees the
-     * rooms its PUT did not take ({@link #take}).
+     * bytes had as they landed (no one writes into a room between its landing and its commit), unless the PUT was
+     * stored unchecked. Released, it frees the rooms its PUT did not take ({@link #take}).
      */
     static final class LandedFrame extends CompositeByteBuf {
         private final SlabSpace space;
         private final Room[] rooms;
-        private final int[] wireSums;
+        private final int @Nullable [] wireSums;
         private final int[] slabSums;
 
         LandedFrame(
-                ByteBufAllocator alloc, int components, SlabSpace space, Room[] rooms, int[] wireSums, int[] slabSums) {
+                ByteBufAllocator alloc,
+                int components,
+                SlabSpace space,
+                Room[] rooms,
+                int @Nullable [] wireSums,
+                int[] slabSums) {
             super(alloc, true, components);
             this.space = space;
             this.rooms = rooms;
@@ -657,9 +672,18 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             this.slabSums = slabSums;
         }
 
+        /** Whether the landed bodies were summed: not for a PUT stored unchecked. */
+        boolean summed() {
+            return wireSums != null;
+        }
+
         /** The checksum (the connection's) that page {@code i}'s body had as it landed in its room. */
         int wireSum(int i) {
-            return wireSums[i];
+            int[] w = wireSums;
+            if (w == null) {
+                throw new IllegalStateException("the bodies of an unchecked PUT were not summed");
+            }
+            return w[i];
         }
 
         /** The CRC-32C, what the slab keeps, that page {@code i}'s body had as it landed in its room. */

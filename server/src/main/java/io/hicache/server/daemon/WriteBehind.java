@@ -255,12 +255,13 @@ final class WriteBehind {
             cache.pages.retain(e);
             MemorySegment bytes = cache.space.bytes(e);
             // Damaged slab bytes must not reach L3 under a fresh, valid checksum: checked here, where one pass over
-            // the page costs little next to the store's write.
+            // the page costs little next to the store's write. It is also where the body of a page PUT unchecked is
+            // checked first, when there is an L3.
             if (PageChecksum.of(bytes) != e.crc) {
                 if (cache.pages.discardCorrupt(e)) {
                     cache.counters.corruptPages.increment();
                     corruptLog.log("the slab page " + e.key + " fails its CRC-32C (damaged in memory since it was "
-                            + "stored): removed, not written to L3");
+                            + "stored, or on its way in by a PUT flagged UNCHECKED): removed, not written to L3");
                 }
                 pending.decrementAndGet();
                 cache.pages.release(e);

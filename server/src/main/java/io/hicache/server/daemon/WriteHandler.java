@@ -138,6 +138,12 @@ final class WriteHandler {
         private int checkedUpTo;
         /** Rooms that hold pages' bodies already (taken page by page), or null. */
         private final PutLander.@Nullable LandedFrame landed;
+        /**
+         * A PUT flagged {@code UNCHECKED} on a CRC-32C connection: its pages are stored with the client's checksums,
+         * their bodies unchecked (readers check them: docs/protocol.md §3 PUT). On a CRC-32 connection the flag
+         * saves nothing, as the slab's CRC-32C must be computed from the bytes anyway: those are checked.
+         */
+        private final boolean unchecked;
 
         PutInProgress(Call call, Put put, PutLander.@Nullable LandedFrame landed) {
             this.call = call;
@@ -148,6 +154,7 @@ final class WriteHandler {
                     : put.crcs().clone();
             this.statuses = new PageStatus[put.keys().size()];
             this.at = put.bodies().readerIndex();
+            this.unchecked = put.unchecked() && call.checksum() == WireChecksum.CRC32C;
         }
 
         /**
@@ -216,11 +223,13 @@ final class WriteHandler {
          * damaged body frees the room: FAILED), then made a stored page, as a PUT's copied page is.
          */
         private PageStatus storeLanded(PutLander.LandedFrame frame, Room room) {
-            if (frame.wireSum(next) != crcs[next]) {
-                cache.space.free(room);
-                return PageStatus.FAILED;
+            if (!unchecked) {
+                if (frame.wireSum(next) != crcs[next]) {
+                    cache.space.free(room);
+                    return PageStatus.FAILED;
+                }
+                crcs[next] = frame.slabSum(next); // CRC-32C, the slab's (the same number on a CRC-32C connection)
             }
-            crcs[next] = frame.slabSum(next); // CRC-32C, the slab's (the same number on a CRC-32C connection)
             SlabWrites.Stored done = cache.writes.commit(room, crcs[next]);
             if (done.pinned() != null) {
                 stored.add(done.pinned());
@@ -236,6 +245,9 @@ final class WriteHandler {
          * (what the slab keeps) takes its place once it does.
          */
         private boolean checked(ByteBuf body) {
+            if (unchecked) {
+                return true; // stored with the client's CRC-32C
+            }
             WireChecksum sum = call.checksum();
             if (sum == WireChecksum.CRC32C) {
                 return crc32c(body) == crcs[next];

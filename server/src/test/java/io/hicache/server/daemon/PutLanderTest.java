@@ -232,4 +232,101 @@ class PutLanderTest {
         }
         assertEquals(freeBefore, freeBytes(), "the second room was freed");
     }
+
+    /**
+     * docs/protocol.md §3 PUT, flag 0x01 (UNCHECKED): on a version 2 CRC-32C connection bodies are stored with the
+     * client's checksums, landed or copied, damaged ones too, and a GET answers them with that checksum (the reader's
+     * check catches them); a CRC-32 reader gets them CORRUPT and the daemon drops them. A version 1 or CRC-32
+     * connection ignores the flag and checks.
+     */
+    @Test
+    void aPutFlaggedUncheckedIsStoredWithTheClientsChecksumsAndCaughtByReaders() throws Exception {
+        Ns ns = Ns.fresh();
+        Page landedDamaged = Page.random(64 << 10);
+        Page copiedDamaged = Page.random(1000);
+        Page good = Page.random(64 << 10);
+        List<Page> pages = List.of(landedDamaged, copiedDamaged, good);
+        long before = landed();
+        long corruptBefore = daemon.server.cache.counters.corruptPages.sum();
+        try (DocWireClient checked = ConformanceVersion2Test.open2(daemon.port(), ConformanceVersion2Test.CRC_32C);
+                DocWireClient zlib = ConformanceVersion2Test.open2(daemon.port(), ConformanceVersion2Test.CRC_32);
+                DocWireClient v1 = DocWireClient.open(daemon.port())) {
+            // A version 1 connection and a CRC-32 one ignore the flag: the damaged bodies are FAILED there.
+            byte[] v1Payload = damaged(DocWireCodec.putPayload(ns, pages), pages);
+            v1.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, v1Payload));
+            assertArrayEquals(new int[] {FAILED, FAILED, OK}, DocWireCodec.statuses(v1.read(), PUT));
+            assertEquals(1, v1.delete(ns, 0, List.of(good.hash())).length);
+            byte[] zlibPayload = damaged(ConformanceVersion2Test.putPayload(ns, pages, true), pages);
+            zlib.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, zlibPayload));
+            assertArrayEquals(new int[] {FAILED, FAILED, OK}, DocWireCodec.statuses(zlib.read(), PUT));
+            assertEquals(1, v1.delete(ns, 0, List.of(good.hash())).length);
+
+            byte[] payload = damaged(DocWireCodec.putPayload(ns, pages), pages);
+            long landedBefore = landed();
+            checked.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, payload));
+            assertArrayEquals(new int[] {OK, OK, OK}, DocWireCodec.statuses(checked.read(), PUT), "stored unchecked");
+            assertEquals(2, landed() - landedBefore, "the two pages of 64 KiB landed, the small one was copied");
+            List<PageAnswer> back = checked.get(ns, pages.toArray(Page[]::new));
+            for (int i = 0; i < pages.size(); i++) {
+                Page sent = pages.get(i);
+                assertEquals(OK, back.get(i).status(), "page " + i);
+                assertEquals(sent.crc(), back.get(i).crc(), "page " + i + " is answered with the client's checksum");
+                assertEquals(
+                        i < 2,
+                        DocWireCodec.crc32c(back.get(i).body()) != back.get(i).crc(),
+                        "page " + i + ": the damaged bodies do not match it, so the reader's check catches them");
+            }
+            List<PageAnswer> viaZlib = zlib.get(ns, pages.toArray(Page[]::new));
+            assertEquals(CORRUPT, viaZlib.get(0).status(), "checked before a CRC-32 is computed for it");
+            assertEquals(CORRUPT, viaZlib.get(1).status());
+            assertEquals(OK, viaZlib.get(2).status());
+            assertEquals(corruptBefore + 2, daemon.server.cache.counters.corruptPages.sum());
+            assertEquals(0, v1.leadingHits(ns, List.of(landedDamaged)), "dropped once found damaged");
+            assertEquals(0, v1.leadingHits(ns, List.of(copiedDamaged)));
+            assertEquals(1, v1.delete(ns, 0, List.of(good.hash())).length);
+        }
+        assertEquals(4, landed() - before, "the version 1 and CRC-32 PUTs landed their good page each, this one two");
+    }
+
+    /** With an L3, the write-behind checks a page PUT unchecked before it writes it: a damaged one goes nowhere. */
+    @Test
+    void theWriteBehindDropsADamagedPagePutUnchecked() throws Exception {
+        Ns ns = Ns.fresh();
+        Page damaged = Page.random(64 << 10);
+        Page good = Page.random(64 << 10);
+        List<Page> pages = List.of(damaged, good);
+        try (TestDaemon withL3 = TestDaemon.start(Map.of("server.store", "file", "server.host-size", "64MiB"));
+                DocWireClient c = ConformanceVersion2Test.open2(withL3.port(), ConformanceVersion2Test.CRC_32C)) {
+            byte[] payload = damaged(DocWireCodec.putPayload(ns, pages), pages);
+            c.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, payload));
+            assertArrayEquals(new int[] {OK, OK}, DocWireCodec.statuses(c.read(), PUT));
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (withL3.server.cache.counters.corruptPages.sum() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(1, withL3.server.cache.counters.corruptPages.sum(), "the write-behind found it damaged");
+            List<PageAnswer> back = c.get(ns, pages.toArray(Page[]::new));
+            assertEquals(DocWireCodec.MISS, back.get(0).status(), "dropped from the slab, never written to L3");
+            assertEquals(OK, back.get(1).status());
+            assertArrayEquals(good.body(), back.get(1).body());
+        }
+    }
+
+    /** {@code payload} (a PUT's, of {@code pages}) with one byte of each body but the last flipped. */
+    private static byte[] damaged(byte[] payload, List<Page> pages) {
+        byte[] out = payload.clone();
+        int end = out.length;
+        for (int i = pages.size() - 1; i >= 0; i--) {
+            int start = end - pages.get(i).length();
+            if (i < pages.size() - 1) {
+                out[start + pages.get(i).length() / 2] ^= 0x10;
+            }
+            end = start;
+        }
+        return out;
+    }
+
+    private static final int UNCHECKED = 0x01;
+    private static final int FAILED = DocWireCodec.FAILED;
+    private static final int CORRUPT = DocWireCodec.CORRUPT;
 }

@@ -18,7 +18,7 @@ public sealed interface Request permits Hello, ReadRequest, WriteRequest, AdminR
     /** Its operation code, one of {@code Wire}'s requests. */
     int op();
 
-    /** Its header flags: 0, except a version 2 LEASE that asks for no checksums. */
+    /** Its header flags (version 2 and later: those of LEASE, COMMIT, PUT and RETAIN, docs/protocol.md §3); 0 else. */
     default int flags() {
         return 0;
     }

@@ -32,6 +32,11 @@ public final class RequestDecoder {
         this.namespaces = Checks.checkNotNull(namespaces, "namespaces");
     }
 
+    /** The flags of a request whose header carries {@code headerFlags}: version 1 ignores every flag (§1). */
+    public int flags(int headerFlags) {
+        return version >= Wire.VERSION_2 ? headerFlags : 0;
+    }
+
     /**
      * Whether this connection's version defines request {@code op} (HELLO aside): RESERVE and COMMIT are version 2's (and 3's), PREFIX_HITS and RETAIN version 3's;
      * any other op, an answer's included, is ERROR UNKNOWN_OP whatever its payload.
@@ -79,7 +84,7 @@ public final class RequestDecoder {
     public Request decode(FrameHeader header, ByteBuf payload) {
         Checks.requireArgument(
                 defines(header.op()), "%s is not a request of protocol version %d", Wire.opName(header.op()), version);
-        int flags = version >= Wire.VERSION_2 ? header.flags() : 0; // version 1 ignores every flag
+        int flags = flags(header.flags());
         Request request = switch (header.op()) {
             case Wire.LEADING_HITS -> ReadRequest.LeadingHits.read(payload, this);
             case Wire.PREFIX_HITS -> ReadRequest.PrefixHits.read(payload, this);
@@ -87,7 +92,7 @@ public final class RequestDecoder {
             case Wire.GET -> ReadRequest.Get.read(payload, this);
             case Wire.LEASE -> ReadRequest.Lease.read(payload, this, flags);
             case Wire.RELEASE -> ReadRequest.Release.read(payload);
-            case Wire.PUT -> WriteRequest.Put.read(payload, this);
+            case Wire.PUT -> WriteRequest.Put.read(payload, this, flags);
             case Wire.DELETE -> WriteRequest.Delete.read(payload, this);
             case Wire.CLEAR -> WriteRequest.Clear.read(payload, this);
             case Wire.CLEAR_ALL -> new WriteRequest.ClearAll();

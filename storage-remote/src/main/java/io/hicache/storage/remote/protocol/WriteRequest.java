@@ -28,9 +28,14 @@ public sealed interface WriteRequest extends Request {
      * @param lengths   each page's length, at least 1
      * @param crcs      each page's checksum (the connection's, docs/protocol.md §2)
      * @param bodies    the pages' bytes, one after another: exactly the lengths' sum
+     * @param unchecked the header flag {@link #UNCHECKED} (version 2): on a CRC-32C connection the daemon stores each
+     *                  page with the client's checksum without checking its body; readers check it
      */
-    record Put(Namespace namespace, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf bodies)
+    record Put(Namespace namespace, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf bodies, boolean unchecked)
             implements WriteRequest {
+        /** The header flag of a PUT whose bodies the daemon stores without checking them (docs/protocol.md §3 PUT). */
+        public static final int UNCHECKED = 0x01;
+
         public Put {
             KeyTable.check(namespace, keys, lengths, crcs);
             Checks.checkNotNull(bodies, "bodies");
@@ -41,14 +46,25 @@ public sealed interface WriteRequest extends Request {
                     bodies.readableBytes());
         }
 
-        static Put read(ByteBuf in, RequestDecoder d) {
+        /** A PUT whose bodies the daemon checks before it stores them. */
+        public Put(Namespace namespace, List<StoreKey> keys, int[] lengths, int[] crcs, ByteBuf bodies) {
+            this(namespace, keys, lengths, crcs, bodies, false);
+        }
+
+        static Put read(ByteBuf in, RequestDecoder d, int flags) {
             Table t = Table.read(in, d);
             long total = t.bodyBytes();
             if (total != in.readableBytes()) {
                 throw new ProtocolException(
                         "the page lengths add up to " + total + " bytes, the frame has " + in.readableBytes());
             }
-            return new Put(t.namespace(), t.keys(), t.lengths(), t.crcs(), in.readSlice((int) total));
+            return new Put(
+                    t.namespace(),
+                    t.keys(),
+                    t.lengths(),
+                    t.crcs(),
+                    in.readSlice((int) total),
+                    (flags & UNCHECKED) != 0);
         }
 
         /**
@@ -85,6 +101,11 @@ public sealed interface WriteRequest extends Request {
         @Override
         public int op() {
             return Wire.PUT;
+        }
+
+        @Override
+        public int flags() {
+            return unchecked ? UNCHECKED : 0;
         }
 
         /** Writes the table; the bodies follow it in the frame ({@link RequestEncoder#frame} adds them). */
