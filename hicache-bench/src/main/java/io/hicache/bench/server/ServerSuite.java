@@ -24,15 +24,15 @@ import org.jspecify.annotations.Nullable;
  * with 4 requests in flight on each. memcached runs with as many threads ({@code -t}) as the daemon has event loops,
  * items up to 2 MiB and 4 GiB of memory. Where the system's TCP congestion control is not cubic and cubic may be
  * chosen, a second daemon with {@code --server.tcp-congestion cubic} runs the same rounds, for the {@code _cubic}
- * rows against the same memcached ({@link #TUNED_CONGESTION}); the daemon's sets run again on connections whose PUTs are
- * flagged {@code UNCHECKED}, for the {@code _unchecked} rows ({@link #UNCHECKED}). For 64 KiB and 1 MiB pages, after eight warm-up rounds
- * (the daemon is a fresh JVM whose JIT compiler needs them; the peers get the same rounds), six rounds rotate which
- * server goes first; a round sets 512 MiB of fresh pages, gets as many at random among them, and flushes the server
- * (untimed; memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the same-host rows
- * ({@link SameHostRows}), and the scale rows: a daemon with an 8 GiB slab, evicting or not ({@link EvictingRows}).
- * Throughput is the median over rounds with the median of the paired rounds' ratios; latencies are percentiles over
- * every request of the measured rounds. Before timing, each server's answer to one get is checked byte for byte
- * against what was set. Stateless; the servers go when the suite ends.
+ * rows against the same memcached ({@link #TUNED_CONGESTION}); the daemon's sets run again on connections whose PUTs
+ * are flagged {@code UNCHECKED}, for the {@code _unchecked} rows ({@link #UNCHECKED}). For 64 KiB and 1 MiB pages,
+ * after eight warm-up rounds (the daemon is a fresh JVM whose JIT compiler needs them; the peers get the same rounds),
+ * six rounds rotate which server goes first; a round sets 512 MiB of fresh pages, gets as many at random among them,
+ * and flushes the server (untimed; memcached's pages are deleted first, see {@link MemcacheProtocol#delete}). Then the
+ * same-host rows ({@link SameHostRows}), and the scale rows: a daemon with an 8 GiB slab, evicting or not
+ * ({@link EvictingRows}). Throughput is the median over rounds with the median of the paired rounds' ratios; latencies
+ * are percentiles over every request of the measured rounds. Before timing, each server's answer to one get is checked
+ * byte for byte against what was set. Stateless; the servers go when the suite ends.
  */
 public final class ServerSuite implements BenchSuite {
     static final int CONNECTIONS = 16;
@@ -274,7 +274,7 @@ public final class ServerSuite implements BenchSuite {
         final ServerProcess server;
         final LoadProtocol protocol;
         final LoadGenerator load;
-        /** "" for the three servers; else the suffix of the daemon's extra rows ({@code _cubic}, {@code _unchecked}). */
+        /** "" for the three servers; else the suffix of the daemon's extra rows ({@code cubic}, {@code unchecked}). */
         final String variant;
 
         final List<Double> setGbps = new ArrayList<>();

@@ -672,11 +672,6 @@ final class PutLander extends ChannelInboundHandlerAdapter {
             this.slabSums = slabSums;
         }
 
-        /** Whether the landed bodies were summed: not for a PUT stored unchecked. */
-        boolean summed() {
-            return wireSums != null;
-        }
-
         /** The checksum (the connection's) that page {@code i}'s body had as it landed in its room. */
         int wireSum(int i) {
             int[] w = wireSums;
