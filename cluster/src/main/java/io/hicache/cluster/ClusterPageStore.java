@@ -76,7 +76,8 @@ public final class ClusterPageStore extends AbstractPageStore {
                             remote.connections(),
                             remote.connectTimeout(),
                             remote.transport(),
-                            remote.tls())), // remote.tls* apply to every member
+                            remote.tls(), // remote.tls* and remote.put-unchecked apply to every member
+                            remote.putUnchecked())),
                     connector);
             s.whenComplete((v, e) -> {
                 if (e != null) {

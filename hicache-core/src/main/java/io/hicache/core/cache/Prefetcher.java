@@ -235,13 +235,18 @@ final class Prefetcher implements AutoCloseable {
                                     : room ? PrefetchSkip.ANOTHER_RANK_DECLINED : PrefetchSkip.QUEUE_FULL);
             return null;
         }
-        int[] slots = cache.hostTier.reserve(pages);
-        if (slots == null) {
-            skip(r, PrefetchSkip.NO_HOST_ROOM);
-            return null;
-        }
+        // Protected before the slots are reserved: reserving may evict host-only leaves, and the anchor may be one;
+        // pages landing under a node evicted meanwhile would hang off the tree (RankAgreementModelTest found it).
         if (!anchor.isRoot()) {
             cache.tree.protectHost(anchor);
+        }
+        int[] slots = cache.hostTier.reserve(pages);
+        if (slots == null) {
+            if (!anchor.isRoot()) {
+                cache.tree.releaseHost(anchor);
+            }
+            skip(r, PrefetchSkip.NO_HOST_ROOM);
+            return null;
         }
         Op op = new Op(
                 r, anchor, m.matchedPages() * pageSize, pages, slots, admission == TimedPageStore.Admission.TRIAL);

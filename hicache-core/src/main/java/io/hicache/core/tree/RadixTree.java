@@ -658,6 +658,10 @@ public final class RadixTree {
                     || (demoteOnly && !n.backedUp())) {
                 continue;
             }
+            if (!n.backedUp() && n.hostRef > 0 && !backupFirst) {
+                // Removing it would orphan what is anchored here: a prefetch's pages land under it (insertHost).
+                continue;
+            }
             if (!n.backedUp() && (backupFirst || n.hasChildren())) {
                 // Write-back backs it up before it goes; a leaf with host-only children cannot simply be removed.
                 needBackup.add(n);

@@ -133,6 +133,38 @@ class RadixTreeTest {
         tree.checkInvariants();
     }
 
+    /**
+     * A prefetch protects its anchor on the host while its pages are fetched: device eviction must not delete the
+     * anchor, a device leaf never backed up, or the pages landing under it would hang off a node no longer in the tree
+     * (counted, unreachable, their slots never freed: RankAgreementModelTest found it as "host pages 36, counted 32").
+     */
+    @Test
+    void deviceEvictionKeepsADeviceOnlyLeafAPrefetchIsAnchoredAt() {
+        RadixTree tree = new RadixTree(PAGE, EvictionPolicy.LRU);
+        TreeNode anchor = tree.insert(seq(0, 2), range(0, 2), 1).last();
+        tree.protectHost(anchor);
+        RadixTree.DeviceEviction e = tree.evictDevice(10, false);
+        assertEquals(0, e.freedPages().length, "the anchor stays");
+        assertEquals(List.of(), e.deleted());
+        int[] all = concat(seq(0, 2), seq(300, 2));
+        RadixTree.HostInsert landed = tree.insertHost(
+                anchor,
+                all,
+                2 * PAGE,
+                2,
+                new int[] {70, 71},
+                new PageHasher(PAGE).hashPages(all, 2 * PAGE, 4 * PAGE, anchor.lastHash()));
+        assertEquals(0, landed.unusedSlots().length);
+        tree.releaseHost(anchor);
+        MatchResult m = tree.match(all);
+        assertEquals(2, m.devicePages());
+        assertEquals(2, m.hostPages(), "the landed pages are reachable below the anchor");
+        tree.checkInvariants();
+        // Released, the anchor is an ordinary node again: with host-only children and no copy of its own it is handed
+        // back to be backed up, as before.
+        assertEquals(List.of(anchor), tree.evictDevice(10, false).needBackup());
+    }
+
     @Test
     void writeBackAsksForABackupInsteadOfDeleting() {
         RadixTree tree = new RadixTree(PAGE, EvictionPolicy.LRU);

@@ -187,6 +187,10 @@ final class ServerMetrics {
                 "bytes of landed pages the socket read straight into their room (the rest of them came in with a "
                         + "PUT's table and were copied)",
                 counters.landedInPlaceBytes);
+        counted(
+                "hicache_server_unchecked_pages",
+                "PUT pages stored with the client's CRC-32C without their bytes checked (a PUT flagged UNCHECKED)",
+                counters.uncheckedPages);
         counted("hicache_server_write_behind_pages", "pages written behind to L3", cache.writeBehind.written);
         counted(
                 "hicache_server_write_behind_loop_failures",

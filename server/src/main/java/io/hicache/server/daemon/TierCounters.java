@@ -25,6 +25,8 @@ final class TierCounters {
     final LongAdder landedPages = new LongAdder();
     /** Of landed pages' bytes, those the socket read straight into their room (the rest came with a table, copied). */
     final LongAdder landedInPlaceBytes = new LongAdder();
+    /** PUT pages stored with the client's CRC-32C, their bodies unchecked (the flag {@code UNCHECKED}). */
+    final LongAdder uncheckedPages = new LongAdder();
     /**
      * Pages of the slab found damaged (bytes failing their CRC-32C) by the daemon's own checks: before a write-behind,
      * converting a checksum for a CRC-32 connection, on a warm restart. Each was removed.

@@ -205,6 +205,9 @@ final class WriteHandler {
                         }
                     }
                 }
+                if (unchecked && s == PageStatus.OK) {
+                    cache.counters.uncheckedPages.increment();
+                }
                 statuses[next] = s;
                 at += lengths[next];
             }

@@ -248,6 +248,7 @@ class PutLanderTest {
         List<Page> pages = List.of(landedDamaged, copiedDamaged, good);
         long before = landed();
         long corruptBefore = daemon.server.cache.counters.corruptPages.sum();
+        long uncheckedBefore = daemon.server.cache.counters.uncheckedPages.sum();
         try (DocWireClient checked = ConformanceVersion2Test.open2(daemon.port(), ConformanceVersion2Test.CRC_32C);
                 DocWireClient zlib = ConformanceVersion2Test.open2(daemon.port(), ConformanceVersion2Test.CRC_32);
                 DocWireClient v1 = DocWireClient.open(daemon.port())) {
@@ -260,12 +261,14 @@ class PutLanderTest {
             zlib.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, zlibPayload));
             assertArrayEquals(new int[] {FAILED, FAILED, OK}, DocWireCodec.statuses(zlib.read(), PUT));
             assertEquals(1, v1.delete(ns, 0, List.of(good.hash())).length);
+            assertEquals(uncheckedBefore, daemon.server.cache.counters.uncheckedPages.sum(), "both were checked");
 
             byte[] payload = damaged(DocWireCodec.putPayload(ns, pages), pages);
             long landedBefore = landed();
             checked.write(DocWireCodec.frame(PUT, UNCHECKED, 0, DocWireClient.nextId(), 0, payload));
             assertArrayEquals(new int[] {OK, OK, OK}, DocWireCodec.statuses(checked.read(), PUT), "stored unchecked");
             assertEquals(2, landed() - landedBefore, "the two pages of 64 KiB landed, the small one was copied");
+            assertEquals(uncheckedBefore + 3, daemon.server.cache.counters.uncheckedPages.sum());
             List<PageAnswer> back = checked.get(ns, pages.toArray(Page[]::new));
             for (int i = 0; i < pages.size(); i++) {
                 Page sent = pages.get(i);

@@ -193,13 +193,20 @@ public final class RemotePageStore extends AbstractPageStore {
                 hello.maxFrameBytes(),
                 Wire.HASH_BYTES + 8,
                 i -> sources.page(i).byteSize())) {
-            parts.add(callWith(deadline, -1, c -> put(c.alloc(), sources, chunk), new Answers.Statuses(chunk, out)));
+            parts.add(callWith(
+                    deadline,
+                    -1,
+                    c -> put(c.alloc(), sources, chunk, config.putUnchecked()),
+                    new Answers.Statuses(chunk, out)));
         }
         return allOf(parts).thenApply(v -> out.build());
     }
 
-    /** A PUT of {@code chunk}'s pages: their lengths and checksums, and copies of their bytes in direct buffers. */
-    private static WriteRequest.Put put(ByteBufAllocator alloc, PageBatch sources, int[] chunk) {
+    /**
+     * A PUT of {@code chunk}'s pages: their lengths and checksums, and copies of their bytes in direct buffers; flagged
+     * {@code UNCHECKED} with {@code unchecked}.
+     */
+    private static WriteRequest.Put put(ByteBufAllocator alloc, PageBatch sources, int[] chunk, boolean unchecked) {
         List<StoreKey> keys = subList(sources.keys(), chunk);
         int[] lengths = new int[chunk.length];
         int[] crcs = new int[chunk.length];
@@ -211,7 +218,7 @@ public final class RemotePageStore extends AbstractPageStore {
                 crcs[j] = PageChecksum.of(page);
                 bodies.addComponent(true, alloc.directBuffer(lengths[j]).writeBytes(page.asByteBuffer()));
             }
-            return new WriteRequest.Put(keys.getFirst().namespace(), keys, lengths, crcs, bodies);
+            return new WriteRequest.Put(keys.getFirst().namespace(), keys, lengths, crcs, bodies, unchecked);
         } catch (RuntimeException | OutOfMemoryError e) {
             bodies.release();
             throw e;

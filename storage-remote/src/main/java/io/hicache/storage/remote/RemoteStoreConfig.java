@@ -19,6 +19,8 @@ import java.util.List;
  * @param connectTimeout the most connecting and the handshake may take
  * @param transport      Netty's socket transport ({@code auto}: epoll where it loads, NIO otherwise)
  * @param tls            TLS to the daemon, or {@link ClientTls#NONE}
+ * @param putUnchecked   PUTs flagged {@code UNCHECKED}: the daemon stores each page with the checksum this store
+ *                       computed, without checking the bytes it received (docs/protocol.md §3 PUT)
  */
 public record RemoteStoreConfig(
         String host,
@@ -27,7 +29,8 @@ public record RemoteStoreConfig(
         int connections,
         Duration connectTimeout,
         NettyTransport transport,
-        ClientTls tls) {
+        ClientTls tls,
+        boolean putUnchecked) {
     public static final Setting<String> HOST = Setting.string("remote.host", "127.0.0.1", "the daemon's address");
     public static final Setting<Integer> PORT = Setting.integer("remote.port", 7370, 1, 65535, "the daemon's port");
     public static final Setting<String> AUTH_TOKEN =
@@ -61,14 +64,42 @@ public record RemoteStoreConfig(
     public static final Setting<String> TLS_KEY =
             Setting.string("remote.tls-key", "", "the PEM (PKCS#8) key of remote.tls-cert");
 
-    public static final List<Setting<?>> SETTINGS =
-            List.of(HOST, PORT, AUTH_TOKEN, CONNECTIONS, CONNECT_TIMEOUT, TRANSPORT, TLS, TLS_CA, TLS_CERT, TLS_KEY);
+    public static final Setting<Boolean> PUT_UNCHECKED = Setting.bool(
+            "remote.put-unchecked",
+            false,
+            "the daemon stores put pages with this store's CRC-32C without checking their bytes, which saves its CPU; a"
+                    + " page damaged on the way is caught when read (docs/protocol.md section 3, PUT)");
+
+    public static final List<Setting<?>> SETTINGS = List.of(
+            HOST,
+            PORT,
+            AUTH_TOKEN,
+            CONNECTIONS,
+            CONNECT_TIMEOUT,
+            TRANSPORT,
+            TLS,
+            TLS_CA,
+            TLS_CERT,
+            TLS_KEY,
+            PUT_UNCHECKED);
 
     public RemoteStoreConfig {
         Checks.requireArgument(host != null && !host.isBlank(), "remote.host must be set");
         Checks.checkPositive(connections, "connections");
         Checks.checkNotNull(transport, "transport");
         Checks.checkNotNull(tls, "tls");
+    }
+
+    /** A configuration whose PUTs the daemon checks. */
+    public RemoteStoreConfig(
+            String host,
+            int port,
+            String authToken,
+            int connections,
+            Duration connectTimeout,
+            NettyTransport transport,
+            ClientTls tls) {
+        this(host, port, authToken, connections, connectTimeout, transport, tls, false);
     }
 
     /** A plaintext configuration. */
@@ -105,7 +136,8 @@ public record RemoteStoreConfig(
                             s.get(TLS),
                             s.get(TLS_CA).trim(),
                             s.get(TLS_CERT).trim(),
-                            s.get(TLS_KEY).trim()));
+                            s.get(TLS_KEY).trim()),
+                    s.get(PUT_UNCHECKED));
         });
     }
 
@@ -116,11 +148,16 @@ public record RemoteStoreConfig(
 
     /** This configuration on {@code transport}. */
     public RemoteStoreConfig withTransport(NettyTransport transport) {
-        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls);
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls, putUnchecked);
     }
 
     /** This configuration speaking {@code tls}. */
     public RemoteStoreConfig withTls(ClientTls tls) {
-        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls);
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls, putUnchecked);
+    }
+
+    /** This configuration with PUTs flagged {@code UNCHECKED} or not. */
+    public RemoteStoreConfig withPutUnchecked(boolean putUnchecked) {
+        return new RemoteStoreConfig(host, port, authToken, connections, connectTimeout, transport, tls, putUnchecked);
     }
 }

@@ -116,6 +116,20 @@ class RequestCodecTest {
     }
 
     @Test
+    void aPutsUncheckedFlagTravelsInTheHeaderAndVersion1IgnoresIt() {
+        for (int version : new int[] {1, 2, 3}) {
+            for (boolean unchecked : new boolean[] {false, true}) {
+                ByteBuf body = Unpooled.directBuffer(3).writeBytes(new byte[] {7, 8, 9});
+                WriteRequest.Put sent =
+                        new WriteRequest.Put(NS, keys(1), new int[] {3}, new int[] {5}, body, unchecked);
+                assertEquals(unchecked ? WriteRequest.Put.UNCHECKED : 0, sent.flags());
+                WriteRequest.Put got = assertInstanceOf(WriteRequest.Put.class, roundTrip(sent, version));
+                assertEquals(unchecked && version >= 2, got.unchecked(), "version " + version);
+            }
+        }
+    }
+
+    @Test
     void aPutsBodiesTravelWithoutACopyAndDecodeAsASliceOfTheFrame() {
         List<StoreKey> keys = keys(2);
         ByteBuf bodies = Unpooled.directBuffer(6).writeBytes(new byte[] {1, 2, 3, 4, 5, 6});
