@@ -217,8 +217,13 @@ class HiCacheTest {
                 e.serve("p" + i, prompt(i * 1000, 48)); // 12 pages each: every prompt evicts the one before
                 e.quiesceCopies();
                 long end = System.nanoTime() + 5_000_000_000L;
-                while (e.cache.core().uploader.depth() > 0 && System.nanoTime() < end) {
-                    Thread.sleep(1); // the upload of what was evicted is being written: its host pages are held
+                // The upload of what was evicted is being written, its host pages held, once the store has its put:
+                // the upload loop takes an upload off its queue before it protects the pages, so an empty queue alone
+                // let the next prompt evict them first on a loaded CI machine (and nothing had to give way).
+                while ((e.cache.core().uploader.depth() > 0
+                                || l3.putCalls() < e.cache.stats().backupsCompleted())
+                        && System.nanoTime() < end) {
+                    Thread.sleep(1);
                 }
             }
             CacheStats s = e.cache.stats();
