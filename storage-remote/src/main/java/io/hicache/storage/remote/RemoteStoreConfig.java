@@ -90,19 +90,7 @@ public record RemoteStoreConfig(
         Checks.checkNotNull(tls, "tls");
     }
 
-    /** A configuration whose PUTs the daemon checks. */
-    public RemoteStoreConfig(
-            String host,
-            int port,
-            String authToken,
-            int connections,
-            Duration connectTimeout,
-            NettyTransport transport,
-            ClientTls tls) {
-        this(host, port, authToken, connections, connectTimeout, transport, tls, false);
-    }
-
-    /** A plaintext configuration. */
+    /** A plaintext configuration whose PUTs the daemon checks. */
     public RemoteStoreConfig(
             String host,
             int port,
@@ -110,7 +98,7 @@ public record RemoteStoreConfig(
             int connections,
             Duration connectTimeout,
             NettyTransport transport) {
-        this(host, port, authToken, connections, connectTimeout, transport, ClientTls.NONE);
+        this(host, port, authToken, connections, connectTimeout, transport, ClientTls.NONE, false);
     }
 
     /** A configuration on the {@code auto} transport. */
