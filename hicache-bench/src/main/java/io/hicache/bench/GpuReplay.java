@@ -1,6 +1,8 @@
 package io.hicache.bench;
 
+import io.hicache.core.memory.DeviceRuntime;
 import io.hicache.core.memory.HostRegistration;
+import io.hicache.core.memory.WaitMode;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
 import io.hicache.cuda.ContiguousCopy;
@@ -9,7 +11,6 @@ import io.hicache.cuda.CudaOptions;
 import io.hicache.cuda.CudaTuning;
 import io.hicache.storage.file.FilePageStore;
 import io.hicache.storage.file.FileStoreConfig;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -19,6 +20,12 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@code GpuRun --experiment replay} (issue 19, part 7, TP 1): the replay suite's multi-turn chat workload through a
@@ -55,7 +62,7 @@ final class GpuReplay {
                     -1,
                     0,
                     null);
-            ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+            ReplaySuite.LoadTimer loads = loadTimer(runtime);
             // -Dhicache.bench.gpu-replay.quiesce-before-load=true: a diagnosis of what a load-back waits for
             loads.quiesceFirst = Boolean.getBoolean("hicache.bench.gpu-replay.quiesce-before-load");
             // -Dhicache.bench.gpu-replay.sample-loads=true: another diagnosis, where the loadBack calls spend their
@@ -100,6 +107,7 @@ final class GpuReplay {
                     deviceOnly.failed());
             System.err.println("gpu replay TP 1 page store: " + tiers.l3());
             System.err.println("gpu replay TP 1 " + loads.sizes());
+            System.err.println("gpu replay TP 1 " + loads.phases());
             rows.add(BenchRow.higherIsBetter(
                             "gpu_replay_cached_tokens_tp1",
                             tiers.served(),
@@ -125,6 +133,8 @@ final class GpuReplay {
                     2L * workload.size(),
                     failed / (2.0 * workload.size()),
                     "lower"));
+            // TP 1's store leaves the disk before TP 2's two stores start writing to it.
+            FileSuite.deleteTree(storeDir);
             boolean two = secondGpu();
             if (!two) {
                 System.err.println("gpu replay: one GPU here: TP 2 runs both ranks on it (rows *_tp2_one_gpu)");
@@ -160,6 +170,89 @@ final class GpuReplay {
         }
         System.err.println("gpu replay: CUDA tuning " + t);
         return d.withTuning(t);
+    }
+
+    /**
+     * As {@link #contiguousGbps}, GPU 0's copies timed while GPU 1 (its own runtime, opened here) makes the same
+     * copies at the same time from its own pinned buffer: both start each of the 15 rounds together.
+     */
+    private static double contiguousGbpsWithSecondGpu(CudaDeviceRuntime runtime, long bytes) throws Exception {
+        long size = Math.max(bytes, 64L << 20);
+        int rounds = 15;
+        CyclicBarrier start = new CyclicBarrier(2);
+        double[] gbps = new double[rounds];
+        try (CudaDeviceRuntime second =
+                        new CudaDeviceRuntime(CudaOptions.defaults().withOrdinal(1));
+                ExecutorService pool = Executors.newFixedThreadPool(2)) {
+            Future<?> other = pool.submit(() -> {
+                copyRounds(second, size, rounds, start, null);
+                return null;
+            });
+            Future<?> mine = pool.submit(() -> {
+                copyRounds(runtime, size, rounds, start, gbps);
+                return null;
+            });
+            mine.get(5, TimeUnit.MINUTES);
+            other.get(5, TimeUnit.MINUTES);
+        }
+        Arrays.sort(gbps);
+        return gbps[rounds / 2];
+    }
+
+    /**
+     * {@code rounds} timed contiguous copies of {@code size} bytes to the device after a warm-up, each begun when
+     * {@code start} (if any) lets every side go; their GB/s into {@code gbps}, if given.
+     */
+    private static void copyRounds(
+            CudaDeviceRuntime runtime, long size, int rounds, @Nullable CyclicBarrier start, double @Nullable [] gbps)
+            throws Exception {
+        Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-gpu-replay-reference", ".bin");
+        try (Arena arena = Arena.ofShared();
+                ContiguousCopy copy = new ContiguousCopy(runtime, size);
+                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment host = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            host.fill((byte) 1);
+            try (HostRegistration pinned = runtime.registerHost(host)) {
+                if (!pinned.pinned()) {
+                    throw new IllegalStateException("the reference's host memory could not be pinned");
+                }
+                copy.copy(host, size, false); // warm-up
+                for (int i = 0; i < rounds; i++) {
+                    if (start != null) {
+                        start.await(1, TimeUnit.MINUTES);
+                    }
+                    long begin = System.nanoTime();
+                    copy.copy(host, size, false);
+                    if (gbps != null) {
+                        gbps[i] = size / (double) (System.nanoTime() - begin);
+                    }
+                }
+            }
+        } finally {
+            Files.deleteIfExists(file);
+        }
+    }
+
+    /**
+     * The load-backs' timer for a replay on the GPU: the replay waits for a load-back spinning, as an engine's
+     * scheduler waits for KV on a request's critical path (and as the contiguous reference waits for its copy), unless
+     * {@code -Dhicache.bench.gpu-replay.wait=park}; with {@code -Dhicache.bench.gpu-replay.trace-loads=true} each
+     * load's phases are stamped ({@link LoadTracer}). TP 2's second rank (a child JVM) inherits the properties.
+     */
+    static ReplaySuite.LoadTimer loadTimer(DeviceRuntime runtime) {
+        ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+        String wait = System.getProperty("hicache.bench.gpu-replay.wait", "spin");
+        loads.waitMode = switch (wait) {
+            case "spin" -> WaitMode.SPIN;
+            case "park" -> WaitMode.PARK;
+            default ->
+                throw new IllegalArgumentException(
+                        "hicache.bench.gpu-replay.wait must be spin or park, was '" + wait + "'");
+        };
+        if (Boolean.getBoolean("hicache.bench.gpu-replay.trace-loads")) {
+            loads.tracer = new LoadTracer(runtime);
+        }
+        return loads;
     }
 
     private static boolean secondGpu() {
@@ -206,6 +299,7 @@ final class GpuReplay {
                 r.deviceOnly().failed());
         System.err.println("gpu replay TP 2 rank 0's page store: " + r.tiers().l3());
         System.err.println("gpu replay TP 2 rank 0: " + r.loads().sizes());
+        System.err.println("gpu replay TP 2 rank 0: " + r.loads().phases());
         System.err.println("gpu replay TP 2 rank 1: " + o.rank1Tally());
         List<BenchRow> rows = new ArrayList<>();
         BenchRow cached = BenchRow.higherIsBetter(
@@ -219,6 +313,21 @@ final class GpuReplay {
         // the aims are TP 2's; two ranks sharing one GPU's link to the host are not held to them
         rows.add(twoGpus ? cached.withAim(2.0) : cached);
         rows.add(twoGpus ? loadBack.withAim(0.8) : loadBack);
+        if (twoGpus) {
+            // At TP 2 both ranks load at once: what one GPU's contiguous copy reaches while the other copies too
+            // says whether the two share a way to host memory (the reference above has the host to itself).
+            double both = contiguousGbpsWithSecondGpu(runtime, Math.min(r.loads().bytes, 1L << 30));
+            System.err.printf(
+                    "gpu replay TP 2: contiguous copy on GPU 0 alone %.2f GB/s, while GPU 1 copies too %.2f GB/s;"
+                            + " rank 0's load-backs against the latter %.3f%n",
+                    contiguous, both, r.loads().gbps() / both);
+            rows.add(BenchRow.higherIsBetter(
+                    "gpu_replay_contiguous_gbps_both_gpus_copying",
+                    both,
+                    "GB/s",
+                    "contiguous_pinned_copy_one_gpu",
+                    contiguous));
+        }
         rows.add(new BenchRow(
                 "gpu_replay_rank_disagreements" + tp,
                 o.disagreements(),
@@ -243,30 +352,10 @@ final class GpuReplay {
      * One contiguous copy of {@code bytes} to the device from pinned host memory of the host pool's kind (a /dev/shm
      * mapping registered with the runtime), median of 15, in GB/s.
      */
-    private static double contiguousGbps(CudaDeviceRuntime runtime, long bytes) throws IOException {
-        long size = Math.max(bytes, 64L << 20);
-        Path file = Files.createTempFile(Path.of("/dev/shm"), "hicache-gpu-replay-reference", ".bin");
-        try (Arena arena = Arena.ofShared();
-                ContiguousCopy copy = new ContiguousCopy(runtime, size);
-                FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            MemorySegment host = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            host.fill((byte) 1);
-            try (HostRegistration pinned = runtime.registerHost(host)) {
-                if (!pinned.pinned()) {
-                    throw new IllegalStateException("the reference's host memory could not be pinned");
-                }
-                double[] gbps = new double[15];
-                copy.copy(host, size, false); // warm-up
-                for (int i = 0; i < gbps.length; i++) {
-                    long start = System.nanoTime();
-                    copy.copy(host, size, false);
-                    gbps[i] = size / (double) (System.nanoTime() - start);
-                }
-                Arrays.sort(gbps);
-                return gbps[gbps.length / 2];
-            }
-        } finally {
-            Files.deleteIfExists(file);
-        }
+    private static double contiguousGbps(CudaDeviceRuntime runtime, long bytes) throws Exception {
+        double[] gbps = new double[15];
+        copyRounds(runtime, Math.max(bytes, 64L << 20), gbps.length, null, gbps);
+        Arrays.sort(gbps);
+        return gbps[gbps.length / 2];
     }
 }

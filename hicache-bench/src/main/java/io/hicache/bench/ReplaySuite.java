@@ -9,6 +9,7 @@ import io.hicache.core.cache.HiCacheConfig;
 import io.hicache.core.config.Settings;
 import io.hicache.core.key.Namespace;
 import io.hicache.core.memory.DeviceRuntime;
+import io.hicache.core.memory.WaitMode;
 import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
 import io.hicache.core.page.KvDtype;
 import io.hicache.core.page.KvGeometry;
@@ -23,6 +24,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
@@ -260,6 +262,21 @@ public final class ReplaySuite implements BenchSuite {
         @Nullable
         CallSampler sampler;
 
+        /**
+         * How the replay waits for a load-back: parked (the default, for the emulated device on a small machine) or
+         * spinning, as an engine's scheduler waits for a layer on a request's critical path (the GPU replay).
+         */
+        WaitMode waitMode = WaitMode.PARK;
+        /** A diagnosis: the runtime's pools stamp each load's phases; null when not traced. */
+        @Nullable
+        LoadTracer tracer;
+        /**
+         * With a tracer: nanos summed over the load-backs from asking to the load's submission, submitting it, from
+         * submitted to its first layer landed, to its last, and from then until the waiting thread saw it; then the
+         * same five for the load-backs that started with backups in flight, their count and bytes.
+         */
+        final long[] phases = new long[12];
+
         /** Load-backs timed, and by size: fewer than 8 pages, 8 to 31, 32 or more (count, bytes, nanos each). */
         long count;
 
@@ -267,6 +284,61 @@ public final class ReplaySuite implements BenchSuite {
 
         double gbps() {
             return nanos == 0 ? 0 : bytes / (double) nanos;
+        }
+
+        /** Adds the latest load's phases from the tracer, the load-back having begun at {@code start}, seen at end. */
+        void trace(long start, long end, long loadBytes) {
+            LoadTracer t = tracer;
+            if (t == null) {
+                return;
+            }
+            long[] p = {
+                t.entered - start,
+                t.returned - t.entered,
+                t.firstLayer - t.returned,
+                t.done - t.firstLayer,
+                end - t.done
+            };
+            for (int i = 0; i < 5; i++) {
+                phases[i] += p[i];
+                if (t.backupsAtEntry > 0) {
+                    phases[5 + i] += p[i];
+                }
+            }
+            if (t.backupsAtEntry > 0) {
+                phases[10]++;
+                phases[11] += loadBytes;
+            }
+        }
+
+        /** The traced phases, for the log: where a load-back's wait goes. */
+        String phases() {
+            if (tracer == null) {
+                return "load phases not traced";
+            }
+            long busyNanos = 0;
+            for (int i = 5; i < 10; i++) {
+                busyNanos += phases[i];
+            }
+            long idleBytes = bytes - phases[11];
+            long idleNanos = nanos - busyNanos;
+            return String.format(
+                    "load phases (ms over %d load-backs, %s wait): before the copy is asked for %.1f, submitting %.1f,"
+                            + " to the first layer %.1f, to the last %.1f, the waiter's wake-up %.1f; %d load-backs"
+                            + " began with backups in flight (%.2f GB at %.1f GB/s), %d without (%.2f GB at %.1f GB/s)",
+                    count,
+                    waitMode.name().toLowerCase(Locale.ROOT),
+                    phases[0] / 1e6,
+                    phases[1] / 1e6,
+                    phases[2] / 1e6,
+                    phases[3] / 1e6,
+                    phases[4] / 1e6,
+                    phases[10],
+                    phases[11] / 1e9,
+                    busyNanos == 0 ? 0 : phases[11] / (double) busyNanos,
+                    count - phases[10],
+                    idleBytes / 1e9,
+                    idleNanos == 0 ? 0 : idleBytes / (double) idleNanos);
         }
 
         void add(long pages, long loadBytes, long loadNanos, long afterSubmitNanos) {
@@ -334,6 +406,9 @@ public final class ReplaySuite implements BenchSuite {
             @Nullable List<long[]> perTurn)
             throws Exception {
         long[] counts = new long[5]; // prompt, device, loaded, storage, failed
+        if (loads != null && loads.tracer != null) {
+            runtime = loads.tracer; // it wraps the caller's runtime
+        }
         long adopted;
         String l3;
         HiCache cache = open(settings, geometry, devicePages, runtime, store, group, queries);
@@ -433,7 +508,7 @@ public final class ReplaySuite implements BenchSuite {
                 }
             }
             long submitted = System.nanoTime();
-            if (!lb.await(Duration.ofSeconds(30))) {
+            if (!lb.await(Duration.ofSeconds(30), loads == null ? WaitMode.PARK : loads.waitMode)) {
                 throw new IllegalStateException("a load-back did not finish");
             }
             out[2] = lb.deviceTokens() - onDevice;
@@ -441,6 +516,7 @@ public final class ReplaySuite implements BenchSuite {
                 long end = System.nanoTime();
                 long pages = out[2] / PAGE;
                 loads.add(pages, pages * cache.format().pageBytes(), end - loadStart, end - submitted);
+                loads.trace(loadStart, end, pages * cache.format().pageBytes());
             }
             int[] prefix = r.prefixPages();
             int whole = turn.length / PAGE;

@@ -143,7 +143,9 @@ final class TpReplay {
                     queries,
                     deviceOnlyTurns);
             List<long[]> tierTurns = new ArrayList<>();
-            ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+            // On a GPU as GpuReplay waits and traces; on the emulated device (tests, small machines) parked.
+            ReplaySuite.LoadTimer loads =
+                    runtime instanceof CudaDeviceRuntime ? GpuReplay.loadTimer(runtime) : new ReplaySuite.LoadTimer();
             ReplaySuite.Tally tiers = ReplaySuite.replayOn(
                     runtime,
                     geometry,

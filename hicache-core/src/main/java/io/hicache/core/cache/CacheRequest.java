@@ -5,6 +5,7 @@ import io.hicache.core.events.Medium;
 import io.hicache.core.key.PageHash;
 import io.hicache.core.key.PageHashes;
 import io.hicache.core.memory.KvCopy;
+import io.hicache.core.memory.WaitMode;
 import io.hicache.core.tree.MatchResult;
 import io.hicache.core.tree.RadixTree;
 import io.hicache.core.tree.TreeNode;
@@ -649,22 +650,36 @@ public final class CacheRequest implements AutoCloseable {
             return copies.stream().allMatch(c -> c.done().isDone());
         }
 
-        /** Waits up to {@code timeout} for layer {@code layer} of every load; false when the time was up first. */
+        /** Waits up to {@code timeout} for layer {@code layer} of every load, parked; false when the time was up first. */
         public boolean awaitLayer(int layer, Duration timeout) throws InterruptedException {
+            return awaitLayer(layer, timeout, WaitMode.PARK);
+        }
+
+        /**
+         * Waits up to {@code timeout} for layer {@code layer} of every load, parking or spinning as {@code mode} says
+         * (spin where the wait is on a request's critical path: a parked thread's wake-up adds the scheduler's
+         * latency, see {@link WaitMode}); false when the time was up first.
+         */
+        public boolean awaitLayer(int layer, Duration timeout, WaitMode mode) throws InterruptedException {
             Deadline deadline = Deadline.after(timeout);
             for (KvCopy c : copies) {
-                if (!c.awaitLayer(layer, deadline)) {
+                if (!c.awaitLayer(layer, deadline, mode)) {
                     return false;
                 }
             }
             return true;
         }
 
-        /** Waits up to {@code timeout} for every load; false when the time was up first. */
+        /** Waits up to {@code timeout} for every load, parked; false when the time was up first. */
         public boolean await(Duration timeout) throws InterruptedException {
+            return await(timeout, WaitMode.PARK);
+        }
+
+        /** Waits up to {@code timeout} for every load, parking or spinning as {@code mode} says; false when late. */
+        public boolean await(Duration timeout, WaitMode mode) throws InterruptedException {
             Deadline deadline = Deadline.after(timeout);
             for (KvCopy c : copies) {
-                if (!c.await(deadline)) {
+                if (!c.await(deadline, mode)) {
                     return false;
                 }
             }

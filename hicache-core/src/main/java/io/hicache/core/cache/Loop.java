@@ -75,6 +75,28 @@ final class Loop<T> implements AutoCloseable {
         this.threads = List.copyOf(started);
     }
 
+    /**
+     * Where this loop's threads are now, for a log line that must say why work is not getting done: each thread's
+     * name, state and its innermost {@code frames} frames.
+     */
+    String whereThreadsAre(int frames) {
+        StringBuilder b = new StringBuilder();
+        for (Thread t : threads) {
+            b.append(b.isEmpty() ? "" : "; ").append(t.getName()).append(' ').append(t.getState());
+            StackTraceElement[] stack = t.getStackTrace();
+            for (int i = 0; i < Math.min(frames, stack.length); i++) {
+                b.append(i == 0 ? " at " : " < ")
+                        .append(stack[i].getClassName()
+                                .substring(stack[i].getClassName().lastIndexOf('.') + 1))
+                        .append('.')
+                        .append(stack[i].getMethodName())
+                        .append(':')
+                        .append(stack[i].getLineNumber());
+            }
+        }
+        return b.toString();
+    }
+
     /** Queues {@code item}; false (and counted) when the queue is full or the loop closed. */
     boolean offer(T item) {
         if (closed) {

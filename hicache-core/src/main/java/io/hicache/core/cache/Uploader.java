@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -140,7 +141,9 @@ final class Uploader implements AutoCloseable {
             queuedBytes.addAndGet(-bytes);
             cache.metrics.uploadSkippedPages.add(u.slots.length);
             cache.metrics.fail("upload: queue full (hicache-upload-queue-bytes); the store is slower than the puts");
-            tooSlow("the upload queue is full (" + queuedBytes.get() + " bytes, hicache-upload-queue-bytes)");
+            // says where the upload threads wait: a slow store and a put that never returns look alike otherwise
+            tooSlow(() -> "the upload queue is full (" + queuedBytes.get() + " bytes, hicache-upload-queue-bytes; the"
+                    + " upload threads: " + loop.whereThreadsAre(8) + ")");
             u.ended();
             return;
         }
@@ -308,10 +311,14 @@ final class Uploader implements AutoCloseable {
      * failures ({@code upload: queue full}, {@code upload: dropped}) and the {@code upload-pages} queue depth.
      */
     private void tooSlow(String why) {
-        slowStoreLog.log(
-                "the page store '" + cache.stores.current().map(PageStore::name).orElse("?")
-                        + "' is slower than this cache writes pages: " + why + "; L3 will miss pages the host evicts "
-                        + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
+        tooSlow(() -> why);
+    }
+
+    private void tooSlow(Supplier<String> why) {
+        slowStoreLog.log(() -> "the page store '"
+                + cache.stores.current().map(PageStore::name).orElse("?")
+                + "' is slower than this cache writes pages: " + why.get() + "; L3 will miss pages the host evicts "
+                + "(the host tier goes on unhindered). A faster store, or fewer pages written, would help.");
     }
 
     /** Pages waiting for upload now: the write-behind's lag. */

@@ -3,6 +3,7 @@ package io.hicache.core.util;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 /**
  * A log line that is written at most once per interval, saying how many like it were not written since: for
@@ -26,6 +27,11 @@ public final class RateLimitedLog {
 
     /** Writes {@code message} unless a line was written within the interval; then counts it as not written. */
     public void log(String message) {
+        log(() -> message);
+    }
+
+    /** As {@link #log(String)}, building the message only when it is written: for messages that cost to build. */
+    public void log(Supplier<String> message) {
         long now = System.nanoTime();
         long next = nextAt.get();
         if ((next != Long.MIN_VALUE && now - next < 0) || !nextAt.compareAndSet(next, now + intervalNanos)) {
@@ -33,6 +39,7 @@ public final class RateLimitedLog {
             return;
         }
         long skipped = suppressed.getAndSet(0);
-        log.log(level, skipped == 0 ? message : message + " (" + skipped + " more like it not logged)");
+        String text = message.get();
+        log.log(level, skipped == 0 ? text : text + " (" + skipped + " more like it not logged)");
     }
 }

@@ -38,4 +38,33 @@ class LoopTest {
             loop.close(1000);
         }
     }
+
+    @Test
+    void saysWhereItsThreadsWait() throws Exception {
+        Loop<Runnable> loop = new Loop<>("stuck-loop", 16, Runnable::run, new CacheMetrics(), null, 2);
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        try {
+            assertTrue(loop.offer(() -> {
+                entered.countDown();
+                awaitQuietly(release);
+            }));
+            assertTrue(entered.await(10, TimeUnit.SECONDS));
+            String where = loop.whereThreadsAre(8);
+            assertTrue(where.contains("hicache-stuck-loop-0") && where.contains("hicache-stuck-loop-1"), where);
+            assertTrue(where.contains("LoopTest.awaitQuietly"), "the stuck task's frame is named: " + where);
+            assertTrue(where.contains("WAITING"), where);
+        } finally {
+            release.countDown();
+            loop.close(1000);
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
 }

@@ -1,0 +1,54 @@
+package io.hicache.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.hicache.core.memory.WaitMode;
+import io.hicache.core.memory.emulated.EmulatedDeviceRuntime;
+import io.hicache.core.page.KvDtype;
+import io.hicache.core.page.KvGeometry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The GPU replay's load diagnosis on the emulated device: a replay through a {@link LoadTracer} splits each
+ * load-back's wait into phases that add up to the wait timed around it, and a spinning wait sees every load end.
+ */
+class LoadTracerTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void tracedPhasesAddUpToTheLoadBacksWait() throws Exception {
+        List<int[]> workload = ReplaySuite.workload(6, 3);
+        try (EmulatedDeviceRuntime runtime = new EmulatedDeviceRuntime(256L << 20, 2)) {
+            ReplaySuite.LoadTimer loads = new ReplaySuite.LoadTimer();
+            loads.waitMode = WaitMode.SPIN;
+            loads.tracer = new LoadTracer(runtime);
+            Path host = Files.createDirectory(dir.resolve("host"));
+            ReplaySuite.Tally t = ReplaySuite.replayOn(
+                    runtime,
+                    KvGeometry.mha(2, 1, 8, KvDtype.BFLOAT16),
+                    ReplaySuite.settings(host, "all"),
+                    workload,
+                    ReplaySuite.devicePages(6, 3),
+                    null,
+                    -1,
+                    0,
+                    loads);
+            assertEquals(0, t.failed(), "failed turns");
+            assertTrue(loads.count > 0, "some turns loaded pages back: " + t);
+            long sum = 0;
+            for (int i = 0; i < 5; i++) {
+                assertTrue(loads.phases[i] >= 0, "phase " + i + " is not negative: " + loads.phases());
+                sum += loads.phases[i];
+            }
+            assertEquals(loads.nanos, sum, "the phases add up to the load-backs' wait");
+            assertTrue(loads.phases[10] <= loads.count, loads.phases());
+            assertTrue(loads.phases().contains(loads.count + " load-backs, spin wait"), loads.phases());
+        }
+    }
+}
