@@ -21,18 +21,59 @@ mkdir -p .git/info
 # hicache-bench is built (not packed) for GpuRun's jar, so everything it depends on is built too.
 mvn -q -B -ntp -Dstyle.color=never -DskipTests -pl "$modules,hicache-bench" -am install
 # pack.sh's runtime lacks the HTTP server and client that the PD bootstrap server and its client use (GpuRun
-# --experiment pd): build it here with them; pack.sh keeps a jre.tgz it finds.
-if [[ ! -f .gpu/jre.tgz ]] || ! tar xzf .gpu/jre.tgz -O jre/release | grep -q jdk.httpserver; then
-  jdk=$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")
-  [[ -x $jdk/bin/jlink ]] || { echo "pack-gpu.sh: no jlink next to $(command -v java): put a JDK 25 first on the PATH" >&2; exit 1; }
+# --experiment pd): build it here with them; pack.sh keeps a jre.tgz it finds. Where xz is at hand the runtime is
+# linked uncompressed and packed with xz (.gpu/jre.txz, about 21 MiB against 34 as jre.tgz), so that .gpu and the
+# working tree fit the device tool's 64 MiB together; the GPU machine has no xz, so .gpu/java unpacks it with
+# Python's tarfile. HICACHE_GPU_PACK_XZ=0 keeps jre.tgz.
+use_xz=0
+if [[ ${HICACHE_GPU_PACK_XZ:-1} == 1 ]] && command -v xz > /dev/null; then
+  use_xz=1
+fi
+has_runtime() {
+  if [[ $use_xz == 1 ]]; then
+    [[ -f .gpu/jre.txz ]] && xz -dc .gpu/jre.txz | tar xf - -O jre/release 2>/dev/null | grep -q jdk.httpserver
+  else
+    [[ -f .gpu/jre.tgz ]] && tar xzf .gpu/jre.tgz -O jre/release 2>/dev/null | grep -q jdk.httpserver
+  fi
+}
+if ! has_runtime; then
+  # A JDK 25's jlink (older ones refuse --compress=zip-9): JAVA_HOME, java on the PATH, then /usr/lib/jvm, as
+  # ./hicache looks (Maven may run on an older JDK and compile with 25 through its toolchains).
+  jdk=
+  for c in ${JAVA_HOME:+"$JAVA_HOME"} "$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")" /usr/lib/jvm/*; do
+    if [[ -x $c/bin/jlink ]] && "$c/bin/java" -version 2>&1 | head -1 | grep -qE 'version "25[."]'; then
+      jdk=$c
+      break
+    fi
+  done
+  [[ -n $jdk ]] || { echo "pack-gpu.sh: no JDK 25 with jlink (looked at JAVA_HOME, java on the PATH, /usr/lib/jvm)" >&2; exit 1; }
   tmp=$(mktemp -d)
   mkdir -p .gpu
+  rm -f .gpu/jre.tgz .gpu/jre.txz
   "$jdk/bin/jlink" --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,jdk.compiler,jdk.zipfs,jdk.httpserver,java.net.http \
-    --strip-debug --no-header-files --no-man-pages --compress=zip-9 --output "$tmp/jre"
-  tar czf .gpu/jre.tgz -C "$tmp" jre
+    --strip-debug --no-header-files --no-man-pages --compress=$([[ $use_xz == 1 ]] && echo zip-0 || echo zip-9) \
+    --output "$tmp/jre"
+  if [[ $use_xz == 1 ]]; then
+    tar cf - -C "$tmp" jre | xz -9e > .gpu/jre.txz
+  else
+    tar czf .gpu/jre.tgz -C "$tmp" jre
+  fi
   rm -rf "$tmp"
 fi
+if [[ $use_xz == 1 ]]; then
+  tar czf .gpu/jre.tgz -T /dev/null # an empty stand-in, so that pack.sh links no runtime of its own
+fi
 "$pack" "$modules"
+if [[ $use_xz == 1 ]]; then
+  rm -f .gpu/jre.tgz
+  # pack.sh's launcher unpacks jre.tgz with tar: unpack jre.txz with Python instead (lzma is in its standard library)
+  unpack='[[ -x /tmp/hicache-jre/bin/java ]] || { rm -rf /tmp/hicache-jre.part && python3 -c '"'"'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")'"'"' "$here/jre.txz" /tmp/hicache-jre.part && mv /tmp/hicache-jre.part/jre /tmp/hicache-jre; }'
+  UNPACK=$unpack awk 'index($0, "[[ -x /tmp/hicache-jre/bin/java ]]") == 1 { print ENVIRON["UNPACK"]; next } { print }' \
+    .gpu/java > .gpu/java.new
+  mv .gpu/java.new .gpu/java
+  chmod +x .gpu/java
+  grep -q 'jre.txz' .gpu/java || { echo "pack-gpu.sh: could not point .gpu/java at jre.txz" >&2; exit 1; }
+fi
 cp hicache-bench/target/hicache-bench.jar hicache-cuda/target/hicache-cuda-tests.jar .gpu/lib/
 # the cuda-ipc transport, and from the test jars its kit and peer process and the transfer kit's patterns (--experiment pd)
 cp transfer-cuda/target/hicache-transfer-cuda.jar transfer-cuda/target/hicache-transfer-cuda-tests.jar \
