@@ -48,6 +48,7 @@ if ! has_runtime; then
   done
   [[ -n $jdk ]] || { echo "pack-gpu.sh: no JDK 25 with jlink (looked at JAVA_HOME, java on the PATH, /usr/lib/jvm)" >&2; exit 1; }
   tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT # also when jlink or xz fails
   mkdir -p .gpu
   rm -f .gpu/jre.tgz .gpu/jre.txz
   "$jdk/bin/jlink" --add-modules java.base,java.logging,java.management,jdk.management,jdk.unsupported,java.naming,jdk.compiler,jdk.zipfs,jdk.httpserver,java.net.http \
