@@ -272,10 +272,14 @@ public final class ReplaySuite implements BenchSuite {
         LoadTracer tracer;
         /**
          * With a tracer: nanos summed over the load-backs from asking to the load's submission, submitting it, from
-         * submitted to its first layer landed, to its last, and from then until the waiting thread saw it; then the
-         * same five for the load-backs that started with backups in flight, their count and bytes.
+         * submitted to its first layer landed, to its last, and from then until the waiting thread saw it.
          */
-        final long[] phases = new long[12];
+        final long[] phases = new long[5];
+        /** With a tracer: the load-backs that began with backups in flight, their bytes and their wait. */
+        long withBackups;
+
+        long withBackupsBytes;
+        long withBackupsNanos;
 
         /** Load-backs timed, and by size: fewer than 8 pages, 8 to 31, 32 or more (count, bytes, nanos each). */
         long count;
@@ -299,15 +303,13 @@ public final class ReplaySuite implements BenchSuite {
                 t.done - t.firstLayer,
                 end - t.done
             };
-            for (int i = 0; i < 5; i++) {
+            for (int i = 0; i < p.length; i++) {
                 phases[i] += p[i];
-                if (t.backupsAtEntry > 0) {
-                    phases[5 + i] += p[i];
-                }
             }
             if (t.backupsAtEntry > 0) {
-                phases[10]++;
-                phases[11] += loadBytes;
+                withBackups++;
+                withBackupsBytes += loadBytes;
+                withBackupsNanos += end - start;
             }
         }
 
@@ -316,12 +318,8 @@ public final class ReplaySuite implements BenchSuite {
             if (tracer == null) {
                 return "load phases not traced";
             }
-            long busyNanos = 0;
-            for (int i = 5; i < 10; i++) {
-                busyNanos += phases[i];
-            }
-            long idleBytes = bytes - phases[11];
-            long idleNanos = nanos - busyNanos;
+            long idleBytes = bytes - withBackupsBytes;
+            long idleNanos = nanos - withBackupsNanos;
             return String.format(
                     "load phases (ms over %d load-backs, %s wait): before the copy is asked for %.1f, submitting %.1f,"
                             + " to the first layer %.1f, to the last %.1f, the waiter's wake-up %.1f; %d load-backs"
@@ -333,10 +331,10 @@ public final class ReplaySuite implements BenchSuite {
                     phases[2] / 1e6,
                     phases[3] / 1e6,
                     phases[4] / 1e6,
-                    phases[10],
-                    phases[11] / 1e9,
-                    busyNanos == 0 ? 0 : phases[11] / (double) busyNanos,
-                    count - phases[10],
+                    withBackups,
+                    withBackupsBytes / 1e9,
+                    withBackupsNanos == 0 ? 0 : withBackupsBytes / (double) withBackupsNanos,
+                    count - withBackups,
                     idleBytes / 1e9,
                     idleNanos == 0 ? 0 : idleBytes / (double) idleNanos);
         }
